@@ -1,0 +1,124 @@
+# hamel — build, test, bench, run.
+#
+# `make` builds the engine library, the `hamel` CLI, the server and the tests.
+# `make test` installs missing Debian packages, then runs the whole suite
+# (normal build, then the same suites under -fsanitize=address,undefined).
+# `make run` installs missing packages, builds and starts the server.
+# `make SANITIZE=address,undefined` builds into build-san/ instead of build/.
+
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SANFLAGS :=
+else
+BUILD ?= build-san
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+CC ?= cc
+OPT ?= -O2 -g
+WERROR ?=
+PKG_CONFIG ?= pkg-config
+
+ENGINE_PKGS := gsl jansson libcrypto
+SERVER_PKGS := libmicrohttpd
+CLIENT_PKGS := libcurl
+TEST_PKGS := criterion
+
+pkgcflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+pkglibs = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+CPPFLAGS += -D_GNU_SOURCE -I. -Iengine -Iserver -Iclients/c
+CFLAGS := -std=c11 $(OPT) -Wall -Wextra -Wstrict-prototypes -MMD -MP $(SANFLAGS) $(WERROR) \
+	$(call pkgcflags,$(ENGINE_PKGS) $(SERVER_PKGS) $(CLIENT_PKGS))
+LDFLAGS += $(SANFLAGS)
+
+ENGINE_LIBS := $(call pkglibs,$(ENGINE_PKGS)) -ltcc -ldl -lm -lpthread
+SERVER_LIBS := $(call pkglibs,$(SERVER_PKGS)) -lsqlite3
+CLIENT_LIBS := $(call pkglibs,$(CLIENT_PKGS))
+TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
+
+ENGINE_SRC := $(wildcard engine/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+CLIENT_SRC := $(wildcard clients/c/*.c)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+SRVTEST_SRC := $(wildcard tests/server/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIBENGINE := $(BUILD)/libhamel.a
+LIBSERVER := $(BUILD)/libhamelserver.a
+LIBCLIENT := $(BUILD)/libhamelclient.a
+
+BINS := $(BUILD)/hamel $(BUILD)/hamel-server
+TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server)
+
+.PHONY: all test test-fast run bench fmt lint clean deps
+all: $(BINS) $(TESTS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBENGINE): $(call obj,$(ENGINE_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(LIBSERVER): $(call obj,$(SERVER_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(LIBCLIENT): $(call obj,$(CLIENT_SRC))
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/hamel: $(call obj,cli/hamel.c) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBENGINE)
+	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
+
+$(BUILD)/hamel-server: $(call obj,server/main.c) $(LIBSERVER) $(LIBENGINE)
+	$(CC) $(LDFLAGS) $^ -o $@ $(SERVER_LIBS) $(ENGINE_LIBS)
+
+$(BUILD)/test-unit: $(call obj,$(UNIT_SRC)) $(LIBENGINE)
+	$(CC) $(LDFLAGS) $^ -o $@ $(TEST_LIBS) $(ENGINE_LIBS)
+
+$(BUILD)/test-server: $(call obj,$(SRVTEST_SRC)) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBSERVER) $(LIBENGINE) | $(BUILD)/hamel-server
+	$(CC) $(LDFLAGS) $^ -o $@ $(TEST_LIBS) $(CLIENT_LIBS) $(SERVER_LIBS) $(ENGINE_LIBS)
+
+$(BUILD)/bench-%: bench/%.c $(LIBENGINE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $^ -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
+
+# The README's two commands.
+run:
+	@scripts/install-deps.sh
+	@$(MAKE) --no-print-directory $(BUILD)/hamel-server
+	$(BUILD)/hamel-server
+
+test:
+	@scripts/install-deps.sh
+	@scripts/run-tests.sh
+
+# The suite on an already set-up machine, without the sanitizer pass.
+test-fast: all
+	@HAMEL_TEST_FAST=1 scripts/run-tests.sh
+
+bench:
+	@scripts/install-deps.sh
+	@scripts/bench.sh
+
+deps:
+	@scripts/install-deps.sh
+
+fmt:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--suppress=missingIncludeSystem -Iengine -Iserver engine server cli
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,102 @@
+/* engine.h — the public face of the hamel engine.
+ *
+ * A model (API.md §1) goes in as JSON and is validated and compiled once into an
+ * immutable engine_model; simulations, Hamel coefficients and derived equations are
+ * then computed from it, each returning JSON shaped as in API.md §2–5. The engine has
+ * no HTTP in it: the server and the CLI are thin layers over these calls.
+ *
+ * Ownership: every json_t returned through an out-parameter is a new reference the
+ * caller must json_decref. Input json_t are borrowed. An engine_model is reference
+ * counted and safe to share between threads once compiled (all calls below are
+ * read-only on it and thread-safe).
+ *
+ * Errors: each call returns 0 on success or a negative engine error code (error.h);
+ * on error *problem receives an RFC 9457 problem document (type, title, status,
+ * detail, and an "errors" array of {path, column?, reason}) and nothing else is set.
+ */
+#ifndef HAMEL_ENGINE_H
+#define HAMEL_ENGINE_H
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define ENGINE_VERSION "0.1.0"
+
+typedef struct engine_model engine_model;
+
+/* Caps on what one request may make the engine do. Every growable thing has one. */
+typedef struct engine_limits {
+    size_t max_expr_chars;   /* length of one expression string */
+    size_t max_nodes;        /* expression nodes in a model after differentiation */
+    int max_coordinates;     /* n */
+    int max_samples;         /* output samples of one simulation */
+    long max_steps;          /* integrator steps of one simulation (upper bound) */
+    double max_wall_seconds; /* wall time of one simulation (upper bound) */
+    int max_points;          /* points of one /v1/hamel request */
+} engine_limits;
+
+/* The defaults used when a caller passes NULL limits. */
+extern const engine_limits engine_default_limits;
+
+/* What a running simulation shares with whoever started it. The caller owns it and
+ * keeps it alive for the duration of engine_simulate. */
+typedef struct engine_control {
+    atomic_int cancel;      /* set nonzero to stop between integrator steps */
+    _Atomic double progress; /* written by the engine: t reached / t_end, 0..1 */
+    long max_steps;         /* 0: the request's own budget (capped by limits) */
+    double max_wall_seconds; /* 0: the limits' budget */
+} engine_control;
+
+/* Initialises the process-wide state (GSL error handler off, JIT lock). Call once
+ * from main before anything else; calling again is harmless. */
+void engine_init(void);
+
+/* Validates and compiles a model. On success *out holds a new model with one
+ * reference. `limits` may be NULL. */
+int engine_model_compile(const json_t *model, const engine_limits *limits, engine_model **out,
+                         json_t **problem);
+
+/* Adds a reference. */
+engine_model *engine_model_retain(engine_model *m);
+
+/* Drops a reference; the last one frees the model. Accepts NULL. */
+void engine_model_release(engine_model *m);
+
+/* "sha256:<64 hex>" of the canonical model; borrowed, lives as long as the model. */
+const char *engine_model_id(const engine_model *m);
+
+/* The canonical model JSON (expressions re-printed, keys sorted); borrowed. */
+const char *engine_model_canonical(const engine_model *m);
+
+/* Rough memory held by a compiled model, in bytes (for cache accounting). */
+size_t engine_model_bytes(const engine_model *m);
+
+/* The model summary of API.md §2 (new reference). */
+json_t *engine_model_summary(const engine_model *m);
+
+/* Runs a simulation request (API.md §3; its "model"/"model_id" members are ignored:
+ * the model is given). On success *result holds the result object with trajectory,
+ * checks, hamel and stats (no job_id, status or cached: the caller adds those).
+ * A run that fails part-way (step or time budget, cancellation, integrator failure)
+ * returns the error code and a problem document that carries the partial trajectory
+ * under "partial" and the reason. `ctl` may be NULL. */
+int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    engine_control *ctl, json_t **result, json_t **problem);
+
+/* Computes the canonical key of a simulation request for the result cache:
+ * "sha256:<hex>" over the model id and the canonicalised request. Writes into
+ * key[80]. Returns an error (with problem) only if the request is not an object. */
+int engine_simulation_key(const engine_model *m, const json_t *request, char key[80],
+                          json_t **problem);
+
+/* Hamel coefficients at the configuration(s) of a /v1/hamel request (API.md §4). */
+int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits,
+                 json_t **result, json_t **problem);
+
+/* The derived equations of API.md §5. */
+int engine_equations(const engine_model *m, json_t **result, json_t **problem);
+
+#endif

@@ -1,0 +1,67 @@
+/* error.c — status, slug and title of each error code, and problem documents. */
+#include "error.h"
+
+#include <stdio.h>
+
+struct error_info {
+    int code;
+    int status;
+    const char *slug;
+    const char *title;
+};
+
+static const struct error_info infos[] = {
+#define HAMEL_ERROR_INFO(name, status, slug, title) {HAMEL_E_##name, status, slug, title},
+    HAMEL_ERROR_MAP(HAMEL_ERROR_INFO)
+#undef HAMEL_ERROR_INFO
+};
+
+static const struct error_info *error_find(int code)
+{
+    for (size_t i = 0; i < sizeof infos / sizeof infos[0]; i++)
+        if (infos[i].code == code)
+            return &infos[i];
+    return &infos[sizeof infos / sizeof infos[0] - 1]; /* INTERNAL */
+}
+
+int hamel_error_status(int code) { return error_find(code)->status; }
+
+const char *hamel_error_slug(int code) { return error_find(code)->slug; }
+
+const char *hamel_error_title(int code) { return error_find(code)->title; }
+
+json_t *hamel_problem_new(int code, const char *detail)
+{
+    const struct error_info *e = error_find(code);
+    char type[128];
+    snprintf(type, sizeof type, "https://hamel.dev/problems/%s", e->slug);
+    json_t *p = json_pack("{s:s, s:s, s:i, s:[]}", "type", type, "title", e->title, "status",
+                          e->status, "errors");
+    if (p && detail)
+        json_object_set_new(p, "detail", json_string(detail));
+    return p;
+}
+
+void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason)
+{
+    if (!problem)
+        return;
+    json_t *errors = json_object_get(problem, "errors");
+    if (!errors) {
+        errors = json_array();
+        json_object_set_new(problem, "errors", errors);
+    }
+    json_t *e = json_pack("{s:s, s:s}", "path", path ? path : "", "reason", reason ? reason : "");
+    if (column >= 0)
+        json_object_set_new(e, "column", json_integer(column));
+    json_array_append_new(errors, e);
+    if (!json_object_get(problem, "detail")) {
+        char buf[512];
+        if (column >= 0)
+            snprintf(buf, sizeof buf, "%s: column %d: %s", path ? path : "", column,
+                     reason ? reason : "");
+        else
+            snprintf(buf, sizeof buf, "%s: %s", path ? path : "", reason ? reason : "");
+        json_object_set_new(problem, "detail", json_string(buf));
+    }
+}

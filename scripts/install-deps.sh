@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hamel needs that are not installed yet.
+# Usage: scripts/install-deps.sh [run|test|bench]   (default: test, a superset of run)
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+what=${1:-test}
+run_pkgs=(build-essential pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
+          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates)
+test_pkgs=(libcriterion-dev)
+web_pkgs=(chromium)
+bench_pkgs=(wrk valgrind)
+pkgs=("${run_pkgs[@]}")
+case "$what" in
+  run) ;;
+  test) pkgs+=("${test_pkgs[@]}" "${web_pkgs[@]}") ;;
+  bench) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "usage: $0 [run|test|bench]" >&2; exit 2 ;;
+esac
+# node and npm drive the browser tests; the machine may already have them.
+if [ "$what" = test ] && ! command -v npm >/dev/null 2>&1; then pkgs+=(nodejs npm); fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
