@@ -1,0 +1,78 @@
+/* tape.h — expressions compiled to a flat instruction list.
+ *
+ * A tape evaluates many output expressions at once without walking trees: every
+ * distinct sub-expression of the (hash-consed) expression DAG becomes one
+ * instruction, computed once per evaluation, so shared sub-expressions are shared.
+ * Instruction i writes slot i; its operands are earlier slots. Slots
+ * [0, n_inputs) are the inputs, copied from `in` (TAPE_INPUT instructions).
+ *
+ * A tape can be evaluated by the interpreter here, or compiled to machine code by
+ * jit.h, which fills `fn`; tape_run uses the compiled code when there is one.
+ */
+#ifndef HAMEL_TAPE_H
+#define HAMEL_TAPE_H
+
+#include <stdint.h>
+
+typedef enum tape_op {
+    TAPE_INPUT, /* slot = in[a] */
+    TAPE_CONST, /* slot = c */
+    TAPE_ADD,   /* slot = s[a] + s[b] */
+    TAPE_SUB,   /* slot = s[a] - s[b] */
+    TAPE_MUL,   /* slot = s[a] * s[b] */
+    TAPE_DIV,   /* slot = s[a] / s[b] */
+    TAPE_NEG,   /* slot = -s[a] */
+    TAPE_POWI,  /* slot = s[a] ^ b, b a (possibly negative) integer exponent */
+    TAPE_POW,   /* slot = pow(s[a], s[b]) */
+    TAPE_SQRT,
+    TAPE_EXP,
+    TAPE_LOG,
+    TAPE_SIN,
+    TAPE_COS,
+    TAPE_TAN,
+    TAPE_ASIN,
+    TAPE_ACOS,
+    TAPE_ATAN,
+    TAPE_ATAN2, /* slot = atan2(s[a], s[b]) */
+    TAPE_SINH,
+    TAPE_COSH,
+    TAPE_TANH,
+    TAPE_ABS,
+    TAPE_OP_COUNT
+} tape_op;
+
+typedef struct tape_ins {
+    int32_t op; /* a tape_op */
+    int32_t a, b;
+    double c;
+} tape_ins;
+
+/* Compiled code for a tape: reads in[n_inputs], writes out[n_outputs]. */
+typedef void (*tape_fn)(const double *in, double *out);
+
+typedef struct tape {
+    int n_inputs;
+    int n_ins; /* instructions, = slots; the first n_inputs are TAPE_INPUT */
+    tape_ins *ins;
+    int n_outputs;
+    int32_t *outputs; /* slot of each output */
+    tape_fn fn;       /* compiled code, or NULL */
+    void *jit;        /* owned by jit.c */
+} tape;
+
+/* Frees a tape and its compiled code. Accepts NULL. */
+void tape_free(tape *t);
+
+/* Evaluates with the interpreter: work must hold n_ins doubles. */
+void tape_eval(const tape *t, const double *in, double *work, double *out);
+
+/* Evaluates with compiled code if present, else the interpreter (work as above). */
+static inline void tape_run(const tape *t, const double *in, double *work, double *out)
+{
+    if (t->fn)
+        t->fn(in, out);
+    else
+        tape_eval(t, in, work, out);
+}
+
+#endif
