@@ -1,0 +1,382 @@
+/* jit.c — tape → C source → machine code with libtcc (see jit.h).
+ *
+ * Locking: libtcc 0.9.27 keeps compiler state in globals and is not thread-safe,
+ * so every libtcc call (tcc_new through tcc_get_symbol, and tcc_delete) happens
+ * with jit_lock held. It is the only lock in this file; nothing else is locked or
+ * called back into while holding it, so it cannot take part in a lock-order
+ * cycle. Source generation runs before the lock is taken; running compiled code
+ * needs no lock at all.
+ */
+#include "jit.h"
+
+#include <libtcc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- source buffer ------------------------------------------------------- */
+
+/* A growable string with a hard cap (curl's dynbuf): once an append fails, the
+ * buffer stays failed and later appends are no-ops. */
+typedef struct jit_buf {
+    char *p;
+    size_t len, cap;
+    int err; /* 0, JIT_E_TOO_LARGE or JIT_E_NOMEM */
+} jit_buf;
+
+static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
+{
+    if (b->err)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->err = JIT_E_NOMEM;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t need = b->len + (size_t)n + 1;
+        if (need > JIT_MAX_SOURCE) {
+            b->err = JIT_E_TOO_LARGE;
+            return;
+        }
+        size_t cap = b->cap * 2;
+        while (cap < need)
+            cap *= 2;
+        if (cap > JIT_MAX_SOURCE)
+            cap = JIT_MAX_SOURCE;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->err = JIT_E_NOMEM;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+/* ---- the functions generated code may call --------------------------------- */
+
+/* The fixed list of libm functions the generated code may call: each is declared
+ * in the source and bound to this process's libm with tcc_add_symbol (tcc runs
+ * with -nostdlib). */
+static const struct {
+    const char *name;
+    const char *proto;
+    const void *addr;
+} jit_funcs[] = {
+    {"sqrt", "double sqrt(double);", (const void *)sqrt},
+    {"exp", "double exp(double);", (const void *)exp},
+    {"log", "double log(double);", (const void *)log},
+    {"sin", "double sin(double);", (const void *)sin},
+    {"cos", "double cos(double);", (const void *)cos},
+    {"tan", "double tan(double);", (const void *)tan},
+    {"asin", "double asin(double);", (const void *)asin},
+    {"acos", "double acos(double);", (const void *)acos},
+    {"atan", "double atan(double);", (const void *)atan},
+    {"sinh", "double sinh(double);", (const void *)sinh},
+    {"cosh", "double cosh(double);", (const void *)cosh},
+    {"tanh", "double tanh(double);", (const void *)tanh},
+    {"fabs", "double fabs(double);", (const void *)fabs},
+    {"pow", "double pow(double, double);", (const void *)pow},
+    {"atan2", "double atan2(double, double);", (const void *)atan2},
+};
+
+/* The libm function of a one-argument op, or NULL. */
+static const char *jit__unary_name(tape_op op)
+{
+    switch (op) {
+    case TAPE_SQRT: return "sqrt";
+    case TAPE_EXP: return "exp";
+    case TAPE_LOG: return "log";
+    case TAPE_SIN: return "sin";
+    case TAPE_COS: return "cos";
+    case TAPE_TAN: return "tan";
+    case TAPE_ASIN: return "asin";
+    case TAPE_ACOS: return "acos";
+    case TAPE_ATAN: return "atan";
+    case TAPE_SINH: return "sinh";
+    case TAPE_COSH: return "cosh";
+    case TAPE_TANH: return "tanh";
+    case TAPE_ABS: return "fabs";
+    default: return NULL;
+    }
+}
+
+/* ---- code generation ------------------------------------------------------- */
+
+/* Checks what the generated code will index: opcodes, operand slots (earlier
+ * slots only), input indices and output slots. */
+static int jit__check(const tape *t)
+{
+    if (t->n_ins < 0 || t->n_inputs < 0 || t->n_outputs < 0)
+        return JIT_E_BAD_TAPE;
+    if ((t->n_ins > 0 && !t->ins) || (t->n_outputs > 0 && !t->outputs))
+        return JIT_E_BAD_TAPE;
+    if (t->n_ins > JIT_MAX_SLOTS)
+        return JIT_E_TOO_LARGE;
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *p = &t->ins[i];
+        if (p->op < 0 || p->op >= TAPE_OP_COUNT)
+            return JIT_E_BAD_TAPE;
+        switch ((tape_op)p->op) {
+        case TAPE_INPUT:
+            if (p->a < 0 || p->a >= t->n_inputs)
+                return JIT_E_BAD_TAPE;
+            break;
+        case TAPE_CONST: break;
+        case TAPE_ADD:
+        case TAPE_SUB:
+        case TAPE_MUL:
+        case TAPE_DIV:
+        case TAPE_POW:
+        case TAPE_ATAN2:
+            if (p->b < 0 || p->b >= i)
+                return JIT_E_BAD_TAPE;
+            /* fall through */
+        default:
+            if (p->a < 0 || p->a >= i)
+                return JIT_E_BAD_TAPE;
+            break;
+        }
+    }
+    for (int k = 0; k < t->n_outputs; k++)
+        if (t->outputs[k] < 0 || t->outputs[k] >= t->n_ins)
+            return JIT_E_BAD_TAPE;
+    return 0;
+}
+
+/* `double s<i> = <c>;`. A finite constant is printed with %.17g (which round-trips
+ * exactly) and always as a floating literal, so -0.0 stays -0.0; inf and NaN have no
+ * C literal, so they — and anything the locale may have printed oddly — are
+ * rebuilt from their bits. */
+static void jit__emit_const(jit_buf *b, int i, double c)
+{
+    if (isfinite(c)) {
+        char num[40];
+        snprintf(num, sizeof num, "%.17g", c);
+        int ok = 1, floating = 0;
+        for (const char *q = num; *q; q++) {
+            if (*q == '.' || *q == 'e')
+                floating = 1;
+            else if (!(*q >= '0' && *q <= '9') && *q != '-' && *q != '+')
+                ok = 0;
+        }
+        if (ok) {
+            jit__buf_printf(b, "double s%d = %s%s;\n", i, num, floating ? "" : ".0");
+            return;
+        }
+    }
+    uint64_t bits;
+    memcpy(&bits, &c, sizeof bits);
+    jit__buf_printf(b, "static const union jit_k k%d = {0x%016llxULL}; double s%d = k%d.d;\n", i,
+                    (unsigned long long)bits, i, i);
+}
+
+/* s<i> = s<a>^k with exactly the multiplications of tape.c's powi, in order:
+ * r picks up x at each set bit of |k| (the first time as r = x, which equals
+ * 1.0 * x), x squares between bits, and a negative k ends with 1.0 / r. */
+static void jit__emit_powi(jit_buf *b, int i, int a, int32_t k)
+{
+    unsigned long e = k < 0 ? -(unsigned long)k : (unsigned long)k;
+    if (e == 0) {
+        jit__buf_printf(b, "double s%d = 1.0;\n", i);
+        return;
+    }
+    jit__buf_printf(b, "double s%d;\n{ double x = s%d, r;", i, a);
+    int started = 0;
+    while (e) {
+        if (e & 1) {
+            jit__buf_printf(b, started ? " r = r * x;" : " r = x;");
+            started = 1;
+        }
+        e >>= 1;
+        if (e)
+            jit__buf_printf(b, " x = x * x;");
+    }
+    jit__buf_printf(b, " s%d = %sr; }\n", i, k < 0 ? "1.0 / " : "");
+}
+
+static const char *const jit_binop[] = {
+    [TAPE_ADD] = "+",
+    [TAPE_SUB] = "-",
+    [TAPE_MUL] = "*",
+    [TAPE_DIV] = "/",
+};
+
+/* Writes the whole translation unit for t into b. */
+static void jit__generate(const tape *t, jit_buf *b)
+{
+    jit__buf_printf(b, "/* generated by hamel jit.c from a tape of %d slots */\n", t->n_ins);
+    for (size_t j = 0; j < sizeof jit_funcs / sizeof jit_funcs[0]; j++)
+        jit__buf_printf(b, "%s\n", jit_funcs[j].proto);
+    jit__buf_printf(b, "union jit_k { unsigned long long u; double d; };\n"
+                       "void f(const double *in, double *out)\n{\n");
+    for (int i = 0; i < t->n_ins && !b->err; i++) {
+        const tape_ins *p = &t->ins[i];
+        tape_op op = (tape_op)p->op;
+        switch (op) {
+        case TAPE_INPUT: jit__buf_printf(b, "double s%d = in[%d];\n", i, p->a); break;
+        case TAPE_CONST: jit__emit_const(b, i, p->c); break;
+        case TAPE_ADD:
+        case TAPE_SUB:
+        case TAPE_MUL:
+        case TAPE_DIV:
+            jit__buf_printf(b, "double s%d = s%d %s s%d;\n", i, p->a, jit_binop[op], p->b);
+            break;
+        case TAPE_NEG: jit__buf_printf(b, "double s%d = -s%d;\n", i, p->a); break;
+        case TAPE_POWI: jit__emit_powi(b, i, p->a, p->b); break;
+        case TAPE_POW: jit__buf_printf(b, "double s%d = pow(s%d, s%d);\n", i, p->a, p->b); break;
+        case TAPE_ATAN2:
+            jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b);
+            break;
+        case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
+        default:
+            jit__buf_printf(b, "double s%d = %s(s%d);\n", i, jit__unary_name(op), p->a);
+            break;
+        }
+    }
+    for (int k = 0; k < t->n_outputs; k++)
+        jit__buf_printf(b, "out[%d] = s%d;\n", k, t->outputs[k]);
+    jit__buf_printf(b, "}\n");
+}
+
+/* ---- compiling ------------------------------------------------------------- */
+
+typedef struct jit_errctx {
+    char *msg;
+    size_t size;
+    int seen;
+} jit_errctx;
+
+/* libtcc's error (and warning) callback: keeps the first message, prints nothing. */
+static void jit__on_error(void *opaque, const char *msg)
+{
+    jit_errctx *ctx = opaque;
+    if (ctx->seen++ || !ctx->msg || ctx->size == 0)
+        return;
+    snprintf(ctx->msg, ctx->size, "tcc: %s", msg);
+}
+
+static void jit__set_msg(char *err, size_t err_size, const char *msg)
+{
+    if (err && err_size > 0)
+        snprintf(err, err_size, "%s", msg);
+}
+
+int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, size_t err_size)
+{
+    *fn = NULL;
+    *jit = NULL;
+    jit_errctx ctx = {err, err_size, 0};
+    jit__set_msg(err, err_size, "");
+
+    pthread_mutex_lock(&jit_lock);
+    TCCState *s = tcc_new();
+    if (!s) {
+        pthread_mutex_unlock(&jit_lock);
+        jit__set_msg(err, err_size, "tcc_new failed");
+        return JIT_E_NOMEM;
+    }
+    tcc_set_error_func(s, &ctx, jit__on_error);
+    tcc_set_options(s, "-nostdlib");
+    int rc = tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    if (rc == 0)
+        rc = tcc_compile_string(s, src);
+    for (size_t j = 0; rc == 0 && j < sizeof jit_funcs / sizeof jit_funcs[0]; j++)
+        rc = tcc_add_symbol(s, jit_funcs[j].name, jit_funcs[j].addr);
+    if (rc == 0)
+        rc = tcc_relocate(s, TCC_RELOCATE_AUTO);
+    void *sym = rc == 0 ? tcc_get_symbol(s, "f") : NULL;
+    if (!sym) {
+        tcc_delete(s);
+        pthread_mutex_unlock(&jit_lock);
+        if (!ctx.seen)
+            jit__set_msg(err, err_size, "tcc: compilation failed");
+        return JIT_E_COMPILE;
+    }
+    pthread_mutex_unlock(&jit_lock);
+
+    /* POSIX guarantees object and function pointers convert; ISO C does not. */
+    memcpy(fn, &sym, sizeof *fn);
+    *jit = s;
+    return 0;
+}
+
+static int jit__disabled(void)
+{
+    const char *v = getenv("HAMEL_NO_JIT");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int jit_compile_msg(tape *t, char *err, size_t err_size)
+{
+    jit__set_msg(err, err_size, "");
+    if (t->fn)
+        return 0;
+    t->jit = NULL;
+    if (jit__disabled()) {
+        jit__set_msg(err, err_size, "disabled by HAMEL_NO_JIT");
+        return JIT_E_DISABLED;
+    }
+    int rc = jit__check(t);
+    if (rc < 0) {
+        jit__set_msg(err, err_size,
+                     rc == JIT_E_TOO_LARGE ? "tape exceeds JIT_MAX_SLOTS" : "malformed tape");
+        return rc;
+    }
+
+    jit_buf b = {malloc(4096), 0, 4096, 0};
+    if (!b.p) {
+        jit__set_msg(err, err_size, "out of memory");
+        return JIT_E_NOMEM;
+    }
+    jit__generate(t, &b);
+    if (b.err) {
+        free(b.p);
+        jit__set_msg(err, err_size,
+                     b.err == JIT_E_TOO_LARGE ? "source exceeds JIT_MAX_SOURCE"
+                     : b.err == JIT_E_NOMEM   ? "out of memory"
+                                              : "malformed tape");
+        return b.err;
+    }
+
+    tape_fn fn;
+    void *jit;
+    rc = jit__compile_source(b.p, &fn, &jit, err, err_size);
+    free(b.p);
+    if (rc < 0)
+        return rc;
+    t->fn = fn;
+    t->jit = jit;
+    return 0;
+}
+
+int jit_compile(tape *t)
+{
+    return jit_compile_msg(t, NULL, 0);
+}
+
+void jit_release(void *jit)
+{
+    if (!jit)
+        return;
+    pthread_mutex_lock(&jit_lock);
+    tcc_delete(jit);
+    pthread_mutex_unlock(&jit_lock);
+}

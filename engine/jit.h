@@ -1,0 +1,66 @@
+/* jit.h — tapes compiled to machine code in-process with libtcc.
+ *
+ * jit_compile turns a tape (tape.h) into C source — generated from the tape's
+ * instructions only, never from user text — of one function
+ *     void f(const double *in, double *out)
+ * with one local per slot, compiles it with libtcc into memory and stores the
+ * entry point in t->fn (and the compiler state in t->jit). tape_run then calls the
+ * compiled code instead of the interpreter. Every libm function the code calls is
+ * bound to this process's libm, so no runtime library files are needed.
+ *
+ * The compiled code does exactly the interpreter's IEEE operations in the same
+ * order (TAPE_POWI as the same binary-exponentiation chain), so results agree with
+ * tape_eval bit for bit, except possibly the sign or payload of a NaN.
+ *
+ * Failure is never fatal: on any error jit_compile returns a negative JIT_E_* code,
+ * leaves t->fn NULL and the interpreter is used. Setting the environment variable
+ * HAMEL_NO_JIT (to anything but "" or "0") disables compilation.
+ *
+ * The compiled function keeps every slot in its stack frame: it needs about
+ * 8 * n_ins bytes of stack (at most JIT_MAX_SLOTS * 8 = 512 KiB), so threads that
+ * run compiled tapes need a stack at least that large.
+ *
+ * Threads: jit_compile and jit_release may be called from any thread (libtcc use is
+ * serialised inside jit.c). A compiled tape's fn is pure and may run concurrently.
+ */
+#ifndef HAMEL_JIT_H
+#define HAMEL_JIT_H
+
+#include <stddef.h>
+
+#include "tape.h"
+
+/* Largest generated source, in bytes; a bigger tape is left to the interpreter. */
+#define JIT_MAX_SOURCE ((size_t)8 << 20)
+
+/* Most slots (instructions) a compiled tape may have; see the stack note above. */
+#define JIT_MAX_SLOTS 65536
+
+/* Why jit_compile declined. These never reach a problem document: the caller just
+ * keeps the interpreter. */
+#define JIT_E_DISABLED -1 /* HAMEL_NO_JIT is set */
+#define JIT_E_BAD_TAPE -2 /* an opcode or operand index is out of range */
+#define JIT_E_TOO_LARGE -3 /* more than JIT_MAX_SLOTS slots or JIT_MAX_SOURCE bytes */
+#define JIT_E_NOMEM -4    /* out of memory */
+#define JIT_E_COMPILE -5  /* libtcc failed (compile, link or relocation) */
+
+/* Compiles t to machine code and sets t->fn and t->jit (t keeps ownership of the
+ * compiled code; tape_free releases it). Returns 0 on success (also when t is
+ * already compiled) or a negative JIT_E_* code, in which case t->fn and t->jit are
+ * left NULL. */
+int jit_compile(tape *t);
+
+/* As jit_compile; on failure also writes a NUL-terminated reason (libtcc's first
+ * error message, for JIT_E_COMPILE) into err[err_size]. err may be NULL. */
+int jit_compile_msg(tape *t, char *err, size_t err_size);
+
+/* Frees compiled code made by jit_compile (what t->jit points to). Accepts NULL.
+ * The tape's fn must not be called afterwards; tape_free calls this. */
+void jit_release(void *jit);
+
+/* Internal, for tests: compiles arbitrary generated source `src` the way
+ * jit_compile does and returns its function `f` in *fn and the state to pass to
+ * jit_release in *jit. Borrows src. Same return codes and err as jit_compile_msg. */
+int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, size_t err_size);
+
+#endif
