@@ -2,7 +2,9 @@
  *
  * Locking: libtcc 0.9.27 keeps compiler state in globals and is not thread-safe,
  * so every libtcc call (tcc_new through tcc_get_symbol, and tcc_delete) happens
- * with jit_lock held. It is the only lock in this file; nothing else is locked or
+ * with jit_lock held. (Debian's 2020 snapshot guards its compile step with a
+ * semaphore of its own, but the release does not, nor does either guard the other
+ * entry points; we do not rely on it.) It is the only lock in this file; nothing else is locked or
  * called back into while holding it, so it cannot take part in a lock-order
  * cycle. Source generation runs before the lock is taken; running compiled code
  * needs no lock at all.
@@ -190,7 +192,10 @@ static void jit__emit_const(jit_buf *b, int i, double c)
 
 /* s<i> = s<a>^k with exactly the multiplications of tape.c's powi, in order:
  * r picks up x at each set bit of |k| (the first time as r = x, which equals
- * 1.0 * x), x squares between bits, and a negative k ends with 1.0 / r. */
+ * 1.0 * x), x squares between bits, and a negative k ends with 1.0 / r. x and r
+ * are the function's two scratch locals, shared by every POWI (tcc gives each
+ * block-scope local its own stack slot, so per-POWI temporaries would triple the
+ * frame). */
 static void jit__emit_powi(jit_buf *b, int i, int a, int32_t k)
 {
     unsigned long e = k < 0 ? -(unsigned long)k : (unsigned long)k;
@@ -198,18 +203,18 @@ static void jit__emit_powi(jit_buf *b, int i, int a, int32_t k)
         jit__buf_printf(b, "double s%d = 1.0;\n", i);
         return;
     }
-    jit__buf_printf(b, "double s%d;\n{ double x = s%d, r;", i, a);
+    jit__buf_printf(b, "x = s%d;", a);
     int started = 0;
     while (e) {
         if (e & 1) {
-            jit__buf_printf(b, started ? " r = r * x;" : " r = x;");
+            jit__buf_printf(b, "%s", started ? " r = r * x;" : " r = x;");
             started = 1;
         }
         e >>= 1;
         if (e)
             jit__buf_printf(b, " x = x * x;");
     }
-    jit__buf_printf(b, " s%d = %sr; }\n", i, k < 0 ? "1.0 / " : "");
+    jit__buf_printf(b, "\ndouble s%d = %sr;\n", i, k < 0 ? "1.0 / " : "");
 }
 
 static const char *const jit_binop[] = {
@@ -226,7 +231,7 @@ static void jit__generate(const tape *t, jit_buf *b)
     for (size_t j = 0; j < sizeof jit_funcs / sizeof jit_funcs[0]; j++)
         jit__buf_printf(b, "%s\n", jit_funcs[j].proto);
     jit__buf_printf(b, "union jit_k { unsigned long long u; double d; };\n"
-                       "void f(const double *in, double *out)\n{\n");
+                       "void f(const double *in, double *out)\n{\ndouble x, r;\n");
     for (int i = 0; i < t->n_ins && !b->err; i++) {
         const tape_ins *p = &t->ins[i];
         tape_op op = (tape_op)p->op;

@@ -16,9 +16,10 @@
  * leaves t->fn NULL and the interpreter is used. Setting the environment variable
  * HAMEL_NO_JIT (to anything but "" or "0") disables compilation.
  *
- * The compiled function keeps every slot in its stack frame: it needs about
- * 8 * n_ins bytes of stack (at most JIT_MAX_SLOTS * 8 = 512 KiB), so threads that
- * run compiled tapes need a stack at least that large.
+ * The compiled function keeps every slot in its stack frame: it needs 8 * n_ins
+ * bytes of stack plus what libm uses (at most JIT_MAX_SLOTS * 8 = 512 KiB + a
+ * little), and tcc emits no stack probes, so threads that run compiled tapes need
+ * a stack at least that large (glibc's default of 8 MiB is plenty).
  *
  * Threads: jit_compile and jit_release may be called from any thread (libtcc use is
  * serialised inside jit.c). A compiled tape's fn is pure and may run concurrently.

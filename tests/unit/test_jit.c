@@ -399,6 +399,54 @@ Test(jit, too_large_falls_back)
     tape_free(u);
 }
 
+/* The documented stack bound holds: a tape of JIT_MAX_SLOTS slots (POWI blocks
+ * included) runs on a thread whose stack is only 8 bytes a slot plus 128 KiB. */
+typedef struct stack_job {
+    const tape *t;
+    const double *in;
+    double out;
+} stack_job;
+
+static void *stack_job_main(void *arg)
+{
+    stack_job *j = arg;
+    j->t->fn(j->in, &j->out);
+    return NULL;
+}
+
+Test(jit, max_tape_runs_on_small_stack)
+{
+    tape *t = tt_new(1, JIT_MAX_SLOTS);
+    while (t->n_ins < JIT_MAX_SLOTS) {
+        int i = t->n_ins;
+        if (i % 3 == 0)
+            tt_push(t, TAPE_POWI, i - 1, -3, 0.0);
+        else
+            tt_push(t, i % 3 == 1 ? TAPE_SIN : TAPE_COS, i - 1, 0, 0.0);
+    }
+    t->n_outputs = 1;
+    t->outputs = malloc(sizeof *t->outputs);
+    t->outputs[0] = t->n_ins - 1;
+    compile_ok(t);
+
+    double in = 0.7, want;
+    double *w = calloc((size_t)t->n_ins, sizeof *w);
+    tape_eval(t, &in, w, &want);
+    free(w);
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    size_t stack = (size_t)JIT_MAX_SLOTS * 8 + ((size_t)128 << 10);
+    cr_assert_eq(pthread_attr_setstacksize(&attr, stack), 0);
+    stack_job job = {t, &in, NAN};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, &attr, stack_job_main, &job), 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    cr_assert(same(job.out, want), "small-stack run gave %.17g, interpreter %.17g", job.out, want);
+    tape_free(t);
+}
+
 /* Malformed tapes are refused before any code is generated. */
 Test(jit, bad_tapes_are_refused)
 {
@@ -469,19 +517,27 @@ Test(jit, tcc_errors_are_captured)
     cr_assert_eq(printed, 0, "tcc printed %ld bytes to stderr", printed);
 }
 
-/* Four threads compile, run and free tapes at the same time. */
+/* Four threads compile, run and free tapes at the same time. Tapes are big enough
+ * (a few ms of compiling each) and the start is synchronised, so calls into jit.c
+ * do overlap. (Debian's libtcc snapshot also serialises its compile step with a
+ * semaphore of its own, so this checks that concurrent use works; it cannot show
+ * that jit.c's lock is needed.) */
+enum { WORKER_SLOTS = 3000, WORKER_TAPES = 6 };
+
 typedef struct worker {
     int id;
     int failures;
     char msg[256];
+    pthread_barrier_t *start;
 } worker;
 
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    for (int it = 0; it < 8; it++) {
+    pthread_barrier_wait(w->start);
+    for (int it = 0; it < WORKER_TAPES; it++) {
         uint64_t seed = 1000 + (uint64_t)w->id * 100 + (uint64_t)it;
-        tape *t = tt_random(seed, 4, 400);
+        tape *t = tt_random(seed, 4, WORKER_SLOTS);
         int rc = jit_compile(t);
         if (rc != 0 || !t->fn) {
             w->failures++;
@@ -489,10 +545,10 @@ static void *worker_main(void *arg)
             tape_free(t);
             continue;
         }
-        double *got = calloc(400, sizeof *got), *want = calloc(400, sizeof *want),
-               *work = calloc(400, sizeof *work);
+        double *got = calloc(WORKER_SLOTS, sizeof *got), *want = calloc(WORKER_SLOTS, sizeof *want),
+               *work = calloc(WORKER_SLOTS, sizeof *work);
         uint64_t s = seed;
-        for (int r = 0; r < 500 && got && want && work; r++) {
+        for (int r = 0; r < 50 && got && want && work; r++) {
             double in[4];
             for (int k = 0; k < 4; k++)
                 in[k] = (rng_unit(&s) - 0.5) * 4.0;
@@ -518,12 +574,15 @@ Test(jit, concurrent_compile_and_run)
     enum { N = 4 };
     pthread_t th[N];
     worker ws[N];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, N);
     for (int i = 0; i < N; i++) {
-        ws[i] = (worker){.id = i};
+        ws[i] = (worker){.id = i, .start = &start};
         cr_assert_eq(pthread_create(&th[i], NULL, worker_main, &ws[i]), 0);
     }
     for (int i = 0; i < N; i++)
         pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
     for (int i = 0; i < N; i++)
         cr_assert_eq(ws[i].failures, 0, "%d failures; last: %s", ws[i].failures, ws[i].msg);
 }
