@@ -1,0 +1,406 @@
+/* integ.c — the integration driver over gsl_odeiv2 (see integ.h).
+ *
+ * A run is: validate, reset the stepper, then for each output time integ__advance
+ * steps (one gsl_odeiv2_evolve_apply per step, clamped to the output time) with the
+ * budget/cancel checks in between, and the sample callback is called there. Dense
+ * output would replace integ__advance alone.
+ */
+#include "integ.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_odeiv2.h>
+
+#include "error.h"
+
+const integ_options integ_default_options = {
+    .method = INTEG_DEFAULT_METHOD,
+    .rtol = INTEG_DEFAULT_RTOL,
+    .atol = INTEG_DEFAULT_ATOL,
+    .max_steps = INTEG_DEFAULT_MAX_STEPS,
+    .max_wall_seconds = INTEG_DEFAULT_MAX_WALL_SECONDS,
+};
+
+struct integ_method {
+    const char *name;
+    const gsl_odeiv2_step_type *const *type;
+    int implicit; /* calls the Jacobian */
+};
+
+static const struct integ_method integ__methods[] = {
+    {"rk2", &gsl_odeiv2_step_rk2, 0},       {"rk4", &gsl_odeiv2_step_rk4, 0},
+    {"rkf45", &gsl_odeiv2_step_rkf45, 0},   {"rkck", &gsl_odeiv2_step_rkck, 0},
+    {"rk8pd", &gsl_odeiv2_step_rk8pd, 0},   {"rk1imp", &gsl_odeiv2_step_rk1imp, 1},
+    {"rk2imp", &gsl_odeiv2_step_rk2imp, 1}, {"rk4imp", &gsl_odeiv2_step_rk4imp, 1},
+    {"bsimp", &gsl_odeiv2_step_bsimp, 1},   {"msadams", &gsl_odeiv2_step_msadams, 0},
+    {"msbdf", &gsl_odeiv2_step_msbdf, 1},
+};
+#define INTEG_N_METHODS (sizeof integ__methods / sizeof integ__methods[0])
+#define INTEG_METHOD_NAMES "rk2 rk4 rkf45 rkck rk8pd rk1imp rk2imp rk4imp bsimp msadams msbdf"
+
+struct integ_driver {
+    integ_system sys;
+    integ_options opt;
+    const struct integ_method *method;
+    gsl_odeiv2_system gsys; /* our wrappers, params = this driver */
+    gsl_odeiv2_step *step;
+    gsl_odeiv2_control *control;
+    gsl_odeiv2_evolve *evolve;
+    gsl_odeiv2_driver wiring; /* never applied: msadams/msbdf read the control through it */
+    double *y;                /* the state, dim */
+    double *work;             /* dim: f(t0, y0) for the first step size */
+    double *jac;              /* 3 dim: f0, f1, perturbed y; NULL for explicit steppers */
+    /* Counters and failure record of the current run. */
+    long rhs_evals, jac_evals, jac_rhs_evals;
+    int rhs_failed; /* the right-hand side failed since the current step began */
+    char rhs_reason[INTEG_REASON_MAX];
+};
+
+/* Where a run stands. */
+typedef struct integ__run {
+    double t0, t_end, t, h;
+    double deadline; /* CLOCK_MONOTONIC seconds */
+    long steps;
+    char *reason; /* INTEG_REASON_MAX bytes */
+} integ__run;
+
+__attribute__((format(printf, 4, 5))) static int integ__fail(char *reason, size_t size, int code,
+                                                             const char *fmt, ...)
+{
+    if (reason && size > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason, size, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static double integ__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const struct integ_method *integ__method_find(const char *name)
+{
+    if (!name || !*name)
+        name = INTEG_DEFAULT_METHOD;
+    for (size_t i = 0; i < INTEG_N_METHODS; i++)
+        if (strcmp(integ__methods[i].name, name) == 0)
+            return &integ__methods[i];
+    return NULL;
+}
+
+int integ_method_known(const char *name) { return integ__method_find(name) != NULL; }
+
+/* The gsl_odeiv2 right-hand side: counts, calls the caller's, and turns a failure or a
+ * non-finite derivative into GSL_EBADFUNC (which makes evolve return at once). */
+static int integ__rhs(double t, const double y[], double dydt[], void *params)
+{
+    integ_driver *d = params;
+    d->rhs_evals++;
+    int status = d->sys.rhs(t, y, dydt, d->sys.params);
+    if (status != GSL_SUCCESS) {
+        if (!d->rhs_failed)
+            integ__fail(d->rhs_reason, sizeof d->rhs_reason, 0,
+                        "the right-hand side could not be evaluated at t = %.17g", t);
+        d->rhs_failed = 1;
+        return GSL_EBADFUNC;
+    }
+    for (size_t i = 0; i < d->sys.dim; i++) {
+        if (!isfinite(dydt[i])) {
+            if (!d->rhs_failed)
+                integ__fail(d->rhs_reason, sizeof d->rhs_reason, 0,
+                            "the right-hand side is not finite at t = %.17g (component %zu is %g)",
+                            t, i, dydt[i]);
+            d->rhs_failed = 1;
+            return GSL_EBADFUNC;
+        }
+    }
+    return GSL_SUCCESS;
+}
+
+/* Forward-difference step for a variable of magnitude |x|. */
+static double integ__fd_step(double x) { return sqrt(DBL_EPSILON) * fmax(fabs(x), 1.0); }
+
+/* The Jacobian for implicit steppers, by forward differences on the right-hand side:
+ * dfdy[i*dim + j] = df_i/dy_j (row-major, as gsl_odeiv2 wants) and dfdt = df/dt.
+ * Costs dim + 2 right-hand side calls, all counted in jac_rhs_evals. */
+static int integ__jacobian(double t, const double y[], double *dfdy, double dfdt[], void *params)
+{
+    integ_driver *d = params;
+    const size_t n = d->sys.dim;
+    double *f0 = d->jac, *f1 = d->jac + n, *yp = d->jac + 2 * n;
+    const long before = d->rhs_evals;
+
+    int status = integ__rhs(t, y, f0, d);
+    memcpy(yp, y, n * sizeof *yp);
+    for (size_t j = 0; j < n && status == GSL_SUCCESS; j++) {
+        yp[j] = y[j] + integ__fd_step(y[j]);
+        const double dy = yp[j] - y[j]; /* the step actually represented */
+        status = integ__rhs(t, yp, f1, d);
+        for (size_t i = 0; i < n && status == GSL_SUCCESS; i++)
+            dfdy[i * n + j] = (f1[i] - f0[i]) / dy;
+        yp[j] = y[j];
+    }
+    if (status == GSL_SUCCESS) {
+        const double tp = t + integ__fd_step(t);
+        status = integ__rhs(tp, y, f1, d);
+        for (size_t i = 0; i < n && status == GSL_SUCCESS; i++)
+            dfdt[i] = (f1[i] - f0[i]) / (tp - t);
+    }
+    d->jac_evals++;
+    d->jac_rhs_evals += d->rhs_evals - before;
+    return status;
+}
+
+int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out,
+                     char *reason, size_t reason_size)
+{
+    *out = NULL;
+    if (!sys || sys->dim == 0 || !sys->rhs)
+        return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "integ: no system to integrate");
+    if (!opt)
+        opt = &integ_default_options;
+    const struct integ_method *m = integ__method_find(opt->method);
+    if (!m)
+        return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
+                           "unknown integrator method \"%s\" (known: " INTEG_METHOD_NAMES ")",
+                           opt->method);
+    if (!(opt->rtol >= 0 && opt->atol >= 0 && isfinite(opt->rtol) && isfinite(opt->atol)) ||
+        (opt->rtol == 0 && opt->atol == 0))
+        return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
+                           "rtol and atol must be finite, >= 0 and not both 0 (got %g, %g)",
+                           opt->rtol, opt->atol);
+    if (!(opt->h0 >= 0 && isfinite(opt->h0)))
+        return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
+                           "the initial step must be finite and >= 0 (got %g)", opt->h0);
+
+    integ_driver *d = calloc(1, sizeof *d);
+    if (!d)
+        return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "out of memory");
+    d->sys = *sys;
+    d->opt = *opt;
+    d->method = m;
+    d->opt.method = m->name;
+    if (d->opt.max_steps <= 0)
+        d->opt.max_steps = INTEG_DEFAULT_MAX_STEPS;
+    if (!(d->opt.max_wall_seconds > 0))
+        d->opt.max_wall_seconds = INTEG_DEFAULT_MAX_WALL_SECONDS;
+    d->gsys = (gsl_odeiv2_system){integ__rhs, integ__jacobian, sys->dim, d};
+    d->step = gsl_odeiv2_step_alloc(*m->type, sys->dim);
+    d->control = gsl_odeiv2_control_y_new(opt->atol, opt->rtol);
+    d->evolve = gsl_odeiv2_evolve_alloc(sys->dim);
+    d->y = malloc(sys->dim * sizeof *d->y);
+    d->work = malloc(sys->dim * sizeof *d->work);
+    if (m->implicit)
+        d->jac = malloc(3 * sys->dim * sizeof *d->jac);
+    if (!d->step || !d->control || !d->evolve || !d->y || !d->work || (m->implicit && !d->jac)) {
+        integ_driver_free(d);
+        return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "out of memory");
+    }
+    d->wiring = (gsl_odeiv2_driver){.sys = &d->gsys, .s = d->step, .c = d->control,
+                                    .e = d->evolve, .hmax = HUGE_VAL};
+    gsl_odeiv2_step_set_driver(d->step, &d->wiring);
+    gsl_odeiv2_control_set_driver(d->control, &d->wiring);
+    gsl_odeiv2_evolve_set_driver(d->evolve, &d->wiring);
+    *out = d;
+    return HAMEL_OK;
+}
+
+void integ_driver_free(integ_driver *d)
+{
+    if (!d)
+        return;
+    if (d->step)
+        gsl_odeiv2_step_free(d->step);
+    if (d->control)
+        gsl_odeiv2_control_free(d->control);
+    if (d->evolve)
+        gsl_odeiv2_evolve_free(d->evolve);
+    free(d->y);
+    free(d->work);
+    free(d->jac);
+    free(d);
+}
+
+/* A first step size from the scaled sizes of y0 and f(t0, y0) (Hairer–Nørsett–Wanner's
+ * first guess, without the trial Euler step): 1% of the time y takes to change by
+ * itself, at most the first output interval. */
+static int integ__first_step(integ_driver *d, integ__run *r, double span)
+{
+    int status = integ__rhs(r->t, d->y, d->work, d);
+    if (status != GSL_SUCCESS)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC, "%s", d->rhs_reason);
+    double d0 = 0, d1 = 0;
+    for (size_t i = 0; i < d->sys.dim; i++) {
+        const double sc = d->opt.atol + d->opt.rtol * fabs(d->y[i]);
+        if (sc > 0) {
+            d0 = fmax(d0, fabs(d->y[i]) / sc);
+            d1 = fmax(d1, fabs(d->work[i]) / sc);
+        }
+    }
+    r->h = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 * span : fmin(0.01 * d0 / d1, span);
+    return HAMEL_OK;
+}
+
+/* The checks between two steps: cancellation, step budget, deadline. */
+static int integ__check_budgets(integ_driver *d, integ__run *r)
+{
+    if (d->opt.cancel && atomic_load(d->opt.cancel))
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_CANCELLED,
+                           "cancelled at t = %.17g", r->t);
+    if (r->steps >= d->opt.max_steps)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_STEP_LIMIT,
+                           "the budget of %ld steps ran out at t = %.17g (t_end = %.17g)",
+                           d->opt.max_steps, r->t, r->t_end);
+    if (integ__now() > r->deadline)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_TIME_LIMIT,
+                           "the wall-time budget of %g s ran out at t = %.17g (t_end = %.17g)",
+                           d->opt.max_wall_seconds, r->t, r->t_end);
+    return HAMEL_OK;
+}
+
+/* One accepted step towards t1 (never past it), then the state is checked. */
+static int integ__step(integ_driver *d, integ__run *r, double t1)
+{
+    const double t_before = r->t;
+    d->rhs_failed = 0;
+    int status = gsl_odeiv2_evolve_apply(d->evolve, d->control, d->step, &d->gsys, &r->t, t1,
+                                         &r->h, d->y);
+    if (status != GSL_SUCCESS && (d->rhs_failed || status == GSL_EBADFUNC))
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC, "%s", d->rhs_reason);
+    if (status == GSL_FAILURE)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_INTEGRATOR,
+                           "step size underflow at t = %.17g (h = %g): %s cannot meet the "
+                           "tolerance",
+                           r->t, r->h, d->method->name);
+    if (status != GSL_SUCCESS)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_INTEGRATOR,
+                           "the %s stepper failed at t = %.17g (h = %g): %s", d->method->name,
+                           r->t, r->h, gsl_strerror(status));
+    if (!(r->t > t_before))
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_INTEGRATOR,
+                           "step size underflow at t = %.17g (h = %g does not advance t)", r->t,
+                           r->h);
+    r->steps++;
+    for (size_t i = 0; i < d->sys.dim; i++)
+        if (!isfinite(d->y[i]))
+            return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                               "the state is not finite at t = %.17g (component %zu is %g)",
+                               r->t, i, d->y[i]);
+    if (d->opt.progress)
+        atomic_store(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0));
+    return HAMEL_OK;
+}
+
+/* Steps until r->t == t1 exactly. The stepper loop; dense output would change this. */
+static int integ__advance(integ_driver *d, integ__run *r, double t1)
+{
+    while (r->t < t1) {
+        int rc = integ__check_budgets(d, r);
+        if (rc == HAMEL_OK)
+            rc = integ__step(d, r, t1);
+        if (rc != HAMEL_OK)
+            return rc;
+    }
+    return HAMEL_OK;
+}
+
+static int integ__check_run(const integ_driver *d, double t0, const double *y0,
+                            const double *times, size_t n, char *reason)
+{
+    if (!d || !y0 || !times || n == 0)
+        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_INTERNAL,
+                           "integ: nothing to integrate");
+    if (!isfinite(t0))
+        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_REQUEST,
+                           "the initial time is not finite");
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(times[k]) || times[k] < t0 || (k > 0 && !(times[k] > times[k - 1])))
+            return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_REQUEST,
+                               "output time %zu (%.17g) is not finite, before t0 or not after "
+                               "the one before",
+                               k, times[k]);
+    for (size_t i = 0; i < d->sys.dim; i++)
+        if (!isfinite(y0[i]))
+            return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_INITIAL,
+                               "initial state component %zu is not finite (%g)", i, y0[i]);
+    return HAMEL_OK;
+}
+
+int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times,
+                       size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats)
+{
+    integ_stats local;
+    if (!stats)
+        stats = &local;
+    memset(stats, 0, sizeof *stats);
+    const double start = integ__now();
+    int rc = integ__check_run(d, t0, y0, times, n_times, stats->reason);
+    if (rc != HAMEL_OK)
+        return rc;
+
+    integ__run r = {.t0 = t0, .t_end = times[n_times - 1], .t = t0, .h = d->opt.h0,
+                    .deadline = start + d->opt.max_wall_seconds, .reason = stats->reason};
+    gsl_odeiv2_step_reset(d->step);
+    gsl_odeiv2_evolve_reset(d->evolve);
+    memcpy(d->y, y0, d->sys.dim * sizeof *d->y);
+    d->rhs_evals = d->jac_evals = d->jac_rhs_evals = 0;
+    d->rhs_failed = 0;
+    if (d->opt.progress)
+        atomic_store(d->opt.progress, 0.0);
+    if (r.h == 0 && r.t_end > t0)
+        rc = integ__first_step(d, &r, (times[0] > t0 ? times[0] : times[1]) - t0);
+
+    for (size_t k = 0; k < n_times && rc == HAMEL_OK; k++) {
+        rc = integ__advance(d, &r, times[k]);
+        if (rc == HAMEL_OK && sample) {
+            stats->samples++;
+            rc = sample(times[k], d->y, ctx);
+            if (rc != HAMEL_OK)
+                integ__fail(stats->reason, INTEG_REASON_MAX, rc,
+                            "the run was stopped by its consumer at t = %.17g", times[k]);
+        }
+    }
+    if (rc == HAMEL_OK && d->opt.progress)
+        atomic_store(d->opt.progress, 1.0);
+
+    stats->steps = r.steps;
+    stats->failed_steps = (long)d->evolve->failed_steps;
+    stats->rhs_evals = d->rhs_evals;
+    stats->jac_evals = d->jac_evals;
+    stats->jac_rhs_evals = d->jac_rhs_evals;
+    stats->t = r.t;
+    stats->h = r.h;
+    stats->wall_ms = 1e3 * (integ__now() - start);
+    return rc;
+}
+
+int integ_run(const integ_system *sys, const integ_options *opt, double t0, const double *y0,
+              const double *times, size_t n_times, integ_sample_fn sample, void *ctx,
+              integ_stats *stats)
+{
+    integ_driver *d = NULL;
+    char reason[INTEG_REASON_MAX];
+    int rc = integ_driver_new(sys, opt, &d, reason, sizeof reason);
+    if (rc != HAMEL_OK) {
+        if (stats) {
+            memset(stats, 0, sizeof *stats);
+            snprintf(stats->reason, sizeof stats->reason, "%s", reason);
+        }
+        return rc;
+    }
+    rc = integ_driver_apply(d, t0, y0, times, n_times, sample, ctx, stats);
+    integ_driver_free(d);
+    return rc;
+}

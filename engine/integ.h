@@ -1,0 +1,107 @@
+/* integ.h — the integration driver: y' = f(t, y) from t0 through a list of output times.
+ *
+ * Owns the choice of GSL stepper (gsl_odeiv2), the step-size control, the budgets
+ * (total steps, wall time), cancellation and progress reporting, and the translation of
+ * integrator failures into engine error codes (error.h). It knows nothing about
+ * mechanics: any right-hand side will do.
+ *
+ * The driver steps with gsl_odeiv2_evolve_apply, landing exactly on each output time
+ * (never past it), and checks the cancel flag, the step budget and the deadline between
+ * every two steps. Each output time is handed to a sample callback in order; samples
+ * already delivered stay valid when a run fails part-way.
+ *
+ * Implicit steppers (rk1imp rk2imp rk4imp bsimp msbdf) get a forward-difference
+ * Jacobian of the right-hand side, df/dt included.
+ *
+ * The process must have called gsl_set_error_handler_off() (engine_init does).
+ */
+#ifndef HAMEL_INTEG_H
+#define HAMEL_INTEG_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#define INTEG_DEFAULT_METHOD "rk8pd"
+#define INTEG_DEFAULT_RTOL 1e-10
+#define INTEG_DEFAULT_ATOL 1e-12
+#define INTEG_DEFAULT_MAX_STEPS 10000000L   /* when integ_options.max_steps <= 0 */
+#define INTEG_DEFAULT_MAX_WALL_SECONDS 3600 /* when integ_options.max_wall_seconds <= 0 */
+#define INTEG_REASON_MAX 256                /* bytes of integ_stats.reason, with its NUL */
+
+/* The right-hand side: writes dydt[dim] = f(t, y). Returns GSL_SUCCESS, or GSL_EBADFUNC
+ * when it cannot be evaluated there (singular matrix, domain error); any other nonzero
+ * value is treated as GSL_EBADFUNC. Must not keep y or dydt. */
+typedef int (*integ_rhs_fn)(double t, const double *y, double *dydt, void *params);
+
+/* Called at every output time, in order, with the state there (borrowed for the call).
+ * Returns 0 to go on; any other value stops the run and is returned by
+ * integ_driver_apply unchanged (so return an engine error code, e.g. HAMEL_E_LIMIT). */
+typedef int (*integ_sample_fn)(double t, const double *y, void *ctx);
+
+typedef struct integ_system {
+    size_t dim; /* > 0 */
+    integ_rhs_fn rhs;
+    void *params; /* passed to rhs; borrowed */
+} integ_system;
+
+typedef struct integ_options {
+    const char *method;      /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
+    double rtol, atol;       /* per component: |err| <= atol + rtol |y| (control_y_new) */
+    double h0;               /* first step size; 0: chosen from f(t0, y0) */
+    long max_steps;          /* accepted steps of one run, all intervals together */
+    double max_wall_seconds; /* wall time of one run */
+    atomic_int *cancel;      /* nonzero stops the run between steps; may be NULL */
+    _Atomic double *progress; /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
+} integ_options;
+
+/* What one run did. On failure `reason` says what went wrong, where, in plain words. */
+typedef struct integ_stats {
+    long steps;         /* accepted steps */
+    long failed_steps;  /* rejected attempts (error too large, or the stepper failed) */
+    long rhs_evals;     /* every call of the right-hand side, jac_rhs_evals included */
+    long jac_evals;     /* finite-difference Jacobians formed (implicit steppers) */
+    long jac_rhs_evals; /* right-hand side calls spent on those Jacobians */
+    long samples;       /* sample callbacks made */
+    double t;           /* time reached (the last accepted step) */
+    double h;           /* step size the integrator would try next, or the one that failed */
+    double wall_ms;     /* wall time of the run */
+    char reason[INTEG_REASON_MAX]; /* "" on success */
+} integ_stats;
+
+typedef struct integ_driver integ_driver;
+
+/* Options with the defaults above, no cancel flag and no progress. */
+extern const integ_options integ_default_options;
+
+/* 1 if `name` is a known stepper name (NULL and "" mean the default), else 0. */
+int integ_method_known(const char *name);
+
+/* Allocates a driver for `sys` with every workspace a run needs (stepper, control,
+ * evolve, Jacobian scratch), so that runs allocate nothing. Copies *sys and *opt; the
+ * params, cancel and progress pointers inside them are borrowed and must outlive the
+ * driver. Returns 0 and sets *out (caller frees with integ_driver_free), or
+ * HAMEL_E_BAD_REQUEST (unknown method, bad tolerances or budgets) or HAMEL_E_INTERNAL
+ * (out of memory) with a message in reason[reason_size] when reason is not NULL. */
+int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out,
+                     char *reason, size_t reason_size);
+
+/* Integrates from (t0, y0) through times[0..n_times) (increasing; times[0] may equal t0),
+ * calling sample at each of them. Borrows y0 and times; fills *stats (may be NULL).
+ * Returns 0 when every sample was delivered, else HAMEL_E_STEP_LIMIT, _TIME_LIMIT,
+ * _CANCELLED, _NUMERIC (the right-hand side failed or a value is not finite),
+ * _INTEGRATOR (step size underflow, stepper failure), _BAD_REQUEST / _BAD_INITIAL (bad
+ * times or y0) or the sample callback's nonzero value. A driver runs one apply at a
+ * time; it may be applied again afterwards (each run starts afresh). */
+int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times,
+                       size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats);
+
+/* Frees a driver and everything it allocated. Accepts NULL. */
+void integ_driver_free(integ_driver *d);
+
+/* One run: integ_driver_new + integ_driver_apply + integ_driver_free. The reason of a
+ * failure to create the driver goes to stats->reason. Same returns as those two. */
+int integ_run(const integ_system *sys, const integ_options *opt, double t0, const double *y0,
+              const double *times, size_t n_times, integ_sample_fn sample, void *ctx,
+              integ_stats *stats);
+
+#endif
