@@ -1,0 +1,233 @@
+/* deriv.c — symbolic differentiation, total time derivatives and substitution on
+ * the expression DAG. Derivatives are memoised per (node, symbol) in the context, so
+ * differentiating a shared sub-expression twice costs nothing the second time. */
+#include "expr.h"
+#include "expr_internal.h"
+
+#include <stdlib.h>
+
+static expr *memo_get(expr_ctx *c, const expr *e, int s)
+{
+    if (!c->memo)
+        return NULL;
+    size_t mask = c->memo_cap - 1;
+    size_t j = ((size_t)e->id * 2654435761u ^ (size_t)s * 40503u) & mask;
+    for (; c->memo[j].id; j = (j + 1) & mask)
+        if (c->memo[j].id == e->id + 1 && c->memo[j].sym == s)
+            return c->memo[j].value;
+    return NULL;
+}
+
+static void memo_put(expr_ctx *c, const expr *e, int s, expr *value)
+{
+    if (2 * (c->memo_used + 1) > c->memo_cap) {
+        size_t cap = c->memo_cap ? 2 * c->memo_cap : 4096;
+        struct memo_entry *m = calloc(cap, sizeof *m);
+        if (!m)
+            return;
+        for (size_t i = 0; i < c->memo_cap; i++) {
+            struct memo_entry *o = &c->memo[i];
+            if (!o->id)
+                continue;
+            size_t j = ((size_t)(o->id - 1) * 2654435761u ^ (size_t)o->sym * 40503u) & (cap - 1);
+            while (m[j].id)
+                j = (j + 1) & (cap - 1);
+            m[j] = *o;
+        }
+        free(c->memo);
+        c->memo = m;
+        c->memo_cap = cap;
+    }
+    size_t mask = c->memo_cap - 1;
+    size_t j = ((size_t)e->id * 2654435761u ^ (size_t)s * 40503u) & mask;
+    while (c->memo[j].id)
+        j = (j + 1) & mask;
+    c->memo[j].id = e->id + 1;
+    c->memo[j].sym = s;
+    c->memo[j].value = value;
+    c->memo_used++;
+}
+
+/* d f(a) / da for a one-argument function. */
+static expr *fun_deriv(expr_ctx *c, const expr *e)
+{
+    expr *a = e->args[0];
+    switch ((expr_fn)e->fn) {
+    case FN_SIN: return expr_fun(c, FN_COS, a);
+    case FN_COS: return expr_neg(c, expr_fun(c, FN_SIN, a));
+    case FN_TAN: return expr_powi(c, expr_fun(c, FN_COS, a), -2);
+    case FN_ASIN:
+        return expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5));
+    case FN_ACOS:
+        return expr_neg(c, expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5)));
+    case FN_ATAN: return expr_powi(c, expr_add(c, c->one, expr_powi(c, a, 2)), -1);
+    case FN_SINH: return expr_fun(c, FN_COSH, a);
+    case FN_COSH: return expr_fun(c, FN_SINH, a);
+    case FN_TANH: return expr_sub(c, c->one, expr_powi(c, (expr *)e, 2));
+    case FN_EXP: return (expr *)e;
+    case FN_LOG: return expr_powi(c, a, -1);
+    case FN_SQRT: return expr_mul(c, expr_num(c, 0.5), expr_powi(c, (expr *)e, -1));
+    case FN_ABS: return expr_mul(c, a, expr_powi(c, (expr *)e, -1));
+    default: return c->nan;
+    }
+}
+
+static expr *diff_rec(expr_ctx *c, expr *e, int s)
+{
+    if (!expr_depends(e, s))
+        return c->zero;
+    if (e->kind == EXPR_SYM)
+        return c->one;
+    expr *memo = memo_get(c, e, s);
+    if (memo)
+        return memo;
+    expr *r;
+    switch (e->kind) {
+    case EXPR_ADD: {
+        expr *local[16], **t = e->nargs <= 16 ? local : malloc(e->nargs * sizeof *t);
+        if (!t)
+            return c->nan;
+        for (int i = 0; i < e->nargs; i++)
+            t[i] = diff_rec(c, e->args[i], s);
+        r = expr_sum(c, t, e->nargs);
+        if (t != local)
+            free(t);
+        break;
+    }
+    case EXPR_MUL: {
+        /* Product rule: sum over factors of (d f_i) * (the others), times the
+         * coefficient. */
+        int n = e->nargs;
+        expr *local[16], **terms = 2 * n + 1 <= 16 ? local : malloc((2 * n + 1) * sizeof *terms);
+        if (!terms)
+            return c->nan;
+        expr **others = terms + n;
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            expr *d = diff_rec(c, e->args[i], s);
+            if (expr_is_num(d, 0.0))
+                continue;
+            int k = 0;
+            for (int j = 0; j < n; j++)
+                if (j != i)
+                    others[k++] = e->args[j];
+            others[k++] = d;
+            others[k++] = expr_num(c, e->num);
+            terms[m++] = expr_product(c, others, k);
+        }
+        r = expr_sum(c, terms, m);
+        if (terms != local)
+            free(terms);
+        break;
+    }
+    case EXPR_POW: {
+        expr *b = e->args[0], *x = e->args[1];
+        expr *db = diff_rec(c, b, s);
+        if (!expr_depends(x, s)) {
+            /* x * b^(x-1) * db */
+            r = expr_mul(c, expr_mul(c, x, expr_pow(c, b, expr_sub(c, x, c->one))), db);
+        } else {
+            /* b^x * (dx * log b + x * db / b) */
+            expr *dx = diff_rec(c, x, s);
+            expr *inner = expr_add(c, expr_mul(c, dx, expr_fun(c, FN_LOG, b)),
+                                   expr_mul(c, expr_mul(c, x, db), expr_powi(c, b, -1)));
+            r = expr_mul(c, e, inner);
+        }
+        break;
+    }
+    case EXPR_FUN:
+        if (e->fn == FN_ATAN2) {
+            /* d atan2(y, x) = (x dy - y dx) / (x^2 + y^2) */
+            expr *y = e->args[0], *x = e->args[1];
+            expr *num = expr_sub(c, expr_mul(c, x, diff_rec(c, y, s)), expr_mul(c, y, diff_rec(c, x, s)));
+            expr *den = expr_add(c, expr_powi(c, x, 2), expr_powi(c, y, 2));
+            r = expr_mul(c, num, expr_powi(c, den, -1));
+        } else {
+            r = expr_mul(c, fun_deriv(c, e), diff_rec(c, e->args[0], s));
+        }
+        break;
+    default: r = c->zero; break;
+    }
+    memo_put(c, e, s, r);
+    return r;
+}
+
+expr *expr_diff(expr_ctx *c, expr *e, int s) { return diff_rec(c, e, s); }
+
+expr *expr_dt(expr_ctx *c, expr *e)
+{
+    int n = expr_sym_count(c);
+    expr *local[32], **terms = n + 1 <= 32 ? local : malloc((n + 1) * sizeof *terms);
+    if (!terms)
+        return c->nan;
+    int m = 0;
+    for (int s = 0; s < n; s++) {
+        const expr_symbol *sym = expr_sym_get(c, s);
+        if (sym->cls == SYM_TIME) {
+            terms[m++] = expr_diff(c, e, s);
+        } else if (sym->cls == SYM_COORD) {
+            /* the velocity symbol of coordinate `index` */
+            for (int v = 0; v < n; v++) {
+                const expr_symbol *vs = expr_sym_get(c, v);
+                if (vs->cls == SYM_VELOCITY && vs->index == sym->index) {
+                    terms[m++] = expr_mul(c, expr_diff(c, e, s), vs->node);
+                    break;
+                }
+            }
+        }
+    }
+    expr *r = expr_sum(c, terms, m);
+    if (terms != local)
+        free(terms);
+    return r;
+}
+
+static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mask, expr **memo)
+{
+    if (!(e->deps & mask))
+        return e;
+    if (memo[e->id])
+        return memo[e->id];
+    expr *r;
+    if (e->kind == EXPR_SYM) {
+        r = e->sym < n_sub && sub[e->sym] ? sub[e->sym] : e;
+    } else {
+        expr *local[16], **a = e->nargs <= 16 ? local : malloc(e->nargs * sizeof *a);
+        if (!a)
+            return c->nan;
+        for (int i = 0; i < e->nargs; i++)
+            a[i] = subst_rec(c, e->args[i], sub, n_sub, mask, memo);
+        switch (e->kind) {
+        case EXPR_ADD:
+            r = expr_add(c, expr_sum(c, a, e->nargs), expr_num(c, e->num));
+            break;
+        case EXPR_MUL: r = expr_mul(c, expr_product(c, a, e->nargs), expr_num(c, e->num)); break;
+        case EXPR_POW: r = expr_pow(c, a[0], a[1]); break;
+        case EXPR_FUN:
+            r = e->nargs == 2 ? expr_fun2(c, e->fn, a[0], a[1]) : expr_fun(c, e->fn, a[0]);
+            break;
+        default: r = e; break;
+        }
+        if (a != local)
+            free(a);
+    }
+    memo[e->id] = r;
+    return r;
+}
+
+expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub)
+{
+    uint64_t mask = 0;
+    for (int s = 0; s < n_sub; s++)
+        if (sub[s])
+            mask |= (uint64_t)1 << (s % 64);
+    if (!mask)
+        return e;
+    size_t n = expr_ctx_nodes(c);
+    expr **memo = calloc(n, sizeof *memo);
+    if (!memo)
+        return c->nan;
+    expr *r = subst_rec(c, e, sub, n_sub, mask, memo);
+    free(memo);
+    return r;
+}

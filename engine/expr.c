@@ -1,0 +1,946 @@
+/* expr.c — the expression context: node arena, hash-consing, the simplifying
+ * constructors, the canonical order, evaluation and the numeric zero test.
+ * Parsing is in parse.c, printing in print.c, derivatives in deriv.c. */
+#include "expr.h"
+#include "expr_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_BYTES (64 * 1024)
+
+struct chunk {
+    struct chunk *next;
+    size_t used, size;
+    _Alignas(16) unsigned char data[];
+};
+
+static void *arena_alloc(expr_ctx *c, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    struct chunk *k = c->chunks;
+    if (!k || k->used + n > k->size) {
+        size_t size = n > CHUNK_BYTES ? n : CHUNK_BYTES;
+        k = malloc(sizeof *k + size);
+        if (!k)
+            return NULL;
+        k->next = c->chunks;
+        k->used = 0;
+        k->size = size;
+        c->chunks = k;
+        c->bytes += sizeof *k + size;
+    }
+    void *p = k->data + k->used;
+    k->used += n;
+    return p;
+}
+
+expr_ctx *expr_ctx_new(size_t max_nodes)
+{
+    expr_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->max_nodes = max_nodes;
+    c->cap = 1024;
+    c->table = calloc(c->cap, sizeof *c->table);
+    if (!c->table) {
+        free(c);
+        return NULL;
+    }
+    c->nan = expr_num(c, NAN);
+    c->zero = expr_num(c, 0.0);
+    c->one = expr_num(c, 1.0);
+    c->minus_one = expr_num(c, -1.0);
+    return c;
+}
+
+void expr_ctx_free(expr_ctx *c)
+{
+    if (!c)
+        return;
+    for (struct chunk *k = c->chunks, *next; k; k = next) {
+        next = k->next;
+        free(k);
+    }
+    for (int i = 0; i < c->nsyms; i++)
+        free(c->syms[i].name);
+    free(c->syms);
+    free(c->table);
+    free(c->nodes);
+    free(c->memo);
+    free(c->zero_vals);
+    free(c->zero_done);
+    free(c);
+}
+
+int expr_ctx_overflow(const expr_ctx *c) { return c->overflow; }
+
+size_t expr_ctx_nodes(const expr_ctx *c) { return c->nnodes; }
+
+size_t expr_ctx_bytes(const expr_ctx *c)
+{
+    return c->bytes + c->cap * sizeof *c->table + c->nodes_cap * sizeof *c->nodes +
+           c->memo_cap * sizeof *c->memo;
+}
+
+/* ---- symbols ---- */
+
+int expr_sym_find(const expr_ctx *c, const char *name)
+{
+    for (int i = 0; i < c->nsyms; i++)
+        if (strcmp(c->syms[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int expr_sym_add(expr_ctx *c, const char *name, sym_class cls, int index)
+{
+    if (expr_sym_find(c, name) >= 0)
+        return -1;
+    if (c->nsyms == c->syms_cap) {
+        int cap = c->syms_cap ? 2 * c->syms_cap : 32;
+        expr_symbol *s = realloc(c->syms, cap * sizeof *s);
+        if (!s)
+            return -1;
+        c->syms = s;
+        c->syms_cap = cap;
+    }
+    int s = c->nsyms++;
+    c->syms[s].name = strdup(name);
+    c->syms[s].cls = cls;
+    c->syms[s].index = index;
+    c->syms[s].node = NULL;
+    if (cls != SYM_DEF)
+        c->syms[s].node = expr_sym(c, s);
+    return s;
+}
+
+int expr_def_add(expr_ctx *c, const char *name, expr *value)
+{
+    int s = expr_sym_add(c, name, SYM_DEF, -1);
+    if (s >= 0)
+        c->syms[s].node = value;
+    return s;
+}
+
+const expr_symbol *expr_sym_get(const expr_ctx *c, int s)
+{
+    return s >= 0 && s < c->nsyms ? &c->syms[s] : NULL;
+}
+
+int expr_sym_count(const expr_ctx *c) { return c->nsyms; }
+
+/* ---- hash-consing ---- */
+
+static uint64_t num_bits(double v)
+{
+    if (v == 0.0)
+        v = 0.0; /* -0 and +0 are one number */
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+static uint32_t mix(uint32_t h, uint64_t v)
+{
+    h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
+    h ^= (uint32_t)(v >> 32) + 0x9e3779b9u + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint32_t node_hash(int kind, int fn, int sym, double num, expr **args, int nargs)
+{
+    uint32_t h = 2166136261u;
+    h = mix(h, (uint64_t)kind << 8 | (uint64_t)fn);
+    h = mix(h, (uint64_t)(uint32_t)sym);
+    h = mix(h, num_bits(num));
+    for (int i = 0; i < nargs; i++)
+        h = mix(h, args[i]->id);
+    return h;
+}
+
+static int node_equal(const expr *e, int kind, int fn, int sym, double num, expr **args, int nargs)
+{
+    if (e->kind != kind || e->fn != fn || e->sym != sym || e->nargs != nargs)
+        return 0;
+    if (num_bits(e->num) != num_bits(num) && !(isnan(e->num) && isnan(num)))
+        return 0;
+    for (int i = 0; i < nargs; i++)
+        if (e->args[i] != args[i])
+            return 0;
+    return 1;
+}
+
+static int table_grow(expr_ctx *c)
+{
+    size_t cap = c->cap * 2;
+    expr **t = calloc(cap, sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < c->cap; i++) {
+        expr *e = c->table[i];
+        if (!e)
+            continue;
+        size_t j = e->hash & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = e;
+    }
+    free(c->table);
+    c->table = t;
+    c->cap = cap;
+    return 0;
+}
+
+/* Finds or creates the node with these fields; args are copied. */
+static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **args, int nargs)
+{
+    if (kind == EXPR_NUM && num == 0.0)
+        num = 0.0;
+    uint32_t h = node_hash(kind, fn, sym, num, args, nargs);
+    size_t j = h & (c->cap - 1);
+    for (expr *e; (e = c->table[j]) != NULL; j = (j + 1) & (c->cap - 1))
+        if (e->hash == h && node_equal(e, kind, fn, sym, num, args, nargs))
+            return e;
+    if (c->max_nodes && c->nnodes >= c->max_nodes && c->nan) {
+        c->overflow = 1;
+        return c->nan;
+    }
+    if (c->nnodes + 1 > c->cap / 2) {
+        if (table_grow(c) < 0) {
+            c->overflow = 1;
+            return c->nan;
+        }
+        j = h & (c->cap - 1);
+        while (c->table[j])
+            j = (j + 1) & (c->cap - 1);
+    }
+    if (c->nnodes == c->nodes_cap) {
+        size_t cap = c->nodes_cap ? 2 * c->nodes_cap : 1024;
+        expr **nodes = realloc(c->nodes, cap * sizeof *nodes);
+        if (!nodes) {
+            c->overflow = 1;
+            return c->nan;
+        }
+        c->nodes = nodes;
+        c->nodes_cap = cap;
+    }
+    expr *e = arena_alloc(c, sizeof *e + (size_t)nargs * sizeof(expr *));
+    if (!e) {
+        c->overflow = 1;
+        return c->nan;
+    }
+    e->id = (uint32_t)c->nnodes;
+    e->kind = (uint8_t)kind;
+    e->fn = (uint8_t)fn;
+    e->nargs = (uint16_t)nargs;
+    e->sym = sym;
+    e->hash = h;
+    e->num = num;
+    e->args = (expr **)(e + 1);
+    e->deps = kind == EXPR_SYM ? (uint64_t)1 << (sym % 64) : 0;
+    for (int i = 0; i < nargs; i++) {
+        e->args[i] = args[i];
+        e->deps |= args[i]->deps;
+    }
+    c->nodes[c->nnodes++] = e;
+    c->table[j] = e;
+    return e;
+}
+
+expr *expr_num(expr_ctx *c, double v) { return intern(c, EXPR_NUM, 0, -1, v, NULL, 0); }
+
+expr *expr_sym(expr_ctx *c, int s) { return intern(c, EXPR_SYM, 0, s, 0.0, NULL, 0); }
+
+int expr_is_num(const expr *e, double v) { return e->kind == EXPR_NUM && e->num == v; }
+
+/* ---- canonical order ---- */
+
+static const expr *pow_base(const expr *e) { return e->kind == EXPR_POW ? e->args[0] : e; }
+
+/* Total order used to sort the terms of sums and the factors of products. It compares
+ * canonical tuples: numbers first; a product as its list of factors (a non-product
+ * is a list of one) then its coefficient; a power as (base, exponent) (a non-power
+ * has exponent 1); then symbols < functions < sums. */
+int expr__cmp(const expr *a, const expr *b)
+{
+    if (a == b)
+        return 0;
+    if (a->kind == EXPR_NUM || b->kind == EXPR_NUM) {
+        if (a->kind != EXPR_NUM)
+            return 1;
+        if (b->kind != EXPR_NUM)
+            return -1;
+        return a->num < b->num ? -1 : a->num > b->num ? 1 : 0;
+    }
+    if (a->kind == EXPR_MUL || b->kind == EXPR_MUL) {
+        expr *const *fa = a->kind == EXPR_MUL ? a->args : (expr *const *)&a;
+        expr *const *fb = b->kind == EXPR_MUL ? b->args : (expr *const *)&b;
+        int na = a->kind == EXPR_MUL ? a->nargs : 1;
+        int nb = b->kind == EXPR_MUL ? b->nargs : 1;
+        for (int i = 0; i < na && i < nb; i++) {
+            int r = expr__cmp(fa[i], fb[i]);
+            if (r)
+                return r;
+        }
+        if (na != nb)
+            return na < nb ? -1 : 1;
+        double ca = a->kind == EXPR_MUL ? a->num : 1.0;
+        double cb = b->kind == EXPR_MUL ? b->num : 1.0;
+        return ca < cb ? -1 : ca > cb ? 1 : 0;
+    }
+    if (a->kind == EXPR_POW || b->kind == EXPR_POW) {
+        int r = expr__cmp(pow_base(a), pow_base(b));
+        if (r)
+            return r;
+        if (a->kind != EXPR_POW)
+            return -1;
+        if (b->kind != EXPR_POW)
+            return 1;
+        return expr__cmp(a->args[1], b->args[1]);
+    }
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    switch (a->kind) {
+    case EXPR_SYM: return a->sym < b->sym ? -1 : 1;
+    case EXPR_FUN:
+        if (a->fn != b->fn)
+            return a->fn < b->fn ? -1 : 1;
+        /* fall through */
+    default:
+        for (int i = 0; i < a->nargs && i < b->nargs; i++) {
+            int r = expr__cmp(a->args[i], b->args[i]);
+            if (r)
+                return r;
+        }
+        if (a->nargs != b->nargs)
+            return a->nargs < b->nargs ? -1 : 1;
+        return a->num < b->num ? -1 : a->num > b->num ? 1 : 0;
+    }
+}
+
+/* ---- sums ---- */
+
+double expr_split_coeff(expr_ctx *c, expr *e, expr **rest)
+{
+    if (e->kind == EXPR_NUM) {
+        *rest = c->one;
+        return e->num;
+    }
+    if (e->kind == EXPR_MUL && e->num != 1.0) {
+        *rest = e->nargs == 1 ? e->args[0] : intern(c, EXPR_MUL, 0, -1, 1.0, e->args, e->nargs);
+        return e->num;
+    }
+    *rest = e;
+    return 1.0;
+}
+
+/* coef * rest, where rest has coefficient 1 and is not a number. */
+static expr *with_coeff(expr_ctx *c, double coef, expr *rest)
+{
+    if (coef == 0.0)
+        return c->zero;
+    if (coef == 1.0)
+        return rest;
+    if (rest->kind == EXPR_MUL)
+        return intern(c, EXPR_MUL, 0, -1, coef, rest->args, rest->nargs);
+    return intern(c, EXPR_MUL, 0, -1, coef, &rest, 1);
+}
+
+struct term {
+    expr *rest;
+    double coef;
+};
+
+static int term_cmp(const void *x, const void *y)
+{
+    const struct term *a = x, *b = y;
+    return expr__cmp(a->rest, b->rest);
+}
+
+/* Growable scratch arrays for sums and products (never on a hot path). */
+struct tvec {
+    struct term *v;
+    int n, cap;
+    struct term local[16];
+};
+
+static void tvec_init(struct tvec *t)
+{
+    t->v = t->local;
+    t->n = 0;
+    t->cap = 16;
+}
+
+static int tvec_push(struct tvec *t, expr *rest, double coef)
+{
+    if (t->n == t->cap) {
+        int cap = 2 * t->cap;
+        struct term *v = malloc(cap * sizeof *v);
+        if (!v)
+            return -1;
+        memcpy(v, t->v, t->n * sizeof *v);
+        if (t->v != t->local)
+            free(t->v);
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n].rest = rest;
+    t->v[t->n].coef = coef;
+    t->n++;
+    return 0;
+}
+
+static void tvec_free(struct tvec *t)
+{
+    if (t->v != t->local)
+        free(t->v);
+}
+
+static int sum_collect(expr_ctx *c, struct tvec *tv, double *constant, expr *e, double scale)
+{
+    if (e->kind == EXPR_NUM) {
+        *constant += scale * e->num;
+        return 0;
+    }
+    if (e->kind == EXPR_ADD) {
+        *constant += scale * e->num;
+        for (int i = 0; i < e->nargs; i++)
+            if (sum_collect(c, tv, constant, e->args[i], scale) < 0)
+                return -1;
+        return 0;
+    }
+    expr *rest;
+    double coef = expr_split_coeff(c, e, &rest);
+    return tvec_push(tv, rest, scale * coef);
+}
+
+expr *expr_sum(expr_ctx *c, expr **terms, int n)
+{
+    struct tvec tv;
+    tvec_init(&tv);
+    double constant = 0.0;
+    for (int i = 0; i < n; i++)
+        if (sum_collect(c, &tv, &constant, terms[i], 1.0) < 0) {
+            tvec_free(&tv);
+            c->overflow = 1;
+            return c->nan;
+        }
+    qsort(tv.v, tv.n, sizeof *tv.v, term_cmp);
+    int k = 0;
+    for (int i = 0; i < tv.n; i++) {
+        if (k > 0 && tv.v[k - 1].rest == tv.v[i].rest)
+            tv.v[k - 1].coef += tv.v[i].coef;
+        else
+            tv.v[k++] = tv.v[i];
+    }
+    expr *local[16], **args = k <= 16 ? local : malloc(k * sizeof *args);
+    if (!args) {
+        tvec_free(&tv);
+        c->overflow = 1;
+        return c->nan;
+    }
+    int m = 0;
+    for (int i = 0; i < k; i++)
+        if (tv.v[i].coef != 0.0)
+            args[m++] = with_coeff(c, tv.v[i].coef, tv.v[i].rest);
+    expr *r;
+    if (m == 0)
+        r = expr_num(c, constant);
+    else if (m == 1 && constant == 0.0)
+        r = args[0];
+    else
+        r = intern(c, EXPR_ADD, 0, -1, constant, args, m);
+    if (args != local)
+        free(args);
+    tvec_free(&tv);
+    return r;
+}
+
+expr *expr_add(expr_ctx *c, expr *a, expr *b)
+{
+    if (expr_is_num(a, 0.0))
+        return b;
+    if (expr_is_num(b, 0.0))
+        return a;
+    expr *t[2] = {a, b};
+    return expr_sum(c, t, 2);
+}
+
+expr *expr_neg(expr_ctx *c, expr *a) { return expr_mul(c, c->minus_one, a); }
+
+expr *expr_sub(expr_ctx *c, expr *a, expr *b) { return expr_add(c, a, expr_neg(c, b)); }
+
+/* ---- products ---- */
+
+struct factor {
+    expr *base;
+    expr *exp;
+};
+
+static int factor_cmp(const void *x, const void *y)
+{
+    const struct factor *a = x, *b = y;
+    return expr__cmp(a->base, b->base);
+}
+
+struct fvec {
+    struct factor *v;
+    int n, cap;
+    struct factor local[16];
+};
+
+static int fvec_push(struct fvec *f, expr *base, expr *exp)
+{
+    if (f->n == f->cap) {
+        int cap = 2 * f->cap;
+        struct factor *v = malloc(cap * sizeof *v);
+        if (!v)
+            return -1;
+        memcpy(v, f->v, f->n * sizeof *v);
+        if (f->v != f->local)
+            free(f->v);
+        f->v = v;
+        f->cap = cap;
+    }
+    f->v[f->n].base = base;
+    f->v[f->n].exp = exp;
+    f->n++;
+    return 0;
+}
+
+static int prod_collect(expr_ctx *c, struct fvec *fv, double *coef, expr *e)
+{
+    if (e->kind == EXPR_NUM) {
+        *coef *= e->num;
+        return 0;
+    }
+    if (e->kind == EXPR_MUL) {
+        *coef *= e->num;
+        for (int i = 0; i < e->nargs; i++)
+            if (prod_collect(c, fv, coef, e->args[i]) < 0)
+                return -1;
+        return 0;
+    }
+    if (e->kind == EXPR_POW)
+        return fvec_push(fv, e->args[0], e->args[1]);
+    return fvec_push(fv, e, c->one);
+}
+
+expr *expr_product(expr_ctx *c, expr **factors, int n)
+{
+    struct fvec fv = {.n = 0, .cap = 16};
+    fv.v = fv.local;
+    double coef = 1.0;
+    expr *r = NULL;
+    for (int i = 0; i < n; i++)
+        if (prod_collect(c, &fv, &coef, factors[i]) < 0)
+            goto fail;
+    for (int round = 0; round < 4; round++) {
+        qsort(fv.v, fv.n, sizeof *fv.v, factor_cmp);
+        int k = 0;
+        for (int i = 0; i < fv.n; i++) {
+            if (k > 0 && fv.v[k - 1].base == fv.v[i].base)
+                fv.v[k - 1].exp = expr_add(c, fv.v[k - 1].exp, fv.v[i].exp);
+            else
+                fv.v[k++] = fv.v[i];
+        }
+        fv.n = k;
+        /* Raise each base to its exponent; a result that is a number or a product
+         * (x^0, numbers, (a*b)^2) is folded back in and the list sorted again. */
+        int again = 0, m = 0;
+        struct factor extra[16];
+        int nextra = 0;
+        for (int i = 0; i < fv.n; i++) {
+            expr *p = expr_pow(c, fv.v[i].base, fv.v[i].exp);
+            if (p->kind == EXPR_NUM) {
+                coef *= p->num;
+                continue;
+            }
+            if (p->kind == EXPR_MUL) {
+                coef *= p->num;
+                for (int j = 0; j < p->nargs; j++) {
+                    expr *f = p->args[j];
+                    struct factor x = {f->kind == EXPR_POW ? f->args[0] : f,
+                                       f->kind == EXPR_POW ? f->args[1] : c->one};
+                    if (nextra < 16)
+                        extra[nextra++] = x;
+                    else if (fvec_push(&fv, x.base, x.exp) < 0)
+                        goto fail;
+                }
+                again = 1;
+                continue;
+            }
+            if (p->kind == EXPR_POW)
+                fv.v[m++] = (struct factor){p->args[0], p->args[1]};
+            else
+                fv.v[m++] = (struct factor){p, c->one};
+        }
+        fv.n = m;
+        for (int j = 0; j < nextra; j++)
+            if (fvec_push(&fv, extra[j].base, extra[j].exp) < 0)
+                goto fail;
+        if (!again)
+            break;
+    }
+    if (coef == 0.0 || fv.n == 0) {
+        r = expr_num(c, coef);
+    } else {
+        expr *local[16], **args = fv.n <= 16 ? local : malloc(fv.n * sizeof *args);
+        if (!args)
+            goto fail;
+        qsort(fv.v, fv.n, sizeof *fv.v, factor_cmp);
+        for (int i = 0; i < fv.n; i++)
+            args[i] = expr_is_num(fv.v[i].exp, 1.0)
+                          ? fv.v[i].base
+                          : intern(c, EXPR_POW, 0, -1, 0.0, (expr *[]){fv.v[i].base, fv.v[i].exp}, 2);
+        if (fv.n == 1 && coef == 1.0)
+            r = args[0];
+        else
+            r = intern(c, EXPR_MUL, 0, -1, coef, args, fv.n);
+        if (args != local)
+            free(args);
+    }
+    if (fv.v != fv.local)
+        free(fv.v);
+    return r;
+fail:
+    if (fv.v != fv.local)
+        free(fv.v);
+    c->overflow = 1;
+    return c->nan;
+}
+
+expr *expr_mul(expr_ctx *c, expr *a, expr *b)
+{
+    if (expr_is_num(a, 1.0))
+        return b;
+    if (expr_is_num(b, 1.0))
+        return a;
+    if (a->kind == EXPR_NUM && b->kind == EXPR_NUM)
+        return expr_num(c, a->num * b->num);
+    if ((expr_is_num(a, 0.0) && isfinite(b->num)) || (expr_is_num(b, 0.0) && isfinite(a->num)))
+        return c->zero;
+    expr *t[2] = {a, b};
+    return expr_product(c, t, 2);
+}
+
+expr *expr_div(expr_ctx *c, expr *a, expr *b)
+{
+    if (b->kind == EXPR_NUM && a->kind == EXPR_NUM)
+        return expr_num(c, a->num / b->num);
+    return expr_mul(c, a, expr_pow(c, b, c->minus_one));
+}
+
+static int is_integer(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 1e9; }
+
+expr *expr_pow(expr_ctx *c, expr *b, expr *e)
+{
+    if (e->kind == EXPR_NUM) {
+        double k = e->num;
+        if (k == 0.0)
+            return c->one;
+        if (k == 1.0)
+            return b;
+        if (b->kind == EXPR_NUM) {
+            double v = pow(b->num, k);
+            if (isfinite(v) && (b->num >= 0.0 || is_integer(k)) && !(b->num == 0.0 && k < 0))
+                return expr_num(c, v);
+            return intern(c, EXPR_POW, 0, -1, 0.0, (expr *[]){b, e}, 2);
+        }
+        if (is_integer(k)) {
+            if (b->kind == EXPR_POW) {
+                expr *be = b->args[1];
+                if (be->kind == EXPR_NUM)
+                    return expr_pow(c, b->args[0], expr_num(c, be->num * k));
+                return expr_pow(c, b->args[0], expr_mul(c, be, e));
+            }
+            if (b->kind == EXPR_MUL) {
+                expr *local[16], **f = b->nargs < 16 ? local : malloc((b->nargs + 1) * sizeof *f);
+                if (!f) {
+                    c->overflow = 1;
+                    return c->nan;
+                }
+                for (int i = 0; i < b->nargs; i++)
+                    f[i] = expr_pow(c, b->args[i], e);
+                f[b->nargs] = expr_num(c, pow(b->num, k));
+                expr *r = expr_product(c, f, b->nargs + 1);
+                if (f != local)
+                    free(f);
+                return r;
+            }
+            if (b->kind == EXPR_FUN && b->fn == FN_SQRT && fmod(k, 2.0) == 0.0)
+                return expr_pow(c, b->args[0], expr_num(c, k / 2));
+        }
+    }
+    if (expr_is_num(b, 1.0))
+        return c->one;
+    return intern(c, EXPR_POW, 0, -1, 0.0, (expr *[]){b, e}, 2);
+}
+
+expr *expr_powi(expr_ctx *c, expr *b, int k) { return expr_pow(c, b, expr_num(c, k)); }
+
+/* ---- functions ---- */
+
+static const char *const fn_names[FN_COUNT] = {
+    [FN_SIN] = "sin",   [FN_COS] = "cos",   [FN_TAN] = "tan",   [FN_ASIN] = "asin",
+    [FN_ACOS] = "acos", [FN_ATAN] = "atan", [FN_ATAN2] = "atan2", [FN_SINH] = "sinh",
+    [FN_COSH] = "cosh", [FN_TANH] = "tanh", [FN_EXP] = "exp",   [FN_LOG] = "log",
+    [FN_SQRT] = "sqrt", [FN_ABS] = "abs",
+};
+
+const char *expr_fn_name(expr_fn fn) { return fn < FN_COUNT ? fn_names[fn] : "?"; }
+
+double expr__apply(expr_fn fn, double a, double b)
+{
+    switch (fn) {
+    case FN_SIN: return sin(a);
+    case FN_COS: return cos(a);
+    case FN_TAN: return tan(a);
+    case FN_ASIN: return asin(a);
+    case FN_ACOS: return acos(a);
+    case FN_ATAN: return atan(a);
+    case FN_ATAN2: return atan2(a, b);
+    case FN_SINH: return sinh(a);
+    case FN_COSH: return cosh(a);
+    case FN_TANH: return tanh(a);
+    case FN_EXP: return exp(a);
+    case FN_LOG: return log(a);
+    case FN_SQRT: return sqrt(a);
+    case FN_ABS: return fabs(a);
+    default: return NAN;
+    }
+}
+
+expr *expr_fun(expr_ctx *c, expr_fn fn, expr *a)
+{
+    if (a->kind == EXPR_NUM) {
+        double v = expr__apply(fn, a->num, 0.0);
+        if (isfinite(v))
+            return expr_num(c, v);
+    }
+    /* Pull the sign out of odd functions and drop it in even ones, so f(-x) and
+     * -f(x) are one node. */
+    if (a->kind == EXPR_MUL && a->num < 0) {
+        expr *pos = expr_neg(c, a);
+        switch (fn) {
+        case FN_SIN:
+        case FN_TAN:
+        case FN_ASIN:
+        case FN_ATAN:
+        case FN_SINH:
+        case FN_TANH: return expr_neg(c, expr_fun(c, fn, pos));
+        case FN_COS:
+        case FN_COSH:
+        case FN_ABS: return expr_fun(c, fn, pos);
+        default: break;
+        }
+    }
+    return intern(c, EXPR_FUN, fn, -1, 0.0, &a, 1);
+}
+
+expr *expr_fun2(expr_ctx *c, expr_fn fn, expr *a, expr *b)
+{
+    if (a->kind == EXPR_NUM && b->kind == EXPR_NUM) {
+        double v = expr__apply(fn, a->num, b->num);
+        if (isfinite(v))
+            return expr_num(c, v);
+    }
+    return intern(c, EXPR_FUN, fn, -1, 0.0, (expr *[]){a, b}, 2);
+}
+
+/* ---- dependence ---- */
+
+int expr_depends(const expr *e, int s)
+{
+    if (!(e->deps & ((uint64_t)1 << (s % 64))))
+        return 0;
+    if (e->kind == EXPR_SYM)
+        return e->sym == s;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_depends(e->args[i], s))
+            return 1;
+    return 0;
+}
+
+int expr_depends_class(const expr_ctx *c, const expr *e, sym_class cls)
+{
+    for (int s = 0; s < c->nsyms; s++)
+        if (c->syms[s].cls == cls && expr_depends(e, s))
+            return 1;
+    return 0;
+}
+
+/* ---- evaluation ---- */
+
+static double eval_rec(const expr *e, const double *vals, double *memo, unsigned char *done)
+{
+    if (done[e->id])
+        return memo[e->id];
+    double v;
+    switch (e->kind) {
+    case EXPR_NUM: v = e->num; break;
+    case EXPR_SYM: v = vals[e->sym]; break;
+    case EXPR_FUN:
+        v = expr__apply(e->fn, eval_rec(e->args[0], vals, memo, done),
+                        e->nargs > 1 ? eval_rec(e->args[1], vals, memo, done) : 0.0);
+        break;
+    case EXPR_POW: {
+        double b = eval_rec(e->args[0], vals, memo, done);
+        const expr *x = e->args[1];
+        v = x->kind == EXPR_NUM && x->num == -1.0 ? 1.0 / b : pow(b, eval_rec(x, vals, memo, done));
+        break;
+    }
+    case EXPR_MUL:
+        v = e->num;
+        for (int i = 0; i < e->nargs; i++)
+            v *= eval_rec(e->args[i], vals, memo, done);
+        break;
+    default:
+        v = e->num;
+        for (int i = 0; i < e->nargs; i++)
+            v += eval_rec(e->args[i], vals, memo, done);
+        break;
+    }
+    memo[e->id] = v;
+    done[e->id] = 1;
+    return v;
+}
+
+double expr_eval(const expr_ctx *c, const expr *e, const double *vals)
+{
+    double *memo = malloc(c->nnodes * sizeof *memo);
+    unsigned char *done = calloc(c->nnodes, 1);
+    double v = NAN;
+    if (memo && done)
+        v = eval_rec(e, vals, memo, done);
+    free(memo);
+    free(done);
+    return v;
+}
+
+/* ---- the numeric zero test ---- */
+
+/* Values at the zero-test points are memoised per node for the life of the context,
+ * since nodes never change. A second pass gives each node a magnitude: the value it
+ * would have if no cancellation happened in its sums, the scale against which a
+ * computed zero is judged. */
+static int zero_prepare(expr_ctx *c)
+{
+    size_t need = c->nnodes;
+    if (need <= c->zero_cap)
+        return 0;
+    size_t cap = need * 2 + 256;
+    double *vals = realloc(c->zero_vals, cap * ZERO_POINTS * 2 * sizeof *vals);
+    if (!vals)
+        return -1;
+    c->zero_vals = vals;
+    unsigned char *done = realloc(c->zero_done, cap);
+    if (!done)
+        return -1;
+    memset(done + c->zero_cap, 0, cap - c->zero_cap);
+    c->zero_done = done;
+    c->zero_cap = cap;
+    return 0;
+}
+
+/* Deterministic pseudo-random symbol values in [0.35, 1.35) for point k. */
+static double zero_point_value(int sym, int k)
+{
+    uint64_t x = (uint64_t)(sym + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(k + 1) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 29;
+    return 0.35 + (double)(x >> 11) / 9007199254740992.0;
+}
+
+static void zero_eval(expr_ctx *c, const expr *e)
+{
+    if (c->zero_done[e->id])
+        return;
+    for (int i = 0; i < e->nargs; i++)
+        zero_eval(c, e->args[i]);
+    double *out = &c->zero_vals[(size_t)e->id * ZERO_POINTS * 2];
+    for (int k = 0; k < ZERO_POINTS; k++) {
+        double v, m;
+        switch (e->kind) {
+        case EXPR_NUM:
+            v = e->num;
+            m = fabs(v);
+            break;
+        case EXPR_SYM:
+            v = zero_point_value(e->sym, k);
+            m = fabs(v);
+            break;
+        case EXPR_FUN: {
+            double a = c->zero_vals[(size_t)e->args[0]->id * ZERO_POINTS * 2 + k];
+            double b = e->nargs > 1 ? c->zero_vals[(size_t)e->args[1]->id * ZERO_POINTS * 2 + k] : 0;
+            v = expr__apply(e->fn, a, b);
+            m = fabs(v);
+            break;
+        }
+        case EXPR_POW: {
+            const double *bv = &c->zero_vals[(size_t)e->args[0]->id * ZERO_POINTS * 2];
+            const double *xv = &c->zero_vals[(size_t)e->args[1]->id * ZERO_POINTS * 2];
+            v = pow(bv[k], xv[k]);
+            m = xv[k] > 0 ? pow(bv[ZERO_POINTS + k], xv[k]) : fabs(v);
+            break;
+        }
+        case EXPR_MUL:
+            v = e->num;
+            m = fabs(e->num);
+            for (int i = 0; i < e->nargs; i++) {
+                const double *av = &c->zero_vals[(size_t)e->args[i]->id * ZERO_POINTS * 2];
+                v *= av[k];
+                m *= av[ZERO_POINTS + k];
+            }
+            break;
+        default:
+            v = e->num;
+            m = fabs(e->num);
+            for (int i = 0; i < e->nargs; i++) {
+                const double *av = &c->zero_vals[(size_t)e->args[i]->id * ZERO_POINTS * 2];
+                v += av[k];
+                m += av[ZERO_POINTS + k];
+            }
+            break;
+        }
+        out[k] = v;
+        out[ZERO_POINTS + k] = m;
+    }
+    c->zero_done[e->id] = 1;
+}
+
+int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags)
+{
+    if (zero_prepare(c) < 0)
+        return -1;
+    zero_eval(c, e);
+    const double *p = &c->zero_vals[(size_t)e->id * ZERO_POINTS * 2];
+    for (int k = 0; k < ZERO_POINTS; k++) {
+        vals[k] = p[k];
+        mags[k] = p[ZERO_POINTS + k];
+    }
+    return 0;
+}
+
+int expr_is_zero(expr_ctx *c, expr *e)
+{
+    if (e->kind == EXPR_NUM)
+        return e->num == 0.0;
+    if (e->kind == EXPR_SYM)
+        return 0;
+    double v[ZERO_POINTS], m[ZERO_POINTS];
+    if (expr__zero_values(c, e, v, m) < 0)
+        return 0;
+    int valid = 0;
+    for (int k = 0; k < ZERO_POINTS; k++) {
+        if (!isfinite(v[k]) || !isfinite(m[k]))
+            continue;
+        valid++;
+        if (fabs(v[k]) > 1e-9 * m[k] + 1e-300)
+            return 0;
+    }
+    return valid >= 2;
+}

@@ -1,0 +1,41 @@
+/* expr_internal.h — the expression context's layout, shared by expr.c, parse.c,
+ * print.c and deriv.c. Not part of the engine's public surface. */
+#ifndef HAMEL_EXPR_INTERNAL_H
+#define HAMEL_EXPR_INTERNAL_H
+
+#include "expr.h"
+
+#define ZERO_POINTS 4
+
+struct chunk;
+
+struct memo_entry {
+    uint32_t id; /* node id + 1; 0 = empty */
+    int32_t sym;
+    expr *value;
+};
+
+struct expr_ctx {
+    struct chunk *chunks;
+    size_t bytes;
+    expr **table; /* open-addressing hash set of all nodes */
+    size_t cap;
+    expr **nodes; /* by id */
+    size_t nnodes, nodes_cap;
+    size_t max_nodes;
+    int overflow;
+    expr_symbol *syms;
+    int nsyms, syms_cap;
+    expr *nan, *zero, *one, *minus_one;
+    struct memo_entry *memo; /* derivative memo: (node, symbol) -> derivative */
+    size_t memo_cap, memo_used;
+    double *zero_vals; /* per node: ZERO_POINTS values then ZERO_POINTS magnitudes */
+    unsigned char *zero_done;
+    size_t zero_cap;
+};
+
+int expr__cmp(const expr *a, const expr *b);
+double expr__apply(expr_fn fn, double a, double b);
+int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags);
+
+#endif
