@@ -256,7 +256,7 @@ static int integ__first_step(integ_driver *d, integ__run *r, double span)
 /* The checks between two steps: cancellation, step budget, deadline. */
 static int integ__check_budgets(integ_driver *d, integ__run *r)
 {
-    if (d->opt.cancel && atomic_load(d->opt.cancel))
+    if (d->opt.cancel && atomic_load_explicit(d->opt.cancel, memory_order_relaxed))
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_CANCELLED,
                            "cancelled at t = %.17g", r->t);
     if (r->steps >= d->opt.max_steps)
@@ -299,7 +299,8 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
                                "the state is not finite at t = %.17g (component %zu is %g)",
                                r->t, i, d->y[i]);
     if (d->opt.progress)
-        atomic_store(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0));
+        atomic_store_explicit(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0),
+                              memory_order_relaxed);
     return HAMEL_OK;
 }
 

@@ -6,12 +6,14 @@
  * mechanics: any right-hand side will do.
  *
  * The driver steps with gsl_odeiv2_evolve_apply, landing exactly on each output time
- * (never past it), and checks the cancel flag, the step budget and the deadline between
+ * (no step goes past it; bsimp's sub-steps may evaluate f a few ulps beyond), and checks the cancel flag, the step budget and the deadline between
  * every two steps. Each output time is handed to a sample callback in order; samples
  * already delivered stay valid when a run fails part-way.
  *
  * Implicit steppers (rk1imp rk2imp rk4imp bsimp msbdf) get a forward-difference
- * Jacobian of the right-hand side, df/dt included.
+ * Jacobian of the right-hand side (step sqrt(eps) max(|y_j|, 1)), df/dt included: dim + 2
+ * right-hand side calls each. A NaN or infinite derivative or state is a failure
+ * (HAMEL_E_NUMERIC), never a reason to shrink the step.
  *
  * The process must have called gsl_set_error_handler_off() (engine_init does).
  */
@@ -86,7 +88,8 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
                      char *reason, size_t reason_size);
 
 /* Integrates from (t0, y0) through times[0..n_times) (increasing; times[0] may equal t0),
- * calling sample at each of them. Borrows y0 and times; fills *stats (may be NULL).
+ * calling sample (may be NULL) at each of them. Borrows y0 and times; fills *stats (may
+ * be NULL).
  * Returns 0 when every sample was delivered, else HAMEL_E_STEP_LIMIT, _TIME_LIMIT,
  * _CANCELLED, _NUMERIC (the right-hand side failed or a value is not finite),
  * _INTEGRATOR (step size underflow, stepper failure), _BAD_REQUEST / _BAD_INITIAL (bad
