@@ -6,7 +6,7 @@ set -euo pipefail
 what=${1:-test}
 run_pkgs=(build-essential pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
           libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates)
-test_pkgs=(libcriterion-dev)
+test_pkgs=(libcriterion-dev jq)
 web_pkgs=(chromium)
 bench_pkgs=(wrk valgrind)
 pkgs=("${run_pkgs[@]}")
