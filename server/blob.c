@@ -1,0 +1,38 @@
+/* blob.c — immutable, reference-counted byte strings. */
+#include "blob.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+blob *blob_new(const char *data, size_t len)
+{
+    blob *b = malloc(sizeof *b + len + 1);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    memcpy(b->data, data, len);
+    b->data[len] = '\0';
+    return b;
+}
+
+blob *blob_take(char *s)
+{
+    if (!s)
+        return NULL;
+    blob *b = blob_new(s, strlen(s));
+    free(s);
+    return b;
+}
+
+blob *blob_retain(blob *b)
+{
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    return b;
+}
+
+void blob_release(blob *b)
+{
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+        free(b);
+}

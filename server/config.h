@@ -1,0 +1,45 @@
+/* config.h — the server's settings, read from the environment and the command line.
+ *
+ * Owns struct server_config: every tunable the daemon has, with its default, the
+ * environment variable that sets it and the flag that overrides the variable.
+ */
+#ifndef HAMEL_SERVER_CONFIG_H
+#define HAMEL_SERVER_CONFIG_H
+
+#include <stddef.h>
+
+#define CONFIG_MAX_ORIGINS 32
+#define CONFIG_PATH_MAX 1024
+
+typedef struct server_config {
+    char addr[64];                /* HAMEL_ADDR, --addr: bind address (default loopback) */
+    int port;                     /* HAMEL_PORT, --port: 0 = ephemeral */
+    int workers;                  /* HAMEL_WORKERS, --workers: simulation threads */
+    int queue;                    /* HAMEL_QUEUE, --queue: queued jobs before 503 */
+    int http_threads;             /* HAMEL_HTTP_THREADS: libmicrohttpd poll threads */
+    int max_connections;          /* HAMEL_MAX_CONNECTIONS */
+    int conn_timeout;             /* HAMEL_CONN_TIMEOUT: idle seconds before close */
+    size_t max_body;              /* HAMEL_MAX_BODY: request body bytes */
+    size_t cache_bytes;           /* HAMEL_CACHE_BYTES: models + results in memory */
+    size_t max_jobs;              /* HAMEL_MAX_JOBS: job records kept in memory */
+    double max_wait;              /* longest ?wait=N honoured, seconds */
+    double max_wall;              /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
+    long max_steps;               /* HAMEL_MAX_STEPS: steps of one job (0: engine) */
+    double drain_seconds;         /* HAMEL_DRAIN_SECONDS: SIGTERM grace for running jobs */
+    int access_log;               /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
+    char data[CONFIG_PATH_MAX];   /* HAMEL_DATA, --data: store directory */
+    char token[256];              /* HAMEL_TOKEN, --token: bearer token, "" = none */
+    char statics[CONFIG_PATH_MAX]; /* HAMEL_STATIC, --static: web front end, "" = none */
+    int cors_any;                 /* HAMEL_CORS_ORIGINS == "*" */
+    int n_origins;
+    char origins[CONFIG_MAX_ORIGINS][256];
+} server_config;
+
+/* Fills *cfg from defaults, then the environment, then argv. Returns 0, 1 when
+ * --help was asked for (usage printed), or -1 with a message on stderr. Borrows argv. */
+int config_load(server_config *cfg, int argc, char **argv);
+
+/* Whether `origin` may read responses under the CORS settings. Borrows both. */
+int config_origin_allowed(const server_config *cfg, const char *origin);
+
+#endif

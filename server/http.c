@@ -1,0 +1,1132 @@
+/* http.c — libmicrohttpd daemon, request lifecycle, routing and the v1 endpoints.
+ *
+ * Threading model: MHD_USE_EPOLL_INTERNAL_THREAD with a small thread pool
+ * (MHD_OPTION_THREAD_POOL_SIZE, default one per core). Thread-per-connection would
+ * spend a thread (and its stack) on every idle keep-alive connection, which a shared lab
+ * machine or 64 benchmark connections turns into hundreds of threads; an epoll pool
+ * serves any number of connections from a few threads, which is what the cache-hit path
+ * (a hash lookup and a zero-copy send) needs. The price is that handler code must not
+ * block: simulations run on the job pool, and ?wait long-polls suspend the connection
+ * (MHD_ALLOW_SUSPEND_RESUME) and are resumed by the pool's worker or timer thread.
+ * Model compilation and /v1/hamel still run on the HTTP thread that received them: they
+ * are bounded by engine_limits, a repeated model is a cache hit, and a few slow requests
+ * delay only the connections that share that one pool thread.
+ *
+ * Request lifecycle (MHD's access handler is called repeatedly per request):
+ * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
+ * (401), Content-Type (415) and Content-Length (413) are checked, GET and DELETE answered;
+ * next calls — body bytes appended up to the cap (past it: drained and answered 413);
+ * last call — JSON depth cap, parse, dispatch. A long-poll adds one more call after the
+ * connection is resumed. The completion callback logs the access line and counts metrics.
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <openssl/sha.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "metrics.h"
+
+#define HTTP_MAX_JSON_DEPTH 64          /* nesting of request bodies; jansson allows 2048 */
+#define HTTP_LOG_PATH_MAX 256           /* request path kept for the access log */
+#define HTTP_ID_MAX 128                 /* longest {id} path segment */
+#define HTTP_DRAIN_FACTOR 4             /* past cap*factor an oversized body closes */
+#define HTTP_RETRY_AFTER_FULL "1"       /* seconds, queue full */
+#define HTTP_RETRY_AFTER_DOWN "5"       /* seconds, shutting down */
+#define HTTP_CONN_MEMORY (64 * 1024)    /* per-connection header and read buffer */
+#define HTTP_CORS_MAX_AGE "600"
+#define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
+
+struct http_server {
+    http_deps d;
+    struct MHD_Daemon *daemon;
+    atomic_int ready;
+};
+
+typedef enum http_method {
+    HTTP_GET,
+    HTTP_HEAD,
+    HTTP_POST,
+    HTTP_DELETE,
+    HTTP_OPTIONS,
+    HTTP_OTHER,
+} http_method;
+
+typedef struct http_conn {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    metrics_route route;
+    http_method method;
+    double t0;
+    int status;
+    size_t bytes;
+    int answered;
+    char id[HTTP_ID_MAX + 1]; /* the {id} of the route, percent-decoded */
+    char *body;
+    size_t len, cap, drained;
+    int too_big;
+    job *job;          /* a long-poll's job (a reference) */
+    job_waiter waiter; /* parked on job while suspended */
+    atomic_int resumed;
+    int suspended;
+    char method_name[16];
+    char path[HTTP_LOG_PATH_MAX];
+} http_conn;
+
+/* ---- responses ---------------------------------------------------------------------- */
+
+static const char *http__header(http_conn *c, const char *name)
+{
+    return MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, name);
+}
+
+static void http__cors(http_conn *c, struct MHD_Response *r)
+{
+    const server_config *cfg = c->srv->d.cfg;
+    const char *origin = http__header(c, "Origin");
+    if (cfg->cors_any) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    } else if (origin && config_origin_allowed(cfg, origin)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    } else {
+        return;
+    }
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", HTTP_EXPOSE_HEADERS);
+}
+
+/* Queues r with status and the common headers, and destroys our handle on it. */
+static enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r,
+                                  const char *ctype, size_t bytes)
+{
+    if (!r)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    http__cors(c, r);
+    c->status = status;
+    c->bytes = bytes;
+    c->answered = 1;
+    enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static struct MHD_Response *http__text_response(char *text, size_t len)
+{
+    return MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+}
+
+/* Sends a JSON value (stolen) with status; extra headers may follow via *out_r. */
+static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype,
+                                    const char *h1, const char *v1, const char *h2,
+                                    const char *v2)
+{
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(j);
+    if (!text)
+        return MHD_NO;
+    size_t len = strlen(text);
+    struct MHD_Response *r = http__text_response(text, len);
+    if (r && h1)
+        MHD_add_response_header(r, h1, v1);
+    if (r && h2)
+        MHD_add_response_header(r, h2, v2);
+    return http__send(c, status, r, ctype, len);
+}
+
+static enum MHD_Result http__json(http_conn *c, int status, json_t *j)
+{
+    return http__json_h(c, status, j, "application/json", NULL, NULL, NULL, NULL);
+}
+
+/* Sends a problem document (stolen) with the status it carries. */
+static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1,
+                                       const char *v1)
+{
+    if (!problem)
+        problem = hamel_problem_new(HAMEL_E_INTERNAL, NULL);
+    json_t *st = json_object_get(problem, "status");
+    int status = json_is_integer(st) ? (int)json_integer_value(st) : 500;
+    if (status < 400 || status > 599)
+        status = 500;
+    if (!json_object_get(problem, "instance"))
+        json_object_set_new(problem, "instance", json_string(c->path));
+    return http__json_h(c, status, problem, "application/problem+json", h1, v1, NULL, NULL);
+}
+
+static enum MHD_Result http__problem(http_conn *c, json_t *problem)
+{
+    return http__problem_h(c, problem, NULL, NULL);
+}
+
+static enum MHD_Result http__error(http_conn *c, int code, const char *detail)
+{
+    return http__problem(c, hamel_problem_new(code, detail));
+}
+
+static enum MHD_Result http__error_at(http_conn *c, int code, const char *path,
+                                      const char *reason)
+{
+    json_t *p = hamel_problem_new(code, NULL);
+    hamel_problem_add(p, path, -1, reason);
+    return http__problem(c, p);
+}
+
+static void http__blob_free(void *cls) { blob_release(cls); }
+
+/* Sends a result blob (borrowed; the response keeps its own reference) as
+ * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
+static enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag)
+{
+    static const char yes[] = "{\"cached\":true,";
+    static const char no[] = "{\"cached\":false,";
+    const char *prefix = cached ? yes : no;
+    size_t plen = cached ? sizeof yes - 1 : sizeof no - 1;
+    if (b->len < 2 || b->data[0] != '{')
+        return http__error(c, HAMEL_E_INTERNAL, "stored result is not an object");
+    int empty = b->data[1] == '}';
+    struct MHD_IoVec iov[2] = {{prefix, empty ? plen - 1 : plen}, {b->data + 1, b->len - 1}};
+    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (etag && inm && !strcmp(inm, etag)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
+    }
+    struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, http__blob_free,
+                                                            blob_retain(b));
+    if (!r) {
+        blob_release(b);
+        return MHD_NO;
+    }
+    if (etag)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    return http__send(c, MHD_HTTP_OK, r, "application/json", iov[0].iov_len + iov[1].iov_len);
+}
+
+/* ---- requests ----------------------------------------------------------------------- */
+
+static int http__hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes src (n bytes) into dst[cap]. Returns 0, or -1 if it does not fit or
+ * decodes to a NUL or a '/'. */
+static int http__decode(const char *src, size_t n, char *dst, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = src[i];
+        if (ch == '%' && i + 2 < n) {
+            int hi = http__hexval(src[i + 1]);
+            int lo = http__hexval(src[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                ch = (char)(hi * 16 + lo);
+                i += 2;
+            }
+        }
+        if (ch == '\0' || ch == '/' || o + 1 >= cap)
+            return -1;
+        dst[o++] = ch;
+    }
+    dst[o] = '\0';
+    return 0;
+}
+
+/* Whether the nesting of the JSON text stays within max (strings skipped). */
+static int http__depth_ok(const char *s, size_t n, int max)
+{
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > max)
+                return 0;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    return 1;
+}
+
+/* Whether a Content-Type names JSON: application/json or application/<x>+json, with
+ * optional parameters. A missing Content-Type is taken as JSON. */
+static int http__is_json(const char *ct)
+{
+    if (!ct)
+        return 1;
+    while (*ct == ' ')
+        ct++;
+    size_t n = strcspn(ct, "; ");
+    if (n == 16 && !strncasecmp(ct, "application/json", 16))
+        return 1;
+    return n > 17 && !strncasecmp(ct, "application/", 12) && !strncasecmp(ct + n - 5, "+json", 5);
+}
+
+static int http__token_ok(http_conn *c)
+{
+    const char *want = c->srv->d.cfg->token;
+    if (!want[0])
+        return 1;
+    const char *got = http__header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!got || strncasecmp(got, "Bearer ", 7) != 0)
+        return 0;
+    got += 7;
+    while (*got == ' ')
+        got++;
+    size_t gl = strlen(got), wl = strlen(want);
+    unsigned char diff = gl != wl;
+    for (size_t i = 0; i < wl; i++) /* constant time in the token's length */
+        diff |= (unsigned char)(want[i] ^ (i < gl ? got[i] : 0));
+    return diff == 0;
+}
+
+/* The number in ?wait=N, capped; -1 when malformed. */
+static double http__wait(http_conn *c)
+{
+    const char *w = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "wait");
+    if (!w || !*w)
+        return 0;
+    char *end = NULL;
+    double v = strtod(w, &end);
+    if (*end || !(v >= 0))
+        return -1;
+    double cap = c->srv->d.cfg->max_wait;
+    return v > cap ? cap : v;
+}
+
+static void http__hex(const unsigned char *d, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* ---- models ------------------------------------------------------------------------- */
+
+static void http__model_remember(http_server *s, engine_model *m, const char *bkey)
+{
+    char key[CACHE_MAX_KEY + 1];
+    snprintf(key, sizeof key, "m:%s", engine_model_id(m));
+    cache_put(s->d.models, key, m, engine_model_bytes(m));
+    if (bkey)
+        cache_put(s->d.models, bkey, m, engine_model_bytes(m));
+}
+
+/* Compiles spec (borrowed); on success *out is a new model reference. */
+static int http__compile(http_server *s, const json_t *spec, engine_model **out, json_t **problem)
+{
+    double t0 = jobs_now();
+    int rc = engine_model_compile(spec, s->d.limits, out, problem);
+    metrics_derive(jobs_now() - t0);
+    return rc;
+}
+
+/* The model with this id from the cache or the store (compiled again from its stored
+ * JSON). Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
+static int http__model_by_id(http_server *s, const char *id, engine_model **out,
+                             json_t **problem)
+{
+    char key[CACHE_MAX_KEY + 1];
+    *out = NULL;
+    if (strlen(id) + 2 > CACHE_MAX_KEY)
+        return HAMEL_E_NOT_FOUND;
+    snprintf(key, sizeof key, "m:%s", id);
+    *out = cache_get(s->d.models, key);
+    if (*out)
+        return 0;
+    char *text = NULL;
+    if (!s->d.st || store_get_model(s->d.st, id, &text) != 0)
+        return HAMEL_E_NOT_FOUND;
+    json_t *spec = json_loads(text, 0, NULL);
+    free(text);
+    int rc = spec ? http__compile(s, spec, out, problem) : HAMEL_E_INTERNAL;
+    json_decref(spec);
+    if (rc != 0)
+        return rc;
+    if (strcmp(engine_model_id(*out), id) != 0) { /* the canonical form changed since */
+        engine_model_release(*out);
+        *out = NULL;
+        return HAMEL_E_NOT_FOUND;
+    }
+    http__model_remember(s, *out, NULL);
+    return 0;
+}
+
+/* The model of a spec object: a hit on the hash of its JSON text skips the engine;
+ * otherwise it is compiled and, if its id is new, remembered in the store. *created
+ * says whether the service had never seen this model id. */
+static int http__model_by_spec(http_server *s, const json_t *spec, engine_model **out,
+                               int *created, json_t **problem)
+{
+    *out = NULL;
+    *created = 0;
+    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!text)
+        return HAMEL_E_INTERNAL;
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)text, strlen(text), d);
+    char bkey[CACHE_MAX_KEY + 1] = "b:";
+    http__hex(d, sizeof d, bkey + 2);
+    *out = cache_get(s->d.models, bkey);
+    if (*out) {
+        free(text);
+        return 0;
+    }
+    int rc = http__compile(s, spec, out, problem);
+    if (rc != 0) {
+        free(text);
+        return rc;
+    }
+    char mkey[CACHE_MAX_KEY + 1];
+    snprintf(mkey, sizeof mkey, "m:%s", engine_model_id(*out));
+    engine_model *known = cache_peek(s->d.models, mkey);
+    if (known) { /* same model, other formatting: share the compiled one */
+        engine_model_release(*out);
+        *out = known;
+    } else if (s->d.st) {
+        char *stored = NULL;
+        int found = store_get_model(s->d.st, engine_model_id(*out), &stored);
+        free(stored);
+        if (found == 1) {
+            *created = 1;
+            store_put_model(s->d.st, engine_model_id(*out), text);
+        }
+    } else {
+        *created = 1;
+    }
+    http__model_remember(s, *out, bkey);
+    free(text);
+    return 0;
+}
+
+/* The model a request body names with "model" or "model_id". */
+static int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem)
+{
+    const json_t *spec = json_object_get(body, "model");
+    const json_t *id = json_object_get(body, "model_id");
+    int created = 0;
+    if (json_is_object(spec))
+        return http__model_by_spec(c->srv, spec, out, &created, problem);
+    if (json_is_string(id)) {
+        int rc = http__model_by_id(c->srv, json_string_value(id), out, problem);
+        if (rc == HAMEL_E_NOT_FOUND) {
+            *problem = hamel_problem_new(rc, "no model has this id; POST it to /v1/models");
+            hamel_problem_add(*problem, "/model_id", -1, "unknown model id");
+        }
+        return rc;
+    }
+    *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+    hamel_problem_add(*problem, spec || id ? (spec ? "/model" : "/model_id") : "/model", -1,
+                      spec ? "must be an object"
+                      : id ? "must be a string"
+                           : "either model or model_id is required");
+    return HAMEL_E_BAD_REQUEST;
+}
+
+/* ---- endpoints ---------------------------------------------------------------------- */
+
+static enum MHD_Result http__health(http_conn *c)
+{
+    return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
+}
+
+static enum MHD_Result http__readyz(http_conn *c)
+{
+    http_server *s = c->srv;
+    if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
+        return http__json(c, 200, json_pack("{s:s}", "status", "ready"));
+    return http__error(c, HAMEL_E_UNAVAILABLE, "not accepting work");
+}
+
+static enum MHD_Result http__metrics(http_conn *c)
+{
+    http_server *s = c->srv;
+    metrics_gauges g = {0};
+    jobs_counts(s->d.jobs, &g.queue_depth, &g.queue_capacity, &g.jobs_running, &g.jobs_kept);
+    g.workers = (size_t)s->d.cfg->workers;
+    cache_stats_get(s->d.models, &g.models);
+    cache_stats_get(s->d.results, &g.results);
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    g.connections = info ? (long)info->num_connections : -1;
+    size_t len = 0;
+    char *text = metrics_render(&g, &len);
+    if (!text)
+        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+    return http__send(c, 200, http__text_response(text, len),
+                      "text/plain; version=0.0.4; charset=utf-8", len);
+}
+
+static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
+{
+    json_t *summary = engine_model_summary(m);
+    char etag[CACHE_MAX_KEY + 3], location[CACHE_MAX_KEY + 16];
+    snprintf(etag, sizeof etag, "\"%s\"", engine_model_id(m));
+    snprintf(location, sizeof location, "/v1/models/%s", engine_model_id(m));
+    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (status == 200 && inm && !strcmp(inm, etag) && c->method != HTTP_POST) {
+        json_decref(summary);
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
+    }
+    if (!summary)
+        return http__error(c, HAMEL_E_INTERNAL, "no summary");
+    return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
+                        status == 201 ? MHD_HTTP_HEADER_LOCATION : NULL, location);
+}
+
+static enum MHD_Result http__post_model(http_conn *c, json_t *body)
+{
+    const json_t *spec = body;
+    json_t *inner = json_object_get(body, "model");
+    if (json_is_object(inner) && !json_object_get(body, "coordinates"))
+        spec = inner; /* {"model": {...}} is accepted as well as the bare model */
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int created = 0;
+    int rc = http__model_by_spec(c->srv, spec, &m, &created, &problem);
+    if (rc != 0)
+        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+    enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200);
+    engine_model_release(m);
+    return ret;
+}
+
+static enum MHD_Result http__get_model(http_conn *c, int equations)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_by_id(c->srv, c->id, &m, &problem);
+    if (rc == HAMEL_E_NOT_FOUND) {
+        json_decref(problem);
+        return http__error(c, rc, "no model has this id");
+    }
+    if (rc != 0)
+        return http__problem(c, problem);
+    enum MHD_Result ret;
+    if (!equations) {
+        ret = http__model_summary(c, m, 200);
+    } else {
+        json_t *eq = NULL;
+        rc = engine_equations(m, &eq, &problem);
+        ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
+    }
+    engine_model_release(m);
+    return ret;
+}
+
+static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL, *result = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    rc = engine_hamel(m, body, c->srv->d.limits, &result, &problem);
+    engine_model_release(m);
+    if (rc != 0)
+        return http__problem(c, problem);
+    return http__json(c, 200, result);
+}
+
+/* The body of a job that is still queued or running. */
+static json_t *http__pending_doc(const job_view *v)
+{
+    return json_pack("{s:s, s:s, s:s, s:f}", "job_id", v->id, "status", job_state_name(v->state),
+                     "model_id", v->model_id, "progress", v->progress);
+}
+
+/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
+ * a still-running job is 202 with Location; a failed one is its problem document. */
+static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
+{
+    job_view v;
+    jobs_view_get(c->srv->d.jobs, j, &v);
+    enum MHD_Result ret;
+    char etag[JOB_ID_LEN + 3];
+    snprintf(etag, sizeof etag, "\"%s\"", v.id);
+    if (v.state == JOB_DONE && v.body) {
+        ret = http__result(c, v.body, 0, etag);
+    } else if ((v.state == JOB_FAILED || v.state == JOB_CANCELLED) && v.body) {
+        json_t *doc = json_loadb(v.body->data, v.body->len, 0, NULL);
+        json_t *problem = json_object_get(doc, "problem");
+        if (sync && json_is_object(problem)) {
+            json_object_set_new(problem, "job_id", json_string(v.id));
+            json_object_set_new(problem, "job_status", json_string(job_state_name(v.state)));
+            ret = http__problem(c, json_incref(problem));
+            json_decref(doc);
+        } else {
+            ret = http__json(c, 200, doc);
+        }
+    } else {
+        char location[JOB_ID_LEN + 16];
+        snprintf(location, sizeof location, "/v1/jobs/%s", v.id);
+        ret = sync ? http__json_h(c, 202, http__pending_doc(&v), "application/json",
+                                  MHD_HTTP_HEADER_LOCATION, location, NULL, NULL)
+                   : http__json(c, 200, http__pending_doc(&v));
+    }
+    blob_release(v.body);
+    return ret;
+}
+
+static void http__wake(void *arg)
+{
+    http_conn *c = arg;
+    atomic_store(&c->resumed, 1);
+    MHD_resume_connection(c->conn);
+}
+
+/* Parks the connection on c->job until it finishes or `wait` seconds pass. */
+static enum MHD_Result http__park(http_conn *c, double wait)
+{
+    c->waiter.wake = http__wake;
+    c->waiter.arg = c;
+    c->waiter.deadline = jobs_now() + wait;
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+    if (jobs_wait(c->srv->d.jobs, c->job, &c->waiter) != 0)
+        http__wake(c); /* already finished: resume at once */
+    return MHD_YES;
+}
+
+static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
+{
+    http_server *s = c->srv;
+    double wait = http__wait(c);
+    if (wait < 0)
+        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    char key[80];
+    rc = engine_simulation_key(m, body, key, &problem);
+    if (rc != 0) {
+        engine_model_release(m);
+        return http__problem(c, problem);
+    }
+    char etag[sizeof key + 2];
+    snprintf(etag, sizeof etag, "\"%s\"", key);
+    blob *hit = cache_get(s->d.results, key);
+    if (!hit && s->d.st && store_get_result(s->d.st, key, &hit) == 0)
+        cache_put(s->d.results, key, hit, hit->len);
+    if (hit) {
+        engine_model_release(m);
+        metrics_job(METRICS_JOB_CACHED);
+        enum MHD_Result ret = http__result(c, hit, 1, etag);
+        blob_release(hit);
+        return ret;
+    }
+    job *j = NULL;
+    rc = jobs_submit(s->d.jobs, m, body, key, &j);
+    engine_model_release(m);
+    if (rc != 0) {
+        if (rc == HAMEL_E_QUEUE_FULL)
+            metrics_job(METRICS_JOB_REJECTED);
+        return http__problem_h(c, hamel_problem_new(rc, NULL), MHD_HTTP_HEADER_RETRY_AFTER,
+                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL
+                                                        : HTTP_RETRY_AFTER_DOWN);
+    }
+    c->job = j;
+    if (wait > 0)
+        return http__park(c, wait);
+    return http__job_answer(c, j, 1);
+}
+
+/* A job that is only in the store (evicted from memory, or from before a restart). */
+static enum MHD_Result http__stored_job(http_conn *c)
+{
+    store *st = c->srv->d.st;
+    store_job sj;
+    int rc = st ? store_get_job(st, c->id, &sj) : 1;
+    if (rc != 0)
+        return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
+    enum MHD_Result ret;
+    if (c->method == HTTP_DELETE) {
+        ret = !strcmp(sj.status, "cancelled")
+                  ? http__json(c, 200, sj.doc ? json_loads(sj.doc, 0, NULL) : NULL)
+                  : http__error(c, HAMEL_E_CONFLICT, "the job has already finished");
+    } else if (!strcmp(sj.status, "done") && sj.key) {
+        blob *b = NULL;
+        if (store_get_result(st, sj.key, &b) != 0) {
+            ret = http__error(c, HAMEL_E_INTERNAL, "the job's result is missing from the store");
+        } else {
+            json_t *doc = json_loadb(b->data, b->len, 0, NULL);
+            json_t *jid = json_object_get(doc, "job_id");
+            if (doc && (!json_is_string(jid) || strcmp(json_string_value(jid), c->id) != 0)) {
+                /* the result row was written by an identical job: answer as this one */
+                json_object_set_new(doc, "job_id", json_string(c->id));
+                blob_release(b);
+                b = blob_take(json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+            }
+            json_decref(doc);
+            char etag[HTTP_ID_MAX + 3];
+            snprintf(etag, sizeof etag, "\"%s\"", c->id);
+            ret = b ? http__result(c, b, 0, etag) : http__error(c, HAMEL_E_INTERNAL, NULL);
+            blob_release(b);
+        }
+    } else if (sj.doc) {
+        ret = http__json(c, 200, json_loads(sj.doc, 0, NULL));
+    } else {
+        ret = http__json(c, 200,
+                         json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status,
+                                   "model_id", sj.model_id));
+    }
+    store_job_clear(&sj);
+    return ret;
+}
+
+static enum MHD_Result http__job(http_conn *c)
+{
+    jobs *p = c->srv->d.jobs;
+    job *j = jobs_find(p, c->id);
+    if (!j)
+        return http__stored_job(c);
+    if (c->method == HTTP_DELETE) {
+        int rc = jobs_cancel(p, j);
+        enum MHD_Result ret = rc == 0 ? http__job_answer(c, j, 0)
+                                      : http__error(c, rc, "the job has already finished");
+        job_release(p, j);
+        return ret;
+    }
+    double wait = http__wait(c);
+    if (wait < 0) {
+        job_release(p, j);
+        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+    }
+    c->job = j;
+    if (wait > 0)
+        return http__park(c, wait);
+    return http__job_answer(c, j, 0);
+}
+
+static const char *http__mime(const char *path)
+{
+    static const char *const map[][2] = {
+        {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
+        {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
+        {".ico", "image/x-icon"}, {".wasm", "application/wasm"}, {".map", "application/json"},
+        {".txt", "text/plain; charset=utf-8"},
+    };
+    const char *dot = strrchr(path, '.');
+    for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++)
+        if (!strcasecmp(dot, map[i][0]))
+            return map[i][1];
+    return "application/octet-stream";
+}
+
+static enum MHD_Result http__static(http_conn *c, const char *url)
+{
+    const char *root = c->srv->d.cfg->statics;
+    if (!root[0]) {
+        if (!strcmp(url, "/"))
+            return http__json(c, 200,
+                              json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s]}", "service", "hamel",
+                                        "version", ENGINE_VERSION, "endpoints", "/v1/health",
+                                        "/v1/models", "/v1/hamel", "/v1/simulations",
+                                        "/v1/jobs/{id}", "/metrics", "/readyz"));
+        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
+    }
+    char rel[CONFIG_PATH_MAX];
+    const char *u = !strcmp(url, "/") ? "/index.html" : url;
+    if (strstr(u, "..") || strlen(u) >= sizeof rel)
+        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
+    snprintf(rel, sizeof rel, "%s", u);
+    char full[2 * CONFIG_PATH_MAX + 2];
+    snprintf(full, sizeof full, "%s%s", root, rel);
+    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
+    }
+    struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
+    if (!r) {
+        close(fd);
+        return MHD_NO;
+    }
+    return http__send(c, 200, r, http__mime(rel), (size_t)st.st_size);
+}
+
+/* ---- routing ------------------------------------------------------------------------ */
+
+typedef struct http_route_match {
+    metrics_route route;
+    const char *allow; /* methods, for 405 and preflight */
+} http_route_match;
+
+/* Matches a path to a route and fills c->id. Returns 0, or -1 for an unknown or
+ * malformed /v1 path. */
+static int http__match(http_conn *c, const char *url, http_route_match *m)
+{
+    static const char models[] = "/v1/models/", jobs_[] = "/v1/jobs/";
+    m->allow = "GET, HEAD, OPTIONS";
+    if (!strcmp(url, "/v1/health")) {
+        m->route = METRICS_ROUTE_HEALTH;
+    } else if (!strcmp(url, "/v1/models")) {
+        m->route = METRICS_ROUTE_MODELS;
+        m->allow = "POST, OPTIONS";
+    } else if (!strcmp(url, "/v1/hamel")) {
+        m->route = METRICS_ROUTE_HAMEL;
+        m->allow = "POST, OPTIONS";
+    } else if (!strcmp(url, "/v1/simulations")) {
+        m->route = METRICS_ROUTE_SIMULATIONS;
+        m->allow = "POST, OPTIONS";
+    } else if (!strncmp(url, models, sizeof models - 1)) {
+        const char *id = url + sizeof models - 1;
+        const char *slash = strchr(id, '/');
+        size_t n = slash ? (size_t)(slash - id) : strlen(id);
+        if (slash && strcmp(slash, "/equations") != 0)
+            return -1;
+        if (n == 0 || http__decode(id, n, c->id, sizeof c->id) != 0)
+            return -1;
+        m->route = slash ? METRICS_ROUTE_EQUATIONS : METRICS_ROUTE_MODEL;
+    } else if (!strncmp(url, jobs_, sizeof jobs_ - 1)) {
+        const char *id = url + sizeof jobs_ - 1;
+        if (!*id || strchr(id, '/') || http__decode(id, strlen(id), c->id, sizeof c->id) != 0)
+            return -1;
+        m->route = METRICS_ROUTE_JOB;
+        m->allow = "GET, HEAD, DELETE, OPTIONS";
+    } else if (!strcmp(url, "/metrics")) {
+        m->route = METRICS_ROUTE_METRICS;
+    } else if (!strcmp(url, "/livez")) {
+        m->route = METRICS_ROUTE_LIVEZ;
+    } else if (!strcmp(url, "/readyz")) {
+        m->route = METRICS_ROUTE_READYZ;
+    } else if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
+        return -1;
+    } else {
+        m->route = METRICS_ROUTE_STATIC;
+    }
+    return 0;
+}
+
+static int http__allows(const char *allow, http_method m)
+{
+    static const char *const names[] = {"GET", "HEAD", "POST", "DELETE", "OPTIONS"};
+    if (m == HTTP_OTHER)
+        return 0;
+    const char *p = strstr(allow, names[m]);
+    return p != NULL;
+}
+
+static enum MHD_Result http__preflight(http_conn *c, const char *allow)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+    const char *req = http__header(c, "Access-Control-Request-Headers");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            req && strlen(req) < 512 ? req : "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
+    return http__send(c, MHD_HTTP_NO_CONTENT, r, NULL, 0);
+}
+
+/* Everything that can be answered from the headers alone; returns 1 if it answered. */
+static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
+{
+    http_route_match m;
+    if (http__match(c, url, &m) != 0) {
+        c->route = METRICS_ROUTE_OTHER;
+        *ret = c->method == HTTP_OPTIONS ? http__preflight(c, "GET, POST, DELETE, OPTIONS")
+                                         : http__error(c, HAMEL_E_NOT_FOUND, NULL);
+        return 1;
+    }
+    c->route = m.route;
+    if (c->method == HTTP_OPTIONS) {
+        *ret = http__preflight(c, m.allow);
+        return 1;
+    }
+    if (m.route == METRICS_ROUTE_STATIC && c->method != HTTP_GET && c->method != HTTP_HEAD)
+        m.allow = "GET, HEAD, OPTIONS";
+    if (!strncmp(url, "/v1/", 4) && !http__token_ok(c)) {
+        *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL),
+                               MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
+        return 1;
+    }
+    if (!http__allows(m.allow, c->method)) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "allowed: %s", m.allow);
+        *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail),
+                               MHD_HTTP_HEADER_ALLOW, m.allow);
+        return 1;
+    }
+    if (c->method == HTTP_POST) {
+        if (!http__is_json(http__header(c, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+            *ret = http__error(c, HAMEL_E_UNSUPPORTED_MEDIA, "send Content-Type: application/json");
+            return 1;
+        }
+        const char *cl = http__header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > c->srv->d.cfg->max_body) {
+            char detail[96];
+            snprintf(detail, sizeof detail, "the body is larger than %zu bytes",
+                     c->srv->d.cfg->max_body);
+            *ret = http__error(c, HAMEL_E_TOO_LARGE, detail);
+            return 1;
+        }
+        return 0; /* the body follows */
+    }
+    switch (m.route) {
+    case METRICS_ROUTE_HEALTH: *ret = http__health(c); break;
+    case METRICS_ROUTE_LIVEZ: *ret = http__json(c, 200, json_pack("{s:s}", "status", "alive")); break;
+    case METRICS_ROUTE_READYZ: *ret = http__readyz(c); break;
+    case METRICS_ROUTE_METRICS: *ret = http__metrics(c); break;
+    case METRICS_ROUTE_MODEL: *ret = http__get_model(c, 0); break;
+    case METRICS_ROUTE_EQUATIONS: *ret = http__get_model(c, 1); break;
+    case METRICS_ROUTE_JOB: *ret = http__job(c); break;
+    default: *ret = http__static(c, url); break;
+    }
+    return 1;
+}
+
+/* The whole body has arrived: parse and dispatch. */
+static enum MHD_Result http__body(http_conn *c)
+{
+    const server_config *cfg = c->srv->d.cfg;
+    if (c->too_big) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "the body is larger than %zu bytes", cfg->max_body);
+        return http__error(c, HAMEL_E_TOO_LARGE, detail);
+    }
+    if (c->len == 0)
+        return http__error(c, HAMEL_E_BAD_JSON, "the body is empty");
+    if (!http__depth_ok(c->body, c->len, HTTP_MAX_JSON_DEPTH)) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "the body nests deeper than %d levels",
+                 HTTP_MAX_JSON_DEPTH);
+        return http__error(c, HAMEL_E_BAD_JSON, detail);
+    }
+    json_error_t err;
+    json_t *body = json_loadb(c->body, c->len, JSON_REJECT_DUPLICATES, &err);
+    if (!body) {
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, NULL);
+        hamel_problem_add(p, "", err.column, err.text);
+        json_object_set_new(p, "line", json_integer(err.line));
+        json_object_set_new(p, "position", json_integer(err.position));
+        return http__problem(c, p);
+    }
+    enum MHD_Result ret;
+    if (!json_is_object(body)) {
+        ret = http__error_at(c, HAMEL_E_BAD_REQUEST, "", "the body must be a JSON object");
+    } else if (c->route == METRICS_ROUTE_MODELS) {
+        ret = http__post_model(c, body);
+    } else if (c->route == METRICS_ROUTE_HAMEL) {
+        ret = http__post_hamel(c, body);
+    } else {
+        ret = http__post_simulation(c, body);
+    }
+    json_decref(body);
+    return ret;
+}
+
+static http_method http__method(const char *m)
+{
+    if (!strcmp(m, "GET"))
+        return HTTP_GET;
+    if (!strcmp(m, "HEAD"))
+        return HTTP_HEAD;
+    if (!strcmp(m, "POST"))
+        return HTTP_POST;
+    if (!strcmp(m, "DELETE"))
+        return HTTP_DELETE;
+    if (!strcmp(m, "OPTIONS"))
+        return HTTP_OPTIONS;
+    return HTTP_OTHER;
+}
+
+static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
+                                    const char *method, const char *version,
+                                    const char *upload_data, size_t *upload_data_size,
+                                    void **req_cls)
+{
+    (void)version;
+    http_server *s = cls;
+    http_conn *c = *req_cls;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return MHD_NO;
+        *req_cls = c;
+        c->srv = s;
+        c->conn = conn;
+        c->t0 = jobs_now();
+        c->route = METRICS_ROUTE_OTHER;
+        c->method = http__method(method);
+        snprintf(c->method_name, sizeof c->method_name, "%s", method);
+        snprintf(c->path, sizeof c->path, "%s", url);
+        /* Answering before MHD has seen the end of the request makes it close the
+         * connection, so only a POST (whose body may be refused unread) is answered on
+         * this first call; everything else waits for the next one, keeping keep-alive. */
+        enum MHD_Result ret = MHD_YES;
+        if (c->method == HTTP_POST && http__headers(c, url, &ret))
+            return ret;
+        return MHD_YES;
+    }
+    if (c->suspended) { /* resumed: finished, past the deadline or shutting down */
+        c->suspended = 0;
+        return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+    }
+    if (c->answered || (c->method != HTTP_POST && *upload_data_size)) {
+        *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
+        return MHD_YES;
+    }
+    if (c->method != HTTP_POST) {
+        enum MHD_Result ret = MHD_YES;
+        http__headers(c, url, &ret);
+        return ret;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        size_t cap = s->d.cfg->max_body;
+        if (c->too_big || c->len + n > cap) {
+            c->too_big = 1;
+            c->drained += n;
+            return c->drained > cap * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
+        }
+        if (c->len + n > c->cap) {
+            size_t ncap = c->cap ? c->cap : 4096;
+            while (ncap < c->len + n)
+                ncap *= 2;
+            if (ncap > cap)
+                ncap = cap;
+            char *b = realloc(c->body, ncap);
+            if (!b)
+                return MHD_NO;
+            c->body = b;
+            c->cap = ncap;
+        }
+        memcpy(c->body + c->len, upload_data, n);
+        c->len += n;
+        return MHD_YES;
+    }
+    return http__body(c);
+}
+
+static void http__completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    http_server *s = cls;
+    http_conn *c = *req_cls;
+    if (!c)
+        return;
+    *req_cls = NULL;
+    double secs = jobs_now() - c->t0;
+    int status = c->answered ? c->status : 499; /* closed before an answer */
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !c->answered)
+        status = 499;
+    metrics_request(c->route, status, secs);
+    if (s->d.cfg->access_log)
+        fprintf(stderr, "%s %s %d %zu %.3f\n", c->method_name, c->path, status, c->bytes,
+                secs * 1e3);
+    if (c->job)
+        job_release(s->d.jobs, c->job);
+    free(c->body);
+    free(c);
+}
+
+static void http__log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    fputs("hamel-server: microhttpd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+}
+
+int http_start(const http_deps *deps, http_server **out, int *port)
+{
+    *out = NULL;
+    http_server *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    h->d = *deps;
+    const server_config *cfg = deps->cfg;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+                         MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)cfg->port);
+    } else if (inet_pton(AF_INET6, cfg->addr, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)cfg->port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        fprintf(stderr, "hamel-server: HAMEL_ADDR=%s is not an IPv4 or IPv6 address\n",
+                cfg->addr);
+        free(h);
+        return -1;
+    }
+    h->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
+        http__log, h, MHD_OPTION_SOCK_ADDR, &ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
+    if (!h->daemon) {
+        fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
+        free(h);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : cfg->port;
+    atomic_store(&h->ready, 1);
+    *out = h;
+    return 0;
+}
+
+void http_quiesce(http_server *h)
+{
+    atomic_store(&h->ready, 0);
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+void http_stop(http_server *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->daemon);
+    free(h);
+}

@@ -1,0 +1,40 @@
+/* http.h — the HTTP face of the service: libmicrohttpd daemon, routing and endpoints.
+ *
+ * Owns the daemon and every endpoint of API.md §2–5 plus /livez, /readyz, /metrics and
+ * the static web front end. The state it serves from (caches, store, job pool) is
+ * borrowed from main and must outlive http_stop.
+ */
+#ifndef HAMEL_SERVER_HTTP_H
+#define HAMEL_SERVER_HTTP_H
+
+#include "cache.h"
+#include "config.h"
+#include "engine.h"
+#include "jobs.h"
+#include "store.h"
+
+typedef struct http_server http_server;
+
+/* What the endpoints use; all borrowed. */
+typedef struct http_deps {
+    const server_config *cfg;
+    const engine_limits *limits;
+    cache *models;  /* engine_model values: "m:<model id>" and "b:<sha256 of model JSON>" */
+    cache *results; /* blob values: "<simulation key>" */
+    store *st;      /* may be NULL: no persistence */
+    jobs *jobs;
+} http_deps;
+
+/* Binds cfg->addr:cfg->port and starts serving. *port receives the bound port.
+ * Returns 0 and *out, or -1 with a message on stderr. Borrows deps. */
+int http_start(const http_deps *deps, http_server **out, int *port);
+
+/* Stops accepting connections and makes /readyz answer 503; connections already open
+ * are still served. */
+void http_quiesce(http_server *h);
+
+/* Closes every connection and frees the server. Every long-poll must have been woken
+ * (jobs_shutdown) first. Accepts NULL. */
+void http_stop(http_server *h);
+
+#endif

@@ -1,0 +1,688 @@
+/* jobs.c — the worker pool, its queue, the job table and the long-poll timer.
+ *
+ * Lock order: p->lock is the only lock here. Store and cache calls (with their own
+ * leaf locks) and wake callbacks are made without holding it. */
+#include "jobs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "metrics.h"
+
+#define JOBS_TABLE_MIN 1024
+#define JOBS_CANCEL_POLL_NS 10000000L /* drain polling: 10 ms */
+
+struct job {
+    char id[JOB_ID_LEN + 1];
+    char model_id[80];
+    char key[80];
+    job_state state;
+    int refs; /* under p->lock; the table holds one while the record is kept */
+    int problem_status;
+    engine_model *model;
+    json_t *request;
+    engine_control ctl;
+    blob *body; /* done: the result; failed/cancelled: the job document */
+    double created;  /* wall clock, for the store */
+    job *hash_next;  /* table chain */
+    job *queue_next; /* FIFO of queued jobs */
+    job *fin_prev, *fin_next; /* finished jobs, oldest first */
+};
+
+struct jobs {
+    pthread_mutex_t lock;
+    pthread_cond_t work;  /* a job was queued, or stopping */
+    pthread_cond_t timer; /* the waiter list changed, or stopping */
+    pthread_t *threads;
+    pthread_t timer_thread;
+    int nthreads;
+    int timer_started;
+    int stopping;  /* no new jobs */
+    int exiting;   /* workers and timer leave */
+    jobs_config cfg;
+    store *st;
+    cache *results;
+    job *queue_head, *queue_tail;
+    size_t queued, running, kept;
+    job **table;
+    size_t nbuckets;
+    job *fin_head, *fin_tail;
+    job_waiter *waiters;
+};
+
+double jobs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double jobs__wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+const char *job_state_name(job_state s)
+{
+    static const char *const names[] = {"queued", "running", "done", "failed", "cancelled"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+static int jobs__terminal(job_state s) { return s >= JOB_DONE; }
+
+static uint64_t jobs__hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void jobs__make_id(char out[JOB_ID_LEN + 1])
+{
+    unsigned char r[JOB_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = getrandom(r + got, sizeof r - got, 0);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    if (got < sizeof r) { /* no entropy source: fall back to time and address bits */
+        uint64_t x = (uint64_t)(jobs_now() * 1e9) ^ (uint64_t)(uintptr_t)out;
+        for (size_t i = 0; i < sizeof r; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            r[i] = (unsigned char)x;
+        }
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof r; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[JOB_ID_LEN] = '\0';
+}
+
+/* Caller holds p->lock. */
+static void jobs__table_add(jobs *p, job *j)
+{
+    size_t b = jobs__hash(j->id) & (p->nbuckets - 1);
+    j->hash_next = p->table[b];
+    p->table[b] = j;
+    j->refs++;
+    p->kept++;
+}
+
+/* Caller holds p->lock. */
+static job *jobs__table_find(jobs *p, const char *id)
+{
+    job *j = p->table[jobs__hash(id) & (p->nbuckets - 1)];
+    while (j && strcmp(j->id, id) != 0)
+        j = j->hash_next;
+    return j;
+}
+
+static void jobs__destroy(job *j)
+{
+    engine_model_release(j->model);
+    json_decref(j->request);
+    blob_release(j->body);
+    free(j);
+}
+
+/* Drops a reference under p->lock; returns the job if it must be destroyed (after
+ * unlocking, so freeing a model never happens under the lock). */
+static job *jobs__unref_locked(job *j)
+{
+    return --j->refs == 0 ? j : NULL;
+}
+
+void job_release(jobs *p, job *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_lock(&p->lock);
+    job *dead = jobs__unref_locked(j);
+    pthread_mutex_unlock(&p->lock);
+    if (dead)
+        jobs__destroy(dead);
+}
+
+/* Evicts the oldest finished records beyond the bound. Caller holds p->lock; the
+ * evicted jobs whose last reference went are chained on *dead through hash_next. */
+static void jobs__evict_locked(jobs *p, job **dead)
+{
+    while (p->kept > p->cfg.max_jobs && p->fin_head) {
+        job *j = p->fin_head;
+        p->fin_head = j->fin_next;
+        if (p->fin_head)
+            p->fin_head->fin_prev = NULL;
+        else
+            p->fin_tail = NULL;
+        job **pp = &p->table[jobs__hash(j->id) & (p->nbuckets - 1)];
+        while (*pp != j)
+            pp = &(*pp)->hash_next;
+        *pp = j->hash_next;
+        p->kept--;
+        if (jobs__unref_locked(j)) {
+            j->hash_next = *dead;
+            *dead = j;
+        }
+    }
+}
+
+/* Moves j to a terminal state, appends it to the finished list and detaches its
+ * waiters onto *fired (chained through next). Caller holds p->lock. */
+static void jobs__finish_locked(jobs *p, job *j, job_state s, blob *body, int problem_status,
+                                job_waiter **fired)
+{
+    j->state = s;
+    blob_release(j->body);
+    j->body = body;
+    j->problem_status = problem_status;
+    j->fin_prev = p->fin_tail;
+    j->fin_next = NULL;
+    if (p->fin_tail)
+        p->fin_tail->fin_next = j;
+    else
+        p->fin_head = j;
+    p->fin_tail = j;
+    job_waiter *w = p->waiters;
+    while (w) {
+        job_waiter *next = w->next;
+        if (w->job == j) {
+            if (w->prev)
+                w->prev->next = w->next;
+            else
+                p->waiters = w->next;
+            if (w->next)
+                w->next->prev = w->prev;
+            w->armed = 0;
+            w->next = *fired;
+            *fired = w;
+        }
+        w = next;
+    }
+}
+
+/* Calls the wake function of each detached waiter. No lock held. */
+static void jobs__fire(job_waiter *w)
+{
+    while (w) {
+        job_waiter *next = w->next; /* read before waking: w may be freed after */
+        w->wake(w->arg);
+        w = next;
+    }
+}
+
+/* The JSON document of a failed or cancelled job; takes ownership of problem. */
+static blob *jobs__failure_doc(const job *j, job_state s, json_t *problem)
+{
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:o}", "job_id", j->id, "status",
+                            job_state_name(s), "model_id", j->model_id, "progress",
+                            atomic_load(&((job *)j)->ctl.progress), "problem",
+                            problem ? problem : hamel_problem_new(HAMEL_E_INTERNAL, NULL));
+    blob *b = doc ? blob_take(json_dumps(doc, JSON_COMPACT)) : NULL;
+    json_decref(doc);
+    return b;
+}
+
+static void jobs__store_failure(jobs *p, const job *j, job_state s, const blob *doc)
+{
+    if (p->st)
+        store_put_job(p->st, j->id, job_state_name(s), j->model_id, j->key,
+                      doc ? doc->data : NULL, j->created);
+}
+
+static int jobs__problem_status(const json_t *problem, int code)
+{
+    json_t *s = json_object_get(problem, "status");
+    return json_is_integer(s) ? (int)json_integer_value(s) : hamel_error_status(code);
+}
+
+/* Runs one job to its end. No lock held on entry or exit. */
+static void jobs__run(jobs *p, job *j)
+{
+    json_t *result = NULL, *problem = NULL;
+    double t0 = jobs_now();
+    int rc = engine_simulate(j->model, j->request, &p->cfg.limits, &j->ctl, &result, &problem);
+    metrics_integrate(jobs_now() - t0);
+
+    blob *body = NULL;
+    job_state s = JOB_DONE;
+    int status = 200;
+    if (rc == 0) {
+        json_object_set_new(result, "job_id", json_string(j->id));
+        json_object_set_new(result, "status", json_string("done"));
+        json_object_set_new(result, "model_id", json_string(j->model_id));
+        json_object_del(result, "cached");
+        body = blob_take(json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+        json_decref(result);
+        if (!body) {
+            rc = HAMEL_E_INTERNAL;
+            problem = hamel_problem_new(rc, "out of memory serialising the result");
+        }
+    }
+    if (rc == 0) {
+        if (p->st && store_put_done(p->st, j->id, j->model_id, j->key, body, j->created) != 0)
+            fprintf(stderr, "hamel-server: job %s: result not persisted\n", j->id);
+        if (p->results)
+            cache_put(p->results, j->key, body, body->len);
+    } else {
+        s = atomic_load(&j->ctl.cancel) || rc == HAMEL_E_CANCELLED ? JOB_CANCELLED : JOB_FAILED;
+        status = jobs__problem_status(problem, rc);
+        body = jobs__failure_doc(j, s, problem);
+        jobs__store_failure(p, j, s, body);
+    }
+
+    job_waiter *fired = NULL;
+    job *dead = NULL;
+    int was_cancelled;
+    pthread_mutex_lock(&p->lock);
+    p->running--;
+    was_cancelled = j->state == JOB_CANCELLED; /* DELETE got there first: it stays so */
+    if (!was_cancelled)
+        jobs__finish_locked(p, j, s, body, status, &fired);
+    jobs__evict_locked(p, &dead);
+    pthread_mutex_unlock(&p->lock);
+
+    if (was_cancelled) {
+        blob_release(body);
+        if (rc == 0 && p->st) { /* the row says done; the record says cancelled */
+            pthread_mutex_lock(&p->lock);
+            blob *doc = j->body ? blob_retain(j->body) : NULL;
+            pthread_mutex_unlock(&p->lock);
+            jobs__store_failure(p, j, JOB_CANCELLED, doc);
+            blob_release(doc);
+        }
+        metrics_job(METRICS_JOB_CANCELLED);
+    } else {
+        metrics_job(s == JOB_DONE ? METRICS_JOB_DONE
+                    : s == JOB_CANCELLED ? METRICS_JOB_CANCELLED
+                                         : METRICS_JOB_FAILED);
+    }
+    jobs__fire(fired);
+    while (dead) {
+        job *n = dead->hash_next;
+        jobs__destroy(dead);
+        dead = n;
+    }
+}
+
+static void *jobs__worker(void *arg)
+{
+    jobs *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->exiting && !p->queue_head)
+            pthread_cond_wait(&p->work, &p->lock);
+        if (p->exiting)
+            break;
+        job *j = p->queue_head;
+        p->queue_head = j->queue_next;
+        if (!p->queue_head)
+            p->queue_tail = NULL;
+        j->queue_next = NULL;
+        p->queued--;
+        p->running++;
+        j->state = JOB_RUNNING;
+        j->refs++;
+        pthread_mutex_unlock(&p->lock);
+        if (p->st)
+            store_put_job(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
+        jobs__run(p, j);
+        job_release(p, j);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void *jobs__timer(void *arg)
+{
+    jobs *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!p->exiting) {
+        double now = jobs_now(), next = 0;
+        job_waiter *fired = NULL;
+        job_waiter *w = p->waiters;
+        while (w) {
+            job_waiter *n = w->next;
+            if (w->deadline <= now) {
+                if (w->prev)
+                    w->prev->next = w->next;
+                else
+                    p->waiters = w->next;
+                if (w->next)
+                    w->next->prev = w->prev;
+                w->armed = 0;
+                w->next = fired;
+                fired = w;
+            } else if (next == 0 || w->deadline < next) {
+                next = w->deadline;
+            }
+            w = n;
+        }
+        if (fired) {
+            pthread_mutex_unlock(&p->lock);
+            jobs__fire(fired);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (next == 0) {
+            pthread_cond_wait(&p->timer, &p->lock);
+        } else {
+            struct timespec ts;
+            ts.tv_sec = (time_t)next;
+            ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
+            pthread_cond_timedwait(&p->timer, &p->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+jobs *jobs_new(const jobs_config *cfg, store *st, cache *results)
+{
+    jobs *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->cfg = *cfg;
+    p->st = st;
+    p->results = results;
+    p->nbuckets = JOBS_TABLE_MIN;
+    while (p->nbuckets < cfg->max_jobs)
+        p->nbuckets *= 2;
+    p->table = calloc(p->nbuckets, sizeof *p->table);
+    p->threads = calloc((size_t)cfg->workers, sizeof *p->threads);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->timer, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!p->table || !p->threads) {
+        jobs_free(p);
+        return NULL;
+    }
+    for (int i = 0; i < cfg->workers; i++) {
+        if (pthread_create(&p->threads[i], NULL, jobs__worker, p) != 0) {
+            jobs_free(p);
+            return NULL;
+        }
+        p->nthreads++;
+    }
+    if (pthread_create(&p->timer_thread, NULL, jobs__timer, p) != 0) {
+        jobs_free(p);
+        return NULL;
+    }
+    p->timer_started = 1;
+    return p;
+}
+
+/* Cancels a queued job. Caller holds p->lock; j is in the queue. */
+static void jobs__cancel_queued_locked(jobs *p, job *j, const char *why, job_waiter **fired)
+{
+    job **pp = &p->queue_head;
+    job *prev = NULL;
+    while (*pp != j) {
+        prev = *pp;
+        pp = &(*pp)->queue_next;
+    }
+    *pp = j->queue_next;
+    if (p->queue_tail == j)
+        p->queue_tail = prev;
+    j->queue_next = NULL;
+    p->queued--;
+    atomic_store(&j->ctl.cancel, 1);
+    blob *doc = jobs__failure_doc(j, JOB_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, why));
+    jobs__finish_locked(p, j, JOB_CANCELLED, doc, hamel_error_status(HAMEL_E_CANCELLED), fired);
+}
+
+void jobs_shutdown(jobs *p, double grace)
+{
+    job_waiter *fired = NULL;
+    pthread_mutex_lock(&p->lock);
+    int again = p->exiting;
+    pthread_mutex_unlock(&p->lock);
+    if (again)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = 1;
+    while (p->queue_head) {
+        job *j = p->queue_head;
+        jobs__cancel_queued_locked(p, j, "the server shut down before the job started", &fired);
+        if (p->st) {
+            pthread_mutex_unlock(&p->lock);
+            jobs__store_failure(p, j, JOB_CANCELLED, j->body);
+            pthread_mutex_lock(&p->lock);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    jobs__fire(fired);
+
+    /* Let running jobs finish within the grace period, then cancel them. */
+    double until = jobs_now() + grace;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t running = p->running;
+        pthread_mutex_unlock(&p->lock);
+        if (running == 0 || jobs_now() >= until)
+            break;
+        nanosleep(&(struct timespec){0, JOBS_CANCEL_POLL_NS}, NULL);
+    }
+    pthread_mutex_lock(&p->lock);
+    for (size_t b = 0; b < p->nbuckets && p->table; b++)
+        for (job *j = p->table[b]; j; j = j->hash_next)
+            if (j->state == JOB_RUNNING)
+                atomic_store(&j->ctl.cancel, 1);
+    p->exiting = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_cond_broadcast(&p->timer);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    if (p->timer_started)
+        pthread_join(p->timer_thread, NULL);
+
+    /* Whoever still waits is answered with the job as it is. */
+    pthread_mutex_lock(&p->lock);
+    fired = NULL;
+    while (p->waiters) {
+        job_waiter *w = p->waiters;
+        p->waiters = w->next;
+        w->armed = 0;
+        w->next = fired;
+        fired = w;
+    }
+    pthread_mutex_unlock(&p->lock);
+    jobs__fire(fired);
+}
+
+void jobs_free(jobs *p)
+{
+    if (!p)
+        return;
+    jobs_shutdown(p, 0);
+    for (size_t b = 0; b < p->nbuckets && p->table; b++) {
+        job *j = p->table[b];
+        while (j) {
+            job *n = j->hash_next;
+            if (--j->refs == 0)
+                jobs__destroy(j);
+            j = n;
+        }
+    }
+    free(p->table);
+    free(p->threads);
+    pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->timer);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out)
+{
+    *out = NULL;
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return HAMEL_E_INTERNAL;
+    jobs__make_id(j->id);
+    snprintf(j->model_id, sizeof j->model_id, "%s", engine_model_id(m));
+    snprintf(j->key, sizeof j->key, "%s", key);
+    j->state = JOB_QUEUED;
+    j->created = jobs__wall();
+    atomic_init(&j->ctl.cancel, 0);
+    atomic_init(&j->ctl.progress, 0.0);
+
+    pthread_mutex_lock(&p->lock);
+    int rc = p->stopping                           ? HAMEL_E_UNAVAILABLE
+             : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL
+                                                   : 0;
+    pthread_mutex_unlock(&p->lock);
+    if (rc != 0) {
+        free(j);
+        return rc;
+    }
+    j->model = engine_model_retain(m);
+    j->request = json_incref(request);
+    /* The record reaches the disk before anyone can learn the id. */
+    if (p->st)
+        store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);
+
+    job *dead = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->stopping || p->queued >= (size_t)p->cfg.queue) {
+        rc = p->stopping ? HAMEL_E_UNAVAILABLE : HAMEL_E_QUEUE_FULL;
+    } else {
+        jobs__table_add(p, j);
+        j->refs++; /* the caller's */
+        if (p->queue_tail)
+            p->queue_tail->queue_next = j;
+        else
+            p->queue_head = j;
+        p->queue_tail = j;
+        p->queued++;
+        pthread_cond_signal(&p->work);
+        jobs__evict_locked(p, &dead);
+    }
+    pthread_mutex_unlock(&p->lock);
+    while (dead) {
+        job *n = dead->hash_next;
+        jobs__destroy(dead);
+        dead = n;
+    }
+    if (rc != 0) {
+        if (p->st) {
+            blob *doc = jobs__failure_doc(j, JOB_FAILED, hamel_problem_new(rc, NULL));
+            jobs__store_failure(p, j, JOB_FAILED, doc);
+            blob_release(doc);
+        }
+        jobs__destroy(j);
+        return rc;
+    }
+    *out = j;
+    return 0;
+}
+
+job *jobs_find(jobs *p, const char *id)
+{
+    pthread_mutex_lock(&p->lock);
+    job *j = jobs__table_find(p, id);
+    if (j)
+        j->refs++;
+    pthread_mutex_unlock(&p->lock);
+    return j;
+}
+
+void jobs_view_get(jobs *p, job *j, job_view *v)
+{
+    pthread_mutex_lock(&p->lock);
+    memcpy(v->id, j->id, sizeof v->id);
+    memcpy(v->model_id, j->model_id, sizeof v->model_id);
+    memcpy(v->key, j->key, sizeof v->key);
+    v->state = j->state;
+    v->progress = j->state == JOB_DONE ? 1.0 : atomic_load(&j->ctl.progress);
+    v->problem_status = j->problem_status;
+    v->body = j->body ? blob_retain(j->body) : NULL;
+    pthread_mutex_unlock(&p->lock);
+}
+
+int jobs_cancel(jobs *p, job *j)
+{
+    job_waiter *fired = NULL;
+    int rc = 0, store_it = 0, queued = 0;
+    pthread_mutex_lock(&p->lock);
+    queued = j->state == JOB_QUEUED;
+    if (queued) {
+        jobs__cancel_queued_locked(p, j, "cancelled by request", &fired);
+        store_it = 1;
+    } else if (j->state == JOB_RUNNING) {
+        atomic_store(&j->ctl.cancel, 1);
+        blob *doc = jobs__failure_doc(j, JOB_CANCELLED,
+                                      hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
+        jobs__finish_locked(p, j, JOB_CANCELLED, doc, hamel_error_status(HAMEL_E_CANCELLED),
+                            &fired);
+        store_it = 1;
+    } else if (j->state != JOB_CANCELLED) {
+        rc = HAMEL_E_CONFLICT;
+    }
+    blob *doc = store_it && j->body ? blob_retain(j->body) : NULL;
+    pthread_mutex_unlock(&p->lock);
+    if (store_it) {
+        jobs__store_failure(p, j, JOB_CANCELLED, doc);
+        if (queued)
+            metrics_job(METRICS_JOB_CANCELLED);
+    }
+    blob_release(doc);
+    jobs__fire(fired);
+    return rc;
+}
+
+int jobs_wait(jobs *p, job *j, job_waiter *w)
+{
+    pthread_mutex_lock(&p->lock);
+    if (jobs__terminal(j->state) || p->exiting) {
+        pthread_mutex_unlock(&p->lock);
+        return 1;
+    }
+    w->job = j;
+    w->armed = 1;
+    w->prev = NULL;
+    w->next = p->waiters;
+    if (p->waiters)
+        p->waiters->prev = w;
+    p->waiters = w;
+    pthread_cond_signal(&p->timer);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, size_t *kept)
+{
+    pthread_mutex_lock(&p->lock);
+    *queued = p->queued;
+    *capacity = (size_t)p->cfg.queue;
+    *running = p->running;
+    *kept = p->kept;
+    pthread_mutex_unlock(&p->lock);
+}
+
+int jobs_accepting(jobs *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int r = !p->stopping;
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}

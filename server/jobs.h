@@ -1,0 +1,122 @@
+/* jobs.h — simulation jobs: a fixed worker pool, a bounded queue and job records.
+ *
+ * Simulations never run on libmicrohttpd's threads: a request becomes a job, the job
+ * waits in a bounded FIFO queue (full: HAMEL_E_QUEUE_FULL) and one of the pool's
+ * workers runs engine_simulate on it with a per-job engine_control (progress, cancel)
+ * and the configured step and wall-time limits. Finished jobs are written to the store
+ * (before they are reported done, so a client never sees a result the disk lacks) and
+ * their results put in the result cache. Records of finished jobs are kept in memory up
+ * to a bounded count, oldest finished evicted first; the store answers for older ones.
+ *
+ * Long-polls: a caller parks a job_waiter on a job with a deadline; the pool calls its
+ * wake function exactly once, from a worker when the job finishes or from the pool's
+ * timer thread at the deadline, never while holding a lock. The HTTP layer's wake
+ * function resumes a suspended connection, so waiting ties up no thread.
+ *
+ * Lock order: the pool mutex, then (inside store and cache calls made by workers
+ * without the pool mutex) their own leaf mutexes. Wake functions run with no lock held.
+ */
+#ifndef HAMEL_SERVER_JOBS_H
+#define HAMEL_SERVER_JOBS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "blob.h"
+#include "cache.h"
+#include "engine.h"
+#include "store.h"
+
+#define JOB_ID_LEN 32
+
+typedef enum job_state {
+    JOB_QUEUED,
+    JOB_RUNNING,
+    JOB_DONE,
+    JOB_FAILED,
+    JOB_CANCELLED,
+} job_state;
+
+typedef struct jobs jobs;
+typedef struct job job;
+
+/* A parked long-poll; owned by the caller, which must keep it alive until woken. */
+typedef struct job_waiter {
+    void (*wake)(void *arg);
+    void *arg;
+    double deadline; /* monotonic seconds (jobs_now) */
+    job *job;        /* private: the job waited on */
+    struct job_waiter *prev, *next;
+    int armed;
+} job_waiter;
+
+/* A consistent copy of a job's state. `body` (a new reference, or NULL) is the full
+ * JSON body of a done job (without "cached") or of a failed/cancelled one. */
+typedef struct job_view {
+    char id[JOB_ID_LEN + 1];
+    char model_id[80];
+    char key[80];
+    job_state state;
+    double progress;
+    int problem_status; /* failed/cancelled: the problem's HTTP status */
+    blob *body;
+} job_view;
+
+typedef struct jobs_config {
+    int workers;
+    int queue;
+    size_t max_jobs;
+    engine_limits limits;
+} jobs_config;
+
+/* Seconds on the monotonic clock. */
+double jobs_now(void);
+
+/* The JSON name of a state ("queued", ...). */
+const char *job_state_name(job_state s);
+
+/* Starts the workers and the timer thread. Borrows cfg; `st` and `results` (either may
+ * be NULL) are borrowed and must outlive the pool. Returns NULL on failure. */
+jobs *jobs_new(const jobs_config *cfg, store *st, cache *results);
+
+/* Stops taking jobs, cancels queued ones, lets running ones finish for up to `grace`
+ * seconds, then cancels them, joins every thread and wakes every waiter. The pool stays
+ * readable (find, view, release) until jobs_free. Calling it again does nothing. */
+void jobs_shutdown(jobs *p, double grace);
+
+/* Shuts the pool down (with no grace) if that was not done, and frees it and every
+ * record it keeps. Accepts NULL. */
+void jobs_free(jobs *p);
+
+/* Queues a simulation of `request` (borrowed; the job keeps its own reference) on model
+ * `m` (the job retains it) whose result cache key is `key`. On success *out is a new
+ * reference to the job. Returns 0, HAMEL_E_QUEUE_FULL, or HAMEL_E_UNAVAILABLE while
+ * shutting down. */
+int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out);
+
+/* A new reference to the job with this id, or NULL if none is kept in memory. */
+job *jobs_find(jobs *p, const char *id);
+
+/* Drops a reference from jobs_submit or jobs_find. Accepts NULL. */
+void job_release(jobs *p, job *j);
+
+/* Fills *v with the job's state (v->body is a new reference the caller releases). */
+void jobs_view_get(jobs *p, job *j, job_view *v);
+
+/* Cancels a queued or running job (a running one stops at its next step: the engine
+ * polls engine_control.cancel). Returns 0 when cancelled now or already cancelled,
+ * HAMEL_E_CONFLICT if it had already finished otherwise. */
+int jobs_cancel(jobs *p, job *j);
+
+/* Parks w (filled by the caller: wake, arg, deadline) on job j. Returns 0 when parked
+ * (wake will be called exactly once), 1 when the job has already finished or the pool
+ * is shutting down (wake will not be called). Borrows both. */
+int jobs_wait(jobs *p, job *j, job_waiter *w);
+
+/* Queue length, queue capacity, running jobs, job records kept in memory. */
+void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, size_t *kept);
+
+/* Whether the pool takes new jobs. */
+int jobs_accepting(jobs *p);
+
+#endif

@@ -1,0 +1,96 @@
+/* main.c — hamel-server: configuration, start-up, and a graceful stop on SIGTERM/SIGINT.
+ *
+ * Start-up order: config, engine_init (which turns the GSL error handler off), the store
+ * under HAMEL_DATA, the model and result caches, the job pool, the HTTP daemon. Stop
+ * order on a signal: stop accepting connections, let running jobs finish for up to
+ * HAMEL_DRAIN_SECONDS (then cancel them), answer every long-poll, close connections,
+ * free everything, exit 0.
+ */
+#include <gsl/gsl_errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "cache.h"
+#include "config.h"
+#include "engine.h"
+#include "http.h"
+#include "jobs.h"
+#include "store.h"
+
+#define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
+
+static void *main__model_retain(void *v) { return engine_model_retain(v); }
+static void main__model_release(void *v) { engine_model_release(v); }
+static void *main__blob_retain(void *v) { return blob_retain(v); }
+static void main__blob_release(void *v) { blob_release(v); }
+
+static const cache_ops main__model_ops = {main__model_retain, main__model_release};
+static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
+
+int main(int argc, char **argv)
+{
+    static server_config cfg;
+    int rc = config_load(&cfg, argc, argv);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+
+    /* Block the stop signals before any thread starts, so only sigwait sees them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    engine_init();
+    gsl_set_error_handler_off(); /* engine_init does it too; the default handler aborts */
+
+    engine_limits limits = engine_default_limits;
+    if (cfg.max_wall > 0)
+        limits.max_wall_seconds = cfg.max_wall;
+    if (cfg.max_steps > 0)
+        limits.max_steps = cfg.max_steps;
+
+    store *st = NULL;
+    if (store_open(cfg.data, &st) != 0)
+        return 1;
+    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
+    cache *models = cache_new(model_bytes, &main__model_ops);
+    cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
+    jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits};
+    jobs *pool = models && results ? jobs_new(&jc, st, results) : NULL;
+    if (!pool) {
+        fprintf(stderr, "hamel-server: cannot start the worker pool\n");
+        return 1;
+    }
+    http_deps deps = {&cfg, &limits, models, results, st, pool};
+    http_server *http = NULL;
+    int port = 0;
+    if (http_start(&deps, &http, &port) != 0)
+        return 1;
+    const char *host = strchr(cfg.addr, ':') ? "[" : "";
+    printf("listening on http://%s%s%s:%d\n", host, cfg.addr, host[0] ? "]" : "", port);
+    fflush(stdout);
+    fprintf(stderr,
+            "hamel-server %s: %d workers, queue %d, data %s, cache %zu bytes, token %s, "
+            "static %s\n",
+            ENGINE_VERSION, cfg.workers, cfg.queue, cfg.data, cfg.cache_bytes,
+            cfg.token[0] ? "required" : "off", cfg.statics[0] ? cfg.statics : "(none)");
+
+    int sig = 0;
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    fprintf(stderr, "hamel-server: %s, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    http_quiesce(http);
+    jobs_shutdown(pool, cfg.drain_seconds);
+    http_stop(http);
+    jobs_free(pool);
+    cache_free(results);
+    cache_free(models);
+    store_close(st);
+    fprintf(stderr, "hamel-server: stopped\n");
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* metrics.h — the counters behind GET /metrics, in Prometheus text format.
+ *
+ * Owns process-wide atomic counters: requests by route and status, a request latency
+ * histogram by route, jobs by outcome, seconds spent deriving models and integrating.
+ * Gauges that belong to other modules (queue depth, cache sizes) are passed in when
+ * the page is rendered. Recording is lock-free and allocation-free.
+ */
+#ifndef HAMEL_SERVER_METRICS_H
+#define HAMEL_SERVER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+#define METRICS_ROUTES(X)                                                                    \
+    X(HEALTH, "/v1/health")                                                                 \
+    X(MODELS, "/v1/models")                                                                 \
+    X(MODEL, "/v1/models/{id}")                                                             \
+    X(EQUATIONS, "/v1/models/{id}/equations")                                               \
+    X(HAMEL, "/v1/hamel")                                                                   \
+    X(SIMULATIONS, "/v1/simulations")                                                       \
+    X(JOB, "/v1/jobs/{id}")                                                                 \
+    X(METRICS, "/metrics")                                                                  \
+    X(LIVEZ, "/livez")                                                                      \
+    X(READYZ, "/readyz")                                                                    \
+    X(STATIC, "static")                                                                     \
+    X(OTHER, "other")
+
+typedef enum metrics_route {
+#define METRICS_ROUTE_ENUM(name, label) METRICS_ROUTE_##name,
+    METRICS_ROUTES(METRICS_ROUTE_ENUM)
+#undef METRICS_ROUTE_ENUM
+        METRICS_ROUTE_COUNT_
+} metrics_route;
+
+typedef enum metrics_outcome {
+    METRICS_JOB_DONE,
+    METRICS_JOB_FAILED,
+    METRICS_JOB_CANCELLED,
+    METRICS_JOB_REJECTED, /* queue full */
+    METRICS_JOB_CACHED,   /* answered from the result cache without a job */
+    METRICS_OUTCOME_COUNT_
+} metrics_outcome;
+
+/* What other modules report at render time. */
+typedef struct metrics_gauges {
+    size_t queue_depth, queue_capacity, jobs_running, jobs_kept, workers;
+    cache_stats models, results;
+    long connections;
+} metrics_gauges;
+
+/* Counts one finished request. */
+void metrics_request(metrics_route route, int status, double seconds);
+
+/* Counts one job reaching an outcome. */
+void metrics_job(metrics_outcome outcome);
+
+/* Adds the wall time of one engine_model_compile. */
+void metrics_derive(double seconds);
+
+/* Adds the wall time of one engine_simulate. */
+void metrics_integrate(double seconds);
+
+/* Renders the exposition text into a new malloc'd string (caller frees) and sets *len.
+ * Borrows g. Returns NULL when out of memory. */
+char *metrics_render(const metrics_gauges *g, size_t *len);
+
+#endif

@@ -1,0 +1,284 @@
+/* store.c — SQLite tables models, results and jobs. */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+enum {
+    STMT_PUT_MODEL,
+    STMT_GET_MODEL,
+    STMT_PUT_JOB,
+    STMT_PUT_RESULT,
+    STMT_GET_RESULT,
+    STMT_GET_JOB,
+    STMT_BEGIN,
+    STMT_COMMIT,
+    STMT_ROLLBACK,
+    STMT_COUNT_
+};
+
+static const char *const store__sql[STMT_COUNT_] = {
+    [STMT_PUT_MODEL] = "INSERT OR IGNORE INTO models(id, json) VALUES(?1, ?2)",
+    [STMT_GET_MODEL] = "SELECT json FROM models WHERE id = ?1",
+    [STMT_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id, status, model_id, key, doc, created, "
+                     "updated) VALUES(?1, ?2, ?3, ?4, ?5, ?6, (julianday('now') - 2440587.5) * 86400.0)",
+    [STMT_PUT_RESULT] = "INSERT OR REPLACE INTO results(key, model_id, job_id, body, created) "
+                        "VALUES(?1, ?2, ?3, ?4, (julianday('now') - 2440587.5) * 86400.0)",
+    [STMT_GET_RESULT] = "SELECT body FROM results WHERE key = ?1",
+    [STMT_GET_JOB] = "SELECT status, model_id, key, doc, created FROM jobs WHERE id = ?1",
+    [STMT_BEGIN] = "BEGIN IMMEDIATE",
+    [STMT_COMMIT] = "COMMIT",
+    [STMT_ROLLBACK] = "ROLLBACK",
+};
+
+static const char store__schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS models(id TEXT PRIMARY KEY, json TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, model_id TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL, body TEXT NOT NULL, created REAL NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, status TEXT NOT NULL,"
+    "  model_id TEXT, key TEXT, doc TEXT, created REAL NOT NULL, updated REAL NOT NULL);"
+    "UPDATE jobs SET status = 'failed', updated = (julianday('now') - 2440587.5) * 86400.0, doc = json_object("
+    "  'job_id', id, 'status', 'failed', 'model_id', model_id, 'progress', 0,"
+    "  'problem', json_object('type', 'https://hamel.dev/problems/internal',"
+    "    'title', 'Internal error', 'status', 500,"
+    "    'detail', 'the server stopped before this job finished', 'errors', json_array()))"
+    "  WHERE status IN ('queued', 'running');";
+
+struct store {
+    pthread_mutex_t lock;
+    sqlite3 *db;
+    sqlite3_stmt *stmt[STMT_COUNT_];
+};
+
+static int store__mkdirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return -1;
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+int store_open(const char *dir, store **out)
+{
+    *out = NULL;
+    if (store__mkdirs(dir) != 0) {
+        fprintf(stderr, "hamel-server: cannot create data directory %s: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hamel.db", dir);
+    store *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    pthread_mutex_init(&s->lock, NULL);
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                               SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+    char *err = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, store__schema, NULL, NULL, &err);
+    for (int i = 0; rc == SQLITE_OK && i < STMT_COUNT_; i++)
+        rc = sqlite3_prepare_v3(s->db, store__sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
+                                NULL);
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "hamel-server: store %s: %s\n", path,
+                err ? err : (s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)));
+        sqlite3_free(err);
+        store_close(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+void store_close(store *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < STMT_COUNT_; i++)
+        sqlite3_finalize(s->stmt[i]);
+    sqlite3_close(s->db);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static void store__text(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* Steps a statement to completion and resets it. Caller holds the lock. */
+static int store__exec(store *s, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "hamel-server: store: %s\n", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    return 0;
+}
+
+static char *store__dup_column(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+int store_put_model(store *s, const char *model_id, const char *json)
+{
+    pthread_mutex_lock(&s->lock);
+    sqlite3_stmt *st = s->stmt[STMT_PUT_MODEL];
+    store__text(st, 1, model_id);
+    store__text(st, 2, json);
+    int rc = store__exec(s, st);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int store_get_model(store *s, const char *model_id, char **json)
+{
+    *json = NULL;
+    pthread_mutex_lock(&s->lock);
+    sqlite3_stmt *st = s->stmt[STMT_GET_MODEL];
+    store__text(st, 1, model_id);
+    int rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+    if (out == 0) {
+        *json = store__dup_column(st, 0);
+        if (!*json)
+            out = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    pthread_mutex_unlock(&s->lock);
+    return out;
+}
+
+static int store__put_job_locked(store *s, const char *id, const char *status,
+                                 const char *model_id, const char *key, const char *doc,
+                                 double created)
+{
+    sqlite3_stmt *st = s->stmt[STMT_PUT_JOB];
+    store__text(st, 1, id);
+    store__text(st, 2, status);
+    store__text(st, 3, model_id);
+    store__text(st, 4, key);
+    store__text(st, 5, doc);
+    sqlite3_bind_double(st, 6, created);
+    return store__exec(s, st);
+}
+
+int store_put_job(store *s, const char *id, const char *status, const char *model_id,
+                  const char *key, const char *doc, double created)
+{
+    pthread_mutex_lock(&s->lock);
+    int rc = store__put_job_locked(s, id, status, model_id, key, doc, created);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int store_put_done(store *s, const char *id, const char *model_id, const char *key,
+                   const blob *body, double created)
+{
+    pthread_mutex_lock(&s->lock);
+    int rc = store__exec(s, s->stmt[STMT_BEGIN]);
+    if (rc == 0) {
+        sqlite3_stmt *st = s->stmt[STMT_PUT_RESULT];
+        store__text(st, 1, key);
+        store__text(st, 2, model_id);
+        store__text(st, 3, id);
+        sqlite3_bind_text(st, 4, body->data, (int)body->len, SQLITE_STATIC);
+        rc = store__exec(s, st);
+    }
+    if (rc == 0)
+        rc = store__put_job_locked(s, id, "done", model_id, key, NULL, created);
+    if (rc == 0)
+        rc = store__exec(s, s->stmt[STMT_COMMIT]);
+    else
+        store__exec(s, s->stmt[STMT_ROLLBACK]);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int store_get_result(store *s, const char *key, blob **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&s->lock);
+    sqlite3_stmt *st = s->stmt[STMT_GET_RESULT];
+    store__text(st, 1, key);
+    int rc = sqlite3_step(st);
+    int res = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+    if (res == 0) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        int n = sqlite3_column_bytes(st, 0);
+        *out = t ? blob_new(t, (size_t)n) : NULL;
+        if (!*out)
+            res = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    pthread_mutex_unlock(&s->lock);
+    return res;
+}
+
+int store_get_job(store *s, const char *id, store_job *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&s->lock);
+    sqlite3_stmt *st = s->stmt[STMT_GET_JOB];
+    store__text(st, 1, id);
+    int rc = sqlite3_step(st);
+    int res = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+    if (res == 0) {
+        out->status = store__dup_column(st, 0);
+        out->model_id = store__dup_column(st, 1);
+        out->key = store__dup_column(st, 2);
+        out->doc = store__dup_column(st, 3);
+        out->created = sqlite3_column_double(st, 4);
+        if (!out->status)
+            res = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    pthread_mutex_unlock(&s->lock);
+    if (res < 0)
+        store_job_clear(out);
+    return res;
+}
+
+void store_job_clear(store_job *j)
+{
+    free(j->status);
+    free(j->model_id);
+    free(j->key);
+    free(j->doc);
+    memset(j, 0, sizeof *j);
+}

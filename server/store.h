@@ -1,0 +1,62 @@
+/* store.h — the on-disk record of models, finished results and jobs.
+ *
+ * One SQLite database, <data>/hamel.db, in WAL mode. SQLite was chosen over a
+ * content-addressed file store because its commits are atomic and its recovery after a
+ * crash is well tested: a kill -9 mid-write leaves either the old or the new row, never
+ * a torn file, and the next open rolls the WAL forward without a repair step of ours.
+ * synchronous=NORMAL: in WAL mode a commit is written to the WAL before it returns, so a
+ * killed process loses nothing that committed (the kernel still has the pages); only a
+ * power cut can drop the last commits, never corrupt the file. FULL would add an fsync
+ * per finished job for protection against power loss of results that can be recomputed.
+ *
+ * Thread-safe: one connection guarded by one mutex (a leaf in the lock order). Writes
+ * happen on worker threads when jobs finish; reads only on in-memory cache misses.
+ */
+#ifndef HAMEL_SERVER_STORE_H
+#define HAMEL_SERVER_STORE_H
+
+#include "blob.h"
+
+typedef struct store store;
+
+/* What the store knows of one job. Strings are owned by the struct; see
+ * store_job_clear. `doc` is the job's JSON body for failed/cancelled jobs, else NULL. */
+typedef struct store_job {
+    char *status, *model_id, *key, *doc;
+    double created;
+} store_job;
+
+/* Opens (creating if needed) the database under directory `dir` (created too), marks
+ * jobs that were queued or running when the last process died as failed, and sets *out.
+ * Returns 0 or -1 with a message on stderr. */
+int store_open(const char *dir, store **out);
+
+/* Closes the database. Accepts NULL. */
+void store_close(store *s);
+
+/* Remembers a model's JSON text under its id. Borrows both. Returns 0 or -1. */
+int store_put_model(store *s, const char *model_id, const char *json);
+
+/* The JSON text of a stored model: 0 and *json (caller frees), 1 if unknown, -1. */
+int store_get_model(store *s, const char *model_id, char **json);
+
+/* Records a job that is not done (queued, running, failed, cancelled); `key` and `doc`
+ * may be NULL. Borrows everything. Returns 0 or -1. */
+int store_put_job(store *s, const char *id, const char *status, const char *model_id,
+                  const char *key, const char *doc, double created);
+
+/* Records a done job and its result body in one transaction. Borrows everything.
+ * Returns 0 or -1. */
+int store_put_done(store *s, const char *id, const char *model_id, const char *key,
+                   const blob *body, double created);
+
+/* The stored result under key: 0 and *out (a new blob), 1 if none, -1. */
+int store_get_result(store *s, const char *key, blob **out);
+
+/* The stored record of a job: 0 and *out filled, 1 if unknown, -1. */
+int store_get_job(store *s, const char *id, store_job *out);
+
+/* Frees the strings of a store_job. */
+void store_job_clear(store_job *j);
+
+#endif
