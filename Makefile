@@ -110,6 +110,11 @@ bench:
 deps:
 	@scripts/install-deps.sh
 
+# The web front end has no build step; this refreshes its examples from the shared cases.
+.PHONY: web
+web:
+	@clients/web/tools/make-examples.sh
+
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 

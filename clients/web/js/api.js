@@ -1,0 +1,55 @@
+// api.js — the calls of API.md §2–5 over fetch. Every non-2xx answer becomes an
+// ApiError carrying the RFC 9457 problem document, so the page can point at the
+// offending line and column.
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super((problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || { title: `HTTP ${status}`, status };
+  }
+}
+
+// Ids such as "sha256:…" go into paths as they are; anything unusual is escaped.
+const seg = (id) => String(id).replace(/[^A-Za-z0-9:._~-]/g, (c) => encodeURIComponent(c));
+
+export class Api {
+  /** base: "" for the page's own origin, or e.g. "http://127.0.0.1:8080". */
+  constructor(base) {
+    this.base = String(base || "").replace(/\/+$/, "");
+  }
+
+  url(path) {
+    return this.base + path;
+  }
+
+  async call(method, path, body) {
+    const init = { method, headers: { Accept: "application/json, application/problem+json" } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(this.url(path), init);
+    } catch (e) {
+      throw new ApiError(0, {
+        title: "The server could not be reached",
+        detail: `${method} ${this.url(path)} failed (${e.message}). Is hamel-server running, and does the base URL point at it?`,
+      });
+    }
+    const text = await res.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+    if (!res.ok) throw new ApiError(res.status, json || { title: `HTTP ${res.status}`, detail: text.slice(0, 300) });
+    return { status: res.status, body: json, location: res.headers.get("Location") };
+  }
+
+  health() { return this.call("GET", "/v1/health"); }
+  postModel(model) { return this.call("POST", "/v1/models", model); }
+  equations(id) { return this.call("GET", `/v1/models/${seg(id)}/equations`); }
+  hamel(req) { return this.call("POST", "/v1/hamel", req); }
+  simulate(req) { return this.call("POST", "/v1/simulations", req); }
+  job(id) { return this.call("GET", `/v1/jobs/${seg(id)}`); }
+  cancel(id) { return this.call("DELETE", `/v1/jobs/${seg(id)}`); }
+}

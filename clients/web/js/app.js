@@ -1,0 +1,647 @@
+// app.js — the hamel web front end: pick or edit a model, run it on hamel-server,
+// watch the job's progress, and read the trajectory, the checks, the Hamel
+// coefficients and the derived equations.
+
+import { Api, ApiError } from "./api.js";
+import { Editor } from "./editor.js";
+import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.js";
+import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
+import { exprToMath, mathOf, ml } from "./expr.js";
+
+// Columns in problem documents count from 1 (the first character of an expression
+// is column 1), as compilers and editors do.
+const COLUMN_BASE = 1;
+const POLL_MS = 120;
+const DEFAULT_SAMPLES = 1001;
+
+const $ = (id) => document.getElementById(id);
+const h = (tag, attrs = {}, ...kids) => {
+  const n = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") n.className = v;
+    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) n.append(k);
+  return n;
+};
+
+const state = {
+  api: null,
+  examples: [],
+  example: null,   // the loaded example {title, source, description, model, simulation}
+  jobId: null,
+  cancelled: false,
+  running: false,
+  result: null,
+  summary: null,
+  equations: null,
+};
+
+const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
+const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
+
+// ---- server connection ----------------------------------------------------------
+
+function initialBase() {
+  const q = new URLSearchParams(location.search).get("api");
+  if (q !== null) return q;
+  const saved = localStorage.getItem("hamel.base");
+  if (saved !== null) return saved;
+  return location.protocol === "file:" ? "http://127.0.0.1:8080" : "";
+}
+
+async function connect(base) {
+  state.api = new Api(base);
+  $("base").value = base;
+  localStorage.setItem("hamel.base", base);
+  const pill = $("health");
+  pill.className = "pill";
+  pill.textContent = "connecting…";
+  try {
+    const { body } = await state.api.health();
+    pill.className = "pill ok";
+    pill.textContent = `connected · ${body && body.version ? "v" + body.version : "ok"}`;
+    pill.title = state.api.base || location.origin;
+  } catch (e) {
+    pill.className = "pill bad";
+    pill.textContent = "unreachable";
+    pill.title = e.message;
+  }
+}
+
+$("server-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  connect($("base").value.trim());
+});
+
+// ---- examples -------------------------------------------------------------------
+
+async function loadExamples() {
+  const res = await fetch("examples/index.json");
+  state.examples = await res.json();
+  const sel = $("example");
+  sel.replaceChildren(...state.examples.map((e, i) => h("option", { value: String(i) }, prettyTitle(e.title))));
+  const want = new URLSearchParams(location.search).get("example") || "rolling-disk";
+  let idx = state.examples.findIndex((e) => e.file.replace(/\.json$/, "") === want);
+  if (idx < 0) idx = state.examples.findIndex((e) => e.file.includes(want));
+  sel.value = String(Math.max(0, idx));
+  await loadExample(Math.max(0, idx));
+}
+
+function prettyTitle(t) {
+  const m = /^(greenwood)-(\d+\.\d+)-(.*)$/.exec(t);
+  const words = (s) => s.replace(/-/g, " ").replace(/^./, (c) => c.toUpperCase());
+  if (m) return `${words(m[3])} — Greenwood ex. ${m[2]}`;
+  const n = /^([a-z]+(?:-[a-z]+)?)-(.*)$/.exec(t);
+  if (n && (t.startsWith("lemos") || t.startsWith("wang-pao"))) {
+    const who = t.startsWith("lemos") ? "Lemos" : "Wang & Pao";
+    return `${words(t.replace(/^(lemos|wang-pao)-/, ""))} — ${who}`;
+  }
+  return words(t);
+}
+
+async function loadExample(i) {
+  const meta = state.examples[i];
+  const ex = await (await fetch("examples/" + meta.file)).json();
+  state.example = ex;
+  modelEditor.value = JSON.stringify(ex.model, null, 2);
+  initialEditor.value = JSON.stringify(ex.simulation.initial, null, 2);
+  $("t_end").value = ex.simulation.t_end;
+  const samples = ex.simulation.output && ex.simulation.output.samples;
+  $("samples").value = Math.max(samples || 0, DEFAULT_SAMPLES);
+  $("rtol").value = (ex.simulation.integrator && ex.simulation.integrator.rtol) || 1e-10;
+  $("formulation").value = ex.simulation.formulation || "";
+  $("example-desc").replaceChildren(
+    h("span", { class: "source" }, ex.source),
+    ex.description ? h("span", {}, " — " + ex.description) : null,
+  );
+  clearProblem();
+}
+
+$("example").addEventListener("change", (ev) => loadExample(Number(ev.target.value)));
+$("fmt").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  const m = parseEditor(modelEditor, "model");
+  if (m.error) return showProblem({ title: "The text is not valid JSON", errors: [m.error] }, "local");
+  modelEditor.value = JSON.stringify(m.value, null, 2);
+});
+
+// ---- problems: errors pointed at line and column ------------------------------------
+
+function clearProblem() {
+  $("problem").hidden = true;
+  $("problem").replaceChildren();
+  modelEditor.setMarks([]);
+  initialEditor.setMarks([]);
+  for (const id of ["t_end", "samples", "rtol", "formulation"]) $(id).classList.remove("invalid");
+}
+
+const SETTING_OF = { t_end: "t_end", output: "samples", samples: "samples", integrator: "rtol", rtol: "rtol", formulation: "formulation" };
+
+/** Where an error's path points: {editor, segs} or {field} or null. `scope` is the
+ *  request the problem answered: "model" (POST /v1/models) or "simulation". */
+function targetOf(path, scope) {
+  const segs = pathSegments(path);
+  if (scope === "model") {
+    if (segs[0] === "model") return { editor: modelEditor, name: "model", segs: segs.slice(1) };
+    return { editor: modelEditor, name: "model", segs };
+  }
+  if (segs[0] === "model") return { editor: modelEditor, name: "model", segs: segs.slice(1) };
+  if (segs[0] === "initial") return { editor: initialEditor, name: "initial state", segs: segs.slice(1) };
+  const f = SETTING_OF[segs[segs.length - 1]] || SETTING_OF[segs[0]];
+  if (f) return { field: f };
+  return null;
+}
+
+/** Token under an offset: an identifier or number is marked whole, else one char. */
+function tokenEnd(text, at) {
+  const m = /^[A-Za-z_][A-Za-z0-9_]*'*|^\d+\.?\d*([eE][+-]?\d+)?/.exec(text.slice(at));
+  return at + (m && m[0].length ? m[0].length : 1);
+}
+
+function showProblem(problem, scope) {
+  clearProblem();
+  const box = $("problem");
+  box.hidden = false;
+  const list = h("ul", { class: "errors" });
+  const marks = new Map([[modelEditor, []], [initialEditor, []]]);
+  let first = null;
+  const errors = Array.isArray(problem.errors) ? problem.errors : [];
+  for (const e of errors) {
+    const item = h("li", { "data-testid": "error" });
+    let where = null;
+    if (e.editor) {
+      // a JSON syntax error found in the page itself
+      const text = e.editor.value;
+      const lc = lineColOf(text, e.offset);
+      where = { editor: e.editor, name: e.name, start: e.offset, at: e.offset, end: e.offset + 1, ...lc };
+    } else {
+      const tgt = targetOf(e.path, scope);
+      if (tgt && tgt.editor) {
+        const text = tgt.editor.value;
+        let spans = null;
+        try { spans = parseWithPositions(text).spans; } catch { spans = null; }
+        const loc = spans && locate(text, spans, tgt.segs, Number.isInteger(e.column) ? e.column : null, COLUMN_BASE);
+        if (loc) {
+          const lc = lineColOf(text, loc.at);
+          where = { editor: tgt.editor, name: tgt.name, start: loc.start, end: loc.end, at: loc.at, ...lc, point: e.column != null };
+        }
+      } else if (tgt && tgt.field) {
+        $(tgt.field).classList.add("invalid");
+        where = { field: tgt.field };
+      }
+    }
+    if (where && where.editor) {
+      const text = where.editor.value;
+      const m = marks.get(where.editor);
+      m.push({ start: where.start, end: where.end, cls: "span" });
+      const pointEnd = where.point === false ? where.end : Math.min(tokenEnd(text, where.at), where.end);
+      m.push({ start: where.at, end: Math.max(pointEnd, where.at + 1), cls: "point" });
+      item.append(
+        h("button", {
+          class: "loc", type: "button", "data-testid": "error-location", "data-line": String(where.line), "data-col": String(where.col),
+          onclick: () => where.editor.reveal(where.at, pointEnd),
+        }, `${where.name}, line ${where.line}, column ${where.col}`),
+      );
+      first = first || { where, pointEnd };
+    } else if (where && where.field) {
+      item.append(h("span", { class: "loc" }, `setting ${where.field}`));
+    }
+    item.append(h("span", { class: "reason" }, e.reason || e.message || ""));
+    if (e.path) item.append(h("code", { class: "path" }, e.path + (e.column != null ? ` @ column ${e.column}` : "")));
+    list.append(item);
+  }
+  box.append(
+    h("div", { class: "problem-title" }, problem.title || "Error", problem.status ? h("span", { class: "status" }, ` ${problem.status}`) : null),
+    problem.detail && !errors.length ? h("p", { class: "detail" }, problem.detail) : null,
+    errors.length ? list : null,
+    problem.type ? h("div", { class: "type" }, problem.type) : null,
+  );
+  for (const [ed, m] of marks) ed.setMarks(m);
+  if (first) first.where.editor.reveal(first.where.at, first.pointEnd);
+}
+
+// ---- running ----------------------------------------------------------------------
+
+function setProgress(frac, label, cls = "") {
+  const bar = $("progress-bar");
+  bar.style.width = `${Math.round(Math.max(0, Math.min(1, frac)) * 1000) / 10}%`;
+  $("progress").className = "progress " + cls;
+  $("progress").setAttribute("aria-valuenow", String(Math.round(frac * 100)));
+  $("progress-text").textContent = label;
+}
+
+function readSettings() {
+  const bad = [];
+  const t_end = Number($("t_end").value);
+  const samples = Math.round(Number($("samples").value));
+  const rtol = Number($("rtol").value);
+  if (!(t_end > 0)) bad.push({ field: "t_end", reason: "t_end must be a positive number" });
+  if (!(samples >= 2)) bad.push({ field: "samples", reason: "samples must be at least 2" });
+  if (!(rtol > 0)) bad.push({ field: "rtol", reason: "rtol must be a positive number such as 1e-10" });
+  return { t_end, samples, rtol, bad };
+}
+
+function parseEditor(editor, name) {
+  try {
+    return { value: parseWithPositions(editor.value).value };
+  } catch (e) {
+    return { error: { editor, name, offset: e.offset ?? 0, reason: `${name} is not valid JSON: ${e.message}` } };
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function run() {
+  if (state.running) return;
+  clearProblem();
+  const model = parseEditor(modelEditor, "model");
+  const initial = parseEditor(initialEditor, "initial state");
+  const errs = [model.error, initial.error].filter(Boolean);
+  if (errs.length) return showProblem({ title: "The text is not valid JSON", errors: errs }, "local");
+  const settings = readSettings();
+  if (settings.bad.length) {
+    for (const b of settings.bad) $(b.field).classList.add("invalid");
+    $("problem").hidden = false;
+    $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, settings.bad.map((b) => h("li", {}, b.reason))));
+    return;
+  }
+  state.running = true;
+  state.cancelled = false;
+  $("run").disabled = true;
+  $("cancel").disabled = false;
+  document.body.classList.add("busy");
+  try {
+    setProgress(0, "validating the model…");
+    let summary;
+    try {
+      summary = (await state.api.postModel(model.value)).body;
+    } catch (e) {
+      if (e instanceof ApiError) { setProgress(0, "the model has errors", "failed"); return showProblem(e.problem, "model"); }
+      throw e;
+    }
+    state.summary = summary;
+    renderSummary(summary, null);
+    loadEquations(summary.model_id);
+
+    const sim = JSON.parse(JSON.stringify(state.example ? state.example.simulation : {}));
+    const req = {
+      ...sim,
+      model_id: summary.model_id,
+      initial: initial.value,
+      t_end: settings.t_end,
+      output: { samples: settings.samples },
+      integrator: { ...(sim.integrator || {}), rtol: settings.rtol },
+      hamel: sim.hamel && sim.hamel !== "none" ? sim.hamel : "initial",
+    };
+    const f = $("formulation").value;
+    if (f) req.formulation = f; else delete req.formulation;
+    if (req.integrator.atol && req.integrator.atol > settings.rtol) req.integrator.atol = settings.rtol * 1e-2;
+
+    setProgress(0, "submitting…");
+    let resp;
+    try {
+      resp = await state.api.simulate(req);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) {
+        // the server forgot the model (restart, eviction): send it inline
+        delete req.model_id;
+        req.model = model.value;
+        resp = await state.api.simulate(req).catch((e2) => { throw e2; });
+      } else throw e;
+    }
+    let job = resp.body;
+    state.jobId = job.job_id || null;
+    $("job-id").textContent = state.jobId ? `job ${state.jobId}` : "";
+    const t0 = performance.now();
+    while (job.status !== "done") {
+      if (job.status === "failed" || job.status === "cancelled" || job.status === "error") {
+        const p = job.problem || job.error || { title: `The job ${job.status}`, detail: job.detail };
+        setProgress(job.progress || 0, job.status === "cancelled" ? "cancelled" : "failed", "failed");
+        if (job.status !== "cancelled" || !state.cancelled) showProblem(p, "simulation");
+        return;
+      }
+      const pr = typeof job.progress === "number" ? job.progress : 0;
+      setProgress(pr, `${job.status || "running"} · ${Math.round(pr * 100)}% · ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      await sleep(POLL_MS);
+      job = (await state.api.job(state.jobId)).body;
+    }
+    state.result = job;
+    setProgress(1, `done${job.cached ? " (cached)" : ""} · ${((performance.now() - t0) / 1000).toFixed(2)} s`, "done");
+    renderResult(job);
+  } catch (e) {
+    setProgress(0, "failed", "failed");
+    showProblem(e instanceof ApiError ? e.problem : { title: "Something went wrong", detail: String(e && e.stack || e) }, "simulation");
+  } finally {
+    state.running = false;
+    $("run").disabled = false;
+    $("cancel").disabled = true;
+    document.body.classList.remove("busy");
+  }
+}
+
+$("run").addEventListener("click", run);
+$("cancel").addEventListener("click", async () => {
+  if (!state.jobId) return;
+  state.cancelled = true;
+  try { await state.api.cancel(state.jobId); } catch { /* it may have just finished */ }
+});
+document.addEventListener("keydown", (ev) => {
+  if ((ev.ctrlKey || ev.metaKey) && ev.key === "Enter") { ev.preventDefault(); run(); }
+});
+
+// ---- results ------------------------------------------------------------------------
+
+function badge(text, cls, title) {
+  return h("span", { class: "badge " + (cls || ""), title }, text);
+}
+
+function renderSummary(s, result) {
+  const box = $("summary");
+  const cons = (s.constraints || []).map((c) =>
+    h("li", {},
+      h("b", {}, c.name), " ",
+      badge(c.holonomic ? "holonomic" : "nonholonomic", c.holonomic ? "muted" : "accent", "Frobenius test on the constraint's Hamel coefficients"),
+      badge(c.linear ? "linear in q̇" : "nonlinear (Chetaev)", "muted"),
+      badge(c.rheonomic ? "rheonomic" : "scleronomic", "muted")));
+  const facts = h("div", { class: "facts" },
+    fact("coordinates", String(s.n), (s.coordinates || []).join(", ")),
+    fact("constraints", String(s.m), ""),
+    fact("degrees of freedom", String(s.dof), (s.speeds || []).join(", ")),
+    fact("energy", s.energy_conserved ? "conserved" : "not conserved", s.scleronomic ? "scleronomic system" : "rheonomic system"));
+  const checks = result ? renderChecks(result) : h("p", { class: "hint" }, "Run the simulation to see the trajectory and its checks.");
+  box.replaceChildren(
+    h("div", { class: "summary-head" },
+      h("h2", {}, modelNameOf() ? prettyTitle(modelNameOf()) : "Model"),
+      h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…")),
+    facts,
+    cons.length ? h("ul", { class: "constraints" }, cons) : null,
+    checks);
+}
+
+function modelNameOf() {
+  try { return JSON.parse(modelEditor.value).name || null; } catch { return null; }
+}
+
+function fact(label, value, sub) {
+  return h("div", { class: "fact" }, h("div", { class: "fact-value" }, value), h("div", { class: "fact-label" }, label), sub ? h("div", { class: "fact-sub" }, sub) : null);
+}
+
+function renderChecks(r) {
+  const c = r.checks || {};
+  const e = c.energy || {};
+  const k = c.constraints || {};
+  const st = r.stats || {};
+  const cells = [];
+  if (typeof e.max_abs_drift === "number") {
+    cells.push(h("div", { class: "check" },
+      h("div", { class: "check-value", "data-testid": "energy-drift", "data-value": String(e.max_abs_drift) }, e.max_abs_drift.toExponential(3)),
+      h("div", { class: "check-label" }, "max |E(t) − E₀|"),
+      h("div", { class: "check-sub" }, `E₀ = ${fmt(e.initial, 10)}` + (typeof e.max_rel_drift === "number" ? ` · relative ${e.max_rel_drift.toExponential(2)}` : ""),
+        e.conserved_expected === false ? " · not expected to be conserved" : "")));
+  }
+  if (typeof k.max_abs_residual === "number") {
+    cells.push(h("div", { class: "check" },
+      h("div", { class: "check-value", "data-testid": "constraint-residual", "data-value": String(k.max_abs_residual) }, k.max_abs_residual.toExponential(3)),
+      h("div", { class: "check-label" }, "max constraint residual"),
+      h("div", { class: "check-sub" }, Object.entries(k.per_constraint || {}).map(([n, v]) => `${n} ${Number(v).toExponential(1)}`).join(" · "))));
+  }
+  for (const [name, inv] of Object.entries(c.invariants || {})) {
+    if (typeof inv.max_abs_drift !== "number") continue;
+    cells.push(h("div", { class: "check" },
+      h("div", { class: "check-value" }, inv.max_abs_drift.toExponential(3)),
+      h("div", { class: "check-label" }, `max |${name}(t) − ${name}₀|`),
+      h("div", { class: "check-sub" }, typeof inv.initial === "number" ? `${name}₀ = ${fmt(inv.initial, 8)}` : "")));
+  }
+  cells.push(h("div", { class: "check" },
+    h("div", { class: "check-value small" }, `${st.steps ?? "—"} steps`),
+    h("div", { class: "check-label" }, "integrator"),
+    h("div", { class: "check-sub" }, [
+      st.rhs_evals != null ? `${st.rhs_evals} rhs evaluations` : null,
+      st.integrate_ms != null ? `${fmt(st.integrate_ms, 3)} ms` : null,
+      r.cached ? "from cache" : null,
+    ].filter(Boolean).join(" · "))));
+  return h("div", { class: "checks" }, cells);
+}
+
+function xyPairs(coords) {
+  const pairs = [];
+  for (const c of coords) {
+    const m = /^x(.*)$/.exec(c);
+    if (m && coords.includes("y" + m[1])) pairs.push(["x" + m[1], "y" + m[1]]);
+  }
+  return pairs;
+}
+
+function seriesOf(obj, t, names) {
+  return (names || Object.keys(obj || {})).filter((n) => obj && obj[n]).map((n, k) => ({ name: n, x: t, y: obj[n], color: PALETTE[k % PALETTE.length] }));
+}
+
+/** |E(t) − E₀| per sample if the result carries a series, else null. */
+function energyDriftSeries(e, n) {
+  let s = e && e.series;
+  if (!s) return null;
+  if (!Array.isArray(s)) s = s.abs_drift || s.drift || s.values || s.E || null;
+  if (!Array.isArray(s) || s.length !== n) return null;
+  const E0 = typeof e.initial === "number" ? e.initial : s[0];
+  const looksLikeEnergy = Math.abs(s[0] - E0) <= 1e-9 * Math.max(1, Math.abs(E0)) && Math.abs(E0) > 0;
+  return looksLikeEnergy ? s.map((v) => Math.abs(v - E0)) : s.map(Math.abs);
+}
+
+function residualSeries(k, t) {
+  const s = k && k.series;
+  if (!s) return [];
+  if (Array.isArray(s)) return s.length === t.length ? [{ name: "constraint residual", x: t, y: s.map(Math.abs) }] : [];
+  return Object.entries(s).filter(([, v]) => Array.isArray(v) && v.length === t.length).map(([n, v]) => ({ name: `residual ${n}`, x: t, y: v.map(Math.abs) }));
+}
+
+// Charts are drawn at their host's real width (crisp text at any size) and redrawn
+// when that width changes.
+const charts = new Map();
+const drawChart = (c) => { c.w = c.host.clientWidth; (c.kind === "bar" ? logBarChart : lineChart)(c.host, c.opts); };
+const resizer = new ResizeObserver((entries) => {
+  for (const en of entries) {
+    const c = charts.get(en.target);
+    if (c && Math.abs(en.target.clientWidth - c.w) > 2) drawChart(c);
+  }
+});
+function chart(host, kind, opts) {
+  const c = { host, kind, opts, w: 0 };
+  charts.set(host, c);
+  resizer.observe(host);
+  drawChart(c);
+}
+
+function figure(id, caption) {
+  const f = $(id);
+  f.hidden = false;
+  const host = h("div", { class: "chart-host" });
+  f.replaceChildren(host);
+  if (caption) f.append(h("figcaption", {}, caption));
+  return host;
+}
+
+function renderResult(r) {
+  for (const host of charts.keys()) resizer.unobserve(host);
+  charts.clear();
+  if (state.summary) renderSummary(state.summary, r);
+  $("results").classList.remove("empty");
+  const tr = r.trajectory || {};
+  const t = tr.t || [];
+  const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
+  chart(figure("plot-q"), "line", { title: "Coordinates q(t)", xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
+  const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds || {}));
+  chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
+
+  const pairs = xyPairs(coords).filter(([x, y]) => tr.q && tr.q[x] && tr.q[y]);
+  if (pairs.length) {
+    const series = pairs.map(([x, y], k) => ({ name: pairs.length > 1 ? `(${x}, ${y})` : "path", x: tr.q[x], y: tr.q[y], color: PALETTE[k % PALETTE.length] }));
+    const markers = pairs.flatMap(([x, y], k) => [
+      { x: tr.q[x][0], y: tr.q[y][0], label: k === 0 ? "start" : "", color: "#2a9d3f" },
+      { x: tr.q[x][t.length - 1], y: tr.q[y][t.length - 1], label: k === 0 ? "end" : "", color: "#b3261e" },
+    ]);
+    chart(figure("plot-path", "Path in the plane, equal scales on both axes."), "line", {
+      title: "Path in the x–y plane", xLabel: pairs[0][0], yLabel: pairs[0][1], series, markers, equalAspect: true,
+    });
+  } else {
+    $("plot-path").hidden = true;
+  }
+
+  const c = r.checks || {};
+  const drift = energyDriftSeries(c.energy, t.length);
+  const resid = residualSeries(c.constraints, t);
+  if (drift || resid.length) {
+    const series = [];
+    if (drift) series.push({ name: "|E(t) − E₀|", x: t, y: drift, color: PALETTE[0] });
+    resid.forEach((s, k) => series.push({ ...s, color: PALETTE[(k + 1) % PALETTE.length] }));
+    chart(figure("plot-checks", "Values of exactly 0 cannot be drawn on a log scale and are left out."), "line", {
+      title: "Energy drift and constraint residual", xLabel: "t", yLabel: "absolute error", logY: true, series,
+    });
+  } else {
+    const items = [];
+    if (c.energy && typeof c.energy.max_abs_drift === "number") items.push({ label: "energy  max |E − E₀|", value: c.energy.max_abs_drift, color: PALETTE[0] });
+    if (c.constraints && typeof c.constraints.max_abs_residual === "number") items.push({ label: "constraints  max |f|", value: c.constraints.max_abs_residual, color: PALETTE[1] });
+    Object.entries((c.constraints && c.constraints.per_constraint) || {}).forEach(([n, v], k) => items.push({ label: n, value: Number(v), color: PALETTE[(k + 2) % PALETTE.length] }));
+    Object.entries(c.invariants || {}).forEach(([n, v]) => items.push({ label: `${n}  max drift`, value: v.max_abs_drift, color: PALETTE[5] }));
+    chart(figure("plot-checks", "The server reports only the maxima over the run, so they are shown as bars (log scale)."), "bar", {
+      title: "Energy drift and constraint residual (maxima)", xLabel: "absolute error, log scale", items,
+    });
+  }
+  renderHamel(r);
+}
+
+// ---- Hamel coefficients ------------------------------------------------------------
+
+function gammaSymbol(j, r, l) {
+  const { el, nameML, mrow } = ml;
+  const sub = l == null ? nameML(r) : mrow(nameML(r), el("mo", { separator: "true" }, ","), nameML(l));
+  return mathOf(el("msubsup", null, el("mi", null, "γ"), sub, nameML(j)));
+}
+
+function antisymmetry() {
+  const { el, mo, mrow } = ml;
+  const g = (a, b) => el("msubsup", null, el("mi", null, "γ"), mrow(el("mi", null, a), el("mi", null, b)), el("mi", null, "j"));
+  return mathOf(mrow(g("r", "l"), mo("="), mo("−"), g("l", "r")));
+}
+
+async function renderHamel(r) {
+  const box = $("hamel");
+  let hamel = r.hamel;
+  if (!hamel || !hamel.points) {
+    try {
+      const init = parseWithPositions(initialEditor.value).value;
+      hamel = (await state.api.hamel({ model_id: r.model_id || state.summary.model_id, t: init.t || 0, q: init.q })).body;
+    } catch (e) {
+      box.replaceChildren(h("h2", {}, "Hamel coefficients"), h("p", { class: "hint" }, "Not available: " + e.message));
+      return;
+    }
+  }
+  const p = hamel.points[0] || { gamma: [], gamma_t: [] };
+  const order = hamel.order || [];
+  const idx = (n) => { const i = order.indexOf(n); return i < 0 ? 1e9 : i; };
+  const constraintNames = new Set(((state.summary && state.summary.constraints) || []).map((c) => c.name));
+  const exprOf = new Map(((state.equations && state.equations.gamma) || []).map((g) => [`${g.j}|${g.r}|${g.l ?? ""}`, g.expr]));
+  const rows = (p.gamma || []).filter((g) => idx(g.r) < idx(g.l))
+    .sort((a, b) => idx(a.j) - idx(b.j) || idx(a.r) - idx(b.r) || idx(a.l) - idx(b.l));
+  const rowsT = (p.gamma_t || []).slice().sort((a, b) => idx(a.j) - idx(b.j) || idx(a.r) - idx(b.r));
+  const tr = (g, l) => {
+    const ex = exprOf.get(`${g.j}|${g.r}|${l ?? ""}`);
+    return h("tr", { class: constraintNames.has(g.j) ? "is-constraint" : "" },
+      h("td", { class: "sym" }, gammaSymbol(g.j, g.r, l)),
+      h("td", {}, constraintNames.has(g.j) ? badge("constraint", "accent") : badge("speed", "muted")),
+      h("td", { class: "expr" }, ex ? exprToMath(ex) : h("span", { class: "hint" }, "—")),
+      h("td", { class: "num" }, fmt(g.value, 6)));
+  };
+  const table = h("table", { class: "hamel-table", "data-testid": "hamel-table" },
+    h("thead", {}, h("tr", {}, h("th", {}, "coefficient"), h("th", {}, "j is a"), h("th", {}, "expression"), h("th", { class: "num" }, `value at t = ${fmt(p.t ?? 0)}`))),
+    h("tbody", {}, rows.map((g) => tr(g, g.l)), rowsT.map((g) => tr(g, null))));
+  box.replaceChildren(
+    h("h2", {}, "Hamel coefficients"),
+    h("p", { class: "hint" },
+      "Every coefficient that is not identically zero, evaluated at the initial configuration. They are antisymmetric, ",
+      antisymmetry(), ", so each pair is listed once. Quasi-velocities in order: ", h("b", {}, order.join(", ")), "."),
+    rows.length + rowsT.length ? table : h("p", {}, "All Hamel coefficients vanish identically: the speeds are true (holonomic) velocities."));
+}
+
+// ---- derived equations -------------------------------------------------------------
+
+async function loadEquations(id) {
+  const box = $("equations");
+  box.replaceChildren(h("h2", {}, "Derived equations"), h("p", { class: "hint" }, "deriving…"));
+  try {
+    state.equations = (await state.api.equations(id)).body;
+    renderEquations(state.equations);
+    if (state.result) renderHamel(state.result);
+  } catch (e) {
+    box.replaceChildren(h("h2", {}, "Derived equations"), h("p", { class: "hint" }, "Not available: " + e.message));
+  }
+}
+
+function renderEquations(eq) {
+  const { el, mo, mrow, nameML, toML } = ml;
+  const box = $("equations");
+  const speeds = (state.summary && state.summary.speeds) || [];
+  const rows = [];
+  const safe = (s) => { try { return toML(String(s)); } catch { return el("mtext", null, String(s)); } };
+  const eqn = (lhs, rhs) => h("div", { class: "eq" }, el("math", null, mrow(lhs, mo("="), rhs)));
+
+  const kin = Object.entries(eq.kinematics || {});
+  if (kin.length) {
+    rows.push(h("h3", {}, "Kinematics  q̇ = Φ u + Φₜ"));
+    rows.push(h("div", { class: "eq-grid" }, kin.map(([q, e]) => eqn(el("mover", { accent: "true" }, nameML(q), mo("˙")), safe(e)))));
+  }
+  const M = eq.mass_matrix || [];
+  const F = eq.forcing || [];
+  if (M.length) {
+    rows.push(h("h3", {}, "Equations of motion  M(q) u̇ = f"));
+    M.forEach((row, r) => {
+      const lhs = mrow();
+      let first = true;
+      row.forEach((m, s) => {
+        if (String(m).trim() === "0") return;
+        if (!first) lhs.append(mo("+"));
+        first = false;
+        const coeff = String(m).trim() === "1" ? null : safe(m);
+        const needParen = /[+-]/.test(String(m).trim().replace(/^-/, ""));
+        const ud = el("mover", { accent: "true" }, nameML(speeds[s] || `u${s + 1}`), mo("˙"));
+        lhs.append(coeff ? (needParen ? mrow(mo("("), coeff, mo(")"), mo("\u2062"), ud) : mrow(coeff, mo("\u2062"), ud)) : ud);
+      });
+      if (first) lhs.append(el("mn", null, "0"));
+      rows.push(eqn(lhs, F[r] != null ? safe(F[r]) : el("mi", null, "?")));
+    });
+  }
+  if (eq.kinetic_energy_in_speeds) {
+    rows.push(h("h3", {}, "Kinetic energy in the speeds, constraints applied"));
+    rows.push(eqn(el("msup", null, el("mi", null, "T"), mo("*")), safe(eq.kinetic_energy_in_speeds)));
+  }
+  box.replaceChildren(
+    h("h2", {}, "Derived equations ", eq.formulation ? badge(eq.formulation, "accent") : null),
+    ...rows);
+}
+
+// ---- start ---------------------------------------------------------------------------
+
+await connect(initialBase());
+await loadExamples();
+document.body.dataset.ready = "1";

@@ -1,0 +1,265 @@
+// chart.js — small SVG line and bar charts: linear or log axes, "nice" ticks, a
+// legend, equal aspect for paths in the plane, and a hover read-out. No library:
+// the plots here are a few hundred points each and SVG keeps them crisp in
+// screenshots and selectable in tests.
+
+const SVG = "http://www.w3.org/2000/svg";
+
+// Okabe–Ito, readable by colour-blind readers; yellow dropped (too pale on white).
+export const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"];
+
+function svg(tag, attrs, parent) {
+  const n = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, v);
+  if (parent) parent.append(n);
+  return n;
+}
+
+function text(parent, x, y, s, attrs = {}) {
+  const t = svg("text", { x, y, ...attrs }, parent);
+  t.textContent = s;
+  return t;
+}
+
+/** Linear ticks at 1, 2, 5 × 10^k covering [lo, hi]. */
+export function niceTicks(lo, hi, count = 6) {
+  if (!(hi > lo)) { const d = Math.abs(lo) || 1; lo -= d / 2; hi += d / 2; }
+  const raw = (hi - lo) / count;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map((f) => f * mag).find((s) => s >= raw) || 10 * mag;
+  const ticks = [];
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) {
+    ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  }
+  return { ticks, step, lo: Math.min(lo, ticks[0] ?? lo), hi: Math.max(hi, ticks[ticks.length - 1] ?? hi) };
+}
+
+/** A number formatted for an axis: few digits, exponent when tiny or huge. */
+export function fmt(v, digits = 3) {
+  if (v === 0) return "0";
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 1e5 || a < 1e-3) return v.toExponential(Math.max(0, digits - 1)).replace("e+", "e");
+  return String(Number(v.toPrecision(digits)));
+}
+
+function logLabel(p) {
+  return "10" + String(p).replace("-", "⁻").replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[d]);
+}
+
+function textWidth(node, s) {
+  try { return node.getComputedTextLength() || 7 * s.length; } catch { return 7 * s.length; }
+}
+
+function hostWidth(host) {
+  return Math.max(360, Math.round(host.clientWidth || 640));
+}
+
+function extent(values) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  return [lo, hi];
+}
+
+/**
+ * Draws a line chart into `host` (emptied first).
+ * opts: {title, xLabel, yLabel, series: [{name, x: [], y: [], color?, dash?}],
+ *        logY?, equalAspect?, height?, marker?: [{x, y, label}]}
+ * Returns the <svg> element.
+ */
+export function lineChart(host, opts) {
+  host.replaceChildren();
+  // drawn at the host's real width so text keeps its size; redrawn on resize
+  const W = hostWidth(host), H = opts.height || Math.round(Math.min(420, Math.max(260, W * 0.6)));
+  const named = opts.series.filter((s) => s.name).length;
+  const M = { l: 68, r: 16, t: named ? 54 : 34, b: 46 };
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": opts.title || "chart" }, host);
+  if (opts.title) text(root, M.l, 20, opts.title, { class: "chart-title" });
+
+  const xs = opts.series.flatMap((s) => s.x);
+  let ys = opts.series.flatMap((s) => s.y);
+  if (opts.logY) ys = ys.filter((v) => v > 0);
+  let [x0, x1] = extent(xs);
+  let [y0, y1] = extent(ys);
+  if (!Number.isFinite(x0)) { x0 = 0; x1 = 1; }
+  if (!Number.isFinite(y0)) { y0 = opts.logY ? 1e-16 : 0; y1 = opts.logY ? 1e-12 : 1; }
+
+  const pw = W - M.l - M.r, ph = H - M.t - M.b;
+  let xt, yt, X, Y;
+  if (opts.logY) {
+    let p0 = Math.floor(Math.log10(y0)), p1 = Math.ceil(Math.log10(y1));
+    if (p1 === p0) { p0 -= 1; p1 += 1; }
+    const every = Math.max(1, Math.ceil((p1 - p0) / 7));
+    yt = [];
+    for (let p = p0; p <= p1; p += every) yt.push(p);
+    Y = (v) => M.t + ph - ((Math.log10(v) - p0) / (p1 - p0)) * ph;
+    xt = niceTicks(x0, x1);
+    X = (v) => M.l + ((v - xt.lo) / (xt.hi - xt.lo)) * pw;
+  } else {
+    if (opts.equalAspect) {
+      // same units per pixel on both axes: grow the narrower range about its centre
+      const pad = 0.06;
+      let dx = (x1 - x0) || 1, dy = (y1 - y0) || 1;
+      dx *= 1 + pad; dy *= 1 + pad;
+      const scale = Math.max(dx / pw, dy / ph);
+      const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+      x0 = cx - (scale * pw) / 2; x1 = cx + (scale * pw) / 2;
+      y0 = cy - (scale * ph) / 2; y1 = cy + (scale * ph) / 2;
+      xt = niceTicks(x0, x1, 8); yt = niceTicks(y0, y1, 5);
+      xt.lo = x0; xt.hi = x1; yt.lo = y0; yt.hi = y1;
+      xt.ticks = xt.ticks.filter((v) => v >= x0 && v <= x1);
+      yt.ticks = yt.ticks.filter((v) => v >= y0 && v <= y1);
+    } else {
+      xt = niceTicks(x0, x1);
+      const pad = (y1 - y0) * 0.04;
+      yt = niceTicks(y0 - pad, y1 + pad, 5);
+    }
+    X = (v) => M.l + ((v - xt.lo) / (xt.hi - xt.lo)) * pw;
+    Y = (v) => M.t + ph - ((v - yt.lo) / (yt.hi - yt.lo)) * ph;
+  }
+
+  // grid and axes
+  const grid = svg("g", { class: "grid" }, root);
+  const axes = svg("g", { class: "axis" }, root);
+  for (const v of xt.ticks) {
+    const x = X(v);
+    svg("line", { x1: x, x2: x, y1: M.t, y2: M.t + ph }, grid);
+    text(axes, x, M.t + ph + 16, fmt(v), { "text-anchor": "middle" });
+  }
+  if (opts.logY) {
+    for (const p of yt) {
+      const y = Y(Math.pow(10, p));
+      svg("line", { x1: M.l, x2: M.l + pw, y1: y, y2: y }, grid);
+      text(axes, M.l - 8, y + 4, logLabel(p), { "text-anchor": "end" });
+    }
+  } else {
+    for (const v of yt.ticks) {
+      const y = Y(v);
+      svg("line", { x1: M.l, x2: M.l + pw, y1: y, y2: y, class: v === 0 ? "zero" : "" }, grid);
+      text(axes, M.l - 8, y + 4, fmt(v), { "text-anchor": "end" });
+    }
+  }
+  svg("rect", { x: M.l, y: M.t, width: pw, height: ph, class: "frame" }, root);
+  if (opts.xLabel) text(axes, M.l + pw / 2, H - 8, opts.xLabel, { "text-anchor": "middle", class: "label" });
+  if (opts.yLabel) {
+    text(axes, 14, M.t + ph / 2, opts.yLabel, { "text-anchor": "middle", class: "label", transform: `rotate(-90 14 ${M.t + ph / 2})` });
+  }
+
+  // series
+  const clip = "clip" + Math.random().toString(36).slice(2);
+  const defs = svg("defs", null, root);
+  svg("rect", { x: M.l, y: M.t, width: pw, height: ph }, svg("clipPath", { id: clip }, defs));
+  const plot = svg("g", { "clip-path": `url(#${clip})` }, root);
+  opts.series.forEach((s, k) => {
+    const color = s.color || PALETTE[k % PALETTE.length];
+    let d = "", pen = false;
+    for (let i = 0; i < s.x.length; i++) {
+      const ok = Number.isFinite(s.x[i]) && Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0);
+      if (!ok) { pen = false; continue; }
+      d += (pen ? "L" : "M") + X(s.x[i]).toFixed(2) + "," + Y(s.y[i]).toFixed(2);
+      pen = true;
+    }
+    svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, plot);
+    if (s.points) {
+      for (let i = 0; i < s.x.length; i++) {
+        if (Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0)) svg("circle", { cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.5, fill: color }, plot);
+      }
+    }
+  });
+  for (const mk of opts.markers || []) {
+    svg("circle", { cx: X(mk.x), cy: Y(mk.y), r: 4.5, class: "marker", fill: mk.color || "#222" }, plot);
+    if (mk.label) text(root, X(mk.x) + 7, Y(mk.y) - 7, mk.label, { class: "marker-label" });
+  }
+
+  // legend: one row under the title, left to right
+  const legend = svg("g", { class: "legend" }, root);
+  let lx = M.l;
+  opts.series.forEach((s, k) => {
+    if (!s.name) return;
+    const color = s.color || PALETTE[k % PALETTE.length];
+    svg("line", { x1: lx, x2: lx + 18, y1: 36, y2: 36, stroke: color, "stroke-width": 3, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, legend);
+    const t = text(legend, lx + 24, 40, s.name);
+    lx += 24 + textWidth(t, s.name) + 18;
+  });
+
+  hover(root, opts, X, Y, M, pw, ph);
+  return root;
+}
+
+// A vertical rule and the values of every series at the nearest sample.
+function hover(root, opts, X, Y, M, pw, ph) {
+  if (opts.equalAspect || !opts.series.length) return;
+  const s0 = opts.series[0];
+  const g = svg("g", { class: "hover", visibility: "hidden" }, root);
+  const rule = svg("line", { y1: M.t, y2: M.t + ph }, g);
+  const box = svg("rect", { rx: 4, height: 16 + 15 * opts.series.length, width: 150 }, g);
+  const lines = [text(g, 0, 0, "")].concat(opts.series.map(() => text(g, 0, 0, "")));
+  root.addEventListener("mousemove", (ev) => {
+    const pt = root.createSVGPoint();
+    pt.x = ev.clientX; pt.y = ev.clientY;
+    const p = pt.matrixTransform(root.getScreenCTM().inverse());
+    if (p.x < M.l || p.x > M.l + pw) { g.setAttribute("visibility", "hidden"); return; }
+    let best = 0, bd = Infinity;
+    for (let i = 0; i < s0.x.length; i++) {
+      const d = Math.abs(X(s0.x[i]) - p.x);
+      if (d < bd) { bd = d; best = i; }
+    }
+    const x = X(s0.x[best]);
+    rule.setAttribute("x1", x); rule.setAttribute("x2", x);
+    const bx = x + 160 > M.l + pw ? x - 158 : x + 8;
+    box.setAttribute("x", bx); box.setAttribute("y", M.t + 4);
+    lines[0].setAttribute("x", bx + 6); lines[0].setAttribute("y", M.t + 17);
+    lines[0].textContent = `${opts.xLabel || "x"} = ${fmt(s0.x[best], 4)}`;
+    opts.series.forEach((s, k) => {
+      const t = lines[k + 1];
+      t.setAttribute("x", bx + 6); t.setAttribute("y", M.t + 32 + 15 * k);
+      t.setAttribute("fill", s.color || PALETTE[k % PALETTE.length]);
+      t.textContent = `${s.name} = ${fmt(s.y[best], 4)}`;
+    });
+    g.setAttribute("visibility", "visible");
+  });
+  root.addEventListener("mouseleave", () => g.setAttribute("visibility", "hidden"));
+}
+
+/**
+ * Horizontal bars on a log axis, for quantities of which only the maximum is known.
+ * items: [{label, value, color?}]
+ */
+export function logBarChart(host, opts) {
+  host.replaceChildren();
+  const items = opts.items;
+  const W = hostWidth(host), rowH = 30;
+  const M = { l: 190, r: 90, t: 34, b: 40 };
+  const H = M.t + M.b + rowH * Math.max(1, items.length);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": opts.title || "chart" }, host);
+  if (opts.title) text(root, 16, 20, opts.title, { class: "chart-title" });
+  const pos = items.map((d) => d.value).filter((v) => v > 0);
+  let p0 = pos.length ? Math.floor(Math.log10(Math.min(...pos))) - 1 : -17;
+  let p1 = pos.length ? Math.ceil(Math.log10(Math.max(...pos))) : -10;
+  p0 = Math.min(p0, -16);
+  if (p1 <= p0) p1 = p0 + 1;
+  const pw = W - M.l - M.r;
+  const X = (v) => M.l + ((Math.log10(v) - p0) / (p1 - p0)) * pw;
+  const grid = svg("g", { class: "grid" }, root);
+  const axes = svg("g", { class: "axis" }, root);
+  const every = Math.max(1, Math.ceil((p1 - p0) / 8));
+  for (let p = p0; p <= p1; p += every) {
+    const x = X(Math.pow(10, p));
+    svg("line", { x1: x, x2: x, y1: M.t, y2: H - M.b }, grid);
+    text(axes, x, H - M.b + 16, logLabel(p), { "text-anchor": "middle" });
+  }
+  if (opts.xLabel) text(axes, M.l + pw / 2, H - 6, opts.xLabel, { "text-anchor": "middle", class: "label" });
+  items.forEach((d, k) => {
+    const y = M.t + k * rowH + 5;
+    text(axes, M.l - 10, y + 15, d.label, { "text-anchor": "end", class: "bar-label" });
+    const color = d.color || PALETTE[k % PALETTE.length];
+    if (d.value > 0) {
+      svg("rect", { x: M.l, y, width: Math.max(1, X(d.value) - M.l), height: rowH - 10, fill: color, class: "bar", "data-value": String(d.value) }, root);
+      text(root, X(d.value) + 6, y + 15, fmt(d.value, 3), { class: "bar-value" });
+    } else {
+      text(root, M.l + 6, y + 15, d.value === 0 ? "exactly 0" : "—", { class: "bar-value" });
+    }
+  });
+  svg("line", { x1: M.l, x2: M.l, y1: M.t, y2: H - M.b, class: "baseline" }, root);
+  return root;
+}

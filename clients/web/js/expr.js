@@ -1,0 +1,249 @@
+// expr.js — the model expression language (API.md §1) parsed into a tree and
+// rendered as MathML, so the derived equations read like a textbook.
+//
+// Grammar (the same one the server accepts):
+//   sum     := product (("+" | "-") product)*
+//   product := unary (("*" | "/") unary)*
+//   unary   := "-" unary | "+" unary | power
+//   power   := postfix (("^" | "**") unary)?          right associative
+//   postfix := primary "'"*
+//   primary := number | ident | ident "(" sum ("," sum)* ")" | "(" sum ")"
+
+const MATHML = "http://www.w3.org/1998/Math/MathML";
+
+const GREEK = {
+  alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", zeta: "ζ", eta: "η",
+  theta: "θ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ",
+  rho: "ρ", sigma: "σ", tau: "τ", upsilon: "υ", phi: "φ", chi: "χ", psi: "ψ",
+  omega: "ω", Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Xi: "Ξ", Pi: "Π",
+  Sigma: "Σ", Phi: "Φ", Psi: "Ψ", Omega: "Ω", pi: "π",
+};
+
+const FUNCS = new Set([
+  "sin", "cos", "tan", "sec", "csc", "cot", "asin", "acos", "atan", "atan2",
+  "sinh", "cosh", "tanh", "exp", "log", "sqrt", "abs", "pow",
+]);
+
+/** Splits an expression into tokens {k, v, at}; throws {message, offset}. */
+function tokenize(src) {
+  const out = [];
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i];
+    if (/\s/.test(c)) { i++; continue; }
+    const num = /^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(src.slice(i));
+    if (num) { out.push({ k: "num", v: num[0], at: i }); i += num[0].length; continue; }
+    const id = /^[A-Za-z_][A-Za-z0-9_]*/.exec(src.slice(i));
+    if (id) { out.push({ k: "id", v: id[0], at: i }); i += id[0].length; continue; }
+    if (src.startsWith("**", i)) { out.push({ k: "op", v: "^", at: i }); i += 2; continue; }
+    if ("+-*/^(),'".includes(c)) { out.push({ k: "op", v: c, at: i }); i++; continue; }
+    throw { message: `unexpected character '${c}'`, offset: i };
+  }
+  out.push({ k: "end", v: "", at: src.length });
+  return out;
+}
+
+/** Parses an expression into a tree; throws {message, offset} on bad input. */
+export function parseExpr(src) {
+  const toks = tokenize(src);
+  let p = 0;
+  const peek = () => toks[p];
+  const isOp = (v) => toks[p].k === "op" && toks[p].v === v;
+  const expect = (v) => {
+    if (!isOp(v)) throw { message: `expected '${v}'`, offset: toks[p].at };
+    p++;
+  };
+  function sum() {
+    let a = product();
+    while (isOp("+") || isOp("-")) {
+      const op = toks[p++].v;
+      a = { t: op === "+" ? "add" : "sub", a, b: product() };
+    }
+    return a;
+  }
+  function product() {
+    let a = unary();
+    while (isOp("*") || isOp("/")) {
+      const op = toks[p++].v;
+      a = { t: op === "*" ? "mul" : "div", a, b: unary() };
+    }
+    return a;
+  }
+  function unary() {
+    if (isOp("-")) { p++; return { t: "neg", a: unary() }; }
+    if (isOp("+")) { p++; return unary(); }
+    return power();
+  }
+  function power() {
+    const a = postfix();
+    if (isOp("^")) { p++; return { t: "pow", a, b: unary() }; }
+    return a;
+  }
+  function postfix() {
+    let a = primary();
+    while (isOp("'")) { p++; a = { t: "dot", a }; }
+    return a;
+  }
+  function primary() {
+    const tk = peek();
+    if (tk.k === "num") { p++; return { t: "num", v: tk.v }; }
+    if (tk.k === "id") {
+      p++;
+      if (isOp("(")) {
+        p++;
+        const args = [sum()];
+        while (isOp(",")) { p++; args.push(sum()); }
+        expect(")");
+        return { t: "call", f: tk.v, args };
+      }
+      return { t: "id", v: tk.v };
+    }
+    if (isOp("(")) { p++; const e = sum(); expect(")"); return e; }
+    throw { message: tk.k === "end" ? "unexpected end of expression" : `unexpected '${tk.v}'`, offset: tk.at };
+  }
+  const e = sum();
+  if (peek().k !== "end") throw { message: `unexpected '${peek().v}'`, offset: peek().at };
+  return e;
+}
+
+// ---- MathML output -------------------------------------------------------------
+
+function el(tag, attrs, ...kids) {
+  const n = document.createElementNS(MATHML, tag);
+  for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, v);
+  for (const k of kids) n.append(k);
+  return n;
+}
+const mo = (s, attrs) => el("mo", attrs, s);
+const mrow = (...k) => el("mrow", null, ...k);
+const paren = (x) => mrow(mo("("), x, mo(")"));
+
+/** A name as MathML: Greek letters, trailing digits as subscripts (x1 → x₁),
+ *  a_b as a subscript. */
+export function nameML(name) {
+  const sub = /^([A-Za-z]+?)_?(\d+)$/.exec(name) || /^([A-Za-z]+)_([A-Za-z0-9]+)$/.exec(name);
+  if (sub && sub[1] && sub[2]) return el("msub", null, nameML(sub[1]), el("mn", null, sub[2]));
+  if (GREEK[name]) return el("mi", null, GREEK[name]);
+  if (name.length === 1) return el("mi", null, name);
+  return el("mi", { mathvariant: "italic" }, name);
+}
+
+const PREC = { add: 1, sub: 1, mul: 2, div: 3, neg: 2, pow: 4, dot: 5, num: 6, id: 6, call: 6 };
+
+function funcName(f) {
+  return el("mi", { mathvariant: "normal" }, f);
+}
+
+function toML(n, ctx = 0) {
+  switch (n.t) {
+    case "num": return el("mn", null, n.v);
+    case "id": return nameML(n.v);
+    case "dot": {
+      // q' → q̇ (dots stack for higher derivatives)
+      let inner = toML(n.a, 5);
+      let dots = 1;
+      let a = n.a;
+      while (a.t === "dot") { dots++; a = a.a; }
+      if (dots > 1) inner = toML(a, 5);
+      return el("mover", { accent: "true" }, inner, mo(dots === 1 ? "˙" : "¨"));
+    }
+    case "add":
+    case "sub": {
+      const r = mrow(toML(n.a, 1), mo(n.t === "add" ? "+" : "−"), toML(n.b, 2));
+      return ctx > 1 ? paren(r) : r;
+    }
+    case "mul": {
+      // -a*b reads as −ab, not (−a)b
+      if (n.a.t === "neg") {
+        const r = mrow(mo("−"), toML({ t: "mul", a: n.a.a, b: n.b }, 2));
+        return ctx > 1 ? paren(r) : r;
+      }
+      const left = toML(n.a, 2);
+      const right = toML(n.b, 2.5);
+      const r = mrow(left, timesBetween(rightmost(n.a), leftmost(n.b)), right);
+      return ctx > 2.5 ? paren(r) : r;
+    }
+    case "div": {
+      const r = el("mfrac", null, toML(n.a, 0), toML(n.b, 0));
+      return ctx > 4 ? paren(r) : r;
+    }
+    case "neg": {
+      const r = mrow(mo("−"), toML(n.a, 2.5));
+      return ctx > 1 ? paren(r) : r;
+    }
+    case "pow": {
+      // sin(x)^2 → sin²(x), the way books write it
+      if (n.a.t === "call" && n.a.args.length === 1 && n.a.f !== "sqrt" && n.a.f !== "abs" && n.a.f !== "exp") {
+        const arg = toML(n.a.args[0], 0);
+        return mrow(el("msup", null, funcName(n.a.f), toML(n.b, 0)), mo("\u2061"), bare(n.a.args[0]) ? mrow(thin(), arg) : paren(arg));
+      }
+      const base = toML(n.a, 5);
+      return el("msup", null, base, toML(n.b, 0));
+    }
+    case "call": {
+      const args = n.args.map((a) => toML(a, 0));
+      if (n.f === "sqrt" && args.length === 1) return el("msqrt", null, args[0]);
+      if (n.f === "abs" && args.length === 1) return mrow(mo("|"), args[0], mo("|"));
+      if (n.f === "exp" && args.length === 1) return el("msup", null, el("mi", { mathvariant: "normal" }, "e"), args[0]);
+      if (n.f === "pow" && args.length === 2) return el("msup", null, ctxParen(n.args[0], args[0]), args[1]);
+      if (args.length === 1 && bare(n.args[0])) return mrow(funcName(n.f), mo("\u2061"), thin(), args[0]);
+      const list = mrow();
+      args.forEach((a, i) => { if (i) list.append(mo(",")); list.append(a); });
+      return mrow(funcName(n.f), mo("\u2061"), paren(list));
+    }
+  }
+  return el("mi", null, "?");
+}
+
+// How two factors are joined: a centred dot before a number, a little space
+// around multi-letter names and functions (so "wd thd" does not read "wdthd"),
+// else nothing (invisible times).
+function timesBetween(a, b) {
+  if (b.t === "num") return mo("·");
+  const wide = (n) => (n.t === "id" && n.v.length > 1 && !GREEK[n.v] && !/^[A-Za-z]_?\d+$/.test(n.v)) || n.t === "call";
+  if (wide(a) || wide(b)) return mrow(mo("\u2062"), el("mspace", { width: "0.22em" }));
+  return mo("\u2062");
+}
+
+function rightmost(n) {
+  while (n.t === "mul") n = n.b;
+  if (n.t === "dot" || n.t === "pow") return rightmost(n.a);
+  return n;
+}
+
+function ctxParen(node, ml) {
+  return PREC[node.t] < 5 ? paren(ml) : ml;
+}
+
+const thin = () => el("mspace", { width: "0.17em" });
+
+// sin θ rather than sin(θ) when the argument is a single symbol
+function bare(n) {
+  return n.t === "id" || (n.t === "num" && !n.v.includes("e"));
+}
+
+function leftmost(n) {
+  while (n.t === "mul" || n.t === "add" || n.t === "sub" || n.t === "pow") n = n.a;
+  return n;
+}
+
+/** Renders an expression string as a <math> element; a string that does not parse
+ *  comes back as a <code> element so nothing is lost. */
+export function exprToMath(src, display = false) {
+  try {
+    const tree = parseExpr(String(src));
+    return el("math", display ? { display: "block" } : null, toML(tree));
+  } catch (e) {
+    const c = document.createElement("code");
+    c.textContent = String(src);
+    return c;
+  }
+}
+
+/** A <math> element built from already-made MathML parts. */
+export function mathOf(...parts) {
+  return el("math", null, ...parts);
+}
+
+export const ml = { el, mo, mrow, nameML, paren, toML: (src) => toML(parseExpr(src)) };
+export { FUNCS };

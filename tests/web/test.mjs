@@ -1,0 +1,258 @@
+// Browser tests of the hamel web front end. Started by run.sh, which runs the real
+// hamel-server (serving clients/web at /) and passes its address in HAMEL_BASE.
+// Drives Debian's headless chromium through playwright-core, checks what a user
+// would see, and compares what the page shows with the API's own answers.
+
+import { chromium } from "playwright-core";
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join, extname, dirname, normalize } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const webRoot = join(here, "..", "..", "clients", "web");
+const BASE = (process.env.HAMEL_BASE || "").replace(/\/+$/, "");
+const ARTIFACTS = process.env.ARTIFACTS || join(here, "artifacts");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const TIMEOUT = Number(process.env.WEB_TEST_TIMEOUT_MS || 60000);
+const ROLLING_DISK = "greenwood-5.3-rolling-disk";
+if (!BASE) { console.error("test.mjs: set HAMEL_BASE to the server's URL (run.sh does)"); process.exit(2); }
+mkdirSync(ARTIFACTS, { recursive: true });
+
+let passed = 0, failed = 0;
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e && e.message ? e.message : e}`);
+  }
+}
+function assert(cond, msg) { if (!cond) throw new Error(msg); }
+function near(a, b, rel, what) {
+  assert(Number.isFinite(a) && Number.isFinite(b), `${what}: not finite numbers (${a}, ${b})`);
+  const tol = rel * Math.max(Math.abs(a), Math.abs(b));
+  assert(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b} differ by more than ${rel} relative`);
+}
+async function api(method, path, body) {
+  const res = await fetch(BASE + path, {
+    method, headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: res.status, body: json, text };
+}
+
+// A second origin for the same static files, to prove the page works cross-origin.
+function staticServer(root) {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".json": "application/json" };
+  const srv = createServer((req, res) => {
+    const rel = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname)).replace(/^(\.\.[/\\])+/, "");
+    let file = join(root, rel);
+    try { if (statSync(file).isDirectory()) file = join(file, "index.html"); } catch { /* 404 below */ }
+    try {
+      const body = readFileSync(file);
+      res.writeHead(200, { "Content-Type": types[extname(file)] || "application/octet-stream" });
+      res.end(body);
+    } catch {
+      res.writeHead(404); res.end("not found");
+    }
+  });
+  return new Promise((resolve) => srv.listen(0, "127.0.0.1", () => resolve(srv)));
+}
+
+const profile = mkdtempSync(join(tmpdir(), "hamel-web-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  viewport: { width: 1500, height: 1000 },
+  deviceScaleFactor: 1,
+});
+context.setDefaultTimeout(TIMEOUT);
+const page = context.pages()[0] || (await context.newPage());
+const pageErrors = [];
+page.on("pageerror", (e) => pageErrors.push(String(e)));
+// The 422 answers to the malformed models are expected; the browser logs them anyway.
+const expectedNoise = /Failed to load resource: .*status of 422/;
+page.on("console", (m) => { if (m.type() === "error" && !expectedNoise.test(m.text())) pageErrors.push("console: " + m.text()); });
+
+/** Runs the example currently loaded and waits until the job is done; returns job id. */
+async function runAndWait(p) {
+  await p.click('[data-testid="run"]');
+  await p.waitForFunction(() => {
+    const pr = document.getElementById("progress");
+    return pr.classList.contains("done") || pr.classList.contains("failed") || !document.getElementById("problem").hidden;
+  });
+  const problem = await p.locator('[data-testid="problem"]').isVisible();
+  assert(!problem, "the run showed a problem: " + (problem ? await p.locator('[data-testid="problem"]').innerText() : ""));
+  const label = await p.locator("#progress-text").innerText();
+  assert(/^done/.test(label), `progress label is "${label}", expected done`);
+  const width = await p.locator("#progress-bar").evaluate((n) => n.style.width);
+  assert(width === "100%", `progress bar width ${width}, expected 100%`);
+  const id = (await p.locator("#job-id").innerText()).replace(/^job /, "").trim();
+  return id;
+}
+
+let jobId = null;
+let jobJson = null;
+
+await check("page loads with the 7 shipped examples and a healthy server", async () => {
+  await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
+  await page.waitForFunction(() => document.body.dataset.ready === "1");
+  const n = await page.locator("#example option").count();
+  assert(n === 7, `expected 7 examples, found ${n}`);
+  const pill = await page.locator("#health").innerText();
+  assert(/connected/.test(pill), `health pill says "${pill}"`);
+  const sel = await page.locator("#example option:checked").innerText();
+  assert(/Rolling disk/i.test(sel) && /5\.3/.test(sel), `selected example is "${sel}"`);
+});
+
+await check("rolling disk runs to completion with the progress bar full", async () => {
+  jobId = await runAndWait(page);
+  assert(jobId, "no job id shown on the page");
+  const r = await api("GET", `/v1/jobs/${encodeURIComponent(jobId)}`);
+  assert(r.status === 200 && r.body && r.body.status === "done", `GET /v1/jobs/${jobId}: ${r.status} ${r.text.slice(0, 200)}`);
+  jobJson = r.body;
+});
+
+await check("plots of q(t), speeds(t), the x-y path and the checks rendered", async () => {
+  const t = jobJson.trajectory.t.length;
+  const want = { "plot-q": 5, "plot-speeds": 3, "plot-path": 1 };
+  for (const [id, series] of Object.entries(want)) {
+    const ds = await page.locator(`[data-testid="${id}"] svg path.series`).evaluateAll((ps) => ps.map((p) => p.getAttribute("d") || ""));
+    assert(ds.length === series, `${id}: ${ds.length} series drawn, expected ${series}`);
+    for (const d of ds) {
+      const pts = (d.match(/[ML]/g) || []).length;
+      assert(pts >= Math.min(t, 50), `${id}: a series has ${pts} points for ${t} samples`);
+    }
+    const box = await page.locator(`[data-testid="${id}"] svg`).boundingBox();
+    assert(box && box.width > 300 && box.height > 200, `${id}: svg is ${box && box.width}x${box && box.height}`);
+  }
+  const lines = await page.locator('[data-testid="plot-checks"] svg path.series').count();
+  const bars = await page.locator('[data-testid="plot-checks"] svg rect.bar').count();
+  assert(lines + bars > 0, "energy/constraint plot has neither lines nor bars");
+});
+
+await check("energy drift shown equals the API's", async () => {
+  const api = jobJson.checks.energy.max_abs_drift;
+  const el = page.locator('[data-testid="energy-drift"]');
+  const raw = Number(await el.getAttribute("data-value"));
+  assert(raw === api, `data-value ${raw} !== API max_abs_drift ${api}`);
+  const shown = Number((await el.innerText()).trim());
+  near(shown, api, 5e-4, "displayed energy drift vs API max_abs_drift");
+  const res = Number(await page.locator('[data-testid="constraint-residual"]').getAttribute("data-value"));
+  assert(res === jobJson.checks.constraints.max_abs_residual, `constraint residual ${res} !== API ${jobJson.checks.constraints.max_abs_residual}`);
+});
+
+await check("Hamel coefficient table lists the non-zero coefficients", async () => {
+  const h = jobJson.hamel;
+  assert(h && h.points && h.points.length, "result has no hamel block");
+  const order = h.order;
+  const idx = (n) => order.indexOf(n);
+  const p = h.points[0];
+  const want = p.gamma.filter((g) => idx(g.r) < idx(g.l)).length + (p.gamma_t || []).length;
+  const rows = await page.locator('[data-testid="hamel-table"] tbody tr').count();
+  assert(want > 0, "the API lists no Hamel coefficients for the rolling disk");
+  assert(rows === want, `table has ${rows} rows, API has ${want} coefficient pairs`);
+});
+
+await check("derived equations rendered as math", async () => {
+  await page.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
+  const eq = await api("GET", `/v1/models/${jobJson.model_id}/equations`);
+  assert(eq.status === 200, `equations: HTTP ${eq.status}`);
+  const kin = Object.keys(eq.body.kinematics || {}).length;
+  const rows = (eq.body.mass_matrix || []).length;
+  const maths = await page.locator("#equations math").count();
+  assert(maths >= kin + rows, `${maths} equations rendered, expected at least ${kin} kinematic + ${rows} dynamic`);
+  const box = await page.locator("#equations math").first().boundingBox();
+  assert(box && box.width > 20 && box.height > 8, "the first equation has no size: MathML not laid out");
+});
+
+await page.screenshot({ path: join(ARTIFACTS, "web.png"), fullPage: true });
+
+/** Puts `ke` as the rolling disk's kinetic energy, runs, and returns what the page shows. */
+async function runWithKineticEnergy(ke) {
+  await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
+  await page.waitForFunction(() => document.body.dataset.ready === "1");
+  const text = await page.locator("#model-editor textarea").inputValue();
+  const model = JSON.parse(text);
+  model.kinetic_energy = ke;
+  const edited = JSON.stringify(model, null, 2);
+  await page.locator("#model-editor textarea").fill(edited);
+  await page.click('[data-testid="run"]');
+  await page.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+  const loc = page.locator('[data-testid="error-location"]').first();
+  const line = Number(await loc.getAttribute("data-line"));
+  const col = Number(await loc.getAttribute("data-col"));
+  const marked = await page.locator("#model-editor mark.point").allInnerTexts();
+  const gutterErr = await page.locator("#model-editor .gutter .err").allInnerTexts();
+  const api422 = await api("POST", "/v1/models", model);
+  return { edited, line, col, marked, gutterErr, api422, shown: await page.locator('[data-testid="problem"]').innerText() };
+}
+
+function expectedPosition(edited, apiErr) {
+  const lines = edited.split("\n");
+  const ln = lines.findIndex((l) => l.includes('"kinetic_energy": "'));
+  const quoteCol = lines[ln].indexOf('"kinetic_energy": "') + '"kinetic_energy": '.length + 1; // 1-based column of the opening quote
+  return { line: ln + 1, col: quoteCol + apiErr.column };
+}
+
+await check("malformed model shows its error at the line and column of the expression", async () => {
+  const r = await runWithKineticEnergy("m*x'^");
+  assert(r.api422.status === 422, `POST /v1/models with a malformed kinetic energy gave ${r.api422.status}`);
+  const e = (r.api422.body.errors || [])[0];
+  assert(e && /kinetic_energy/.test(e.path) && Number.isInteger(e.column), `API error lacks path/column: ${JSON.stringify(e)}`);
+  const want = expectedPosition(r.edited, e);
+  assert(r.line === want.line, `error shown on line ${r.line}, expected ${want.line}`);
+  assert(r.col === want.col || r.col === want.col - 1, `error shown at column ${r.col}, expected ${want.col} (API column ${e.column})`);
+  assert(r.gutterErr.includes(String(want.line)), `gutter marks lines ${r.gutterErr}, expected ${want.line}`);
+  assert(r.marked.length > 0, "no highlight in the editor");
+  assert(new RegExp(`line ${r.line}, column ${r.col}`).test(r.shown), `problem box does not say the line and column: ${r.shown}`);
+  await page.screenshot({ path: join(ARTIFACTS, "web-error.png") });
+});
+
+await check("an unknown identifier is highlighted exactly", async () => {
+  const r = await runWithKineticEnergy("1/2*m*x'^2 + foo*y'^2");
+  assert(r.api422.status === 422, `POST /v1/models with an unknown identifier gave ${r.api422.status}`);
+  const e = (r.api422.body.errors || [])[0];
+  assert(e && Number.isInteger(e.column), `API error lacks a column: ${JSON.stringify(e)}`);
+  assert(r.marked.includes("foo"), `highlighted ${JSON.stringify(r.marked)}, expected "foo" (API column ${e.column})`);
+});
+
+await check("works from another origin against the server (CORS)", async () => {
+  const srv = await staticServer(webRoot);
+  const origin = `http://127.0.0.1:${srv.address().port}`;
+  try {
+    const p2 = await context.newPage();
+    p2.on("pageerror", (e) => pageErrors.push("other origin: " + e));
+    await p2.goto(`${origin}/?example=${ROLLING_DISK}&api=${encodeURIComponent(BASE)}`);
+    await p2.waitForFunction(() => document.body.dataset.ready === "1");
+    const pill = await p2.locator("#health").innerText();
+    assert(/connected/.test(pill), `health from ${origin} says "${pill}"`);
+    await p2.fill("#t_end", "2");
+    const id = await runAndWait(p2);
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    const shown = Number(await p2.locator('[data-testid="energy-drift"]').getAttribute("data-value"));
+    assert(shown === r.body.checks.energy.max_abs_drift, `cross-origin drift ${shown} vs API ${r.body.checks.energy.max_abs_drift}`);
+    await p2.close();
+  } finally {
+    srv.close();
+  }
+});
+
+await check("no script errors in the page", async () => {
+  assert(pageErrors.length === 0, pageErrors.join(" | "));
+});
+
+await context.close();
+rmSync(profile, { recursive: true, force: true });
+console.log(`screenshots: ${join(ARTIFACTS, "web.png")}, ${join(ARTIFACTS, "web-error.png")}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
