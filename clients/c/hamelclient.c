@@ -521,6 +521,16 @@ int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait
         snprintf(path, sizeof path, "/v1/simulations?wait=%d", wait_s);
     json_t *doc = NULL;
     int rc = client_object(c, "POST", path, request, wait_s, NULL, &doc, err);
+    if (rc == HAMELCLIENT_E_PROBLEM) {
+        /* A job that ended within wait_s is answered with its problem document, which
+         * names the job's status: a cancelled one is reported as such. */
+        const char *js = json_str(c->problem, "job_status");
+        if (js != NULL && strcmp(js, "cancelled") == 0) {
+            if (err != NULL)
+                err->kind = HAMELCLIENT_E_CANCELLED;
+            rc = HAMELCLIENT_E_CANCELLED;
+        }
+    }
     if (rc != HAMELCLIENT_OK)
         return rc;
     int state = client_job_outcome(c, doc, err);
