@@ -215,7 +215,7 @@ await check("malformed model shows its error at the line and column of the expre
   assert(r.gutterErr.includes(String(want.line)), `gutter marks lines ${r.gutterErr}, expected ${want.line}`);
   assert(r.marked.length > 0, "no highlight in the editor");
   assert(new RegExp(`line ${r.line}, column ${r.col}`).test(r.shown), `problem box does not say the line and column: ${r.shown}`);
-  await page.screenshot({ path: join(ARTIFACTS, "web-error.png") });
+  await page.locator("section.setup").screenshot({ path: join(ARTIFACTS, "web-error.png") });
 });
 
 await check("an unknown identifier is highlighted exactly", async () => {

@@ -112,10 +112,8 @@ async function loadExample(i) {
   $("samples").value = Math.max(samples || 0, DEFAULT_SAMPLES);
   $("rtol").value = (ex.simulation.integrator && ex.simulation.integrator.rtol) || 1e-10;
   $("formulation").value = ex.simulation.formulation || "";
-  $("example-desc").replaceChildren(
-    h("span", { class: "source" }, ex.source),
-    ex.description ? h("span", {}, " — " + ex.description) : null,
-  );
+  $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source));
+  if (ex.description) $("example-desc").append(h("span", {}, " — " + ex.description));
   clearProblem();
 }
 
@@ -212,12 +210,12 @@ function showProblem(problem, scope) {
     if (e.path) item.append(h("code", { class: "path" }, e.path + (e.column != null ? ` @ column ${e.column}` : "")));
     list.append(item);
   }
-  box.append(
+  box.append(...[
     h("div", { class: "problem-title" }, problem.title || "Error", problem.status ? h("span", { class: "status" }, ` ${problem.status}`) : null),
     problem.detail && !errors.length ? h("p", { class: "detail" }, problem.detail) : null,
     errors.length ? list : null,
     problem.type ? h("div", { class: "type" }, problem.type) : null,
-  );
+  ].filter(Boolean));
   for (const [ed, m] of marks) ed.setMarks(m);
   if (first) first.where.editor.reveal(first.where.at, first.pointEnd);
 }
@@ -376,7 +374,7 @@ function renderSummary(s, result) {
       h("h2", {}, modelNameOf() ? prettyTitle(modelNameOf()) : "Model"),
       h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…")),
     facts,
-    cons.length ? h("ul", { class: "constraints" }, cons) : null,
+    ...(cons.length ? [h("ul", { class: "constraints" }, cons)] : []),
     checks);
 }
 
