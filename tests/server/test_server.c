@@ -1,0 +1,1017 @@
+/* test_server.c — the HTTP contract of API.md §2–5 against the real hamel-server.
+ *
+ * Each test starts its own build/hamel-server (client_harness.h: ephemeral loopback
+ * port read from its "listening on" line, a fresh HAMEL_DATA) and speaks raw HTTP to it
+ * with libcurl, so status codes, headers and bodies are checked exactly as a browser or
+ * curl user sees them. Numbers are compared with the shared knife-edge case
+ * (greenwood-5.1): pass if |got - expected| <= abs + rel*|expected|.
+ */
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_harness.h"
+
+#define KNIFE_CASE "greenwood-5.1-knife-edge-body.json"
+#define TEST_WAIT "120"           /* ?wait= for requests that must finish */
+#define CANCEL_BUDGET_S 0.35      /* DELETE to an idle worker: 100 ms + HTTP round trips */
+#define CONCURRENT 64
+#define MAX_HEADERS 8192
+
+static harness_server srv;
+static json_t *knife; /* the case file */
+
+typedef struct resp {
+    long status;
+    char *body;
+    size_t len;
+    char headers[MAX_HEADERS];
+    size_t hlen;
+    json_t *json;
+} resp;
+
+static json_t *load_case(const char *name)
+{
+    char path[PATH_MAX];
+    harness_case_path(name, path, sizeof path);
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc)
+        cr_assert_fail("cannot load the shared case %s (%s): is ../shared/cases there?", path, jerr.text);
+    return doc;
+}
+
+static void start_env(const char *const *env)
+{
+    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
+    if (!knife)
+        knife = load_case(KNIFE_CASE);
+}
+
+static void setup(void)
+{
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", NULL};
+    start_env(env);
+}
+
+static void teardown(void)
+{
+    harness_stop(&srv);
+    json_decref(knife);
+    knife = NULL;
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *u)
+{
+    resp *r = u;
+    size_t k = sz * n;
+    char *b = realloc(r->body, r->len + k + 1);
+    if (!b)
+        return 0;
+    memcpy(b + r->len, p, k);
+    r->body = b;
+    r->len += k;
+    r->body[r->len] = '\0';
+    return k;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *u)
+{
+    resp *r = u;
+    size_t k = sz * n;
+    if (r->hlen + k < MAX_HEADERS) {
+        memcpy(r->headers + r->hlen, p, k);
+        r->hlen += k;
+        r->headers[r->hlen] = '\0';
+    }
+    return k;
+}
+
+/* A configured easy handle writing into r; `hdrs` is a NULL-terminated list. */
+static CURL *easy(const char *method, const char *path, const char *body, long body_len,
+                  const char *const *hdrs, struct curl_slist **list, resp *r)
+{
+    memset(r, 0, sizeof *r);
+    CURL *h = curl_easy_init();
+    char url[1024];
+    snprintf(url, sizeof url, "%s%s", srv.url, path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 180L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    *list = NULL;
+    int has_ct = 0;
+    for (int i = 0; hdrs && hdrs[i]; i++) {
+        *list = curl_slist_append(*list, hdrs[i]);
+        if (!strncasecmp(hdrs[i], "Content-Type:", 13))
+            has_ct = 1;
+    }
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, body_len >= 0 ? body_len : (long)strlen(body));
+        if (!has_ct)
+            *list = curl_slist_append(*list, "Content-Type: application/json");
+    }
+    *list = curl_slist_append(*list, "Expect:");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, *list);
+    return h;
+}
+
+static void finish(CURL *h, resp *r)
+{
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    if (r->body)
+        r->json = json_loadb(r->body, r->len, 0, NULL);
+}
+
+static resp request(const char *method, const char *path, const char *body,
+                    const char *const *hdrs)
+{
+    resp r;
+    struct curl_slist *list;
+    CURL *h = easy(method, path, body, -1, hdrs, &list, &r);
+    CURLcode rc = curl_easy_perform(h);
+    cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+    finish(h, &r);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(list);
+    return r;
+}
+
+static void resp_free(resp *r)
+{
+    free(r->body);
+    json_decref(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+/* The value of a response header (case-insensitive name), into buf; NULL if absent. */
+static const char *header(const resp *r, const char *name, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    for (const char *line = r->headers; line && *line;) {
+        const char *end = strstr(line, "\r\n");
+        if (!end)
+            break;
+        if (!strncasecmp(line, name, n) && line[n] == ':') {
+            const char *v = line + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t len = (size_t)(end - v);
+            if (len >= cap)
+                len = cap - 1;
+            memcpy(buf, v, len);
+            buf[len] = '\0';
+            return buf;
+        }
+        line = end + 2;
+    }
+    return NULL;
+}
+
+static char *dump(const json_t *j) { return json_dumps(j, JSON_COMPACT); }
+
+static json_t *knife_request(void)
+{
+    json_t *req = json_deep_copy(json_object_get(knife, "simulation"));
+    json_object_set(req, "model", json_object_get(knife, "model"));
+    return req;
+}
+
+static resp post_json(const char *path, const json_t *body)
+{
+    char *text = dump(body);
+    resp r = request("POST", path, text, NULL);
+    free(text);
+    return r;
+}
+
+static const char *str(const json_t *j, const char *key)
+{
+    return json_string_value(json_object_get(j, key));
+}
+
+static void assert_problem(const resp *r, long status, const char *slug)
+{
+    char ct[128];
+    cr_assert_eq(r->status, status, "status %ld, expected %ld; body %s", r->status, status,
+                 r->body ? r->body : "");
+    cr_assert(header(r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/problem+json"),
+              "a %ld is application/problem+json (got %s)", status, ct);
+    cr_assert(json_is_object(r->json), "the problem is a JSON object: %s", r->body);
+    cr_assert_eq(json_integer_value(json_object_get(r->json, "status")), status,
+                 "problem.status matches the HTTP status");
+    const char *type = str(r->json, "type");
+    cr_assert(type && strstr(type, "https://hamel.dev/problems/") == type, "type %s", type);
+    cr_assert(str(r->json, "title"), "the problem has a title");
+    if (slug)
+        cr_assert(strstr(type, slug), "type %s names %s", type, slug);
+}
+
+static void assert_close(const char *what, double got, double expected)
+{
+    json_t *tol = json_object_get(json_object_get(knife, "expected"), "tolerance");
+    double t = json_number_value(json_object_get(tol, "abs")) +
+               json_number_value(json_object_get(tol, "rel")) * fabs(expected);
+    cr_assert(isfinite(got) && fabs(got - expected) <= t,
+              "%s: got %.17g, expected %.17g (|diff| %.3g > tol %.3g)", what, got, expected,
+              fabs(got - expected), t);
+}
+
+/* Every expected q, speed and qdot sample of the knife-edge case. */
+static void assert_knife(const json_t *result)
+{
+    json_t *tr = json_object_get(result, "trajectory");
+    json_t *samples = json_object_get(json_object_get(knife, "expected"), "samples");
+    json_t *t = json_object_get(tr, "t");
+    cr_assert_eq(json_array_size(t), json_array_size(samples), "sample count %zu, expected %zu",
+                 json_array_size(t), json_array_size(samples));
+    static const char *const groups[] = {"q", "speeds", "qdot"};
+    size_t k;
+    json_t *s;
+    json_array_foreach(samples, k, s) {
+        assert_close("t", json_number_value(json_array_get(t, k)),
+                     json_number_value(json_object_get(s, "t")));
+        for (int g = 0; g < 3; g++) {
+            const char *name;
+            json_t *v;
+            json_object_foreach(json_object_get(s, groups[g]), name, v) {
+                char what[128];
+                snprintf(what, sizeof what, "%s.%s at sample %zu", groups[g], name, k);
+                json_t *series = json_object_get(json_object_get(tr, groups[g]), name);
+                cr_assert(json_is_array(series), "%s: missing", what);
+                assert_close(what, json_number_value(json_array_get(series, k)),
+                             json_number_value(v));
+            }
+        }
+    }
+}
+
+/* A metric's value from /metrics (the first line starting with `series`), or -1. */
+static double metric(const char *series)
+{
+    resp r = request("GET", "/metrics", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    double v = -1;
+    size_t n = strlen(series);
+    for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, series, n) && p[n] == ' ') {
+            v = atof(p + n + 1);
+            break;
+        }
+    resp_free(&r);
+    return v;
+}
+
+/* A job that runs until cancelled (or the 30 s wall limit): a long knife-edge run. */
+static json_t *long_request(double t_end)
+{
+    json_t *req = knife_request();
+    json_object_set_new(req, "t_end", json_real(t_end));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", 2));
+    json_object_set_new(json_object_get(req, "integrator"), "max_steps",
+                        json_integer(1000000000));
+    return req;
+}
+
+static void wait_running(const char *id)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    for (int i = 0; i < 500; i++) {
+        resp r = request("GET", path, NULL, NULL);
+        int running = r.json && !strcmp(str(r.json, "status"), "running");
+        resp_free(&r);
+        if (running)
+            return;
+        harness__nap(10);
+    }
+    cr_assert_fail("job %s never started running", id);
+}
+
+TestSuite(server, .init = setup, .fini = teardown, .timeout = 240);
+
+Test(server, health_livez_readyz_metrics)
+{
+    resp r = request("GET", "/v1/health", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    cr_assert_str_eq(str(r.json, "status"), "ok");
+    cr_assert(str(r.json, "version") && str(r.json, "version")[0], "health names a version");
+    resp_free(&r);
+    r = request("GET", "/livez", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    resp_free(&r);
+    r = request("GET", "/readyz", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    resp_free(&r);
+    r = request("HEAD", "/v1/health", NULL, NULL);
+    cr_assert_eq(r.status, 200, "HEAD is GET without a body");
+    resp_free(&r);
+    r = request("GET", "/metrics", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    char ct[128];
+    cr_assert(header(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "text/plain"), "%s", ct);
+    static const char *const names[] = {
+        "hamel_http_requests_total{route=\"/v1/health\",code=\"200\"}",
+        "hamel_http_request_duration_seconds_bucket",
+        "hamel_queue_depth",
+        "hamel_jobs_total{outcome=\"done\"}",
+        "hamel_derive_seconds_sum",
+        "hamel_integrate_seconds_sum",
+        "hamel_cache_hits_total{cache=\"results\"}",
+        "hamel_cache_misses_total{cache=\"models\"}",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_assert(strstr(r.body, names[i]), "/metrics has %s", names[i]);
+    resp_free(&r);
+}
+
+Test(server, models_submit_get_equations)
+{
+    json_t *model = json_object_get(knife, "model");
+    resp r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "a new model is 201: %s", r.body);
+    const char *id = str(r.json, "model_id");
+    cr_assert(id && !strncmp(id, "sha256:", 7) && strlen(id) == 71, "model_id %s", id);
+    char loc[256], etag[256], want[256];
+    snprintf(want, sizeof want, "/v1/models/%s", id);
+    cr_assert(header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
+    cr_assert(header(&r, "ETag", etag, sizeof etag), "a summary has an ETag");
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "n")), 3);
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "m")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "dof")), 2);
+    cr_assert(json_is_array(json_object_get(r.json, "constraints")));
+    cr_assert(json_is_boolean(json_object_get(r.json, "scleronomic")));
+    cr_assert(json_is_boolean(json_object_get(r.json, "energy_conserved")));
+    char model_id[128];
+    snprintf(model_id, sizeof model_id, "%s", id);
+
+    /* The same model, formatted differently: known, same id. */
+    char *pretty = json_dumps(model, JSON_INDENT(3) | JSON_SORT_KEYS);
+    resp again = request("POST", "/v1/models", pretty, NULL);
+    free(pretty);
+    cr_assert_eq(again.status, 200, "a known model is 200: %s", again.body);
+    cr_assert_str_eq(str(again.json, "model_id"), model_id);
+    resp_free(&again);
+
+    /* GET by id, raw and percent-encoded; ETag revalidation. */
+    char path[256];
+    snprintf(path, sizeof path, "/v1/models/%s", model_id);
+    resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200);
+    cr_assert(json_equal(g.json, r.json), "GET returns the summary POST returned");
+    resp_free(&g);
+    snprintf(path, sizeof path, "/v1/models/sha256%%3A%s", model_id + 7);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "percent-encoded ':' is accepted: %s", g.body);
+    cr_assert_str_eq(str(g.json, "model_id"), model_id);
+    resp_free(&g);
+    char inm[300];
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    const char *const cond[] = {inm, NULL};
+    snprintf(path, sizeof path, "/v1/models/%s", model_id);
+    g = request("GET", path, NULL, cond);
+    cr_assert_eq(g.status, 304, "If-None-Match with the ETag is 304");
+    resp_free(&g);
+
+    snprintf(path, sizeof path, "/v1/models/%s/equations", model_id);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    cr_assert_str_eq(str(g.json, "model_id"), model_id);
+    cr_assert(str(g.json, "formulation"), "equations name their formulation");
+    cr_assert(json_is_array(json_object_get(g.json, "mass_matrix")), "a mass matrix");
+    resp_free(&g);
+
+    g = request("GET", "/v1/models/sha256:0000000000000000000000000000000000000000000000000000000000000000", NULL, NULL);
+    assert_problem(&g, 404, "not-found");
+    resp_free(&g);
+    g = request("GET", "/v1/models/sha256:00/equations", NULL, NULL);
+    assert_problem(&g, 404, "not-found");
+    resp_free(&g);
+
+    /* An invalid model: 422 naming the JSON path. */
+    json_t *bad = json_deep_copy(model);
+    json_object_set_new(bad, "kinetic_energy", json_string("1/2*m*x'^2 + bogus"));
+    resp b = post_json("/v1/models", bad);
+    assert_problem(&b, 422, NULL);
+    cr_assert(json_array_size(json_object_get(b.json, "errors")) >= 1, "errors[] is filled");
+    resp_free(&b);
+    json_decref(bad);
+    resp_free(&r);
+}
+
+Test(server, simulate_wait_then_cached_identical)
+{
+    json_t *req = knife_request();
+    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    cr_assert_eq(r.status, 200, "done within wait: %s", r.body);
+    cr_assert_str_eq(str(r.json, "status"), "done");
+    cr_assert(json_is_false(json_object_get(r.json, "cached")), "first run is not cached");
+    const char *id = str(r.json, "job_id");
+    cr_assert(id && id[0]);
+    cr_assert(str(r.json, "model_id") && !strncmp(str(r.json, "model_id"), "sha256:", 7));
+    cr_assert(json_is_object(json_object_get(r.json, "checks")), "checks present");
+    cr_assert(json_is_object(json_object_get(r.json, "stats")), "stats present");
+    assert_knife(r.json);
+
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200);
+    cr_assert(json_equal(g.json, r.json), "GET /v1/jobs/{id} returns the result");
+    resp_free(&g);
+
+    double hits = metric("hamel_cache_hits_total{cache=\"results\"}");
+    /* Same request, keys in another order: answered from the cache, identical. */
+    char *text = json_dumps(req, JSON_SORT_KEYS | JSON_INDENT(1));
+    resp c = request("POST", "/v1/simulations", text, NULL);
+    free(text);
+    cr_assert_eq(c.status, 200, "a cached answer is 200 even without wait: %s", c.body);
+    cr_assert(json_is_true(json_object_get(c.json, "cached")), "cached: true");
+    json_object_del(c.json, "cached");
+    json_object_del(r.json, "cached");
+    cr_assert(json_equal(c.json, r.json), "the cached answer is the computed one");
+    cr_assert_eq(metric("hamel_cache_hits_total{cache=\"results\"}"), hits + 1,
+                 "the hit is counted");
+    resp_free(&c);
+    resp_free(&r);
+    json_decref(req);
+}
+
+Test(server, simulate_async_202_location_and_by_model_id)
+{
+    json_t *model = json_object_get(knife, "model");
+    resp m = post_json("/v1/models", model);
+    cr_assert(m.status == 201 || m.status == 200);
+    json_t *req = json_deep_copy(json_object_get(knife, "simulation"));
+    json_object_set(req, "model_id", json_object_get(m.json, "model_id"));
+    resp r = post_json("/v1/simulations", req);
+    cr_assert_eq(r.status, 202, "without wait: 202 (%s)", r.body);
+    const char *id = str(r.json, "job_id");
+    const char *st = str(r.json, "status");
+    cr_assert(st && (!strcmp(st, "queued") || !strcmp(st, "running")), "status %s", st);
+    char loc[256], want[256];
+    snprintf(want, sizeof want, "/v1/jobs/%s", id);
+    cr_assert(header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
+
+    snprintf(want, sizeof want, "/v1/jobs/%s?wait=" TEST_WAIT, id);
+    resp g = request("GET", want, NULL, NULL);
+    cr_assert_eq(g.status, 200);
+    cr_assert_str_eq(str(g.json, "status"), "done", "%s", g.body);
+    cr_assert_str_eq(str(g.json, "model_id"), str(m.json, "model_id"));
+    double p = json_number_value(json_object_get(g.json, "progress"));
+    cr_assert(!json_object_get(g.json, "progress") || fabs(p - 1) < 1e-12, "progress 1 when done");
+    assert_knife(g.json);
+    resp_free(&g);
+
+    /* Unknown model id and no model at all. */
+    json_object_set_new(req, "model_id", json_string("sha256:1234"));
+    resp u = post_json("/v1/simulations", req);
+    assert_problem(&u, 404, "not-found");
+    resp_free(&u);
+    json_object_del(req, "model_id");
+    u = post_json("/v1/simulations", req);
+    assert_problem(&u, 422, NULL);
+    resp_free(&u);
+    resp_free(&r);
+    resp_free(&m);
+    json_decref(req);
+}
+
+Test(server, hamel_coefficients)
+{
+    json_t *init = json_object_get(json_object_get(knife, "simulation"), "initial");
+    json_t *req = json_pack("{s:O, s:O}", "model", json_object_get(knife, "model"), "q",
+                            json_object_get(init, "q"));
+    resp r = post_json("/v1/hamel", req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(json_is_array(json_object_get(r.json, "order")));
+    cr_assert_eq(json_array_size(json_object_get(r.json, "order")), 3, "n quasi-velocities");
+    cr_assert_eq(json_array_size(json_object_get(r.json, "points")), 1);
+    json_t *pt = json_array_get(json_object_get(r.json, "points"), 0);
+    json_t *expected = json_object_get(json_object_get(knife, "expected"), "hamel_at_initial");
+    json_t *gamma = json_object_get(pt, "gamma");
+    cr_assert_eq(json_array_size(gamma), json_array_size(expected), "nonzero gamma count");
+    size_t i;
+    json_t *e;
+    json_array_foreach(expected, i, e) {
+        int found = 0;
+        size_t k;
+        json_t *g;
+        json_array_foreach(gamma, k, g) {
+            if (!strcmp(str(g, "j"), str(e, "j")) && !strcmp(str(g, "r"), str(e, "r")) &&
+                !strcmp(str(g, "l"), str(e, "l"))) {
+                found = 1;
+                assert_close("gamma", json_number_value(json_object_get(g, "value")),
+                             json_number_value(json_object_get(e, "value")));
+            }
+        }
+        cr_assert(found, "gamma^%s_%s%s listed", str(e, "j"), str(e, "r"), str(e, "l"));
+    }
+    resp_free(&r);
+    json_object_del(req, "q");
+    json_object_set_new(req, "q", json_string("nope"));
+    r = post_json("/v1/hamel", req);
+    assert_problem(&r, 422, NULL);
+    resp_free(&r);
+    json_decref(req);
+}
+
+Test(server, bad_bodies_get_4xx_and_the_server_stays_up)
+{
+    /* Truncated JSON. */
+    resp r = request("POST", "/v1/simulations", "{\"model\": {\"coordinates\": [\"x\"", NULL);
+    assert_problem(&r, 400, "bad-json");
+    cr_assert(json_array_size(json_object_get(r.json, "errors")) == 1, "where it broke");
+    resp_free(&r);
+    /* Not an object. */
+    r = request("POST", "/v1/simulations", "[1, 2, 3]", NULL);
+    assert_problem(&r, 422, NULL);
+    resp_free(&r);
+    r = request("POST", "/v1/models", "", NULL);
+    assert_problem(&r, 400, "bad-json");
+    resp_free(&r);
+    /* Mistyped members. */
+    json_t *req = knife_request();
+    json_object_set_new(req, "t_end", json_string("ten"));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    assert_problem(&r, 422, NULL);
+    resp_free(&r);
+    json_object_set_new(req, "model", json_string("not a model"));
+    r = post_json("/v1/simulations", req);
+    assert_problem(&r, 422, NULL);
+    resp_free(&r);
+    json_decref(req);
+    /* Wrong content type. */
+    const char *const form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+    r = request("POST", "/v1/models", "a=1", form);
+    assert_problem(&r, 415, "unsupported-media-type");
+    resp_free(&r);
+    /* Deeply nested: refused before the parser recurses. */
+    size_t depth = 100000;
+    char *deep = malloc(2 * depth + 1);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[2 * depth] = '\0';
+    r = request("POST", "/v1/simulations", deep, NULL);
+    assert_problem(&r, 400, "bad-json");
+    cr_assert(strstr(str(r.json, "detail"), "deeper"), "detail says why: %s",
+              str(r.json, "detail"));
+    resp_free(&r);
+    free(deep);
+    /* Oversized, announced by Content-Length (refused from the headers) ... */
+    size_t big = 5u << 20;
+    char *huge = malloc(big + 1);
+    memset(huge, ' ', big);
+    huge[big] = '\0';
+    r = request("POST", "/v1/simulations", huge, NULL);
+    assert_problem(&r, 413, "too-large");
+    resp_free(&r);
+    /* ... and streamed in chunks without a length. */
+    const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
+    {
+        struct curl_slist *list;
+        CURL *h = easy("POST", "/v1/simulations", NULL, -1, chunked, &list, &r);
+        list = curl_slist_append(list, "Content-Type: application/json");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+        FILE *f = fmemopen(huge, big, "r");
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "POST");
+        curl_easy_setopt(h, CURLOPT_READDATA, f);
+        CURLcode rc = curl_easy_perform(h);
+        cr_assert_eq(rc, CURLE_OK, "%s", curl_easy_strerror(rc));
+        finish(h, &r);
+        curl_easy_cleanup(h);
+        curl_slist_free_all(list);
+        fclose(f);
+    }
+    assert_problem(&r, 413, "too-large");
+    resp_free(&r);
+    free(huge);
+    /* Wrong method: 405 with Allow; unknown route: 404. */
+    r = request("PUT", "/v1/simulations", NULL, NULL);
+    assert_problem(&r, 405, "method-not-allowed");
+    char allow[128];
+    cr_assert(header(&r, "Allow", allow, sizeof allow) && strstr(allow, "POST"), "Allow %s",
+              allow);
+    resp_free(&r);
+    r = request("GET", "/v1/simulations", NULL, NULL);
+    assert_problem(&r, 405, NULL);
+    resp_free(&r);
+    r = request("DELETE", "/v1/models", NULL, NULL);
+    assert_problem(&r, 405, NULL);
+    resp_free(&r);
+    r = request("GET", "/v1/nothing-here", NULL, NULL);
+    assert_problem(&r, 404, "not-found");
+    resp_free(&r);
+    r = request("GET", "/v1/jobs/0123456789abcdef0123456789abcdef", NULL, NULL);
+    assert_problem(&r, 404, "not-found");
+    resp_free(&r);
+    r = request("GET", "/v1/jobs/x?wait=soon", NULL, NULL);
+    cr_assert(r.status == 404 || r.status == 422, "a bad job path is refused");
+    resp_free(&r);
+
+    r = request("GET", "/v1/health", NULL, NULL);
+    cr_assert_eq(r.status, 200, "still serving after the bad bodies");
+    resp_free(&r);
+}
+
+Test(server, failed_job_carries_its_problem)
+{
+    json_t *req = knife_request();
+    json_object_set_new(json_object_get(req, "integrator"), "max_steps", json_integer(3));
+    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    cr_assert(r.status >= 400 && r.status < 500, "status %ld: %s", r.status, r.body);
+    assert_problem(&r, r.status, "step-limit");
+    const char *id = str(r.json, "job_id");
+    cr_assert(id, "the failed job's id is in the problem");
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200);
+    cr_assert_str_eq(str(g.json, "status"), "failed");
+    json_t *p = json_object_get(g.json, "problem");
+    cr_assert(str(p, "type") && strstr(str(p, "type"), "step-limit"), "%s", g.body);
+    resp_free(&g);
+    resp_free(&r);
+    json_decref(req);
+    r = request("GET", "/v1/health", NULL, NULL);
+    cr_assert_eq(r.status, 200, "the service keeps serving");
+    resp_free(&r);
+}
+
+Test(server, cancel_running_and_queued)
+{
+    json_t *req = long_request(1e6);
+    resp a = post_json("/v1/simulations", req);
+    cr_assert_eq(a.status, 202, "%s", a.body);
+    char id[64], path[128];
+    snprintf(id, sizeof id, "%s", str(a.json, "job_id"));
+    resp_free(&a);
+    wait_running(id);
+    harness__nap(100);
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    resp g = request("GET", path, NULL, NULL);
+    double p = json_number_value(json_object_get(g.json, "progress"));
+    cr_assert(p >= 0 && p < 1, "running progress in [0,1): %g", p);
+    resp_free(&g);
+
+    double t0 = harness__now();
+    resp d = request("DELETE", path, NULL, NULL);
+    cr_assert_eq(d.status, 200, "%s", d.body);
+    cr_assert_str_eq(str(d.json, "status"), "cancelled");
+    resp_free(&d);
+    /* The worker is free again within the budget. */
+    double running = 1;
+    while (harness__now() - t0 < CANCEL_BUDGET_S * 4 && running != 0)
+        running = metric("hamel_jobs_running");
+    double took = harness__now() - t0;
+    cr_assert_eq(running, 0, "the cancelled job still runs after %.3f s", took);
+    cr_assert(took <= CANCEL_BUDGET_S, "the job stopped %.3f s after DELETE (budget %.2f s)",
+              took, CANCEL_BUDGET_S);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_str_eq(str(g.json, "status"), "cancelled");
+    cr_assert(json_is_object(json_object_get(g.json, "problem")), "with a problem document");
+    resp_free(&g);
+    d = request("DELETE", path, NULL, NULL);
+    cr_assert_eq(d.status, 200, "cancelling again is harmless");
+    resp_free(&d);
+
+    /* A finished job cannot be cancelled; an unknown one is 404. */
+    json_t *quick = knife_request();
+    resp q = post_json("/v1/simulations?wait=" TEST_WAIT, quick);
+    cr_assert_eq(q.status, 200);
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(q.json, "job_id"));
+    d = request("DELETE", path, NULL, NULL);
+    assert_problem(&d, 409, "conflict");
+    resp_free(&d);
+    d = request("DELETE", "/v1/jobs/ffffffffffffffffffffffffffffffff", NULL, NULL);
+    assert_problem(&d, 404, "not-found");
+    resp_free(&d);
+    resp_free(&q);
+    json_decref(quick);
+    json_decref(req);
+}
+
+Test(server, long_poll_parks_without_a_thread)
+{
+    harness_stop(&srv);
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_HTTP_THREADS=1",
+                                      "HAMEL_WORKERS=1", NULL};
+    start_env(env);
+    json_t *req = long_request(2e6);
+    resp a = post_json("/v1/simulations", req);
+    cr_assert_eq(a.status, 202);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s?wait=1", str(a.json, "job_id"));
+
+    /* Eight long-polls parked on one HTTP thread; health still answers at once. */
+    enum { POLLS = 8 };
+    CURLM *multi = curl_multi_init();
+    CURL *h[POLLS];
+    resp rs[POLLS];
+    struct curl_slist *lists[POLLS];
+    for (int i = 0; i < POLLS; i++) {
+        h[i] = easy("GET", path, NULL, -1, NULL, &lists[i], &rs[i]);
+        curl_multi_add_handle(multi, h[i]);
+    }
+    int still = 0;
+    double t0 = harness__now();
+    while (harness__now() - t0 < 0.3) {
+        curl_multi_perform(multi, &still);
+        curl_multi_poll(multi, NULL, 0, 20, NULL);
+    }
+    double h0 = harness__now();
+    resp health = request("GET", "/v1/health", NULL, NULL);
+    double health_s = harness__now() - h0;
+    cr_assert_eq(health.status, 200);
+    cr_assert(health_s < 0.5, "health took %.3f s beside parked polls", health_s);
+    resp_free(&health);
+    do {
+        curl_multi_perform(multi, &still);
+        curl_multi_poll(multi, NULL, 0, 50, NULL);
+    } while (still);
+    double waited = harness__now() - t0;
+    for (int i = 0; i < POLLS; i++) {
+        finish(h[i], &rs[i]);
+        cr_assert_eq(rs[i].status, 200);
+        cr_assert_str_eq(str(rs[i].json, "status"), "running", "still running after wait=1");
+        curl_multi_remove_handle(multi, h[i]);
+        curl_easy_cleanup(h[i]);
+        curl_slist_free_all(lists[i]);
+        resp_free(&rs[i]);
+    }
+    curl_multi_cleanup(multi);
+    cr_assert(waited >= 0.95 && waited < 5, "a wait=1 poll returned after %.3f s", waited);
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(a.json, "job_id"));
+    resp d = request("DELETE", path, NULL, NULL);
+    cr_assert_eq(d.status, 200);
+    resp_free(&d);
+    resp_free(&a);
+    json_decref(req);
+}
+
+Test(server, queue_full_is_503_with_retry_after)
+{
+    harness_stop(&srv);
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_WORKERS=1", "HAMEL_QUEUE=1",
+                                      NULL};
+    start_env(env);
+    char ids[2][64];
+    for (int i = 0; i < 2; i++) {
+        json_t *req = long_request(1e6 + i); /* distinct requests: no cache */
+        resp r = post_json("/v1/simulations", req);
+        cr_assert_eq(r.status, 202, "job %d accepted: %s", i, r.body);
+        snprintf(ids[i], sizeof ids[i], "%s", str(r.json, "job_id"));
+        resp_free(&r);
+        json_decref(req);
+        if (i == 0)
+            wait_running(ids[0]);
+    }
+    json_t *req = long_request(1e6 + 2);
+    resp r = post_json("/v1/simulations", req);
+    assert_problem(&r, 503, "queue-full");
+    char ra[32];
+    cr_assert(header(&r, "Retry-After", ra, sizeof ra) && atoi(ra) >= 1, "Retry-After %s", ra);
+    resp_free(&r);
+    json_decref(req);
+    cr_assert_eq(metric("hamel_queue_depth"), 1);
+    cr_assert_geq(metric("hamel_jobs_total{outcome=\"rejected\"}"), 1);
+    for (int i = 1; i >= 0; i--) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
+        resp d = request("DELETE", path, NULL, NULL);
+        cr_assert_eq(d.status, 200, "cancel %s: %s", ids[i], d.body);
+        cr_assert_str_eq(str(d.json, "status"), "cancelled");
+        resp_free(&d);
+    }
+    r = request("GET", "/readyz", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    resp_free(&r);
+}
+
+Test(server, sixty_four_concurrent_simulations)
+{
+    harness_stop(&srv);
+    static const char *const env[] = {"HAMEL_MAX_WALL=60", "HAMEL_QUEUE=128", NULL};
+    start_env(env);
+    CURLM *multi = curl_multi_init();
+    CURL *h[CONCURRENT];
+    resp rs[CONCURRENT];
+    struct curl_slist *lists[CONCURRENT];
+    char *bodies[CONCURRENT];
+    for (int i = 0; i < CONCURRENT; i++) {
+        json_t *req = knife_request();
+        /* distinct but equivalent requests, so each one is really computed */
+        json_object_set_new(json_object_get(req, "integrator"), "rtol",
+                            json_real(1e-12 * (1.0 + i / 64.0)));
+        bodies[i] = dump(req);
+        json_decref(req);
+        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i],
+                    &rs[i]);
+        curl_multi_add_handle(multi, h[i]);
+    }
+    int still = 0;
+    do {
+        curl_multi_perform(multi, &still);
+        curl_multi_poll(multi, NULL, 0, 100, NULL);
+    } while (still);
+    char seen[CONCURRENT][64];
+    for (int i = 0; i < CONCURRENT; i++) {
+        finish(h[i], &rs[i]);
+        cr_assert_eq(rs[i].status, 200, "request %d: %ld %s", i, rs[i].status, rs[i].body);
+        cr_assert_str_eq(str(rs[i].json, "status"), "done");
+        cr_assert(json_is_false(json_object_get(rs[i].json, "cached")), "request %d computed", i);
+        assert_knife(rs[i].json);
+        snprintf(seen[i], sizeof seen[i], "%s", str(rs[i].json, "job_id"));
+        for (int k = 0; k < i; k++)
+            cr_assert_str_neq(seen[k], seen[i], "job ids are distinct");
+        curl_multi_remove_handle(multi, h[i]);
+        curl_easy_cleanup(h[i]);
+        curl_slist_free_all(lists[i]);
+        resp_free(&rs[i]);
+        free(bodies[i]);
+    }
+    curl_multi_cleanup(multi);
+    cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), CONCURRENT);
+}
+
+static void token_setup(void)
+{
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_TOKEN=s3cret-token", NULL};
+    start_env(env);
+}
+
+TestSuite(server_auth, .init = token_setup, .fini = teardown, .timeout = 120);
+
+Test(server_auth, bearer_token_guards_v1)
+{
+    resp r = request("GET", "/v1/health", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    char www[128];
+    cr_assert(header(&r, "WWW-Authenticate", www, sizeof www) && strstr(www, "Bearer"));
+    resp_free(&r);
+    const char *const wrong[] = {"Authorization: Bearer s3cret-tokeN", NULL};
+    r = request("GET", "/v1/health", NULL, wrong);
+    assert_problem(&r, 401, NULL);
+    resp_free(&r);
+    r = post_json("/v1/models", json_object_get(knife, "model"));
+    assert_problem(&r, 401, NULL);
+    resp_free(&r);
+    const char *const right[] = {"Authorization: Bearer s3cret-token", NULL};
+    r = request("GET", "/v1/health", NULL, right);
+    cr_assert_eq(r.status, 200);
+    resp_free(&r);
+    char *model = dump(json_object_get(knife, "model"));
+    r = request("POST", "/v1/models", model, right);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    resp_free(&r);
+    free(model);
+    /* Probes and the browser's preflight need no token. */
+    r = request("GET", "/livez", NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    resp_free(&r);
+    const char *const pre[] = {"Origin: http://lab.example",
+                               "Access-Control-Request-Method: POST",
+                               "Access-Control-Request-Headers: authorization, content-type", NULL};
+    r = request("OPTIONS", "/v1/simulations", NULL, pre);
+    cr_assert_eq(r.status, 204);
+    resp_free(&r);
+}
+
+Test(server, token_off_by_default)
+{
+    const char *const any[] = {"Authorization: Bearer whatever", NULL};
+    resp r = request("GET", "/v1/health", NULL, any);
+    cr_assert_eq(r.status, 200, "no HAMEL_TOKEN: no token needed, any is ignored");
+    resp_free(&r);
+}
+
+Test(server, cors_preflight_and_exposed_headers)
+{
+    const char *const pre[] = {"Origin: http://lab.example", "Access-Control-Request-Method: POST",
+                               "Access-Control-Request-Headers: content-type", NULL};
+    resp r = request("OPTIONS", "/v1/simulations", NULL, pre);
+    cr_assert_eq(r.status, 204);
+    char v[256];
+    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "*"), "%s", v);
+    cr_assert(header(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "POST"));
+    cr_assert(header(&r, "Access-Control-Allow-Headers", v, sizeof v) &&
+              strcasestr(v, "content-type"));
+    resp_free(&r);
+    const char *const origin[] = {"Origin: http://lab.example", NULL};
+    r = request("GET", "/v1/health", NULL, origin);
+    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    cr_assert(header(&r, "Access-Control-Expose-Headers", v, sizeof v) && strstr(v, "Location") &&
+              strstr(v, "ETag") && strstr(v, "Retry-After"), "expose %s", v);
+    resp_free(&r);
+}
+
+static void cors_setup(void)
+{
+    static const char *const env[] = {"HAMEL_CORS_ORIGINS=http://a.example, http://b.example",
+                                      NULL};
+    start_env(env);
+}
+
+TestSuite(server_cors, .init = cors_setup, .fini = teardown, .timeout = 60);
+
+Test(server_cors, only_listed_origins)
+{
+    const char *const a[] = {"Origin: http://b.example", NULL};
+    resp r = request("GET", "/v1/health", NULL, a);
+    char v[256];
+    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) &&
+              !strcmp(v, "http://b.example"), "a listed origin is echoed");
+    resp_free(&r);
+    const char *const c[] = {"Origin: http://evil.example", NULL};
+    r = request("GET", "/v1/health", NULL, c);
+    cr_assert_eq(r.status, 200);
+    cr_assert_null(header(&r, "Access-Control-Allow-Origin", v, sizeof v),
+                   "an unlisted origin gets no Allow-Origin");
+    resp_free(&r);
+}
+
+/* Starts a server on an existing data directory (a restart). */
+static void restart_on(const char *data, harness_server *s)
+{
+    char setting[PATH_MAX + 16];
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, "HAMEL_MAX_WALL=30", NULL};
+    cr_assert_eq(harness_start(s, env), 0, "restart on %s", data);
+}
+
+Test(server, restart_after_kill_keeps_finished_results)
+{
+    /* A data directory that outlives the first server. */
+    char data[PATH_MAX];
+    snprintf(data, sizeof data, "%s/kept", srv.dir);
+    json_t *req = knife_request();
+    harness_server first, second;
+    restart_on(data, &first);
+    harness_server saved = srv;
+    srv = first;
+    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char id[64], model_id[96];
+    snprintf(id, sizeof id, "%s", str(r.json, "job_id"));
+    snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
+    /* A job still running when the process dies. */
+    json_t *longreq = long_request(1e6);
+    resp a = post_json("/v1/simulations", longreq);
+    cr_assert_eq(a.status, 202);
+    char lid[64];
+    snprintf(lid, sizeof lid, "%s", str(a.json, "job_id"));
+    resp_free(&a);
+    kill(first.pid, SIGKILL);
+    waitpid(first.pid, NULL, 0);
+    first.pid = 0;
+
+    restart_on(data, &second);
+    srv = second;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "the finished job survives kill -9: %s", g.body);
+    cr_assert_str_eq(str(g.json, "status"), "done");
+    cr_assert(json_equal(json_object_get(g.json, "trajectory"),
+                         json_object_get(r.json, "trajectory")),
+              "the same trajectory after the restart");
+    resp_free(&g);
+    resp c = post_json("/v1/simulations", req);
+    cr_assert_eq(c.status, 200, "%s", c.body);
+    cr_assert(json_is_true(json_object_get(c.json, "cached")), "answered from the store");
+    resp_free(&c);
+    snprintf(path, sizeof path, "/v1/models/%s", model_id);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "the model is known after the restart");
+    resp_free(&g);
+    snprintf(path, sizeof path, "/v1/jobs/%s", lid);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200);
+    cr_assert_str_eq(str(g.json, "status"), "failed", "the interrupted job says so: %s", g.body);
+    resp_free(&g);
+
+    /* SIGTERM: a graceful exit with status 0. */
+    kill(second.pid, SIGTERM);
+    int status = 0;
+    cr_assert_eq(waitpid(second.pid, &status, 0), second.pid);
+    second.pid = 0;
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %d", status);
+    harness_stop(&second);
+    harness_stop(&first);
+    srv = saved;
+    resp_free(&r);
+    json_decref(longreq);
+    json_decref(req);
+}
