@@ -14,9 +14,11 @@ export class ApiError extends Error {
 const seg = (id) => String(id).replace(/[^A-Za-z0-9:._~-]/g, (c) => encodeURIComponent(c));
 
 export class Api {
-  /** base: "" for the page's own origin, or e.g. "http://127.0.0.1:8080". */
-  constructor(base) {
+  /** base: "" for the page's own origin, or e.g. "http://127.0.0.1:8080";
+   *  token: the bearer token of a server started with HAMEL_TOKEN, or "". */
+  constructor(base, token) {
     this.base = String(base || "").replace(/\/+$/, "");
+    this.token = token || "";
   }
 
   url(path) {
@@ -25,6 +27,7 @@ export class Api {
 
   async call(method, path, body) {
     const init = { method, headers: { Accept: "application/json, application/problem+json" } };
+    if (this.token) init.headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);

@@ -52,9 +52,11 @@ function initialBase() {
 }
 
 async function connect(base) {
-  state.api = new Api(base);
+  const token = $("token").value.trim();
+  state.api = new Api(base, token);
   $("base").value = base;
   localStorage.setItem("hamel.base", base);
+  if (token) sessionStorage.setItem("hamel.token", token);
   const pill = $("health");
   pill.className = "pill";
   pill.textContent = "connecting…";
@@ -65,7 +67,14 @@ async function connect(base) {
     pill.title = state.api.base || location.origin;
   } catch (e) {
     pill.className = "pill bad";
-    pill.textContent = "unreachable";
+    if (e instanceof ApiError && e.status === 401) {
+      // a server started with HAMEL_TOKEN: ask for the token
+      $("token").hidden = false;
+      $("token").focus();
+      pill.textContent = "token required";
+    } else {
+      pill.textContent = "unreachable";
+    }
     pill.title = e.message;
   }
 }
@@ -372,10 +381,35 @@ function renderSummary(s, result) {
   box.replaceChildren(
     h("div", { class: "summary-head" },
       h("h2", {}, modelNameOf() ? prettyTitle(modelNameOf()) : "Model"),
-      h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…")),
+      h("div", { class: "head-right" },
+        result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "csv") }, "⤓ CSV") : null,
+        result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "json") }, "⤓ JSON") : null,
+        h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…"))),
     facts,
     ...(cons.length ? [h("ul", { class: "constraints" }, cons)] : []),
     checks);
+}
+
+/** Saves the trajectory as CSV (t, q…, speeds…, q̇…) or the whole result as JSON. */
+function download(r, kind) {
+  const name = (modelNameOf() || "hamel") + (kind === "csv" ? ".csv" : ".json");
+  let text;
+  if (kind === "json") {
+    text = JSON.stringify(r, null, 1);
+  } else {
+    const tr = r.trajectory || {};
+    const cols = [["t", tr.t]];
+    for (const [group, suffix] of [["q", ""], ["speeds", ""], ["qdot", "_dot"], ["multipliers", ""]]) {
+      for (const [k, v] of Object.entries(tr[group] || {})) cols.push([group === "multipliers" ? `lambda_${k}` : k + suffix, v]);
+    }
+    const lines = [cols.map((c) => c[0]).join(",")];
+    for (let i = 0; i < (tr.t || []).length; i++) lines.push(cols.map((c) => c[1][i]).join(","));
+    text = lines.join("\n") + "\n";
+  }
+  const a = h("a", { href: URL.createObjectURL(new Blob([text], { type: kind === "csv" ? "text/csv" : "application/json" })), download: name });
+  document.body.append(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
 }
 
 function modelNameOf() {
@@ -500,7 +534,7 @@ function renderResult(r) {
       { x: tr.q[x][t.length - 1], y: tr.q[y][t.length - 1], label: k === 0 ? "end" : "", color: "#b3261e" },
     ]);
     chart(figure("plot-path", "Path in the plane, equal scales on both axes."), "line", {
-      title: "Path in the x–y plane", xLabel: pairs[0][0], yLabel: pairs[0][1], series, markers, equalAspect: true,
+      title: "Path in the x–y plane", xLabel: pairs.length > 1 ? "x" : pairs[0][0], yLabel: pairs.length > 1 ? "y" : pairs[0][1], series, markers, equalAspect: true,
     });
   } else {
     $("plot-path").hidden = true;
@@ -640,6 +674,10 @@ function renderEquations(eq) {
 
 // ---- start ---------------------------------------------------------------------------
 
+{
+  const t = new URLSearchParams(location.search).get("token") || sessionStorage.getItem("hamel.token");
+  if (t) { $("token").value = t; $("token").hidden = false; }
+}
 await connect(initialBase());
 await loadExamples();
 document.body.dataset.ready = "1";

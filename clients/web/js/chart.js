@@ -47,8 +47,13 @@ function logLabel(p) {
   return "10" + String(p).replace("-", "⁻").replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[d]);
 }
 
-function textWidth(node, s) {
-  try { return node.getComputedTextLength() || 7 * s.length; } catch { return 7 * s.length; }
+let measureCtx = null;
+function measure(s) {
+  if (!measureCtx) {
+    measureCtx = document.createElement("canvas").getContext("2d");
+    measureCtx.font = `12.5px ${getComputedStyle(document.body).fontFamily}`;
+  }
+  return measureCtx.measureText(s).width;
 }
 
 function hostWidth(host) {
@@ -71,8 +76,20 @@ export function lineChart(host, opts) {
   host.replaceChildren();
   // drawn at the host's real width so text keeps its size; redrawn on resize
   const W = hostWidth(host), H = opts.height || Math.round(Math.min(420, Math.max(260, W * 0.6)));
-  const named = opts.series.filter((s) => s.name).length;
-  const M = { l: 68, r: 16, t: named ? 54 : 34, b: 46 };
+  const M = { l: 68, r: 16, t: 34, b: 46 };
+  // legend entries laid out in rows under the title before the plot area is fixed
+  const entries = [];
+  {
+    let lx = M.l, row = 0;
+    opts.series.forEach((s, k) => {
+      if (!s.name) return;
+      const w = 24 + measure(s.name) + 18;
+      if (lx + w > W - M.r && lx > M.l) { row++; lx = M.l; }
+      entries.push({ s, k, x: lx, y: 36 + 18 * row });
+      lx += w;
+    });
+    if (entries.length) M.t = 54 + 18 * row;
+  }
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img", "aria-label": opts.title || "chart" }, host);
   if (opts.title) text(root, M.l, 20, opts.title, { class: "chart-title" });
 
@@ -171,16 +188,13 @@ export function lineChart(host, opts) {
     if (mk.label) text(root, X(mk.x) + 7, Y(mk.y) - 7, mk.label, { class: "marker-label" });
   }
 
-  // legend: one row under the title, left to right
+  // legend
   const legend = svg("g", { class: "legend" }, root);
-  let lx = M.l;
-  opts.series.forEach((s, k) => {
-    if (!s.name) return;
+  for (const { s, k, x, y } of entries) {
     const color = s.color || PALETTE[k % PALETTE.length];
-    svg("line", { x1: lx, x2: lx + 18, y1: 36, y2: 36, stroke: color, "stroke-width": 3, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, legend);
-    const t = text(legend, lx + 24, 40, s.name);
-    lx += 24 + textWidth(t, s.name) + 18;
-  });
+    svg("line", { x1: x, x2: x + 18, y1: y, y2: y, stroke: color, "stroke-width": 3, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, legend);
+    text(legend, x + 24, y + 4, s.name);
+  }
 
   hover(root, opts, X, Y, M, pw, ph);
   return root;
