@@ -126,7 +126,8 @@ static struct MHD_Response *http__text_response(char *text, size_t len)
     return MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 }
 
-/* Sends a JSON value (stolen) with status; extra headers may follow via *out_r. */
+/* Sends a JSON value (stolen) with status, content type and up to two extra headers
+ * (a NULL name skips one). */
 static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype,
                                     const char *h1, const char *v1, const char *h2,
                                     const char *v2)
