@@ -86,6 +86,12 @@ json_t *engine_model_summary(const engine_model *m);
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem);
 
+/* Validates a simulation request against the model without running it (the checks
+ * engine_simulate makes first: fields, initial state, constraints at the initial
+ * state). Returns 0, or an error code with *problem. */
+int engine_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                            json_t **problem);
+
 /* Computes the canonical key of a simulation request for the result cache:
  * "sha256:<hex>" over the model id and the canonicalised request. Writes into
  * key[80]. Returns an error (with problem) only if the request is not an object. */

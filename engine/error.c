@@ -42,6 +42,16 @@ json_t *hamel_problem_new(int code, const char *detail)
     return p;
 }
 
+void hamel_problem_recode(json_t *problem, int code)
+{
+    const struct error_info *e = error_find(code);
+    char type[128];
+    snprintf(type, sizeof type, "https://hamel.dev/problems/%s", e->slug);
+    json_object_set_new(problem, "type", json_string(type));
+    json_object_set_new(problem, "title", json_string(e->title));
+    json_object_set_new(problem, "status", json_integer(e->status));
+}
+
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason)
 {
     if (!problem)

@@ -53,6 +53,10 @@ const char *hamel_error_title(int code);
  * NULL. Caller owns the result. */
 json_t *hamel_problem_new(int code, const char *detail);
 
+/* Gives a problem document the type, title and status of another code (its errors
+ * and detail stay). Borrows `problem`. */
+void hamel_problem_recode(json_t *problem, int code);
+
 /* Appends {path, column?, reason} to the problem's "errors" array; column < 0 means
  * none. Borrows `problem`. */
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason);

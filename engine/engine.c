@@ -1,0 +1,234 @@
+/* engine.c — the facade of engine.h: process setup, limits, and the calls that are
+ * not a module of their own (simulation entry point, request keys, /v1/hamel). */
+#include "engine.h"
+
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "equations.h"
+#include "hamel.h"
+#include "model.h"
+#include "sim.h"
+
+const engine_limits engine_default_limits = {
+    .max_expr_chars = 20000,
+    .max_nodes = 2000000,
+    .max_coordinates = 64,
+    .max_samples = 100000,
+    .max_steps = 10000000,
+    .max_wall_seconds = 120.0,
+    .max_points = 10000,
+};
+
+void engine_init(void) { gsl_set_error_handler_off(); }
+
+int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    engine_control *ctl, json_t **result, json_t **problem)
+{
+    sim_request req;
+    *result = NULL;
+    int rc = sim_request_parse(m, request, limits ? limits : &engine_default_limits, &req, problem);
+    if (rc)
+        return rc;
+    rc = sim_run(m, &req, limits, ctl, result, problem);
+    sim_request_free(&req);
+    return rc;
+}
+
+int engine_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                            json_t **problem)
+{
+    sim_request req;
+    int rc = sim_request_parse(m, request, limits ? limits : &engine_default_limits, &req, problem);
+    if (rc == 0)
+        sim_request_free(&req);
+    return rc;
+}
+
+static int sha256_hex(const char *text, const char *prefix, char out[80])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+             EVP_DigestUpdate(ctx, prefix, strlen(prefix)) && EVP_DigestUpdate(ctx, "\n", 1) &&
+             EVP_DigestUpdate(ctx, text, strlen(text)) && EVP_DigestFinal_ex(ctx, md, &len);
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
+        return -1;
+    strcpy(out, "sha256:");
+    for (unsigned i = 0; i < len; i++)
+        sprintf(out + 7 + 2 * i, "%02x", md[i]);
+    return 0;
+}
+
+int engine_simulation_key(const engine_model *m, const json_t *request, char key[80], json_t **problem)
+{
+    *problem = NULL;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    json_t *copy = json_deep_copy(request);
+    json_object_del(copy, "model");
+    json_object_del(copy, "model_id");
+    char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(copy);
+    int rc = text ? sha256_hex(text, engine_model_id(m), key) : -1;
+    free(text);
+    if (rc < 0) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "hashing failed");
+        return HAMEL_E_INTERNAL;
+    }
+    return 0;
+}
+
+/* Reads {"t"?, "q": {...}} into t, q; adds errors under `path`. */
+static void read_point(const engine_model *m, const json_t *pt, const char *path, double *t, double *q,
+                       json_t **problem)
+{
+    char p[128];
+    *t = 0.0;
+    const json_t *tv = json_object_get(pt, "t");
+    if (tv && !json_is_number(tv)) {
+        snprintf(p, sizeof p, "%st", path);
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, p, -1, "must be a number");
+    } else if (tv) {
+        *t = json_number_value(tv);
+    }
+    const json_t *qv = json_object_get(pt, "q");
+    for (int i = 0; i < m->n; i++) {
+        const json_t *v = json_is_object(qv) ? json_object_get(qv, m->coords[i]) : NULL;
+        snprintf(p, sizeof p, "%sq.%s", path, m->coords[i]);
+        if (!v || !json_is_number(v) || !isfinite(json_number_value(v))) {
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            hamel_problem_add(*problem, p, -1, v ? "must be a finite number" : "missing: every coordinate needs a value");
+        } else {
+            q[i] = json_number_value(v);
+        }
+    }
+}
+
+int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                 json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!limits)
+        limits = &engine_default_limits;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    if (m->nlin != m->nc) {
+        *problem = hamel_problem_new(HAMEL_E_FORMULATION,
+                                     "Hamel coefficients need constraints linear in the velocities");
+        return HAMEL_E_FORMULATION;
+    }
+    int n = m->n;
+    double *params = calloc(m->np + 1, sizeof *params);
+    if (!params)
+        return HAMEL_E_INTERNAL;
+    if (m->np)
+        memcpy(params, m->param_values, m->np * sizeof *params);
+    const json_t *pj = json_object_get(request, "parameters");
+    if (pj && !json_is_object(pj)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "parameters", -1, "must be an object of name: number");
+    } else if (pj) {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)pj, key, val)
+        {
+            char p[96];
+            snprintf(p, sizeof p, "parameters.%.80s", key);
+            int i = model_param_index(m, key);
+            if (i < 0 || !json_is_number(val)) {
+                if (!*problem)
+                    *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+                hamel_problem_add(*problem, p, -1, i < 0 ? "not a parameter of the model" : "must be a number");
+            } else {
+                params[i] = json_number_value(val);
+            }
+        }
+    }
+    const json_t *points = json_object_get(request, "points");
+    int np = points ? (int)json_array_size(points) : 1;
+    if (points && (!json_is_array(points) || np == 0)) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "points", -1, "must be a non-empty array of {\"t\", \"q\"}");
+    } else if (np > limits->max_points) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "points", -1, "too many points");
+    } else if (!points && !json_object_get(request, "q")) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "q", -1, "required: the configuration (or \"points\")");
+    }
+    if (*problem) {
+        free(params);
+        return HAMEL_E_BAD_REQUEST;
+    }
+    double *t = calloc(np, sizeof *t), *q = calloc((size_t)np * n, sizeof *q);
+    double *g = calloc((size_t)n * n * n, sizeof *g), *gt = calloc((size_t)n * n, sizeof *gt);
+    hamel_ws *w = hamel_ws_new(m, params);
+    int rc = 0;
+    if (!t || !q || !g || !gt || !w) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    for (int p = 0; p < np; p++) {
+        char path[48] = "";
+        if (points)
+            snprintf(path, sizeof path, "points[%d].", p);
+        read_point(m, points ? json_array_get(points, p) : request, path, &t[p], q + (size_t)p * n, problem);
+    }
+    if (*problem) {
+        rc = HAMEL_E_BAD_REQUEST;
+        goto done;
+    }
+    json_t *arr = json_array();
+    for (int p = 0; p < np; p++) {
+        if (hamel_gamma(w, t[p], q + (size_t)p * n, g, gt) < 0) {
+            json_decref(arr);
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "Psi is singular at this configuration: Phi = Psi^-1 does not exist");
+            char path[48];
+            snprintf(path, sizeof path, points ? "points[%d].q" : "q", p);
+            hamel_problem_add(*problem, path, -1, "Psi is singular here");
+            goto done;
+        }
+        json_array_append_new(arr, sim_gamma_point(m, t[p], q + (size_t)p * n, g, gt));
+    }
+    *result = json_pack("{s:s, s:o, s:o}", "model_id", m->id, "order", sim_gamma_order(m), "points", arr);
+done:
+    hamel_ws_free(w);
+    free(params);
+    free(t);
+    free(q);
+    free(g);
+    free(gt);
+    return rc;
+}
+
+int engine_equations(const engine_model *m, json_t **result, json_t **problem)
+{
+    *problem = NULL;
+    json_error_t err;
+    *result = m->equations ? json_loads(m->equations, 0, &err) : NULL;
+    if (!*result) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the derived equations are not available");
+        return HAMEL_E_INTERNAL;
+    }
+    return 0;
+}

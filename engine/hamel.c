@@ -1,0 +1,463 @@
+/* hamel.c — Hamel coefficients and the Boltzmann–Hamel right-hand side (hamel.h). */
+#include "hamel.h"
+
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linalg.h"
+
+struct hamel_ws {
+    const struct engine_model *m;
+    int n, k;
+    double *in;    /* tape inputs [params, t, q, q'] */
+    double *work;  /* tape scratch */
+    double *psi;   /* Psi [n*n] then Psi_t [n] */
+    double *lu;    /* LU of Psi */
+    int *piv;
+    double *dyn;   /* M upper, g, b */
+    double *M;     /* full M [n*n] */
+    double *X;     /* Phi_S, column r at X + r*n */
+    double *a, *h, *vec;
+    double *MX;    /* M Phi_S, column r at MX + r*n */
+    double *Ms;    /* [k*k] */
+    double *F;     /* [k] */
+    double *Phi;   /* full inverse, column l at Phi + l*n */
+    double *phit;  /* Phi_t [n] */
+    double *dpsi;  /* dPsi/dq [n^3], dPsi/dt [n^2], dPsi_t/dq [n^2] */
+    double *A, *W; /* [n*n] scratch */
+    double *obs;   /* tape_obs outputs */
+    double *mult;
+};
+
+void hamel_ws_free(hamel_ws *w)
+{
+    if (!w)
+        return;
+    free(w->in);
+    free(w->work);
+    free(w->psi);
+    free(w->lu);
+    free(w->piv);
+    free(w->dyn);
+    free(w->M);
+    free(w->X);
+    free(w->a);
+    free(w->h);
+    free(w->vec);
+    free(w->MX);
+    free(w->Ms);
+    free(w->F);
+    free(w->Phi);
+    free(w->phit);
+    free(w->dpsi);
+    free(w->A);
+    free(w->W);
+    free(w->obs);
+    free(w->mult);
+    free(w);
+}
+
+hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
+{
+    hamel_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    int n = m->n, k = m->k;
+    size_t nn = (size_t)n * n;
+    w->m = m;
+    w->n = n;
+    w->k = k;
+    w->in = calloc(m->n_in, sizeof *w->in);
+    w->work = calloc(m->work_len + 1, sizeof *w->work);
+    w->psi = calloc(nn + n, sizeof *w->psi);
+    w->lu = calloc(nn, sizeof *w->lu);
+    w->piv = calloc(n, sizeof *w->piv);
+    w->dyn = calloc(n * (n + 1) / 2 + 2 * n, sizeof *w->dyn);
+    w->M = calloc(nn, sizeof *w->M);
+    w->X = calloc((size_t)n * k, sizeof *w->X);
+    w->a = calloc(n, sizeof *w->a);
+    w->h = calloc(n, sizeof *w->h);
+    w->vec = calloc(n, sizeof *w->vec);
+    w->MX = calloc((size_t)n * k, sizeof *w->MX);
+    w->Ms = calloc((size_t)k * k, sizeof *w->Ms);
+    w->F = calloc(k, sizeof *w->F);
+    w->Phi = calloc(nn, sizeof *w->Phi);
+    w->phit = calloc(n, sizeof *w->phit);
+    w->dpsi = calloc(nn * n + 2 * nn, sizeof *w->dpsi);
+    w->A = calloc(nn, sizeof *w->A);
+    w->W = calloc(nn, sizeof *w->W);
+    w->obs = calloc(1 + m->nc + n, sizeof *w->obs);
+    w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
+    if (!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
+        !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi || !w->A ||
+        !w->W || !w->obs || !w->mult) {
+        hamel_ws_free(w);
+        return NULL;
+    }
+    if (m->np)
+        memcpy(w->in, params, m->np * sizeof *params);
+    return w;
+}
+
+/* Evaluates Psi, Psi_t at (t, q) and LU-factors Psi. */
+static int factor_psi(hamel_ws *w, double t, const double *q)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
+    memcpy(w->lu, w->psi, (size_t)n * n * sizeof *w->lu);
+    return linalg_lu(n, w->lu, w->piv);
+}
+
+/* q' = Psi^-1 ([u; 0] - Psi_t), with Psi already factored. */
+static void solve_qdot(hamel_ws *w, const double *u, double *qd)
+{
+    int n = w->n, k = w->k;
+    const double *psit = w->psi + (size_t)n * n;
+    for (int i = 0; i < n; i++)
+        qd[i] = (i < k ? u[i] : 0.0) - psit[i];
+    linalg_lu_solve(n, w->lu, w->piv, qd);
+}
+
+int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
+{
+    if (factor_psi(w, t, q) < 0)
+        return -1;
+    solve_qdot(w, u, qd);
+    return 0;
+}
+
+int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u)
+{
+    int n = w->n;
+    factor_psi(w, t, q);
+    for (int r = 0; r < w->k; r++) {
+        double s = w->psi[(size_t)n * n + r];
+        for (int i = 0; i < n; i++)
+            s += w->psi[r * n + i] * qd[i];
+        u[r] = s;
+    }
+    return 0;
+}
+
+int hamel_rhs(double t, const double *y, double *dydt, void *params)
+{
+    hamel_ws *w = params;
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    const double *q = y, *u = y + n;
+    double *qd = dydt, *ud = dydt + n;
+    if (factor_psi(w, t, q) < 0)
+        return GSL_EBADFUNC;
+    solve_qdot(w, u, qd);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
+    double *M = w->M;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            M[i * n + l] = M[l * n + i] = up[idx];
+    /* a = Phi b; columns of Phi_S. */
+    memcpy(w->a, b, n * sizeof *b);
+    linalg_lu_solve(n, w->lu, w->piv, w->a);
+    for (int r = 0; r < k; r++) {
+        double *x = w->X + (size_t)r * n;
+        memset(x, 0, n * sizeof *x);
+        x[r] = 1.0;
+        linalg_lu_solve(n, w->lu, w->piv, x);
+    }
+    /* h = g + M a; MX = M Phi_S. */
+    for (int i = 0; i < n; i++) {
+        double s = g[i];
+        const double *Mi = M + (size_t)i * n;
+        for (int l = 0; l < n; l++)
+            s += Mi[l] * w->a[l];
+        w->h[i] = s;
+        for (int r = 0; r < k; r++) {
+            const double *x = w->X + (size_t)r * n;
+            double v = 0.0;
+            for (int l = 0; l < n; l++)
+                v += Mi[l] * x[l];
+            w->MX[(size_t)r * n + i] = v;
+        }
+    }
+    for (int r = 0; r < k; r++) {
+        const double *x = w->X + (size_t)r * n;
+        double f = 0.0;
+        for (int i = 0; i < n; i++)
+            f += x[i] * w->h[i];
+        w->F[r] = f;
+        for (int s = 0; s <= r; s++) {
+            const double *mx = w->MX + (size_t)s * n;
+            double v = 0.0;
+            for (int i = 0; i < n; i++)
+                v += x[i] * mx[i];
+            w->Ms[r * k + s] = w->Ms[s * k + r] = v;
+        }
+    }
+    if (linalg_chol(k, w->Ms) == 0) {
+        linalg_chol_solve(k, w->Ms, w->F);
+    } else {
+        /* Not positive definite in floating point (or T indefinite): LU instead. */
+        for (int r = 0; r < k; r++)
+            for (int s = 0; s < k; s++) {
+                const double *x = w->X + (size_t)r * n, *mx = w->MX + (size_t)s * n;
+                double v = 0.0;
+                for (int i = 0; i < n; i++)
+                    v += x[i] * mx[i];
+                w->Ms[r * k + s] = v;
+            }
+        int *piv = w->piv + 0; /* Psi's pivots are no longer needed */
+        int tmp[64];
+        if (k > 64 || linalg_lu(k, w->Ms, tmp) < 0)
+            return GSL_EBADFUNC;
+        (void)piv;
+        linalg_lu_solve(k, w->Ms, tmp, w->F);
+    }
+    memcpy(ud, w->F, k * sizeof *ud);
+    return GSL_SUCCESS;
+}
+
+void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out)
+{
+    const struct engine_model *m = w->m;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, w->n * sizeof *q);
+    memcpy(w->in + model_input_qd(m), qd, w->n * sizeof *qd);
+    tape_run(m->tape_obs, w->in, w->work, w->obs);
+    memcpy(out, w->obs, (1 + m->nc) * sizeof *out);
+}
+
+/* Fills Phi (all columns) and Phi_t after factor_psi; evaluates the dPsi tape. */
+static void inverse_and_derivatives(hamel_ws *w)
+{
+    int n = w->n;
+    for (int l = 0; l < n; l++) {
+        double *col = w->Phi + (size_t)l * n;
+        memset(col, 0, n * sizeof *col);
+        col[l] = 1.0;
+        linalg_lu_solve(n, w->lu, w->piv, col);
+    }
+    for (int i = 0; i < n; i++)
+        w->phit[i] = -w->psi[(size_t)n * n + i];
+    linalg_lu_solve(n, w->lu, w->piv, w->phit);
+    tape_run(w->m->tape_dpsi, w->in, w->work, w->dpsi);
+}
+
+#define PHI(i, l) w->Phi[(size_t)(l) * n + (i)]
+#define DPSI(j, i, k) w->dpsi[((size_t)(j) * n + (i)) * n + (k)]
+#define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j) * n + (i)]
+#define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j) * n + (i)]
+
+/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales. */
+static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t)
+{
+    int n = w->n;
+    for (int j = 0; j < n; j++) {
+        /* A_ik = dPsi_ji/dq_k - dPsi_jk/dq_i; W = A Phi. */
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < n; k++)
+                w->A[i * n + k] = DPSI(j, i, k) - DPSI(j, k, i);
+        for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
+            double *out = pass ? mag : gamma, *out_t = pass ? mag_t : gamma_t;
+            for (int i = 0; i < n; i++)
+                for (int l = 0; l < n; l++) {
+                    double s = 0.0;
+                    for (int k = 0; k < n; k++) {
+                        double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
+                        s += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
+                    }
+                    w->W[i * n + l] = s;
+                }
+            for (int r = 0; r < n; r++) {
+                for (int l = 0; l < n && out; l++) {
+                    double s = 0.0;
+                    for (int i = 0; i < n; i++)
+                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[i * n + l];
+                    out[((size_t)j * n + r) * n + l] = s;
+                }
+                if (out_t) {
+                    double s = 0.0;
+                    for (int i = 0; i < n; i++) {
+                        double inner = 0.0;
+                        for (int k = 0; k < n; k++) {
+                            double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
+                            inner += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+                        }
+                        inner += pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
+                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner;
+                    }
+                    out_t[(size_t)j * n + r] = s;
+                }
+            }
+        }
+    }
+}
+
+int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t)
+{
+    if (factor_psi(w, t, q) < 0)
+        return -1;
+    inverse_and_derivatives(w);
+    gamma_all(w, gamma, gamma_t, NULL, NULL);
+    return 0;
+}
+
+int hamel_structure(struct engine_model *m)
+{
+    int n = m->n;
+    size_t n3 = (size_t)n * n * n, n2 = (size_t)n * n;
+    m->gamma_nz = calloc(n3, 1);
+    m->gamma_t_nz = calloc(n2, 1);
+    double *params = calloc(m->np + 1, sizeof *params), *in = calloc(m->n_in, sizeof *in);
+    double *g = calloc(n3, sizeof *g), *gm = calloc(n3, sizeof *gm);
+    double *gt = calloc(n2, sizeof *gt), *gtm = calloc(n2, sizeof *gtm);
+    hamel_ws *w = NULL;
+    int rc = -1;
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm)
+        goto done;
+    if (m->np)
+        memcpy(params, m->param_values, m->np * sizeof *params);
+    w = hamel_ws_new(m, params);
+    if (!w)
+        goto done;
+    for (int p = 0; p < 3; p++) {
+        model_test_point(m, 11 + p, in);
+        if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
+            continue;
+        inverse_and_derivatives(w);
+        gamma_all(w, g, gt, gm, gtm);
+        for (size_t i = 0; i < n3; i++)
+            if (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i])
+                m->gamma_nz[i] = 1;
+        for (size_t i = 0; i < n2; i++)
+            if (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i])
+                m->gamma_t_nz[i] = 1;
+    }
+    for (int c = 0; c < m->nc; c++) {
+        model_constraint *mc = &m->cons[c];
+        mc->holonomic = 0;
+        if (!mc->linear)
+            continue;
+        int j = mc->row, any = 0;
+        for (int r = 0; r < m->k; r++) {
+            any |= m->gamma_t_nz[(size_t)j * n + r];
+            for (int l = 0; l < m->k; l++)
+                any |= m->gamma_nz[((size_t)j * n + r) * n + l];
+        }
+        mc->holonomic = !any;
+    }
+    rc = 0;
+done:
+    hamel_ws_free(w);
+    free(params);
+    free(in);
+    free(g);
+    free(gm);
+    free(gt);
+    free(gtm);
+    return rc;
+}
+
+int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot, double *res)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    const double *q = y, *u = y + n;
+    double *qd = malloc(n * sizeof *qd), *p = malloc(n * sizeof *p), *pi = malloc(n * sizeof *pi);
+    double *gamma = malloc((size_t)n * n * n * sizeof *gamma), *gamma_t = malloc((size_t)n * n * sizeof *gamma_t);
+    double *qdd = malloc(n * sizeof *qdd), *dpsidt = malloc((size_t)n * n * sizeof *dpsidt);
+    double *dqd = malloc((size_t)n * n * sizeof *dqd);
+    int rc = -1;
+    if (!qd || !p || !pi || !gamma || !gamma_t || !qdd || !dpsidt || !dqd)
+        goto done;
+    if (factor_psi(w, t, q) < 0)
+        goto done;
+    solve_qdot(w, u, qd);
+    inverse_and_derivatives(w);
+    gamma_all(w, gamma, gamma_t, NULL, NULL);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    tape_run(m->tape_obs, w->in, w->work, w->obs);
+    memcpy(p, w->obs + 1 + m->nc, n * sizeof *p);
+    const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            w->M[i * n + l] = w->M[l * n + i] = up[idx];
+    /* q'' = Phi ([u'; 0] - b) */
+    for (int i = 0; i < n; i++)
+        qdd[i] = (i < k ? udot[i] : 0.0) - b[i];
+    linalg_lu_solve(n, w->lu, w->piv, qdd);
+    /* pi_j = dT/du_j = sum_i p_i Phi_ij */
+    for (int j = 0; j < n; j++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            s += p[i] * PHI(i, j);
+        pi[j] = s;
+    }
+    /* dPsi/dt along the motion: sum_k dPsi_ji/dq_k q_k' + dPsi_ji/dt */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            double s = DPSI_T(j, i);
+            for (int kk = 0; kk < n; kk++)
+                s += DPSI(j, i, kk) * qd[kk];
+            dpsidt[j * n + i] = s;
+        }
+    /* d q'/dq_i at fixed u: dqd[i*n + kk] = -(Phi (dPsi/dq_i q' + dPsi_t/dq_i))_kk */
+    for (int i = 0; i < n; i++) {
+        double *col = dqd + (size_t)i * n;
+        for (int j = 0; j < n; j++) {
+            double s = DPSIT_Q(j, i);
+            for (int l = 0; l < n; l++)
+                s += DPSI(j, l, i) * qd[l];
+            col[j] = -s;
+        }
+        linalg_lu_solve(n, w->lu, w->piv, col);
+    }
+    for (int r = 0; r < k; r++) {
+        /* d/dt (dT/du_r) = sum_i (M q'' + Dp)_i Phi_ir + p_i (dPhi/dt)_ir, and
+         * dT/dtheta_r = sum_i Phi_ir (T_q_i + sum_kk p_kk dq_kk'/dq_i). With
+         * g = Q - V_q + T_q - Dp the two combine as below. */
+        double s = 0.0;
+        for (int i = 0; i < n; i++) {
+            double Mq = 0.0;
+            for (int l = 0; l < n; l++)
+                Mq += w->M[i * n + l] * qdd[l];
+            double pq = 0.0;
+            for (int kk = 0; kk < n; kk++)
+                pq += p[kk] * dqd[(size_t)i * n + kk];
+            s += PHI(i, r) * (Mq - g[i] - pq);
+        }
+        /* p . dPhi/dt column r, with dPhi/dt = -Phi dPsi/dt Phi */
+        double dphi = 0.0;
+        for (int j = 0; j < n; j++) {
+            double x = 0.0;
+            for (int i = 0; i < n; i++)
+                x += dpsidt[j * n + i] * PHI(i, r);
+            dphi -= pi[j] * x;
+        }
+        s += dphi;
+        for (int j = 0; j < n; j++) {
+            double gs = gamma_t[(size_t)j * n + r];
+            for (int l = 0; l < k; l++)
+                gs += gamma[((size_t)j * n + r) * n + l] * u[l];
+            s += pi[j] * gs;
+        }
+        res[r] = s;
+    }
+    rc = 0;
+done:
+    free(qd);
+    free(p);
+    free(pi);
+    free(gamma);
+    free(gamma_t);
+    free(qdd);
+    free(dpsidt);
+    free(dqd);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/* hamel.h — the Hamel coefficients and the Boltzmann–Hamel equations of motion.
+ *
+ * With quasi-velocities u = Psi(q,t) q' + Psi_t(q,t) (speeds first, then the linear
+ * constraints, whose u vanish) and Phi = Psi^-1, the Hamel coefficients are
+ * (Greenwood 5.57, 5.58)
+ *   gamma^j_rl = sum_ik (dPsi_ji/dq_k - dPsi_jk/dq_i) Phi_kl Phi_ir,
+ *   gamma^j_r  = sum_ik (dPsi_ji/dq_k - dPsi_jk/dq_i) Phi_kt Phi_ir
+ *              + sum_i (dPsi_ji/dt - dPsi_jt/dq_i) Phi_ir,   Phi_t = -Phi Psi_t.
+ *
+ * The equations of motion on the k independent speeds are the Boltzmann–Hamel
+ * equations (Greenwood 5.94). hamel_rhs evaluates them in their projected form
+ *   (Phi_S^T M Phi_S) u' = Phi_S^T (Q - dV/dq + dT/dq - D(dT/dq') + M Phi b),
+ *   q' = Phi [u; 0] - Phi Psi_t,
+ * with M = d2T/dq'dq', b = D(Psi q' + Psi_t) (D: the total time derivative at fixed
+ * q'), Phi_S the first k columns of Phi. Expanding d/dt(dT/du_r) and dT/dtheta_r of
+ * (5.94) through q' = Phi u + Phi_t gives exactly this system: the gamma terms of
+ * (5.94) are the part of Phi_S^T (d/dt(M q') ...) that comes from d Phi / dt. Phi is
+ * obtained numerically (LU with partial pivoting) at each evaluation; see DESIGN.md.
+ * hamel_bh_residual evaluates (5.94) term by term with the gammas, as a check.
+ */
+#ifndef HAMEL_HAMEL_H
+#define HAMEL_HAMEL_H
+
+#include "model.h"
+
+typedef struct hamel_ws hamel_ws;
+
+/* A workspace for one thread's evaluations of model m with the given parameter values
+ * (np of them, copied). Allocates everything the right-hand side needs once. Caller
+ * frees with hamel_ws_free. Borrows m, which must outlive it. */
+hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params);
+
+/* Frees a workspace. Accepts NULL. */
+void hamel_ws_free(hamel_ws *w);
+
+/* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
+ * several random configurations, against the rounding scale of their sums) and sets
+ * each linear constraint's holonomic flag. Called by the model compiler. */
+int hamel_structure(struct engine_model *m);
+
+/* The Hamel coefficients at (t, q): gamma[(j*n + r)*n + l], gamma_t[j*n + r]. Either
+ * output may be NULL. Returns 0, or -1 where Psi is singular. */
+int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t);
+
+/* The kinematics q' = Phi [u; 0] + Phi_t at (t, q). Returns 0 or -1 (Psi singular). */
+int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd);
+
+/* The speeds u_r = Psi_r q' + Psi_rt for a given q'. Returns 0. */
+int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u);
+
+/* The right-hand side of the state y = [q (n), u (k)] for integ.h; params is the
+ * hamel_ws. Returns GSL_SUCCESS or GSL_EBADFUNC (Psi or the mass matrix singular). */
+int hamel_rhs(double t, const double *y, double *dydt, void *params);
+
+/* Energy and constraint values at (t, q, q'): out[0] = energy, out[1 + j] = f_j. */
+void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out);
+
+/* The residual of the Boltzmann–Hamel equations (5.94) written out with the gammas,
+ * at state y and speed derivatives udot (k): res[r] for r < k. For checks. */
+int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot, double *res);
+
+#endif

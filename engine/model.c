@@ -1,0 +1,1116 @@
+/* model.c — engine_model_compile: validates a model (API.md §1), parses its
+ * expressions, builds Psi and Psi_t, derives the pieces of the equations of motion
+ * symbolically and compiles them to tapes, decides what should be conserved, finds
+ * the Hamel coefficients that are not identically zero, and names the model by the
+ * SHA-256 of its canonical form. */
+#include "model.h"
+
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "equations.h"
+#include "hamel.h"
+#include <time.h>
+#include "jit.h"
+#include "linalg.h"
+
+#define MODEL_NAME_MAX 128
+#define MODEL_TEST_POINTS 3
+
+/* ---- small helpers ---- */
+
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+
+static int valid_identifier(const char *s)
+{
+    if (!s || !*s || strlen(s) > 64)
+        return 0;
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (const char *p = s + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return 0;
+    return 1;
+}
+
+static int count_errors(json_t *problem) { return (int)json_array_size(json_object_get(problem, "errors")); }
+
+static void add_error(json_t *problem, const char *path, int column, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#include <stdarg.h>
+static void add_error(json_t *problem, const char *path, int column, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    hamel_problem_add(problem, path, column, buf);
+}
+
+int model_coord_index(const struct engine_model *m, const char *name)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->coords[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int model_speed_index(const struct engine_model *m, const char *name)
+{
+    for (int i = 0; i < m->k; i++)
+        if (strcmp(m->speeds[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int model_param_index(const struct engine_model *m, const char *name)
+{
+    for (int i = 0; i < m->np; i++)
+        if (strcmp(m->params[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- freeing ---- */
+
+static void model_free(struct engine_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n; i++)
+        free(m->coords[i]);
+    free(m->coords);
+    for (int i = 0; i < m->k && m->speeds; i++)
+        free(m->speeds[i]);
+    free(m->speeds);
+    free(m->speed_f);
+    for (int i = 0; i < m->nc; i++)
+        free(m->cons[i].name);
+    free(m->cons);
+    for (int i = 0; i < m->np; i++)
+        free(m->params[i]);
+    free(m->params);
+    free(m->param_values);
+    for (int i = 0; i < m->ndefs; i++) {
+        free(m->def_names[i]);
+        free(m->def_texts[i]);
+    }
+    free(m->def_names);
+    free(m->def_texts);
+    free(m->sym_q);
+    free(m->sym_qd);
+    free(m->sym_p);
+    free(m->sym_u);
+    free(m->Q);
+    free(m->psi);
+    free(m->psi_t);
+    free(m->row_names);
+    tape_free(m->tape_psi);
+    tape_free(m->tape_dyn);
+    tape_free(m->tape_obs);
+    tape_free(m->tape_mult);
+    tape_free(m->tape_dpsi);
+    free(m->gamma_nz);
+    free(m->gamma_t_nz);
+    json_decref(m->summary);
+    free(m->equations);
+    free(m->canonical);
+    free(m->name);
+    expr_ctx_free(m->ctx);
+    free(m);
+}
+
+engine_model *engine_model_retain(engine_model *m)
+{
+    if (m)
+        atomic_fetch_add(&m->refs, 1);
+    return m;
+}
+
+void engine_model_release(engine_model *m)
+{
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+        model_free(m);
+}
+
+const char *engine_model_id(const engine_model *m) { return m->id; }
+const char *engine_model_canonical(const engine_model *m) { return m->canonical; }
+size_t engine_model_bytes(const engine_model *m) { return m->bytes; }
+json_t *engine_model_summary(const engine_model *m) { return json_deep_copy(m->summary); }
+
+/* ---- parsing the JSON ---- */
+
+struct src_expr {
+    const char *text;
+    char path[96];
+};
+
+/* Parses one expression field; on error adds it to the problem and returns NULL. */
+static expr *parse_field(struct engine_model *m, const json_t *v, const char *path, int allow_velocity,
+                         const engine_limits *lim, json_t *problem)
+{
+    char numbuf[64];
+    const char *text;
+    if (json_is_string(v)) {
+        text = json_string_value(v);
+    } else if (json_is_number(v)) {
+        snprintf(numbuf, sizeof numbuf, "%.17g", json_number_value(v));
+        text = numbuf;
+    } else {
+        add_error(problem, path, -1, "must be an expression string");
+        return NULL;
+    }
+    expr_parse_opts o = {allow_velocity, 1, lim->max_expr_chars, path};
+    expr_error err;
+    expr *e = expr_parse(m->ctx, text, &o, &err);
+    if (!e)
+        add_error(problem, path, err.column, "%s", err.message);
+    return e;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Is `name` free for a new symbol (not reserved, not taken)? Adds an error if not. */
+static int name_free(struct engine_model *m, const char *name, const char *path, json_t *problem)
+{
+    if (!valid_identifier(name)) {
+        add_error(problem, path, -1, "'%s' is not an identifier (letters, digits, _; at most 64)", name);
+        return 0;
+    }
+    if (expr_name_reserved(name)) {
+        add_error(problem, path, -1, "'%s' is reserved (a function, t or pi)", name);
+        return 0;
+    }
+    if (expr_sym_find(m->ctx, name) >= 0) {
+        add_error(problem, path, -1, "'%s' is already defined", name);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
+                       const json_t **speeds_js)
+{
+    const json_t *v;
+    char path[96];
+    v = json_object_get(js, "name");
+    if (v && !json_is_string(v))
+        add_error(problem, "model.name", -1, "must be a string");
+    m->name = xstrdup(v && json_is_string(v) ? json_string_value(v) : "model");
+    if (strlen(m->name) > MODEL_NAME_MAX)
+        m->name[MODEL_NAME_MAX] = '\0';
+
+    /* coordinates */
+    const json_t *coords = json_object_get(js, "coordinates");
+    if (!json_is_array(coords) || json_array_size(coords) == 0) {
+        add_error(problem, "model.coordinates", -1, "required: a non-empty array of coordinate names");
+        return -1;
+    }
+    if ((int)json_array_size(coords) > lim->max_coordinates) {
+        add_error(problem, "model.coordinates", -1, "at most %d coordinates", lim->max_coordinates);
+        return -1;
+    }
+    m->n = (int)json_array_size(coords);
+    int n = m->n;
+    m->coords = calloc(n, sizeof *m->coords);
+    m->sym_q = calloc(n, sizeof *m->sym_q);
+    m->sym_qd = calloc(n, sizeof *m->sym_qd);
+    m->Q = calloc(n, sizeof *m->Q);
+    if (!m->coords || !m->sym_q || !m->sym_qd || !m->Q)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const json_t *c = json_array_get(coords, i);
+        snprintf(path, sizeof path, "model.coordinates[%d]", i);
+        if (!json_is_string(c)) {
+            add_error(problem, path, -1, "must be a string");
+            m->coords[i] = strdup("?");
+            continue;
+        }
+        m->coords[i] = strdup(json_string_value(c));
+    }
+
+    /* parameters, sorted by name so the canonical form does not depend on key order */
+    const json_t *params = json_object_get(js, "parameters");
+    if (params && !json_is_object(params))
+        add_error(problem, "model.parameters", -1, "must be an object of name: number");
+    m->np = params && json_is_object(params) ? (int)json_object_size(params) : 0;
+    m->params = calloc(m->np + 1, sizeof *m->params);
+    m->param_values = calloc(m->np + 1, sizeof *m->param_values);
+    m->sym_p = calloc(m->np + 1, sizeof *m->sym_p);
+    if (!m->params || !m->param_values || !m->sym_p)
+        return -1;
+    {
+        int i = 0;
+        const char *key;
+        const json_t *val;
+        if (m->np)
+            json_object_foreach((json_t *)params, key, val) m->params[i++] = strdup(key);
+        qsort(m->params, m->np, sizeof *m->params, cmp_str);
+        for (i = 0; i < m->np; i++) {
+            const json_t *pv = json_object_get(params, m->params[i]);
+            snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
+            if (!json_is_number(pv) || !isfinite(json_number_value(pv)))
+                add_error(problem, path, -1, "must be a finite number");
+            else
+                m->param_values[i] = json_number_value(pv);
+        }
+    }
+    for (int i = 0; i < m->np; i++) {
+        snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
+        if (name_free(m, m->params[i], path, problem))
+            m->sym_p[i] = expr_sym_add(m->ctx, m->params[i], SYM_PARAM, i);
+    }
+    m->sym_t = expr_sym_add(m->ctx, "t", SYM_TIME, 0);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "model.coordinates[%d]", i);
+        if (!name_free(m, m->coords[i], path, problem))
+            continue;
+        m->sym_q[i] = expr_sym_add(m->ctx, m->coords[i], SYM_COORD, i);
+        char vname[80];
+        snprintf(vname, sizeof vname, "%s'", m->coords[i]);
+        m->sym_qd[i] = expr_sym_add(m->ctx, vname, SYM_VELOCITY, i);
+    }
+    if (count_errors(problem))
+        return -1;
+
+    /* definitions, each may use the earlier ones */
+    const json_t *defs = json_object_get(js, "definitions");
+    if (defs && !json_is_array(defs))
+        add_error(problem, "model.definitions", -1, "must be an array of {\"name\", \"expr\"}");
+    for (size_t i = 0; defs && json_is_array(defs) && i < json_array_size(defs); i++) {
+        const json_t *d = json_array_get(defs, i);
+        snprintf(path, sizeof path, "model.definitions[%zu]", i);
+        const json_t *dn = json_object_get(d, "name");
+        if (!json_is_object(d) || !json_is_string(dn)) {
+            add_error(problem, path, -1, "must be an object {\"name\", \"expr\"}");
+            continue;
+        }
+        char epath[112];
+        snprintf(epath, sizeof epath, "%s.expr", path);
+        expr *e = parse_field(m, json_object_get(d, "expr"), epath, 1, lim, problem);
+        char npath[112];
+        snprintf(npath, sizeof npath, "%s.name", path);
+        if (e && name_free(m, json_string_value(dn), npath, problem)) {
+            expr_def_add(m->ctx, json_string_value(dn), e);
+            char **dnames = realloc(m->def_names, (m->ndefs + 1) * sizeof *dnames);
+            if (dnames)
+                m->def_names = dnames;
+            char **dtexts = realloc(m->def_texts, (m->ndefs + 1) * sizeof *dtexts);
+            if (dtexts)
+                m->def_texts = dtexts;
+            if (dnames && dtexts) {
+                m->def_names[m->ndefs] = strdup(json_string_value(dn));
+                m->def_texts[m->ndefs] = expr_print(m->ctx, e);
+                m->ndefs++;
+            }
+        }
+    }
+
+    v = json_object_get(js, "kinetic_energy");
+    if (!v)
+        add_error(problem, "model.kinetic_energy", -1, "required: T(q, q', t) of the unconstrained system");
+    else
+        m->T = parse_field(m, v, "model.kinetic_energy", 1, lim, problem);
+    v = json_object_get(js, "potential_energy");
+    m->V = v ? parse_field(m, v, "model.potential_energy", 0, lim, problem) : expr_num(m->ctx, 0.0);
+
+    for (int i = 0; i < n; i++)
+        m->Q[i] = expr_num(m->ctx, 0.0);
+    const json_t *forces = json_object_get(js, "generalized_forces");
+    if (forces && !json_is_object(forces))
+        add_error(problem, "model.generalized_forces", -1, "must be an object of coordinate: expression");
+    if (forces && json_is_object(forces)) {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)forces, key, val)
+        {
+            snprintf(path, sizeof path, "model.generalized_forces.%s", key);
+            int i = model_coord_index(m, key);
+            if (i < 0) {
+                add_error(problem, path, -1, "'%s' is not a coordinate", key);
+                continue;
+            }
+            expr *e = parse_field(m, val, path, 1, lim, problem);
+            if (e)
+                m->Q[i] = e;
+        }
+    }
+
+    /* constraints: strings or {name, expr} */
+    const json_t *cons = json_object_get(js, "constraints");
+    if (cons && !json_is_array(cons))
+        add_error(problem, "model.constraints", -1, "must be an array");
+    m->nc = cons && json_is_array(cons) ? (int)json_array_size(cons) : 0;
+    m->cons = calloc(m->nc + 1, sizeof *m->cons);
+    if (!m->cons)
+        return -1;
+    for (int j = 0; j < m->nc; j++) {
+        const json_t *c = json_array_get(cons, j);
+        model_constraint *mc = &m->cons[j];
+        mc->row = -1;
+        char name[80];
+        snprintf(name, sizeof name, "c%d", j + 1);
+        const json_t *ex = c;
+        snprintf(path, sizeof path, "model.constraints[%d]", j);
+        if (json_is_object(c)) {
+            const json_t *cn = json_object_get(c, "name");
+            if (cn && !json_is_string(cn))
+                add_error(problem, path, -1, "name must be a string");
+            else if (cn && !valid_identifier(json_string_value(cn)))
+                add_error(problem, path, -1, "name '%s' is not an identifier", json_string_value(cn));
+            else if (cn)
+                snprintf(name, sizeof name, "%s", json_string_value(cn));
+            ex = json_object_get(c, "expr");
+            snprintf(path, sizeof path, "model.constraints[%d].expr", j);
+        }
+        mc->name = strdup(name);
+        if (!ex) {
+            add_error(problem, path, -1, "required: the constraint expression");
+            continue;
+        }
+        mc->f = parse_field(m, ex, path, 1, lim, problem);
+    }
+
+    *speeds_js = json_object_get(js, "speeds");
+    if (*speeds_js && !json_is_array(*speeds_js)) {
+        add_error(problem, "model.speeds", -1, "must be an array of {\"name\", \"expr\"}");
+        *speeds_js = NULL;
+    }
+    if (expr_ctx_overflow(m->ctx))
+        add_error(problem, "model", -1, "the model's expressions exceed the node limit (%zu)", lim->max_nodes);
+    return count_errors(problem) ? -1 : 0;
+}
+
+/* ---- linearity and Psi ---- */
+
+/* Fills grad[i] = df/dq_i' and returns 1 if f is linear in the velocities. When it is
+ * not, *bad_i, *bad_l name a pair with a nonzero second derivative. */
+static int velocity_gradient(struct engine_model *m, expr *f, expr **grad, int *bad_i, int *bad_l)
+{
+    int linear = 1;
+    for (int i = 0; i < m->n; i++)
+        grad[i] = expr_diff(m->ctx, f, m->sym_qd[i]);
+    for (int i = 0; i < m->n && linear; i++)
+        for (int l = i; l < m->n && linear; l++)
+            if (expr_depends(grad[i], m->sym_qd[l]) &&
+                !expr_is_zero(m->ctx, expr_diff(m->ctx, grad[i], m->sym_qd[l]))) {
+                linear = 0;
+                *bad_i = i;
+                *bad_l = l;
+            }
+    return linear;
+}
+
+/* The velocity-free part of f: f with every q' set to 0. */
+static expr *velocity_free(struct engine_model *m, expr *f)
+{
+    int ns = expr_sym_count(m->ctx);
+    expr **sub = calloc(ns, sizeof *sub);
+    if (!sub)
+        return f;
+    for (int i = 0; i < m->n; i++)
+        sub[m->sym_qd[i]] = expr_num(m->ctx, 0.0);
+    expr *r = expr_subst(m->ctx, f, sub, ns);
+    free(sub);
+    return r;
+}
+
+/* Pseudo-random test configurations: q and t in [0.35, 1.35], parameters at their
+ * values. */
+void model_test_point(const struct engine_model *m, int k, double *in)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(k + 7);
+    for (int i = 0; i < m->n_in; i++) {
+        x ^= x >> 33;
+        x *= 0xFF51AFD7ED558CCDull;
+        x ^= x >> 33;
+        in[i] = 0.35 + (double)(x >> 11) / 9007199254740992.0;
+    }
+    for (int i = 0; i < m->np; i++)
+        in[i] = m->param_values[i];
+}
+
+tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, int n_roots)
+{
+    int ns = expr_sym_count(c);
+    int *slot = malloc((ns + 1) * sizeof *slot);
+    if (!slot)
+        return NULL;
+    for (int s = 0; s < ns; s++) {
+        const expr_symbol *sym = expr_sym_get(c, s);
+        switch (sym->cls) {
+        case SYM_PARAM: slot[s] = sym->index; break;
+        case SYM_TIME: slot[s] = model_input_t(m); break;
+        case SYM_COORD: slot[s] = model_input_q(m) + sym->index; break;
+        case SYM_VELOCITY: slot[s] = model_input_qd(m) + sym->index; break;
+        default: slot[s] = -1; break;
+        }
+    }
+    tape *t = tape_build(c, roots, n_roots, slot, m->n_in);
+    free(slot);
+    return t;
+}
+
+static tape *build_tape(struct engine_model *m, expr **roots, int n_roots)
+{
+    tape *t = model_tape(m, m->ctx, roots, n_roots);
+    if (t && t->n_ins > m->work_len)
+        m->work_len = t->n_ins;
+    return t;
+}
+
+expr_ctx *model_fresh_ctx(const struct engine_model *m)
+{
+    expr_ctx *c = expr_ctx_new(engine_default_limits.max_nodes);
+    if (!c)
+        return NULL;
+    for (int i = 0; i < m->np; i++)
+        expr_sym_add(c, m->params[i], SYM_PARAM, i);
+    expr_sym_add(c, "t", SYM_TIME, 0);
+    for (int i = 0; i < m->n; i++) {
+        char vname[80];
+        expr_sym_add(c, m->coords[i], SYM_COORD, i);
+        snprintf(vname, sizeof vname, "%s'", m->coords[i]);
+        expr_sym_add(c, vname, SYM_VELOCITY, i);
+    }
+    expr_parse_opts o = {1, 1, 0, "definition"};
+    for (int d = 0; d < m->ndefs; d++) {
+        expr_error err;
+        expr *e = expr_parse(c, m->def_texts[d], &o, &err);
+        if (!e) {
+            expr_ctx_free(c);
+            return NULL;
+        }
+        expr_def_add(c, m->def_names[d], e);
+    }
+    return c;
+}
+
+/* Chooses default speeds: the constraint rows decide which velocities are dependent,
+ * taken from the last coordinate backwards (the usual convention: x, y of a contact
+ * point last); the rest are the independent speeds u_r = q_r'. */
+static int choose_speeds(struct engine_model *m, expr **cgrad, int *independent)
+{
+    int n = m->n, r = m->nlin;
+    double *a = calloc((size_t)r * n + 1, sizeof *a), *in = calloc(m->n_in, sizeof *in);
+    double *work = NULL;
+    int *dep = calloc(n, sizeof *dep);
+    int ok = -1;
+    if (!a || !in || !dep)
+        goto done;
+    tape *t = build_tape(m, cgrad, r * n);
+    if (!t)
+        goto done;
+    work = malloc(t->n_ins * sizeof *work);
+    model_test_point(m, 0, in);
+    if (work)
+        tape_eval(t, in, work, a);
+    tape_free(t);
+    /* Greedy column selection by Gram–Schmidt on the columns of a (r rows). */
+    double *basis = calloc((size_t)r * r + 1, sizeof *basis);
+    int nb = 0;
+    for (int c = n - 1; c >= 0 && nb < r && basis; c--) {
+        double v[64];
+        double norm0 = 0;
+        for (int i = 0; i < r && i < 64; i++) {
+            v[i] = a[i * n + c];
+            norm0 += v[i] * v[i];
+        }
+        for (int b = 0; b < nb; b++) {
+            double d = 0;
+            for (int i = 0; i < r; i++)
+                d += basis[b * r + i] * v[i];
+            for (int i = 0; i < r; i++)
+                v[i] -= d * basis[b * r + i];
+        }
+        double norm = 0;
+        for (int i = 0; i < r; i++)
+            norm += v[i] * v[i];
+        if (norm > 1e-16 * (norm0 > 0 ? norm0 : 1) && norm > 0) {
+            norm = sqrt(norm);
+            for (int i = 0; i < r; i++)
+                basis[nb * r + i] = v[i] / norm;
+            nb++;
+            dep[c] = 1;
+        }
+    }
+    free(basis);
+    if (nb == r) {
+        int j = 0;
+        for (int c = 0; c < n; c++)
+            if (!dep[c])
+                independent[j++] = c;
+        ok = 0;
+    }
+done:
+    free(a);
+    free(in);
+    free(work);
+    free(dep);
+    return ok;
+}
+
+static int setup_speeds(struct engine_model *m, const json_t *speeds_js, const engine_limits *lim,
+                        json_t *problem, expr **cgrad)
+{
+    char path[96];
+    m->speeds = calloc(m->k + 1, sizeof *m->speeds);
+    m->speed_f = calloc(m->k + 1, sizeof *m->speed_f);
+    m->sym_u = calloc(m->k + 1, sizeof *m->sym_u);
+    if (!m->speeds || !m->speed_f || !m->sym_u)
+        return -1;
+    if (!speeds_js) {
+        int *ind = calloc(m->n, sizeof *ind);
+        if (!ind)
+            return -1;
+        if (choose_speeds(m, cgrad, ind) < 0) {
+            free(ind);
+            add_error(problem, "model.constraints", -1,
+                      "the linear constraints are dependent: no %d velocities can be solved for", m->nlin);
+            return -1;
+        }
+        for (int r = 0; r < m->k; r++) {
+            char name[80];
+            snprintf(name, sizeof name, "%s'", m->coords[ind[r]]);
+            m->speeds[r] = strdup(name);
+            m->speed_f[r] = expr_sym(m->ctx, m->sym_qd[ind[r]]);
+            m->sym_u[r] = m->sym_qd[ind[r]];
+        }
+        m->default_speeds = 1;
+        free(ind);
+        return 0;
+    }
+    int count = (int)json_array_size(speeds_js);
+    if (count != m->k) {
+        add_error(problem, "model.speeds", -1,
+                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n,
+                  m->nlin, m->k, count);
+        return -1;
+    }
+    for (int r = 0; r < m->k; r++) {
+        const json_t *s = json_array_get(speeds_js, r);
+        snprintf(path, sizeof path, "model.speeds[%d]", r);
+        char name[80];
+        snprintf(name, sizeof name, "u%d", r + 1);
+        const json_t *ex = s;
+        if (json_is_object(s)) {
+            const json_t *sn = json_object_get(s, "name");
+            if (sn && json_is_string(sn))
+                snprintf(name, sizeof name, "%s", json_string_value(sn));
+            else if (sn)
+                add_error(problem, path, -1, "name must be a string");
+            ex = json_object_get(s, "expr");
+            snprintf(path, sizeof path, "model.speeds[%d].expr", r);
+        }
+        m->speeds[r] = strdup(name);
+        char npath[112];
+        snprintf(npath, sizeof npath, "model.speeds[%d].name", r);
+        if (name_free(m, name, npath, problem))
+            m->sym_u[r] = expr_sym_add(m->ctx, name, SYM_SPEED, r);
+        if (!ex) {
+            add_error(problem, path, -1, "required: the speed expression");
+            continue;
+        }
+        m->speed_f[r] = parse_field(m, ex, path, 1, lim, problem);
+    }
+    return count_errors(problem) ? -1 : 0;
+}
+
+/* ---- energy ---- */
+
+static int all_zero(struct engine_model *m, expr **e, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (!expr_is_zero(m->ctx, e[i]))
+            return 0;
+    return 1;
+}
+
+static expr *energy_expr(struct engine_model *m, expr **p)
+{
+    /* p.q' - 2T == 0 iff T is a homogeneous quadratic form in q' (Euler). */
+    expr_ctx *c = m->ctx;
+    int n = m->n;
+    expr **terms = calloc(n + 1, sizeof *terms);
+    if (!terms)
+        return expr_add(c, m->T, m->V);
+    for (int i = 0; i < n; i++)
+        terms[i] = expr_mul(c, p[i], expr_sym(c, m->sym_qd[i]));
+    expr *pq = expr_sum(c, terms, n);
+    free(terms);
+    m->energy_is_jacobi = !expr_is_zero(c, expr_sub(c, pq, expr_mul(c, expr_num(c, 2.0), m->T)));
+    if (m->energy_is_jacobi)
+        return expr_add(c, expr_sub(c, pq, m->T), m->V);
+    return expr_add(c, m->T, m->V);
+}
+
+static void decide_energy(struct engine_model *m)
+{
+    expr_ctx *c = m->ctx;
+    char *why = m->energy_reason;
+    size_t len = sizeof m->energy_reason;
+    int ok = 1;
+    why[0] = '\0';
+    const char *sep = "";
+#define WHY(...)                                                                                   \
+    do {                                                                                           \
+        size_t used = strlen(why);                                                                 \
+        snprintf(why + used, len - used, "%s", sep);                                               \
+        used = strlen(why);                                                                        \
+        snprintf(why + used, len - used, __VA_ARGS__);                                             \
+        sep = "; ";                                                                                \
+        ok = 0;                                                                                    \
+    } while (0)
+    if (!m->scleronomic)
+        WHY("the constraints are rheonomic (they depend on t)");
+    if (!expr_is_zero(c, expr_diff(c, m->T, m->sym_t)))
+        WHY("T depends explicitly on t");
+    if (!expr_is_zero(c, expr_diff(c, m->V, m->sym_t)))
+        WHY("V depends explicitly on t");
+    if (!all_zero(m, m->Q, m->n))
+        WHY("non-potential generalized forces act");
+    for (int j = 0; j < m->nc; j++) {
+        if (m->cons[j].linear)
+            continue;
+        /* A nonlinear constraint keeps the energy if the actual velocity is a virtual
+         * displacement (Chetaev): sum q_i' df/dq_i' must vanish where f does, as it
+         * does for f homogeneous in q' (Euler: = d f). */
+        expr **terms = calloc(m->n + 1, sizeof *terms);
+        if (!terms)
+            continue;
+        for (int i = 0; i < m->n; i++)
+            terms[i] = expr_mul(c, expr_diff(c, m->cons[j].f, m->sym_qd[i]), expr_sym(c, m->sym_qd[i]));
+        expr *euler = expr_sum(c, terms, m->n);
+        free(terms);
+        int homogeneous = 0;
+        for (int d = 1; d <= 3 && !homogeneous; d++)
+            homogeneous = expr_is_zero(c, expr_sub(c, euler, expr_mul(c, expr_num(c, d), m->cons[j].f)));
+        if (!homogeneous)
+            WHY("nonlinear constraint %s is not homogeneous in the velocities", m->cons[j].name);
+    }
+#undef WHY
+    m->energy_conserved = ok;
+    if (ok)
+        snprintf(why, len,
+                 "scleronomic constraints, T and V independent of t, no non-potential forces: %s is "
+                 "a first integral",
+                 m->energy_is_jacobi ? "the Jacobi integral p.q' - T + V" : "E = T + V");
+}
+
+/* ---- canonical form and id ---- */
+
+static json_t *printed(const expr_ctx *c, const expr *e)
+{
+    char *s = expr_print(c, e);
+    json_t *j = json_string(s ? s : "");
+    free(s);
+    return j;
+}
+
+static int make_canonical(struct engine_model *m)
+{
+    expr_ctx *c = m->ctx;
+    json_t *js = json_object();
+    json_object_set_new(js, "name", json_string(m->name));
+    json_t *coords = json_array();
+    for (int i = 0; i < m->n; i++)
+        json_array_append_new(coords, json_string(m->coords[i]));
+    json_object_set_new(js, "coordinates", coords);
+    json_t *params = json_object();
+    for (int i = 0; i < m->np; i++)
+        json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
+    json_object_set_new(js, "parameters", params);
+    json_object_set_new(js, "kinetic_energy", printed(c, m->T));
+    json_object_set_new(js, "potential_energy", printed(c, m->V));
+    json_t *forces = json_object();
+    for (int i = 0; i < m->n; i++)
+        if (!expr_is_num(m->Q[i], 0.0))
+            json_object_set_new(forces, m->coords[i], printed(c, m->Q[i]));
+    json_object_set_new(js, "generalized_forces", forces);
+    json_t *cons = json_array();
+    for (int j = 0; j < m->nc; j++)
+        json_array_append_new(cons, json_pack("{s:s, s:o}", "name", m->cons[j].name, "expr",
+                                              printed(c, m->cons[j].f)));
+    json_object_set_new(js, "constraints", cons);
+    json_t *speeds = json_array();
+    for (int r = 0; r < m->k; r++)
+        json_array_append_new(speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
+                                                printed(c, m->speed_f[r])));
+    json_object_set_new(js, "speeds", speeds);
+    m->canonical = json_dumps(js, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(js);
+    if (!m->canonical)
+        return -1;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(m->canonical, strlen(m->canonical), md, &mdlen, EVP_sha256(), NULL))
+        return -1;
+    strcpy(m->id, "sha256:");
+    for (unsigned i = 0; i < mdlen; i++)
+        sprintf(m->id + 7 + 2 * i, "%02x", md[i]);
+    return 0;
+}
+
+static void make_summary(struct engine_model *m, json_t *warnings)
+{
+    json_t *s = json_object();
+    json_object_set_new(s, "model_id", json_string(m->id));
+    json_object_set_new(s, "name", json_string(m->name));
+    json_object_set_new(s, "n", json_integer(m->n));
+    json_object_set_new(s, "m", json_integer(m->nc));
+    json_object_set_new(s, "dof", json_integer(m->nlin == m->nc ? m->k : m->n - m->nc));
+    json_t *coords = json_array();
+    for (int i = 0; i < m->n; i++)
+        json_array_append_new(coords, json_string(m->coords[i]));
+    json_object_set_new(s, "coordinates", coords);
+    json_t *speeds = json_array(), *sexpr = json_array();
+    for (int r = 0; r < m->k; r++) {
+        json_array_append_new(speeds, json_string(m->speeds[r]));
+        json_array_append_new(sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
+                                               printed(m->ctx, m->speed_f[r])));
+    }
+    json_object_set_new(s, "speeds", speeds);
+    json_object_set_new(s, "speed_definitions", sexpr);
+    json_object_set_new(s, "default_speeds", json_boolean(m->default_speeds));
+    json_t *cons = json_array();
+    for (int j = 0; j < m->nc; j++) {
+        const model_constraint *mc = &m->cons[j];
+        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b}", "name", mc->name, "expr",
+                                              printed(m->ctx, mc->f), "linear", mc->linear,
+                                              "rheonomic", mc->rheonomic, "holonomic", mc->holonomic));
+    }
+    json_object_set_new(s, "constraints", cons);
+    json_object_set_new(s, "scleronomic", json_boolean(m->scleronomic));
+    json_object_set_new(s, "energy_conserved", json_boolean(m->energy_conserved));
+    json_object_set_new(s, "energy_reason", json_string(m->energy_reason));
+    json_object_set_new(s, "energy_expression",
+                        json_string(m->energy_is_jacobi ? "p.q' - T + V" : "T + V"));
+    json_t *params = json_object();
+    for (int i = 0; i < m->np; i++)
+        json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
+    json_object_set_new(s, "parameters", params);
+    int all_linear = m->nlin == m->nc;
+    json_object_set_new(s, "formulations",
+                        all_linear ? json_pack("[s, s]", "hamel", "multipliers") : json_pack("[s]", "multipliers"));
+    json_object_set_new(s, "default_formulation", json_string(all_linear ? "hamel" : "multipliers"));
+    if (json_array_size(warnings))
+        json_object_set(s, "warnings", warnings);
+    m->summary = s;
+}
+
+/* ---- the whole compilation ---- */
+
+static const char *const known_keys[] = {
+    "name", "coordinates", "parameters", "definitions", "kinetic_energy", "potential_energy",
+    "generalized_forces", "constraints", "speeds", "description", "notes", "source", NULL};
+
+int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
+{
+    *out = NULL;
+    *problem = NULL;
+    if (!lim)
+        lim = &engine_default_limits;
+    if (!json_is_object(js)) {
+        *problem = hamel_problem_new(HAMEL_E_INVALID_MODEL, "the model must be a JSON object");
+        hamel_problem_add(*problem, "model", -1, "must be an object");
+        return HAMEL_E_INVALID_MODEL;
+    }
+    struct timespec t_start;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    json_t *prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
+    json_t *warnings = json_array();
+    struct engine_model *m = calloc(1, sizeof *m);
+    int code = HAMEL_E_INVALID_MODEL;
+    expr **cgrad = NULL;
+    if (!m || !prob || !warnings)
+        goto oom;
+    atomic_init(&m->refs, 1);
+    m->ctx = expr_ctx_new(lim->max_nodes);
+    if (!m->ctx)
+        goto oom;
+    {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)js, key, val)
+        {
+            int known = 0;
+            for (int i = 0; known_keys[i]; i++)
+                known |= strcmp(known_keys[i], key) == 0;
+            if (!known) {
+                char w[160];
+                snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
+                json_array_append_new(warnings, json_string(w));
+            }
+        }
+    }
+    const json_t *speeds_js = NULL;
+    if (parse_model(m, js, lim, prob, &speeds_js) < 0)
+        goto fail;
+
+    expr_ctx *c = m->ctx;
+    int n = m->n;
+    m->n_in = m->np + 1 + 2 * n;
+
+    /* Constraints: linear or not, and their velocity gradients. */
+    cgrad = calloc((size_t)(m->nc + 1) * n, sizeof *cgrad);
+    expr **lin_grad = calloc((size_t)(m->nc + 1) * n, sizeof *lin_grad);
+    if (!cgrad || !lin_grad) {
+        free(lin_grad);
+        goto oom;
+    }
+    for (int j = 0; j < m->nc; j++) {
+        model_constraint *mc = &m->cons[j];
+        int bi = 0, bl = 0;
+        char path[96];
+        snprintf(path, sizeof path, "model.constraints[%d]", j);
+        if (!expr_depends_class(c, mc->f, SYM_VELOCITY)) {
+            add_error(prob, path, -1,
+                      "constraint %s has no velocities: write a holonomic constraint f(q) = 0 as its "
+                      "time derivative, or remove a coordinate",
+                      mc->name);
+            continue;
+        }
+        mc->linear = velocity_gradient(m, mc->f, cgrad + (size_t)j * n, &bi, &bl);
+        if (mc->linear) {
+            for (int i = 0; i < n; i++)
+                lin_grad[(size_t)m->nlin * n + i] = cgrad[(size_t)j * n + i];
+            mc->row = m->nlin++; /* provisional: rows are renumbered after the speeds */
+        }
+        mc->rheonomic = expr_depends(mc->f, m->sym_t) ||
+                        (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
+    }
+    if (count_errors(prob)) {
+        free(lin_grad);
+        goto fail;
+    }
+    for (int j = 0; j < m->nc; j++)
+        if (m->cons[j].linear)
+            for (int i = 0; i < m->nc; i++)
+                if (i != j && strcmp(m->cons[i].name, m->cons[j].name) == 0) {
+                    char path[96];
+                    snprintf(path, sizeof path, "model.constraints[%d].name", j);
+                    add_error(prob, path, -1, "constraint name '%s' is used twice", m->cons[j].name);
+                    break;
+                }
+    m->k = n - m->nlin;
+    if (m->k < 1) {
+        add_error(prob, "model.constraints", -1,
+                  "%d linear constraints leave no degree of freedom among %d coordinates", m->nlin, n);
+        free(lin_grad);
+        goto fail;
+    }
+    if (setup_speeds(m, speeds_js, lim, prob, lin_grad) < 0) {
+        free(lin_grad);
+        goto fail;
+    }
+    free(lin_grad);
+    for (int j = 0; j < m->nc; j++)
+        for (int r = 0; r < m->k; r++)
+            if (strcmp(m->cons[j].name, m->speeds[r]) == 0) {
+                char path[96];
+                snprintf(path, sizeof path, "model.constraints[%d].name", j);
+                add_error(prob, path, -1, "'%s' names a speed too", m->speeds[r]);
+            }
+    if (count_errors(prob))
+        goto fail;
+
+    /* Psi: speeds then linear constraints. */
+    m->psi = calloc((size_t)n * n, sizeof *m->psi);
+    m->psi_t = calloc(n, sizeof *m->psi_t);
+    m->row_names = calloc(n, sizeof *m->row_names);
+    expr **sgrad = calloc(n, sizeof *sgrad);
+    if (!m->psi || !m->psi_t || !m->row_names || !sgrad) {
+        free(sgrad);
+        goto oom;
+    }
+    for (int r = 0; r < m->k; r++) {
+        int bi = 0, bl = 0;
+        if (!velocity_gradient(m, m->speed_f[r], sgrad, &bi, &bl)) {
+            char path[96];
+            snprintf(path, sizeof path, "model.speeds[%d].expr", r);
+            add_error(prob, path, -1, "speed %s is not linear in the velocities (it has a %s*%s term)",
+                      m->speeds[r], m->coords[bi], m->coords[bl]);
+            code = HAMEL_E_NONLINEAR_SPEED;
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            m->psi[r * n + i] = velocity_free(m, sgrad[i]);
+        m->psi_t[r] = velocity_free(m, m->speed_f[r]);
+        m->row_names[r] = m->speeds[r];
+    }
+    free(sgrad);
+    if (count_errors(prob)) {
+        goto fail;
+    }
+    {
+        int row = m->k;
+        for (int j = 0; j < m->nc; j++) {
+            model_constraint *mc = &m->cons[j];
+            if (!mc->linear)
+                continue;
+            mc->row = row;
+            for (int i = 0; i < n; i++)
+                m->psi[row * n + i] = velocity_free(m, cgrad[(size_t)j * n + i]);
+            m->psi_t[row] = velocity_free(m, mc->f);
+            m->row_names[row] = mc->name;
+            row++;
+        }
+    }
+    m->scleronomic = 1;
+    for (int j = 0; j < m->nc; j++)
+        if (m->cons[j].rheonomic)
+            m->scleronomic = 0;
+
+    /* Tape for Psi and Psi_t; check Psi is invertible somewhere. */
+    {
+        expr **roots = calloc((size_t)n * n + n, sizeof *roots);
+        if (!roots)
+            goto oom;
+        memcpy(roots, m->psi, (size_t)n * n * sizeof *roots);
+        memcpy(roots + n * n, m->psi_t, n * sizeof *roots);
+        m->tape_psi = build_tape(m, roots, n * n + n);
+        free(roots);
+        if (!m->tape_psi) {
+            add_error(prob, "model", -1, "Psi depends on the velocities");
+            goto fail;
+        }
+        double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_psi->n_ins, sizeof *work);
+        double *out = calloc((size_t)n * n + n, sizeof *out);
+        int *piv = calloc(n, sizeof *piv);
+        int regular = 0;
+        for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
+            model_test_point(m, k, in);
+            tape_eval(m->tape_psi, in, work, out);
+            if (linalg_lu(n, out, piv) == 0)
+                regular++;
+        }
+        free(in);
+        free(work);
+        free(out);
+        free(piv);
+        if (!regular) {
+            add_error(prob, m->default_speeds || !m->k ? "model.constraints" : "model.speeds", -1,
+                      "the speeds and the linear constraints are linearly dependent: Psi (%dx%d) is "
+                      "singular at every test configuration",
+                      n, n);
+            code = HAMEL_E_SINGULAR;
+            goto fail;
+        }
+    }
+
+    /* Dynamics: M = d2T/dq'dq', g = Q - dV/dq + dT/dq - D(dT/dq'), b = D(Psi q' + Psi_t). */
+    {
+        int nm = n * (n + 1) / 2;
+        expr **roots = calloc((size_t)nm + 2 * n, sizeof *roots);
+        expr **p = calloc(n, sizeof *p);
+        if (!roots || !p) {
+            free(roots);
+            free(p);
+            goto oom;
+        }
+        for (int i = 0; i < n; i++)
+            p[i] = expr_diff(c, m->T, m->sym_qd[i]);
+        int idx = 0;
+        for (int i = 0; i < n; i++)
+            for (int l = i; l < n; l++)
+                roots[idx++] = expr_diff(c, p[i], m->sym_qd[l]);
+        for (int i = 0; i < n; i++) {
+            expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
+            g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
+            g = expr_sub(c, g, expr_dt(c, p[i]));
+            roots[nm + i] = g;
+        }
+        for (int r = 0; r < m->k; r++)
+            roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
+        for (int j = 0; j < m->nc; j++)
+            if (m->cons[j].linear)
+                roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
+        m->tape_dyn = build_tape(m, roots, nm + 2 * n);
+
+        /* Observables: the energy and every constraint. */
+        expr **obs = calloc(m->nc + 1 + n, sizeof *obs);
+        if (obs) {
+            obs[0] = energy_expr(m, p);
+            for (int j = 0; j < m->nc; j++)
+                obs[1 + j] = m->cons[j].f;
+            for (int i = 0; i < n; i++)
+                obs[1 + m->nc + i] = p[i];
+            m->tape_obs = build_tape(m, obs, 1 + m->nc + n);
+            free(obs);
+        }
+        /* Multipliers formulation: J = df/dq', Df = sum df/dq q' + df/dt. */
+        expr **mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *mult);
+        if (mult) {
+            for (int j = 0; j < m->nc; j++) {
+                for (int i = 0; i < n; i++)
+                    mult[j * n + i] = cgrad[(size_t)j * n + i];
+                mult[m->nc * n + j] = expr_dt(c, m->cons[j].f);
+            }
+            m->tape_mult = build_tape(m, mult, m->nc * (n + 1));
+            free(mult);
+        }
+        free(roots);
+        free(p);
+    }
+    /* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
+    {
+        size_t cnt = (size_t)n * n * n + 2 * (size_t)n * n;
+        expr **roots = calloc(cnt, sizeof *roots);
+        if (!roots)
+            goto oom;
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < n; i++) {
+                for (int k = 0; k < n; k++)
+                    roots[((size_t)j * n + i) * n + k] = expr_diff(c, m->psi[j * n + i], m->sym_q[k]);
+                roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
+                roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
+            }
+        m->tape_dpsi = build_tape(m, roots, (int)cnt);
+        free(roots);
+    }
+    if (expr_ctx_overflow(c) || !m->tape_dyn || !m->tape_obs || !m->tape_mult || !m->tape_dpsi) {
+        add_error(prob, "model", -1,
+                  "the derived equations exceed the expression node limit (%zu nodes)", lim->max_nodes);
+        code = HAMEL_E_LIMIT;
+        goto fail;
+    }
+    decide_energy(m);
+    if (hamel_structure(m) < 0)
+        goto oom;
+    if (make_canonical(m) < 0)
+        goto oom;
+    make_summary(m, warnings);
+    if (equations_derive(m, lim->max_nodes / 4) < 0)
+        goto oom;
+    jit_compile(m->tape_psi);
+    jit_compile(m->tape_dyn);
+    m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
+               (size_t)n * n * n;
+    free(cgrad);
+    json_decref(prob);
+    json_decref(warnings);
+    struct timespec t_end;
+    clock_gettime(CLOCK_MONOTONIC, &t_end);
+    m->compile_ms = (t_end.tv_sec - t_start.tv_sec) * 1e3 + (t_end.tv_nsec - t_start.tv_nsec) / 1e6;
+    json_object_set_new(m->summary, "compile_ms", json_real(m->compile_ms));
+    *out = m;
+    return 0;
+
+oom:
+    code = HAMEL_E_INTERNAL;
+    json_decref(prob);
+    prob = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory while compiling the model");
+fail:
+    free(cgrad);
+    json_decref(warnings);
+    model_free(m);
+    hamel_problem_recode(prob, code);
+    *problem = prob;
+    return code;
+}

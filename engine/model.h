@@ -1,0 +1,105 @@
+/* model.h — a compiled model: what engine_model_compile derives from the JSON of
+ * API.md §1, shared (read-only) by the formulations, the Hamel coefficients, the
+ * checks and the derived equations.
+ *
+ * Quasi-velocities are ordered speeds first (u_1..u_k, k = n - m) then the linear
+ * constraints (u_{k+1}..u_n = 0): together they define the n x n matrix Psi and the
+ * vector Psi_t of u = Psi(q,t) q' + Psi_t(q,t). Nonlinear constraints are kept apart.
+ *
+ * Every tape reads one input vector laid out as [parameters, t, q_1..q_n,
+ * q_1'..q_n'] (model_input_* give the offsets); tapes that do not use the velocities
+ * ignore that part.
+ */
+#ifndef HAMEL_MODEL_H
+#define HAMEL_MODEL_H
+
+#include <stdatomic.h>
+
+#include "engine.h"
+#include "expr.h"
+#include "tape.h"
+
+typedef struct model_constraint {
+    char *name;
+    expr *f;       /* f(q, q', t) = 0 */
+    int linear;    /* linear in q' */
+    int rheonomic; /* depends on t, or has a velocity-free part */
+    int holonomic; /* Frobenius: its Hamel coefficients on the speeds vanish */
+    int row;       /* row of Psi (linear ones), else -1 */
+} model_constraint;
+
+struct engine_model {
+    atomic_int refs;
+    char id[80];
+    char *canonical;
+    char *name;
+    expr_ctx *ctx;
+
+    int n;      /* coordinates */
+    int k;      /* independent speeds = n - (linear constraints) */
+    int nc;     /* constraints, linear or not */
+    int nlin;   /* linear constraints */
+    int np;     /* parameters */
+    char **coords;        /* [n] */
+    char **speeds;        /* [k] */
+    expr **speed_f;       /* [k] u_r(q, q', t) */
+    model_constraint *cons; /* [nc] */
+    char **params;        /* [np], sorted by name */
+    double *param_values; /* [np] */
+    int *sym_q, *sym_qd, *sym_p, sym_t; /* symbol indices */
+    int *sym_u;                         /* [k] speed symbols (for printed equations) */
+    int default_speeds;                 /* speeds were chosen by the engine */
+    int ndefs;
+    char **def_names, **def_texts;      /* [ndefs], to re-parse in a fresh context */
+    double compile_ms;
+
+    expr *T, *V;
+    expr **Q;       /* [n] generalized forces (0 where absent) */
+    expr **psi;     /* [n*n] row-major; rows = speeds then linear constraints */
+    expr **psi_t;   /* [n] */
+    char **row_names; /* [n] speeds then linear constraints */
+
+    int scleronomic;
+    int energy_conserved;
+    int energy_is_jacobi; /* the energy check uses p.q' - T + V, not T + V */
+    char energy_reason[320];
+
+    int n_in; /* tape inputs: np + 1 + 2n */
+    tape *tape_psi; /* -> psi [n*n], psi_t [n] */
+    tape *tape_dyn; /* -> M upper [n(n+1)/2], g [n], b [n] */
+    tape *tape_obs; /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
+    tape *tape_mult; /* -> J [nc*n], Df [nc] (the multipliers formulation) */
+    tape *tape_dpsi; /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
+    int work_len;    /* doubles of scratch the largest tape needs */
+
+    unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
+    unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
+
+    json_t *summary;
+    char *equations; /* API.md §5 JSON text, made at compile time */
+    size_t bytes;
+};
+
+static inline int model_input_t(const struct engine_model *m) { return m->np; }
+static inline int model_input_q(const struct engine_model *m) { return m->np + 1; }
+static inline int model_input_qd(const struct engine_model *m) { return m->np + 1 + m->n; }
+
+/* Index of a coordinate / speed / parameter / row name, or -1. */
+int model_coord_index(const struct engine_model *m, const char *name);
+int model_speed_index(const struct engine_model *m, const char *name);
+int model_param_index(const struct engine_model *m, const char *name);
+
+/* A new expression context with the model's symbols (same indices as m->ctx for
+ * parameters, t, coordinates and velocities) and definitions, for parsing request
+ * expressions (invariants) without touching the shared context. Caller frees. */
+expr_ctx *model_fresh_ctx(const struct engine_model *m);
+
+/* Builds a tape over the model's input layout from roots of a context made by
+ * model_fresh_ctx (or m->ctx at compile time). Caller frees. */
+tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, int n_roots);
+
+/* Fills in[n_in] with the k-th pseudo-random test configuration: q, q' and t in
+ * [0.35, 1.35], parameters at their values. */
+void model_test_point(const struct engine_model *m, int k, double *in);
+
+#endif

@@ -1,0 +1,827 @@
+/* sim.c — simulation requests (API.md §3): validation, the integration run, the
+ * checks along the trajectory and the result document. */
+#include "sim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hamel.h"
+#include "integ.h"
+#include "jit.h"
+#include "mult.h"
+
+#define SIM_DEFAULT_SAMPLES 101
+#define SIM_DEFAULT_MAX_STEPS 1000000L
+
+static void bad(json_t **problem, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void bad(json_t **problem, const char *path, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!*problem)
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+    hamel_problem_add(*problem, path, -1, buf);
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+void sim_request_free(sim_request *r)
+{
+    free(r->params);
+    free(r->q0);
+    free(r->u0);
+    free(r->qd0);
+    free(r->times);
+    for (int i = 0; i < r->n_inv; i++)
+        free(r->inv_names[i]);
+    free(r->inv_names);
+    tape_free(r->inv_tape);
+    expr_ctx_free(r->inv_ctx);
+    memset(r, 0, sizeof *r);
+}
+
+static int get_number(const json_t *obj, const char *key, double *out, const char *path, json_t **problem)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        return 0;
+    if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+        bad(problem, path, "must be a finite number");
+        return -1;
+    }
+    *out = json_number_value(v);
+    return 1;
+}
+
+static int parse_invariants(const struct engine_model *m, const json_t *inv, sim_request *r,
+                            const engine_limits *lim, json_t **problem)
+{
+    if (!inv)
+        return 0;
+    if (!json_is_array(inv)) {
+        bad(problem, "invariants", "must be an array of {\"name\", \"expr\"}");
+        return -1;
+    }
+    int n = (int)json_array_size(inv);
+    if (n > 64) {
+        bad(problem, "invariants", "at most 64 invariants");
+        return -1;
+    }
+    if (!n)
+        return 0;
+    r->inv_ctx = model_fresh_ctx(m);
+    r->inv_names = calloc(n, sizeof *r->inv_names);
+    expr **roots = calloc(n, sizeof *roots);
+    if (!r->inv_ctx || !r->inv_names || !roots) {
+        free(roots);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const json_t *it = json_array_get(inv, i);
+        char path[64];
+        snprintf(path, sizeof path, "invariants[%d]", i);
+        const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
+        if (!json_is_object(it) || !json_is_string(ex)) {
+            bad(problem, path, "must be an object {\"name\", \"expr\"}");
+            continue;
+        }
+        char defname[32];
+        snprintf(defname, sizeof defname, "I%d", i + 1);
+        r->inv_names[r->n_inv++] = strdup(json_is_string(name) ? json_string_value(name) : defname);
+        snprintf(path, sizeof path, "invariants[%d].expr", i);
+        expr_parse_opts o = {1, 1, lim->max_expr_chars, path};
+        expr_error err;
+        roots[i] = expr_parse(r->inv_ctx, json_string_value(ex), &o, &err);
+        if (!roots[i]) {
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            hamel_problem_add(*problem, path, err.column, err.message);
+        }
+    }
+    if (!*problem)
+        r->inv_tape = model_tape(m, r->inv_ctx, roots, n);
+    free(roots);
+    return *problem ? -1 : 0;
+}
+
+static int parse_output(const json_t *out, sim_request *r, const engine_limits *lim, json_t **problem,
+                        int have_t_end)
+{
+    const json_t *samples = json_object_get(out, "samples");
+    const json_t *dt = json_object_get(out, "dt");
+    const json_t *times = json_object_get(out, "times");
+    if (out && !json_is_object(out)) {
+        bad(problem, "output", "must be an object with samples, dt or times");
+        return -1;
+    }
+    if (!!samples + !!dt + !!times > 1) {
+        bad(problem, "output", "give one of samples, dt, times");
+        return -1;
+    }
+    if (times) {
+        if (!json_is_array(times) || json_array_size(times) == 0) {
+            bad(problem, "output.times", "must be a non-empty array of times");
+            return -1;
+        }
+        size_t n = json_array_size(times);
+        if ((long)n > lim->max_samples) {
+            bad(problem, "output.times", "at most %d times", lim->max_samples);
+            return -1;
+        }
+        r->times = calloc(n + 1, sizeof *r->times);
+        if (!r->times)
+            return -1;
+        double prev = r->t0;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *v = json_array_get(times, i);
+            char path[48];
+            snprintf(path, sizeof path, "output.times[%zu]", i);
+            if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+                bad(problem, path, "must be a finite number");
+                return -1;
+            }
+            double t = json_number_value(v);
+            if (t < prev || (i > 0 && t == prev)) {
+                bad(problem, path, "times must increase from initial.t (%g); got %g after %g", r->t0, t, prev);
+                return -1;
+            }
+            if (have_t_end && t > r->t_end) {
+                bad(problem, path, "%g is after t_end (%g)", t, r->t_end);
+                return -1;
+            }
+            r->times[i] = prev = t;
+        }
+        r->n_times = (int)n;
+        if (!have_t_end)
+            r->t_end = r->times[n - 1];
+        if (r->times[n - 1] < r->t_end)
+            r->times[r->n_times++] = r->t_end;
+        return 0;
+    }
+    if (!have_t_end) {
+        bad(problem, "t_end", "required (or give output.times)");
+        return -1;
+    }
+    long count = SIM_DEFAULT_SAMPLES;
+    if (samples) {
+        if (!json_is_integer(samples) || json_integer_value(samples) < 2) {
+            bad(problem, "output.samples", "must be an integer >= 2");
+            return -1;
+        }
+        if (json_integer_value(samples) > lim->max_samples) {
+            bad(problem, "output.samples", "at most %d samples", lim->max_samples);
+            return -1;
+        }
+        count = (long)json_integer_value(samples);
+    } else if (dt) {
+        double h = json_is_number(dt) ? json_number_value(dt) : -1;
+        if (!(h > 0) || !isfinite(h)) {
+            bad(problem, "output.dt", "must be a positive number");
+            return -1;
+        }
+        double steps = (r->t_end - r->t0) / h;
+        if (steps + 1 > lim->max_samples) {
+            bad(problem, "output.dt", "gives %.0f samples; at most %d", steps + 1, lim->max_samples);
+            return -1;
+        }
+        long whole = (long)floor(steps + 1e-9);
+        r->times = calloc(whole + 2, sizeof *r->times);
+        if (!r->times)
+            return -1;
+        int n = 0;
+        for (long i = 0; i <= whole; i++)
+            r->times[n++] = r->t0 + (double)i * h;
+        if (r->times[n - 1] > r->t_end)
+            r->times[n - 1] = r->t_end;
+        if (r->t_end - r->times[n - 1] > 1e-9 * h)
+            r->times[n++] = r->t_end;
+        r->n_times = n;
+        return 0;
+    }
+    r->times = calloc(count, sizeof *r->times);
+    if (!r->times)
+        return -1;
+    for (long i = 0; i < count; i++)
+        r->times[i] = r->t0 + (r->t_end - r->t0) * (double)i / (double)(count - 1);
+    r->times[count - 1] = r->t_end;
+    r->n_times = (int)count;
+    return 0;
+}
+
+static const char *const known_request_keys[] = {
+    "model", "model_id", "parameters", "initial", "t_end", "output", "integrator",
+    "formulation", "invariants", "hamel", "name", "description", NULL};
+
+int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
+                      sim_request *r, json_t **problem)
+{
+    memset(r, 0, sizeof *r);
+    *problem = NULL;
+    int n = m->n, k = m->k;
+    if (!json_is_object(js)) {
+        bad(problem, "", "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)js, key, val)
+        {
+            int known = 0;
+            for (int i = 0; known_request_keys[i]; i++)
+                known |= strcmp(key, known_request_keys[i]) == 0;
+            if (!known)
+                bad(problem, key, "unknown field (expected one of model, model_id, parameters, "
+                                  "initial, t_end, output, integrator, formulation, invariants, hamel)");
+        }
+    }
+    r->params = calloc(m->np + 1, sizeof *r->params);
+    r->q0 = calloc(n, sizeof *r->q0);
+    r->u0 = calloc(k + 1, sizeof *r->u0);
+    r->qd0 = calloc(n, sizeof *r->qd0);
+    if (!r->params || !r->q0 || !r->u0 || !r->qd0)
+        goto oom;
+    if (m->np)
+        memcpy(r->params, m->param_values, m->np * sizeof *r->params);
+    const json_t *params = json_object_get(js, "parameters");
+    if (params && !json_is_object(params))
+        bad(problem, "parameters", "must be an object of name: number");
+    if (params && json_is_object(params)) {
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)params, key, val)
+        {
+            char path[96];
+            snprintf(path, sizeof path, "parameters.%.80s", key);
+            int i = model_param_index(m, key);
+            if (i < 0)
+                bad(problem, path, "'%s' is not a parameter of the model", key);
+            else if (!json_is_number(val) || !isfinite(json_number_value(val)))
+                bad(problem, path, "must be a finite number");
+            else
+                r->params[i] = json_number_value(val);
+        }
+    }
+
+    /* initial state */
+    const json_t *init = json_object_get(js, "initial");
+    if (!json_is_object(init)) {
+        bad(problem, "initial", "required: {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": {...}}");
+        goto out;
+    }
+    r->t0 = 0.0;
+    get_number(init, "t", &r->t0, "initial.t", problem);
+    const json_t *q = json_object_get(init, "q");
+    if (!json_is_object(q)) {
+        bad(problem, "initial.q", "required: an object with a value for every coordinate");
+    } else {
+        for (int i = 0; i < n; i++) {
+            char path[96];
+            snprintf(path, sizeof path, "initial.q.%s", m->coords[i]);
+            if (!json_object_get(q, m->coords[i]))
+                bad(problem, path, "missing: every coordinate needs an initial value");
+            else
+                get_number(q, m->coords[i], &r->q0[i], path, problem);
+        }
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)q, key, val) if (model_coord_index(m, key) < 0)
+        {
+            char path[96];
+            snprintf(path, sizeof path, "initial.q.%.80s", key);
+            bad(problem, path, "'%s' is not a coordinate", key);
+        }
+    }
+    const json_t *sp = json_object_get(init, "speeds"), *qd = json_object_get(init, "qdot");
+    int all_linear = m->nlin == m->nc;
+    if (sp && qd) {
+        bad(problem, "initial", "give speeds or qdot, not both");
+    } else if (sp) {
+        if (!all_linear) {
+            bad(problem, "initial.speeds", "this model has nonlinear constraints: give initial.qdot");
+        } else if (!json_is_object(sp)) {
+            bad(problem, "initial.speeds", "must be an object with a value for every speed");
+        } else {
+            for (int s = 0; s < k; s++) {
+                char path[96];
+                snprintf(path, sizeof path, "initial.speeds.%s", m->speeds[s]);
+                if (!json_object_get(sp, m->speeds[s]))
+                    bad(problem, path, "missing: every independent speed needs an initial value");
+                else
+                    get_number(sp, m->speeds[s], &r->u0[s], path, problem);
+            }
+            const char *key;
+            const json_t *val;
+            json_object_foreach((json_t *)sp, key, val) if (model_speed_index(m, key) < 0)
+            {
+                char path[96];
+                snprintf(path, sizeof path, "initial.speeds.%.80s", key);
+                bad(problem, path, "'%s' is not a speed of the model", key);
+            }
+        }
+    } else if (qd) {
+        if (!json_is_object(qd)) {
+            bad(problem, "initial.qdot", "must be an object with a value for every coordinate");
+        } else {
+            for (int i = 0; i < n; i++) {
+                char path[96];
+                snprintf(path, sizeof path, "initial.qdot.%s", m->coords[i]);
+                if (!json_object_get(qd, m->coords[i]))
+                    bad(problem, path, "missing: every coordinate needs an initial velocity");
+                else
+                    get_number(qd, m->coords[i], &r->qd0[i], path, problem);
+            }
+            const char *key;
+            const json_t *val;
+            json_object_foreach((json_t *)qd, key, val) if (model_coord_index(m, key) < 0)
+            {
+                char path[96];
+                snprintf(path, sizeof path, "initial.qdot.%.80s", key);
+                bad(problem, path, "'%s' is not a coordinate", key);
+            }
+            r->have_qd0 = 1;
+        }
+    } else {
+        bad(problem, "initial", all_linear ? "give initial.speeds (or initial.qdot)" : "give initial.qdot");
+    }
+
+    /* time span and output */
+    int have_t_end = get_number(js, "t_end", &r->t_end, "t_end", problem) == 1;
+    if (have_t_end && !(r->t_end > r->t0))
+        bad(problem, "t_end", "must be after initial.t (%g)", r->t0);
+    if (!*problem && parse_output(json_object_get(js, "output"), r, lim, problem, have_t_end) < 0 && !*problem)
+        goto oom;
+
+    /* integrator */
+    snprintf(r->method, sizeof r->method, "%s", INTEG_DEFAULT_METHOD);
+    r->rtol = INTEG_DEFAULT_RTOL;
+    r->atol = INTEG_DEFAULT_ATOL;
+    r->max_steps = SIM_DEFAULT_MAX_STEPS;
+    const json_t *integ = json_object_get(js, "integrator");
+    if (integ && !json_is_object(integ))
+        bad(problem, "integrator", "must be an object");
+    if (integ && json_is_object(integ)) {
+        const json_t *meth = json_object_get(integ, "method");
+        if (meth && (!json_is_string(meth) || !integ_method_known(json_string_value(meth))))
+            bad(problem, "integrator.method",
+                "unknown method; one of rk8pd, rkf45, rkck, rk4, rk2, rk1imp, rk2imp, rk4imp, bsimp, "
+                "msadams, msbdf");
+        else if (meth)
+            snprintf(r->method, sizeof r->method, "%s", json_string_value(meth));
+        if (get_number(integ, "rtol", &r->rtol, "integrator.rtol", problem) == 1 && !(r->rtol >= 0 && r->rtol < 1))
+            bad(problem, "integrator.rtol", "must be in [0, 1)");
+        if (get_number(integ, "atol", &r->atol, "integrator.atol", problem) == 1 && !(r->atol >= 0))
+            bad(problem, "integrator.atol", "must be >= 0");
+        if (r->rtol == 0 && r->atol == 0)
+            bad(problem, "integrator", "rtol and atol cannot both be 0");
+        get_number(integ, "h0", &r->h0, "integrator.h0", problem);
+        const json_t *ms = json_object_get(integ, "max_steps");
+        if (ms && (!json_is_integer(ms) || json_integer_value(ms) < 1))
+            bad(problem, "integrator.max_steps", "must be a positive integer");
+        else if (ms)
+            r->max_steps = (long)json_integer_value(ms);
+        if (r->max_steps > lim->max_steps)
+            r->max_steps = lim->max_steps;
+    }
+
+    const json_t *form = json_object_get(js, "formulation");
+    r->formulation = all_linear ? SIM_HAMEL : SIM_MULTIPLIERS;
+    if (form && !json_is_string(form)) {
+        bad(problem, "formulation", "must be \"hamel\" or \"multipliers\"");
+    } else if (form) {
+        const char *f = json_string_value(form);
+        if (strcmp(f, "hamel") == 0) {
+            if (!all_linear) {
+                if (!*problem)
+                    *problem = hamel_problem_new(HAMEL_E_FORMULATION, NULL);
+                for (int j = 0; j < m->nc; j++)
+                    if (!m->cons[j].linear) {
+                        char path[96];
+                        snprintf(path, sizeof path, "model.constraints[%d]", j);
+                        hamel_problem_add(*problem, path, -1,
+                                          "the Boltzmann–Hamel formulation needs constraints linear in "
+                                          "the velocities; this one is not (Chetaev type): use "
+                                          "\"formulation\": \"multipliers\"");
+                    }
+            }
+            r->formulation = SIM_HAMEL;
+        } else if (strcmp(f, "multipliers") == 0) {
+            r->formulation = SIM_MULTIPLIERS;
+        } else {
+            bad(problem, "formulation", "must be \"hamel\" or \"multipliers\", not \"%s\"", f);
+        }
+    }
+    const json_t *hm = json_object_get(js, "hamel");
+    r->hamel_mode = SIM_HAMEL_INITIAL;
+    if (hm) {
+        const char *h = json_is_string(hm) ? json_string_value(hm) : "";
+        if (strcmp(h, "none") == 0)
+            r->hamel_mode = SIM_HAMEL_NONE;
+        else if (strcmp(h, "initial") == 0)
+            r->hamel_mode = SIM_HAMEL_INITIAL;
+        else if (strcmp(h, "samples") == 0)
+            r->hamel_mode = SIM_HAMEL_SAMPLES;
+        else
+            bad(problem, "hamel", "must be \"none\", \"initial\" or \"samples\"");
+    }
+    if (!all_linear)
+        r->hamel_mode = SIM_HAMEL_NONE;
+    if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
+        goto oom;
+    if (*problem)
+        goto out;
+
+    /* The initial state must be consistent: q' from the speeds, or the speeds from q'
+     * after checking the constraints. */
+    hamel_ws *w = hamel_ws_new(m, r->params);
+    if (!w)
+        goto oom;
+    double *vals = calloc(1 + m->nc, sizeof *vals);
+    if (!vals) {
+        hamel_ws_free(w);
+        goto oom;
+    }
+    if (!r->have_qd0) {
+        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                         "Psi (speeds and constraints) is singular at the initial configuration");
+            hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here: the speeds do not determine q'");
+        }
+        r->have_qd0 = 1;
+    } else {
+        hamel_observe(w, r->t0, r->q0, r->qd0, vals);
+        double scale = 1.0;
+        for (int i = 0; i < n; i++)
+            if (fabs(r->qd0[i]) > scale)
+                scale = fabs(r->qd0[i]);
+        for (int j = 0; j < m->nc; j++)
+            if (!(fabs(vals[1 + j]) <= 1e-8 * scale)) {
+                char path[96], msg[256];
+                if (!*problem)
+                    *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, NULL);
+                snprintf(path, sizeof path, "initial.qdot");
+                snprintf(msg, sizeof msg, "violates constraint %s by %.3g (tolerance %.1g)", m->cons[j].name,
+                         vals[1 + j], 1e-8 * scale);
+                hamel_problem_add(*problem, path, -1, msg);
+            }
+        if (!*problem && all_linear) {
+            hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
+            double *check = calloc(n, sizeof *check);
+            if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
+                *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                             "Psi (speeds and constraints) is singular at the initial configuration");
+                hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here");
+            }
+            free(check);
+        }
+    }
+    free(vals);
+    hamel_ws_free(w);
+out:
+    if (*problem) {
+        sim_request_free(r);
+        return (int)(json_integer_value(json_object_get(*problem, "status")) == 422 &&
+                             strstr(json_string_value(json_object_get(*problem, "type")), "initial")
+                         ? HAMEL_E_BAD_INITIAL
+                         : strstr(json_string_value(json_object_get(*problem, "type")), "formulation")
+                               ? HAMEL_E_FORMULATION
+                               : HAMEL_E_BAD_REQUEST);
+    }
+    return 0;
+oom:
+    sim_request_free(r);
+    if (!*problem)
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+    return HAMEL_E_INTERNAL;
+}
+
+/* ---- Hamel coefficients as JSON ---- */
+
+json_t *sim_gamma_order(const struct engine_model *m)
+{
+    json_t *order = json_array();
+    for (int j = 0; j < m->n; j++)
+        json_array_append_new(order, json_string(m->row_names[j]));
+    return order;
+}
+
+json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q, const double *gamma,
+                        const double *gamma_t)
+{
+    int n = m->n;
+    json_t *qo = json_object();
+    for (int i = 0; i < n; i++)
+        json_object_set_new(qo, m->coords[i], num(q[i]));
+    json_t *g = json_array(), *gt = json_array();
+    for (int j = 0; j < n; j++)
+        for (int r = 0; r < n; r++) {
+            for (int l = 0; l < n; l++) {
+                size_t idx = ((size_t)j * n + r) * n + l;
+                if (m->gamma_nz[idx])
+                    json_array_append_new(g, json_pack("{s:s, s:s, s:s, s:o}", "j", m->row_names[j], "r",
+                                                       m->row_names[r], "l", m->row_names[l], "value",
+                                                       num(gamma[idx])));
+            }
+            if (m->gamma_t_nz[(size_t)j * n + r])
+                json_array_append_new(gt, json_pack("{s:s, s:s, s:o}", "j", m->row_names[j], "r",
+                                                    m->row_names[r], "value", num(gamma_t[(size_t)j * n + r])));
+        }
+    return json_pack("{s:o, s:o, s:o, s:o}", "t", num(t), "q", qo, "gamma", g, "gamma_t", gt);
+}
+
+/* ---- the run ---- */
+
+struct run {
+    const struct engine_model *m;
+    const sim_request *req;
+    hamel_ws *w;
+    mult_ws *mw;
+    int n, k, nc;
+    int ns;        /* samples stored */
+    double *t;     /* [n_times] */
+    double *q;     /* [n_times * n] */
+    double *u;     /* [n_times * k] */
+    double *qd;    /* [n_times * n] */
+    double *energy;
+    double *res;   /* [n_times * nc] */
+    double *lam;   /* [n_times * nc] (multipliers) */
+    double *inv;   /* [n_times * n_inv] */
+    double *inv_in, *inv_work;
+    double *obs;
+    json_t *hamel_points;
+    double *gamma, *gamma_t;
+};
+
+static int on_sample(double t, const double *y, void *ctx)
+{
+    struct run *R = ctx;
+    const struct engine_model *m = R->m;
+    int n = R->n, k = R->k, i = R->ns;
+    double *q = R->q + (size_t)i * n, *qd = R->qd + (size_t)i * n, *u = R->u + (size_t)i * k;
+    R->t[i] = t;
+    memcpy(q, y, n * sizeof *q);
+    if (R->req->formulation == SIM_HAMEL) {
+        memcpy(u, y + n, k * sizeof *u);
+        if (hamel_qdot(R->w, t, q, u, qd) < 0)
+            return HAMEL_E_NUMERIC;
+    } else {
+        memcpy(qd, y + n, n * sizeof *qd);
+        if (m->nlin == m->nc)
+            hamel_speeds(R->w, t, q, qd, u);
+        mult_lambda(R->mw, t, y, R->lam + (size_t)i * R->nc);
+    }
+    hamel_observe(R->w, t, q, qd, R->obs);
+    R->energy[i] = R->obs[0];
+    memcpy(R->res + (size_t)i * R->nc, R->obs + 1, R->nc * sizeof *R->obs);
+    if (R->req->n_inv) {
+        memcpy(R->inv_in, R->req->params, m->np * sizeof *R->inv_in);
+        R->inv_in[model_input_t(m)] = t;
+        memcpy(R->inv_in + model_input_q(m), q, n * sizeof *q);
+        memcpy(R->inv_in + model_input_qd(m), qd, n * sizeof *qd);
+        tape_eval(R->req->inv_tape, R->inv_in, R->inv_work, R->inv + (size_t)i * R->req->n_inv);
+    }
+    if (R->req->hamel_mode == SIM_HAMEL_SAMPLES || (R->req->hamel_mode == SIM_HAMEL_INITIAL && i == 0)) {
+        if (hamel_gamma(R->w, t, q, R->gamma, R->gamma_t) == 0)
+            json_array_append_new(R->hamel_points, sim_gamma_point(m, t, q, R->gamma, R->gamma_t));
+    }
+    R->ns++;
+    return 0;
+}
+
+static void run_free(struct run *R)
+{
+    hamel_ws_free(R->w);
+    mult_ws_free(R->mw);
+    free(R->t);
+    free(R->q);
+    free(R->u);
+    free(R->qd);
+    free(R->energy);
+    free(R->res);
+    free(R->lam);
+    free(R->inv);
+    free(R->inv_in);
+    free(R->inv_work);
+    free(R->obs);
+    free(R->gamma);
+    free(R->gamma_t);
+    json_decref(R->hamel_points);
+}
+
+static json_t *series(const double *v, int count, int stride, int offset)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < count; i++)
+        json_array_append_new(a, num(v[(size_t)i * stride + offset]));
+    return a;
+}
+
+static json_t *trajectory_json(const struct run *R)
+{
+    const struct engine_model *m = R->m;
+    json_t *tr = json_object();
+    json_object_set_new(tr, "t", series(R->t, R->ns, 1, 0));
+    json_t *q = json_object(), *qd = json_object(), *u = json_object();
+    for (int i = 0; i < R->n; i++) {
+        json_object_set_new(q, m->coords[i], series(R->q, R->ns, R->n, i));
+        json_object_set_new(qd, m->coords[i], series(R->qd, R->ns, R->n, i));
+    }
+    json_object_set_new(tr, "q", q);
+    if (m->nlin == m->nc) {
+        for (int r = 0; r < R->k; r++)
+            json_object_set_new(u, m->speeds[r], series(R->u, R->ns, R->k, r));
+        json_object_set_new(tr, "speeds", u);
+    } else {
+        json_decref(u);
+    }
+    json_object_set_new(tr, "qdot", qd);
+    if (R->req->formulation == SIM_MULTIPLIERS) {
+        json_t *lam = json_object();
+        for (int j = 0; j < R->nc; j++)
+            json_object_set_new(lam, m->cons[j].name, series(R->lam, R->ns, R->nc, j));
+        json_object_set_new(tr, "multipliers", lam);
+    }
+    return tr;
+}
+
+static json_t *checks_json(const struct run *R)
+{
+    const struct engine_model *m = R->m;
+    double e0 = R->ns ? R->energy[0] : NAN, maxabs = 0.0;
+    for (int i = 0; i < R->ns; i++) {
+        double d = fabs(R->energy[i] - e0);
+        if (d > maxabs || isnan(d))
+            maxabs = d;
+    }
+    json_t *energy = json_object();
+    json_object_set_new(energy, "conserved_expected", json_boolean(m->energy_conserved));
+    json_object_set_new(energy, "reason", json_string(m->energy_reason));
+    json_object_set_new(energy, "expression", json_string(m->energy_is_jacobi ? "p.q' - T + V" : "T + V"));
+    json_object_set_new(energy, "initial", num(e0));
+    json_object_set_new(energy, "final", num(R->ns ? R->energy[R->ns - 1] : NAN));
+    json_object_set_new(energy, "max_abs_drift", num(maxabs));
+    json_object_set_new(energy, "max_rel_drift", num(e0 != 0.0 ? maxabs / fabs(e0) : maxabs));
+    json_object_set_new(energy, "values", series(R->energy, R->ns, 1, 0));
+
+    json_t *cons = json_object(), *per = json_object();
+    double worst = 0.0;
+    double *per_sample = calloc(R->ns + 1, sizeof *per_sample);
+    for (int j = 0; j < R->nc; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < R->ns; i++) {
+            double v = fabs(R->res[(size_t)i * R->nc + j]);
+            if (v > mx || isnan(v))
+                mx = v;
+            if (per_sample && (v > per_sample[i] || isnan(v)))
+                per_sample[i] = v;
+        }
+        json_object_set_new(per, m->cons[j].name, num(mx));
+        if (mx > worst || isnan(mx))
+            worst = mx;
+    }
+    json_object_set_new(cons, "max_abs_residual", num(worst));
+    json_object_set_new(cons, "per_constraint", per);
+    if (per_sample)
+        json_object_set_new(cons, "max_abs_series", series(per_sample, R->ns, 1, 0));
+    free(per_sample);
+
+    json_t *checks = json_pack("{s:o, s:o}", "energy", energy, "constraints", cons);
+    if (R->req->n_inv) {
+        json_t *inv = json_object();
+        int ni = R->req->n_inv;
+        for (int v = 0; v < ni; v++) {
+            double i0 = R->ns ? R->inv[v] : NAN, mx = 0.0;
+            for (int i = 0; i < R->ns; i++) {
+                double d = fabs(R->inv[(size_t)i * ni + v] - i0);
+                if (d > mx || isnan(d))
+                    mx = d;
+            }
+            json_object_set_new(inv, R->req->inv_names[v],
+                                json_pack("{s:o, s:o, s:o, s:o}", "initial", num(i0), "final",
+                                          num(R->ns ? R->inv[(size_t)(R->ns - 1) * ni + v] : NAN),
+                                          "max_abs_drift", num(mx), "values", series(R->inv, R->ns, ni, v)));
+        }
+        json_object_set_new(checks, "invariants", inv);
+    }
+    return checks;
+}
+
+int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
+            engine_control *ctl, json_t **result, json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!lim)
+        lim = &engine_default_limits;
+    struct run R = {0};
+    R.m = m;
+    R.req = req;
+    R.n = m->n;
+    R.k = m->k;
+    R.nc = m->nc;
+    int n = m->n, nt = req->n_times;
+    R.w = hamel_ws_new(m, req->params);
+    R.t = calloc(nt, sizeof *R.t);
+    R.q = calloc((size_t)nt * n, sizeof *R.q);
+    R.u = calloc((size_t)nt * (R.k + 1), sizeof *R.u);
+    R.qd = calloc((size_t)nt * n, sizeof *R.qd);
+    R.energy = calloc(nt, sizeof *R.energy);
+    R.res = calloc((size_t)nt * (R.nc + 1), sizeof *R.res);
+    R.lam = calloc((size_t)nt * (R.nc + 1), sizeof *R.lam);
+    R.inv = calloc((size_t)nt * (req->n_inv + 1), sizeof *R.inv);
+    R.inv_in = calloc(m->n_in, sizeof *R.inv_in);
+    R.inv_work = calloc(req->inv_tape ? req->inv_tape->n_ins : 1, sizeof *R.inv_work);
+    R.obs = calloc(1 + m->nc, sizeof *R.obs);
+    R.gamma = calloc((size_t)n * n * n, sizeof *R.gamma);
+    R.gamma_t = calloc((size_t)n * n, sizeof *R.gamma_t);
+    R.hamel_points = json_array();
+    double *y0 = calloc(2 * n + 1, sizeof *y0);
+    int rc;
+    if (!R.w || !R.t || !R.q || !R.u || !R.qd || !R.energy || !R.res || !R.lam || !R.inv || !R.inv_in ||
+        !R.inv_work || !R.obs || !R.gamma || !R.gamma_t || !R.hamel_points || !y0) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    integ_system sys;
+    memcpy(y0, req->q0, n * sizeof *y0);
+    if (req->formulation == SIM_HAMEL) {
+        memcpy(y0 + n, req->u0, R.k * sizeof *y0);
+        sys = (integ_system){(size_t)(n + R.k), hamel_rhs, R.w};
+    } else {
+        R.mw = mult_ws_new(m, req->params);
+        if (!R.mw) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "out of memory");
+            goto done;
+        }
+        memcpy(y0 + n, req->qd0, n * sizeof *y0);
+        mult_project(R.mw, req->t0, y0);
+        sys = (integ_system){(size_t)(2 * n), mult_rhs, R.mw};
+    }
+    integ_options opt = integ_default_options;
+    opt.method = req->method;
+    opt.rtol = req->rtol;
+    opt.atol = req->atol;
+    opt.h0 = req->h0;
+    opt.max_steps = req->max_steps;
+    if (ctl && ctl->max_steps > 0 && ctl->max_steps < opt.max_steps)
+        opt.max_steps = ctl->max_steps;
+    opt.max_wall_seconds = lim->max_wall_seconds;
+    if (ctl && ctl->max_wall_seconds > 0 && ctl->max_wall_seconds < opt.max_wall_seconds)
+        opt.max_wall_seconds = ctl->max_wall_seconds;
+    if (ctl) {
+        opt.cancel = &ctl->cancel;
+        opt.progress = &ctl->progress;
+    }
+    integ_driver *drv = NULL;
+    char reason[INTEG_REASON_MAX] = "";
+    rc = integ_driver_new(&sys, &opt, &drv, reason, sizeof reason);
+    integ_stats st;
+    memset(&st, 0, sizeof st);
+    if (rc == 0) {
+        rc = integ_driver_apply(drv, req->t0, y0, req->times, (size_t)req->n_times, on_sample, &R, &st);
+    }
+    integ_driver_free(drv);
+    if (ctl && rc == 0)
+        ctl->progress = 1.0;
+
+    json_t *stats = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps,
+                              "rhs_evals", (json_int_t)st.rhs_evals, "failed_steps", (json_int_t)st.failed_steps,
+                              "samples", (json_int_t)R.ns, "compile_ms", m->compile_ms, "integrate_ms",
+                              st.wall_ms, "method", req->method, "formulation",
+                              req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+    json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
+    if (R.mw)
+        json_object_set_new(stats, "baumgarte_alpha", json_real(MULT_BAUMGARTE_ALPHA));
+    json_t *body = json_object();
+    json_object_set_new(body, "model_id", json_string(m->id));
+    json_object_set_new(body, "formulation", json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
+    json_object_set_new(body, "trajectory", trajectory_json(&R));
+    json_object_set_new(body, "checks", checks_json(&R));
+    if (req->hamel_mode != SIM_HAMEL_NONE)
+        json_object_set_new(body, "hamel", json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order",
+                                                     sim_gamma_order(m), "points", R.hamel_points));
+    json_object_set_new(body, "stats", stats);
+    if (rc == 0) {
+        *result = body;
+    } else {
+        const char *why = st.reason[0] ? st.reason : reason[0] ? reason : hamel_error_title(rc);
+        *problem = hamel_problem_new(rc, why);
+        json_object_set_new(*problem, "reason", json_string(why));
+        json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));
+        json_object_set_new(*problem, "partial", body);
+    }
+done:
+    free(y0);
+    run_free(&R);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* sim.h — simulation requests: the parsed form of API.md §3's request, the run that
+ * integrates it (Boltzmann–Hamel or multipliers formulation), and the result JSON
+ * with trajectory, checks, Hamel coefficients and stats. */
+#ifndef HAMEL_SIM_H
+#define HAMEL_SIM_H
+
+#include "engine.h"
+#include "model.h"
+
+enum sim_formulation { SIM_HAMEL, SIM_MULTIPLIERS };
+enum sim_hamel_mode { SIM_HAMEL_NONE, SIM_HAMEL_INITIAL, SIM_HAMEL_SAMPLES };
+
+typedef struct sim_request {
+    double *params;   /* [np] model values with the request's overrides */
+    double t0, t_end;
+    double *q0;       /* [n] */
+    double *u0;       /* [k] independent speeds (hamel) */
+    double *qd0;      /* [n] velocities (both formulations; derived from u0 if absent) */
+    int have_qd0;
+    double *times;    /* [n_times] output times, increasing, last = t_end */
+    int n_times;
+    char method[16];
+    double rtol, atol, h0;
+    long max_steps;
+    int formulation;  /* enum sim_formulation */
+    int hamel_mode;   /* enum sim_hamel_mode */
+    int n_inv;
+    char **inv_names;
+    expr_ctx *inv_ctx;
+    tape *inv_tape;
+} sim_request;
+
+/* Parses and validates a request against the model. On success returns 0 and fills
+ * *req (free with sim_request_free); else returns an error code with *problem. */
+int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
+                      sim_request *req, json_t **problem);
+
+/* Frees what sim_request_parse allocated inside req. Accepts a zeroed req. */
+void sim_request_free(sim_request *req);
+
+/* Runs a parsed request. Same contract as engine_simulate. */
+int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
+            engine_control *ctl, json_t **result, json_t **problem);
+
+/* The /v1/hamel point object {t, q, gamma: [...], gamma_t: [...]} from the values
+ * gamma [n^3] and gamma_t [n^2], listing the entries not identically zero. */
+json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q, const double *gamma,
+                        const double *gamma_t);
+
+/* The "order" array: speed names then linear constraint names. */
+json_t *sim_gamma_order(const struct engine_model *m);
+
+#endif
