@@ -85,9 +85,10 @@ $(BUILD)/test-unit: $(call obj,$(UNIT_SRC)) $(LIBENGINE)
 $(BUILD)/test-server: $(call obj,$(SRVTEST_SRC)) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBSERVER) $(LIBENGINE) | $(BUILD)/hamel-server
 	$(CC) $(LDFLAGS) $^ -o $@ $(TEST_LIBS) $(CLIENT_LIBS) $(SERVER_LIBS) $(ENGINE_LIBS)
 
+# $< and the library, not $^: the -MMD dependency file adds the included sources.
 $(BUILD)/bench-%: bench/%.c $(LIBENGINE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $^ -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIBENGINE) -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
 
 # The README's two commands.
 run:

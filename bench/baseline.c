@@ -2,10 +2,11 @@
 #include "baseline.h"
 
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_odeiv2.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "engine/integ.h"
 
 /* Rolling disk (Greenwood 5.3). y = (phi, theta, psi, x, y, wd, thd, Omega); p = (m, r, g).
  * The equations (5.193)-(5.195) divided by their leading m r^2 coefficients:
@@ -27,7 +28,6 @@ static int baseline__disk_rhs(double t, const double y[], double dydt[], void *p
     const double cot = ct * inv_st;
     const double psid = om - wd * cot;
     (void)t;
-    par->rhs_evals++;
     dydt[0] = wd * inv_st;
     dydt[1] = thd;
     dydt[2] = psid;
@@ -48,7 +48,6 @@ static int baseline__dumbbell_rhs(double t, const double y[], double dydt[], voi
     const double l = par->p[1];
     const double phi = y[2], v = y[3], phid = y[4];
     (void)t;
-    par->rhs_evals++;
     dydt[0] = v * cos(phi);
     dydt[1] = v * sin(phi);
     dydt[2] = phid;
@@ -108,54 +107,47 @@ void baseline_times(double t0, double t_end, int n, double times[])
         times[n - 1] = t_end;
 }
 
-static double baseline__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+/* Copies each output state into its row of the caller's array. */
+typedef struct baseline__sink {
+    double *out;
+    size_t dim, row;
+} baseline__sink;
 
-/* The first trial step; evolve_apply adapts it from there. */
-#define BASELINE_H0 1e-6
+static int baseline__sample(double t, const double *y, void *ctx)
+{
+    baseline__sink *sk = ctx;
+    (void)t;
+    memcpy(sk->out + sk->row * sk->dim, y, sk->dim * sizeof y[0]);
+    sk->row++;
+    return 0;
+}
 
 int baseline_run(const baseline_system *sys, baseline_params *par, double t0, const double y0[],
                  const double times[], int n, double rtol, double atol, double out[],
                  baseline_stats *st)
 {
     const size_t dim = (size_t)(sys->nq + sys->nu);
-    double start = baseline__now_ms();
-    gsl_odeiv2_system ode = {sys->rhs, NULL, dim, par};
-    gsl_odeiv2_step *step = gsl_odeiv2_step_alloc(gsl_odeiv2_step_rk8pd, dim);
-    gsl_odeiv2_control *con = gsl_odeiv2_control_y_new(atol, rtol);
-    gsl_odeiv2_evolve *ev = gsl_odeiv2_evolve_alloc(dim);
-    double y[BASELINE_MAX_DIM];
-    double t = t0, h = BASELINE_H0;
-    int status = GSL_SUCCESS;
+    integ_system isys = {dim, sys->rhs, par};
+    integ_options opt = integ_default_options;
+    baseline__sink sink = {out, dim, 0};
+    integ_driver *drv = NULL;
+    integ_stats ist;
+    int rc;
 
-    if (step == NULL || con == NULL || ev == NULL || dim > BASELINE_MAX_DIM) {
-        status = GSL_ENOMEM;
-        goto done;
-    }
-    par->rhs_evals = 0;
-    memcpy(y, y0, dim * sizeof y[0]);
-    for (int i = 0; i < n && status == GSL_SUCCESS; i++) {
-        while (t < times[i]) {
-            status = gsl_odeiv2_evolve_apply(ev, con, step, &ode, &t, times[i], &h, y);
-            if (status != GSL_SUCCESS)
-                break;
-        }
-        memcpy(out + (size_t)i * dim, y, dim * sizeof y[0]);
-    }
-done:
+    memset(&ist, 0, sizeof ist);
+    opt.method = "rk8pd";
+    opt.rtol = rtol;
+    opt.atol = atol;
+    rc = integ_driver_new(&isys, &opt, &drv, ist.reason, sizeof ist.reason);
+    if (rc == 0)
+        rc = integ_driver_apply(drv, t0, y0, times, (size_t)n, baseline__sample, &sink, &ist);
+    integ_driver_free(drv);
     if (st != NULL) {
-        st->steps = ev != NULL ? (long)ev->count : 0;
-        st->failed_steps = ev != NULL ? (long)ev->failed_steps : 0;
-        st->rhs_evals = par->rhs_evals;
+        st->steps = ist.steps;
+        st->failed_steps = ist.failed_steps;
+        st->rhs_evals = ist.rhs_evals;
+        st->integrate_ms = ist.wall_ms;
+        snprintf(st->reason, sizeof st->reason, "%s", ist.reason);
     }
-    gsl_odeiv2_evolve_free(ev);
-    gsl_odeiv2_control_free(con);
-    gsl_odeiv2_step_free(step);
-    if (st != NULL)
-        st->integrate_ms = baseline__now_ms() - start;
-    return status;
+    return rc;
 }

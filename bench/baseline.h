@@ -4,10 +4,10 @@
  * hand in C, as a careful human would (trigonometric functions computed once, masses
  * cancelled, no allocation): the equations of motion solved for the speed derivatives
  * and the kinematics q' = Φ u. The state is y = (q, u), coordinates then independent
- * speeds, in the order of the case file. baseline_run integrates a system with GSL's
- * gsl_odeiv2 (rk8pd, y-abs/rel standard control) stepping exactly to each output time,
- * as the engine's driver does, so the engine and the baseline differ only in the
- * right-hand side.
+ * speeds, in the order of the case file. baseline_run integrates a system through the
+ * engine's own driver (engine/integ.h: gsl_odeiv2 rk8pd, y-abs/rel standard control,
+ * stepping exactly to each output time), so the engine and the baseline differ only in
+ * the right-hand side and what happens at each sample.
  *
  * bench/ is not a library the Makefile builds: the two programs that use the baseline
  * (bench/bench_engine.c and tests/unit/test_baseline.c) compile baseline.c into
@@ -22,10 +22,9 @@
 #define BASELINE_MAX_PARAMS 8 /* parameters of any baseline system */
 
 /* What a right-hand side reads: parameter values in the order of the system's
- * param_names, and a counter it increments on every evaluation. */
+ * param_names. */
 typedef struct baseline_params {
     double p[BASELINE_MAX_PARAMS];
-    long rhs_evals;
 } baseline_params;
 
 /* One hand-written system. `rhs` has the gsl_odeiv2_system signature and takes a
@@ -54,10 +53,12 @@ typedef struct baseline_stats {
     long steps;          /* accepted steps */
     long failed_steps;   /* rejected step attempts */
     long rhs_evals;      /* right-hand side evaluations */
-    double integrate_ms; /* wall time of the whole run, allocation included */
+    double integrate_ms; /* wall time of the driver's run (integ_stats.wall_ms), as the
+                            engine reports it in stats.integrate_ms */
+    char reason[256];    /* why a run failed, "" on success */
 } baseline_stats;
 
-/* Sets par to the system's default parameters and a zero counter. */
+/* Sets par to the system's default parameters. */
 void baseline_params_default(const baseline_system *sys, baseline_params *par);
 
 /* The n output times t0 + (t_end - t0) i / (n - 1), i = 0..n-1, the last exactly t_end,
@@ -65,10 +66,10 @@ void baseline_params_default(const baseline_system *sys, baseline_params *par);
 void baseline_times(double t0, double t_end, int n, double times[]);
 
 /* Integrates sys from state y0 at t0 with rk8pd under gsl_odeiv2_control_y_new(atol,
- * rtol), stepping exactly to each of the n ascending output times (times[0] may equal
- * t0), and writes the state at times[i] into out[i * (nq + nu) ...]. Borrows every
- * argument; out (n * (nq + nu) doubles) and st (may be NULL) are the caller's.
- * Returns 0, or a GSL status if the integrator fails or cannot allocate. */
+ * rtol) through integ_driver_apply, landing on each of the n ascending output times
+ * (times[0] may equal t0), and writes the state at times[i] into out[i * (nq + nu) ...].
+ * Borrows every argument; out (n * (nq + nu) doubles) and st (may be NULL) are the
+ * caller's. Returns 0, or the driver's engine error code (error.h) with st->reason. */
 int baseline_run(const baseline_system *sys, baseline_params *par, double t0, const double y0[],
                  const double times[], int n, double rtol, double atol, double out[],
                  baseline_stats *st);

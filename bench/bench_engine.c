@@ -57,6 +57,7 @@ typedef struct bench_row {
     double compile_first_ms;
     long steps, rhs_evals;
     double max_diff; /* engine only: max |engine - baseline| over all samples */
+    const char *rhs_kind; /* engine only: stats.jit true "jit", false "tape", else "?" */
     char note[256];
 } bench_row;
 
@@ -157,7 +158,7 @@ static void bench_baseline(const baseline_system *sys, baseline_params *par, dou
     for (int i = 0; i <= bench_runs; i++) { /* run 0 warms the caches */
         int status = baseline_run(sys, par, t0, y0, times, n, BENCH_RTOL, BENCH_ATOL, out, &st);
         if (status != 0) {
-            snprintf(row->note, sizeof row->note, "baseline failed: GSL status %d", status);
+            snprintf(row->note, sizeof row->note, "baseline failed (%d): %.200s", status, st.reason);
             return;
         }
         if (i > 0)
@@ -203,7 +204,7 @@ static void problem_note(json_t *problem, const char *what, int code, bench_row 
 {
     const char *detail = json_string_value(json_object_get(problem, "detail"));
     const char *title = json_string_value(json_object_get(problem, "title"));
-    snprintf(row->note, sizeof row->note, "%s failed (%d): %s", what, code,
+    snprintf(row->note, sizeof row->note, "%s failed (%d): %.200s", what, code,
              detail ? detail : title ? title : "no problem document");
     json_decref(problem);
 }
@@ -298,6 +299,8 @@ static void bench_engine(const baseline_system *sys, const engine_model *model, 
         }
         row->steps = (long)stat_number(stats, "steps");
         row->rhs_evals = (long)stat_number(stats, "rhs_evals");
+        const json_t *jit = json_object_get(stats, "jit");
+        row->rhs_kind = json_is_boolean(jit) ? (json_is_true(jit) ? "jit" : "tape") : "?";
         if (i == bench_runs)
             row->max_diff = trajectory_diff(sys, result, out, n);
         json_decref(result);
@@ -312,6 +315,7 @@ static void bench_engine(const baseline_system *sys, const engine_model *model, 
 static void print_row(const char *label, const char *impl, int n, const bench_row *r)
 {
     char compile[32] = "-", diff[32] = "-";
+    const char *kind = r->rhs_kind ? r->rhs_kind : "C";
 
     if (!r->ok) {
         printf("%-13s %-8s %7d  %s\n", label, impl, n, r->note);
@@ -321,9 +325,9 @@ static void print_row(const char *label, const char *impl, int n, const bench_ro
         snprintf(compile, sizeof compile, "%.3f/%.3f", r->compile_first_ms, r->compile_ms);
     if (strcmp(impl, "engine") == 0)
         snprintf(diff, sizeof diff, "%.1e", r->max_diff);
-    printf("%-13s %-8s %7d %13s %12.3f %9.3f %7ld %9ld %8.1f %9s\n", label, impl, n, compile,
+    printf("%-13s %-8s %7d %13s %12.3f %9.3f %7ld %9ld %8.1f %9s %4s\n", label, impl, n, compile,
            r->integrate_ms, r->wall_ms, r->steps, r->rhs_evals,
-           r->rhs_evals > 0 ? r->integrate_ms * 1e6 / r->rhs_evals : NAN, diff);
+           r->rhs_evals > 0 ? r->integrate_ms * 1e6 / r->rhs_evals : NAN, diff, kind);
 }
 
 int main(void)
@@ -346,10 +350,11 @@ int main(void)
     printf("hamel bench: rk8pd rtol %g atol %g, t in [0, %g], median of %d runs "
            "(after one warm-up)\n\n",
            BENCH_RTOL, BENCH_ATOL, BENCH_T_END, bench_runs);
-    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s\n", "case", "impl", "samples",
-           "compile_ms", "integrate_ms", "wall_ms", "steps", "rhs_evals", "ns/rhs", "max|diff|");
-    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s\n", "", "", "", "first/median", "", "",
-           "", "", "", "vs base");
+    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "case", "impl", "samples",
+           "compile_ms", "integrate_ms", "wall_ms", "steps", "rhs_evals", "ns/rhs", "max|diff|",
+           "rhs");
+    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "", "", "", "first/median", "", "",
+           "", "", "", "vs base", "");
 
     for (int c = 0; c < ncases; c++) {
         const bench_case *bc = &bench_cases[c];
