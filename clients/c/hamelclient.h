@@ -53,7 +53,7 @@ typedef struct hamelclient_error {
     char type[HAMELCLIENT_TEXT_MAX];    /* problem "type" URI */
     char title[HAMELCLIENT_TEXT_MAX];   /* problem "title" */
     char detail[HAMELCLIENT_TEXT_MAX];  /* problem "detail" */
-    char path[HAMELCLIENT_TEXT_MAX];    /* errors[0].path, e.g. "/kinetic_energy" */
+    char path[HAMELCLIENT_TEXT_MAX];    /* errors[0].path, e.g. "model.kinetic_energy" */
     int column;                         /* errors[0].column, -1 when absent */
     char reason[HAMELCLIENT_TEXT_MAX];  /* errors[0].reason */
     int n_errors;                       /* entries in the problem's "errors" array */

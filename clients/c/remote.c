@@ -28,7 +28,7 @@ enum { REMOTE_EXIT_OK = 0, REMOTE_EXIT_PROBLEM = 1, REMOTE_EXIT_USAGE = 2, REMOT
 
 typedef struct remote_args {
     const char *url, *token, *out, *q, *t;
-    int csv, json, wait;
+    int csv, json, wait, help;
     int npos;
     const char *pos[REMOTE_MAX_ARGS];
 } remote_args;
@@ -97,6 +97,8 @@ static int remote_parse(int argc, char **argv, remote_args *a) {
             slot = &a->q;
         else if (strcmp(s, "--t") == 0)
             slot = &a->t;
+        else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
+            a->help = 1;
         else if (strcmp(s, "--csv") == 0)
             a->csv = 1;
         else if (strcmp(s, "--json") == 0)
@@ -191,11 +193,6 @@ static json_t *remote_model_of(json_t *doc) {
     if (json_is_object(m))
         return m;
     return json_object_get(doc, "coordinates") != NULL ? doc : NULL;
-}
-
-/* The JSON-pointer prefix under which the file holds the model ("" or "/model"). */
-static const char *remote_model_prefix(json_t *doc) {
-    return json_is_object(json_object_get(doc, "model")) ? "/model" : "";
 }
 
 /* A simulation request from a case file ({"model", "simulation"}) or a request itself.
@@ -419,35 +416,35 @@ static int remote_run(hamelclient *c, const remote_args *a) {
     return code;
 }
 
-/* Prints the expression at JSON pointer `ptr` of `doc` with a caret under `column`
- * (1-based), when the pointer leads to a string. */
-static void remote_point_at(const json_t *doc, const char *ptr, int column) {
-    if (ptr == NULL || ptr[0] != '/' || column < 1)
+/* Prints the expression at `path` (the service's form: "model.constraints[1].expr",
+ * rooted at the model) with a caret under `column` (1-based), when the path leads to
+ * a string of the model. */
+static void remote_point_at(const json_t *model, const char *path, int column) {
+    static const char root[] = "model";
+    if (path == NULL || strncmp(path, root, sizeof root - 1) != 0 || column < 1)
         return;
-    const json_t *cur = doc;
-    char tok[256];
-    const char *p = ptr;
-    while (cur != NULL && *p == '/') {
-        p++;
-        size_t n = strcspn(p, "/");
-        if (n >= sizeof tok)
-            return;
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) { /* JSON pointer escapes ~1 and ~0 */
-            if (p[i] == '~' && i + 1 < n && (p[i + 1] == '0' || p[i + 1] == '1')) {
-                tok[k++] = p[i + 1] == '1' ? '/' : '~';
-                i++;
-            } else
-                tok[k++] = p[i];
-        }
-        tok[k] = '\0';
-        p += n;
-        if (json_is_array(cur)) {
-            char *end;
-            long idx = strtol(tok, &end, 10);
-            cur = *end == '\0' ? json_array_get(cur, (size_t)idx) : NULL;
+    const json_t *cur = model;
+    const char *p = path + sizeof root - 1;
+    char key[256];
+    while (cur != NULL && *p != '\0') {
+        if (*p == '.') {
+            p++;
+            size_t n = strcspn(p, ".[");
+            if (n == 0 || n >= sizeof key)
+                return;
+            memcpy(key, p, n);
+            key[n] = '\0';
+            cur = json_object_get(cur, key);
+            p += n;
+        } else if (*p == '[') {
+            char *end = NULL;
+            long idx = strtol(p + 1, &end, 10);
+            if (end == p + 1 || *end != ']' || idx < 0)
+                return;
+            cur = json_array_get(cur, (size_t)idx);
+            p = end + 1;
         } else
-            cur = json_object_get(cur, tok);
+            return;
     }
     if (json_is_object(cur) && json_is_string(json_object_get(cur, "expr")))
         cur = json_object_get(cur, "expr");
@@ -476,13 +473,13 @@ static int remote_check(hamelclient *c, const remote_args *a) {
     int rc = hamelclient_model_submit(c, model, &sum, &created, &err);
     if (rc == HAMELCLIENT_E_PROBLEM) {
         const json_t *prob = hamelclient_last_problem(c);
-        fprintf(stderr, "%s: invalid model: %s\n", file, err.detail[0] ? err.detail : err.title);
+        fprintf(stderr, "%s: %s (HTTP %d)\n", file, err.title[0] ? err.title : "invalid model", err.status);
         size_t i;
         json_t *e;
         json_array_foreach(json_object_get(prob, "errors"), i, e) {
             const char *path = json_string_value(json_object_get(e, "path"));
             json_t *col = json_object_get(e, "column");
-            fprintf(stderr, "%s: %s%s", file, remote_model_prefix(doc), path ? path : "");
+            fprintf(stderr, "%s: %s", file, path ? path : "(no path)");
             if (json_is_integer(col))
                 fprintf(stderr, ": column %lld", (long long)json_integer_value(col));
             fprintf(stderr, ": %s\n", remote_str(e, "reason", ""));
@@ -767,10 +764,12 @@ int hamelclient_remote_main(int argc, char **argv) {
     remote_args a;
     if (remote_parse(argc, argv, &a) != 0)
         return remote_usage(NULL);
-    if (a.npos == 0 || strcmp(a.pos[0], "help") == 0) {
-        fputs(remote_usage_text, a.npos == 0 ? stderr : stdout);
-        return a.npos == 0 ? REMOTE_EXIT_USAGE : REMOTE_EXIT_OK;
+    if (a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0)) {
+        fputs(remote_usage_text, stdout);
+        return REMOTE_EXIT_OK;
     }
+    if (a.npos == 0)
+        return remote_usage(NULL);
     static const struct {
         const char *name;
         int (*fn)(hamelclient *, const remote_args *);
