@@ -92,20 +92,17 @@ $(BUILD)/bench-%: bench/%.c $(LIBENGINE)
 
 # The README's two commands.
 run:
-	@scripts/install-deps.sh
-	@$(MAKE) --no-print-directory $(BUILD)/hamel-server
-	$(BUILD)/hamel-server
+	@scripts/run.sh
 
 test:
-	@scripts/install-deps.sh
-	@scripts/run-tests.sh
+	@scripts/test.sh
 
 # The suite on an already set-up machine, without the sanitizer pass.
 test-fast: all
 	@HAMEL_TEST_FAST=1 scripts/run-tests.sh
 
 bench:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh bench
 	@scripts/bench.sh
 
 deps:

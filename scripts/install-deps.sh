@@ -4,7 +4,7 @@
 # Needs root (or sudo) only when something is missing.
 set -euo pipefail
 what=${1:-test}
-run_pkgs=(build-essential pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
+run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
           libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates)
 test_pkgs=(libcriterion-dev jq)
 web_pkgs=(chromium)

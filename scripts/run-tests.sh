@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs the whole test suite and ends with one line "N passed, N failed".
+#
+#   1. builds everything with -Werror and runs the Criterion suites (engine, server);
+#   2. rebuilds with -fsanitize=address,undefined (build-san/) and runs them again;
+#   3. runs the curl recipes and the browser tests against the real server.
+#
+# HAMEL_TEST_FAST=1 skips steps 2 and 3. The shared cases must be at ../shared/cases
+# (or $HAMEL_CASES): the validation suite fails loudly without them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0
+failed=0
+summary=()
+
+note() { printf '\n== %s\n' "$*"; }
+
+count_criterion() { # name, log file, exit code
+  local line p f c
+  line=$(grep -a 'Synthesis:' "$2" | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "$1: no Criterion summary (exit $3): counted as one failure"
+    failed=$((failed + 1)); summary+=("$1: crashed"); return
+  fi
+  p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
+  f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$line")
+  c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$line")
+  passed=$((passed + p)); failed=$((failed + f + c))
+  if [ "$3" -ne 0 ] && [ $((f + c)) -eq 0 ]; then failed=$((failed + 1)); fi
+  summary+=("$1: $p passed, $((f + c)) failed")
+}
+
+count_plain() { # name, log file, exit code
+  local line p f
+  line=$(grep -aE '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "$1: no 'N passed, N failed' line (exit $3): counted as one failure"
+    failed=$((failed + 1)); summary+=("$1: no result"); return
+  fi
+  p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed.*/\2/' <<<"$line")
+  f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  summary+=("$1: $p passed, $f failed")
+}
+
+run_suite() { # kind, name, command...
+  local kind=$1 name=$2 log rc
+  shift 2
+  log=$(mktemp)
+  note "$name"
+  "$@" >"$log" 2>&1
+  rc=$?
+  grep -aE 'FAIL|Assertion|error|Synthesis|passed, [0-9]+ failed|ERROR|runtime error' "$log" | tail -n 60
+  if [ "$kind" = criterion ]; then count_criterion "$name" "$log" "$rc"; else count_plain "$name" "$log" "$rc"; fi
+  rm -f "$log"
+}
+
+build() { # make arguments...
+  local log
+  log=$(mktemp)
+  if ! make -j"$jobs" WERROR=-Werror "$@" >"$log" 2>&1; then
+    grep -aE 'error|warning' "$log" | head -n 40
+    echo "build failed: make $*"
+    failed=$((failed + 1)); summary+=("build ($*): failed")
+    rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+if [ ! -d "${HAMEL_CASES:-../shared/cases}" ]; then
+  echo "the shared cases are missing (${HAMEL_CASES:-../shared/cases}): the validation suite cannot run"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+note "build"
+if build all; then
+  run_suite criterion "engine (unit + validation)" build/test-unit --jobs "$jobs"
+  [ -x build/test-server ] && run_suite criterion "server (loopback)" build/test-server --jobs 1
+fi
+
+if [ -z "${HAMEL_TEST_FAST:-}" ]; then
+  note "build with -fsanitize=address,undefined"
+  if build SANITIZE=address,undefined all; then
+    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    run_suite criterion "engine under ASan+UBSan" build-san/test-unit --jobs "$jobs"
+    [ -x build-san/test-server ] && HAMEL_SERVER_BIN=build-san/hamel-server \
+      run_suite criterion "server under ASan+UBSan" build-san/test-server --jobs 1
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+  fi
+  [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
+  [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
+fi
+
+note "summary"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
