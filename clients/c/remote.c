@@ -314,9 +314,7 @@ static int remote_write_csv(FILE *f, const json_t *result, const json_t *model) 
     json_t *cols[3];
     for (int g = 0; g < 3; g++) {
         json_t *grp = json_object_get(tr, groups[g]);
-        cols[g] = remote_columns(json_is_object(grp) ? grp : json_object(), g == 1 ? speed_names : coords);
-        if (!json_is_object(grp))
-            json_decref(cols[g]), cols[g] = json_array();
+        cols[g] = json_is_object(grp) ? remote_columns(grp, g == 1 ? speed_names : coords) : json_array();
     }
     json_decref(speed_names);
     fputs("t", f);
