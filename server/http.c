@@ -649,6 +649,13 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
         blob_release(hit);
         return ret;
     }
+    /* A cache hit was valid when it was computed; anything else is checked here, so a
+     * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
+    rc = engine_simulation_check(m, body, s->d.limits, &problem);
+    if (rc != 0) {
+        engine_model_release(m);
+        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+    }
     job *j = NULL;
     rc = jobs_submit(s->d.jobs, m, body, key, &j);
     engine_model_release(m);
