@@ -258,6 +258,11 @@ function parseEditor(editor, name) {
   }
 }
 
+/** Names from a list of strings or of {name, ...} objects. */
+function namesOf(a) {
+  return Array.isArray(a) ? a.map((x) => (typeof x === "string" ? x : x && x.name)).filter(Boolean) : [];
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function run() {
@@ -288,6 +293,8 @@ async function run() {
       if (e instanceof ApiError) { setProgress(0, "the model has errors", "failed"); return showProblem(e.problem, "model"); }
       throw e;
     }
+    summary.coordinates = namesOf(summary.coordinates);
+    summary.speeds = namesOf(summary.speeds);
     state.summary = summary;
     renderSummary(summary, null);
     loadEquations(summary.model_id);
@@ -376,7 +383,7 @@ function renderSummary(s, result) {
     fact("coordinates", String(s.n), (s.coordinates || []).join(", ")),
     fact("constraints", String(s.m), ""),
     fact("degrees of freedom", String(s.dof), (s.speeds || []).join(", ")),
-    fact("energy", s.energy_conserved ? "conserved" : "not conserved", s.scleronomic ? "scleronomic system" : "rheonomic system"));
+    fact("energy", s.energy_conserved ? "conserved" : "not conserved", s.energy_reason || (s.scleronomic ? "scleronomic system" : "rheonomic system")));
   const checks = result ? renderChecks(result) : h("p", { class: "hint" }, "Run the simulation to see the trajectory and its checks.");
   box.replaceChildren(
     h("div", { class: "summary-head" },
@@ -470,21 +477,29 @@ function seriesOf(obj, t, names) {
   return (names || Object.keys(obj || {})).filter((n) => obj && obj[n]).map((n, k) => ({ name: n, x: t, y: obj[n], color: PALETTE[k % PALETTE.length] }));
 }
 
-/** |E(t) − E₀| per sample if the result carries a series, else null. */
+/** |E(t) − E₀| per sample if the result carries E(t) (`checks.energy.values`, or a
+ *  `series` of energies or drifts), else null. */
 function energyDriftSeries(e, n) {
-  let s = e && e.series;
-  if (!s) return null;
-  if (!Array.isArray(s)) s = s.abs_drift || s.drift || s.values || s.E || null;
+  if (!e) return null;
+  let s = e.values || e.series;
+  if (s && !Array.isArray(s)) s = s.abs_drift || s.drift || s.values || s.E || null;
   if (!Array.isArray(s) || s.length !== n) return null;
   const E0 = typeof e.initial === "number" ? e.initial : s[0];
   const looksLikeEnergy = Math.abs(s[0] - E0) <= 1e-9 * Math.max(1, Math.abs(E0)) && Math.abs(E0) > 0;
-  return looksLikeEnergy ? s.map((v) => Math.abs(v - E0)) : s.map(Math.abs);
+  return looksLikeEnergy || e.values ? s.map((v) => Math.abs(v - E0)) : s.map(Math.abs);
 }
 
+function runningMax(y) {
+  let m = 0;
+  return y.map((v) => (m = Math.max(m, Number.isFinite(v) ? v : 0)));
+}
+
+/** Constraint residual per sample (`checks.constraints.max_abs_series`, or `series`:
+ *  one array, or one per constraint). */
 function residualSeries(k, t) {
-  const s = k && k.series;
+  const s = k && (k.max_abs_series || k.series);
   if (!s) return [];
-  if (Array.isArray(s)) return s.length === t.length ? [{ name: "constraint residual", x: t, y: s.map(Math.abs) }] : [];
+  if (Array.isArray(s)) return s.length === t.length ? [{ name: "max constraint residual", x: t, y: s.map(Math.abs) }] : [];
   return Object.entries(s).filter(([, v]) => Array.isArray(v) && v.length === t.length).map(([n, v]) => ({ name: `residual ${n}`, x: t, y: v.map(Math.abs) }));
 }
 
@@ -545,9 +560,22 @@ function renderResult(r) {
   const resid = residualSeries(c.constraints, t);
   if (drift || resid.length) {
     const series = [];
-    if (drift) series.push({ name: "|E(t) − E₀|", x: t, y: drift, color: PALETTE[0] });
-    resid.forEach((s, k) => series.push({ ...s, color: PALETTE[(k + 1) % PALETTE.length] }));
-    chart(figure("plot-checks", "Values of exactly 0 cannot be drawn on a log scale and are left out."), "line", {
+    const zero = [];
+    // each quantity as dots per sample (round-off scatters them) and a line for the
+    // largest value so far, which ends at the maximum the checks report
+    const add = (name, y, color) => {
+      series.push({ name, x: t, y, color, dots: true });
+      series.push({ name: `${name}, max so far`, x: t, y: runningMax(y), color, dash: "5 3", noLegend: true });
+    };
+    if (drift) add("|E(t) − E₀|", drift, PALETTE[0]);
+    resid.forEach((s, k) => {
+      if (s.y.every((v) => v === 0)) zero.push(s.name);
+      else add(s.name, s.y, PALETTE[(k + 1) % PALETTE.length]);
+    });
+    const notes = ["Log scale. Dots: each sample; dashed: the largest value so far. Exact zeros (such as E at t = 0) cannot be drawn on a log scale."];
+    if (zero.length) notes.push(`The ${zero.join(", ")} is exactly 0 at every sample: the speeds are integrated and q̇ = Φu satisfies the constraints by construction.`);
+    if (c.energy && c.energy.conserved_expected === false) notes.push(`Energy is not expected to be conserved here${c.energy.reason ? " (" + c.energy.reason + ")" : ""}.`);
+    chart(figure("plot-checks", notes.join(" ")), "line", {
       title: "Energy drift and constraint residual", xLabel: "t", yLabel: "absolute error", logY: true, series,
     });
   } else {
@@ -630,42 +658,78 @@ async function loadEquations(id) {
   }
 }
 
+// Expressions longer than this are named in the equation (f_wd, M_wd,thd) and shown
+// in full in a fold-out under it, so each equation of motion stays on one line.
+const LONG_EXPR = 160;
+
 function renderEquations(eq) {
   const { el, mo, mrow, nameML, toML } = ml;
   const box = $("equations");
-  const speeds = (state.summary && state.summary.speeds) || [];
+  const speeds = namesOf(eq.speeds).length ? namesOf(eq.speeds) : (state.summary && state.summary.speeds) || [];
   const rows = [];
   const safe = (s) => { try { return toML(String(s)); } catch { return el("mtext", null, String(s)); } };
-  const eqn = (lhs, rhs) => h("div", { class: "eq" }, el("math", null, mrow(lhs, mo("="), rhs)));
+  const eqn = (lhs, rhs, cls = "eq") => h("div", { class: cls }, el("math", null, mrow(lhs, mo("="), rhs)));
+  const dotted = (name) => el("mover", null, nameML(name), mo("˙"));
+  const sym = (base, ...subs) => el("msub", null, el("mi", null, base), subs.length === 1 ? nameML(subs[0]) : mrow(...subs.flatMap((x, i) => (i ? [mo(","), nameML(x)] : [nameML(x)]))));
+  // mk() makes the left-hand side afresh: a DOM node can only be in one place
+  const fold = (mk, expr) => h("details", { class: "long" },
+    h("summary", {}, el("math", null, mk()), ` — ${String(expr).length.toLocaleString()} characters, click to show`),
+    eqn(mk(), safe(expr)));
 
+  const s = state.summary || {};
+  const speedDefs = (Array.isArray(s.speed_definitions) ? s.speed_definitions : Array.isArray(eq.speeds) ? eq.speeds : [])
+    .filter((d) => d && typeof d === "object" && d.name && d.expr);
+  if (speedDefs.length) {
+    rows.push(h("h3", {}, "Quasi-velocities  u = Ψ(q) q̇, and the constraints"));
+    const defs = speedDefs.map((d) => eqn(nameML(d.name), safe(d.expr)));
+    const cons = (s.constraints || []).filter((c) => c.expr).map((c) => eqn(safe(c.expr), el("mn", null, "0")));
+    rows.push(h("div", { class: "eq-grid" }, defs, cons));
+  }
   const kin = Object.entries(eq.kinematics || {});
   if (kin.length) {
     rows.push(h("h3", {}, "Kinematics  q̇ = Φ u + Φₜ"));
-    rows.push(h("div", { class: "eq-grid" }, kin.map(([q, e]) => eqn(el("mover", { accent: "true" }, nameML(q), mo("˙")), safe(e)))));
+    rows.push(h("div", { class: "eq-grid" }, kin.map(([q, e]) => String(e).length > LONG_EXPR ? fold(() => dotted(q), e) : eqn(dotted(q), safe(e)))));
   }
   const M = eq.mass_matrix || [];
   const F = eq.forcing || [];
   if (M.length) {
     rows.push(h("h3", {}, "Equations of motion  M(q) u̇ = f"));
     M.forEach((row, r) => {
+      const rname = speeds[r] || `u${r + 1}`;
+      const folds = [];
       const lhs = mrow();
       let first = true;
-      row.forEach((m, s) => {
-        if (String(m).trim() === "0") return;
+      row.forEach((m, c) => {
+        const ms = String(m).trim();
+        if (ms === "0") return;
         if (!first) lhs.append(mo("+"));
         first = false;
-        const coeff = String(m).trim() === "1" ? null : safe(m);
-        const needParen = /[+-]/.test(String(m).trim().replace(/^-/, ""));
-        const ud = el("mover", { accent: "true" }, nameML(speeds[s] || `u${s + 1}`), mo("˙"));
-        lhs.append(coeff ? (needParen ? mrow(mo("("), coeff, mo(")"), mo("\u2062"), ud) : mrow(coeff, mo("\u2062"), ud)) : ud);
+        const ud = dotted(speeds[c] || `u${c + 1}`);
+        if (ms === "1") { lhs.append(ud); return; }
+        if (ms.length > LONG_EXPR) {
+          folds.push(fold(() => sym("M", rname, speeds[c] || `u${c + 1}`), ms));
+          lhs.append(mrow(sym("M", rname, speeds[c] || `u${c + 1}`), mo("\u2062"), ud));
+          return;
+        }
+        const coeff = safe(ms);
+        const needParen = /[+-]/.test(ms.replace(/^-/, ""));
+        lhs.append(needParen ? mrow(mo("("), coeff, mo(")"), mo("\u2062"), ud) : mrow(coeff, mo("\u2062"), ud));
       });
       if (first) lhs.append(el("mn", null, "0"));
-      rows.push(eqn(lhs, F[r] != null ? safe(F[r]) : el("mi", null, "?")));
+      const f = F[r] != null ? String(F[r]) : "?";
+      if (f.length > LONG_EXPR) {
+        rows.push(eqn(lhs, sym("f", rname)));
+        folds.push(fold(() => sym("f", rname), f));
+      } else {
+        rows.push(eqn(lhs, safe(f)));
+      }
+      if (folds.length) rows.push(h("div", { class: "folds" }, folds));
     });
   }
   if (eq.kinetic_energy_in_speeds) {
     rows.push(h("h3", {}, "Kinetic energy in the speeds, constraints applied"));
-    rows.push(eqn(el("msup", null, el("mi", null, "T"), mo("*")), safe(eq.kinetic_energy_in_speeds)));
+    const T = () => el("msup", null, el("mi", null, "T"), mo("*"));
+    rows.push(String(eq.kinetic_energy_in_speeds).length > 3 * LONG_EXPR ? fold(T, eq.kinetic_energy_in_speeds) : eqn(T(), safe(eq.kinetic_energy_in_speeds)));
   }
   box.replaceChildren(
     h("h2", {}, "Derived equations ", eq.formulation ? badge(eq.formulation, "accent") : null),

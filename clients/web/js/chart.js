@@ -82,7 +82,7 @@ export function lineChart(host, opts) {
   {
     let lx = M.l, row = 0;
     opts.series.forEach((s, k) => {
-      if (!s.name) return;
+      if (!s.name || s.noLegend) return;
       const w = 24 + measure(s.name) + 18;
       if (lx + w > W - M.r && lx > M.l) { row++; lx = M.l; }
       entries.push({ s, k, x: lx, y: 36 + 18 * row });
@@ -176,6 +176,13 @@ export function lineChart(host, opts) {
       d += (pen ? "L" : "M") + X(s.x[i]).toFixed(2) + "," + Y(s.y[i]).toFixed(2);
       pen = true;
     }
+    if (s.dots) {
+      const g = svg("g", { class: "dots", fill: color, "data-series": s.name }, plot);
+      for (let i = 0; i < s.x.length; i++) {
+        if (Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0)) svg("circle", { cx: X(s.x[i]).toFixed(1), cy: Y(s.y[i]).toFixed(1), r: 1.7 }, g);
+      }
+      return;
+    }
     svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, plot);
     if (s.points) {
       for (let i = 0; i < s.x.length; i++) {
@@ -192,7 +199,11 @@ export function lineChart(host, opts) {
   const legend = svg("g", { class: "legend" }, root);
   for (const { s, k, x, y } of entries) {
     const color = s.color || PALETTE[k % PALETTE.length];
-    svg("line", { x1: x, x2: x + 18, y1: y, y2: y, stroke: color, "stroke-width": 3, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, legend);
+    if (s.dots) {
+      for (const dx of [2, 7, 12]) svg("circle", { cx: x + dx, cy: y + 3, r: 1.8, fill: color }, legend);
+      svg("line", { x1: x, x2: x + 18, y1: y - 3, y2: y - 3, stroke: color, "stroke-width": 2, "stroke-dasharray": "4 2" }, legend);
+    }
+    else svg("line", { x1: x, x2: x + 18, y1: y, y2: y, stroke: color, "stroke-width": s.dash ? 2 : 3, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, legend);
     text(legend, x + 24, y + 4, s.name);
   }
 

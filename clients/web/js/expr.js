@@ -136,7 +136,12 @@ function funcName(f) {
 
 function toML(n, ctx = 0) {
   switch (n.t) {
-    case "num": return el("mn", null, n.v);
+    case "num": {
+      // 0.25 → ¼, 0.3333333333333333 → ⅓: the printer's decimals read as the book's fractions
+      const fr = smallFraction(Number(n.v));
+      if (fr && ctx <= 2.5) return el("mfrac", null, el("mn", null, String(fr[0])), el("mn", null, String(fr[1])));
+      return el("mn", null, n.v);
+    }
     case "id": return nameML(n.v);
     case "dot": {
       // q' → q̇ (dots stack for higher derivatives)
@@ -145,7 +150,7 @@ function toML(n, ctx = 0) {
       let a = n.a;
       while (a.t === "dot") { dots++; a = a.a; }
       if (dots > 1) inner = toML(a, 5);
-      return el("mover", { accent: "true" }, inner, mo(dots === 1 ? "˙" : "¨"));
+      return el("mover", null, inner, mo(dots === 1 ? "˙" : "¨"));
     }
     case "add":
     case "sub": {
@@ -153,9 +158,9 @@ function toML(n, ctx = 0) {
       return ctx > 1 ? paren(r) : r;
     }
     case "mul": {
-      // -a*b reads as −ab, not (−a)b
-      if (n.a.t === "neg") {
-        const r = mrow(mo("−"), toML({ t: "mul", a: n.a.a, b: n.b }, 2));
+      // -a*b*c reads as −abc, not (−a)bc
+      if (leadingNeg(n)) {
+        const r = mrow(mo("−"), toML(stripNeg(n), 2));
         return ctx > 1 ? paren(r) : r;
       }
       const left = toML(n.a, 2);
@@ -217,14 +222,36 @@ function ctxParen(node, ml) {
 
 const thin = () => el("mspace", { width: "0.17em" });
 
+/** [p, q] if v is p/q (q ≤ 16, not an integer) to double precision, else null. */
+function smallFraction(v) {
+  if (!Number.isFinite(v) || Number.isInteger(v)) return null;
+  for (let q = 2; q <= 16; q++) {
+    const p = Math.round(v * q);
+    if (p !== 0 && Math.abs(v - p / q) <= 4 * Number.EPSILON * Math.abs(v)) return [p, q];
+  }
+  return null;
+}
+
 // sin θ rather than sin(θ) when the argument is a single symbol
 function bare(n) {
   return n.t === "id" || (n.t === "num" && !n.v.includes("e"));
 }
 
+// The first factor a product starts with; sums and negations are parenthesised
+// when they are factors, so the search stops there.
 function leftmost(n) {
-  while (n.t === "mul" || n.t === "add" || n.t === "sub" || n.t === "pow") n = n.a;
+  while (n.t === "mul" || n.t === "pow" || n.t === "dot") n = n.a;
   return n;
+}
+
+function leadingNeg(n) {
+  while (n.t === "mul") n = n.a;
+  return n.t === "neg";
+}
+
+function stripNeg(n) {
+  if (n.t === "neg") return n.a;
+  return { ...n, a: stripNeg(n.a) };
 }
 
 /** Renders an expression string as a <math> element; a string that does not parse
