@@ -5,10 +5,11 @@
 #define HAMEL_EQUATIONS_H
 
 #include "model.h"
+#include "reduce.h"
 
-/* Derives the equations symbolically and stores their JSON text in m->equations.
- * When Phi cannot be obtained within the node budget, stores what can be given
- * with "complete": false and a reason. Returns 0, or -1 on allocation failure. */
-int equations_derive(struct engine_model *m, size_t node_budget);
+/* Writes the equations of a reduction as JSON text into m->equations. When Phi could
+ * not be obtained, writes what can be given with "complete": false and the reason.
+ * Returns 0, or -1 on allocation failure. */
+int equations_derive(struct engine_model *m, const reduce_result *red);
 
 #endif

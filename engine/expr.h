@@ -147,6 +147,12 @@ expr *expr_dt(expr_ctx *c, expr *e);
 /* Replaces symbols: sub[s] (NULL: keep) for each symbol index s < n_sub. */
 expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub);
 
+/* Expands products and integer powers of sums into a sum of monomials, rewriting
+ * cos(x)^k (k >= 2) as cos(x)^(k-2) (1 - sin(x)^2) so that trigonometric identities
+ * cancel, and collects like terms (simplify.c). A sub-expression that would exceed
+ * max_terms terms is kept unexpanded. */
+expr *expr_expand(expr_ctx *c, expr *e, int max_terms);
+
 /* The name of a function and the function of a name (-1 if unknown). */
 const char *expr_fn_name(expr_fn fn);
 

@@ -29,6 +29,10 @@ struct hamel_ws {
     double *A, *W; /* [n*n] scratch */
     double *obs;   /* tape_obs outputs */
     double *mult;
+    double *fast;  /* tape_fast outputs */
+    double *minv;  /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
+    int minv_ready;
+    int numeric;   /* ignore tape_fast (for cross-checks) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -56,8 +60,12 @@ void hamel_ws_free(hamel_ws *w)
     free(w->W);
     free(w->obs);
     free(w->mult);
+    free(w->fast);
+    free(w->minv);
     free(w);
 }
+
+void hamel_ws_set_numeric(hamel_ws *w, int numeric) { w->numeric = numeric; }
 
 hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
 {
@@ -90,7 +98,9 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->W = calloc(nn, sizeof *w->W);
     w->obs = calloc(1 + m->nc + n, sizeof *w->obs);
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
-    if (!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
+    w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
+    w->minv = calloc((size_t)k * k, sizeof *w->minv);
+    if (!w->fast || !w->minv ||!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
         !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi || !w->A ||
         !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
@@ -144,9 +154,92 @@ int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, doubl
     return 0;
 }
 
+/* Solves Ms u' = F in place in F: Cholesky (Ms is symmetric positive definite for a
+ * positive definite T), LU if rounding or an indefinite T defeats it. Ms is full. */
+static int solve_mass(hamel_ws *w, int k)
+{
+    double save[64 * 64];
+    int piv[64];
+    if (k <= 64)
+        memcpy(save, w->Ms, (size_t)k * k * sizeof *save);
+    if (linalg_chol(k, w->Ms) == 0) {
+        linalg_chol_solve(k, w->Ms, w->F);
+        return 0;
+    }
+    if (k > 64 || linalg_lu(k, save, piv) < 0)
+        return -1;
+    linalg_lu_solve(k, save, piv, w->F);
+    return 0;
+}
+
+/* M*^-1 for a mass matrix that depends on the parameters only, from the first
+ * evaluation's M* (w->Ms): column by column through solve_mass. */
+static int invert_constant_mass(hamel_ws *w, int k)
+{
+    double ms[64 * 64];
+    if (k > 64)
+        return -1;
+    memcpy(ms, w->Ms, (size_t)k * k * sizeof *ms);
+    double f[64];
+    memcpy(f, w->F, k * sizeof *f);
+    for (int c = 0; c < k; c++) {
+        memcpy(w->Ms, ms, (size_t)k * k * sizeof *ms);
+        for (int r = 0; r < k; r++)
+            w->F[r] = r == c;
+        if (solve_mass(w, k) < 0)
+            return -1;
+        for (int r = 0; r < k; r++)
+            w->minv[r * k + c] = w->F[r];
+    }
+    memcpy(w->F, f, k * sizeof *f);
+    w->minv_ready = 1;
+    return 0;
+}
+
+/* The symbolically reduced equations: one tape gives q', M* and F. */
+static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *in = w->in;
+    in[model_input_t(m)] = t;
+    for (int i = 0; i < n; i++)
+        in[model_input_q(m) + i] = y[i];
+    for (int r = 0; r < k; r++)
+        in[m->u_slot[r]] = y[n + r];
+    tape_run(m->tape_fast, in, w->work, w->fast);
+    for (int i = 0; i < n; i++)
+        dydt[i] = w->fast[i];
+    const double *up = w->fast + n, *F = up + k * (k + 1) / 2;
+    if (m->fast_mass_const && w->minv_ready) {
+        for (int r = 0; r < k; r++) {
+            double s = 0.0;
+            const double *row = w->minv + (size_t)r * k;
+            for (int c = 0; c < k; c++)
+                s += row[c] * F[c];
+            dydt[n + r] = s;
+        }
+        return GSL_SUCCESS;
+    }
+    for (int r = 0, idx = 0; r < k; r++)
+        for (int s = r; s < k; s++, idx++)
+            w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
+    for (int r = 0; r < k; r++)
+        w->F[r] = F[r];
+    if (m->fast_mass_const)
+        return invert_constant_mass(w, k) < 0 ? GSL_EBADFUNC : rhs_fast(w, t, y, dydt);
+    if (solve_mass(w, k) < 0)
+        return GSL_EBADFUNC;
+    for (int r = 0; r < k; r++)
+        dydt[n + r] = w->F[r];
+    return GSL_SUCCESS;
+}
+
 int hamel_rhs(double t, const double *y, double *dydt, void *params)
 {
     hamel_ws *w = params;
+    if (w->m->tape_fast && !w->numeric)
+        return rhs_fast(w, t, y, dydt);
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
@@ -199,25 +292,8 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
             w->Ms[r * k + s] = w->Ms[s * k + r] = v;
         }
     }
-    if (linalg_chol(k, w->Ms) == 0) {
-        linalg_chol_solve(k, w->Ms, w->F);
-    } else {
-        /* Not positive definite in floating point (or T indefinite): LU instead. */
-        for (int r = 0; r < k; r++)
-            for (int s = 0; s < k; s++) {
-                const double *x = w->X + (size_t)r * n, *mx = w->MX + (size_t)s * n;
-                double v = 0.0;
-                for (int i = 0; i < n; i++)
-                    v += x[i] * mx[i];
-                w->Ms[r * k + s] = v;
-            }
-        int *piv = w->piv + 0; /* Psi's pivots are no longer needed */
-        int tmp[64];
-        if (k > 64 || linalg_lu(k, w->Ms, tmp) < 0)
-            return GSL_EBADFUNC;
-        (void)piv;
-        linalg_lu_solve(k, w->Ms, tmp, w->F);
-    }
+    if (solve_mass(w, k) < 0)
+        return GSL_EBADFUNC;
     memcpy(ud, w->F, k * sizeof *ud);
     return GSL_SUCCESS;
 }

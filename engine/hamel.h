@@ -15,7 +15,9 @@
  * q'), Phi_S the first k columns of Phi. Expanding d/dt(dT/du_r) and dT/dtheta_r of
  * (5.94) through q' = Phi u + Phi_t gives exactly this system: the gamma terms of
  * (5.94) are the part of Phi_S^T (d/dt(M q') ...) that comes from d Phi / dt. Phi is
- * obtained numerically (LU with partial pivoting) at each evaluation; see DESIGN.md.
+ * obtained numerically (LU with partial pivoting) at each evaluation, unless the model
+ * has an exact symbolic reduction (reduce.h), whose tape then gives q', M* and F
+ * directly; see DESIGN.md.
  * hamel_bh_residual evaluates (5.94) term by term with the gammas, as a check.
  */
 #ifndef HAMEL_HAMEL_H
@@ -32,6 +34,10 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params);
 
 /* Frees a workspace. Accepts NULL. */
 void hamel_ws_free(hamel_ws *w);
+
+/* With numeric != 0, hamel_rhs ignores the symbolically reduced equations and
+ * inverts Psi numerically at every evaluation (the two must agree; tests compare). */
+void hamel_ws_set_numeric(hamel_ws *w, int numeric);
 
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets

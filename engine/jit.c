@@ -97,6 +97,7 @@ static const struct {
     {"fabs", "double fabs(double);", (const void *)fabs},
     {"pow", "double pow(double, double);", (const void *)pow},
     {"atan2", "double atan2(double, double);", (const void *)atan2},
+    {"sincos", "void sincos(double, double *, double *);", (const void *)sincos},
 };
 
 /* The libm function of a one-argument op, or NULL. */
@@ -232,9 +233,42 @@ static void jit__generate(const tape *t, jit_buf *b)
         jit__buf_printf(b, "%s\n", jit_funcs[j].proto);
     jit__buf_printf(b, "union jit_k { unsigned long long u; double d; };\n"
                        "void f(const double *in, double *out)\n{\ndouble x, r;\n");
+    /* sin and cos of one slot are computed by one sincos call (glibc's sincos gives
+     * the same bits as sin and cos): partner[i] is the other half of slot i's pair. */
+    int *partner = malloc((t->n_ins + 1) * sizeof *partner);
+    int *sin_of = malloc((t->n_ins + 1) * sizeof *sin_of), *cos_of = malloc((t->n_ins + 1) * sizeof *cos_of);
+    if (!partner || !sin_of || !cos_of) {
+        free(partner);
+        free(sin_of);
+        free(cos_of);
+        b->err = JIT_E_NOMEM;
+        return;
+    }
+    for (int i = 0; i < t->n_ins; i++)
+        partner[i] = sin_of[i] = cos_of[i] = -1;
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *p = &t->ins[i];
+        if (p->op == TAPE_SIN && sin_of[p->a] < 0)
+            sin_of[p->a] = i;
+        if (p->op == TAPE_COS && cos_of[p->a] < 0)
+            cos_of[p->a] = i;
+    }
+    for (int a = 0; a < t->n_ins; a++)
+        if (sin_of[a] >= 0 && cos_of[a] >= 0) {
+            partner[sin_of[a]] = cos_of[a];
+            partner[cos_of[a]] = sin_of[a];
+        }
     for (int i = 0; i < t->n_ins && !b->err; i++) {
         const tape_ins *p = &t->ins[i];
         tape_op op = (tape_op)p->op;
+        if (partner[i] >= 0) {
+            int j = partner[i];
+            if (j > i) {
+                int si = op == TAPE_SIN ? i : j, ci = op == TAPE_SIN ? j : i;
+                jit__buf_printf(b, "double s%d, s%d; sincos(s%d, &s%d, &s%d);\n", si, ci, p->a, si, ci);
+            }
+            continue;
+        }
         switch (op) {
         case TAPE_INPUT: jit__buf_printf(b, "double s%d = in[%d];\n", i, p->a); break;
         case TAPE_CONST: jit__emit_const(b, i, p->c); break;
@@ -256,6 +290,9 @@ static void jit__generate(const tape *t, jit_buf *b)
             break;
         }
     }
+    free(partner);
+    free(sin_of);
+    free(cos_of);
     for (int k = 0; k < t->n_outputs; k++)
         jit__buf_printf(b, "out[%d] = s%d;\n", k, t->outputs[k]);
     jit__buf_printf(b, "}\n");

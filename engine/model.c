@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "equations.h"
+#include "reduce.h"
 #include "hamel.h"
 #include <time.h>
 #include "jit.h"
@@ -116,6 +117,8 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_obs);
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
+    tape_free(m->tape_fast);
+    free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
     json_decref(m->summary);
@@ -449,6 +452,7 @@ tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, 
         case SYM_TIME: slot[s] = model_input_t(m); break;
         case SYM_COORD: slot[s] = model_input_q(m) + sym->index; break;
         case SYM_VELOCITY: slot[s] = model_input_qd(m) + sym->index; break;
+        case SYM_SPEED: slot[s] = model_input_qd(m) + sym->index; break;
         default: slot[s] = -1; break;
         }
     }
@@ -804,6 +808,55 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     m->summary = s;
 }
 
+/* ---- the fast path: the symbolically reduced equations as one tape ---- */
+
+static int build_fast(struct engine_model *m, const reduce_result *red)
+{
+    int n = m->n, k = m->k;
+    if (!red->have_phi || !red->exact)
+        return 0;
+    /* The speeds must be the only velocity symbols left after the substitution. */
+    int ns = expr_sym_count(m->ctx);
+    unsigned char *allowed = calloc(ns + 1, 1);
+    expr **roots = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *roots);
+    m->u_slot = calloc(k + 1, sizeof *m->u_slot);
+    if (!allowed || !roots || !m->u_slot) {
+        free(allowed);
+        free(roots);
+        return -1;
+    }
+    for (int r = 0; r < k; r++) {
+        allowed[m->sym_u[r]] = 1;
+        const expr_symbol *sym = expr_sym_get(m->ctx, m->sym_u[r]);
+        m->u_slot[r] = model_input_qd(m) + sym->index;
+    }
+    int idx = 0;
+    for (int i = 0; i < n; i++)
+        roots[idx++] = red->kin[i];
+    for (int r = 0; r < k; r++)
+        for (int s = r; s < k; s++)
+            roots[idx++] = red->mass[r * k + s];
+    for (int r = 0; r < k; r++)
+        roots[idx++] = red->forcing[r];
+    int clean = 1;
+    for (int i = 0; i < idx && clean; i++)
+        for (int s = 0; s < ns && clean; s++) {
+            const expr_symbol *sym = expr_sym_get(m->ctx, s);
+            if ((sym->cls == SYM_VELOCITY || sym->cls == SYM_SPEED) && !allowed[s] && expr_depends(roots[i], s))
+                clean = 0;
+        }
+    if (clean)
+        m->tape_fast = build_tape(m, roots, idx);
+    m->fast_mass_const = 1;
+    for (int i = n; i < n + k * (k + 1) / 2; i++)
+        for (int s = 0; s < ns; s++)
+            if (expr_sym_get(m->ctx, s)->cls != SYM_PARAM && expr_depends(roots[i], s))
+                m->fast_mass_const = 0;
+    free(allowed);
+    free(roots);
+    return 0;
+}
+
 /* ---- the whole compilation ---- */
 
 static const char *const known_keys[] = {
@@ -1086,10 +1139,23 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
     if (make_canonical(m) < 0)
         goto oom;
     make_summary(m, warnings);
-    if (equations_derive(m, lim->max_nodes / 4) < 0)
-        goto oom;
+    {
+        reduce_result red;
+        if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || build_fast(m, &red) < 0 ||
+            equations_derive(m, &red) < 0) {
+            reduce_result_free(&red);
+            goto oom;
+        }
+        json_object_set_new(m->summary, "reduction",
+                            json_string(m->tape_fast ? "symbolic" : red.have_phi ? "numeric (symbolic Phi has "
+                                                                                   "pivots that may vanish)"
+                                                                                 : "numeric"));
+        reduce_result_free(&red);
+    }
     jit_compile(m->tape_psi);
     jit_compile(m->tape_dyn);
+    if (m->tape_fast)
+        jit_compile(m->tape_fast);
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);

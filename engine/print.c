@@ -67,6 +67,18 @@ static int fmt_num(double v, char out[48], int latex)
         snprintf(out, 48, "%.0f", v);
         return 0;
     }
+    static const int small_q[] = {2, 3, 4, 6, 8, 12, 16};
+    for (size_t i = 0; i < sizeof small_q / sizeof small_q[0]; i++) {
+        int q = small_q[i];
+        double n = round(v * q);
+        if (n > 0 && n < 1e6 && n / q == v) {
+            if (latex)
+                snprintf(out, 48, "\\frac{%.0f}{%d}", n, q);
+            else
+                snprintf(out, 48, "%.0f/%d", n, q);
+            return 1;
+        }
+    }
     for (int p = 1; p <= 8; p++) {
         snprintf(out, 48, "%.*g", p, v);
         if (strtod(out, NULL) == v)

@@ -7,21 +7,77 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct builder {
     const expr_ctx *c;
     const int *sym_input;
     tape_ins *ins;
     int n, cap;
+    int32_t *vn;      /* value numbering: open-addressing table of slots */
+    size_t vn_cap;
     int32_t *slot_pos; /* per node id: slot of the node, -1 if not emitted */
     int32_t *slot_neg; /* per node id: slot of minus the node (products only) */
     int failed;
 };
 
+static uint64_t ins_hash(int op, int a, int bb, double c)
+{
+    uint64_t bits;
+    memcpy(&bits, &c, sizeof bits);
+    uint64_t h = (uint64_t)op * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)a * 0xC2B2AE3D27D4EB4Full;
+    h ^= (uint64_t)(uint32_t)bb * 0x165667B19E3779F9ull ^ bits * 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 29);
+}
+
+static int vn_grow(struct builder *b)
+{
+    size_t cap = b->vn_cap ? 2 * b->vn_cap : 1024;
+    int32_t *t = malloc(cap * sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        t[i] = -1;
+    for (size_t i = 0; i < b->vn_cap; i++) {
+        int32_t s = b->vn[i];
+        if (s < 0)
+            continue;
+        const tape_ins *p = &b->ins[s];
+        size_t j = ins_hash(p->op, p->a, p->b, p->c) & (cap - 1);
+        while (t[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        t[j] = s;
+    }
+    free(b->vn);
+    b->vn = t;
+    b->vn_cap = cap;
+    return 0;
+}
+
+/* Appends an instruction, or returns the slot of an identical earlier one (local
+ * value numbering: a*b computed once however many products start with it). Commutative
+ * operands are ordered so that a*b and b*a are one instruction. */
 static int emit(struct builder *b, int op, int a, int bb, double c)
 {
     if (b->failed)
         return 0;
+    if ((op == TAPE_ADD || op == TAPE_MUL) && a > bb) {
+        int t = a;
+        a = bb;
+        bb = t;
+    }
+    if (op != TAPE_INPUT) {
+        if (2 * (size_t)(b->n + 1) > b->vn_cap && vn_grow(b) < 0) {
+            b->failed = 1;
+            return 0;
+        }
+        size_t j = ins_hash(op, a, bb, c) & (b->vn_cap - 1);
+        for (; b->vn[j] >= 0; j = (j + 1) & (b->vn_cap - 1)) {
+            const tape_ins *p = &b->ins[b->vn[j]];
+            if (p->op == op && p->a == a && p->b == bb && memcmp(&p->c, &c, sizeof c) == 0)
+                return b->vn[j];
+        }
+    }
     if (b->n == b->cap) {
         int cap = b->cap ? 2 * b->cap : 256;
         tape_ins *ins = cap <= TAPE_MAX_INS ? realloc(b->ins, cap * sizeof *ins) : NULL;
@@ -33,6 +89,12 @@ static int emit(struct builder *b, int op, int a, int bb, double c)
         b->cap = cap;
     }
     b->ins[b->n] = (tape_ins){op, a, bb, c};
+    if (op != TAPE_INPUT) {
+        size_t j = ins_hash(op, a, bb, c) & (b->vn_cap - 1);
+        while (b->vn[j] >= 0)
+            j = (j + 1) & (b->vn_cap - 1);
+        b->vn[j] = b->n;
+    }
     return b->n++;
 }
 
@@ -71,7 +133,8 @@ static int lower_product(struct builder *b, const expr *e, double sign)
     for (int i = 0; i < n; i++) {
         int s;
         if (negative_power(f[i])) {
-            s = lower_power(b, f[i]->args[0], -f[i]->args[1]->num);
+            /* the reciprocal power, shared by every product that divides by it */
+            s = lower_power(b, f[i]->args[0], f[i]->args[1]->num);
             den = den < 0 ? s : emit(b, TAPE_MUL, den, s, 0);
         } else {
             s = f[i]->kind == EXPR_POW && f[i]->args[1]->kind == EXPR_NUM
@@ -80,14 +143,15 @@ static int lower_product(struct builder *b, const expr *e, double sign)
             num = num < 0 ? s : emit(b, TAPE_MUL, num, s, 0);
         }
     }
+    /* den holds the product of the reciprocals: multiply it in. */
     int r;
     if (num < 0) {
-        r = emit(b, TAPE_DIV, emit(b, TAPE_CONST, 0, 0, coef), den, 0);
+        r = coef == 1.0 ? den : emit(b, TAPE_MUL, emit(b, TAPE_CONST, 0, 0, coef), den, 0);
     } else {
+        if (den >= 0)
+            num = emit(b, TAPE_MUL, num, den, 0);
         if (coef != 1.0 && coef != -1.0)
             num = emit(b, TAPE_MUL, emit(b, TAPE_CONST, 0, 0, coef), num, 0);
-        if (den >= 0)
-            num = emit(b, TAPE_DIV, num, den, 0);
         r = coef == -1.0 ? emit(b, TAPE_NEG, num, 0, 0) : num;
     }
     memo[e->id] = r;
@@ -169,7 +233,7 @@ static int lower(struct builder *b, const expr *e)
 tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *sym_input,
                  int n_inputs)
 {
-    struct builder b = {c, sym_input, NULL, 0, 0, NULL, NULL, 0};
+    struct builder b = {c, sym_input, NULL, 0, 0, NULL, 0, NULL, NULL, 0};
     size_t nn = expr_ctx_nodes(c);
     tape *t = calloc(1, sizeof *t);
     b.slot_pos = malloc(nn * sizeof *b.slot_pos);
@@ -193,9 +257,11 @@ tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *
     t->n_outputs = n_roots;
     free(b.slot_pos);
     free(b.slot_neg);
+    free(b.vn);
     return t;
 fail:
     free(b.ins);
+    free(b.vn);
     free(b.slot_pos);
     free(b.slot_neg);
     if (t)

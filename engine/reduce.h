@@ -1,0 +1,41 @@
+/* reduce.h — the equations of motion reduced symbolically to the independent speeds.
+ *
+ * Phi = Psi^-1 is found by Gauss–Jordan elimination on expressions, taking nonzero
+ * numeric pivots first. What remains after them is a block whose pivots are
+ * expressions; when that block is at most 1 x 1 its pivot is, up to constants,
+ * det Psi, so it vanishes only where Psi is singular and the symbolic Phi is as
+ * accurate as a numeric inverse everywhere: the reduction is then "exact" and the
+ * integrator may use it. With a larger block a symbolic pivot can vanish where Psi
+ * is regular (the knife edge's cos(phi) at phi = pi/2), so the integrator keeps the
+ * numeric LU; the expressions are still shown to people (equations.c).
+ *
+ * From Phi: the kinematics q' = Phi_S u + Phi_t, the mass matrix
+ * M*_rs = sum_il Phi_ir M_il Phi_ls and the forcing
+ * F_r = sum_i Phi_ir (Q - dV/dq + dT/dq - D(dT/dq') + M Phi b)_i, everything on the
+ * kinematics and expanded (simplify.c), so that M*(q, t) u' = F(q, u, t).
+ */
+#ifndef HAMEL_REDUCE_H
+#define HAMEL_REDUCE_H
+
+#include "model.h"
+
+typedef struct reduce_result {
+    int have_phi;     /* Phi was found within the budget */
+    int exact;        /* at most one expression pivot: safe for integration */
+    int pivots_expr;  /* pivots that are expressions, not numbers */
+    expr **phi;       /* [n*n] row-major */
+    expr **kin;       /* [n] q_i' in terms of (q, u, t) */
+    expr **mass;      /* [k*k] */
+    expr **forcing;   /* [k] */
+    expr *tstar;      /* T with the kinematics substituted */
+    char why[200];    /* when !have_phi */
+} reduce_result;
+
+/* Derives the reduced equations within `budget` new expression nodes. Fills *out
+ * (free with reduce_result_free). Returns 0, or -1 on allocation failure. */
+int reduce_derive(struct engine_model *m, size_t budget, reduce_result *out);
+
+/* Frees the arrays of a result (the nodes belong to the model's context). */
+void reduce_result_free(reduce_result *r);
+
+#endif

@@ -1,0 +1,154 @@
+/* simplify.c — expansion into a sum of monomials with trigonometric normalisation.
+ *
+ * expr_expand distributes products over sums and multiplies out positive integer
+ * powers of sums, rewrites every cos(x)^k (k >= 2) as cos(x)^(k-2) (1 - sin(x)^2), and
+ * lets the sum and product constructors collect like terms. Polynomials in sin and cos
+ * of the same argument then have one form, so identities such as
+ * sin^2 + cos^2 = 1 cancel, and mechanical expressions (mass matrices, forcing terms)
+ * shrink to what a person would write. A sub-expression whose expansion would exceed
+ * max_terms terms is left as it is (still correct, only larger).
+ */
+#include "expr.h"
+#include "expr_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct expander {
+    expr_ctx *c;
+    int max_terms;
+    expr **memo;
+    size_t memo_n;
+};
+
+static expr *expand(struct expander *x, expr *e);
+
+static int n_terms(const expr *e)
+{
+    if (e->kind == EXPR_ADD)
+        return e->nargs + (e->num != 0.0);
+    return 1;
+}
+
+static expr *term_at(expr_ctx *c, const expr *e, int i)
+{
+    if (e->kind != EXPR_ADD)
+        return (expr *)e;
+    return i < e->nargs ? e->args[i] : expr_num(c, e->num);
+}
+
+/* a * b with both expanded; distributes when the result stays within the cap. */
+static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
+{
+    expr_ctx *c = x->c;
+    int na = n_terms(a), nb = n_terms(b);
+    if (na == 1 && nb == 1)
+        return expr_mul(c, a, b);
+    if ((long)na * nb > x->max_terms) {
+        *ok = 0;
+        return expr_mul(c, a, b);
+    }
+    expr **t = malloc((size_t)na * nb * sizeof *t);
+    if (!t) {
+        *ok = 0;
+        return expr_mul(c, a, b);
+    }
+    int k = 0;
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++) {
+            expr *p = expr_mul(c, term_at(c, a, i), term_at(c, b, j));
+            /* a product may itself need expanding (cos^2 appearing, say) */
+            if (p->kind == EXPR_MUL || p->kind == EXPR_POW)
+                p = expand(x, p);
+            t[k++] = p;
+        }
+    expr *r = expr_sum(c, t, k);
+    free(t);
+    return r;
+}
+
+static expr *expand_uncached(struct expander *x, expr *e)
+{
+    expr_ctx *c = x->c;
+    switch (e->kind) {
+    case EXPR_NUM:
+    case EXPR_SYM: return e;
+    case EXPR_FUN:
+        if (e->nargs == 2)
+            return expr_fun2(c, e->fn, expand(x, e->args[0]), expand(x, e->args[1]));
+        return expr_fun(c, e->fn, expand(x, e->args[0]));
+    case EXPR_ADD: {
+        expr **t = malloc((e->nargs + 1) * sizeof *t);
+        if (!t)
+            return e;
+        for (int i = 0; i < e->nargs; i++)
+            t[i] = expand(x, e->args[i]);
+        t[e->nargs] = expr_num(c, e->num);
+        expr *r = expr_sum(c, t, e->nargs + 1);
+        free(t);
+        return r;
+    }
+    case EXPR_POW: {
+        expr *b = expand(x, e->args[0]);
+        expr *k = e->args[1];
+        if (k->kind == EXPR_NUM && k->num == floor(k->num)) {
+            double n = k->num;
+            if (b->kind == EXPR_FUN && b->fn == FN_COS && n >= 2) {
+                /* cos^n = cos^(n-2) (1 - sin^2) */
+                expr *s2 = expr_powi(c, expr_fun(c, FN_SIN, b->args[0]), 2);
+                expr *rest = expr_sub(c, expr_num(c, 1.0), s2);
+                int ok = 1;
+                expr *lower = expand(x, expr_pow(c, b, expr_num(c, n - 2)));
+                return distribute(x, lower, rest, &ok);
+            }
+            if (b->kind == EXPR_ADD && n >= 2 && n <= 12) {
+                int ok = 1;
+                expr *acc = b;
+                for (int i = 1; i < (int)n && ok; i++)
+                    acc = distribute(x, acc, b, &ok);
+                return ok ? acc : expr_pow(c, b, k);
+            }
+        }
+        return expr_pow(c, b, expand(x, k));
+    }
+    case EXPR_MUL: {
+        int ok = 1;
+        expr *acc = expr_num(c, e->num);
+        for (int i = 0; i < e->nargs && ok; i++)
+            acc = distribute(x, acc, expand(x, e->args[i]), &ok);
+        if (ok)
+            return acc;
+        /* Too many terms: keep the product of the expanded factors. */
+        expr **f = malloc(e->nargs * sizeof *f);
+        if (!f)
+            return e;
+        for (int i = 0; i < e->nargs; i++)
+            f[i] = expand(x, e->args[i]);
+        expr *r = expr_mul(c, expr_product(c, f, e->nargs), expr_num(c, e->num));
+        free(f);
+        return r;
+    }
+    default: return e;
+    }
+}
+
+static expr *expand(struct expander *x, expr *e)
+{
+    if (e->id < x->memo_n && x->memo[e->id])
+        return x->memo[e->id];
+    expr *r = expand_uncached(x, e);
+    if (e->id < x->memo_n)
+        x->memo[e->id] = r;
+    return r;
+}
+
+expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
+{
+    struct expander x = {c, max_terms, NULL, expr_ctx_nodes(c)};
+    x.memo = calloc(x.memo_n, sizeof *x.memo);
+    if (!x.memo)
+        return e;
+    expr *r = expand(&x, e);
+    free(x.memo);
+    return r;
+}
