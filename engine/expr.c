@@ -845,14 +845,20 @@ static int zero_prepare(expr_ctx *c)
     return 0;
 }
 
-/* Deterministic pseudo-random symbol values in [0.35, 1.35) for point k. */
+/* Deterministic pseudo-random symbol values for point k: in [0.35, 1.35) for the
+ * first half of the points, of either sign for the rest (so that abs(x) - x or
+ * sqrt(x^2) - x are not taken for zero; points where an expression is not finite,
+ * log of a negative say, are skipped). */
 static double zero_point_value(int sym, int k)
 {
     uint64_t x = (uint64_t)(sym + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(k + 1) * 0xBF58476D1CE4E5B9ull;
     x ^= x >> 31;
     x *= 0x94D049BB133111EBull;
     x ^= x >> 29;
-    return 0.35 + (double)(x >> 11) / 9007199254740992.0;
+    double v = 0.35 + (double)(x >> 11) / 9007199254740992.0;
+    if (k >= ZERO_POINTS / 2 && (x & 1))
+        v = -v;
+    return v;
 }
 
 static void zero_eval(expr_ctx *c, const expr *e)

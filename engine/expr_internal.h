@@ -5,7 +5,7 @@
 
 #include "expr.h"
 
-#define ZERO_POINTS 4
+#define ZERO_POINTS 6
 
 struct chunk;
 

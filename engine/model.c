@@ -742,11 +742,15 @@ static int make_canonical(struct engine_model *m)
         json_array_append_new(cons, json_pack("{s:s, s:o}", "name", m->cons[j].name, "expr",
                                               printed(c, m->cons[j].f)));
     json_object_set_new(js, "constraints", cons);
-    json_t *speeds = json_array();
-    for (int r = 0; r < m->k; r++)
-        json_array_append_new(speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
-                                                printed(c, m->speed_f[r])));
-    json_object_set_new(js, "speeds", speeds);
+    /* Speeds the engine chose are left out: the canonical form then compiles to the
+     * same choice and the same id. */
+    if (!m->default_speeds) {
+        json_t *speeds = json_array();
+        for (int r = 0; r < m->k; r++)
+            json_array_append_new(speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
+                                                    printed(c, m->speed_f[r])));
+        json_object_set_new(js, "speeds", speeds);
+    }
     m->canonical = json_dumps(js, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(js);
     if (!m->canonical)

@@ -61,6 +61,7 @@ static const char *describe(char ch, char buf[16])
 }
 
 static expr *parse_sum(struct parser *p);
+static expr *check_finite(struct parser *p, expr *e, size_t pos);
 
 static int is_ident_start(char ch) { return isalpha((unsigned char)ch) || ch == '_'; }
 static int is_ident_char(char ch) { return isalnum((unsigned char)ch) || ch == '_'; }
@@ -176,13 +177,16 @@ static expr *parse_call(struct parser *p, const char *name, size_t start)
         return fail_at(p, start, "'%s' takes %d argument%s, got %d", name, nargs,
                        nargs == 1 ? "" : "s", got);
     expr_ctx *c = p->c;
+    expr *r;
     switch (alias) {
-    case 1: return expr_powi(c, expr_fun(c, fn, args[0]), -1); /* sec, csc */
+    case 1: r = expr_powi(c, expr_fun(c, fn, args[0]), -1); break; /* sec, csc */
     case 2: /* cot = cos / sin */
-        return expr_mul(c, expr_fun(c, FN_COS, args[0]), expr_powi(c, expr_fun(c, FN_SIN, args[0]), -1));
-    case 3: return expr_pow(c, args[0], args[1]);
-    default: return nargs == 2 ? expr_fun2(c, fn, args[0], args[1]) : expr_fun(c, fn, args[0]);
+        r = expr_mul(c, expr_fun(c, FN_COS, args[0]), expr_powi(c, expr_fun(c, FN_SIN, args[0]), -1));
+        break;
+    case 3: r = expr_pow(c, args[0], args[1]); break;
+    default: r = nargs == 2 ? expr_fun2(c, fn, args[0], args[1]) : expr_fun(c, fn, args[0]); break;
     }
+    return check_finite(p, r, start);
 }
 
 /* primary := number | ident ["'"] | ident '(' args ')' | '(' sum ')' */
@@ -273,30 +277,46 @@ static expr *parse_power(struct parser *p)
         return NULL;
     char ch = peek(p);
     if (ch == '^' || (ch == '*' && p->s[p->pos + 1] == '*')) {
+        size_t op = p->pos;
         p->pos += ch == '^' ? 1 : 2;
         expr *e = parse_unary(p);
         if (!e)
             return NULL;
-        return expr_pow(p->c, b, e);
+        return check_finite(p, expr_pow(p->c, b, e), op);
     }
     return b;
 }
 
-/* unary := ('-' | '+') unary | power */
+/* Fails when a constructor folded numbers into inf or nan (1/0, 10^400). */
+static expr *check_finite(struct parser *p, expr *e, size_t pos)
+{
+    if (e && e->kind == EXPR_NUM && !isfinite(e->num) && !expr_ctx_overflow(p->c))
+        return fail_at(p, pos, "this operation on numbers gives %s (division by zero or overflow)",
+                       isnan(e->num) ? "nan" : "inf");
+    if (e && e->kind == EXPR_POW && expr_is_num(e->args[0], 0.0) && e->args[1]->kind == EXPR_NUM &&
+        e->args[1]->num < 0)
+        return fail_at(p, pos, "division by zero");
+    return e;
+}
+
+/* unary := ('-' | '+') unary | power
+ * Every level of nesting (signs, powers, parentheses) counts against PARSE_MAX_DEPTH,
+ * so no input can exhaust the stack. */
 static expr *parse_unary(struct parser *p)
 {
+    if (++p->depth > PARSE_MAX_DEPTH)
+        return fail_at(p, p->pos, "expression nested too deeply");
     char ch = peek(p);
+    expr *r;
     if (ch == '-' || ch == '+') {
         p->pos++;
-        if (++p->depth > PARSE_MAX_DEPTH)
-            return fail_at(p, p->pos, "expression nested too deeply");
         expr *a = parse_unary(p);
-        p->depth--;
-        if (!a)
-            return NULL;
-        return ch == '-' ? expr_neg(p->c, a) : a;
+        r = !a ? NULL : ch == '-' ? expr_neg(p->c, a) : a;
+    } else {
+        r = parse_power(p);
     }
-    return parse_power(p);
+    p->depth--;
+    return r;
 }
 
 /* product := unary (('*' | '/') unary)* */
@@ -305,14 +325,17 @@ static expr *parse_product(struct parser *p)
     expr *a = parse_unary(p);
     while (a) {
         char ch = peek(p);
+        size_t op = p->pos;
         if (ch == '*' && p->s[p->pos + 1] != '*') {
             p->pos++;
             expr *b = parse_unary(p);
-            a = b ? expr_mul(p->c, a, b) : NULL;
+            a = b ? check_finite(p, expr_mul(p->c, a, b), op) : NULL;
         } else if (ch == '/') {
             p->pos++;
             expr *b = parse_unary(p);
-            a = b ? expr_div(p->c, a, b) : NULL;
+            if (b && expr_is_num(b, 0.0))
+                return fail_at(p, op, "division by zero");
+            a = b ? check_finite(p, expr_div(p->c, a, b), op) : NULL;
         } else {
             break;
         }
@@ -323,18 +346,16 @@ static expr *parse_product(struct parser *p)
 /* sum := product (('+' | '-') product)* */
 static expr *parse_sum(struct parser *p)
 {
-    if (++p->depth > PARSE_MAX_DEPTH)
-        return fail_at(p, p->pos, "expression nested too deeply");
     expr *a = parse_product(p);
     while (a) {
         char ch = peek(p);
         if (ch != '+' && ch != '-')
             break;
+        size_t op = p->pos;
         p->pos++;
         expr *b = parse_product(p);
-        a = b ? (ch == '+' ? expr_add(p->c, a, b) : expr_sub(p->c, a, b)) : NULL;
+        a = b ? check_finite(p, ch == '+' ? expr_add(p->c, a, b) : expr_sub(p->c, a, b), op) : NULL;
     }
-    p->depth--;
     return a;
 }
 

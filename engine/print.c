@@ -167,6 +167,8 @@ static void print_number(struct printer *p, double v, int prec)
         close_paren(p);
 }
 
+static int negative_exponent(const expr *f);
+
 /* Prints base^k for a positive exponent node k (k == 1: just the base). */
 static void print_power(struct printer *p, const expr *base, const expr *k)
 {
@@ -195,7 +197,8 @@ static void print_power(struct printer *p, const expr *base, const expr *k)
     }
     print_rec(p, base, P_POW + 1);
     sb_puts(&p->b, "^");
-    print_rec(p, k, P_POW + 1);
+    /* ^ is right-associative: a power exponent needs no parentheses (x^y^z). */
+    print_rec(p, k, k->kind == EXPR_POW && !negative_exponent(k) ? P_POW : P_POW + 1);
 }
 
 static int negative_exponent(const expr *f)
