@@ -113,6 +113,38 @@ deps:
 web:
 	@clients/web/tools/make-examples.sh
 
+# Fuzzing (not part of `make test`): libFuzzer targets for the expression parser and
+# model compilation, built with clang into build/fuzz/ and run FUZZ_TIME seconds each.
+# Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
+# build/fuzz/corpus-*. `make fuzz FUZZ_STRICT=1` also stops on the known bugs that
+# tests/fuzz/fuzz_parse.c skips by default.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -g -O1 -MMD -MP -fsanitize=fuzzer-no-link $(FUZZ_SAN) \
+	$(if $(FUZZ_STRICT),-DFUZZ_STRICT) $(call pkgcflags,$(ENGINE_PKGS))
+FUZZ_RUN := -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(ENGINE_SRC) $(wildcard tests/fuzz/*.c))
+.SECONDARY: $(FUZZ_OBJ)
+
+.PHONY: fuzz
+fuzz: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model
+	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model
+	@for f in ../shared/cases/*.json; do [ -f "$$f" ] && jq -c .model "$$f" \
+		> $(FUZZ_DIR)/corpus-model/shared-$$(basename "$$f") || true; done
+	$(FUZZ_DIR)/fuzz_parse $(FUZZ_RUN) -dict=tests/fuzz/expr.dict -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus-parse tests/fuzz/corpus/parse
+	$(FUZZ_DIR)/fuzz_model $(FUZZ_RUN) -dict=tests/fuzz/model.dict -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus-model tests/fuzz/corpus/model
+
+$(FUZZ_DIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(filter $(FUZZ_DIR)/engine/%,$(FUZZ_OBJ))
+	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ -o $@ $(ENGINE_LIBS)
+
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
