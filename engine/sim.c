@@ -408,9 +408,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                         char path[96];
                         snprintf(path, sizeof path, "model.constraints[%d]", j);
                         hamel_problem_add(*problem, path, -1,
-                                          "the Boltzmann–Hamel formulation needs constraints linear in "
-                                          "the velocities; this one is not (Chetaev type): use "
-                                          "\"formulation\": \"multipliers\"");
+                                          "this constraint is nonlinear in the velocities (Chetaev "
+                                          "type); the Boltzmann–Hamel formulation needs linear ones: "
+                                          "use \"formulation\": \"multipliers\"");
                     }
             }
             r->formulation = SIM_HAMEL;

@@ -1,0 +1,259 @@
+/* test_systems.c — systems outside ../shared/cases, against independent derivations.
+ *
+ * 1. A rheonomic knife edge: a particle in the plane on a spring, whose velocity must
+ *    point along the direction (cos wt, sin wt) turning at a prescribed rate w.
+ *    By hand: with u = x' cos wt + y' sin wt, m u' = -k (x cos wt + y sin wt),
+ *    x' = u cos wt, y' = u sin wt; the Hamel coefficients are gamma^c_u = w,
+ *    gamma^u_c = -w (rheonomic, Greenwood 5.58) and no gamma^j_rl. The hand-written
+ *    right-hand side below is integrated by the same driver and compared.
+ * 2. Appell's nonlinear constraint (Hussain, §4.2): a particle under gravity with
+ *    z' = a sqrt(x'^2 + y'^2). With Chetaev's virtual displacements the horizontal
+ *    speed falls linearly, v = v0 - g a t / (1 + a^2), the direction of motion is
+ *    fixed, and T + V is conserved (the constraint is homogeneous in the velocities).
+ * 3. The symbolic reduction and the numeric inversion of Psi give the same
+ *    right-hand side at random states, for every shared case.
+ */
+#include <criterion/criterion.h>
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "hamel.h"
+#include "integ.h"
+#include "model.h"
+
+static void setup(void) { engine_init(); }
+
+static engine_model *compile_text(const char *text)
+{
+    json_error_t err;
+    json_t *js = json_loads(text, 0, &err);
+    cr_assert_not_null(js, "test model is not JSON: %s", err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    if (rc)
+        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
+    json_decref(js);
+    return m;
+}
+
+static json_t *run(engine_model *m, const char *request)
+{
+    json_error_t err;
+    json_t *req = json_loads(request, 0, &err);
+    cr_assert_not_null(req, "test request is not JSON: %s", err.text);
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    if (rc)
+        cr_assert_fail("simulation failed: %s", json_dumps(problem, 0));
+    json_decref(req);
+    return result;
+}
+
+static double at(json_t *traj, const char *group, const char *name, size_t i)
+{
+    return json_number_value(json_array_get(json_object_get(json_object_get(traj, group), name), i));
+}
+
+/* ---- 1. the rheonomic knife edge ---- */
+
+static const char *const knife_model =
+    "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 1.5, \"k\": 2.0, \"w\": 0.7},"
+    " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"k/2*(x^2 + y^2)\","
+    " \"constraints\": [{\"name\": \"c\", \"expr\": \"x'*sin(w*t) - y'*cos(w*t)\"}],"
+    " \"speeds\": [{\"name\": \"u\", \"expr\": \"x'*cos(w*t) + y'*sin(w*t)\"}]}";
+
+struct knife {
+    double m, k, w;
+};
+
+static int knife_rhs(double t, const double *y, double *dy, void *params)
+{
+    const struct knife *p = params;
+    double c = cos(p->w * t), s = sin(p->w * t);
+    dy[0] = y[2] * c;
+    dy[1] = y[2] * s;
+    dy[2] = -p->k / p->m * (y[0] * c + y[1] * s);
+    return GSL_SUCCESS;
+}
+
+struct samples {
+    double y[64][3];
+    int n;
+};
+
+static int keep(double t, const double *y, void *ctx)
+{
+    (void)t;
+    struct samples *s = ctx;
+    memcpy(s->y[s->n++], y, 3 * sizeof *y);
+    return 0;
+}
+
+Test(systems, rheonomic_knife_edge, .init = setup)
+{
+    engine_model *m = compile_text(knife_model);
+    json_t *sum = engine_model_summary(m);
+    json_t *c0 = json_array_get(json_object_get(sum, "constraints"), 0);
+    cr_expect(json_is_true(json_object_get(c0, "rheonomic")), "the turning knife edge is rheonomic");
+    cr_expect(json_is_false(json_object_get(c0, "holonomic")), "and not integrable");
+    cr_expect(json_is_false(json_object_get(sum, "scleronomic")));
+    cr_expect(json_is_false(json_object_get(sum, "energy_conserved")), "energy is not a first integral here");
+    json_decref(sum);
+
+    json_t *r = run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+                       " \"t_end\": 8.3, \"output\": {\"samples\": 41},"
+                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    struct knife p = {1.5, 2.0, 0.7};
+    integ_system sys = {3, knife_rhs, &p};
+    integ_options opt = integ_default_options;
+    opt.rtol = 1e-11;
+    opt.atol = 1e-13;
+    double times[41], y0[3] = {0.4, -0.2, 1.1};
+    for (int i = 0; i < 41; i++)
+        times[i] = 0.3 + 8.0 * i / 40.0;
+    times[40] = 8.3;
+    struct samples s = {.n = 0};
+    integ_stats st;
+    cr_assert_eq(integ_run(&sys, &opt, 0.3, y0, times, 41, keep, &s, &st), 0, "hand-written run: %s", st.reason);
+    json_t *traj = json_object_get(r, "trajectory");
+    for (int i = 0; i < 41; i++) {
+        cr_assert_float_eq(at(traj, "q", "x", i), s.y[i][0], 1e-8, "x at sample %d", i);
+        cr_assert_float_eq(at(traj, "q", "y", i), s.y[i][1], 1e-8, "y at sample %d", i);
+        cr_assert_float_eq(at(traj, "speeds", "u", i), s.y[i][2], 1e-8, "u at sample %d", i);
+    }
+    double res = json_number_value(
+        json_object_get(json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
+    cr_expect_leq(res, 1e-12, "constraint residual %g", res);
+
+    /* gamma^c_u = w, gamma^u_c = -w, at any point, and no gamma^j_rl */
+    json_t *pt = json_array_get(json_object_get(json_object_get(r, "hamel"), "points"), 0);
+    cr_expect_eq(json_array_size(json_object_get(pt, "gamma")), 0, "no gamma^j_rl for a constant Psi in q");
+    json_t *gt = json_object_get(pt, "gamma_t");
+    cr_assert_eq(json_array_size(gt), 2, "two rheonomic coefficients, got %zu", json_array_size(gt));
+    for (size_t i = 0; i < 2; i++) {
+        json_t *g = json_array_get(gt, i);
+        const char *j = json_string_value(json_object_get(g, "j"));
+        double v = json_number_value(json_object_get(g, "value"));
+        if (strcmp(j, "c") == 0)
+            cr_expect_float_eq(v, 0.7, 1e-14, "gamma^c_u = w");
+        else
+            cr_expect_float_eq(v, -0.7, 1e-14, "gamma^u_c = -w");
+    }
+    json_decref(r);
+
+    /* A formulation check on a rheonomic system: multipliers agree with Hamel. */
+    json_t *h = run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+                       " \"t_end\": 8.3, \"output\": {\"samples\": 5}, \"formulation\": \"multipliers\","
+                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *ht = json_object_get(h, "trajectory");
+    cr_expect_float_eq(at(ht, "q", "x", 4), s.y[40][0], 1e-7, "multipliers x(t_end)");
+    cr_expect_float_eq(at(ht, "q", "y", 4), s.y[40][1], 1e-7, "multipliers y(t_end)");
+    json_decref(h);
+    engine_model_release(m);
+}
+
+/* ---- 2. Appell's nonlinear constraint ---- */
+
+Test(systems, appell_nonlinear_constraint, .init = setup)
+{
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"a\": 0.3},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\","
+        " \"constraints\": [{\"name\": \"appell\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}]}");
+    json_t *sum = engine_model_summary(m);
+    json_t *c0 = json_array_get(json_object_get(sum, "constraints"), 0);
+    cr_expect(json_is_false(json_object_get(c0, "linear")), "Appell's constraint is nonlinear");
+    cr_expect_str_eq(json_string_value(json_object_get(sum, "default_formulation")), "multipliers");
+    cr_expect(json_is_true(json_object_get(sum, "energy_conserved")), "homogeneous constraint: T + V conserved");
+    json_decref(sum);
+
+    /* v0 = 3, direction (0.6, 0.8); it stops at t = v0 (1 + a^2) / (g a) = 1.1111... */
+    const double v0 = 3.0, g = 9.81, a = 0.3, z0 = v0 * a;
+    char req[512];
+    snprintf(req, sizeof req,
+             "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"qdot\": {\"x\": %.17g, \"y\": %.17g, "
+             "\"z\": %.17g}}, \"t_end\": 0.9, \"output\": {\"samples\": 10},"
+             " \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}",
+             0.6 * v0, 0.8 * v0, z0);
+    json_t *r = run(m, req);
+    cr_expect_str_eq(json_string_value(json_object_get(r, "formulation")), "multipliers");
+    json_t *traj = json_object_get(r, "trajectory");
+    for (size_t i = 0; i < 10; i++) {
+        double t = json_number_value(json_array_get(json_object_get(traj, "t"), i));
+        double xd = at(traj, "qdot", "x", i), yd = at(traj, "qdot", "y", i), zd = at(traj, "qdot", "z", i);
+        double v = v0 - g * a * t / (1 + a * a);
+        cr_assert_float_eq(hypot(xd, yd), v, 1e-8, "horizontal speed at t=%g: %.12g, analytic %.12g", t,
+                           hypot(xd, yd), v);
+        cr_assert_float_eq(zd, a * v, 1e-8, "z' = a v at t=%g", t);
+        cr_assert_float_eq(yd * 0.6 - xd * 0.8, 0.0, 1e-10, "the direction of motion stays fixed");
+        /* x(t) = 0.6 (v0 t - g a t^2 / (2 (1 + a^2))) */
+        double s = v0 * t - g * a * t * t / (2 * (1 + a * a));
+        cr_assert_float_eq(at(traj, "q", "x", i), 0.6 * s, 1e-8, "x at t=%g", t);
+    }
+    json_t *energy = json_object_get(json_object_get(r, "checks"), "energy");
+    cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9, "T + V drifts by %g",
+                  json_number_value(json_object_get(energy, "max_rel_drift")));
+    cr_expect_not_null(json_object_get(json_object_get(traj, "multipliers"), "appell"), "the multiplier is reported");
+    json_decref(r);
+
+    /* Asking for the Boltzmann–Hamel formulation is refused with the reason. */
+    json_error_t err;
+    json_t *bad = json_loads("{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"z\": 0}, \"qdot\": {\"x\": 1, \"y\": 0,"
+                             " \"z\": 0.3}}, \"t_end\": 1, \"formulation\": \"hamel\"}",
+                             0, &err);
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, bad, NULL, NULL, &result, &problem);
+    cr_expect_eq(rc, HAMEL_E_FORMULATION, "hamel on a nonlinear constraint: %d", rc);
+    cr_expect_eq(json_integer_value(json_object_get(problem, "status")), 422);
+    cr_expect_not_null(strstr(json_dumps(problem, 0), "nonlinear") ? "" : NULL, "the problem explains why");
+    json_decref(problem);
+    json_decref(bad);
+    engine_model_release(m);
+}
+
+/* ---- 3. symbolic reduction == numeric inversion ---- */
+
+Test(systems, reduction_matches_numeric_inverse, .init = setup)
+{
+    static const char *const files[] = {"greenwood-5.1-knife-edge-body.json", "greenwood-5.2-dumbbell-hamel.json",
+                                        "greenwood-5.3-rolling-disk.json", "greenwood-5.5-rolling-disk-suslov.json",
+                                        "lemos-rolling-sphere.json", "wang-pao-axle-incline.json"};
+    const char *dir = getenv("HAMEL_CASES") ? getenv("HAMEL_CASES") : "../shared/cases";
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        json_error_t err;
+        json_t *c = json_load_file(path, 0, &err);
+        cr_assert_not_null(c, "%s: %s", path, err.text);
+        engine_model *m = NULL;
+        json_t *problem = NULL;
+        cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+        cr_assert_not_null(m->tape_fast, "%s: expected an exact symbolic reduction", files[f]);
+        hamel_ws *sym = hamel_ws_new(m, m->param_values), *num = hamel_ws_new(m, m->param_values);
+        hamel_ws_set_numeric(num, 1);
+        double in[256], y[128], d1[128], d2[128];
+        for (int trial = 0; trial < 20; trial++) {
+            model_test_point(m, 200 + trial, in);
+            for (int i = 0; i < m->n; i++)
+                y[i] = 3.0 * in[model_input_q(m) + i] - 1.5;
+            for (int r = 0; r < m->k; r++)
+                y[m->n + r] = 4.0 * in[model_input_qd(m) + r] - 2.5;
+            double t = in[model_input_t(m)];
+            int r1 = hamel_rhs(t, y, d1, sym), r2 = hamel_rhs(t, y, d2, num);
+            if (r1 || r2)
+                continue; /* a singular configuration for both */
+            for (int i = 0; i < m->n + m->k; i++)
+                cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])), "%s: component %d at trial %d",
+                                   files[f], i, trial);
+        }
+        hamel_ws_free(sym);
+        hamel_ws_free(num);
+        engine_model_release(m);
+        json_decref(c);
+    }
+}
