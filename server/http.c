@@ -42,14 +42,21 @@
 #define HTTP_DRAIN_FACTOR 4             /* past cap*factor an oversized body closes */
 #define HTTP_RETRY_AFTER_FULL "1"       /* seconds, queue full */
 #define HTTP_RETRY_AFTER_DOWN "5"       /* seconds, shutting down */
-#define HTTP_CONN_MEMORY (64 * 1024)    /* per-connection header and read buffer */
+#define HTTP_CONN_MEMORY (16 * 1024)    /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_CORS_MAX_AGE "600"
 #define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
+#define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 
 struct http_server {
     http_deps d;
     struct MHD_Daemon *daemon;
     atomic_int ready;
+    /* SHA-256 of a POST /v1/simulations body, exactly as received -> its simulation key
+     * (a blob). Identical bytes are an identical request, so a repeat is answered from
+     * the result cache without parsing or canonicalising the JSON (the cache-hit path
+     * of a polling or batch client). Requests equal only after canonicalisation still
+     * take the full path and still hit the result cache. */
+    cache *memo;
 };
 
 typedef enum http_method {
@@ -328,6 +335,57 @@ static void http__hex(const unsigned char *d, size_t n, char *out)
         out[2 * i + 1] = hex[d[i] & 15];
     }
     out[2 * n] = '\0';
+}
+
+/* ---- the body memo ---------------------------------------------------------------- */
+
+static void *http__memo_retain(void *v) { return blob_retain(v); }
+static void http__memo_release(void *v) { blob_release(v); }
+static const cache_ops http__memo_ops = {http__memo_retain, http__memo_release};
+
+/* The memo key of a body: "s:" and the hex SHA-256 of its bytes. */
+static void http__memo_key(const http_conn *c, char out[CACHE_MAX_KEY + 1])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)c->body, c->len, d);
+    memcpy(out, "s:", 2);
+    http__hex(d, sizeof d, out + 2);
+}
+
+/* Answers a POST /v1/simulations whose exact body was seen before and whose result is
+ * still cached; returns 1 if it answered. */
+static int http__simulation_memo(http_conn *c, enum MHD_Result *ret)
+{
+    http_server *s = c->srv;
+    char mkey[CACHE_MAX_KEY + 1];
+    http__memo_key(c, mkey);
+    blob *key = cache_peek(s->memo, mkey);
+    if (!key)
+        return 0;
+    /* peek first so that a miss here is not counted twice (the full path counts it) */
+    blob *seen = cache_peek(s->d.results, key->data);
+    blob *hit = seen ? cache_get(s->d.results, key->data) : NULL;
+    blob_release(seen);
+    if (hit) {
+        char etag[CACHE_MAX_KEY + 3];
+        snprintf(etag, sizeof etag, "\"%s\"", key->data);
+        metrics_job(METRICS_JOB_CACHED);
+        *ret = http__result(c, hit, 1, etag);
+        blob_release(hit);
+    }
+    blob_release(key);
+    return hit != NULL;
+}
+
+/* Remembers the simulation key of the current body. */
+static void http__memo_put(http_conn *c, const char *key)
+{
+    char mkey[CACHE_MAX_KEY + 1];
+    http__memo_key(c, mkey);
+    blob *b = blob_new(key, strlen(key));
+    if (b)
+        cache_put(c->srv->memo, mkey, b, sizeof *b + b->len + 1 + strlen(mkey));
+    blob_release(b);
 }
 
 /* ---- models ------------------------------------------------------------------------- */
@@ -637,6 +695,7 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
         engine_model_release(m);
         return http__problem(c, problem);
     }
+    http__memo_put(c, key);
     char etag[sizeof key + 2];
     snprintf(etag, sizeof etag, "\"%s\"", key);
     blob *hit = cache_get(s->d.results, key);
@@ -933,6 +992,10 @@ static enum MHD_Result http__body(http_conn *c)
     }
     if (c->len == 0)
         return http__error(c, HAMEL_E_BAD_JSON, "the body is empty");
+    enum MHD_Result fast;
+    if (c->route == METRICS_ROUTE_SIMULATIONS && http__wait(c) >= 0 &&
+        http__simulation_memo(c, &fast))
+        return fast;
     if (!http__depth_ok(c->body, c->len, HTTP_MAX_JSON_DEPTH)) {
         char detail[96];
         snprintf(detail, sizeof detail, "the body nests deeper than %d levels",
@@ -1083,6 +1146,11 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     if (!h)
         return -1;
     h->d = *deps;
+    h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
+    if (!h->memo) {
+        free(h);
+        return -1;
+    }
     const server_config *cfg = deps->cfg;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -1100,6 +1168,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     } else {
         fprintf(stderr, "hamel-server: HAMEL_ADDR=%s is not an IPv4 or IPv6 address\n",
                 cfg->addr);
+        cache_free(h->memo);
         free(h);
         return -1;
     }
@@ -1113,6 +1182,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
+        cache_free(h->memo);
         free(h);
         return -1;
     }
@@ -1136,5 +1206,6 @@ void http_stop(http_server *h)
     if (!h)
         return;
     MHD_stop_daemon(h->daemon);
+    cache_free(h->memo);
     free(h);
 }

@@ -257,6 +257,13 @@ static void jobs__run(jobs *p, job *j)
     double t0 = jobs_now();
     int rc = engine_simulate(j->model, j->request, &p->cfg.limits, &j->ctl, &result, &problem);
     metrics_integrate(jobs_now() - t0);
+    /* A finished record keeps only its body: the parsed request (with an inline model,
+     * several times the result's size) and the model reference go now, so the memory of
+     * HAMEL_MAX_JOBS kept records is bounded by their bodies. Only this worker uses them. */
+    json_decref(j->request);
+    j->request = NULL;
+    engine_model_release(j->model);
+    j->model = NULL;
 
     blob *body = NULL;
     job_state s = JOB_DONE;
@@ -265,6 +272,7 @@ static void jobs__run(jobs *p, job *j)
         json_object_set_new(result, "job_id", json_string(j->id));
         json_object_set_new(result, "status", json_string("done"));
         json_object_set_new(result, "model_id", json_string(j->model_id));
+        json_object_set_new(result, "progress", json_real(1.0));
         json_object_del(result, "cached");
         body = blob_take(json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17)));
         json_decref(result);
