@@ -67,7 +67,7 @@ static int fmt_num(double v, char out[48], int latex)
         snprintf(out, 48, "%.0f", v);
         return 0;
     }
-    static const int small_q[] = {2, 3, 4, 6, 8, 12, 16};
+    static const int small_q[] = {2, 3, 4, 5, 6, 8, 12, 16};
     for (size_t i = 0; i < sizeof small_q / sizeof small_q[0]; i++) {
         int q = small_q[i];
         double n = round(v * q);
