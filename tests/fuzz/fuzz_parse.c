@@ -10,7 +10,8 @@
  *
  * Known bugs that would stop every run within seconds are skipped unless built
  * with -DFUZZ_STRICT (tests/unit/test_expr.c has failing tests for each):
- *   - constant folding makes inf/nan nodes (1/0) that print as "inf"/"nan";
+ *   - constant folding makes inf/nan nodes (1/0) that print as "inf"/"nan", and
+ *     0^-2 stays a power that prints as 1/0^2, which folds to inf;
  *   - x^x^...^x deeper than the parser's nesting limit prints with one pair of
  *     parentheses per level, which the parser then rejects.
  */
@@ -55,8 +56,11 @@ static int has_nonfinite(const expr *e, int depth)
 {
     if (depth > 10000)
         return 1;
-    if (e->kind == EXPR_NUM)
-        return !isfinite(e->num);
+    if ((e->kind == EXPR_NUM || e->kind == EXPR_MUL || e->kind == EXPR_ADD) && !isfinite(e->num))
+        return 1; /* a number, a product's coefficient or a sum's constant */
+    if (e->kind == EXPR_POW && expr_is_num(e->args[0], 0.0) && e->args[1]->kind == EXPR_NUM &&
+        e->args[1]->num < 0)
+        return 1; /* 0^-k: prints as 1/0^k, which folds to inf */
     for (int i = 0; i < e->nargs; i++)
         if (has_nonfinite(e->args[i], depth + 1))
             return 1;

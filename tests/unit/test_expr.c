@@ -384,11 +384,15 @@ static char *gen_text(struct gen *g, int depth)
     return g->buf;
 }
 
-/* Nonzero if e contains a number that is not finite (see nonfinite_constants below). */
+/* Nonzero if e contains a number, coefficient or constant term that is not finite
+ * (see nonfinite_constants_round_trip below). */
 static int has_nonfinite(const expr *e)
 {
-    if (e->kind == EXPR_NUM)
-        return !isfinite(e->num);
+    if ((e->kind == EXPR_NUM || e->kind == EXPR_MUL || e->kind == EXPR_ADD) && !isfinite(e->num))
+        return 1;
+    if (e->kind == EXPR_POW && expr_is_num(e->args[0], 0.0) && e->args[1]->kind == EXPR_NUM &&
+        e->args[1]->num < 0)
+        return 1; /* 0^-k prints as 1/0^k, which folds to inf */
     for (int i = 0; i < e->nargs; i++)
         if (has_nonfinite(e->args[i]))
             return 1;
@@ -502,12 +506,13 @@ Test(expr, canonical_examples)
 /* Constant folding produces inf and NaN nodes (1/0, 0/0, 1e308 + 1e308,
  * 1e300*1e300), which print as "inf"/"nan" — text that does not parse. The parser
  * should reject a non-finite constant with a column, as it already does for 1e999.
- * Also 0^(-1) prints as "1/0", which re-parses to a different node. */
+ * Also 0^(-1) and 0^-2 stay powers that print as "1/0" and "1/0^2", which re-parse
+ * to the folded inf. (Found by tests/fuzz/fuzz_parse.) */
 Test(expr, nonfinite_constants_round_trip)
 {
     expr_ctx *c = te_ctx();
     static const char *const texts[] = {"1/0", "x + 1/0", "0/0", "1e308 + 1e308", "1e300*1e300*x",
-                                        "0^(-1)", "(x - x)^(-1)"};
+                                        "0^(-1)", "0^-2", "(x - x)^(-1)"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         expr_parse_opts o = {1, 1, 0, "test"};
         expr_error err;

@@ -536,3 +536,34 @@ Test(model, nonfinite_constant_rejected)
     json_decref(problem);
     json_decref(js);
 }
+
+/* Known bug (found by tests/fuzz/fuzz_model): with a smaller node cap, a
+ * non-quadratic kinetic energy (the rolling disk with one square made a 9th power
+ * and theta'^2 made theta'^4, no speeds) makes equations_derive run out of its node
+ * budget, and printing the equations dereferences a NULL expression (print.c
+ * print_rec, via equations.c str) — SIGSEGV. Any outcome but a crash is accepted:
+ * success, or a limit-exceeded problem. */
+Test(model, small_node_limit_no_crash)
+{
+    json_t *js = load("{\"coordinates\": [\"phi\", \"theta\", \"psi\", \"x\", \"y\"], "
+                      "\"parameters\": {\"m\": 1, \"r\": 0.5, \"g\": 9.81}, \"kinetic_energy\": "
+                      "\"1/2*m*((x' - r*phi'*cos(phi)*cos(theta) + r*theta'*sin(phi)*sin(theta))^2 + "
+                      "(y' - r*phi'*sin(phi)*cos(theta) - r*theta'*cos(phi)*sin(theta))^9 + "
+                      "r^2*theta'^2*cos(theta)^2) + 1/8*m*r^2*(phi'^2*sin(theta)^2 + theta'^4) + "
+                      "1/4*m*r^2*(phi'*cos(theta) + psi')^2\", \"potential_energy\": \"m*g*r*sin(theta)\", "
+                      "\"constraints\": [{\"name\": \"slip_x\", \"expr\": \"r*psi'*cos(phi) + x'\"}, "
+                      "{\"name\": \"slip_y\", \"expr\": \"r*psi'*sin(phi) + y'\"}]}");
+    engine_limits lim = engine_default_limits;
+    lim.max_nodes = 200000;
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, &lim, &m, &problem);
+    if (rc == 0) {
+        cr_expect_not_null(m);
+        engine_model_release(m);
+    } else {
+        cr_expect_not_null(problem);
+        json_decref(problem);
+    }
+    json_decref(js);
+}
