@@ -136,29 +136,7 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     double *params = calloc(m->np + 1, sizeof *params);
     if (!params)
         return HAMEL_E_INTERNAL;
-    if (m->np)
-        memcpy(params, m->param_values, m->np * sizeof *params);
-    const json_t *pj = json_object_get(request, "parameters");
-    if (pj && !json_is_object(pj)) {
-        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        hamel_problem_add(*problem, "parameters", -1, "must be an object of name: number");
-    } else if (pj) {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)pj, key, val)
-        {
-            char p[96];
-            snprintf(p, sizeof p, "parameters.%.80s", key);
-            int i = model_param_index(m, key);
-            if (i < 0 || !json_is_number(val)) {
-                if (!*problem)
-                    *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-                hamel_problem_add(*problem, p, -1, i < 0 ? "not a parameter of the model" : "must be a number");
-            } else {
-                params[i] = json_number_value(val);
-            }
-        }
-    }
+    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
     if (points && (!json_is_array(points) || np == 0)) {

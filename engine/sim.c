@@ -217,6 +217,30 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
     return 0;
 }
 
+void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values, json_t **problem)
+{
+    if (m->np)
+        memcpy(values, m->param_values, m->np * sizeof *values);
+    if (params && !json_is_object(params))
+        bad(problem, "parameters", "must be an object of name: number");
+    if (!params || !json_is_object(params))
+        return;
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)params, key, val)
+    {
+        char path[96];
+        snprintf(path, sizeof path, "parameters.%.80s", key);
+        int i = model_param_index(m, key);
+        if (i < 0)
+            bad(problem, path, "'%s' is not a parameter of the model", key);
+        else if (!json_is_number(val) || !isfinite(json_number_value(val)))
+            bad(problem, path, "must be a finite number");
+        else
+            values[i] = json_number_value(val);
+    }
+}
+
 static const char *const known_request_keys[] = {
     "model", "model_id", "parameters", "initial", "t_end", "output", "integrator",
     "formulation", "invariants", "hamel", "name", "description", NULL};
@@ -250,27 +274,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
     r->qd0 = calloc(n, sizeof *r->qd0);
     if (!r->params || !r->q0 || !r->u0 || !r->qd0)
         goto oom;
-    if (m->np)
-        memcpy(r->params, m->param_values, m->np * sizeof *r->params);
-    const json_t *params = json_object_get(js, "parameters");
-    if (params && !json_is_object(params))
-        bad(problem, "parameters", "must be an object of name: number");
-    if (params && json_is_object(params)) {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)params, key, val)
-        {
-            char path[96];
-            snprintf(path, sizeof path, "parameters.%.80s", key);
-            int i = model_param_index(m, key);
-            if (i < 0)
-                bad(problem, path, "'%s' is not a parameter of the model", key);
-            else if (!json_is_number(val) || !isfinite(json_number_value(val)))
-                bad(problem, path, "must be a finite number");
-            else
-                r->params[i] = json_number_value(val);
-        }
-    }
+    sim_parse_parameters(m, json_object_get(js, "parameters"), r->params, problem);
 
     /* initial state */
     const json_t *init = json_object_get(js, "initial");

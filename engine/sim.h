@@ -35,6 +35,11 @@ typedef struct sim_request {
 int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
                       sim_request *req, json_t **problem);
 
+/* Fills values[np] with the model's parameter values overridden by the request's
+ * "parameters" object (may be NULL); adds an error to *problem (creating it) for an
+ * unknown name or a value that is not a finite number. */
+void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values, json_t **problem);
+
 /* Frees what sim_request_parse allocated inside req. Accepts a zeroed req. */
 void sim_request_free(sim_request *req);
 
