@@ -346,7 +346,9 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     rc = 0;
     goto done;
 over:
+    /* Some of kin, mass and forcing are missing: report none of them. */
     r->exact = 0;
+    r->have_phi = 0;
     snprintf(r->why, sizeof r->why, "the reduced equations exceed the expression node budget");
     rc = 0;
 done:
