@@ -38,6 +38,10 @@ strict=${BENCH_STRICT:-0}
 target_rps=5000
 target_p99_ms=10
 
+# `make bench` installs the test packages; wrk is in install-deps.sh's bench list.
+if ! command -v wrk >/dev/null || ! command -v jq >/dev/null; then
+  scripts/install-deps.sh bench
+fi
 for tool in wrk jq curl; do
   if ! command -v "$tool" >/dev/null; then
     echo "bench-server: $tool is not installed (scripts/install-deps.sh)" >&2

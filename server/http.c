@@ -498,12 +498,12 @@ static int http__model_of(http_conn *c, const json_t *body, engine_model **out, 
         int rc = http__model_by_id(c->srv, json_string_value(id), out, problem);
         if (rc == HAMEL_E_NOT_FOUND) {
             *problem = hamel_problem_new(rc, "no model has this id; POST it to /v1/models");
-            hamel_problem_add(*problem, "/model_id", -1, "unknown model id");
+            hamel_problem_add(*problem, "model_id", -1, "unknown model id");
         }
         return rc;
     }
     *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-    hamel_problem_add(*problem, spec || id ? (spec ? "/model" : "/model_id") : "/model", -1,
+    hamel_problem_add(*problem, spec || id ? (spec ? "model" : "model_id") : "model", -1,
                       spec ? "must be an object"
                       : id ? "must be a string"
                            : "either model or model_id is required");
