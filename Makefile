@@ -116,8 +116,8 @@ web:
 # Fuzzing (not part of `make test`): libFuzzer targets for the expression parser and
 # model compilation, built with clang into build/fuzz/ and run FUZZ_TIME seconds each.
 # Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
-# build/fuzz/corpus-*. `make fuzz FUZZ_STRICT=1` also stops on the known bugs that
-# tests/fuzz/fuzz_parse.c skips by default.
+# build/fuzz/corpus-*. `make fuzz FUZZ_STRICT=1` also runs fuzz_model with a smaller
+# node cap, which reaches a known crash (tests/unit/test_model.c small_node_limit_no_crash).
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
