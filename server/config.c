@@ -25,8 +25,7 @@ static int config__long(const char *name, const char *s, long lo, long hi, long 
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "hamel-server: %s=%s: expected an integer in [%ld, %ld]\n", name, s, lo,
-                hi);
+        fprintf(stderr, "hamel-server: %s=%s: expected an integer in [%ld, %ld]\n", name, s, lo, hi);
         return -1;
     }
     *out = v;
@@ -151,11 +150,12 @@ static int config__set(server_config *cfg, const char *name, const char *v)
 }
 
 static const char *const config__names[] = {
-    "HAMEL_ADDR",          "HAMEL_PORT",       "HAMEL_WORKERS",     "HAMEL_QUEUE",
-    "HAMEL_HTTP_THREADS",  "HAMEL_MAX_CONNECTIONS", "HAMEL_CONN_TIMEOUT", "HAMEL_MAX_BODY",
-    "HAMEL_CACHE_BYTES",   "HAMEL_MAX_JOBS",   "HAMEL_MAX_WALL",    "HAMEL_MAX_STEPS",
-    "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG", "HAMEL_DATA",        "HAMEL_TOKEN",
-    "HAMEL_STATIC",        "HAMEL_CORS_ORIGINS",
+    "HAMEL_ADDR",          "HAMEL_PORT",         "HAMEL_WORKERS",
+    "HAMEL_QUEUE",         "HAMEL_HTTP_THREADS", "HAMEL_MAX_CONNECTIONS",
+    "HAMEL_CONN_TIMEOUT",  "HAMEL_MAX_BODY",     "HAMEL_CACHE_BYTES",
+    "HAMEL_MAX_JOBS",      "HAMEL_MAX_WALL",     "HAMEL_MAX_STEPS",
+    "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG",   "HAMEL_DATA",
+    "HAMEL_TOKEN",         "HAMEL_STATIC",       "HAMEL_CORS_ORIGINS",
 };
 
 static void config__usage(void)
@@ -196,11 +196,16 @@ int config_load(server_config *cfg, int argc, char **argv)
     }
 
     static const struct option opts[] = {
-        {"addr", required_argument, NULL, 'a'},    {"port", required_argument, NULL, 'p'},
-        {"workers", required_argument, NULL, 'w'}, {"queue", required_argument, NULL, 'q'},
-        {"data", required_argument, NULL, 'd'},    {"token", required_argument, NULL, 't'},
-        {"cors", required_argument, NULL, 'c'},    {"cache-bytes", required_argument, NULL, 'b'},
-        {"static", required_argument, NULL, 's'},  {"help", no_argument, NULL, 'h'},
+        {"addr", required_argument, NULL, 'a'},
+        {"port", required_argument, NULL, 'p'},
+        {"workers", required_argument, NULL, 'w'},
+        {"queue", required_argument, NULL, 'q'},
+        {"data", required_argument, NULL, 'd'},
+        {"token", required_argument, NULL, 't'},
+        {"cors", required_argument, NULL, 'c'},
+        {"cache-bytes", required_argument, NULL, 'b'},
+        {"static", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     optind = 1;

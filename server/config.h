@@ -12,25 +12,25 @@
 #define CONFIG_PATH_MAX 1024
 
 typedef struct server_config {
-    char addr[64];                /* HAMEL_ADDR, --addr: bind address (default loopback) */
-    int port;                     /* HAMEL_PORT, --port: 0 = ephemeral */
-    int workers;                  /* HAMEL_WORKERS, --workers: simulation threads */
-    int queue;                    /* HAMEL_QUEUE, --queue: queued jobs before 503 */
-    int http_threads;             /* HAMEL_HTTP_THREADS: libmicrohttpd poll threads */
-    int max_connections;          /* HAMEL_MAX_CONNECTIONS */
-    int conn_timeout;             /* HAMEL_CONN_TIMEOUT: idle seconds before close */
-    size_t max_body;              /* HAMEL_MAX_BODY: request body bytes */
-    size_t cache_bytes;           /* HAMEL_CACHE_BYTES: models + results in memory */
-    size_t max_jobs;              /* HAMEL_MAX_JOBS: job records kept in memory */
-    double max_wait;              /* longest ?wait=N honoured, seconds */
-    double max_wall;              /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
-    long max_steps;               /* HAMEL_MAX_STEPS: steps of one job (0: engine) */
-    double drain_seconds;         /* HAMEL_DRAIN_SECONDS: SIGTERM grace for running jobs */
-    int access_log;               /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
-    char data[CONFIG_PATH_MAX];   /* HAMEL_DATA, --data: store directory */
-    char token[256];              /* HAMEL_TOKEN, --token: bearer token, "" = none */
+    char addr[64];                 /* HAMEL_ADDR, --addr: bind address (default loopback) */
+    int port;                      /* HAMEL_PORT, --port: 0 = ephemeral */
+    int workers;                   /* HAMEL_WORKERS, --workers: simulation threads */
+    int queue;                     /* HAMEL_QUEUE, --queue: queued jobs before 503 */
+    int http_threads;              /* HAMEL_HTTP_THREADS: libmicrohttpd poll threads */
+    int max_connections;           /* HAMEL_MAX_CONNECTIONS */
+    int conn_timeout;              /* HAMEL_CONN_TIMEOUT: idle seconds before close */
+    size_t max_body;               /* HAMEL_MAX_BODY: request body bytes */
+    size_t cache_bytes;            /* HAMEL_CACHE_BYTES: models + results in memory */
+    size_t max_jobs;               /* HAMEL_MAX_JOBS: job records kept in memory */
+    double max_wait;               /* longest ?wait=N honoured, seconds */
+    double max_wall;               /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
+    long max_steps;                /* HAMEL_MAX_STEPS: steps of one job (0: engine) */
+    double drain_seconds;          /* HAMEL_DRAIN_SECONDS: SIGTERM grace for running jobs */
+    int access_log;                /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
+    char data[CONFIG_PATH_MAX];    /* HAMEL_DATA, --data: store directory */
+    char token[256];               /* HAMEL_TOKEN, --token: bearer token, "" = none */
     char statics[CONFIG_PATH_MAX]; /* HAMEL_STATIC, --static: web front end, "" = none */
-    int cors_any;                 /* HAMEL_CORS_ORIGINS == "*" */
+    int cors_any;                  /* HAMEL_CORS_ORIGINS == "*" */
     int n_origins;
     char origins[CONFIG_MAX_ORIGINS][256];
 } server_config;

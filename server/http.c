@@ -36,13 +36,13 @@
 #include "blob.h"
 #include "metrics.h"
 
-#define HTTP_MAX_JSON_DEPTH 64          /* nesting of request bodies; jansson allows 2048 */
-#define HTTP_LOG_PATH_MAX 256           /* request path kept for the access log */
-#define HTTP_ID_MAX 128                 /* longest {id} path segment */
-#define HTTP_DRAIN_FACTOR 4             /* past cap*factor an oversized body closes */
-#define HTTP_RETRY_AFTER_FULL "1"       /* seconds, queue full */
-#define HTTP_RETRY_AFTER_DOWN "5"       /* seconds, shutting down */
-#define HTTP_CONN_MEMORY (16 * 1024)    /* per-connection header and read buffer (MHD zeroes it per request) */
+#define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
+#define HTTP_LOG_PATH_MAX 256        /* request path kept for the access log */
+#define HTTP_ID_MAX 128              /* longest {id} path segment */
+#define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
+#define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
+#define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
+#define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_CORS_MAX_AGE "600"
 #define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
@@ -112,8 +112,8 @@ static void http__cors(http_conn *c, struct MHD_Response *r)
 }
 
 /* Queues r with status and the common headers, and destroys our handle on it. */
-static enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r,
-                                  const char *ctype, size_t bytes)
+static enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
+                                  size_t bytes)
 {
     if (!r)
         return MHD_NO;
@@ -135,9 +135,8 @@ static struct MHD_Response *http__text_response(char *text, size_t len)
 
 /* Sends a JSON value (stolen) with status, content type and up to two extra headers
  * (a NULL name skips one). */
-static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype,
-                                    const char *h1, const char *v1, const char *h2,
-                                    const char *v2)
+static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
+                                    const char *v1, const char *h2, const char *v2)
 {
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(j);
@@ -158,8 +157,7 @@ static enum MHD_Result http__json(http_conn *c, int status, json_t *j)
 }
 
 /* Sends a problem document (stolen) with the status it carries. */
-static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1,
-                                       const char *v1)
+static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1, const char *v1)
 {
     if (!problem)
         problem = hamel_problem_new(HAMEL_E_INTERNAL, NULL);
@@ -182,8 +180,7 @@ static enum MHD_Result http__error(http_conn *c, int code, const char *detail)
     return http__problem(c, hamel_problem_new(code, detail));
 }
 
-static enum MHD_Result http__error_at(http_conn *c, int code, const char *path,
-                                      const char *reason)
+static enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const char *reason)
 {
     json_t *p = hamel_problem_new(code, NULL);
     hamel_problem_add(p, path, -1, reason);
@@ -211,8 +208,7 @@ static enum MHD_Result http__result(http_conn *c, blob *b, int cached, const cha
             MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
         return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
     }
-    struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, http__blob_free,
-                                                            blob_retain(b));
+    struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, http__blob_free, blob_retain(b));
     if (!r) {
         blob_release(b);
         return MHD_NO;
@@ -410,8 +406,7 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
 
 /* The model with this id from the cache or the store (compiled again from its stored
  * JSON). Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
-static int http__model_by_id(http_server *s, const char *id, engine_model **out,
-                             json_t **problem)
+static int http__model_by_id(http_server *s, const char *id, engine_model **out, json_t **problem)
 {
     char key[CACHE_MAX_KEY + 1];
     *out = NULL;
@@ -442,8 +437,8 @@ static int http__model_by_id(http_server *s, const char *id, engine_model **out,
 /* The model of a spec object: a hit on the hash of its JSON text skips the engine;
  * otherwise it is compiled and, if its id is new, remembered in the store. *created
  * says whether the service had never seen this model id. */
-static int http__model_by_spec(http_server *s, const json_t *spec, engine_model **out,
-                               int *created, json_t **problem)
+static int http__model_by_spec(http_server *s, const json_t *spec, engine_model **out, int *created,
+                               json_t **problem)
 {
     *out = NULL;
     *created = 0;
@@ -533,15 +528,14 @@ static enum MHD_Result http__metrics(http_conn *c)
     g.workers = (size_t)s->d.cfg->workers;
     cache_stats_get(s->d.models, &g.models);
     cache_stats_get(s->d.results, &g.results);
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     g.connections = info ? (long)info->num_connections : -1;
     size_t len = 0;
     char *text = metrics_render(&g, &len);
     if (!text)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
-    return http__send(c, 200, http__text_response(text, len),
-                      "text/plain; version=0.0.4; charset=utf-8", len);
+    return http__send(c, 200, http__text_response(text, len), "text/plain; version=0.0.4; charset=utf-8",
+                      len);
 }
 
 static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
@@ -621,8 +615,8 @@ static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
 /* The body of a job that is still queued or running. */
 static json_t *http__pending_doc(const job_view *v)
 {
-    return json_pack("{s:s, s:s, s:s, s:f}", "job_id", v->id, "status", job_state_name(v->state),
-                     "model_id", v->model_id, "progress", v->progress);
+    return json_pack("{s:s, s:s, s:s, s:f}", "job_id", v->id, "status", job_state_name(v->state), "model_id",
+                     v->model_id, "progress", v->progress);
 }
 
 /* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
@@ -650,8 +644,8 @@ static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     } else {
         char location[JOB_ID_LEN + 16];
         snprintf(location, sizeof location, "/v1/jobs/%s", v.id);
-        ret = sync ? http__json_h(c, 202, http__pending_doc(&v), "application/json",
-                                  MHD_HTTP_HEADER_LOCATION, location, NULL, NULL)
+        ret = sync ? http__json_h(c, 202, http__pending_doc(&v), "application/json", MHD_HTTP_HEADER_LOCATION,
+                                  location, NULL, NULL)
                    : http__json(c, 200, http__pending_doc(&v));
     }
     blob_release(v.body);
@@ -722,8 +716,7 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
         return http__problem_h(c, hamel_problem_new(rc, NULL), MHD_HTTP_HEADER_RETRY_AFTER,
-                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL
-                                                        : HTTP_RETRY_AFTER_DOWN);
+                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
     }
     c->job = j;
     if (wait > 0)
@@ -766,9 +759,9 @@ static enum MHD_Result http__stored_job(http_conn *c)
     } else if (sj.doc) {
         ret = http__json(c, 200, json_loads(sj.doc, 0, NULL));
     } else {
-        ret = http__json(c, 200,
-                         json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status,
-                                   "model_id", sj.model_id));
+        ret = http__json(
+            c, 200,
+            json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status, "model_id", sj.model_id));
     }
     store_job_clear(&sj);
     return ret;
@@ -782,8 +775,8 @@ static enum MHD_Result http__job(http_conn *c)
         return http__stored_job(c);
     if (c->method == HTTP_DELETE) {
         int rc = jobs_cancel(p, j);
-        enum MHD_Result ret = rc == 0 ? http__job_answer(c, j, 0)
-                                      : http__error(c, rc, "the job has already finished");
+        enum MHD_Result ret =
+            rc == 0 ? http__job_answer(c, j, 0) : http__error(c, rc, "the job has already finished");
         job_release(p, j);
         return ret;
     }
@@ -801,10 +794,16 @@ static enum MHD_Result http__job(http_conn *c)
 static const char *http__mime(const char *path)
 {
     static const char *const map[][2] = {
-        {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
-        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
-        {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
-        {".ico", "image/x-icon"}, {".wasm", "application/wasm"}, {".map", "application/json"},
+        {".html", "text/html; charset=utf-8"},
+        {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"},
+        {".css", "text/css; charset=utf-8"},
+        {".json", "application/json"},
+        {".svg", "image/svg+xml"},
+        {".png", "image/png"},
+        {".ico", "image/x-icon"},
+        {".wasm", "application/wasm"},
+        {".map", "application/json"},
         {".txt", "text/plain; charset=utf-8"},
     };
     const char *dot = strrchr(path, '.');
@@ -820,10 +819,9 @@ static enum MHD_Result http__static(http_conn *c, const char *url)
     if (!root[0]) {
         if (!strcmp(url, "/"))
             return http__json(c, 200,
-                              json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s]}", "service", "hamel",
-                                        "version", ENGINE_VERSION, "endpoints", "/v1/health",
-                                        "/v1/models", "/v1/hamel", "/v1/simulations",
-                                        "/v1/jobs/{id}", "/metrics", "/readyz"));
+                              json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s]}", "service", "hamel", "version",
+                                        ENGINE_VERSION, "endpoints", "/v1/health", "/v1/models", "/v1/hamel",
+                                        "/v1/simulations", "/v1/jobs/{id}", "/metrics", "/readyz"));
         return http__error(c, HAMEL_E_NOT_FOUND, NULL);
     }
     char rel[CONFIG_PATH_MAX];
@@ -949,8 +947,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     if (!http__allows(m.allow, c->method)) {
         char detail[96];
         snprintf(detail, sizeof detail, "allowed: %s", m.allow);
-        *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail),
-                               MHD_HTTP_HEADER_ALLOW, m.allow);
+        *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail), MHD_HTTP_HEADER_ALLOW, m.allow);
         return 1;
     }
     if (c->method == HTTP_POST) {
@@ -961,8 +958,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
         const char *cl = http__header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > c->srv->d.cfg->max_body) {
             char detail[96];
-            snprintf(detail, sizeof detail, "the body is larger than %zu bytes",
-                     c->srv->d.cfg->max_body);
+            snprintf(detail, sizeof detail, "the body is larger than %zu bytes", c->srv->d.cfg->max_body);
             *ret = http__error(c, HAMEL_E_TOO_LARGE, detail);
             return 1;
         }
@@ -993,13 +989,11 @@ static enum MHD_Result http__body(http_conn *c)
     if (c->len == 0)
         return http__error(c, HAMEL_E_BAD_JSON, "the body is empty");
     enum MHD_Result fast;
-    if (c->route == METRICS_ROUTE_SIMULATIONS && http__wait(c) >= 0 &&
-        http__simulation_memo(c, &fast))
+    if (c->route == METRICS_ROUTE_SIMULATIONS && http__wait(c) >= 0 && http__simulation_memo(c, &fast))
         return fast;
     if (!http__depth_ok(c->body, c->len, HTTP_MAX_JSON_DEPTH)) {
         char detail[96];
-        snprintf(detail, sizeof detail, "the body nests deeper than %d levels",
-                 HTTP_MAX_JSON_DEPTH);
+        snprintf(detail, sizeof detail, "the body nests deeper than %d levels", HTTP_MAX_JSON_DEPTH);
         return http__error(c, HAMEL_E_BAD_JSON, detail);
     }
     json_error_t err;
@@ -1041,9 +1035,8 @@ static http_method http__method(const char *m)
 }
 
 static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
-                                    const char *method, const char *version,
-                                    const char *upload_data, size_t *upload_data_size,
-                                    void **req_cls)
+                                    const char *method, const char *version, const char *upload_data,
+                                    size_t *upload_data_size, void **req_cls)
 {
     (void)version;
     http_server *s = cls;
@@ -1124,8 +1117,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         status = 499;
     metrics_request(c->route, status, secs);
     if (s->d.cfg->access_log)
-        fprintf(stderr, "%s %s %d %zu %.3f\n", c->method_name, c->path, status, c->bytes,
-                secs * 1e3);
+        fprintf(stderr, "%s %s %d %zu %.3f\n", c->method_name, c->path, status, c->bytes, secs * 1e3);
     if (c->job)
         job_release(s->d.jobs, c->job);
     free(c->body);
@@ -1154,8 +1146,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     const server_config *cfg = deps->cfg;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
-                         MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    unsigned int flags =
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
     if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {
@@ -1166,19 +1158,16 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         a6->sin6_port = htons((uint16_t)cfg->port);
         flags |= MHD_USE_IPv6;
     } else {
-        fprintf(stderr, "hamel-server: HAMEL_ADDR=%s is not an IPv4 or IPv6 address\n",
-                cfg->addr);
+        fprintf(stderr, "hamel-server: HAMEL_ADDR=%s is not an IPv4 or IPv6 address\n", cfg->addr);
         cache_free(h->memo);
         free(h);
         return -1;
     }
     h->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
-        http__log, h, MHD_OPTION_SOCK_ADDR, &ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
+        flags, (uint16_t)cfg->port, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER, http__log, h,
+        MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);

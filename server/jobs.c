@@ -27,10 +27,10 @@ struct job {
     engine_model *model;
     json_t *request;
     engine_control ctl;
-    blob *body; /* done: the result; failed/cancelled: the job document */
-    double created;  /* wall clock, for the store */
-    job *hash_next;  /* table chain */
-    job *queue_next; /* FIFO of queued jobs */
+    blob *body;               /* done: the result; failed/cancelled: the job document */
+    double created;           /* wall clock, for the store */
+    job *hash_next;           /* table chain */
+    job *queue_next;          /* FIFO of queued jobs */
     job *fin_prev, *fin_next; /* finished jobs, oldest first */
 };
 
@@ -42,8 +42,8 @@ struct jobs {
     pthread_t timer_thread;
     int nthreads;
     int timer_started;
-    int stopping;  /* no new jobs */
-    int exiting;   /* workers and timer leave */
+    int stopping; /* no new jobs */
+    int exiting;  /* workers and timer leave */
     jobs_config cfg;
     store *st;
     cache *results;
@@ -142,10 +142,7 @@ static void jobs__destroy(job *j)
 
 /* Drops a reference under p->lock; returns the job if it must be destroyed (after
  * unlocking, so freeing a model never happens under the lock). */
-static job *jobs__unref_locked(job *j)
-{
-    return --j->refs == 0 ? j : NULL;
-}
+static job *jobs__unref_locked(job *j) { return --j->refs == 0 ? j : NULL; }
 
 void job_release(jobs *p, job *j)
 {
@@ -228,10 +225,9 @@ static void jobs__fire(job_waiter *w)
 /* The JSON document of a failed or cancelled job; takes ownership of problem. */
 static blob *jobs__failure_doc(const job *j, job_state s, json_t *problem)
 {
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:o}", "job_id", j->id, "status",
-                            job_state_name(s), "model_id", j->model_id, "progress",
-                            atomic_load(&((job *)j)->ctl.progress), "problem",
-                            problem ? problem : hamel_problem_new(HAMEL_E_INTERNAL, NULL));
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:o}", "job_id", j->id, "status", job_state_name(s),
+                            "model_id", j->model_id, "progress", atomic_load(&((job *)j)->ctl.progress),
+                            "problem", problem ? problem : hamel_problem_new(HAMEL_E_INTERNAL, NULL));
     blob *b = doc ? blob_take(json_dumps(doc, JSON_COMPACT)) : NULL;
     json_decref(doc);
     return b;
@@ -240,8 +236,8 @@ static blob *jobs__failure_doc(const job *j, job_state s, json_t *problem)
 static void jobs__store_failure(jobs *p, const job *j, job_state s, const blob *doc)
 {
     if (p->st)
-        store_put_job(p->st, j->id, job_state_name(s), j->model_id, j->key,
-                      doc ? doc->data : NULL, j->created);
+        store_put_job(p->st, j->id, job_state_name(s), j->model_id, j->key, doc ? doc->data : NULL,
+                      j->created);
 }
 
 static int jobs__problem_status(const json_t *problem, int code)
@@ -315,7 +311,7 @@ static void jobs__run(jobs *p, job *j)
         }
         metrics_job(METRICS_JOB_CANCELLED);
     } else {
-        metrics_job(s == JOB_DONE ? METRICS_JOB_DONE
+        metrics_job(s == JOB_DONE        ? METRICS_JOB_DONE
                     : s == JOB_CANCELLED ? METRICS_JOB_CANCELLED
                                          : METRICS_JOB_FAILED);
     }
@@ -555,9 +551,7 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
     atomic_init(&j->ctl.progress, 0.0);
 
     pthread_mutex_lock(&p->lock);
-    int rc = p->stopping                           ? HAMEL_E_UNAVAILABLE
-             : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL
-                                                   : 0;
+    int rc = p->stopping ? HAMEL_E_UNAVAILABLE : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL : 0;
     pthread_mutex_unlock(&p->lock);
     if (rc != 0) {
         free(j);
@@ -638,10 +632,9 @@ int jobs_cancel(jobs *p, job *j)
         store_it = 1;
     } else if (j->state == JOB_RUNNING) {
         atomic_store(&j->ctl.cancel, 1);
-        blob *doc = jobs__failure_doc(j, JOB_CANCELLED,
-                                      hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
-        jobs__finish_locked(p, j, JOB_CANCELLED, doc, hamel_error_status(HAMEL_E_CANCELLED),
-                            &fired);
+        blob *doc =
+            jobs__failure_doc(j, JOB_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
+        jobs__finish_locked(p, j, JOB_CANCELLED, doc, hamel_error_status(HAMEL_E_CANCELLED), &fired);
         store_it = 1;
     } else if (j->state != JOB_CANCELLED) {
         rc = HAMEL_E_CONFLICT;

@@ -21,8 +21,7 @@ static const char *const metrics__route_labels[] = {
 #undef METRICS_ROUTE_LABEL
 };
 
-static const char *const metrics__outcome_labels[] = {"done", "failed", "cancelled", "rejected",
-                                                      "cached"};
+static const char *const metrics__outcome_labels[] = {"done", "failed", "cancelled", "rejected", "cached"};
 
 static atomic_uint_fast64_t metrics__requests[METRICS_ROUTE_COUNT_][METRICS_STATUS_SLOTS];
 static atomic_uint_fast64_t metrics__latency[METRICS_ROUTE_COUNT_][METRICS_BUCKETS + 1];
@@ -45,8 +44,7 @@ void metrics_request(metrics_route route, int status, double seconds)
     while (b < METRICS_BUCKETS && seconds > metrics__bounds[b])
         b++;
     atomic_fetch_add_explicit(&metrics__latency[route][b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&metrics__latency_ns[route], metrics__ns(seconds),
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&metrics__latency_ns[route], metrics__ns(seconds), memory_order_relaxed);
 }
 
 void metrics_job(metrics_outcome outcome)
@@ -63,8 +61,7 @@ void metrics_derive(double seconds)
 
 void metrics_integrate(double seconds)
 {
-    atomic_fetch_add_explicit(&metrics__integrate_ns, metrics__ns(seconds),
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&metrics__integrate_ns, metrics__ns(seconds), memory_order_relaxed);
     atomic_fetch_add_explicit(&metrics__integrate_n, 1, memory_order_relaxed);
 }
 
@@ -74,8 +71,7 @@ typedef struct metrics__buf {
     int failed;
 } metrics__buf;
 
-static void metrics__printf(metrics__buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void metrics__printf(metrics__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void metrics__printf(metrics__buf *b, const char *fmt, ...)
 {
@@ -112,10 +108,8 @@ static uint64_t metrics__load(atomic_uint_fast64_t *a)
 
 static void metrics__cache(metrics__buf *b, const char *name, const cache_stats *c)
 {
-    metrics__printf(b, "hamel_cache_hits_total{cache=\"%s\"} %llu\n", name,
-                    (unsigned long long)c->hits);
-    metrics__printf(b, "hamel_cache_misses_total{cache=\"%s\"} %llu\n", name,
-                    (unsigned long long)c->misses);
+    metrics__printf(b, "hamel_cache_hits_total{cache=\"%s\"} %llu\n", name, (unsigned long long)c->hits);
+    metrics__printf(b, "hamel_cache_misses_total{cache=\"%s\"} %llu\n", name, (unsigned long long)c->misses);
     metrics__printf(b, "hamel_cache_evictions_total{cache=\"%s\"} %llu\n", name,
                     (unsigned long long)c->evictions);
     metrics__printf(b, "hamel_cache_entries{cache=\"%s\"} %zu\n", name, c->entries);
@@ -135,8 +129,7 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
             uint64_t n = metrics__load(&metrics__requests[r][s]);
             if (n)
                 metrics__printf(&b, "hamel_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
-                                metrics__route_labels[r], s + METRICS_STATUS_MIN,
-                                (unsigned long long)n);
+                                metrics__route_labels[r], s + METRICS_STATUS_MIN, (unsigned long long)n);
         }
     metrics__printf(&b, "# HELP hamel_http_request_duration_seconds Request latency.\n"
                         "# TYPE hamel_http_request_duration_seconds histogram\n");
@@ -162,8 +155,8 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                         label, (unsigned long long)cum);
         metrics__printf(&b, "hamel_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n", label,
                         metrics__load(&metrics__latency_ns[r]) / 1e9);
-        metrics__printf(&b, "hamel_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-                        label, (unsigned long long)cum);
+        metrics__printf(&b, "hamel_http_request_duration_seconds_count{route=\"%s\"} %llu\n", label,
+                        (unsigned long long)cum);
     }
     metrics__printf(&b, "# HELP hamel_jobs_total Simulation requests by outcome.\n"
                         "# TYPE hamel_jobs_total counter\n");

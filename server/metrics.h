@@ -13,18 +13,18 @@
 
 #include "cache.h"
 
-#define METRICS_ROUTES(X)                                                                    \
-    X(HEALTH, "/v1/health")                                                                 \
-    X(MODELS, "/v1/models")                                                                 \
-    X(MODEL, "/v1/models/{id}")                                                             \
-    X(EQUATIONS, "/v1/models/{id}/equations")                                               \
-    X(HAMEL, "/v1/hamel")                                                                   \
-    X(SIMULATIONS, "/v1/simulations")                                                       \
-    X(JOB, "/v1/jobs/{id}")                                                                 \
-    X(METRICS, "/metrics")                                                                  \
-    X(LIVEZ, "/livez")                                                                      \
-    X(READYZ, "/readyz")                                                                    \
-    X(STATIC, "static")                                                                     \
+#define METRICS_ROUTES(X)                                                                                    \
+    X(HEALTH, "/v1/health")                                                                                  \
+    X(MODELS, "/v1/models")                                                                                  \
+    X(MODEL, "/v1/models/{id}")                                                                              \
+    X(EQUATIONS, "/v1/models/{id}/equations")                                                                \
+    X(HAMEL, "/v1/hamel")                                                                                    \
+    X(SIMULATIONS, "/v1/simulations")                                                                        \
+    X(JOB, "/v1/jobs/{id}")                                                                                  \
+    X(METRICS, "/metrics")                                                                                   \
+    X(LIVEZ, "/livez")                                                                                       \
+    X(READYZ, "/readyz")                                                                                     \
+    X(STATIC, "static")                                                                                      \
     X(OTHER, "other")
 
 typedef enum metrics_route {

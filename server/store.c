@@ -46,7 +46,8 @@ static const char store__schema[] =
     "  job_id TEXT NOT NULL, body TEXT NOT NULL, created REAL NOT NULL);"
     "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, status TEXT NOT NULL,"
     "  model_id TEXT, key TEXT, doc TEXT, created REAL NOT NULL, updated REAL NOT NULL);"
-    "UPDATE jobs SET status = 'failed', updated = (julianday('now') - 2440587.5) * 86400.0, doc = json_object("
+    "UPDATE jobs SET status = 'failed', updated = (julianday('now') - 2440587.5) * 86400.0, doc = "
+    "json_object("
     "  'job_id', id, 'status', 'failed', 'model_id', model_id, 'progress', 0,"
     "  'problem', json_object('type', 'https://hamel.dev/problems/internal',"
     "    'title', 'Internal error', 'status', 500,"
@@ -83,8 +84,7 @@ int store_open(const char *dir, store **out)
 {
     *out = NULL;
     if (store__mkdirs(dir) != 0) {
-        fprintf(stderr, "hamel-server: cannot create data directory %s: %s\n", dir,
-                strerror(errno));
+        fprintf(stderr, "hamel-server: cannot create data directory %s: %s\n", dir, strerror(errno));
         return -1;
     }
     char path[4096];
@@ -93,16 +93,15 @@ int store_open(const char *dir, store **out)
     if (!s)
         return -1;
     pthread_mutex_init(&s->lock, NULL);
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                               SQLITE_OPEN_NOMUTEX, NULL);
+    int rc =
+        sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
     char *err = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->db, store__schema, NULL, NULL, &err);
     for (int i = 0; rc == SQLITE_OK && i < STMT_COUNT_; i++)
-        rc = sqlite3_prepare_v3(s->db, store__sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
-                                NULL);
+        rc = sqlite3_prepare_v3(s->db, store__sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
     if (rc != SQLITE_OK) {
         fprintf(stderr, "hamel-server: store %s: %s\n", path,
                 err ? err : (s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)));
@@ -182,9 +181,8 @@ int store_get_model(store *s, const char *model_id, char **json)
     return out;
 }
 
-static int store__put_job_locked(store *s, const char *id, const char *status,
-                                 const char *model_id, const char *key, const char *doc,
-                                 double created)
+static int store__put_job_locked(store *s, const char *id, const char *status, const char *model_id,
+                                 const char *key, const char *doc, double created)
 {
     sqlite3_stmt *st = s->stmt[STMT_PUT_JOB];
     store__text(st, 1, id);
@@ -196,8 +194,8 @@ static int store__put_job_locked(store *s, const char *id, const char *status,
     return store__exec(s, st);
 }
 
-int store_put_job(store *s, const char *id, const char *status, const char *model_id,
-                  const char *key, const char *doc, double created)
+int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                  const char *doc, double created)
 {
     pthread_mutex_lock(&s->lock);
     int rc = store__put_job_locked(s, id, status, model_id, key, doc, created);
@@ -205,8 +203,8 @@ int store_put_job(store *s, const char *id, const char *status, const char *mode
     return rc;
 }
 
-int store_put_done(store *s, const char *id, const char *model_id, const char *key,
-                   const blob *body, double created)
+int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,
+                   double created)
 {
     pthread_mutex_lock(&s->lock);
     int rc = store__exec(s, s->stmt[STMT_BEGIN]);

@@ -42,13 +42,13 @@ int store_get_model(store *s, const char *model_id, char **json);
 
 /* Records a job that is not done (queued, running, failed, cancelled); `key` and `doc`
  * may be NULL. Borrows everything. Returns 0 or -1. */
-int store_put_job(store *s, const char *id, const char *status, const char *model_id,
-                  const char *key, const char *doc, double created);
+int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                  const char *doc, double created);
 
 /* Records a done job and its result body in one transaction. Borrows everything.
  * Returns 0 or -1. */
-int store_put_done(store *s, const char *id, const char *model_id, const char *key,
-                   const blob *body, double created);
+int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,
+                   double created);
 
 /* The stored result under key: 0 and *out (a new blob), 1 if none, -1. */
 int store_get_result(store *s, const char *key, blob **out);

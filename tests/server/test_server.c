@@ -20,12 +20,12 @@
 #include "client_harness.h"
 
 #define KNIFE_CASE "greenwood-5.1-knife-edge-body.json"
-#define TEST_WAIT "120"           /* ?wait= for requests that must finish */
-#define CANCEL_BUDGET_S 0.35      /* DELETE to an idle worker: 100 ms + HTTP round trips */
+#define TEST_WAIT "120"      /* ?wait= for requests that must finish */
+#define CANCEL_BUDGET_S 0.35 /* DELETE to an idle worker: 100 ms + HTTP round trips */
 #define CONCURRENT 64
 #define MAX_HEADERS 8192
-#define CRASH_JOBS 24             /* simulations in flight when the server is killed */
-#define CRASH_AFTER 6             /* finished answers seen before the kill -9 */
+#define CRASH_JOBS 24 /* simulations in flight when the server is killed */
+#define CRASH_AFTER 6 /* finished answers seen before the kill -9 */
 
 /* Criterion's own runner leaks one 48-byte block when it runs several suites in
  * parallel (-j2, its default here); the stack is entirely inside libcriterion. Under
@@ -107,13 +107,13 @@ static void stop_checked(harness_server *s)
 /* A test whose body ends by stopping the server with stop_checked: Criterion does not
  * fail a test for what happens in .fini, so the exit status is checked in the body. A
  * body that fails earlier leaves the server to teardown's plain harness_stop. */
-#define SERVER_TEST(suite, name)                                                            \
-    static void suite##_##name##_body(void);                                                \
-    Test(suite, name)                                                                       \
-    {                                                                                       \
-        suite##_##name##_body();                                                            \
-        stop_checked(&srv);                                                                 \
-    }                                                                                       \
+#define SERVER_TEST(suite, name)                                                                             \
+    static void suite##_##name##_body(void);                                                                 \
+    Test(suite, name)                                                                                        \
+    {                                                                                                        \
+        suite##_##name##_body();                                                                             \
+        stop_checked(&srv);                                                                                  \
+    }                                                                                                        \
     static void suite##_##name##_body(void)
 
 static void teardown(void)
@@ -192,8 +192,7 @@ static void finish(CURL *h, resp *r)
         r->json = json_loadb(r->body, r->len, 0, NULL);
 }
 
-static resp request(const char *method, const char *path, const char *body,
-                    const char *const *hdrs)
+static resp request(const char *method, const char *path, const char *body, const char *const *hdrs)
 {
     resp r;
     struct curl_slist *list;
@@ -305,7 +304,8 @@ static void assert_samples(const json_t *c, const json_t *result)
     static const char *const groups[] = {"q", "speeds", "qdot"};
     size_t k;
     json_t *s;
-    json_array_foreach(samples, k, s) {
+    json_array_foreach(samples, k, s)
+    {
         char what[160];
         snprintf(what, sizeof what, "%s: t at sample %zu", name_of_case, k);
         assert_close_in(c, what, json_number_value(json_array_get(t, k)),
@@ -313,13 +313,12 @@ static void assert_samples(const json_t *c, const json_t *result)
         for (int g = 0; g < 3; g++) {
             const char *name;
             json_t *v;
-            json_object_foreach(json_object_get(s, groups[g]), name, v) {
-                snprintf(what, sizeof what, "%s: %s.%s at sample %zu", name_of_case, groups[g],
-                         name, k);
+            json_object_foreach(json_object_get(s, groups[g]), name, v)
+            {
+                snprintf(what, sizeof what, "%s: %s.%s at sample %zu", name_of_case, groups[g], name, k);
                 json_t *series = json_object_get(json_object_get(tr, groups[g]), name);
                 cr_assert(json_is_array(series), "%s: missing", what);
-                assert_close_in(c, what, json_number_value(json_array_get(series, k)),
-                                json_number_value(v));
+                assert_close_in(c, what, json_number_value(json_array_get(series, k)), json_number_value(v));
             }
         }
     }
@@ -355,8 +354,7 @@ static json_t *long_request(double t_end)
     json_decref(rolling);
     json_object_set_new(req, "t_end", json_real(t_end));
     json_object_set_new(req, "output", json_pack("{s:i}", "samples", 2));
-    json_object_set_new(json_object_get(req, "integrator"), "max_steps",
-                        json_integer(1000000000));
+    json_object_set_new(json_object_get(req, "integrator"), "max_steps", json_integer(1000000000));
     return req;
 }
 
@@ -468,7 +466,8 @@ SERVER_TEST(server, models_submit_get_equations)
     cr_assert(json_is_array(json_object_get(g.json, "mass_matrix")), "a mass matrix");
     resp_free(&g);
 
-    g = request("GET", "/v1/models/sha256:0000000000000000000000000000000000000000000000000000000000000000", NULL, NULL);
+    g = request("GET", "/v1/models/sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                NULL, NULL);
     assert_problem(&g, 404, "not-found");
     resp_free(&g);
     g = request("GET", "/v1/models/sha256:00/equations", NULL, NULL);
@@ -517,8 +516,7 @@ SERVER_TEST(server, simulate_wait_then_cached_identical)
     json_object_del(c.json, "cached");
     json_object_del(r.json, "cached");
     cr_assert(json_equal(c.json, r.json), "the cached answer is the computed one");
-    cr_assert_eq(metric("hamel_cache_hits_total{cache=\"results\"}"), hits + 1,
-                 "the hit is counted");
+    cr_assert_eq(metric("hamel_cache_hits_total{cache=\"results\"}"), hits + 1, "the hit is counted");
     char etag_c[128], etag_e[128];
     cr_assert(header(&c, "ETag", etag_c, sizeof etag_c), "a cached answer has an ETag");
 
@@ -593,11 +591,13 @@ static void assert_gamma(const json_t *c, const json_t *gamma)
                  cname, json_array_size(gamma), json_array_size(expected));
     size_t i;
     json_t *e;
-    json_array_foreach(expected, i, e) {
+    json_array_foreach(expected, i, e)
+    {
         int found = 0;
         size_t k;
         json_t *g;
-        json_array_foreach(gamma, k, g) {
+        json_array_foreach(gamma, k, g)
+        {
             if (!strcmp(str(g, "j"), str(e, "j")) && !strcmp(str(g, "r"), str(e, "r")) &&
                 !strcmp(str(g, "l"), str(e, "l"))) {
                 char what[160];
@@ -645,8 +645,8 @@ SERVER_TEST(server, every_shared_case_matches_through_the_service)
         if (json_is_true(json_object_get(energy, "conserved_expected"))) {
             double drift = json_number_value(json_object_get(energy, "max_abs_drift"));
             double e0 = json_number_value(json_object_get(energy, "initial"));
-            cr_assert(drift <= abs_tol + 1e-6 * fabs(e0), "%s: energy drift %g (E0 %g)",
-                      de->d_name, drift, e0);
+            cr_assert(drift <= abs_tol + 1e-6 * fabs(e0), "%s: energy drift %g (E0 %g)", de->d_name, drift,
+                      e0);
         }
         if (json_object_get(json_object_get(c, "expected"), "hamel_at_initial")) {
             json_t *pts = json_object_get(json_object_get(r.json, "hamel"), "points");
@@ -667,11 +667,10 @@ static json_t *chetaev_request(const char *formulation)
 {
     return json_pack("{s:{s:[s,s,s], s:{s:f}, s:s, s:[{s:s, s:s}]},"
                      " s:{s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:f, s:s}",
-                     "model", "coordinates", "x", "y", "th", "parameters", "m", 1.0,
-                     "kinetic_energy", "1/2*m*(x'^2 + y'^2) + 1/2*th'^2", "constraints", "name",
-                     "speed", "expr", "x'^2 + y'^2 - 1", "initial", "q", "x", 0.0, "y", 0.0, "th",
-                     0.0, "qdot", "x", 1.0, "y", 0.0, "th", 0.5, "t_end", 1.0, "formulation",
-                     formulation);
+                     "model", "coordinates", "x", "y", "th", "parameters", "m", 1.0, "kinetic_energy",
+                     "1/2*m*(x'^2 + y'^2) + 1/2*th'^2", "constraints", "name", "speed", "expr",
+                     "x'^2 + y'^2 - 1", "initial", "q", "x", 0.0, "y", 0.0, "th", 0.0, "qdot", "x", 1.0, "y",
+                     0.0, "th", 0.5, "t_end", 1.0, "formulation", formulation);
 }
 
 /* The 4xx of an invalid simulation comes back at once, with or without ?wait, and no
@@ -691,8 +690,8 @@ static void assert_refused(const json_t *req, const char *slug, const char *path
         int named = 0;
         size_t k;
         json_t *e;
-        json_array_foreach(json_object_get(r.json, "errors"), k, e)
-            named |= str(e, "path") && strstr(str(e, "path"), path_part) != NULL;
+        json_array_foreach(json_object_get(r.json, "errors"), k, e) named |=
+            str(e, "path") && strstr(str(e, "path"), path_part) != NULL;
         cr_assert(named, "%s: an error names %s: %s", slug, path_part, r.body);
         resp_free(&r);
     }
@@ -708,15 +707,15 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
     json_t *req = json_deep_copy(base);
     json_t *init = json_object_get(req, "initial");
     json_object_del(init, "speeds");
-    json_object_set_new(init, "qdot", json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta",
-                                                0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
+    json_object_set_new(
+        init, "qdot",
+        json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta", 0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
     assert_refused(req, "invalid-initial-state", "initial.qdot");
     json_decref(req);
 
     /* A coordinate the model does not have. */
     req = json_deep_copy(base);
-    json_object_set_new(json_object_get(json_object_get(req, "initial"), "q"), "zeta",
-                        json_real(1.0));
+    json_object_set_new(json_object_get(json_object_get(req, "initial"), "q"), "zeta", json_real(1.0));
     assert_refused(req, NULL, "zeta");
     json_decref(req);
 
@@ -757,8 +756,8 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
 SERVER_TEST(server, hamel_coefficients)
 {
     json_t *init = json_object_get(json_object_get(knife, "simulation"), "initial");
-    json_t *req = json_pack("{s:O, s:O}", "model", json_object_get(knife, "model"), "q",
-                            json_object_get(init, "q"));
+    json_t *req =
+        json_pack("{s:O, s:O}", "model", json_object_get(knife, "model"), "q", json_object_get(init, "q"));
     resp r = post_json("/v1/hamel", req);
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert(json_is_array(json_object_get(r.json, "order")));
@@ -770,11 +769,13 @@ SERVER_TEST(server, hamel_coefficients)
     cr_assert_eq(json_array_size(gamma), json_array_size(expected), "nonzero gamma count");
     size_t i;
     json_t *e;
-    json_array_foreach(expected, i, e) {
+    json_array_foreach(expected, i, e)
+    {
         int found = 0;
         size_t k;
         json_t *g;
-        json_array_foreach(gamma, k, g) {
+        json_array_foreach(gamma, k, g)
+        {
             if (!strcmp(str(g, "j"), str(e, "j")) && !strcmp(str(g, "r"), str(e, "r")) &&
                 !strcmp(str(g, "l"), str(e, "l"))) {
                 found = 1;
@@ -831,8 +832,7 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
     deep[2 * depth] = '\0';
     r = request("POST", "/v1/simulations", deep, NULL);
     assert_problem(&r, 400, "bad-json");
-    cr_assert(strstr(str(r.json, "detail"), "deeper"), "detail says why: %s",
-              str(r.json, "detail"));
+    cr_assert(strstr(str(r.json, "detail"), "deeper"), "detail says why: %s", str(r.json, "detail"));
     resp_free(&r);
     free(deep);
     /* Oversized, announced by Content-Length (refused from the headers) ... */
@@ -868,8 +868,7 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
     r = request("PUT", "/v1/simulations", NULL, NULL);
     assert_problem(&r, 405, "method-not-allowed");
     char allow[128];
-    cr_assert(header(&r, "Allow", allow, sizeof allow) && strstr(allow, "POST"), "Allow %s",
-              allow);
+    cr_assert(header(&r, "Allow", allow, sizeof allow) && strstr(allow, "POST"), "Allow %s", allow);
     resp_free(&r);
     r = request("GET", "/v1/simulations", NULL, NULL);
     assert_problem(&r, 405, NULL);
@@ -943,8 +942,8 @@ SERVER_TEST(server, cancel_running_and_queued)
         running = metric("hamel_jobs_running");
     double took = harness__now() - t0;
     cr_assert_eq(running, 0, "the cancelled job still runs after %.3f s", took);
-    cr_assert(took <= CANCEL_BUDGET_S, "the job stopped %.3f s after DELETE (budget %.2f s)",
-              took, CANCEL_BUDGET_S);
+    cr_assert(took <= CANCEL_BUDGET_S, "the job stopped %.3f s after DELETE (budget %.2f s)", took,
+              CANCEL_BUDGET_S);
     g = request("GET", path, NULL, NULL);
     cr_assert_str_eq(str(g.json, "status"), "cancelled");
     cr_assert(json_is_object(json_object_get(g.json, "problem")), "with a problem document");
@@ -972,8 +971,7 @@ SERVER_TEST(server, cancel_running_and_queued)
 SERVER_TEST(server, long_poll_parks_without_a_thread)
 {
     stop_checked(&srv);
-    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_HTTP_THREADS=1",
-                                      "HAMEL_WORKERS=1", NULL};
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_HTTP_THREADS=1", "HAMEL_WORKERS=1", NULL};
     start_env(env);
     json_t *req = long_request(2e6);
     resp a = post_json("/v1/simulations", req);
@@ -1030,8 +1028,7 @@ SERVER_TEST(server, long_poll_parks_without_a_thread)
 SERVER_TEST(server, queue_full_is_503_with_retry_after)
 {
     stop_checked(&srv);
-    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_WORKERS=1", "HAMEL_QUEUE=1",
-                                      NULL};
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_WORKERS=1", "HAMEL_QUEUE=1", NULL};
     start_env(env);
     char ids[2][64];
     for (int i = 0; i < 2; i++) {
@@ -1079,12 +1076,10 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
     for (int i = 0; i < CONCURRENT; i++) {
         json_t *req = knife_request();
         /* distinct but equivalent requests, so each one is really computed */
-        json_object_set_new(json_object_get(req, "integrator"), "rtol",
-                            json_real(1e-12 * (1.0 + i / 64.0)));
+        json_object_set_new(json_object_get(req, "integrator"), "rtol", json_real(1e-12 * (1.0 + i / 64.0)));
         bodies[i] = dump(req);
         json_decref(req);
-        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i],
-                    &rs[i]);
+        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i], &rs[i]);
         curl_multi_add_handle(multi, h[i]);
     }
     int still = 0;
@@ -1147,8 +1142,7 @@ SERVER_TEST(server_auth, bearer_token_guards_v1)
     r = request("GET", "/livez", NULL, NULL);
     cr_assert_eq(r.status, 200);
     resp_free(&r);
-    const char *const pre[] = {"Origin: http://lab.example",
-                               "Access-Control-Request-Method: POST",
+    const char *const pre[] = {"Origin: http://lab.example", "Access-Control-Request-Method: POST",
                                "Access-Control-Request-Headers: authorization, content-type", NULL};
     r = request("OPTIONS", "/v1/simulations", NULL, pre);
     cr_assert_eq(r.status, 204);
@@ -1172,21 +1166,20 @@ SERVER_TEST(server, cors_preflight_and_exposed_headers)
     char v[256];
     cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "*"), "%s", v);
     cr_assert(header(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "POST"));
-    cr_assert(header(&r, "Access-Control-Allow-Headers", v, sizeof v) &&
-              strcasestr(v, "content-type"));
+    cr_assert(header(&r, "Access-Control-Allow-Headers", v, sizeof v) && strcasestr(v, "content-type"));
     resp_free(&r);
     const char *const origin[] = {"Origin: http://lab.example", NULL};
     r = request("GET", "/v1/health", NULL, origin);
     cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
     cr_assert(header(&r, "Access-Control-Expose-Headers", v, sizeof v) && strstr(v, "Location") &&
-              strstr(v, "ETag") && strstr(v, "Retry-After"), "expose %s", v);
+                  strstr(v, "ETag") && strstr(v, "Retry-After"),
+              "expose %s", v);
     resp_free(&r);
 }
 
 static void cors_setup(void)
 {
-    static const char *const env[] = {"HAMEL_CORS_ORIGINS=http://a.example, http://b.example",
-                                      NULL};
+    static const char *const env[] = {"HAMEL_CORS_ORIGINS=http://a.example, http://b.example", NULL};
     start_env(env);
 }
 
@@ -1197,8 +1190,8 @@ SERVER_TEST(server_cors, only_listed_origins)
     const char *const a[] = {"Origin: http://b.example", NULL};
     resp r = request("GET", "/v1/health", NULL, a);
     char v[256];
-    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) &&
-              !strcmp(v, "http://b.example"), "a listed origin is echoed");
+    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "http://b.example"),
+              "a listed origin is echoed");
     resp_free(&r);
     const char *const c[] = {"Origin: http://evil.example", NULL};
     r = request("GET", "/v1/health", NULL, c);
@@ -1250,8 +1243,7 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     resp g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200, "the finished job survives kill -9: %s", g.body);
     cr_assert_str_eq(str(g.json, "status"), "done");
-    cr_assert(json_equal(json_object_get(g.json, "trajectory"),
-                         json_object_get(r.json, "trajectory")),
+    cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r.json, "trajectory")),
               "the same trajectory after the restart");
     resp_free(&g);
     resp c = post_json("/v1/simulations", req);
@@ -1329,8 +1321,7 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
         json_object_set_new(req, "output", json_pack("{s:i}", "samples", 501));
         bodies[i] = dump(req);
         json_decref(req);
-        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i],
-                    &rs[i]);
+        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i], &rs[i]);
         curl_multi_add_handle(multi, h[i]);
     }
     int still = 0, answered = 0;
