@@ -548,6 +548,21 @@ Test(expr, deep_power_chain_round_trip)
                   e2 ? "parses to another node" : "does not parse:", e2 ? "" : err.message);
         free(p);
     }
+    /* Found by fuzz_parse after d6513b5 bounded the chain: with unary minus in each
+     * exponent, x^-x^-...^-x (70 levels) parses but prints as x^(-x^(-...)), two
+     * nesting levels a level, which the parser then rejects. */
+    g.len = 0;
+    gen_puts(&g, "x");
+    for (int i = 0; i < 70; i++)
+        gen_puts(&g, "^-x");
+    e = expr_parse(c, g.buf, &o, &err);
+    if (e) {
+        char *p = expr_print(c, e);
+        expr *e2 = expr_parse(c, p, &o, &err);
+        cr_expect(e2 == e, "x^-x^-...^-x (70 levels) parses, but its print %s %s",
+                  e2 ? "parses to another node" : "does not parse:", e2 ? "" : err.message);
+        free(p);
+    }
     free(g.buf);
     expr_ctx_free(c);
 }

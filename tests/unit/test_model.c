@@ -567,3 +567,21 @@ Test(model, small_node_limit_no_crash)
     }
     json_decref(js);
 }
+
+/* Known bug (found by tests/fuzz/fuzz_model): a 60-byte model crashes the compiler.
+ * simplify.c expand rewrites cos^n as cos^(n-2)*(1 - sin^2) recursively, one stack
+ * frame pair per step, so cos(x)^1000000 overflows the stack (SIGSEGV in a normal
+ * -O2 build; under ASan already cos(theta)^2^2^2^2 = cos^65536 does). Any outcome
+ * but a crash is accepted. */
+Test(model, huge_integer_power_no_crash)
+{
+    json_t *js = load("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2*(1 + cos(x)^1000000)\"}");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    if (rc == 0)
+        engine_model_release(m);
+    else
+        json_decref(problem);
+    json_decref(js);
+}
