@@ -116,14 +116,13 @@ web:
 # Fuzzing (not part of `make test`): libFuzzer targets for the expression parser and
 # model compilation, built with clang into build/fuzz/ and run FUZZ_TIME seconds each.
 # Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
-# build/fuzz/corpus-*. `make fuzz FUZZ_STRICT=1` also runs fuzz_model with a smaller
-# node cap, which reaches a known crash (tests/unit/test_model.c small_node_limit_no_crash).
+# build/fuzz/corpus-*.
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -g -O1 -MMD -MP -fsanitize=fuzzer-no-link $(FUZZ_SAN) \
-	$(if $(FUZZ_STRICT),-DFUZZ_STRICT) $(call pkgcflags,$(ENGINE_PKGS))
+	$(call pkgcflags,$(ENGINE_PKGS))
 FUZZ_RUN := -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(ENGINE_SRC) $(wildcard tests/fuzz/*.c))
 .SECONDARY: $(FUZZ_OBJ)

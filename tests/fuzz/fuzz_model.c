@@ -5,9 +5,6 @@
  * document that has a type, a status and a non-empty errors array of {path, reason}
  * — never crash, leak or hang. Limits are tighter than the defaults so that each run
  * stays short; hitting one is an ordinary error.
- *
- * Built without -DFUZZ_STRICT, the node cap stays at the default to step around a
- * known crash (see below).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,13 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     engine_limits lim = engine_default_limits;
     lim.max_expr_chars = 2000;
-#ifdef FUZZ_STRICT
     lim.max_nodes = 200000;
-#else
-    /* Known bug: with max_nodes = 200000 equations_derive runs out of its node
-     * budget on a non-quadratic T and the printer dereferences NULL
-     * (tests/unit/test_model.c, model/small_node_limit_no_crash). */
-#endif
     lim.max_coordinates = 12;
     engine_model *m = NULL;
     json_t *problem = NULL;
