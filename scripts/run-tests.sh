@@ -92,6 +92,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   fi
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
+  [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh
 fi
 
 note "summary"
