@@ -992,7 +992,7 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
         if (!velocity_gradient(m, m->speed_f[r], sgrad, &bi, &bl)) {
             char path[96];
             snprintf(path, sizeof path, "model.speeds[%d].expr", r);
-            add_error(prob, path, -1, "speed %s is not linear in the velocities (it has a %s*%s term)",
+            add_error(prob, path, -1, "speed %s is not linear in the velocities (it has a %s'*%s' term)",
                       m->speeds[r], m->coords[bi], m->coords[bl]);
             code = HAMEL_E_NONLINEAR_SPEED;
             continue;

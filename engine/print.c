@@ -197,7 +197,15 @@ static void print_power(struct printer *p, const expr *base, const expr *k)
     }
     print_rec(p, base, P_POW + 1);
     sb_puts(&p->b, "^");
-    /* ^ is right-associative: a power exponent needs no parentheses (x^y^z). */
+    /* ^ is right-associative and takes a signed operand: a power exponent needs no
+     * parentheses (x^y^z), nor minus a power or an atom (x^-y, x^-y^z). */
+    if (k->kind == EXPR_MUL && k->num == -1.0 && k->nargs == 1 &&
+        (k->args[0]->kind == EXPR_SYM || k->args[0]->kind == EXPR_FUN ||
+         (k->args[0]->kind == EXPR_POW && !negative_exponent(k->args[0])))) {
+        sb_puts(&p->b, "-");
+        print_rec(p, k->args[0], k->args[0]->kind == EXPR_POW ? P_POW : P_POW + 1);
+        return;
+    }
     print_rec(p, k, k->kind == EXPR_POW && !negative_exponent(k) ? P_POW : P_POW + 1);
 }
 

@@ -1,7 +1,8 @@
 /* simplify.c — expansion into a sum of monomials with trigonometric normalisation.
  *
  * expr_expand distributes products over sums and multiplies out positive integer
- * powers of sums, rewrites every cos(x)^k (k >= 2) as cos(x)^(k-2) (1 - sin(x)^2), and
+ * powers of sums (up to the 12th), rewrites cos(x)^k (2 <= k <= 12) as
+ * cos(x)^(k mod 2) (1 - sin(x)^2)^(k div 2), and
  * lets the sum and product constructors collect like terms. Polynomials in sin and cos
  * of the same argument then have one form, so identities such as
  * sin^2 + cos^2 = 1 cancel, and mechanical expressions (mass matrices, forcing terms)
@@ -93,13 +94,15 @@ static expr *expand_uncached(struct expander *x, expr *e)
         expr *k = e->args[1];
         if (k->kind == EXPR_NUM && k->num == floor(k->num)) {
             double n = k->num;
-            if (b->kind == EXPR_FUN && b->fn == FN_COS && n >= 2) {
-                /* cos^n = cos^(n-2) (1 - sin^2) */
+            if (b->kind == EXPR_FUN && b->fn == FN_COS && n >= 2 && n <= 12) {
+                /* cos^n = cos^(n mod 2) (1 - sin^2)^(n div 2), multiplied out */
                 expr *s2 = expr_powi(c, expr_fun(c, FN_SIN, b->args[0]), 2);
-                expr *rest = expr_sub(c, expr_num(c, 1.0), s2);
+                expr *one_minus = expr_sub(c, expr_num(c, 1.0), s2);
                 int ok = 1;
-                expr *lower = expand(x, expr_pow(c, b, expr_num(c, n - 2)));
-                return distribute(x, lower, rest, &ok);
+                expr *acc = (int)n % 2 ? b : expr_num(c, 1.0);
+                for (int i = 0; i < (int)n / 2 && ok; i++)
+                    acc = distribute(x, acc, one_minus, &ok);
+                return ok ? acc : expr_pow(c, b, k);
             }
             if (b->kind == EXPR_ADD && n >= 2 && n <= 12) {
                 int ok = 1;

@@ -257,3 +257,86 @@ Test(systems, reduction_matches_numeric_inverse, .init = setup)
         json_decref(c);
     }
 }
+
+/* ---- 4. more systems (tests/golden/systems): formulations agree ---- */
+
+#include <criterion/parameterized.h>
+#include <glob.h>
+
+struct system_param {
+    char file[512];
+};
+
+static struct system_param system_params[32];
+
+ParameterizedTestParameters(systems, golden)
+{
+    glob_t g;
+    int n = 0;
+    if (glob("tests/golden/systems/*.json", 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && n < 32; i++)
+            snprintf(system_params[n++].file, sizeof system_params[0].file, "%s", g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return cr_make_param_array(struct system_param, system_params, n);
+}
+
+/* Each system runs in both formulations (they must agree at t_end to 1e-7), keeps its
+ * constraints, conserves its energy when it should, and satisfies (5.94). */
+ParameterizedTest(struct system_param *p, systems, golden, .init = setup)
+{
+    json_error_t err;
+    json_t *c = json_load_file(p->file, 0, &err);
+    cr_assert_not_null(c, "%s: %s", p->file, err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL, *r[2] = {NULL, NULL};
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0, "%s", p->file);
+    static const char *const forms[2] = {"hamel", "multipliers"};
+    for (int f = 0; f < 2; f++) {
+        json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+        json_object_set_new(req, "formulation", json_string(forms[f]));
+        int rc = engine_simulate(m, req, NULL, NULL, &r[f], &problem);
+        if (rc)
+            cr_assert_fail("%s (%s): %s", p->file, forms[f], json_dumps(problem, 0));
+        json_decref(req);
+        json_t *checks = json_object_get(r[f], "checks");
+        double res = json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
+        cr_expect_leq(res, f == 0 ? 1e-12 : 1e-9, "%s (%s): constraint residual %g", p->file, forms[f], res);
+        json_t *energy = json_object_get(checks, "energy");
+        if (json_is_true(json_object_get(energy, "conserved_expected")))
+            cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9, "%s (%s): energy drift",
+                          p->file, forms[f]);
+    }
+    struct engine_model *mm = m;
+    for (int i = 0; i < mm->n; i++) {
+        const char *name = mm->coords[i];
+        json_t *a = json_object_get(json_object_get(json_object_get(r[0], "trajectory"), "q"), name);
+        json_t *b = json_object_get(json_object_get(json_object_get(r[1], "trajectory"), "q"), name);
+        double qa = json_number_value(json_array_get(a, json_array_size(a) - 1));
+        double qb = json_number_value(json_array_get(b, json_array_size(b) - 1));
+        cr_expect_leq(fabs(qa - qb), 1e-7, "%s: %s at t_end: hamel %.15g, multipliers %.15g", p->file, name, qa, qb);
+    }
+    /* (5.94) with the gammas, at random states */
+    hamel_ws *w = hamel_ws_new(m, mm->param_values);
+    double in[256], y[128], dy[128], res[64];
+    for (int trial = 0; trial < 5; trial++) {
+        model_test_point(mm, 400 + trial, in);
+        memcpy(y, in + model_input_q(mm), mm->n * sizeof *y);
+        for (int k = 0; k < mm->k; k++)
+            y[mm->n + k] = 2.0 * in[model_input_qd(mm) + k] - 1.0;
+        double t = in[model_input_t(mm)];
+        if (hamel_rhs(t, y, dy, w))
+            continue;
+        cr_assert_eq(hamel_bh_residual(w, t, y, dy + mm->n, res), 0);
+        double scale = 1.0;
+        for (int k = 0; k < mm->k; k++)
+            scale = fmax(scale, fabs(dy[mm->n + k]));
+        for (int k = 0; k < mm->k; k++)
+            cr_expect_leq(fabs(res[k]), 1e-9 * scale, "%s: (5.94) residual %g", p->file, res[k]);
+    }
+    hamel_ws_free(w);
+    json_decref(r[0]);
+    json_decref(r[1]);
+    engine_model_release(m);
+    json_decref(c);
+}
