@@ -1,7 +1,7 @@
 // Checks that api/openapi.yaml, api/schemas and api/examples stay true to the service.
 //
-// Static part: the document parses as YAML (duplicate keys are errors) and is OpenAPI
-// 3.1; every schema compiles (JSON Schema 2020-12, ajv strict); every $ref resolves;
+// Static part: the document parses as YAML (duplicate keys are errors) and is a valid
+// OpenAPI 3.1 document (@seriousme/openapi-schema-validator); every schema compiles (JSON Schema 2020-12, ajv strict); every $ref resolves;
 // every endpoint of API.md is documented; every example file is referenced by the
 // document and validates against the schema of the request or response that names
 // it; every exchange recorded in api/examples/transcript.txt has a documented status
@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { Validator as OpenApiValidator } from '@seriousme/openapi-schema-validator';
 
 const Ajv2020 = Ajv2020Module.default || Ajv2020Module;
 const addFormats = addFormatsModule.default || addFormatsModule;
@@ -67,6 +68,19 @@ if (!doc) {
   process.exit(1);
 }
 check('openapi.yaml is OpenAPI 3.1', /^3\.1\.\d+$/.test(String(doc.openapi)), `openapi: ${doc.openapi}`);
+{
+  // The document's structure against the OpenAPI 3.1 schema. The validator resolves
+  // internal references only: references to schemas/*.json (checked below) stand in as
+  // an empty schema here.
+  const internal = JSON.parse(JSON.stringify(doc).replace(/"\$ref":"schemas\/[^"]*"/g,
+    '"$ref":"#/components/schemas/__external"'));
+  internal.components = { ...internal.components, schemas: { ...internal.components?.schemas, __external: {} } };
+  const r = await new OpenApiValidator().validate(internal);
+  const why = Array.isArray(r.errors)
+    ? r.errors.slice(0, 3).map((e) => `${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`).join('; ')
+    : String(r.errors || '');
+  check('openapi.yaml is a valid OpenAPI 3.1 document (its JSON Schema)', r.valid, why);
+}
 
 // ---- schemas ----------------------------------------------------------------------
 
@@ -313,14 +327,14 @@ function source(rel) {
   const slugs = [...errorH.matchAll(/X\(\s*\w+,\s*(\d{3}),\s*"([a-z-]+)"/g)].map((m) => m[2]).sort();
   const documented = (schemaDocs['problem.json']?.properties?.type?.enum || [])
     .map((t) => t.replace('https://hamel.dev/problems/', '')).sort();
-  check('problem types agree with engine/error.h', slugs.length > 0 && JSON.stringify(slugs) === JSON.stringify(documented),
+  check('problem types agree with the engine (HAMEL_ERROR_MAP)', slugs.length > 0 && JSON.stringify(slugs) === JSON.stringify(documented),
     `error.h: ${slugs.join(' ')} / problem.json: ${documented.join(' ')}`);
   const desc = schemaDocs['problem.json']?.properties?.type?.description || '';
   const wrong = [...errorH.matchAll(/X\(\s*\w+,\s*(\d{3}),\s*"([a-z-]+)"/g)].filter(([, status, slug]) => {
     const m = desc.match(new RegExp(`(?<![\\w-])${slug}(?![\\w-])[^;]*?\\b(\\d{3})\\b`));
     return !m || m[1] !== status;
   }).map(([, s, slug]) => `${slug} ${s}`);
-  check('problem type → status table agrees with engine/error.h', wrong.length === 0, wrong.join(', '));
+  check('problem type → status table agrees with the engine (HAMEL_ERROR_MAP)', wrong.length === 0, wrong.join(', '));
 }
 {
   const req = schemaDocs['simulation-request.json'] || {};

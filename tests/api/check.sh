@@ -11,7 +11,8 @@ server=${HAMEL_SERVER_BIN:-$repo/build/hamel-server}
 
 command -v node >/dev/null || { echo "api check: node is missing (scripts/install-deps.sh test installs it)"; echo "0 passed, 1 failed"; exit 1; }
 if [ ! -f "$here/node_modules/ajv/package.json" ] || [ ! -f "$here/node_modules/yaml/package.json" ] ||
-   [ ! -f "$here/node_modules/ajv-formats/package.json" ]; then
+   [ ! -f "$here/node_modules/ajv-formats/package.json" ] ||
+   [ ! -f "$here/node_modules/@seriousme/openapi-schema-validator/package.json" ]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
 if [ ! -x "$server" ] && [ -z "${HAMEL_SERVER_BIN:-}" ]; then
