@@ -112,6 +112,12 @@ ex model-nonlinear.201 POST /v1/models "${json[@]}" --data-binary @"$here/model-
 nid=$(jq -r .model_id "$body")
 ex equations-nonlinear.200 GET "/v1/models/$nid/equations"
 ex model-invalid.422 POST /v1/models "${json[@]}" --data-binary @"$here/model-invalid.json"
+jq -n '{coordinates: ["x", "y"], kinetic_energy: "1/2*(x'"'"'^2 + y'"'"'^2)",
+  speeds: [{name: "u", expr: "x'"'"'*y'"'"'"}, {name: "v", expr: "y'"'"'"}]}' >"$work/nl-speed.json"
+ex model-nonlinear-speed.422 POST /v1/models "${json[@]}" --data-binary @"$work/nl-speed.json"
+jq -n '{coordinates: ["x", "y"], kinetic_energy: "1/2*(x'"'"'^2 + y'"'"'^2)",
+  speeds: [{name: "u", expr: "x'"'"' + y'"'"'"}, {name: "v", expr: "2*x'"'"' + 2*y'"'"'"}]}' >"$work/singular.json"
+ex model-singular.422 POST /v1/models "${json[@]}" --data-binary @"$work/singular.json"
 printf '{"coordinates": ["x", "y"],\n "kinetic_energy": }' >"$work/bad.json"
 ex bad-json.400 POST /v1/models "${json[@]}" --data-binary @"$work/bad.json"
 ex unsupported-media-type.415 POST /v1/models -H 'Content-Type: text/plain' --data-binary @"$here/model.json"
