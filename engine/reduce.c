@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REDUCE_MAX_TERMS 4000
+#define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
 #define REDUCE_MAX_ADJUGATE 4 /* largest expression block inverted through its adjugate */
 
 static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
@@ -65,8 +67,27 @@ static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j)
     return (i + j) % 2 ? expr_neg(c, d) : d;
 }
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Past the node budget or the time budget (both keep compilation of a hostile model
+ * bounded; the numeric path needs neither). */
+struct budget {
+    size_t nodes;    /* the context may grow to this many nodes */
+    double deadline; /* monotonic seconds */
+};
+
+static int over_budget(expr_ctx *c, const struct budget *b)
+{
+    return expr_ctx_overflow(c) || expr_ctx_nodes(c) > b->nodes || seconds() > b->deadline;
+}
+
 /* Gauss–Jordan with numeric pivots first. Returns 0, -1 (singular), -2 (budget). */
-static int invert(struct engine_model *m, size_t budget, reduce_result *r)
+static int invert(struct engine_model *m, const struct budget *budget, reduce_result *r)
 {
     expr_ctx *c = m->ctx;
     int n = m->n;
@@ -224,7 +245,7 @@ static int invert(struct engine_model *m, size_t budget, reduce_result *r)
                 b[i * n + j] = simp(c, expr_sub(c, b[i * n + j], expr_mul(c, f, b[pr * n + j])));
             }
         }
-        if (expr_ctx_overflow(c) || expr_ctx_nodes(c) > budget) {
+        if (over_budget(c, budget)) {
             free(col_used);
             rc = -2;
             goto done;
@@ -249,7 +270,8 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     memset(r, 0, sizeof *r);
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
-    size_t budget = expr_ctx_nodes(c) + node_budget;
+    struct budget bud = {expr_ctx_nodes(c) + node_budget, seconds() + REDUCE_MAX_SECONDS};
+    const struct budget *budget = &bud;
     r->phi = calloc((size_t)n * n, sizeof *r->phi);
     r->kin = calloc(n, sizeof *r->kin);
     r->mass = calloc((size_t)k * k, sizeof *r->mass);
@@ -271,7 +293,7 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     if (inv < 0) {
         snprintf(r->why, sizeof r->why, "%s",
                  inv == -1 ? "Psi has no symbolic inverse (every candidate pivot vanishes identically)"
-                           : "Phi = Psi^-1 exceeds the expression node budget");
+                           : "Phi = Psi^-1 exceeds the expression node or time budget");
         rc = 0;
         goto done;
     }
@@ -321,7 +343,7 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
             terms[l] = expr_mul(c, Mq[i * n + l], a[l]);
         terms[n] = g;
         h[i] = simp(c, expr_sum(c, terms, n + 1));
-        if (expr_ctx_overflow(c) || expr_ctx_nodes(c) > budget)
+        if (over_budget(c, budget))
             goto over;
     }
     for (int s = 0; s < k; s++) {
@@ -340,7 +362,7 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
             r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, prod, t));
             free(prod);
         }
-        if (expr_ctx_overflow(c) || expr_ctx_nodes(c) > budget)
+        if (over_budget(c, budget))
             goto over;
     }
     rc = 0;
@@ -349,7 +371,7 @@ over:
     /* Some of kin, mass and forcing are missing: report none of them. */
     r->exact = 0;
     r->have_phi = 0;
-    snprintf(r->why, sizeof r->why, "the reduced equations exceed the expression node budget");
+    snprintf(r->why, sizeof r->why, "the reduced equations exceed the expression node or time budget");
     rc = 0;
 done:
     free(sub);
