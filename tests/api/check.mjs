@@ -434,6 +434,25 @@ async function live() {
   conforms('repeated simulation', 'POST', '/v1/simulations?wait=60', r);
   check('a repeated simulation is a cache hit', r.status === 200 && JSON.parse(r.text).cached === true);
 
+  // The documented defaults, observed: a request with only what is required.
+  {
+    const req = schemaDocs['simulation-request.json']?.properties || {};
+    const minimal = { model_id: modelId, initial: simReq.initial, t_end: 0.5 };
+    const d = await call(base, 'POST', '/v1/simulations?wait=60', { body: JSON.stringify(minimal) });
+    conforms('minimal simulation', 'POST', '/v1/simulations?wait=60', d);
+    const res = d.status === 200 ? JSON.parse(d.text) : {};
+    const summary = JSON.parse((await call(base, 'GET', `/v1/models/${modelId}`)).text);
+    check('default output: output.samples.default samples',
+      res.trajectory?.t?.length === req.output?.properties?.samples?.default, `${res.trajectory?.t?.length}`);
+    check('default integrator method is the documented one',
+      res.stats?.method === req.integrator?.properties?.method?.default, res.stats?.method);
+    check('default formulation is the summary\'s default_formulation',
+      res.formulation === summary.default_formulation, `${res.formulation} / ${summary.default_formulation}`);
+    check(`default hamel ("${req.hamel?.default}") reports the initial state only`,
+      req.hamel?.default === 'initial' && res.hamel?.points?.length === 1 && res.hamel.points[0].t === simReq.initial.t,
+      JSON.stringify(res.hamel?.points?.map((pt) => pt.t)));
+  }
+
   const ids = { '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/jobs/{id}': jobId };
   const unknown = {
     '/v1/models/{id}': `sha256:${'0'.repeat(64)}`,
