@@ -123,8 +123,7 @@ static int baseline__sample(double t, const double *y, void *ctx)
 }
 
 int baseline_run(const baseline_system *sys, baseline_params *par, double t0, const double y0[],
-                 const double times[], int n, double rtol, double atol, double out[],
-                 baseline_stats *st)
+                 const double times[], int n, double rtol, double atol, double out[], baseline_stats *st)
 {
     const size_t dim = (size_t)(sys->nq + sys->nu);
     integ_system isys = {dim, sys->rhs, par};

@@ -30,11 +30,11 @@ typedef struct baseline_params {
 /* One hand-written system. `rhs` has the gsl_odeiv2_system signature and takes a
  * baseline_params as its last argument. */
 typedef struct baseline_system {
-    const char *name;  /* the model name of the case it implements */
-    const char *file;  /* the case file name in ../shared/cases */
-    int nq;            /* coordinates */
-    int nu;            /* independent speeds */
-    int nparams;       /* parameters */
+    const char *name; /* the model name of the case it implements */
+    const char *file; /* the case file name in ../shared/cases */
+    int nq;           /* coordinates */
+    int nu;           /* independent speeds */
+    int nparams;      /* parameters */
     const char *const *q_names;
     const char *const *u_names;
     const char *const *param_names;
@@ -71,7 +71,6 @@ void baseline_times(double t0, double t_end, int n, double times[]);
  * Borrows every argument; out (n * (nq + nu) doubles) and st (may be NULL) are the
  * caller's. Returns 0, or the driver's engine error code (error.h) with st->reason. */
 int baseline_run(const baseline_system *sys, baseline_params *par, double t0, const double y0[],
-                 const double times[], int n, double rtol, double atol, double out[],
-                 baseline_stats *st);
+                 const double times[], int n, double rtol, double atol, double out[], baseline_stats *st);
 
 #endif

@@ -56,7 +56,7 @@ typedef struct bench_row {
     double compile_ms;   /* median; < 0: not applicable */
     double compile_first_ms;
     long steps, rhs_evals;
-    double max_diff; /* engine only: max |engine - baseline| over all samples */
+    double max_diff;      /* engine only: max |engine - baseline| over all samples */
     const char *rhs_kind; /* engine only: stats.jit true "jit", false "tape", else "?" */
     char note[256];
 } bench_row;
@@ -116,8 +116,8 @@ static json_t *load_case(const char *file)
 }
 
 /* Reads the case's parameters and initial state into par and y0. */
-static int case_initial(const baseline_system *sys, const json_t *c, baseline_params *par,
-                        double *t0, double y0[])
+static int case_initial(const baseline_system *sys, const json_t *c, baseline_params *par, double *t0,
+                        double y0[])
 {
     const json_t *params = json_object_get(json_object_get(c, "model"), "parameters");
     const json_t *init = json_object_get(json_object_get(c, "simulation"), "initial");
@@ -131,8 +131,7 @@ static int case_initial(const baseline_system *sys, const json_t *c, baseline_pa
             par->p[k] = json_number_value(v);
     }
     for (int k = 0; k < sys->nq + sys->nu; k++) {
-        v = k < sys->nq ? json_object_get(q, sys->q_names[k])
-                        : json_object_get(u, sys->u_names[k - sys->nq]);
+        v = k < sys->nq ? json_object_get(q, sys->q_names[k]) : json_object_get(u, sys->u_names[k - sys->nq]);
         if (!json_is_number(v)) {
             fprintf(stderr, "bench: %s: no initial value for state %d\n", sys->file, k);
             return -1;
@@ -146,9 +145,8 @@ static int case_initial(const baseline_system *sys, const json_t *c, baseline_pa
 
 /* The baseline at n samples: median integrate time; the trajectory of the last run
  * stays in out. */
-static void bench_baseline(const baseline_system *sys, baseline_params *par, double t0,
-                           const double y0[], const double *times, int n, double *out,
-                           bench_row *row)
+static void bench_baseline(const baseline_system *sys, baseline_params *par, double t0, const double y0[],
+                           const double *times, int n, double *out, bench_row *row)
 {
     double ms[BENCH_MAX_RUNS];
     baseline_stats st;
@@ -205,22 +203,23 @@ static void problem_note(json_t *problem, const char *what, int code, bench_row 
     const char *detail = json_string_value(json_object_get(problem, "detail"));
     const char *title = json_string_value(json_object_get(problem, "title"));
     snprintf(row->note, sizeof row->note, "%s failed (%d): %.200s", what, code,
-             detail ? detail : title ? title : "no problem document");
+             detail  ? detail
+             : title ? title
+                     : "no problem document");
     json_decref(problem);
 }
 
 /* Largest |engine - baseline| over every sampled coordinate and speed. */
-static double trajectory_diff(const baseline_system *sys, const json_t *result, const double *out,
-                              int n)
+static double trajectory_diff(const baseline_system *sys, const json_t *result, const double *out, int n)
 {
     const json_t *traj = json_object_get(result, "trajectory");
     const int dim = sys->nq + sys->nu;
     double worst = 0;
 
     for (int k = 0; k < dim; k++) {
-        const json_t *arr =
-            k < sys->nq ? json_object_get(json_object_get(traj, "q"), sys->q_names[k])
-                        : json_object_get(json_object_get(traj, "speeds"), sys->u_names[k - sys->nq]);
+        const json_t *arr = k < sys->nq
+                                ? json_object_get(json_object_get(traj, "q"), sys->q_names[k])
+                                : json_object_get(json_object_get(traj, "speeds"), sys->u_names[k - sys->nq]);
         if (json_array_size(arr) != (size_t)n)
             return INFINITY;
         for (int i = 0; i < n; i++) {
@@ -238,9 +237,9 @@ static json_t *bench_request(const json_t *c, int n)
     json_t *req = json_deep_copy(json_object_get(c, "simulation"));
     json_object_set_new(req, "t_end", json_real(BENCH_T_END));
     json_object_set_new(req, "output", json_pack("{s:i}", "samples", n));
-    json_object_set_new(req, "integrator", json_pack("{s:s, s:f, s:f, s:i}", "method", "rk8pd",
-                                                     "rtol", BENCH_RTOL, "atol", BENCH_ATOL,
-                                                     "max_steps", 10000000));
+    json_object_set_new(req, "integrator",
+                        json_pack("{s:s, s:f, s:f, s:i}", "method", "rk8pd", "rtol", BENCH_RTOL, "atol",
+                                  BENCH_ATOL, "max_steps", 10000000));
     json_object_set_new(req, "hamel", json_string("none"));
     return req;
 }
@@ -276,8 +275,8 @@ static void bench_compile(const json_t *c, engine_model **model, bench_row *row)
 }
 
 /* The engine at n samples through engine_simulate; compares with the baseline's out. */
-static void bench_engine(const baseline_system *sys, const engine_model *model, const json_t *c,
-                         int n, const double *out, bench_row *row)
+static void bench_engine(const baseline_system *sys, const engine_model *model, const json_t *c, int n,
+                         const double *out, bench_row *row)
 {
     double ims[BENCH_MAX_RUNS], wms[BENCH_MAX_RUNS];
     json_t *req = bench_request(c, n);
@@ -350,11 +349,10 @@ int main(void)
     printf("hamel bench: rk8pd rtol %g atol %g, t in [0, %g], median of %d runs "
            "(after one warm-up)\n\n",
            BENCH_RTOL, BENCH_ATOL, BENCH_T_END, bench_runs);
-    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "case", "impl", "samples",
-           "compile_ms", "integrate_ms", "wall_ms", "steps", "rhs_evals", "ns/rhs", "max|diff|",
-           "rhs");
-    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "", "", "", "first/median", "", "",
-           "", "", "", "vs base", "");
+    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "case", "impl", "samples", "compile_ms",
+           "integrate_ms", "wall_ms", "steps", "rhs_evals", "ns/rhs", "max|diff|", "rhs");
+    printf("%-13s %-8s %7s %13s %12s %9s %7s %9s %8s %9s %4s\n", "", "", "", "first/median", "", "", "", "",
+           "", "vs base", "");
 
     for (int c = 0; c < ncases; c++) {
         const bench_case *bc = &bench_cases[c];
@@ -382,8 +380,7 @@ int main(void)
                 bench_engine(bc->sys, model, cj, counts[k], out, &eng[c][k]);
 #else
             memset(&eng[c][k], 0, sizeof eng[c][k]);
-            snprintf(eng[c][k].note, sizeof eng[c][k].note,
-                     "built without the engine library");
+            snprintf(eng[c][k].note, sizeof eng[c][k].note, "built without the engine library");
 #endif
             print_row(bc->label, "engine", counts[k], &eng[c][k]);
         }
@@ -402,8 +399,7 @@ int main(void)
         for (int k = 0; k < 2; k++) {
             const bench_row *b = &base[c][k], *e = &eng[c][k];
             char label[64];
-            snprintf(label, sizeof label, "%s%s", bench_cases[c].label,
-                     k == 0 ? "" : " (11 samples)");
+            snprintf(label, sizeof label, "%s%s", bench_cases[c].label, k == 0 ? "" : " (11 samples)");
             if (!b->ok) {
                 printf("%s: %s\n", label, b->note);
                 failed = 1;
@@ -420,8 +416,8 @@ int main(void)
                        !(e->compile_ms <= BENCH_COMPILE_BUDGET_MS);
             printf("%s: integrate %.3f ms (baseline %.3f ms) ratio %.2f; compile %.3f ms "
                    "(first %.3f ms)%s\n",
-                   label, e->integrate_ms, b->integrate_ms, ratio, e->compile_ms,
-                   e->compile_first_ms, over ? "  [over budget]" : "");
+                   label, e->integrate_ms, b->integrate_ms, ratio, e->compile_ms, e->compile_first_ms,
+                   over ? "  [over budget]" : "");
             if (over)
                 failed = 1;
         }

@@ -152,7 +152,8 @@ static int cmd_gamma(int argc, char **argv)
             t = strtod(argv[++i], NULL);
         } else if (strcmp(argv[i], "--q") == 0 && i + 1 < argc) {
             char *list = strdup(argv[++i]);
-            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(tok, '=');
                 if (!eq) {
                     free(list);

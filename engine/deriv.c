@@ -56,10 +56,8 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
     case FN_SIN: return expr_fun(c, FN_COS, a);
     case FN_COS: return expr_neg(c, expr_fun(c, FN_SIN, a));
     case FN_TAN: return expr_powi(c, expr_fun(c, FN_COS, a), -2);
-    case FN_ASIN:
-        return expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5));
-    case FN_ACOS:
-        return expr_neg(c, expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5)));
+    case FN_ASIN: return expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5));
+    case FN_ACOS: return expr_neg(c, expr_pow(c, expr_sub(c, c->one, expr_powi(c, a, 2)), expr_num(c, -0.5)));
     case FN_ATAN: return expr_powi(c, expr_add(c, c->one, expr_powi(c, a, 2)), -1);
     case FN_SINH: return expr_fun(c, FN_COSH, a);
     case FN_COSH: return expr_fun(c, FN_SINH, a);
@@ -198,14 +196,10 @@ static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mas
         for (int i = 0; i < e->nargs; i++)
             a[i] = subst_rec(c, e->args[i], sub, n_sub, mask, memo);
         switch (e->kind) {
-        case EXPR_ADD:
-            r = expr_add(c, expr_sum(c, a, e->nargs), expr_num(c, e->num));
-            break;
+        case EXPR_ADD: r = expr_add(c, expr_sum(c, a, e->nargs), expr_num(c, e->num)); break;
         case EXPR_MUL: r = expr_mul(c, expr_product(c, a, e->nargs), expr_num(c, e->num)); break;
         case EXPR_POW: r = expr_pow(c, a[0], a[1]); break;
-        case EXPR_FUN:
-            r = e->nargs == 2 ? expr_fun2(c, e->fn, a[0], a[1]) : expr_fun(c, e->fn, a[0]);
-            break;
+        case EXPR_FUN: r = e->nargs == 2 ? expr_fun2(c, e->fn, a[0], a[1]) : expr_fun(c, e->fn, a[0]); break;
         default: r = e; break;
         }
         if (a != local)

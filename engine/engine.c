@@ -109,7 +109,8 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
         if (!v || !json_is_number(v) || !isfinite(json_number_value(v))) {
             if (!*problem)
                 *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-            hamel_problem_add(*problem, p, -1, v ? "must be a finite number" : "missing: every coordinate needs a value");
+            hamel_problem_add(*problem, p, -1,
+                              v ? "must be a finite number" : "missing: every coordinate needs a value");
         } else {
             q[i] = json_number_value(v);
         }
@@ -180,7 +181,8 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
         if (hamel_gamma(w, t[p], q + (size_t)p * n, g, gt) < 0) {
             json_decref(arr);
             rc = HAMEL_E_NUMERIC;
-            *problem = hamel_problem_new(rc, "Psi is singular at this configuration: Phi = Psi^-1 does not exist");
+            *problem =
+                hamel_problem_new(rc, "Psi is singular at this configuration: Phi = Psi^-1 does not exist");
             char path[48];
             snprintf(path, sizeof path, points ? "points[%d].q" : "q", p);
             hamel_problem_add(*problem, path, -1, "Psi is singular here");

@@ -44,9 +44,9 @@ extern const engine_limits engine_default_limits;
 /* What a running simulation shares with whoever started it. The caller owns it and
  * keeps it alive for the duration of engine_simulate. */
 typedef struct engine_control {
-    atomic_int cancel;      /* set nonzero to stop between integrator steps */
+    atomic_int cancel;       /* set nonzero to stop between integrator steps */
     _Atomic double progress; /* written by the engine: t reached / t_end, 0..1 */
-    long max_steps;         /* 0: the request's own budget (capped by limits) */
+    long max_steps;          /* 0: the request's own budget (capped by limits) */
     double max_wall_seconds; /* 0: the limits' budget */
 } engine_control;
 
@@ -95,12 +95,11 @@ int engine_simulation_check(const engine_model *m, const json_t *request, const 
 /* Computes the canonical key of a simulation request for the result cache:
  * "sha256:<hex>" over the model id and the canonicalised request. Writes into
  * key[80]. Returns an error (with problem) only if the request is not an object. */
-int engine_simulation_key(const engine_model *m, const json_t *request, char key[80],
-                          json_t **problem);
+int engine_simulation_key(const engine_model *m, const json_t *request, char key[80], json_t **problem);
 
 /* Hamel coefficients at the configuration(s) of a /v1/hamel request (API.md §4). */
-int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits,
-                 json_t **result, json_t **problem);
+int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                 json_t **problem);
 
 /* The derived equations of API.md §5. */
 int engine_equations(const engine_model *m, json_t **result, json_t **problem);

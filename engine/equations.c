@@ -57,12 +57,12 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
     if (!red->have_phi) {
         json_object_set_new(eq, "complete", json_false());
-        json_object_set_new(eq, "reason",
-                            json_string(m->nlin != m->nc
-                                            ? "the model has constraints nonlinear in the velocities: it is "
-                                              "integrated with Lagrange multipliers (formulation "
-                                              "\"multipliers\"); there are no Boltzmann–Hamel equations to show"
-                                            : red->why));
+        json_object_set_new(
+            eq, "reason",
+            json_string(m->nlin != m->nc ? "the model has constraints nonlinear in the velocities: it is "
+                                           "integrated with Lagrange multipliers (formulation "
+                                           "\"multipliers\"); there are no Boltzmann–Hamel equations to show"
+                                         : red->why));
         goto store;
     }
     json_t *kj = json_object(), *kl = json_object();
@@ -156,11 +156,13 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     json_object_set_new(eq, "gamma", gj);
     json_object_set_new(eq, "complete", json_boolean(!expr_ctx_overflow(c) && !cut));
     if (cut)
-        json_object_set_new(eq, "reason", json_string("the gamma expressions were cut short by the time budget; "
-                                                      "POST /v1/hamel gives every value"));
+        json_object_set_new(eq, "reason",
+                            json_string("the gamma expressions were cut short by the time budget; "
+                                        "POST /v1/hamel gives every value"));
     if (!red->exact)
-        json_object_set_new(eq, "note", json_string("Phi has expression pivots that may vanish where Psi is "
-                                                    "regular; the integrator inverts Psi numerically"));
+        json_object_set_new(eq, "note",
+                            json_string("Phi has expression pivots that may vanish where Psi is "
+                                        "regular; the integrator inverts Psi numerically"));
 store:
     m->equations = json_dumps(eq, JSON_COMPACT);
     json_decref(eq);

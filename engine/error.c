@@ -35,8 +35,8 @@ json_t *hamel_problem_new(int code, const char *detail)
     const struct error_info *e = error_find(code);
     char type[128];
     snprintf(type, sizeof type, "https://hamel.dev/problems/%s", e->slug);
-    json_t *p = json_pack("{s:s, s:s, s:i, s:[]}", "type", type, "title", e->title, "status",
-                          e->status, "errors");
+    json_t *p =
+        json_pack("{s:s, s:s, s:i, s:[]}", "type", type, "title", e->title, "status", e->status, "errors");
     if (p && detail)
         json_object_set_new(p, "detail", json_string(detail));
     return p;
@@ -68,8 +68,7 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
     if (!json_object_get(problem, "detail")) {
         char buf[512];
         if (column >= 0)
-            snprintf(buf, sizeof buf, "%s: column %d: %s", path ? path : "", column,
-                     reason ? reason : "");
+            snprintf(buf, sizeof buf, "%s: column %d: %s", path ? path : "", column, reason ? reason : "");
         else
             snprintf(buf, sizeof buf, "%s: %s", path ? path : "", reason ? reason : "");
         json_object_set_new(problem, "detail", json_string(buf));

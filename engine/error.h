@@ -9,29 +9,29 @@
 
 #include <jansson.h>
 
-#define HAMEL_ERROR_MAP(X)                                                                    \
-    X(BAD_JSON, 400, "bad-json", "The body is not valid JSON")                              \
-    X(BAD_REQUEST, 422, "invalid-request", "The request is not valid")                      \
-    X(INVALID_MODEL, 422, "invalid-model", "The model is not valid")                        \
-    X(PARSE, 422, "expression-syntax", "An expression could not be parsed")                  \
-    X(NONLINEAR_SPEED, 422, "nonlinear-speed", "A speed is not linear in the velocities")     \
-    X(SINGULAR, 422, "singular-transformation", "The speeds and constraints are dependent")  \
-    X(BAD_INITIAL, 422, "invalid-initial-state", "The initial state is not valid")          \
-    X(FORMULATION, 422, "formulation-unavailable", "That formulation cannot run this model") \
-    X(TOO_LARGE, 413, "too-large", "The request exceeds a limit")                            \
-    X(LIMIT, 422, "limit-exceeded", "The request exceeds a limit")                           \
-    X(NOT_FOUND, 404, "not-found", "No such resource")                                       \
-    X(METHOD, 405, "method-not-allowed", "Method not allowed")                               \
-    X(UNAUTHORIZED, 401, "unauthorized", "A bearer token is required")                       \
-    X(QUEUE_FULL, 503, "queue-full", "The job queue is full")                                \
-    X(UNSUPPORTED_MEDIA, 415, "unsupported-media-type", "The body must be application/json") \
-    X(STEP_LIMIT, 422, "step-limit", "The integrator reached its step limit")                \
-    X(TIME_LIMIT, 422, "time-limit", "The simulation reached its wall-time limit")           \
-    X(CANCELLED, 409, "cancelled", "The job was cancelled")                                  \
-    X(INTEGRATOR, 422, "integrator-failure", "The integrator failed")                        \
-    X(NUMERIC, 422, "numerical-failure", "The equations could not be evaluated")            \
-    X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")          \
-    X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                       \
+#define HAMEL_ERROR_MAP(X)                                                                                   \
+    X(BAD_JSON, 400, "bad-json", "The body is not valid JSON")                                               \
+    X(BAD_REQUEST, 422, "invalid-request", "The request is not valid")                                       \
+    X(INVALID_MODEL, 422, "invalid-model", "The model is not valid")                                         \
+    X(PARSE, 422, "expression-syntax", "An expression could not be parsed")                                  \
+    X(NONLINEAR_SPEED, 422, "nonlinear-speed", "A speed is not linear in the velocities")                    \
+    X(SINGULAR, 422, "singular-transformation", "The speeds and constraints are dependent")                  \
+    X(BAD_INITIAL, 422, "invalid-initial-state", "The initial state is not valid")                           \
+    X(FORMULATION, 422, "formulation-unavailable", "That formulation cannot run this model")                 \
+    X(TOO_LARGE, 413, "too-large", "The request exceeds a limit")                                            \
+    X(LIMIT, 422, "limit-exceeded", "The request exceeds a limit")                                           \
+    X(NOT_FOUND, 404, "not-found", "No such resource")                                                       \
+    X(METHOD, 405, "method-not-allowed", "Method not allowed")                                               \
+    X(UNAUTHORIZED, 401, "unauthorized", "A bearer token is required")                                       \
+    X(QUEUE_FULL, 503, "queue-full", "The job queue is full")                                                \
+    X(UNSUPPORTED_MEDIA, 415, "unsupported-media-type", "The body must be application/json")                 \
+    X(STEP_LIMIT, 422, "step-limit", "The integrator reached its step limit")                                \
+    X(TIME_LIMIT, 422, "time-limit", "The simulation reached its wall-time limit")                           \
+    X(CANCELLED, 409, "cancelled", "The job was cancelled")                                                  \
+    X(INTEGRATOR, 422, "integrator-failure", "The integrator failed")                                        \
+    X(NUMERIC, 422, "numerical-failure", "The equations could not be evaluated")                             \
+    X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")                          \
+    X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                                       \
     X(INTERNAL, 500, "internal", "Internal error")
 
 typedef enum hamel_error {

@@ -684,10 +684,9 @@ expr *expr_powi(expr_ctx *c, expr *b, int k) { return expr_pow(c, b, expr_num(c,
 /* ---- functions ---- */
 
 static const char *const fn_names[FN_COUNT] = {
-    [FN_SIN] = "sin",   [FN_COS] = "cos",   [FN_TAN] = "tan",   [FN_ASIN] = "asin",
-    [FN_ACOS] = "acos", [FN_ATAN] = "atan", [FN_ATAN2] = "atan2", [FN_SINH] = "sinh",
-    [FN_COSH] = "cosh", [FN_TANH] = "tanh", [FN_EXP] = "exp",   [FN_LOG] = "log",
-    [FN_SQRT] = "sqrt", [FN_ABS] = "abs",
+    [FN_SIN] = "sin",   [FN_COS] = "cos",     [FN_TAN] = "tan",   [FN_ASIN] = "asin", [FN_ACOS] = "acos",
+    [FN_ATAN] = "atan", [FN_ATAN2] = "atan2", [FN_SINH] = "sinh", [FN_COSH] = "cosh", [FN_TANH] = "tanh",
+    [FN_EXP] = "exp",   [FN_LOG] = "log",     [FN_SQRT] = "sqrt", [FN_ABS] = "abs",
 };
 
 const char *expr_fn_name(expr_fn fn) { return fn < FN_COUNT ? fn_names[fn] : "?"; }

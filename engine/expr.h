@@ -62,11 +62,11 @@ typedef enum sym_class {
 
 typedef struct expr expr;
 struct expr {
-    uint32_t id;   /* creation index, dense from 0 */
-    uint8_t kind;  /* expr_kind */
-    uint8_t fn;    /* expr_fn for EXPR_FUN */
+    uint32_t id;  /* creation index, dense from 0 */
+    uint8_t kind; /* expr_kind */
+    uint8_t fn;   /* expr_fn for EXPR_FUN */
     uint16_t nargs;
-    int32_t sym;   /* symbol index for EXPR_SYM */
+    int32_t sym; /* symbol index for EXPR_SYM */
     uint32_t hash;
     uint64_t deps; /* bit (s % 64) set for every symbol s it may depend on */
     double num;    /* value (NUM), constant term (ADD), coefficient (MUL) */

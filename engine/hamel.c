@@ -11,14 +11,14 @@
 struct hamel_ws {
     const struct engine_model *m;
     int n, k;
-    double *in;    /* tape inputs [params, t, q, q'] */
-    double *work;  /* tape scratch */
-    double *psi;   /* Psi [n*n] then Psi_t [n] */
-    double *lu;    /* LU of Psi */
+    double *in;   /* tape inputs [params, t, q, q'] */
+    double *work; /* tape scratch */
+    double *psi;  /* Psi [n*n] then Psi_t [n] */
+    double *lu;   /* LU of Psi */
     int *piv;
-    double *dyn;   /* M upper, g, b */
-    double *M;     /* full M [n*n] */
-    double *X;     /* Phi_S, column r at X + r*n */
+    double *dyn; /* M upper, g, b */
+    double *M;   /* full M [n*n] */
+    double *X;   /* Phi_S, column r at X + r*n */
     double *a, *h, *vec;
     double *MX;    /* M Phi_S, column r at MX + r*n */
     double *Ms;    /* [k*k] */
@@ -29,10 +29,10 @@ struct hamel_ws {
     double *A, *W; /* [n*n] scratch */
     double *obs;   /* tape_obs outputs */
     double *mult;
-    double *fast;  /* tape_fast outputs */
-    double *minv;  /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
+    double *fast; /* tape_fast outputs */
+    double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
     int minv_ready;
-    int numeric;   /* ignore tape_fast (for cross-checks) */
+    int numeric; /* ignore tape_fast (for cross-checks) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -100,9 +100,9 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
-    if (!w->fast || !w->minv ||!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
-        !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi || !w->A ||
-        !w->W || !w->obs || !w->mult) {
+    if (!w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
+        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
+        !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
@@ -324,10 +324,10 @@ static void inverse_and_derivatives(hamel_ws *w)
     tape_run(w->m->tape_dpsi, w->in, w->work, w->dpsi);
 }
 
-#define PHI(i, l) w->Phi[(size_t)(l) * n + (i)]
-#define DPSI(j, i, k) w->dpsi[((size_t)(j) * n + (i)) * n + (k)]
-#define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j) * n + (i)]
-#define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j) * n + (i)]
+#define PHI(i, l) w->Phi[(size_t)(l)*n + (i)]
+#define DPSI(j, i, k) w->dpsi[((size_t)(j)*n + (i)) * n + (k)]
+#define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j)*n + (i)]
+#define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
 
 /* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales. */
 static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t)
@@ -364,7 +364,8 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
                             double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
                             inner += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
                         }
-                        inner += pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
+                        inner +=
+                            pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
                         s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner;
                     }
                     out_t[(size_t)j * n + r] = s;
@@ -445,7 +446,8 @@ int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
     double *qd = malloc(n * sizeof *qd), *p = malloc(n * sizeof *p), *pi = malloc(n * sizeof *pi);
-    double *gamma = malloc((size_t)n * n * n * sizeof *gamma), *gamma_t = malloc((size_t)n * n * sizeof *gamma_t);
+    double *gamma = malloc((size_t)n * n * n * sizeof *gamma),
+           *gamma_t = malloc((size_t)n * n * sizeof *gamma_t);
     double *qdd = malloc(n * sizeof *qdd), *dpsidt = malloc((size_t)n * n * sizeof *dpsidt);
     double *dqd = malloc((size_t)n * n * sizeof *dqd);
     int rc = -1;

@@ -120,8 +120,8 @@ static int integ__rhs(double t, const double y[], double dydt[], void *params)
         if (!isfinite(dydt[i])) {
             if (!d->rhs_failed)
                 integ__fail(d->rhs_reason, sizeof d->rhs_reason, 0,
-                            "the right-hand side is not finite at t = %.17g (component %zu is %g)",
-                            t, i, dydt[i]);
+                            "the right-hand side is not finite at t = %.17g (component %zu is %g)", t, i,
+                            dydt[i]);
             d->rhs_failed = 1;
             return GSL_EBADFUNC;
         }
@@ -163,8 +163,8 @@ static int integ__jacobian(double t, const double y[], double *dfdy, double dfdt
     return status;
 }
 
-int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out,
-                     char *reason, size_t reason_size)
+int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out, char *reason,
+                     size_t reason_size)
 {
     *out = NULL;
     if (!sys || sys->dim == 0 || !sys->rhs)
@@ -174,13 +174,12 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
     const struct integ_method *m = integ__method_find(opt->method);
     if (!m)
         return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
-                           "unknown integrator method \"%s\" (known: " INTEG_METHOD_NAMES ")",
-                           opt->method);
+                           "unknown integrator method \"%s\" (known: " INTEG_METHOD_NAMES ")", opt->method);
     if (!(opt->rtol >= 0 && opt->atol >= 0 && isfinite(opt->rtol) && isfinite(opt->atol)) ||
         (opt->rtol == 0 && opt->atol == 0))
         return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
-                           "rtol and atol must be finite, >= 0 and not both 0 (got %g, %g)",
-                           opt->rtol, opt->atol);
+                           "rtol and atol must be finite, >= 0 and not both 0 (got %g, %g)", opt->rtol,
+                           opt->atol);
     if (!(opt->h0 >= 0 && isfinite(opt->h0)))
         return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
                            "the initial step must be finite and >= 0 (got %g)", opt->h0);
@@ -208,8 +207,8 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
         integ_driver_free(d);
         return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "out of memory");
     }
-    d->wiring = (gsl_odeiv2_driver){.sys = &d->gsys, .s = d->step, .c = d->control,
-                                    .e = d->evolve, .hmax = HUGE_VAL};
+    d->wiring =
+        (gsl_odeiv2_driver){.sys = &d->gsys, .s = d->step, .c = d->control, .e = d->evolve, .hmax = HUGE_VAL};
     gsl_odeiv2_step_set_driver(d->step, &d->wiring);
     gsl_odeiv2_control_set_driver(d->control, &d->wiring);
     gsl_odeiv2_evolve_set_driver(d->evolve, &d->wiring);
@@ -257,12 +256,11 @@ static int integ__first_step(integ_driver *d, integ__run *r, double span)
 static int integ__check_budgets(integ_driver *d, integ__run *r)
 {
     if (d->opt.cancel && atomic_load_explicit(d->opt.cancel, memory_order_relaxed))
-        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_CANCELLED,
-                           "cancelled at t = %.17g", r->t);
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_CANCELLED, "cancelled at t = %.17g", r->t);
     if (r->steps >= d->opt.max_steps)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_STEP_LIMIT,
-                           "the budget of %ld steps ran out at t = %.17g (t_end = %.17g)",
-                           d->opt.max_steps, r->t, r->t_end);
+                           "the budget of %ld steps ran out at t = %.17g (t_end = %.17g)", d->opt.max_steps,
+                           r->t, r->t_end);
     if (integ__now() > r->deadline)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_TIME_LIMIT,
                            "the wall-time budget of %g s ran out at t = %.17g (t_end = %.17g)",
@@ -275,8 +273,7 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
 {
     const double t_before = r->t;
     d->rhs_failed = 0;
-    int status = gsl_odeiv2_evolve_apply(d->evolve, d->control, d->step, &d->gsys, &r->t, t1,
-                                         &r->h, d->y);
+    int status = gsl_odeiv2_evolve_apply(d->evolve, d->control, d->step, &d->gsys, &r->t, t1, &r->h, d->y);
     if (status != GSL_SUCCESS && (d->rhs_failed || status == GSL_EBADFUNC))
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC, "%s", d->rhs_reason);
     if (status == GSL_FAILURE)
@@ -286,21 +283,19 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
                            r->t, r->h, d->method->name);
     if (status != GSL_SUCCESS)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_INTEGRATOR,
-                           "the %s stepper failed at t = %.17g (h = %g): %s", d->method->name,
-                           r->t, r->h, gsl_strerror(status));
+                           "the %s stepper failed at t = %.17g (h = %g): %s", d->method->name, r->t, r->h,
+                           gsl_strerror(status));
     if (!(r->t > t_before))
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_INTEGRATOR,
-                           "step size underflow at t = %.17g (h = %g does not advance t)", r->t,
-                           r->h);
+                           "step size underflow at t = %.17g (h = %g does not advance t)", r->t, r->h);
     r->steps++;
     for (size_t i = 0; i < d->sys.dim; i++)
         if (!isfinite(d->y[i]))
             return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
-                               "the state is not finite at t = %.17g (component %zu is %g)",
-                               r->t, i, d->y[i]);
+                               "the state is not finite at t = %.17g (component %zu is %g)", r->t, i,
+                               d->y[i]);
     if (d->opt.progress)
-        atomic_store_explicit(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0),
-                              memory_order_relaxed);
+        atomic_store_explicit(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0), memory_order_relaxed);
     return HAMEL_OK;
 }
 
@@ -317,15 +312,13 @@ static int integ__advance(integ_driver *d, integ__run *r, double t1)
     return HAMEL_OK;
 }
 
-static int integ__check_run(const integ_driver *d, double t0, const double *y0,
-                            const double *times, size_t n, char *reason)
+static int integ__check_run(const integ_driver *d, double t0, const double *y0, const double *times, size_t n,
+                            char *reason)
 {
     if (!d || !y0 || !times || n == 0)
-        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_INTERNAL,
-                           "integ: nothing to integrate");
+        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_INTERNAL, "integ: nothing to integrate");
     if (!isfinite(t0))
-        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_REQUEST,
-                           "the initial time is not finite");
+        return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_REQUEST, "the initial time is not finite");
     for (size_t k = 0; k < n; k++)
         if (!isfinite(times[k]) || times[k] < t0 || (k > 0 && !(times[k] > times[k - 1])))
             return integ__fail(reason, INTEG_REASON_MAX, HAMEL_E_BAD_REQUEST,
@@ -339,8 +332,8 @@ static int integ__check_run(const integ_driver *d, double t0, const double *y0,
     return HAMEL_OK;
 }
 
-int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times,
-                       size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats)
+int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times, size_t n_times,
+                       integ_sample_fn sample, void *ctx, integ_stats *stats)
 {
     integ_stats local;
     if (!stats)
@@ -351,8 +344,12 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
     if (rc != HAMEL_OK)
         return rc;
 
-    integ__run r = {.t0 = t0, .t_end = times[n_times - 1], .t = t0, .h = d->opt.h0,
-                    .deadline = start + d->opt.max_wall_seconds, .reason = stats->reason};
+    integ__run r = {.t0 = t0,
+                    .t_end = times[n_times - 1],
+                    .t = t0,
+                    .h = d->opt.h0,
+                    .deadline = start + d->opt.max_wall_seconds,
+                    .reason = stats->reason};
     gsl_odeiv2_step_reset(d->step);
     gsl_odeiv2_evolve_reset(d->evolve);
     memcpy(d->y, y0, d->sys.dim * sizeof *d->y);
@@ -388,8 +385,7 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
 }
 
 int integ_run(const integ_system *sys, const integ_options *opt, double t0, const double *y0,
-              const double *times, size_t n_times, integ_sample_fn sample, void *ctx,
-              integ_stats *stats)
+              const double *times, size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats)
 {
     integ_driver *d = NULL;
     char reason[INTEG_REASON_MAX];

@@ -6,9 +6,9 @@
  * mechanics: any right-hand side will do.
  *
  * The driver steps with gsl_odeiv2_evolve_apply, landing exactly on each output time
- * (no step goes past it; bsimp's sub-steps may evaluate f a few ulps beyond), and checks the cancel flag, the step budget and the deadline between
- * every two steps. Each output time is handed to a sample callback in order; samples
- * already delivered stay valid when a run fails part-way.
+ * (no step goes past it; bsimp's sub-steps may evaluate f a few ulps beyond), and checks the cancel flag, the
+ * step budget and the deadline between every two steps. Each output time is handed to a sample callback in
+ * order; samples already delivered stay valid when a run fails part-way.
  *
  * Implicit steppers (rk1imp rk2imp rk4imp bsimp msbdf) get a forward-difference
  * Jacobian of the right-hand side (step sqrt(eps) max(|y_j|, 1)), df/dt included: dim + 2
@@ -47,26 +47,26 @@ typedef struct integ_system {
 } integ_system;
 
 typedef struct integ_options {
-    const char *method;      /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
-    double rtol, atol;       /* per component: |err| <= atol + rtol |y| (control_y_new) */
-    double h0;               /* first step size; 0: chosen from f(t0, y0) */
-    long max_steps;          /* accepted steps of one run, all intervals together */
-    double max_wall_seconds; /* wall time of one run */
-    atomic_int *cancel;      /* nonzero stops the run between steps; may be NULL */
+    const char *method;       /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
+    double rtol, atol;        /* per component: |err| <= atol + rtol |y| (control_y_new) */
+    double h0;                /* first step size; 0: chosen from f(t0, y0) */
+    long max_steps;           /* accepted steps of one run, all intervals together */
+    double max_wall_seconds;  /* wall time of one run */
+    atomic_int *cancel;       /* nonzero stops the run between steps; may be NULL */
     _Atomic double *progress; /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
 } integ_options;
 
 /* What one run did. On failure `reason` says what went wrong, where, in plain words. */
 typedef struct integ_stats {
-    long steps;         /* accepted steps */
-    long failed_steps;  /* rejected attempts (error too large, or the stepper failed) */
-    long rhs_evals;     /* every call of the right-hand side, jac_rhs_evals included */
-    long jac_evals;     /* finite-difference Jacobians formed (implicit steppers) */
-    long jac_rhs_evals; /* right-hand side calls spent on those Jacobians */
-    long samples;       /* sample callbacks made */
-    double t;           /* time reached (the last accepted step) */
-    double h;           /* step size the integrator would try next, or the one that failed */
-    double wall_ms;     /* wall time of the run */
+    long steps;                    /* accepted steps */
+    long failed_steps;             /* rejected attempts (error too large, or the stepper failed) */
+    long rhs_evals;                /* every call of the right-hand side, jac_rhs_evals included */
+    long jac_evals;                /* finite-difference Jacobians formed (implicit steppers) */
+    long jac_rhs_evals;            /* right-hand side calls spent on those Jacobians */
+    long samples;                  /* sample callbacks made */
+    double t;                      /* time reached (the last accepted step) */
+    double h;                      /* step size the integrator would try next, or the one that failed */
+    double wall_ms;                /* wall time of the run */
     char reason[INTEG_REASON_MAX]; /* "" on success */
 } integ_stats;
 
@@ -84,8 +84,8 @@ int integ_method_known(const char *name);
  * driver. Returns 0 and sets *out (caller frees with integ_driver_free), or
  * HAMEL_E_BAD_REQUEST (unknown method, bad tolerances or budgets) or HAMEL_E_INTERNAL
  * (out of memory) with a message in reason[reason_size] when reason is not NULL. */
-int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out,
-                     char *reason, size_t reason_size);
+int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out, char *reason,
+                     size_t reason_size);
 
 /* Integrates from (t0, y0) through times[0..n_times) (increasing; times[0] may equal t0),
  * calling sample (may be NULL) at each of them. Borrows y0 and times; fills *stats (may
@@ -95,8 +95,8 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
  * _INTEGRATOR (step size underflow, stepper failure), _BAD_REQUEST / _BAD_INITIAL (bad
  * times or y0) or the sample callback's nonzero value. A driver runs one apply at a
  * time; it may be applied again afterwards (each run starts afresh). */
-int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times,
-                       size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats);
+int integ_driver_apply(integ_driver *d, double t0, const double *y0, const double *times, size_t n_times,
+                       integ_sample_fn sample, void *ctx, integ_stats *stats);
 
 /* Frees a driver and everything it allocated. Accepts NULL. */
 void integ_driver_free(integ_driver *d);
@@ -104,7 +104,6 @@ void integ_driver_free(integ_driver *d);
 /* One run: integ_driver_new + integ_driver_apply + integ_driver_free. The reason of a
  * failure to create the driver goes to stats->reason. Same returns as those two. */
 int integ_run(const integ_system *sys, const integ_options *opt, double t0, const double *y0,
-              const double *times, size_t n_times, integ_sample_fn sample, void *ctx,
-              integ_stats *stats);
+              const double *times, size_t n_times, integ_sample_fn sample, void *ctx, integ_stats *stats);
 
 #endif

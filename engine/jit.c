@@ -32,8 +32,7 @@ typedef struct jit_buf {
     int err; /* 0, JIT_E_TOO_LARGE or JIT_E_NOMEM */
 } jit_buf;
 
-static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void jit__buf_printf(jit_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
 {
@@ -275,19 +274,13 @@ static void jit__generate(const tape *t, jit_buf *b)
         case TAPE_ADD:
         case TAPE_SUB:
         case TAPE_MUL:
-        case TAPE_DIV:
-            jit__buf_printf(b, "double s%d = s%d %s s%d;\n", i, p->a, jit_binop[op], p->b);
-            break;
+        case TAPE_DIV: jit__buf_printf(b, "double s%d = s%d %s s%d;\n", i, p->a, jit_binop[op], p->b); break;
         case TAPE_NEG: jit__buf_printf(b, "double s%d = -s%d;\n", i, p->a); break;
         case TAPE_POWI: jit__emit_powi(b, i, p->a, p->b); break;
         case TAPE_POW: jit__buf_printf(b, "double s%d = pow(s%d, s%d);\n", i, p->a, p->b); break;
-        case TAPE_ATAN2:
-            jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b);
-            break;
+        case TAPE_ATAN2: jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b); break;
         case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
-        default:
-            jit__buf_printf(b, "double s%d = %s(s%d);\n", i, jit__unary_name(op), p->a);
-            break;
+        default: jit__buf_printf(b, "double s%d = %s(s%d);\n", i, jit__unary_name(op), p->a); break;
         }
     }
     free(partner);
@@ -378,8 +371,7 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
     }
     int rc = jit__check(t);
     if (rc < 0) {
-        jit__set_msg(err, err_size,
-                     rc == JIT_E_TOO_LARGE ? "tape exceeds JIT_MAX_SLOTS" : "malformed tape");
+        jit__set_msg(err, err_size, rc == JIT_E_TOO_LARGE ? "tape exceeds JIT_MAX_SLOTS" : "malformed tape");
         return rc;
     }
 
@@ -409,10 +401,7 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
     return 0;
 }
 
-int jit_compile(tape *t)
-{
-    return jit_compile_msg(t, NULL, 0);
-}
+int jit_compile(tape *t) { return jit_compile_msg(t, NULL, 0); }
 
 void jit_release(void *jit)
 {

@@ -39,11 +39,11 @@
 
 /* Why jit_compile declined. These never reach a problem document: the caller just
  * keeps the interpreter. */
-#define JIT_E_DISABLED -1 /* HAMEL_NO_JIT is set */
-#define JIT_E_BAD_TAPE -2 /* an opcode or operand index is out of range */
+#define JIT_E_DISABLED -1  /* HAMEL_NO_JIT is set */
+#define JIT_E_BAD_TAPE -2  /* an opcode or operand index is out of range */
 #define JIT_E_TOO_LARGE -3 /* more than JIT_MAX_SLOTS slots or JIT_MAX_SOURCE bytes */
-#define JIT_E_NOMEM -4    /* out of memory */
-#define JIT_E_COMPILE -5  /* libtcc failed (compile, link or relocation) */
+#define JIT_E_NOMEM -4     /* out of memory */
+#define JIT_E_COMPILE -5   /* libtcc failed (compile, link or relocation) */
 
 /* Compiles t to machine code and sets t->fn and t->jit (t keeps ownership of the
  * compiled code; tape_free releases it). Returns 0 on success (also when t is

@@ -3,8 +3,8 @@
  * The matrices here are n x n with n the number of coordinates (typically 3–12) and
  * are factored at every right-hand-side evaluation. GSL's LU (gsl_linalg_LU_decomp)
  * is blocked and recursive since GSL 2.7 and costs several times more than these
- * straight loops at this size (measured in engine/DESIGN.md: 390 ns against 140-200 ns at n = 5); for larger n the
- * difference vanishes. Row-major storage, no allocation.
+ * straight loops at this size (measured in engine/DESIGN.md: 390 ns against 140-200 ns at n = 5); for larger
+ * n the difference vanishes. Row-major storage, no allocation.
  */
 #ifndef HAMEL_LINALG_H
 #define HAMEL_LINALG_H

@@ -32,8 +32,7 @@ static int valid_identifier(const char *s)
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
         return 0;
     for (const char *p = s + 1; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '_'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return 0;
     return 1;
 }
@@ -386,7 +385,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         *speeds_js = NULL;
     }
     if (expr_ctx_overflow(m->ctx))
-        add_error(problem, "model", -1, "the model's expressions exceed the node limit (%zu)", lim->max_nodes);
+        add_error(problem, "model", -1, "the model's expressions exceed the node limit (%zu)",
+                  lim->max_nodes);
     return count_errors(problem) ? -1 : 0;
 }
 
@@ -593,8 +593,8 @@ static int setup_speeds(struct engine_model *m, const json_t *speeds_js, const e
     int count = (int)json_array_size(speeds_js);
     if (count != m->k) {
         add_error(problem, "model.speeds", -1,
-                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n,
-                  m->nlin, m->k, count);
+                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n, m->nlin,
+                  m->k, count);
         return -1;
     }
     for (int r = 0; r < m->k; r++) {
@@ -662,14 +662,14 @@ static void decide_energy(struct engine_model *m)
     int ok = 1;
     why[0] = '\0';
     const char *sep = "";
-#define WHY(...)                                                                                   \
-    do {                                                                                           \
-        size_t used = strlen(why);                                                                 \
-        snprintf(why + used, len - used, "%s", sep);                                               \
-        used = strlen(why);                                                                        \
-        snprintf(why + used, len - used, __VA_ARGS__);                                             \
-        sep = "; ";                                                                                \
-        ok = 0;                                                                                    \
+#define WHY(...)                                                                                             \
+    do {                                                                                                     \
+        size_t used = strlen(why);                                                                           \
+        snprintf(why + used, len - used, "%s", sep);                                                         \
+        used = strlen(why);                                                                                  \
+        snprintf(why + used, len - used, __VA_ARGS__);                                                       \
+        sep = "; ";                                                                                          \
+        ok = 0;                                                                                              \
     } while (0)
     if (!m->scleronomic)
         WHY("the constraints are rheonomic (they depend on t)");
@@ -739,16 +739,16 @@ static int make_canonical(struct engine_model *m)
     json_object_set_new(js, "generalized_forces", forces);
     json_t *cons = json_array();
     for (int j = 0; j < m->nc; j++)
-        json_array_append_new(cons, json_pack("{s:s, s:o}", "name", m->cons[j].name, "expr",
-                                              printed(c, m->cons[j].f)));
+        json_array_append_new(
+            cons, json_pack("{s:s, s:o}", "name", m->cons[j].name, "expr", printed(c, m->cons[j].f)));
     json_object_set_new(js, "constraints", cons);
     /* Speeds the engine chose are left out: the canonical form then compiles to the
      * same choice and the same id. */
     if (!m->default_speeds) {
         json_t *speeds = json_array();
         for (int r = 0; r < m->k; r++)
-            json_array_append_new(speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
-                                                    printed(c, m->speed_f[r])));
+            json_array_append_new(
+                speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr", printed(c, m->speed_f[r])));
         json_object_set_new(js, "speeds", speeds);
     }
     m->canonical = json_dumps(js, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -780,8 +780,8 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *speeds = json_array(), *sexpr = json_array();
     for (int r = 0; r < m->k; r++) {
         json_array_append_new(speeds, json_string(m->speeds[r]));
-        json_array_append_new(sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
-                                               printed(m->ctx, m->speed_f[r])));
+        json_array_append_new(
+            sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr", printed(m->ctx, m->speed_f[r])));
     }
     json_object_set_new(s, "speeds", speeds);
     json_object_set_new(s, "speed_definitions", sexpr);
@@ -790,22 +790,22 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
         json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b}", "name", mc->name, "expr",
-                                              printed(m->ctx, mc->f), "linear", mc->linear,
-                                              "rheonomic", mc->rheonomic, "holonomic", mc->holonomic));
+                                              printed(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
+                                              mc->rheonomic, "holonomic", mc->holonomic));
     }
     json_object_set_new(s, "constraints", cons);
     json_object_set_new(s, "scleronomic", json_boolean(m->scleronomic));
     json_object_set_new(s, "energy_conserved", json_boolean(m->energy_conserved));
     json_object_set_new(s, "energy_reason", json_string(m->energy_reason));
-    json_object_set_new(s, "energy_expression",
-                        json_string(m->energy_is_jacobi ? "p.q' - T + V" : "T + V"));
+    json_object_set_new(s, "energy_expression", json_string(m->energy_is_jacobi ? "p.q' - T + V" : "T + V"));
     json_t *params = json_object();
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(s, "parameters", params);
     int all_linear = m->nlin == m->nc;
     json_object_set_new(s, "formulations",
-                        all_linear ? json_pack("[s, s]", "hamel", "multipliers") : json_pack("[s]", "multipliers"));
+                        all_linear ? json_pack("[s, s]", "hamel", "multipliers")
+                                   : json_pack("[s]", "multipliers"));
     json_object_set_new(s, "default_formulation", json_string(all_linear ? "hamel" : "multipliers"));
     if (json_array_size(warnings))
         json_object_set(s, "warnings", warnings);
@@ -847,7 +847,8 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
     for (int i = 0; i < idx && clean; i++)
         for (int s = 0; s < ns && clean; s++) {
             const expr_symbol *sym = expr_sym_get(m->ctx, s);
-            if ((sym->cls == SYM_VELOCITY || sym->cls == SYM_SPEED) && !allowed[s] && expr_depends(roots[i], s))
+            if ((sym->cls == SYM_VELOCITY || sym->cls == SYM_SPEED) && !allowed[s] &&
+                expr_depends(roots[i], s))
                 clean = 0;
         }
     if (clean)
@@ -864,9 +865,19 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
 
 /* ---- the whole compilation ---- */
 
-static const char *const known_keys[] = {
-    "name", "coordinates", "parameters", "definitions", "kinetic_energy", "potential_energy",
-    "generalized_forces", "constraints", "speeds", "description", "notes", "source", NULL};
+static const char *const known_keys[] = {"name",
+                                         "coordinates",
+                                         "parameters",
+                                         "definitions",
+                                         "kinetic_energy",
+                                         "potential_energy",
+                                         "generalized_forces",
+                                         "constraints",
+                                         "speeds",
+                                         "description",
+                                         "notes",
+                                         "source",
+                                         NULL};
 
 int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
 {
@@ -940,8 +951,8 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
                 lin_grad[(size_t)m->nlin * n + i] = cgrad[(size_t)j * n + i];
             mc->row = m->nlin++; /* provisional: rows are renumbered after the speeds */
         }
-        mc->rheonomic = expr_depends(mc->f, m->sym_t) ||
-                        (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
+        mc->rheonomic =
+            expr_depends(mc->f, m->sym_t) || (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
     }
     if (count_errors(prob)) {
         free(lin_grad);
@@ -1133,8 +1144,8 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
         free(roots);
     }
     if (expr_ctx_overflow(c) || !m->tape_dyn || !m->tape_obs || !m->tape_mult || !m->tape_dpsi) {
-        add_error(prob, "model", -1,
-                  "the derived equations exceed the expression node limit (%zu nodes)", lim->max_nodes);
+        add_error(prob, "model", -1, "the derived equations exceed the expression node limit (%zu nodes)",
+                  lim->max_nodes);
         code = HAMEL_E_LIMIT;
         goto fail;
     }
@@ -1152,9 +1163,10 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
             goto oom;
         }
         json_object_set_new(m->summary, "reduction",
-                            json_string(m->tape_fast ? "symbolic" : red.have_phi ? "numeric (symbolic Phi has "
-                                                                                   "pivots that may vanish)"
-                                                                                 : "numeric"));
+                            json_string(m->tape_fast   ? "symbolic"
+                                        : red.have_phi ? "numeric (symbolic Phi has "
+                                                         "pivots that may vanish)"
+                                                       : "numeric"));
         reduce_result_free(&red);
     }
     jit_compile(m->tape_psi);

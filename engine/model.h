@@ -35,28 +35,28 @@ struct engine_model {
     char *name;
     expr_ctx *ctx;
 
-    int n;      /* coordinates */
-    int k;      /* independent speeds = n - (linear constraints) */
-    int nc;     /* constraints, linear or not */
-    int nlin;   /* linear constraints */
-    int np;     /* parameters */
-    char **coords;        /* [n] */
-    char **speeds;        /* [k] */
-    expr **speed_f;       /* [k] u_r(q, q', t) */
-    model_constraint *cons; /* [nc] */
-    char **params;        /* [np], sorted by name */
-    double *param_values; /* [np] */
+    int n;                              /* coordinates */
+    int k;                              /* independent speeds = n - (linear constraints) */
+    int nc;                             /* constraints, linear or not */
+    int nlin;                           /* linear constraints */
+    int np;                             /* parameters */
+    char **coords;                      /* [n] */
+    char **speeds;                      /* [k] */
+    expr **speed_f;                     /* [k] u_r(q, q', t) */
+    model_constraint *cons;             /* [nc] */
+    char **params;                      /* [np], sorted by name */
+    double *param_values;               /* [np] */
     int *sym_q, *sym_qd, *sym_p, sym_t; /* symbol indices */
     int *sym_u;                         /* [k] speed symbols (for printed equations) */
     int default_speeds;                 /* speeds were chosen by the engine */
     int ndefs;
-    char **def_names, **def_texts;      /* [ndefs], to re-parse in a fresh context */
+    char **def_names, **def_texts; /* [ndefs], to re-parse in a fresh context */
     double compile_ms;
 
     expr *T, *V;
-    expr **Q;       /* [n] generalized forces (0 where absent) */
-    expr **psi;     /* [n*n] row-major; rows = speeds then linear constraints */
-    expr **psi_t;   /* [n] */
+    expr **Q;         /* [n] generalized forces (0 where absent) */
+    expr **psi;       /* [n*n] row-major; rows = speeds then linear constraints */
+    expr **psi_t;     /* [n] */
     char **row_names; /* [n] speeds then linear constraints */
 
     int scleronomic;
@@ -64,17 +64,17 @@ struct engine_model {
     int energy_is_jacobi; /* the energy check uses p.q' - T + V, not T + V */
     char energy_reason[320];
 
-    int n_in; /* tape inputs: np + 1 + 2n */
-    tape *tape_psi; /* -> psi [n*n], psi_t [n] */
-    tape *tape_dyn; /* -> M upper [n(n+1)/2], g [n], b [n] */
-    tape *tape_obs; /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
-    tape *tape_mult; /* -> J [nc*n], Df [nc] (the multipliers formulation) */
-    tape *tape_dpsi; /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
-    tape *tape_fast; /* -> q' [n], M* upper [k(k+1)/2], F [k] on (q, u, t): the
-                      * symbolically reduced equations (reduce.h), or NULL */
-    int *u_slot;     /* [k] input slot of speed u_r for tape_fast */
+    int n_in;            /* tape inputs: np + 1 + 2n */
+    tape *tape_psi;      /* -> psi [n*n], psi_t [n] */
+    tape *tape_dyn;      /* -> M upper [n(n+1)/2], g [n], b [n] */
+    tape *tape_obs;      /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
+    tape *tape_mult;     /* -> J [nc*n], Df [nc] (the multipliers formulation) */
+    tape *tape_dpsi;     /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
+    tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2], F [k] on (q, u, t): the
+                          * symbolically reduced equations (reduce.h), or NULL */
+    int *u_slot;         /* [k] input slot of speed u_r for tape_fast */
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
-    int work_len;    /* doubles of scratch the largest tape needs */
+    int work_len;        /* doubles of scratch the largest tape needs */
 
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */

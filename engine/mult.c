@@ -12,11 +12,11 @@ struct mult_ws {
     const struct engine_model *m;
     int n, nc;
     double *in, *work;
-    double *dyn;  /* M upper, g, b */
-    double *jf;   /* J [nc*n], Df [nc] */
-    double *obs;  /* energy, f [nc], p [n] */
-    double *kkt;  /* [(n+nc)^2] */
-    double *rhs;  /* [n+nc] */
+    double *dyn; /* M upper, g, b */
+    double *jf;  /* J [nc*n], Df [nc] */
+    double *obs; /* energy, f [nc], p [n] */
+    double *kkt; /* [(n+nc)^2] */
+    double *rhs; /* [n+nc] */
     int *piv;
 };
 

@@ -38,8 +38,7 @@ static expr *fail_at(struct parser *p, size_t pos, const char *fmt, ...)
 
 static void skip_space(struct parser *p)
 {
-    while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' ||
-           p->s[p->pos] == '\r')
+    while (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' || p->s[p->pos] == '\r')
         p->pos++;
 }
 
@@ -117,12 +116,11 @@ static int fn_lookup(const char *name, int *nargs, int *fn, int *alias)
         const char *name;
         int fn, nargs, alias;
     } table[] = {
-        {"sin", FN_SIN, 1, 0},     {"cos", FN_COS, 1, 0},     {"tan", FN_TAN, 1, 0},
-        {"sec", FN_COS, 1, 1},     {"csc", FN_SIN, 1, 1},     {"cot", FN_TAN, 1, 2},
-        {"asin", FN_ASIN, 1, 0},   {"acos", FN_ACOS, 1, 0},   {"atan", FN_ATAN, 1, 0},
-        {"atan2", FN_ATAN2, 2, 0}, {"sinh", FN_SINH, 1, 0},   {"cosh", FN_COSH, 1, 0},
-        {"tanh", FN_TANH, 1, 0},   {"exp", FN_EXP, 1, 0},     {"log", FN_LOG, 1, 0},
-        {"sqrt", FN_SQRT, 1, 0},   {"abs", FN_ABS, 1, 0},     {"pow", -1, 2, 3},
+        {"sin", FN_SIN, 1, 0},   {"cos", FN_COS, 1, 0},     {"tan", FN_TAN, 1, 0},   {"sec", FN_COS, 1, 1},
+        {"csc", FN_SIN, 1, 1},   {"cot", FN_TAN, 1, 2},     {"asin", FN_ASIN, 1, 0}, {"acos", FN_ACOS, 1, 0},
+        {"atan", FN_ATAN, 1, 0}, {"atan2", FN_ATAN2, 2, 0}, {"sinh", FN_SINH, 1, 0}, {"cosh", FN_COSH, 1, 0},
+        {"tanh", FN_TANH, 1, 0}, {"exp", FN_EXP, 1, 0},     {"log", FN_LOG, 1, 0},   {"sqrt", FN_SQRT, 1, 0},
+        {"abs", FN_ABS, 1, 0},   {"pow", -1, 2, 3},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, name) == 0) {
@@ -151,8 +149,7 @@ static expr *parse_call(struct parser *p, const char *name, size_t start)
     expr *args[2] = {NULL, NULL};
     int got = 0;
     if (peek(p) == ')')
-        return fail_at(p, p->pos, "'%s' takes %d argument%s, got 0", name, nargs,
-                       nargs == 1 ? "" : "s");
+        return fail_at(p, p->pos, "'%s' takes %d argument%s, got 0", name, nargs, nargs == 1 ? "" : "s");
     for (;;) {
         expr *a = parse_sum(p);
         if (!a)
@@ -174,13 +171,12 @@ static expr *parse_call(struct parser *p, const char *name, size_t start)
                        describe(ch, buf));
     }
     if (got != nargs)
-        return fail_at(p, start, "'%s' takes %d argument%s, got %d", name, nargs,
-                       nargs == 1 ? "" : "s", got);
+        return fail_at(p, start, "'%s' takes %d argument%s, got %d", name, nargs, nargs == 1 ? "" : "s", got);
     expr_ctx *c = p->c;
     expr *r;
     switch (alias) {
     case 1: r = expr_powi(c, expr_fun(c, fn, args[0]), -1); break; /* sec, csc */
-    case 2: /* cot = cos / sin */
+    case 2:                                                        /* cot = cos / sin */
         r = expr_mul(c, expr_fun(c, FN_COS, args[0]), expr_powi(c, expr_fun(c, FN_SIN, args[0]), -1));
         break;
     case 3: r = expr_pow(c, args[0], args[1]); break;
@@ -203,8 +199,8 @@ static expr *parse_primary(struct parser *p)
             return NULL;
         if (peek(p) != ')') {
             char buf[16];
-            return fail_at(p, p->pos, "expected ')' to close the '(' at column %zu, found %s",
-                           start + 1, describe(p->s[p->pos], buf));
+            return fail_at(p, p->pos, "expected ')' to close the '(' at column %zu, found %s", start + 1,
+                           describe(p->s[p->pos], buf));
         }
         p->pos++;
         return e;
@@ -254,9 +250,9 @@ static expr *parse_primary(struct parser *p)
         return fail_at(p, start, "velocity %s is not allowed in %s", sym->name,
                        p->opts->what ? p->opts->what : "this expression");
     if (sym->cls == SYM_TIME && !p->opts->allow_time)
-        return fail_at(p, start, "time t is not allowed in %s", p->opts->what ? p->opts->what : "this expression");
-    if (sym->cls == SYM_DEF && !p->opts->allow_velocity &&
-        expr_depends_class(p->c, sym->node, SYM_VELOCITY))
+        return fail_at(p, start, "time t is not allowed in %s",
+                       p->opts->what ? p->opts->what : "this expression");
+    if (sym->cls == SYM_DEF && !p->opts->allow_velocity && expr_depends_class(p->c, sym->node, SYM_VELOCITY))
         return fail_at(p, start, "definition '%s' uses velocities, which are not allowed in %s", name,
                        p->opts->what ? p->opts->what : "this expression");
     if (sym->cls == SYM_DEF && !p->opts->allow_time && expr_depends_class(p->c, sym->node, SYM_TIME))

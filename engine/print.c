@@ -116,11 +116,11 @@ static void print_name(struct printer *p, const char *name)
         sb_puts(&p->b, name);
         return;
     }
-    static const char *const greek[] = {
-        "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-        "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi",
-        "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma", "Upsilon", "Phi", "Psi",
-        "Omega"};
+    static const char *const greek[] = {"alpha", "beta",  "gamma",   "delta",  "epsilon", "zeta",   "eta",
+                                        "theta", "iota",  "kappa",   "lambda", "mu",      "nu",     "xi",
+                                        "pi",    "rho",   "sigma",   "tau",    "upsilon", "phi",    "chi",
+                                        "psi",   "omega", "Gamma",   "Delta",  "Theta",   "Lambda", "Xi",
+                                        "Pi",    "Sigma", "Upsilon", "Phi",    "Psi",     "Omega"};
     size_t len = strlen(name);
     int prime = len > 0 && name[len - 1] == '\'';
     char base[128];
@@ -312,11 +312,18 @@ static void print_rec(struct printer *p, const expr *e, int prec)
                 sb_puts(&p->b, "\\right|");
                 return;
             }
-            static const char *const lx[FN_COUNT] = {
-                [FN_SIN] = "\\sin", [FN_COS] = "\\cos", [FN_TAN] = "\\tan", [FN_ASIN] = "\\arcsin",
-                [FN_ACOS] = "\\arccos", [FN_ATAN] = "\\arctan", [FN_ATAN2] = "\\operatorname{atan2}",
-                [FN_SINH] = "\\sinh", [FN_COSH] = "\\cosh", [FN_TANH] = "\\tanh", [FN_EXP] = "\\exp",
-                [FN_LOG] = "\\log"};
+            static const char *const lx[FN_COUNT] = {[FN_SIN] = "\\sin",
+                                                     [FN_COS] = "\\cos",
+                                                     [FN_TAN] = "\\tan",
+                                                     [FN_ASIN] = "\\arcsin",
+                                                     [FN_ACOS] = "\\arccos",
+                                                     [FN_ATAN] = "\\arctan",
+                                                     [FN_ATAN2] = "\\operatorname{atan2}",
+                                                     [FN_SINH] = "\\sinh",
+                                                     [FN_COSH] = "\\cosh",
+                                                     [FN_TANH] = "\\tanh",
+                                                     [FN_EXP] = "\\exp",
+                                                     [FN_LOG] = "\\log"};
             sb_puts(&p->b, lx[e->fn] ? lx[e->fn] : expr_fn_name(e->fn));
         } else {
             sb_puts(&p->b, expr_fn_name(e->fn));

@@ -8,7 +8,7 @@
 
 #define REDUCE_MAX_TERMS 4000
 #define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
-#define REDUCE_MAX_ADJUGATE 4 /* largest expression block inverted through its adjugate */
+#define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 
 static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
 
@@ -358,7 +358,8 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
             for (int i = 0; i < n; i++)
                 for (int l = 0; l < n; l++)
                     if (!expr_is_num(Mq[i * n + l], 0.0))
-                        prod[t++] = expr_product(c, (expr *[]){r->phi[i * n + s], Mq[i * n + l], r->phi[l * n + s2]}, 3);
+                        prod[t++] = expr_product(
+                            c, (expr *[]){r->phi[i * n + s], Mq[i * n + l], r->phi[l * n + s2]}, 3);
             r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, prod, t));
             free(prod);
         }

@@ -151,7 +151,8 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
             }
             double t = json_number_value(v);
             if (t < prev || (i > 0 && t == prev)) {
-                bad(problem, path, "times must increase from initial.t (%g); got %g after %g", r->t0, t, prev);
+                bad(problem, path, "times must increase from initial.t (%g); got %g after %g", r->t0, t,
+                    prev);
                 return -1;
             }
             if (have_t_end && t > r->t_end) {
@@ -217,7 +218,8 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
     return 0;
 }
 
-void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values, json_t **problem)
+void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values,
+                          json_t **problem)
 {
     if (m->np)
         memcpy(values, m->param_values, m->np * sizeof *values);
@@ -242,8 +244,8 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
 }
 
 static const char *const known_request_keys[] = {
-    "model", "model_id", "parameters", "initial", "t_end", "output", "integrator",
-    "formulation", "invariants", "hamel", "name", "description", NULL};
+    "model",       "model_id",   "parameters", "initial", "t_end",       "output", "integrator",
+    "formulation", "invariants", "hamel",      "name",    "description", NULL};
 
 int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
                       sim_request *r, json_t **problem)
@@ -264,8 +266,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             for (int i = 0; known_request_keys[i]; i++)
                 known |= strcmp(key, known_request_keys[i]) == 0;
             if (!known)
-                bad(problem, key, "unknown field (expected one of model, model_id, parameters, "
-                                  "initial, t_end, output, integrator, formulation, invariants, hamel)");
+                bad(problem, key,
+                    "unknown field (expected one of model, model_id, parameters, "
+                    "initial, t_end, output, integrator, formulation, invariants, hamel)");
         }
     }
     r->params = calloc(m->np + 1, sizeof *r->params);
@@ -362,7 +365,8 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
     int have_t_end = get_number(js, "t_end", &r->t_end, "t_end", problem) == 1;
     if (have_t_end && !(r->t_end > r->t0))
         bad(problem, "t_end", "must be after initial.t (%g)", r->t0);
-    if (!*problem && parse_output(json_object_get(js, "output"), r, lim, problem, have_t_end) < 0 && !*problem)
+    if (!*problem && parse_output(json_object_get(js, "output"), r, lim, problem, have_t_end) < 0 &&
+        !*problem)
         goto oom;
 
     /* integrator */
@@ -381,7 +385,8 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                 "msadams, msbdf");
         else if (meth)
             snprintf(r->method, sizeof r->method, "%s", json_string_value(meth));
-        if (get_number(integ, "rtol", &r->rtol, "integrator.rtol", problem) == 1 && !(r->rtol >= 0 && r->rtol < 1))
+        if (get_number(integ, "rtol", &r->rtol, "integrator.rtol", problem) == 1 &&
+            !(r->rtol >= 0 && r->rtol < 1))
             bad(problem, "integrator.rtol", "must be in [0, 1)");
         if (get_number(integ, "atol", &r->atol, "integrator.atol", problem) == 1 && !(r->atol >= 0))
             bad(problem, "integrator.atol", "must be >= 0");
@@ -456,9 +461,10 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
     }
     if (!r->have_qd0) {
         if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
-            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
-                                         "Psi (speeds and constraints) is singular at the initial configuration");
-            hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here: the speeds do not determine q'");
+            *problem = hamel_problem_new(
+                HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
+            hamel_problem_add(*problem, "initial.q", -1,
+                              "Psi is singular here: the speeds do not determine q'");
         }
         r->have_qd0 = 1;
     } else {
@@ -481,8 +487,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
             double *check = calloc(n, sizeof *check);
             if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
-                *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
-                                             "Psi (speeds and constraints) is singular at the initial configuration");
+                *problem = hamel_problem_new(
+                    HAMEL_E_BAD_INITIAL,
+                    "Psi (speeds and constraints) is singular at the initial configuration");
                 hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here");
             }
             free(check);
@@ -496,9 +503,9 @@ out:
         return (int)(json_integer_value(json_object_get(*problem, "status")) == 422 &&
                              strstr(json_string_value(json_object_get(*problem, "type")), "initial")
                          ? HAMEL_E_BAD_INITIAL
-                         : strstr(json_string_value(json_object_get(*problem, "type")), "formulation")
-                               ? HAMEL_E_FORMULATION
-                               : HAMEL_E_BAD_REQUEST);
+                     : strstr(json_string_value(json_object_get(*problem, "type")), "formulation")
+                         ? HAMEL_E_FORMULATION
+                         : HAMEL_E_BAD_REQUEST);
     }
     return 0;
 oom:
@@ -536,8 +543,9 @@ json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q,
                                                        num(gamma[idx])));
             }
             if (m->gamma_t_nz[(size_t)j * n + r])
-                json_array_append_new(gt, json_pack("{s:s, s:s, s:o}", "j", m->row_names[j], "r",
-                                                    m->row_names[r], "value", num(gamma_t[(size_t)j * n + r])));
+                json_array_append_new(gt,
+                                      json_pack("{s:s, s:s, s:o}", "j", m->row_names[j], "r", m->row_names[r],
+                                                "value", num(gamma_t[(size_t)j * n + r])));
         }
     return json_pack("{s:o, s:o, s:o, s:o}", "t", num(t), "q", qo, "gamma", g, "gamma_t", gt);
 }
@@ -550,15 +558,15 @@ struct run {
     hamel_ws *w;
     mult_ws *mw;
     int n, k, nc;
-    int ns;        /* samples stored */
-    double *t;     /* [n_times] */
-    double *q;     /* [n_times * n] */
-    double *u;     /* [n_times * k] */
-    double *qd;    /* [n_times * n] */
+    int ns;     /* samples stored */
+    double *t;  /* [n_times] */
+    double *q;  /* [n_times * n] */
+    double *u;  /* [n_times * k] */
+    double *qd; /* [n_times * n] */
     double *energy;
-    double *res;   /* [n_times * nc] */
-    double *lam;   /* [n_times * nc] (multipliers) */
-    double *inv;   /* [n_times * n_inv] */
+    double *res; /* [n_times * nc] */
+    double *lam; /* [n_times * nc] (multipliers) */
+    double *inv; /* [n_times * n_inv] */
     double *inv_in, *inv_work;
     double *obs;
     json_t *hamel_points;
@@ -823,25 +831,29 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (ctl && rc == 0)
         ctl->progress = 1.0;
 
-    json_t *stats = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps,
-                              "rhs_evals", (json_int_t)st.rhs_evals, "failed_steps", (json_int_t)st.failed_steps,
-                              "samples", (json_int_t)R.ns, "compile_ms", m->compile_ms, "integrate_ms",
-                              st.wall_ms, "method", req->method, "formulation",
-                              req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+    json_t *stats =
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps, "rhs_evals",
+                  (json_int_t)st.rhs_evals, "failed_steps", (json_int_t)st.failed_steps, "samples",
+                  (json_int_t)R.ns, "compile_ms", m->compile_ms, "integrate_ms", st.wall_ms, "method",
+                  req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
-    json_object_set_new(stats, "reduction", json_string(req->formulation == SIM_MULTIPLIERS ? "none"
-                                                        : m->tape_fast ? "symbolic" : "numeric"));
+    json_object_set_new(stats, "reduction",
+                        json_string(req->formulation == SIM_MULTIPLIERS ? "none"
+                                    : m->tape_fast                      ? "symbolic"
+                                                                        : "numeric"));
     if (R.mw)
         json_object_set_new(stats, "baumgarte_alpha", json_real(MULT_BAUMGARTE_ALPHA));
     json_t *body = json_object();
     json_object_set_new(body, "model_id", json_string(m->id));
-    json_object_set_new(body, "formulation", json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
+    json_object_set_new(body, "formulation",
+                        json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
     json_object_set_new(body, "trajectory", trajectory_json(&R));
     json_object_set_new(body, "checks", checks_json(&R));
     if (req->hamel_mode != SIM_HAMEL_NONE)
-        json_object_set_new(body, "hamel", json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order",
-                                                     sim_gamma_order(m), "points", R.hamel_points));
+        json_object_set_new(body, "hamel",
+                            json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order", sim_gamma_order(m),
+                                      "points", R.hamel_points));
     json_object_set_new(body, "stats", stats);
     if (rc == 0) {
         *result = body;

@@ -11,19 +11,19 @@ enum sim_formulation { SIM_HAMEL, SIM_MULTIPLIERS };
 enum sim_hamel_mode { SIM_HAMEL_NONE, SIM_HAMEL_INITIAL, SIM_HAMEL_SAMPLES };
 
 typedef struct sim_request {
-    double *params;   /* [np] model values with the request's overrides */
+    double *params; /* [np] model values with the request's overrides */
     double t0, t_end;
-    double *q0;       /* [n] */
-    double *u0;       /* [k] independent speeds (hamel) */
-    double *qd0;      /* [n] velocities (both formulations; derived from u0 if absent) */
+    double *q0;  /* [n] */
+    double *u0;  /* [k] independent speeds (hamel) */
+    double *qd0; /* [n] velocities (both formulations; derived from u0 if absent) */
     int have_qd0;
-    double *times;    /* [n_times] output times, increasing, last = t_end */
+    double *times; /* [n_times] output times, increasing, last = t_end */
     int n_times;
     char method[16];
     double rtol, atol, h0;
     long max_steps;
-    int formulation;  /* enum sim_formulation */
-    int hamel_mode;   /* enum sim_hamel_mode */
+    int formulation; /* enum sim_formulation */
+    int hamel_mode;  /* enum sim_hamel_mode */
     int n_inv;
     char **inv_names;
     expr_ctx *inv_ctx;
@@ -38,7 +38,8 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
 /* Fills values[np] with the model's parameter values overridden by the request's
  * "parameters" object (may be NULL); adds an error to *problem (creating it) for an
  * unknown name or a value that is not a finite number. */
-void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values, json_t **problem);
+void sim_parse_parameters(const struct engine_model *m, const json_t *params, double *values,
+                          json_t **problem);
 
 /* Frees what sim_request_parse allocated inside req. Accepts a zeroed req. */
 void sim_request_free(sim_request *req);

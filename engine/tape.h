@@ -75,8 +75,6 @@ static inline void tape_run(const tape *t, const double *in, double *work, doubl
         tape_eval(t, in, work, out);
 }
 
-
-
 /* Built from expressions (tape_build.c). */
 #include "expr.h"
 
@@ -86,6 +84,5 @@ static inline void tape_run(const tape *t, const double *in, double *work, doubl
 /* Compiles the roots into a tape with n_inputs inputs; sym_input[s] is the input
  * slot of symbol s, or -1 if s must not occur (then NULL is returned). Returns a new
  * tape the caller frees with tape_free, or NULL. */
-tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *sym_input,
-                 int n_inputs);
+tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *sym_input, int n_inputs);
 #endif

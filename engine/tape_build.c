@@ -14,7 +14,7 @@ struct builder {
     const int *sym_input;
     tape_ins *ins;
     int n, cap;
-    int32_t *vn;      /* value numbering: open-addressing table of slots */
+    int32_t *vn; /* value numbering: open-addressing table of slots */
     size_t vn_cap;
     int32_t *slot_pos; /* per node id: slot of the node, -1 if not emitted */
     int32_t *slot_neg; /* per node id: slot of minus the node (products only) */
@@ -176,10 +176,9 @@ static int lower(struct builder *b, const expr *e)
         break;
     case EXPR_FUN: {
         static const int ops[FN_COUNT] = {
-            [FN_SIN] = TAPE_SIN,   [FN_COS] = TAPE_COS,   [FN_TAN] = TAPE_TAN,
-            [FN_ASIN] = TAPE_ASIN, [FN_ACOS] = TAPE_ACOS, [FN_ATAN] = TAPE_ATAN,
-            [FN_ATAN2] = TAPE_ATAN2, [FN_SINH] = TAPE_SINH, [FN_COSH] = TAPE_COSH,
-            [FN_TANH] = TAPE_TANH, [FN_EXP] = TAPE_EXP,   [FN_LOG] = TAPE_LOG,
+            [FN_SIN] = TAPE_SIN,   [FN_COS] = TAPE_COS,   [FN_TAN] = TAPE_TAN,     [FN_ASIN] = TAPE_ASIN,
+            [FN_ACOS] = TAPE_ACOS, [FN_ATAN] = TAPE_ATAN, [FN_ATAN2] = TAPE_ATAN2, [FN_SINH] = TAPE_SINH,
+            [FN_COSH] = TAPE_COSH, [FN_TANH] = TAPE_TANH, [FN_EXP] = TAPE_EXP,     [FN_LOG] = TAPE_LOG,
             [FN_SQRT] = TAPE_SQRT, [FN_ABS] = TAPE_ABS};
         int a = lower(b, e->args[0]);
         int a2 = e->nargs > 1 ? lower(b, e->args[1]) : 0;
@@ -219,8 +218,7 @@ static int lower(struct builder *b, const expr *e)
                 acc = emit(b, TAPE_ADD, acc, lower(b, t), 0);
         }
         if (e->num != 0.0)
-            acc = emit(b, e->num > 0 ? TAPE_ADD : TAPE_SUB, acc,
-                       emit(b, TAPE_CONST, 0, 0, fabs(e->num)), 0);
+            acc = emit(b, e->num > 0 ? TAPE_ADD : TAPE_SUB, acc, emit(b, TAPE_CONST, 0, 0, fabs(e->num)), 0);
         r = acc;
         break;
     }
@@ -230,8 +228,7 @@ static int lower(struct builder *b, const expr *e)
     return r;
 }
 
-tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *sym_input,
-                 int n_inputs)
+tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *sym_input, int n_inputs)
 {
     struct builder b = {c, sym_input, NULL, 0, 0, NULL, 0, NULL, NULL, 0};
     size_t nn = expr_ctx_nodes(c);

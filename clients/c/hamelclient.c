@@ -46,19 +46,22 @@ static const char *const client_kind_names[] = {
     "ok", "transport", "problem", "protocol", "usage", "nomem", "cancelled", "stopped", "timeout",
 };
 
-const char *hamelclient_kind_name(int kind) {
+const char *hamelclient_kind_name(int kind)
+{
     if (kind > 0 || -kind >= (int)(sizeof client_kind_names / sizeof *client_kind_names))
         return "unknown";
     return client_kind_names[-kind];
 }
 
-static void client_copy(char *dst, size_t size, const char *src) {
+static void client_copy(char *dst, size_t size, const char *src)
+{
     if (src == NULL)
         src = "";
     snprintf(dst, size, "%s", src);
 }
 
-static void error_clear(hamelclient_error *err) {
+static void error_clear(hamelclient_error *err)
+{
     if (err == NULL)
         return;
     memset(err, 0, sizeof *err);
@@ -67,7 +70,8 @@ static void error_clear(hamelclient_error *err) {
 }
 
 /* Fills a non-problem error (transport, protocol, usage, ...) and returns its kind. */
-static int error_set(hamelclient_error *err, int kind, int status, const char *fmt, ...) {
+static int error_set(hamelclient_error *err, int kind, int status, const char *fmt, ...)
+{
     if (err == NULL)
         return kind;
     error_clear(err);
@@ -80,7 +84,8 @@ static int error_set(hamelclient_error *err, int kind, int status, const char *f
     return kind;
 }
 
-static const char *json_str(const json_t *obj, const char *key) {
+static const char *json_str(const json_t *obj, const char *key)
+{
     return json_string_value(json_object_get(obj, key));
 }
 
@@ -88,7 +93,8 @@ static const char *json_str(const json_t *obj, const char *key) {
  * Borrows `doc` (which may be NULL or not an object: then only the status is known).
  * Returns `kind`. */
 static int error_from_problem(hamelclient *c, int kind, const json_t *doc, long http_status,
-                              hamelclient_error *err) {
+                              hamelclient_error *err)
+{
     json_decref(c->problem);
     c->problem = json_is_object(doc) ? json_incref((json_t *)doc) : NULL;
     if (err == NULL)
@@ -119,7 +125,8 @@ static int error_from_problem(hamelclient *c, int kind, const json_t *doc, long 
     return kind;
 }
 
-char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t size) {
+char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t size)
+{
     if (buf == NULL || size == 0)
         return buf;
     buf[0] = '\0';
@@ -153,7 +160,8 @@ char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t s
 
 /* ---- handle ------------------------------------------------------------------------ */
 
-int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out) {
+int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out)
+{
     if (out == NULL)
         return HAMELCLIENT_E_USAGE;
     *out = NULL;
@@ -180,8 +188,7 @@ int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamel
         if (c->auth_header != NULL)
             snprintf(c->auth_header, n, "Authorization: Bearer %s", token);
     }
-    if (c->base == NULL || c->curl == NULL ||
-        (token != NULL && token[0] != '\0' && c->auth_header == NULL)) {
+    if (c->base == NULL || c->curl == NULL || (token != NULL && token[0] != '\0' && c->auth_header == NULL)) {
         hamelclient_free(c);
         return HAMELCLIENT_E_NOMEM;
     }
@@ -199,7 +206,8 @@ int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamel
     return HAMELCLIENT_OK;
 }
 
-void hamelclient_free(hamelclient *c) {
+void hamelclient_free(hamelclient *c)
+{
     if (c == NULL)
         return;
     if (c->curl != NULL)
@@ -213,13 +221,12 @@ void hamelclient_free(hamelclient *c) {
 
 const char *hamelclient_url(const hamelclient *c) { return c != NULL ? c->base : NULL; }
 
-const json_t *hamelclient_last_problem(const hamelclient *c) {
-    return c != NULL ? c->problem : NULL;
-}
+const json_t *hamelclient_last_problem(const hamelclient *c) { return c != NULL ? c->problem : NULL; }
 
 /* ---- HTTP exchange ----------------------------------------------------------------- */
 
-static size_t client_on_body(char *ptr, size_t size, size_t nmemb, void *user) {
+static size_t client_on_body(char *ptr, size_t size, size_t nmemb, void *user)
+{
     client_buf *b = user;
     size_t n = size * nmemb;
     if (b->len + n + 1 > HAMELCLIENT_MAX_RESPONSE_BYTES) {
@@ -242,7 +249,8 @@ static size_t client_on_body(char *ptr, size_t size, size_t nmemb, void *user) {
     return n;
 }
 
-static size_t client_on_header(char *ptr, size_t size, size_t nmemb, void *user) {
+static size_t client_on_header(char *ptr, size_t size, size_t nmemb, void *user)
+{
     hamelclient *c = user;
     size_t n = size * nmemb;
     static const char name[] = "retry-after:";
@@ -261,13 +269,15 @@ static size_t client_on_header(char *ptr, size_t size, size_t nmemb, void *user)
     return n;
 }
 
-static double client_now(void) {
+static double client_now(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void client_sleep(double seconds) {
+static void client_sleep(double seconds)
+{
     if (seconds <= 0)
         return;
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
@@ -276,7 +286,8 @@ static void client_sleep(double seconds) {
 }
 
 /* Ids go into URL paths unescaped, so only these characters are allowed. */
-static int client_id_ok(const char *id) {
+static int client_id_ok(const char *id)
+{
     if (id == NULL || id[0] == '\0' || strlen(id) >= HAMELCLIENT_MAX_ID)
         return 0;
     for (const char *p = id; *p; p++) {
@@ -293,9 +304,9 @@ static int client_id_ok(const char *id) {
  * JSON. `wait_s` lengthens the timeout for a server-side wait. On a 2xx, *status holds
  * it and *out the parsed body (caller owns it; NULL for an empty body). A 503 is resent
  * after Retry-After up to the handle's retries; any other 4xx/5xx fills *err. */
-static int client_request(hamelclient *c, const char *method, const char *path,
-                          const json_t *body, int wait_s, long *status, json_t **out,
-                          hamelclient_error *err) {
+static int client_request(hamelclient *c, const char *method, const char *path, const json_t *body,
+                          int wait_s, long *status, json_t **out, hamelclient_error *err)
+{
     *out = NULL;
     *status = 0;
     json_decref(c->problem);
@@ -303,8 +314,7 @@ static int client_request(hamelclient *c, const char *method, const char *path,
     char url[HAMELCLIENT_MAX_URL];
     int n = snprintf(url, sizeof url, "%s%s", c->base, path);
     if (n < 0 || (size_t)n >= sizeof url)
-        return error_set(err, HAMELCLIENT_E_USAGE, 0, "URL longer than %d bytes",
-                         HAMELCLIENT_MAX_URL);
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "URL longer than %d bytes", HAMELCLIENT_MAX_URL);
     char *payload = NULL;
     if (body != NULL) {
         payload = json_dumps(body, JSON_COMPACT);
@@ -336,7 +346,9 @@ static int client_request(hamelclient *c, const char *method, const char *path,
         c->curl_err[0] = '\0';
         curl_easy_setopt(e, CURLOPT_URL, url);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_USERAGENT, "libhamelclient/" "0.1");
+        curl_easy_setopt(e, CURLOPT_USERAGENT,
+                         "libhamelclient/"
+                         "0.1");
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->curl_err);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_ms);
@@ -356,8 +368,8 @@ static int client_request(hamelclient *c, const char *method, const char *path,
         CURLcode cc = curl_easy_perform(e);
         if (cc != CURLE_OK) {
             if (c->body.too_big)
-                rc = error_set(err, HAMELCLIENT_E_NOMEM, 0, "%s %s: response larger than %zu bytes",
-                               method, path, HAMELCLIENT_MAX_RESPONSE_BYTES);
+                rc = error_set(err, HAMELCLIENT_E_NOMEM, 0, "%s %s: response larger than %zu bytes", method,
+                               path, HAMELCLIENT_MAX_RESPONSE_BYTES);
             else
                 rc = error_set(err, HAMELCLIENT_E_TRANSPORT, 0, "%s %s: %s", method, url,
                                c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
@@ -382,8 +394,7 @@ static int client_request(hamelclient *c, const char *method, const char *path,
             rc = error_from_problem(c, HAMELCLIENT_E_PROBLEM, doc, code, err);
             if (err != NULL && !json_is_object(doc)) {
                 snprintf(err->title, sizeof err->title, "HTTP %ld", code);
-                snprintf(err->detail, sizeof err->detail, "%.200s",
-                         c->body.data != NULL ? c->body.data : "");
+                snprintf(err->detail, sizeof err->detail, "%.200s", c->body.data != NULL ? c->body.data : "");
                 hamelclient_error_string(err, err->message, sizeof err->message);
             }
             json_decref(doc);
@@ -406,8 +417,9 @@ static int client_request(hamelclient *c, const char *method, const char *path,
 }
 
 /* A request whose 2xx answer must be a JSON object. */
-static int client_object(hamelclient *c, const char *method, const char *path, const json_t *body,
-                         int wait_s, long *status, json_t **out, hamelclient_error *err) {
+static int client_object(hamelclient *c, const char *method, const char *path, const json_t *body, int wait_s,
+                         long *status, json_t **out, hamelclient_error *err)
+{
     long st = 0;
     int rc = client_request(c, method, path, body, wait_s, &st, out, err);
     if (rc != HAMELCLIENT_OK)
@@ -415,8 +427,8 @@ static int client_object(hamelclient *c, const char *method, const char *path, c
     if (!json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
-        return error_set(err, HAMELCLIENT_E_PROTOCOL, (int)st, "%s %s: the answer is not an object",
-                         method, path);
+        return error_set(err, HAMELCLIENT_E_PROTOCOL, (int)st, "%s %s: the answer is not an object", method,
+                         path);
     }
     if (status != NULL)
         *status = st;
@@ -425,22 +437,24 @@ static int client_object(hamelclient *c, const char *method, const char *path, c
 
 /* ---- endpoints ---------------------------------------------------------------------- */
 
-#define CLIENT_CHECK(c, out, err)                                                              \
-    do {                                                                                       \
-        error_clear(err);                                                                      \
-        if ((out) != NULL)                                                                     \
-            *(out) = NULL;                                                                     \
-        if ((c) == NULL || (out) == NULL)                                                      \
-            return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle or out-parameter");     \
+#define CLIENT_CHECK(c, out, err)                                                                            \
+    do {                                                                                                     \
+        error_clear(err);                                                                                    \
+        if ((out) != NULL)                                                                                   \
+            *(out) = NULL;                                                                                   \
+        if ((c) == NULL || (out) == NULL)                                                                    \
+            return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle or out-parameter");                   \
     } while (0)
 
-int hamelclient_health(hamelclient *c, json_t **out, hamelclient_error *err) {
+int hamelclient_health(hamelclient *c, json_t **out, hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
     return client_object(c, "GET", "/v1/health", NULL, 0, NULL, out, err);
 }
 
-int hamelclient_model_submit(hamelclient *c, const json_t *model, json_t **summary,
-                             int *created, hamelclient_error *err) {
+int hamelclient_model_submit(hamelclient *c, const json_t *model, json_t **summary, int *created,
+                             hamelclient_error *err)
+{
     CLIENT_CHECK(c, summary, err);
     if (!json_is_object(model))
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "the model must be a JSON object");
@@ -451,8 +465,9 @@ int hamelclient_model_submit(hamelclient *c, const json_t *model, json_t **summa
     return rc;
 }
 
-static int client_get_id(hamelclient *c, const char *prefix, const char *id, const char *suffix,
-                         json_t **out, hamelclient_error *err) {
+static int client_get_id(hamelclient *c, const char *prefix, const char *id, const char *suffix, json_t **out,
+                         hamelclient_error *err)
+{
     if (!client_id_ok(id))
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid id: \"%.100s\"", id ? id : "");
     char path[HAMELCLIENT_MAX_ID + 64];
@@ -460,20 +475,20 @@ static int client_get_id(hamelclient *c, const char *prefix, const char *id, con
     return client_object(c, "GET", path, NULL, 0, NULL, out, err);
 }
 
-int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary,
-                          hamelclient_error *err) {
+int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary, hamelclient_error *err)
+{
     CLIENT_CHECK(c, summary, err);
     return client_get_id(c, "/v1/models/", model_id, "", summary, err);
 }
 
-int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out,
-                          hamelclient_error *err) {
+int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out, hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
     return client_get_id(c, "/v1/models/", model_id, "/equations", out, err);
 }
 
-int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out,
-                      hamelclient_error *err) {
+int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
     if (!json_is_object(request))
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "the request must be a JSON object");
@@ -482,7 +497,8 @@ int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out,
 
 /* What a job document says: 1 pending (queued/running), 0 done, or a negative kind with
  * *err filled (failed → PROBLEM, cancelled → CANCELLED, anything else → PROTOCOL). */
-static int client_job_outcome(hamelclient *c, const json_t *job, hamelclient_error *err) {
+static int client_job_outcome(hamelclient *c, const json_t *job, hamelclient_error *err)
+{
     const char *status = json_str(job, "status");
     if (status == NULL)
         return json_object_get(job, "trajectory") != NULL
@@ -511,8 +527,9 @@ static int client_job_outcome(hamelclient *c, const json_t *job, hamelclient_err
     return error_set(err, HAMELCLIENT_E_PROTOCOL, 0, "unknown job status \"%.64s\"", status);
 }
 
-int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait_s,
-                                 json_t **out, hamelclient_error *err) {
+int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait_s, json_t **out,
+                                 hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
     if (!json_is_object(request))
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "the request must be a JSON object");
@@ -546,12 +563,11 @@ int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait
     return HAMELCLIENT_OK;
 }
 
-int hamelclient_job_get(hamelclient *c, const char *job_id, int wait_s, json_t **out,
-                        hamelclient_error *err) {
+int hamelclient_job_get(hamelclient *c, const char *job_id, int wait_s, json_t **out, hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
     if (!client_id_ok(job_id))
-        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"",
-                         job_id ? job_id : "");
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"", job_id ? job_id : "");
     char path[HAMELCLIENT_MAX_ID + 64];
     if (wait_s > 0)
         snprintf(path, sizeof path, "/v1/jobs/%s?wait=%d", job_id, wait_s);
@@ -560,7 +576,8 @@ int hamelclient_job_get(hamelclient *c, const char *job_id, int wait_s, json_t *
     return client_object(c, "GET", path, NULL, wait_s, NULL, out, err);
 }
 
-static double job_progress(const json_t *job, int state) {
+static double job_progress(const json_t *job, int state)
+{
     if (state == 0)
         return 1.0;
     json_t *p = json_object_get(job, "progress");
@@ -568,8 +585,9 @@ static double job_progress(const json_t *job, int state) {
     return v < 0 ? 0 : (v > 1 ? 1 : v);
 }
 
-int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progress_fn progress,
-                         void *user, json_t **result, hamelclient_error *err) {
+int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progress_fn progress, void *user,
+                         json_t **result, hamelclient_error *err)
+{
     CLIENT_CHECK(c, result, err);
     double start = client_now();
     long pause_ms = c->poll_ms;
@@ -595,8 +613,8 @@ int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progres
         }
         json_decref(job);
         if (c->wait_timeout_s > 0 && client_now() - start > c->wait_timeout_s)
-            return error_set(err, HAMELCLIENT_E_TIMEOUT, 0, "job %s still running after %.1f s",
-                             job_id, c->wait_timeout_s);
+            return error_set(err, HAMELCLIENT_E_TIMEOUT, 0, "job %s still running after %.1f s", job_id,
+                             c->wait_timeout_s);
         /* Between polls: the configured pause, less the time a long poll already took;
          * a long-running job is polled gradually less often. */
         double left = (double)pause_ms / 1000.0 - (client_now() - asked);
@@ -606,16 +624,15 @@ int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progres
     }
 }
 
-int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out,
-                           hamelclient_error *err) {
+int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err)
+{
     error_clear(err);
     if (out != NULL)
         *out = NULL;
     if (c == NULL)
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle");
     if (!client_id_ok(job_id))
-        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"",
-                         job_id ? job_id : "");
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"", job_id ? job_id : "");
     char path[HAMELCLIENT_MAX_ID + 64];
     snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
     long st = 0;
@@ -628,8 +645,9 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out,
     return rc;
 }
 
-int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress,
-                         void *user, json_t **result, hamelclient_error *err) {
+int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
+                         json_t **result, hamelclient_error *err)
+{
     CLIENT_CHECK(c, result, err);
     json_t *doc = NULL;
     int rc = hamelclient_simulation_start(c, request, 0, &doc, err);

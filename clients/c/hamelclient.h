@@ -63,13 +63,13 @@ typedef struct hamelclient_error {
 
 /* Settings of a handle; zero fields take the defaults noted. */
 typedef struct hamelclient_options {
-    const char *token;        /* bearer token; NULL: $HAMEL_TOKEN if set, else none */
-    long connect_timeout_ms;  /* 0: 5000 */
-    long request_timeout_ms;  /* one request, beyond any ?wait= it asks for; 0: 60000 */
-    long poll_interval_ms;    /* between job polls; 0: 100 */
-    int long_poll_s;          /* > 0: poll with GET /v1/jobs/{id}?wait=N */
-    double wait_timeout_s;    /* longest hamelclient_job_wait; 0: no limit */
-    int retries_503;          /* resends after 503 + Retry-After; 0: 5, < 0: none */
+    const char *token;       /* bearer token; NULL: $HAMEL_TOKEN if set, else none */
+    long connect_timeout_ms; /* 0: 5000 */
+    long request_timeout_ms; /* one request, beyond any ?wait= it asks for; 0: 60000 */
+    long poll_interval_ms;   /* between job polls; 0: 100 */
+    int long_poll_s;         /* > 0: poll with GET /v1/jobs/{id}?wait=N */
+    double wait_timeout_s;   /* longest hamelclient_job_wait; 0: no limit */
+    int retries_503;         /* resends after 503 + Retry-After; 0: 5, < 0: none */
 } hamelclient_options;
 
 typedef struct hamelclient hamelclient;
@@ -78,8 +78,7 @@ typedef struct hamelclient hamelclient;
  * "running", "done", ...) and progress (0..1). The strings are borrowed for the call.
  * Return 0 to go on waiting, nonzero to stop (the wait returns HAMELCLIENT_E_STOPPED
  * and the job keeps running). */
-typedef int (*hamelclient_progress_fn)(void *user, const char *job_id, const char *status,
-                                       double progress);
+typedef int (*hamelclient_progress_fn)(void *user, const char *job_id, const char *status, double progress);
 
 /* Creates a handle for the service at `base_url` (NULL: $HAMEL_URL if set, else
  * HAMELCLIENT_DEFAULT_URL). `opts` is borrowed and may be NULL; its token is copied.
@@ -107,22 +106,19 @@ int hamelclient_health(hamelclient *c, json_t **out, hamelclient_error *err);
  * the model summary (caller owns it) and, when `created` is not NULL, *created is 1 if
  * the service had not seen the model (201) and 0 if it had (200). An invalid model
  * fails with HAMELCLIENT_E_PROBLEM, status 422 and the offending path and column. */
-int hamelclient_model_submit(hamelclient *c, const json_t *model, json_t **summary,
-                             int *created, hamelclient_error *err);
+int hamelclient_model_submit(hamelclient *c, const json_t *model, json_t **summary, int *created,
+                             hamelclient_error *err);
 
 /* GET /v1/models/{id}. On success *summary holds the summary (caller owns it). */
-int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary,
-                          hamelclient_error *err);
+int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary, hamelclient_error *err);
 
 /* GET /v1/models/{id}/equations. On success *out holds the derived equations (caller
  * owns them). */
-int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out,
-                          hamelclient_error *err);
+int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out, hamelclient_error *err);
 
 /* POST /v1/hamel with `request` (borrowed: {"model" | "model_id", "q", ...}). On
  * success *out holds the coefficients (caller owns them). */
-int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out,
-                      hamelclient_error *err);
+int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err);
 
 /* POST /v1/simulations[?wait=wait_s] with `request` (borrowed; it carries "model" or
  * "model_id"). On success *out (caller owns it) is either the finished result
@@ -130,31 +126,29 @@ int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out,
  * {"job_id", "status": "queued"|"running"} to pass to hamelclient_job_wait. A job that
  * failed within wait_s fails the call with HAMELCLIENT_E_PROBLEM. A 503 is resent after
  * its Retry-After, up to the handle's retries. */
-int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait_s,
-                                 json_t **out, hamelclient_error *err);
+int hamelclient_simulation_start(hamelclient *c, const json_t *request, int wait_s, json_t **out,
+                                 hamelclient_error *err);
 
 /* GET /v1/jobs/{id}[?wait=wait_s]: the job as it is now, whatever its status. On
  * success *out holds it (caller owns it). */
-int hamelclient_job_get(hamelclient *c, const char *job_id, int wait_s, json_t **out,
-                        hamelclient_error *err);
+int hamelclient_job_get(hamelclient *c, const char *job_id, int wait_s, json_t **out, hamelclient_error *err);
 
 /* Polls a job until it is done, calling `progress` (may be NULL; `user` is passed to
  * it) after every poll. On success *result holds the done job's result (caller owns
  * it). A failed job returns HAMELCLIENT_E_PROBLEM with its problem document; a
  * cancelled one HAMELCLIENT_E_CANCELLED. */
-int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progress_fn progress,
-                         void *user, json_t **result, hamelclient_error *err);
+int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progress_fn progress, void *user,
+                         json_t **result, hamelclient_error *err);
 
 /* DELETE /v1/jobs/{id}: asks the service to cancel a queued or running job. On success
  * *out, if `out` is not NULL, holds the service's answer (caller owns it). */
-int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out,
-                           hamelclient_error *err);
+int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err);
 
 /* Starts a simulation and waits for it: hamelclient_simulation_start without waiting,
  * then hamelclient_job_wait. `progress` may be NULL. On success *result holds the
  * result (caller owns it). */
-int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress,
-                         void *user, json_t **result, hamelclient_error *err);
+int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
+                         json_t **result, hamelclient_error *err);
 
 /* Writes a one-line description of `err` ("422 invalid-model: ... at /x column 3")
  * into buf[size], always NUL-terminated. Returns buf. */

@@ -23,8 +23,13 @@
 #define REMOTE_MAX_ARGS 16 /* positional arguments */
 #define REMOTE_BAR_WIDTH 30
 
-enum { REMOTE_EXIT_OK = 0, REMOTE_EXIT_PROBLEM = 1, REMOTE_EXIT_USAGE = 2, REMOTE_EXIT_TRANSPORT = 3,
-       REMOTE_EXIT_INTERRUPTED = 130 };
+enum {
+    REMOTE_EXIT_OK = 0,
+    REMOTE_EXIT_PROBLEM = 1,
+    REMOTE_EXIT_USAGE = 2,
+    REMOTE_EXIT_TRANSPORT = 3,
+    REMOTE_EXIT_INTERRUPTED = 130
+};
 
 typedef struct remote_args {
     const char *url, *token, *out, *q, *t;
@@ -42,17 +47,20 @@ typedef struct remote_ui {
 static volatile sig_atomic_t remote_interrupted;
 
 /* The string value of `v`, or `dflt` when it is not a string. */
-static const char *remote_sv(const json_t *v, const char *dflt) {
+static const char *remote_sv(const json_t *v, const char *dflt)
+{
     const char *s = json_string_value(v);
     return s != NULL ? s : dflt;
 }
 
 /* The string member `key` of `obj`, or `dflt`. */
-static const char *remote_str(const json_t *obj, const char *key, const char *dflt) {
+static const char *remote_str(const json_t *obj, const char *key, const char *dflt)
+{
     return remote_sv(json_object_get(obj, key), dflt);
 }
 
-static void remote_on_sigint(int sig) {
+static void remote_on_sigint(int sig)
+{
     (void)sig;
     remote_interrupted = 1;
 }
@@ -71,7 +79,8 @@ static const char remote_usage_text[] =
     "CSV columns: t, the coordinates, the speeds, then q' of each coordinate as name'.\n"
     "Exit status: 0 ok, 1 the service reported a problem, 2 usage, 3 transport.\n";
 
-static int remote_usage(const char *msg) {
+static int remote_usage(const char *msg)
+{
     if (msg != NULL)
         fprintf(stderr, "hamel remote: %s\n", msg);
     fputs(remote_usage_text, stderr);
@@ -79,7 +88,8 @@ static int remote_usage(const char *msg) {
 }
 
 /* Parses options anywhere on the line; the rest are positional. Returns 0 or -1. */
-static int remote_parse(int argc, char **argv, remote_args *a) {
+static int remote_parse(int argc, char **argv, remote_args *a)
+{
     memset(a, 0, sizeof *a);
     int i = 1;
     if (i < argc && strcmp(argv[i], "remote") == 0)
@@ -137,24 +147,21 @@ static int remote_parse(int argc, char **argv, remote_args *a) {
     return 0;
 }
 
-static int remote_exit_for(int rc) {
+static int remote_exit_for(int rc)
+{
     switch (rc) {
-    case HAMELCLIENT_OK:
-        return REMOTE_EXIT_OK;
+    case HAMELCLIENT_OK: return REMOTE_EXIT_OK;
     case HAMELCLIENT_E_PROBLEM:
-    case HAMELCLIENT_E_CANCELLED:
-        return REMOTE_EXIT_PROBLEM;
-    case HAMELCLIENT_E_USAGE:
-        return REMOTE_EXIT_USAGE;
-    case HAMELCLIENT_E_STOPPED:
-        return REMOTE_EXIT_INTERRUPTED;
-    default:
-        return REMOTE_EXIT_TRANSPORT;
+    case HAMELCLIENT_E_CANCELLED: return REMOTE_EXIT_PROBLEM;
+    case HAMELCLIENT_E_USAGE: return REMOTE_EXIT_USAGE;
+    case HAMELCLIENT_E_STOPPED: return REMOTE_EXIT_INTERRUPTED;
+    default: return REMOTE_EXIT_TRANSPORT;
     }
 }
 
 /* Prints the error of a failed call, with every entry of its problem's "errors". */
-static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclient_error *err) {
+static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclient_error *err)
+{
     char line[2 * HAMELCLIENT_TEXT_MAX];
     fprintf(stderr, "hamel remote: %s: %s\n", what, hamelclient_error_string(err, line, sizeof line));
     const json_t *doc = hamelclient_last_problem(c);
@@ -162,7 +169,8 @@ static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclie
     if (json_array_size(errors) > 1) {
         size_t i;
         json_t *e;
-        json_array_foreach(errors, i, e) {
+        json_array_foreach(errors, i, e)
+        {
             json_t *col = json_object_get(e, "column");
             fprintf(stderr, "  %s", remote_str(e, "path", "(no path)"));
             if (json_is_integer(col))
@@ -173,7 +181,8 @@ static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclie
     return remote_exit_for(rc);
 }
 
-static json_t *remote_load(const char *file) {
+static json_t *remote_load(const char *file)
+{
     json_error_t jerr;
     json_t *doc = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &jerr) : json_load_file(file, 0, &jerr);
     if (doc == NULL)
@@ -188,7 +197,8 @@ static json_t *remote_load(const char *file) {
 
 /* The model inside a case file or request, else the document itself if it looks like
  * a model; NULL otherwise. Borrowed from `doc`. */
-static json_t *remote_model_of(json_t *doc) {
+static json_t *remote_model_of(json_t *doc)
+{
     json_t *m = json_object_get(doc, "model");
     if (json_is_object(m))
         return m;
@@ -197,7 +207,8 @@ static json_t *remote_model_of(json_t *doc) {
 
 /* A simulation request from a case file ({"model", "simulation"}) or a request itself.
  * Caller owns the result; NULL (with a message) when FILE is neither. */
-static json_t *remote_request_of(const char *file, json_t *doc) {
+static json_t *remote_request_of(const char *file, json_t *doc)
+{
     json_t *sim = json_object_get(doc, "simulation");
     if (json_is_object(sim)) {
         json_t *req = json_deep_copy(sim);
@@ -211,27 +222,30 @@ static json_t *remote_request_of(const char *file, json_t *doc) {
     return NULL;
 }
 
-static int remote_progress(void *user, const char *job_id, const char *status, double p) {
+static int remote_progress(void *user, const char *job_id, const char *status, double p)
+{
     remote_ui *ui = user;
     if (ui->tty) {
         static const char hashes[] = "##############################";
         int fill = (int)(p * REMOTE_BAR_WIDTH + 0.5);
         fill = fill < 0 ? 0 : (fill > REMOTE_BAR_WIDTH ? REMOTE_BAR_WIDTH : fill);
-        fprintf(stderr, "\r%.16s [%.*s%*s] %5.1f%% %-9s", job_id, fill, hashes,
-                REMOTE_BAR_WIDTH - fill, "", 100.0 * p, status);
+        fprintf(stderr, "\r%.16s [%.*s%*s] %5.1f%% %-9s", job_id, fill, hashes, REMOTE_BAR_WIDTH - fill, "",
+                100.0 * p, status);
         fflush(stderr);
         ui->drawn = 1;
     }
     return remote_interrupted ? 1 : 0;
 }
 
-static void remote_progress_end(remote_ui *ui) {
+static void remote_progress_end(remote_ui *ui)
+{
     if (ui->drawn)
         fputc('\n', stderr);
     ui->drawn = 0;
 }
 
-static FILE *remote_open_out(const char *out) {
+static FILE *remote_open_out(const char *out)
+{
     if (out == NULL || strcmp(out, "-") == 0)
         return stdout;
     FILE *f = fopen(out, "w");
@@ -240,7 +254,8 @@ static FILE *remote_open_out(const char *out) {
     return f;
 }
 
-static int remote_close_out(FILE *f, const char *out) {
+static int remote_close_out(FILE *f, const char *out)
+{
     int bad = ferror(f);
     if (f != stdout)
         bad |= fclose(f) != 0;
@@ -253,14 +268,16 @@ static int remote_close_out(FILE *f, const char *out) {
     return REMOTE_EXIT_OK;
 }
 
-static void remote_print_json(FILE *f, const json_t *doc, int compact) {
+static void remote_print_json(FILE *f, const json_t *doc, int compact)
+{
     json_dumpf(doc, f, compact ? JSON_COMPACT : JSON_INDENT(2));
     fputc('\n', f);
 }
 
 /* Column names: `names` (an array of strings, e.g. the model's coordinates) when it
  * lists every key of `group`, else the group's own key order. */
-static json_t *remote_columns(const json_t *group, const json_t *names) {
+static json_t *remote_columns(const json_t *group, const json_t *names)
+{
     if (json_is_array(names) && json_array_size(names) == json_object_size(group)) {
         size_t i;
         json_t *n;
@@ -276,12 +293,15 @@ static json_t *remote_columns(const json_t *group, const json_t *names) {
     return cols;
 }
 
-static json_t *remote_names(const json_t *list) {
+static json_t *remote_names(const json_t *list)
+{
     json_t *names = json_array();
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
-        const char *n = json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "name"));
+    json_array_foreach(list, i, e)
+    {
+        const char *n =
+            json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "name"));
         if (n != NULL)
             json_array_append_new(names, json_string(n));
     }
@@ -289,7 +309,8 @@ static json_t *remote_names(const json_t *list) {
 }
 
 /* Prints `v` with the fewest significant digits (15 to 17) that read back exactly. */
-static void remote_put_double(FILE *f, const char *sep, double v) {
+static void remote_put_double(FILE *f, const char *sep, double v)
+{
     char buf[32];
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, v);
@@ -301,7 +322,8 @@ static void remote_put_double(FILE *f, const char *sep, double v) {
 
 /* Writes the trajectory of `result` as CSV: t, q..., speeds..., q'... . The model (may
  * be NULL) gives the column order. Returns 0, or -1 when the result has no trajectory. */
-static int remote_write_csv(FILE *f, const json_t *result, const json_t *model) {
+static int remote_write_csv(FILE *f, const json_t *result, const json_t *model)
+{
     json_t *tr = json_object_get(result, "trajectory");
     json_t *t = json_object_get(tr, "t");
     if (!json_is_array(t)) {
@@ -331,7 +353,8 @@ static int remote_write_csv(FILE *f, const json_t *result, const json_t *model) 
             json_t *grp = json_object_get(tr, groups[g]);
             size_t i;
             json_t *n;
-            json_array_foreach(cols[g], i, n) {
+            json_array_foreach(cols[g], i, n)
+            {
                 json_t *v = json_array_get(json_object_get(grp, json_string_value(n)), k);
                 if (json_is_number(v))
                     remote_put_double(f, ",", json_number_value(v));
@@ -347,7 +370,8 @@ static int remote_write_csv(FILE *f, const json_t *result, const json_t *model) 
 }
 
 /* Writes a finished result as JSON (compact) or CSV to -o OUT or stdout. */
-static int remote_emit_result(const remote_args *a, const json_t *result, const json_t *model) {
+static int remote_emit_result(const remote_args *a, const json_t *result, const json_t *model)
+{
     FILE *f = remote_open_out(a->out);
     if (f == NULL)
         return REMOTE_EXIT_USAGE;
@@ -362,7 +386,8 @@ static int remote_emit_result(const remote_args *a, const json_t *result, const 
 
 /* Waits for a job with a progress bar on a terminal; Ctrl-C cancels the job. On
  * success *result holds the result (caller owns it). */
-static int remote_wait(hamelclient *c, const char *job_id, json_t *started, json_t **result) {
+static int remote_wait(hamelclient *c, const char *job_id, json_t *started, json_t **result)
+{
     remote_ui ui = {isatty(STDERR_FILENO), 0};
     hamelclient_error err;
     int rc;
@@ -384,7 +409,8 @@ static int remote_wait(hamelclient *c, const char *job_id, json_t *started, json
     return REMOTE_EXIT_OK;
 }
 
-static int remote_run(hamelclient *c, const remote_args *a) {
+static int remote_run(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("run needs one FILE");
     json_t *doc = remote_load(a->pos[1]);
@@ -417,7 +443,8 @@ static int remote_run(hamelclient *c, const remote_args *a) {
 /* Prints the expression at `path` (the service's form: "model.constraints[1].expr",
  * rooted at the model) with a caret under `column` (1-based), when the path leads to
  * a string of the model. */
-static void remote_point_at(const json_t *model, const char *path, int column) {
+static void remote_point_at(const json_t *model, const char *path, int column)
+{
     static const char root[] = "model";
     if (path == NULL || strncmp(path, root, sizeof root - 1) != 0 || column < 1)
         return;
@@ -452,7 +479,8 @@ static void remote_point_at(const json_t *model, const char *path, int column) {
     fprintf(stderr, "    %s\n    %*s^\n", s, column - 1, "");
 }
 
-static int remote_check(hamelclient *c, const remote_args *a) {
+static int remote_check(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("check needs one FILE");
     const char *file = a->pos[1];
@@ -474,7 +502,8 @@ static int remote_check(hamelclient *c, const remote_args *a) {
         fprintf(stderr, "%s: %s (HTTP %d)\n", file, err.title[0] ? err.title : "invalid model", err.status);
         size_t i;
         json_t *e;
-        json_array_foreach(json_object_get(prob, "errors"), i, e) {
+        json_array_foreach(json_object_get(prob, "errors"), i, e)
+        {
             const char *path = json_string_value(json_object_get(e, "path"));
             json_t *col = json_object_get(e, "column");
             fprintf(stderr, "%s: %s", file, path ? path : "(no path)");
@@ -491,8 +520,7 @@ static int remote_check(hamelclient *c, const remote_args *a) {
         json_decref(doc);
         return remote_fail(c, file, rc, &err);
     }
-    printf("%s: valid, %s (%s)\n", file, remote_str(sum, "model_id", "?"),
-           created ? "new" : "known");
+    printf("%s: valid, %s (%s)\n", file, remote_str(sum, "model_id", "?"), created ? "new" : "known");
     printf("  n=%lld m=%lld dof=%lld%s%s\n", (long long)json_integer_value(json_object_get(sum, "n")),
            (long long)json_integer_value(json_object_get(sum, "m")),
            (long long)json_integer_value(json_object_get(sum, "dof")),
@@ -510,7 +538,8 @@ static int remote_check(hamelclient *c, const remote_args *a) {
     }
     size_t i;
     json_t *con;
-    json_array_foreach(json_object_get(sum, "constraints"), i, con) {
+    json_array_foreach(json_object_get(sum, "constraints"), i, con)
+    {
         printf("  constraint %s: %s, %s, %s\n", remote_str(con, "name", "?"),
                json_is_true(json_object_get(con, "linear")) ? "linear" : "nonlinear",
                json_is_true(json_object_get(con, "rheonomic")) ? "rheonomic" : "scleronomic",
@@ -522,7 +551,8 @@ static int remote_check(hamelclient *c, const remote_args *a) {
 }
 
 /* Parses "name=value,name=value" into `q` (borrowed). Returns 0 or -1. */
-static int remote_parse_q(const char *spec, json_t *q) {
+static int remote_parse_q(const char *spec, json_t *q)
+{
     char *copy = strdup(spec);
     if (copy == NULL)
         return -1;
@@ -547,7 +577,8 @@ static int remote_parse_q(const char *spec, json_t *q) {
     return rc;
 }
 
-static void remote_print_gamma_list(const json_t *list, const char *title, int with_l) {
+static void remote_print_gamma_list(const json_t *list, const char *title, int with_l)
+{
     printf("%s\n", title);
     if (json_array_size(list) == 0) {
         printf("  (none)\n");
@@ -555,16 +586,17 @@ static void remote_print_gamma_list(const json_t *list, const char *title, int w
     }
     size_t i;
     json_t *g;
-    json_array_foreach(list, i, g) {
-        printf("  %-10s %-10s", remote_str(g, "j", "?"),
-               remote_str(g, "r", "?"));
+    json_array_foreach(list, i, g)
+    {
+        printf("  %-10s %-10s", remote_str(g, "j", "?"), remote_str(g, "r", "?"));
         if (with_l)
             printf(" %-10s", remote_str(g, "l", "?"));
         printf(" % .17g\n", json_number_value(json_object_get(g, "value")));
     }
 }
 
-static int remote_gamma(hamelclient *c, const remote_args *a) {
+static int remote_gamma(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("gamma needs one FILE");
     json_t *doc = remote_load(a->pos[1]);
@@ -585,7 +617,8 @@ static int remote_gamma(hamelclient *c, const remote_args *a) {
     json_t *q = json_object();
     size_t i;
     json_t *name;
-    json_array_foreach(json_object_get(model, "coordinates"), i, name) {
+    json_array_foreach(json_object_get(model, "coordinates"), i, name)
+    {
         json_t *v = json_object_get(json_object_get(init, "q"), remote_sv(name, ""));
         json_object_set_new(q, remote_sv(name, ""), json_is_number(v) ? json_copy(v) : json_real(0));
     }
@@ -619,11 +652,13 @@ static int remote_gamma(hamelclient *c, const remote_args *a) {
         json_array_foreach(json_object_get(out, "order"), i, name) printf(" %s", json_string_value(name));
         putchar('\n');
         json_t *pt;
-        json_array_foreach(json_object_get(out, "points"), i, pt) {
+        json_array_foreach(json_object_get(out, "points"), i, pt)
+        {
             printf("at t=%.17g:", json_number_value(json_object_get(pt, "t")));
             const char *key;
             json_t *v;
-            json_object_foreach(json_object_get(pt, "q"), key, v) printf(" %s=%.17g", key, json_number_value(v));
+            json_object_foreach(json_object_get(pt, "q"), key, v)
+                printf(" %s=%.17g", key, json_number_value(v));
             putchar('\n');
             remote_print_gamma_list(json_object_get(pt, "gamma"), "gamma^j_rl (j r l value):", 1);
             remote_print_gamma_list(json_object_get(pt, "gamma_t"), "gamma^j_r (j r value):", 0);
@@ -635,11 +670,13 @@ static int remote_gamma(hamelclient *c, const remote_args *a) {
     return code;
 }
 
-static void remote_print_exprs(const char *title, const json_t *list, const json_t *labels) {
+static void remote_print_exprs(const char *title, const json_t *list, const json_t *labels)
+{
     printf("%s\n", title);
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
+    json_array_foreach(list, i, e)
+    {
         const char *label = json_string_value(json_array_get(labels, i));
         if (label != NULL)
             printf("  [%s] %s\n", label, remote_sv(e, "?"));
@@ -648,7 +685,8 @@ static void remote_print_exprs(const char *title, const json_t *list, const json
     }
 }
 
-static int remote_equations(hamelclient *c, const remote_args *a) {
+static int remote_equations(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("equations needs one FILE");
     json_t *doc = remote_load(a->pos[1]);
@@ -680,8 +718,10 @@ static int remote_equations(hamelclient *c, const remote_args *a) {
         printf("mass matrix M (M u' = forcing):\n");
         size_t i, k;
         json_t *row, *cell;
-        json_array_foreach(json_object_get(eq, "mass_matrix"), i, row) {
-            json_array_foreach(row, k, cell) {
+        json_array_foreach(json_object_get(eq, "mass_matrix"), i, row)
+        {
+            json_array_foreach(row, k, cell)
+            {
                 const char *s = json_string_value(cell);
                 if (s != NULL && strcmp(s, "0") != 0) {
                     const char *ri = json_string_value(json_array_get(speeds, i));
@@ -697,10 +737,8 @@ static int remote_equations(hamelclient *c, const remote_args *a) {
         printf("gamma^j_rl:\n");
         json_t *g;
         json_array_foreach(json_object_get(eq, "gamma"), i, g)
-            printf("  gamma^%s_{%s,%s} = %s\n", remote_str(g, "j", "?"),
-                   remote_str(g, "r", "?"),
-                   remote_str(g, "l", "?"),
-                   remote_str(g, "expr", "?"));
+            printf("  gamma^%s_{%s,%s} = %s\n", remote_str(g, "j", "?"), remote_str(g, "r", "?"),
+                   remote_str(g, "l", "?"), remote_str(g, "expr", "?"));
         const char *ts = json_string_value(json_object_get(eq, "kinetic_energy_in_speeds"));
         if (ts != NULL)
             printf("T* = %s\n", ts);
@@ -712,7 +750,8 @@ static int remote_equations(hamelclient *c, const remote_args *a) {
     return code;
 }
 
-static int remote_job(hamelclient *c, const remote_args *a) {
+static int remote_job(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("job needs one ID");
     hamelclient_error err;
@@ -742,7 +781,8 @@ static int remote_job(hamelclient *c, const remote_args *a) {
     return code;
 }
 
-static int remote_cancel(hamelclient *c, const remote_args *a) {
+static int remote_cancel(hamelclient *c, const remote_args *a)
+{
     if (a->npos != 2)
         return remote_usage("cancel needs one ID");
     hamelclient_error err;
@@ -758,7 +798,8 @@ static int remote_cancel(hamelclient *c, const remote_args *a) {
     return REMOTE_EXIT_OK;
 }
 
-int hamelclient_remote_main(int argc, char **argv) {
+int hamelclient_remote_main(int argc, char **argv)
+{
     remote_args a;
     if (remote_parse(argc, argv, &a) != 0)
         return remote_usage(NULL);
@@ -772,8 +813,9 @@ int hamelclient_remote_main(int argc, char **argv) {
         const char *name;
         int (*fn)(hamelclient *, const remote_args *);
     } commands[] = {
-        {"run", remote_run},   {"check", remote_check}, {"gamma", remote_gamma},
-        {"equations", remote_equations}, {"job", remote_job}, {"cancel", remote_cancel},
+        {"run", remote_run},     {"check", remote_check},
+        {"gamma", remote_gamma}, {"equations", remote_equations},
+        {"job", remote_job},     {"cancel", remote_cancel},
     };
     int (*fn)(hamelclient *, const remote_args *) = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
@@ -787,8 +829,8 @@ int hamelclient_remote_main(int argc, char **argv) {
     hamelclient *c = NULL;
     int rc = hamelclient_new(a.url, &opts, &c);
     if (rc != HAMELCLIENT_OK) {
-        fprintf(stderr, "hamel remote: cannot create a client for %s (%s)\n",
-                a.url ? a.url : "$HAMEL_URL", hamelclient_kind_name(rc));
+        fprintf(stderr, "hamel remote: cannot create a client for %s (%s)\n", a.url ? a.url : "$HAMEL_URL",
+                hamelclient_kind_name(rc));
         return rc == HAMELCLIENT_E_USAGE ? REMOTE_EXIT_USAGE : REMOTE_EXIT_TRANSPORT;
     }
     struct sigaction sa, old;

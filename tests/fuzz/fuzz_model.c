@@ -70,7 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fail("a 4xx problem without errors", dump);
             for (size_t i = 0; i < json_array_size(errs); i++) {
                 json_t *e = json_array_get(errs, i);
-                if (!json_is_string(json_object_get(e, "path")) || !json_is_string(json_object_get(e, "reason")))
+                if (!json_is_string(json_object_get(e, "path")) ||
+                    !json_is_string(json_object_get(e, "reason")))
                     fail("an error without path or reason", dump);
             }
         }

@@ -48,7 +48,6 @@ static expr_ctx *fuzz_ctx(void)
     return c;
 }
 
-
 static void fail(const char *what, const char *in, const char *p1, const char *p2)
 {
     fprintf(stderr, "fuzz_parse: %s\n  input: %s\n  print: %s\n  again: %s\n", what, in, p1 ? p1 : "(null)",

@@ -27,8 +27,8 @@ static json_t *load_case(const char *file)
         dir = "../shared/cases";
     snprintf(path, sizeof path, "%s/%s", dir, file);
     c = json_load_file(path, 0, &err);
-    cr_assert_not_null(c, "cannot load case %s: %s (line %d) — set HAMEL_CASES_DIR", path,
-                       err.text, err.line);
+    cr_assert_not_null(c, "cannot load case %s: %s (line %d) — set HAMEL_CASES_DIR", path, err.text,
+                       err.line);
     return c;
 }
 
@@ -39,13 +39,13 @@ static double number_at(const json_t *obj, const char *key, const char *what)
     return json_number_value(v);
 }
 
-static void check_close(double got, double want, double abs_tol, double rel_tol,
-                        const char *what, const char *name, double t)
+static void check_close(double got, double want, double abs_tol, double rel_tol, const char *what,
+                        const char *name, double t)
 {
     double err = fabs(got - want);
     double lim = abs_tol + rel_tol * fabs(want);
-    cr_expect(err <= lim, "%s %s at t=%g: baseline %.17g, expected %.17g, |diff| %.3g > %.3g",
-              what, name, t, got, want, err, lim);
+    cr_expect(err <= lim, "%s %s at t=%g: baseline %.17g, expected %.17g, |diff| %.3g > %.3g", what, name, t,
+              got, want, err, lim);
 }
 
 /* Runs sys over its case's simulation block and compares with the expected samples. */
@@ -72,13 +72,11 @@ static void check_against_case(const baseline_system *sys)
                      "the case integrates with another method");
     baseline_params_default(sys, &par);
     for (int k = 0; k < sys->nparams; k++)
-        par.p[k] = number_at(json_object_get(model, "parameters"), sys->param_names[k],
-                             "model.parameters");
+        par.p[k] = number_at(json_object_get(model, "parameters"), sys->param_names[k], "model.parameters");
     for (int k = 0; k < sys->nq; k++)
         y0[k] = number_at(json_object_get(init, "q"), sys->q_names[k], "initial.q");
     for (int k = 0; k < sys->nu; k++)
-        y0[sys->nq + k] =
-            number_at(json_object_get(init, "speeds"), sys->u_names[k], "initial.speeds");
+        y0[sys->nq + k] = number_at(json_object_get(init, "speeds"), sys->u_names[k], "initial.speeds");
 
     n = (int)number_at(json_object_get(sim, "output"), "samples", "simulation.output");
     cr_assert(n >= 2 && n <= TEST_MAX_SAMPLES, "sample count %d out of range", n);
@@ -101,29 +99,23 @@ static void check_against_case(const baseline_system *sys)
         sys->rhs(times[i], y, dydt, &par);
         for (int k = 0; k < sys->nq; k++) {
             const char *q = sys->q_names[k];
-            check_close(y[k], number_at(json_object_get(s, "q"), q, "sample.q"), abs_tol, rel_tol,
-                        "q", q, times[i]);
-            check_close(dydt[k], number_at(json_object_get(s, "qdot"), q, "sample.qdot"), abs_tol,
-                        rel_tol, "qdot", q, times[i]);
+            check_close(y[k], number_at(json_object_get(s, "q"), q, "sample.q"), abs_tol, rel_tol, "q", q,
+                        times[i]);
+            check_close(dydt[k], number_at(json_object_get(s, "qdot"), q, "sample.qdot"), abs_tol, rel_tol,
+                        "qdot", q, times[i]);
         }
         for (int k = 0; k < sys->nu; k++) {
             const char *u = sys->u_names[k];
-            check_close(y[sys->nq + k], number_at(json_object_get(s, "speeds"), u, "sample.speeds"),
-                        abs_tol, rel_tol, "speed", u, times[i]);
+            check_close(y[sys->nq + k], number_at(json_object_get(s, "speeds"), u, "sample.speeds"), abs_tol,
+                        rel_tol, "speed", u, times[i]);
         }
     }
     json_decref(c);
 }
 
-Test(baseline, rolling_disk_matches_greenwood_5_3)
-{
-    check_against_case(&baseline_rolling_disk);
-}
+Test(baseline, rolling_disk_matches_greenwood_5_3) { check_against_case(&baseline_rolling_disk); }
 
-Test(baseline, dumbbell_matches_greenwood_5_2)
-{
-    check_against_case(&baseline_dumbbell);
-}
+Test(baseline, dumbbell_matches_greenwood_5_2) { check_against_case(&baseline_dumbbell); }
 
 /* The step statistics the benchmark reports are plausible, and a tighter tolerance
  * takes more steps (so the driver really adapts). */
@@ -139,8 +131,8 @@ Test(baseline, stats_are_consistent)
     baseline_times(0.0, 10.0, 11, times);
     cr_assert_eq(baseline_run(sys, &par, 0.0, y0, times, 11, 1e-6, 1e-8, out, &loose), 0);
     cr_assert_eq(baseline_run(sys, &par, 0.0, y0, times, 11, 1e-10, 1e-12, out, &tight), 0);
-    cr_expect_gt(tight.steps, loose.steps, "rtol 1e-10 took %ld steps, rtol 1e-6 took %ld",
-                 tight.steps, loose.steps);
+    cr_expect_gt(tight.steps, loose.steps, "rtol 1e-10 took %ld steps, rtol 1e-6 took %ld", tight.steps,
+                 loose.steps);
     cr_expect_geq(tight.rhs_evals, 12 * tight.steps, "rk8pd needs at least 12 evaluations a step");
     cr_expect_gt(tight.integrate_ms, 0.0, "no integrate time measured");
     cr_expect_geq(tight.steps, 10, "at least one step per output interval");

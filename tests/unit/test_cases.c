@@ -72,7 +72,8 @@ Test(cases, present)
 {
     struct case_param p[MAX_CASES];
     int n = list_cases(p, MAX_CASES);
-    cr_assert_geq(n, 7, "expected the shared cases in %s (found %d): the validation suite cannot run", cases_dir(), n);
+    cr_assert_geq(n, 7, "expected the shared cases in %s (found %d): the validation suite cannot run",
+                  cases_dir(), n);
 }
 
 static void setup(void) { engine_init(); }
@@ -120,12 +121,14 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
     engine_model *m = compile_case(c, p->file);
     json_t *r = simulate(m, json_object_get(c, "simulation"), p->file);
     json_t *tol = json_object_get(exp, "tolerance");
-    double ta = json_number_value(json_object_get(tol, "abs")), tr = json_number_value(json_object_get(tol, "rel"));
+    double ta = json_number_value(json_object_get(tol, "abs")),
+           tr = json_number_value(json_object_get(tol, "rel"));
     json_t *traj = json_object_get(r, "trajectory");
 
     /* samples */
     json_t *samples = json_object_get(exp, "samples");
-    cr_assert_eq(json_array_size(json_object_get(traj, "t")), json_array_size(samples), "%s: sample count", p->file);
+    cr_assert_eq(json_array_size(json_object_get(traj, "t")), json_array_size(samples), "%s: sample count",
+                 p->file);
     static const char *const groups[][2] = {{"q", "q"}, {"speeds", "speeds"}, {"qdot", "qdot"}};
     for (size_t i = 0; i < json_array_size(samples); i++) {
         json_t *s = json_array_get(samples, i);
@@ -154,8 +157,8 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
                  json_is_true(json_object_get(ee, "conserved")), "%s: energy conservation expected", p->file);
     json_t *evals = json_object_get(ee, "values_at_samples"), *gvals = json_object_get(energy, "values");
     for (size_t i = 0; i < json_array_size(evals); i++)
-        cr_assert(within(json_number_value(json_array_get(gvals, i)), json_number_value(json_array_get(evals, i)),
-                         ta, tr),
+        cr_assert(within(json_number_value(json_array_get(gvals, i)),
+                         json_number_value(json_array_get(evals, i)), ta, tr),
                   "%s: energy at sample %zu", p->file, i);
     if (json_is_true(json_object_get(ee, "conserved")))
         cr_assert_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9,
@@ -178,8 +181,8 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
         cr_assert(within(json_number_value(json_object_get(gi, "initial")),
                          json_number_value(json_object_get(val, "value")), ta, tr),
                   "%s: invariant %s initial value", p->file, key);
-        cr_assert_leq(json_number_value(json_object_get(gi, "max_abs_drift")), 1e-9, "%s: invariant %s drifts",
-                      p->file, key);
+        cr_assert_leq(json_number_value(json_object_get(gi, "max_abs_drift")), 1e-9,
+                      "%s: invariant %s drifts", p->file, key);
     }
 
     /* Hamel coefficients at the initial state: exactly the expected entries. */
@@ -200,7 +203,8 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
                 cr_assert(within(json_number_value(json_object_get(g, "value")),
                                  json_number_value(json_object_get(e, "value")), 1e-12, 1e-12),
                           "%s: gamma^%s_%s,%s", p->file, json_string_value(json_object_get(e, "j")),
-                          json_string_value(json_object_get(e, "r")), json_string_value(json_object_get(e, "l")));
+                          json_string_value(json_object_get(e, "r")),
+                          json_string_value(json_object_get(e, "l")));
             }
         }
         cr_assert(found, "%s: gamma^%s_%s,%s missing", p->file, json_string_value(json_object_get(e, "j")),
@@ -219,8 +223,8 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
         cr_assert_eq(json_is_true(json_object_get(ci, "holonomic")), json_is_true(want), "%s: holonomic(%s)",
                      p->file, json_string_value(json_object_get(ci, "name")));
     }
-    cr_assert_eq(json_is_true(json_object_get(sum, "scleronomic")), json_is_true(json_object_get(exp, "scleronomic")),
-                 "%s: scleronomic", p->file);
+    cr_assert_eq(json_is_true(json_object_get(sum, "scleronomic")),
+                 json_is_true(json_object_get(exp, "scleronomic")), "%s: scleronomic", p->file);
     json_decref(sum);
     json_decref(r);
     engine_model_release(m);
@@ -228,7 +232,8 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
 }
 
 /* The state at t_end of a request run with a formulation, at rtol 1e-10. */
-static void final_state(engine_model *m, json_t *req, const char *form, const char *file, double *q, double *qd)
+static void final_state(engine_model *m, json_t *req, const char *form, const char *file, double *q,
+                        double *qd)
 {
     json_t *rq = json_deep_copy(req);
     json_object_set_new(rq, "formulation", json_string(form));
@@ -245,8 +250,8 @@ static void final_state(engine_model *m, json_t *req, const char *form, const ch
         qd[i] = json_number_value(json_array_get(sd, json_array_size(sd) - 1));
     }
     if (strcmp(form, "multipliers") == 0) {
-        double res = json_number_value(
-            json_object_get(json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
+        double res = json_number_value(json_object_get(
+            json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
         cr_assert_leq(res, 1e-8, "%s: multipliers constraint residual %g", file, res);
         cr_assert_not_null(json_object_get(traj, "multipliers"), "%s: multipliers missing", file);
     }
@@ -318,7 +323,8 @@ Test(cases, rolling_disk_ten_seconds, .init = setup)
     json_t *r = simulate(m, req, file);
     json_t *checks = json_object_get(r, "checks");
     double drift = json_number_value(json_object_get(json_object_get(checks, "energy"), "max_rel_drift"));
-    double resid = json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
+    double resid =
+        json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
     cr_assert_leq(drift, 1e-9, "relative energy drift %g over 10 s", drift);
     cr_assert_leq(resid, 1e-12, "constraint residual %g over 10 s", resid);
     json_decref(r);

@@ -125,14 +125,14 @@ static char *unescape(const char *s)
     size_t cap = 256, len = 0;
     char *out = malloc(cap);
     cr_assert_not_null(out);
-#define PUT(ch)                                                                                    \
-    do {                                                                                           \
-        if (len + 2 > cap) {                                                                       \
-            cap *= 2;                                                                              \
-            out = realloc(out, cap);                                                               \
-            cr_assert_not_null(out);                                                               \
-        }                                                                                          \
-        out[len++] = (ch);                                                                         \
+#define PUT(ch)                                                                                              \
+    do {                                                                                                     \
+        if (len + 2 > cap) {                                                                                 \
+            cap *= 2;                                                                                        \
+            out = realloc(out, cap);                                                                         \
+            cr_assert_not_null(out);                                                                         \
+        }                                                                                                    \
+        out[len++] = (ch);                                                                                   \
     } while (0)
     for (const char *p = s; *p; p++) {
         if (*p != '\\') {
@@ -202,8 +202,8 @@ Test(expr, parse_errors_golden)
                          "parse_errors.txt:%d: \"%.80s\": column %d, expected %d (message: %s)", lineno,
                          fld[0], err.column, want_col, err.message);
             cr_expect_not_null(strstr(err.message, want_msg),
-                               "parse_errors.txt:%d: \"%.80s\": message \"%s\" lacks \"%s\"", lineno,
-                               fld[0], err.message, want_msg);
+                               "parse_errors.txt:%d: \"%.80s\": message \"%s\" lacks \"%s\"", lineno, fld[0],
+                               err.message, want_msg);
         }
         free(text);
         cases++;
@@ -268,7 +268,7 @@ Test(expr, derivatives_golden)
         }
         if (!failed)
             cr_expect_geq(finite, 3, "derivatives.txt:%d: only %d of 40 points finite for %s", lineno, finite,
-                      fld[0]);
+                          fld[0]);
         cases++;
     }
     fclose(f);
@@ -299,7 +299,7 @@ static void gen_puts(struct gen *g, const char *s)
 
 static const char *const gen_syms[] = {"x", "y", "theta", "x'", "y'", "theta'", "m", "r", "g", "t", "pi"};
 static const char *const gen_nums[] = {"1", "2", "3", "0.5", "2.25", "1/3", "1e-3", "3e2", "0.1", "7"};
-static const char *const gen_fns1[] = {"sin",  "cos",  "tan",  "sec", "csc", "cot", "asin", "acos",
+static const char *const gen_fns1[] = {"sin",  "cos",  "tan",  "sec",  "csc", "cot", "asin", "acos",
                                        "atan", "sinh", "cosh", "tanh", "exp", "log", "sqrt", "abs"};
 
 /* expr := leaf | expr op expr | -expr | +expr | f(expr) | atan2(expr, expr) |
@@ -419,8 +419,8 @@ Test(expr, print_round_trip_random)
         expr_parse_opts o = {1, 1, 0, "test"};
         expr_error err;
         expr *e2 = expr_parse(c, p, &o, &err);
-        cr_assert_not_null(e2, "#%d: print of \"%s\" is \"%s\", which does not parse: column %d: %s", i,
-                           text, p, err.column, err.message);
+        cr_assert_not_null(e2, "#%d: print of \"%s\" is \"%s\", which does not parse: column %d: %s", i, text,
+                           p, err.column, err.message);
         char *p2 = expr_print(c, e2);
         cr_expect_eq(e2, e, "#%d: \"%s\" printed as \"%s\" parses to a different node, printed \"%s\"", i,
                      text, p, p2);
@@ -511,8 +511,8 @@ Test(expr, canonical_examples)
 Test(expr, nonfinite_constants_round_trip)
 {
     expr_ctx *c = te_ctx();
-    static const char *const texts[] = {"1/0", "x + 1/0", "0/0", "1e308 + 1e308", "1e300*1e300*x",
-                                        "0^(-1)", "0^-2", "(x - x)^(-1)"};
+    static const char *const texts[] = {"1/0",           "x + 1/0", "0/0",  "1e308 + 1e308",
+                                        "1e300*1e300*x", "0^(-1)",  "0^-2", "(x - x)^(-1)"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         expr_parse_opts o = {1, 1, 0, "test"};
         expr_error err;
@@ -703,7 +703,7 @@ Test(expr, is_zero_identities)
     expr *f = te_parse(c, "sin(x*y)*exp(theta*x) + x^3*y^2");
     int sx = expr_sym_find(c, "x"), sy = expr_sym_find(c, "y");
     cr_expect(expr_is_zero(c, expr_sub(c, expr_diff(c, expr_diff(c, f, sx), sy),
-                                      expr_diff(c, expr_diff(c, f, sy), sx))),
+                                       expr_diff(c, expr_diff(c, f, sy), sx))),
               "mixed partials of %s differ", "sin(x*y)*exp(theta*x) + x^3*y^2");
     expr_ctx_free(c);
 }
@@ -878,8 +878,8 @@ Test(expr, tape_shares_subexpressions)
         roots[i] = expr_add(c, big, expr_mul(c, expr_num(c, i + 2), expr_sym(c, expr_sym_find(c, "g"))));
     tape *many = tape_build(c, roots, N, slot, ns);
     cr_assert_not_null(many);
-    cr_expect_leq(many->n_ins, one->n_ins + 6 * N, "%d roots sharing a sub-expression of %d instructions took %d",
-                  N, one->n_ins, many->n_ins);
+    cr_expect_leq(many->n_ins, one->n_ins + 6 * N,
+                  "%d roots sharing a sub-expression of %d instructions took %d", N, one->n_ins, many->n_ins);
     tape_free(one);
     tape_free(many);
     free(slot);

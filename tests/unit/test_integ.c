@@ -39,11 +39,10 @@ static void setup(void) { gsl_set_error_handler_off(); }
 
 TestSuite(integ, .init = setup, .timeout = 60);
 
-static void expect_close(const char *what, const char *method, double t, double got, double want,
-                         double tol)
+static void expect_close(const char *what, const char *method, double t, double got, double want, double tol)
 {
-    cr_expect(fabs(got - want) <= tol, "%s: %s at t = %g is %.17g, expected %.17g (tol %g)",
-              method, what, t, got, want, tol);
+    cr_expect(fabs(got - want) <= tol, "%s: %s at t = %g is %.17g, expected %.17g (tol %g)", method, what, t,
+              got, want, tol);
 }
 
 /* x'' = -x as y = (x, v). Counts calls and the largest t it was asked about. */
@@ -95,8 +94,7 @@ static void check_oscillator(const char *method, double rtol, double tol)
         expect_close("v", method, r.t[k], r.y[k][1], -sin(r.t[k]), tol);
     }
     cr_expect_gt(st.steps, 0);
-    cr_expect_geq(st.rhs_evals, st.steps, "%s: %ld rhs calls for %ld steps", method,
-                  st.rhs_evals, st.steps);
+    cr_expect_geq(st.rhs_evals, st.steps, "%s: %ld rhs calls for %ld steps", method, st.rhs_evals, st.steps);
 }
 
 Test(integ, oscillator_rk8pd) { check_oscillator("rk8pd", 1e-10, 2e-10); }
@@ -113,9 +111,9 @@ Test(integ, every_method_runs)
         const char *name;
         int implicit;
         double tol;
-    } m[] = {{"rk2", 0, 1e-4},    {"rk4", 0, 1e-5},    {"rkf45", 0, 1e-5},  {"rkck", 0, 1e-5},
-             {"rk8pd", 0, 1e-5},  {"rk1imp", 1, 1e-2}, {"rk2imp", 1, 1e-4}, {"rk4imp", 1, 1e-5},
-             {"bsimp", 1, 1e-5},  {"msadams", 0, 1e-4}, {"msbdf", 1, 1e-4}};
+    } m[] = {{"rk2", 0, 1e-4},   {"rk4", 0, 1e-5},     {"rkf45", 0, 1e-5},  {"rkck", 0, 1e-5},
+             {"rk8pd", 0, 1e-5}, {"rk1imp", 1, 1e-2},  {"rk2imp", 1, 1e-4}, {"rk4imp", 1, 1e-5},
+             {"bsimp", 1, 1e-5}, {"msadams", 0, 1e-4}, {"msbdf", 1, 1e-4}};
     integ_system sys = {2, osc_rhs, NULL};
     double times[2] = {M_PI, 2 * M_PI}, y0[2] = {1, 0};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
@@ -132,8 +130,8 @@ Test(integ, every_method_runs)
         expect_close("v", m[i].name, 2 * M_PI, r.y[1][1], 0, m[i].tol);
         if (m[i].implicit) {
             cr_expect_gt(st.jac_evals, 0, "%s formed no Jacobian", m[i].name);
-            cr_expect_eq(st.jac_rhs_evals, st.jac_evals * 4, "%s: %ld rhs calls for %ld Jacobians",
-                         m[i].name, st.jac_rhs_evals, st.jac_evals);
+            cr_expect_eq(st.jac_rhs_evals, st.jac_evals * 4, "%s: %ld rhs calls for %ld Jacobians", m[i].name,
+                         st.jac_rhs_evals, st.jac_evals);
             cr_expect_lt(st.jac_rhs_evals, st.rhs_evals);
         } else {
             cr_expect_eq(st.jac_evals, 0, "%s formed a Jacobian", m[i].name);
@@ -219,8 +217,7 @@ static void check_stiff(const char *method, double tol, long max_steps)
         expect_close("y1", method, t, r.y[k][0], slow + fast, tol * (slow + fast));
         expect_close("y2", method, t, r.y[k][1], slow - fast, tol * slow + 1e-12);
     }
-    cr_expect_leq(st.steps, max_steps, "%s took %ld steps on the stiff problem", method,
-                  st.steps);
+    cr_expect_leq(st.steps, max_steps, "%s took %ld steps on the stiff problem", method, st.steps);
 }
 
 Test(integ, stiff_msbdf) { check_stiff("msbdf", 5e-6, 1000); }
@@ -256,13 +253,12 @@ Test(integ, output_times_exact)
         cr_assert_eq(rc, HAMEL_OK, "%s: %s", methods[m], st.reason);
         cr_assert_eq(r.n, 7);
         for (size_t k = 0; k < 7; k++)
-            cr_expect_eq(r.t[k], times[k], "%s: sample %zu at %.17g, wanted %.17g", methods[m],
-                         k, r.t[k], times[k]);
+            cr_expect_eq(r.t[k], times[k], "%s: sample %zu at %.17g, wanted %.17g", methods[m], k, r.t[k],
+                         times[k]);
         cr_expect_eq(st.t, M_PI);
-        cr_expect_leq(o.t_max, M_PI, "%s evaluated the rhs at t = %.17g > t_end", methods[m],
-                      o.t_max);
-        cr_expect_eq(o.calls, st.rhs_evals, "%s: the rhs saw %ld calls, stats say %ld",
-                     methods[m], o.calls, st.rhs_evals);
+        cr_expect_leq(o.t_max, M_PI, "%s evaluated the rhs at t = %.17g > t_end", methods[m], o.t_max);
+        cr_expect_eq(o.calls, st.rhs_evals, "%s: the rhs saw %ld calls, stats say %ld", methods[m], o.calls,
+                     st.rhs_evals);
     }
 }
 
@@ -397,8 +393,7 @@ Test(integ, rhs_failure_is_numeric)
         cr_expect_eq(rc, HAMEL_E_NUMERIC, "%s: code %d: %s", methods[m], rc, st.reason);
         cr_expect_eq(r.n, 3, "%s: %zu samples", methods[m], r.n);
         cr_expect(st.t >= 1 && st.t <= 1.25, "%s stopped at t = %g", methods[m], st.t);
-        cr_expect(strstr(st.reason, "could not be evaluated") != NULL, "%s: %s", methods[m],
-                  st.reason);
+        cr_expect(strstr(st.reason, "could not be evaluated") != NULL, "%s: %s", methods[m], st.reason);
     }
 }
 

@@ -60,15 +60,9 @@ static uint64_t rng_next(uint64_t *s)
     return *s = x;
 }
 
-static double rng_unit(uint64_t *s)
-{
-    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
-}
+static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
-static int rng_below(uint64_t *s, int n)
-{
-    return (int)(rng_next(s) % (uint64_t)n);
-}
+static int rng_below(uint64_t *s, int n) { return (int)(rng_next(s) % (uint64_t)n); }
 
 static int is_binary(tape_op op)
 {
@@ -112,10 +106,7 @@ static uint64_t bits(double x)
     return u;
 }
 
-static int same(double got, double want)
-{
-    return (isnan(got) && isnan(want)) || bits(got) == bits(want);
-}
+static int same(double got, double want) { return (isnan(got) && isnan(want)) || bits(got) == bits(want); }
 
 /* Runs t compiled and interpreted at `in` and asserts every output matches. */
 static void expect_match(const tape *t, const double *in, const char *what)
@@ -150,9 +141,9 @@ static int compile_ok(tape *t)
     return rc;
 }
 
-static const double specials[] = {0.0,  -0.0,    1.0,       -1.0,    0.5,     -0.5, 2.0,
-                                  1e-310, -1e-310, 1e308,   -1e308,  M_PI,    INFINITY,
-                                  -INFINITY, NAN,   DBL_MAX, DBL_MIN, 710.0,  -745.0};
+static const double specials[] = {0.0,    -0.0,    1.0,     -1.0,   0.5,   -0.5,     2.0,
+                                  1e-310, -1e-310, 1e308,   -1e308, M_PI,  INFINITY, -INFINITY,
+                                  NAN,    DBL_MAX, DBL_MIN, 710.0,  -745.0};
 #define N_SPECIALS ((int)(sizeof specials / sizeof specials[0]))
 
 /* ---- tests --------------------------------------------------------------------- */
@@ -209,9 +200,27 @@ Test(jit, constants_keep_their_bits)
     double nan1, nan2;
     memcpy(&nan1, &nan_payload, sizeof nan1);
     memcpy(&nan2, &neg_nan, sizeof nan2);
-    const double cs[] = {INFINITY, -INFINITY, NAN, -NAN, nan2, -0.0, 0.0, 1e308, -1e308, DBL_MAX,
-                         -DBL_MAX, DBL_MIN, 4.9406564584124654e-324, -4.9406564584124654e-324,
-                         0.1, 1.0 / 3.0, 100.0, -5.0, 1e22, 123456789012345678.0, 0x1.fffffffffffffp-1};
+    const double cs[] = {INFINITY,
+                         -INFINITY,
+                         NAN,
+                         -NAN,
+                         nan2,
+                         -0.0,
+                         0.0,
+                         1e308,
+                         -1e308,
+                         DBL_MAX,
+                         -DBL_MAX,
+                         DBL_MIN,
+                         4.9406564584124654e-324,
+                         -4.9406564584124654e-324,
+                         0.1,
+                         1.0 / 3.0,
+                         100.0,
+                         -5.0,
+                         1e22,
+                         123456789012345678.0,
+                         0x1.fffffffffffffp-1};
     int n = (int)(sizeof cs / sizeof cs[0]);
     tape *t = tt_new(0, n + 1);
     for (int k = 0; k < n; k++)
@@ -224,8 +233,8 @@ Test(jit, constants_keep_their_bits)
     double out[64];
     t->fn(NULL, out);
     for (int k = 0; k < n; k++)
-        cr_assert_eq(bits(out[k]), bits(cs[k]), "constant %d: jit gave %016llx, expected %016llx",
-                     k, (unsigned long long)bits(out[k]), (unsigned long long)bits(cs[k]));
+        cr_assert_eq(bits(out[k]), bits(cs[k]), "constant %d: jit gave %016llx, expected %016llx", k,
+                     (unsigned long long)bits(out[k]), (unsigned long long)bits(cs[k]));
     cr_assert(isnan(out[n]), "signalling NaN constant came out as %g", out[n]);
     tape_free(t);
 }
@@ -289,19 +298,18 @@ Test(jit, special_constants_in_arithmetic)
  * negative, zero and large exponents, including INT32_MIN. */
 Test(jit, powi_matches_interpreter)
 {
-    static const int32_t ks[] = {0,      1,      -1,     2,          -2,         3,         -3,
-                                 7,      -7,     8,      31,         -31,        64,        -64,
-                                 100,    -100,   1023,   -1024,      65537,      -65537,    1 << 30,
-                                 -(1 << 30),     INT32_MAX,          INT32_MIN,  INT32_MIN + 1};
+    static const int32_t ks[] = {
+        0,     1,      -1,      2,          -2,        3,         -3,           7,    -7,
+        8,     31,     -31,     64,         -64,       100,       -100,         1023, -1024,
+        65537, -65537, 1 << 30, -(1 << 30), INT32_MAX, INT32_MIN, INT32_MIN + 1};
     int nk = (int)(sizeof ks / sizeof ks[0]);
     tape *t = tt_new(1, nk + 1);
     for (int k = 0; k < nk; k++)
         tt_push(t, TAPE_POWI, 0, ks[k], 0.0);
     tt_all_outputs(t);
     compile_ok(t);
-    static const double xs[] = {0.0,       -0.0,     1.0,     -1.0,    1.0000001, -1.0000001, 0.9999999,
-                                1.5,       -1.5,     0.5,     2.0,     1e-5,      -3.7,       1e300,
-                                1e-300,    INFINITY, -INFINITY, NAN,   M_E,       -M_PI};
+    static const double xs[] = {0.0, -0.0, 1.0,  -1.0,  1.0000001, -1.0000001, 0.9999999, 1.5, -1.5, 0.5,
+                                2.0, 1e-5, -3.7, 1e300, 1e-300,    INFINITY,   -INFINITY, NAN, M_E,  -M_PI};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++)
         expect_match(t, &xs[i], "powi");
     uint64_t s = 99;
@@ -492,8 +500,8 @@ Test(jit, tcc_errors_are_captured)
     char err[256];
     tape_fn fn;
     void *jit;
-    int rc1 = jit__compile_source("void f(const double *in, double *out) { out[0] = ; }", &fn, &jit,
-                                  err, sizeof err);
+    int rc1 = jit__compile_source("void f(const double *in, double *out) { out[0] = ; }", &fn, &jit, err,
+                                  sizeof err);
     char err1[256];
     snprintf(err1, sizeof err1, "%s", err);
     void *fn1 = (void *)(uintptr_t)fn, *jit1 = jit;
@@ -557,8 +565,8 @@ static void *worker_main(void *arg)
             for (int k = 0; k < t->n_outputs; k++)
                 if (!same(got[k], want[k])) {
                     w->failures++;
-                    snprintf(w->msg, sizeof w->msg, "thread %d seed %llu output %d: %.17g vs %.17g",
-                             w->id, (unsigned long long)seed, k, got[k], want[k]);
+                    snprintf(w->msg, sizeof w->msg, "thread %d seed %llu output %d: %.17g vs %.17g", w->id,
+                             (unsigned long long)seed, k, got[k], want[k]);
                 }
         }
         free(got);

@@ -45,7 +45,8 @@ static engine_model *compile_ok(const char *text)
 /* Compiles text, expects failure with problem type <slug>, status 422 and a first
  * error at <path> (with <column> when column > 0, none when column == 0, anything
  * when column < 0) whose reason contains <reason> (NULL: any). */
-static void compile_fails(const char *text, const char *slug, const char *path, int column, const char *reason)
+static void compile_fails(const char *text, const char *slug, const char *path, int column,
+                          const char *reason)
 {
     json_t *js = load(text);
     engine_model *m = (engine_model *)0x1;
@@ -143,20 +144,20 @@ Test(model, error_missing_kinetic_energy)
 
 Test(model, error_duplicate_coordinate)
 {
-    compile_fails("{\"coordinates\": [\"x\", \"y\", \"x\"], \"kinetic_energy\": \"x'^2 + y'^2\"}", "invalid-model",
-                  "model.coordinates[2]", 0, "already defined");
+    compile_fails("{\"coordinates\": [\"x\", \"y\", \"x\"], \"kinetic_energy\": \"x'^2 + y'^2\"}",
+                  "invalid-model", "model.coordinates[2]", 0, "already defined");
 }
 
 Test(model, error_reserved_coordinate)
 {
     compile_fails("{\"coordinates\": [\"x\", \"sin\"], \"kinetic_energy\": \"x'^2\"}", "invalid-model",
                   "model.coordinates[1]", 0, "reserved");
-    compile_fails("{\"coordinates\": [\"t\"], \"kinetic_energy\": \"1\"}", "invalid-model", "model.coordinates[0]",
-                  0, "reserved");
-    compile_fails("{\"coordinates\": [\"pi\"], \"kinetic_energy\": \"1\"}", "invalid-model", "model.coordinates[0]",
-                  0, "reserved");
-    compile_fails("{\"coordinates\": [\"2x\"], \"kinetic_energy\": \"1\"}", "invalid-model", "model.coordinates[0]",
-                  0, "not an identifier");
+    compile_fails("{\"coordinates\": [\"t\"], \"kinetic_energy\": \"1\"}", "invalid-model",
+                  "model.coordinates[0]", 0, "reserved");
+    compile_fails("{\"coordinates\": [\"pi\"], \"kinetic_energy\": \"1\"}", "invalid-model",
+                  "model.coordinates[0]", 0, "reserved");
+    compile_fails("{\"coordinates\": [\"2x\"], \"kinetic_energy\": \"1\"}", "invalid-model",
+                  "model.coordinates[0]", 0, "not an identifier");
     compile_fails("{\"coordinates\": [\"x\", 3], \"kinetic_energy\": \"x'^2\"}", "invalid-model",
                   "model.coordinates[1]", 0, "string");
 }
@@ -170,8 +171,9 @@ Test(model, error_parameter_clashes_with_coordinate)
 Test(model, error_unknown_identifier_in_T)
 {
     /* column of k in "m*x'^2/2 + k*x^2": 12 */
-    compile_fails("{\"coordinates\": [\"x\"], \"parameters\": {\"m\": 1}, \"kinetic_energy\": \"m*x'^2/2 + k*x^2\"}",
-                  "invalid-model", "model.kinetic_energy", 12, "unknown identifier 'k'");
+    compile_fails(
+        "{\"coordinates\": [\"x\"], \"parameters\": {\"m\": 1}, \"kinetic_energy\": \"m*x'^2/2 + k*x^2\"}",
+        "invalid-model", "model.kinetic_energy", 12, "unknown identifier 'k'");
 }
 
 Test(model, error_syntax_in_constraint)
@@ -179,8 +181,8 @@ Test(model, error_syntax_in_constraint)
     compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T
                   ", \"constraints\": [{\"name\": \"k\", \"expr\": \"x'*sin(phi - y'\"}]}",
                   "invalid-model", "model.constraints[0].expr", 16, "expected ',' or ')'");
-    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"constraints\": [\"x' + y''\"]}", "invalid-model",
-                  "model.constraints[0]", 8, "second derivatives");
+    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"constraints\": [\"x' + y''\"]}",
+                  "invalid-model", "model.constraints[0]", 8, "second derivatives");
 }
 
 Test(model, error_velocity_in_potential_energy)
@@ -201,9 +203,10 @@ Test(model, error_nonlinear_speed)
                   ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"x'*cos(phi) + y'*sin(phi)\"}, "
                   "{\"name\": \"u2\", \"expr\": \"phi'^2\"}]}",
                   "nonlinear-speed", "model.speeds[1].expr", 0, "not linear");
-    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
-                  ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"x'*y'\"}, {\"name\": \"u2\", \"expr\": \"phi'\"}]}",
-                  "nonlinear-speed", "model.speeds[0].expr", 0, "not linear");
+    compile_fails(
+        "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
+        ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"x'*y'\"}, {\"name\": \"u2\", \"expr\": \"phi'\"}]}",
+        "nonlinear-speed", "model.speeds[0].expr", 0, "not linear");
 }
 
 Test(model, error_speed_count)
@@ -219,9 +222,10 @@ Test(model, error_speed_count)
 Test(model, error_singular_psi)
 {
     /* Two identical speeds: Psi has two equal rows. */
-    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
-                  ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"phi'\"}, {\"name\": \"u2\", \"expr\": \"phi'\"}]}",
-                  "singular-transformation", "model.speeds", 0, "singular");
+    compile_fails(
+        "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
+        ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"phi'\"}, {\"name\": \"u2\", \"expr\": \"phi'\"}]}",
+        "singular-transformation", "model.speeds", 0, "singular");
     /* A speed that is a multiple of the constraint. */
     compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
                   ", \"speeds\": [{\"name\": \"u1\", \"expr\": \"2*x'*sin(phi) - 2*y'*cos(phi)\"}, "
@@ -237,8 +241,8 @@ Test(model, error_force_on_non_coordinate)
 
 Test(model, error_constraint_without_velocities)
 {
-    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"constraints\": [\"x - y\"]}", "invalid-model",
-                  "model.constraints[0]", 0, "has no velocities");
+    compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"constraints\": [\"x - y\"]}",
+                  "invalid-model", "model.constraints[0]", 0, "has no velocities");
 }
 
 Test(model, error_not_an_object)
@@ -249,10 +253,11 @@ Test(model, error_not_an_object)
 
 Test(model, error_parameter_not_a_number)
 {
-    compile_fails("{\"coordinates\": [\"x\"], \"parameters\": {\"m\": \"heavy\"}, \"kinetic_energy\": \"m*x'^2\"}",
-                  "invalid-model", "model.parameters.m", 0, "finite number");
-    compile_fails("{\"coordinates\": [\"x\"], \"parameters\": [1], \"kinetic_energy\": \"x'^2\"}", "invalid-model",
-                  "model.parameters", 0, NULL);
+    compile_fails(
+        "{\"coordinates\": [\"x\"], \"parameters\": {\"m\": \"heavy\"}, \"kinetic_energy\": \"m*x'^2\"}",
+        "invalid-model", "model.parameters.m", 0, "finite number");
+    compile_fails("{\"coordinates\": [\"x\"], \"parameters\": [1], \"kinetic_energy\": \"x'^2\"}",
+                  "invalid-model", "model.parameters", 0, NULL);
 }
 
 Test(model, error_too_many_linear_constraints)
@@ -270,8 +275,8 @@ Test(model, error_expression_too_long)
     for (size_t i = 0; i < n / 4; i++)
         off += snprintf(text + off, 8, " + x");
     snprintf(text + off, 8, "\"}");
-    compile_fails(text, "invalid-model", "model.kinetic_energy", (int)engine_default_limits.max_expr_chars + 1,
-                  "longer than");
+    compile_fails(text, "invalid-model", "model.kinetic_energy",
+                  (int)engine_default_limits.max_expr_chars + 1, "longer than");
     free(text);
 }
 
@@ -285,7 +290,8 @@ Test(model, error_list_is_complete)
     cr_assert_lt(engine_model_compile(js, NULL, &m, &problem), 0);
     json_t *errs = json_object_get(problem, "errors");
     cr_assert_eq(json_array_size(errs), 2);
-    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(errs, 1), "path")), "model.parameters.b");
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(errs, 1), "path")),
+                     "model.parameters.b");
     json_decref(problem);
     json_decref(js);
 }
@@ -313,13 +319,16 @@ Test(model, id_ignores_formatting)
         /* parameter key order */
         "{" KNIFE_COORDS ", \"parameters\": {\"J\": 0.5, \"m\": 2}, " KNIFE_T ", " KNIFE_C "}",
         /* ** for ^ */
-        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"m*(x'**2 + y'**2)/2 + J*phi'**2/2\", " KNIFE_C "}",
+        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"m*(x'**2 + y'**2)/2 + J*phi'**2/2\", " KNIFE_C
+        "}",
         /* definitions instead of inline text */
         "{" KNIFE_COORDS ", " KNIFE_P ", \"definitions\": [{\"name\": \"v2\", \"expr\": \"x'^2 + y'^2\"}, "
-        "{\"name\": \"Trot\", \"expr\": \"J*phi'^2/2\"}], \"kinetic_energy\": \"m*v2/2 + Trot\", " KNIFE_C "}",
+        "{\"name\": \"Trot\", \"expr\": \"J*phi'^2/2\"}], \"kinetic_energy\": \"m*v2/2 + Trot\", " KNIFE_C
+        "}",
         /* terms and factors reordered (not expanded: m*(a + b) and m*a + m*b are
          * different canonical forms, by design) */
-        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"phi'^2*J/2 + (y'^2 + x'^2)*m/2\", " KNIFE_C "}",
+        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"phi'^2*J/2 + (y'^2 + x'^2)*m/2\", " KNIFE_C
+        "}",
         /* key order of the model object itself */
         "{" KNIFE_C ", " KNIFE_T ", " KNIFE_P ", " KNIFE_COORDS "}",
         /* an integer parameter written as a real */
@@ -339,11 +348,13 @@ Test(model, id_changes_with_content)
     static const char *const other[] = {
         "{" KNIFE_COORDS ", \"parameters\": {\"m\": 2.5, \"J\": 0.5}, " KNIFE_T ", " KNIFE_C "}",
         "{" KNIFE_COORDS ", \"parameters\": {\"m\": 2, \"J\": 0.5000000001}, " KNIFE_T ", " KNIFE_C "}",
-        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"m*(x'^2 + y'^2)/2 + J*phi'^2/3\", " KNIFE_C "}",
+        "{" KNIFE_COORDS ", " KNIFE_P ", \"kinetic_energy\": \"m*(x'^2 + y'^2)/2 + J*phi'^2/3\", " KNIFE_C
+        "}",
         "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"constraints\": [{\"name\": \"blade\", \"expr\": "
         "\"x'*sin(phi) - y'*cos(phi)\"}]}",
         "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C ", \"potential_energy\": \"m*x\"}",
-        "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C ", \"speeds\": [\"x'*cos(phi) + y'*sin(phi)\", \"phi'\"]}",
+        "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
+        ", \"speeds\": [\"x'*cos(phi) + y'*sin(phi)\", \"phi'\"]}",
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         char *id = id_of(other[i]);
@@ -391,9 +402,10 @@ Test(model, summary_rolling_disk)
  * v0*t. Rheonomic, so energy is not expected to be conserved, with the reason. */
 Test(model, summary_rheonomic)
 {
-    engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 1, \"v0\": 0.3}, "
-                                 "\"kinetic_energy\": \"m*(x'^2 + y'^2 + phi'^2)/2\", "
-                                 "\"constraints\": [{\"name\": \"drive\", \"expr\": \"x' - v0*t*cos(phi)\"}]}");
+    engine_model *m =
+        compile_ok("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 1, \"v0\": 0.3}, "
+                   "\"kinetic_energy\": \"m*(x'^2 + y'^2 + phi'^2)/2\", "
+                   "\"constraints\": [{\"name\": \"drive\", \"expr\": \"x' - v0*t*cos(phi)\"}]}");
     json_t *s = summary_of(m);
     json_t *c = json_array_get(json_object_get(s, "constraints"), 0);
     cr_expect(jbool(c, "linear"));
@@ -461,8 +473,9 @@ Test(model, default_speeds_rolling_disk)
  * dependent velocity is the latest one that does. */
 Test(model, default_speeds_skip_absent_velocity)
 {
-    engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"kinetic_energy\": \"x'^2 + y'^2 + phi'^2\", "
-                                 "\"constraints\": [\"x'*sin(phi) - y'*cos(phi)\"]}");
+    engine_model *m =
+        compile_ok("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"kinetic_energy\": \"x'^2 + y'^2 + phi'^2\", "
+                   "\"constraints\": [\"x'*sin(phi) - y'*cos(phi)\"]}");
     json_t *s = summary_of(m);
     json_t *speeds = json_object_get(s, "speeds");
     cr_assert_eq(json_array_size(speeds), 2);
@@ -478,7 +491,8 @@ Test(model, holonomic_flag)
     engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2 + y'^2\", "
                                  "\"constraints\": [\"y*x' + x*y'\"]}");
     json_t *s = summary_of(m);
-    cr_expect(jbool(json_array_get(json_object_get(s, "constraints"), 0), "holonomic"), "d(xy) = 0 is integrable");
+    cr_expect(jbool(json_array_get(json_object_get(s, "constraints"), 0), "holonomic"),
+              "d(xy) = 0 is integrable");
     json_decref(s);
     engine_model_release(m);
 }
@@ -498,7 +512,8 @@ static void canonical_recompiles(const char *text)
     /* The canonical form compiles to the same id. */
     engine_model *m2 = NULL;
     json_t *problem = NULL;
-    cr_assert_eq(engine_model_compile(cj, NULL, &m2, &problem), 0, "canonical form does not compile: %s", canon);
+    cr_assert_eq(engine_model_compile(cj, NULL, &m2, &problem), 0, "canonical form does not compile: %s",
+                 canon);
     cr_expect_str_eq(engine_model_id(m2), engine_model_id(m));
     cr_expect_gt(engine_model_bytes(m), 0);
     engine_model_release(m2);
@@ -509,8 +524,9 @@ static void canonical_recompiles(const char *text)
 
 Test(model, refcount_and_canonical)
 {
-    canonical_recompiles("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
-                         ", \"speeds\": [{\"name\": \"v\", \"expr\": \"x'*cos(phi) + y'*sin(phi)\"}, \"phi'\"]}");
+    canonical_recompiles(
+        "{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", " KNIFE_C
+        ", \"speeds\": [{\"name\": \"v\", \"expr\": \"x'*cos(phi) + y'*sin(phi)\"}, \"phi'\"]}");
 }
 
 /* Known bug: with default speeds the canonical form names the speeds "x'" and

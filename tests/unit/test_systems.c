@@ -105,9 +105,10 @@ Test(systems, rheonomic_knife_edge, .init = setup)
     cr_expect(json_is_false(json_object_get(sum, "energy_conserved")), "energy is not a first integral here");
     json_decref(sum);
 
-    json_t *r = run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
-                       " \"t_end\": 8.3, \"output\": {\"samples\": 41},"
-                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *r =
+        run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+               " \"t_end\": 8.3, \"output\": {\"samples\": 41},"
+               " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     struct knife p = {1.5, 2.0, 0.7};
     integ_system sys = {3, knife_rhs, &p};
     integ_options opt = integ_default_options;
@@ -119,7 +120,8 @@ Test(systems, rheonomic_knife_edge, .init = setup)
     times[40] = 8.3;
     struct samples s = {.n = 0};
     integ_stats st;
-    cr_assert_eq(integ_run(&sys, &opt, 0.3, y0, times, 41, keep, &s, &st), 0, "hand-written run: %s", st.reason);
+    cr_assert_eq(integ_run(&sys, &opt, 0.3, y0, times, 41, keep, &s, &st), 0, "hand-written run: %s",
+                 st.reason);
     json_t *traj = json_object_get(r, "trajectory");
     for (int i = 0; i < 41; i++) {
         cr_assert_float_eq(at(traj, "q", "x", i), s.y[i][0], 1e-8, "x at sample %d", i);
@@ -147,9 +149,10 @@ Test(systems, rheonomic_knife_edge, .init = setup)
     json_decref(r);
 
     /* A formulation check on a rheonomic system: multipliers agree with Hamel. */
-    json_t *h = run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
-                       " \"t_end\": 8.3, \"output\": {\"samples\": 5}, \"formulation\": \"multipliers\","
-                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *h =
+        run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+               " \"t_end\": 8.3, \"output\": {\"samples\": 5}, \"formulation\": \"multipliers\","
+               " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     json_t *ht = json_object_get(h, "trajectory");
     cr_expect_float_eq(at(ht, "q", "x", 4), s.y[40][0], 1e-7, "multipliers x(t_end)");
     cr_expect_float_eq(at(ht, "q", "y", 4), s.y[40][1], 1e-7, "multipliers y(t_end)");
@@ -169,7 +172,8 @@ Test(systems, appell_nonlinear_constraint, .init = setup)
     json_t *c0 = json_array_get(json_object_get(sum, "constraints"), 0);
     cr_expect(json_is_false(json_object_get(c0, "linear")), "Appell's constraint is nonlinear");
     cr_expect_str_eq(json_string_value(json_object_get(sum, "default_formulation")), "multipliers");
-    cr_expect(json_is_true(json_object_get(sum, "energy_conserved")), "homogeneous constraint: T + V conserved");
+    cr_expect(json_is_true(json_object_get(sum, "energy_conserved")),
+              "homogeneous constraint: T + V conserved");
     json_decref(sum);
 
     /* v0 = 3, direction (0.6, 0.8); it stops at t = v0 (1 + a^2) / (g a) = 1.1111... */
@@ -198,14 +202,16 @@ Test(systems, appell_nonlinear_constraint, .init = setup)
     json_t *energy = json_object_get(json_object_get(r, "checks"), "energy");
     cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9, "T + V drifts by %g",
                   json_number_value(json_object_get(energy, "max_rel_drift")));
-    cr_expect_not_null(json_object_get(json_object_get(traj, "multipliers"), "appell"), "the multiplier is reported");
+    cr_expect_not_null(json_object_get(json_object_get(traj, "multipliers"), "appell"),
+                       "the multiplier is reported");
     json_decref(r);
 
     /* Asking for the Boltzmann–Hamel formulation is refused with the reason. */
     json_error_t err;
-    json_t *bad = json_loads("{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"z\": 0}, \"qdot\": {\"x\": 1, \"y\": 0,"
-                             " \"z\": 0.3}}, \"t_end\": 1, \"formulation\": \"hamel\"}",
-                             0, &err);
+    json_t *bad =
+        json_loads("{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"z\": 0}, \"qdot\": {\"x\": 1, \"y\": 0,"
+                   " \"z\": 0.3}}, \"t_end\": 1, \"formulation\": \"hamel\"}",
+                   0, &err);
     json_t *result = NULL, *problem = NULL;
     int rc = engine_simulate(m, bad, NULL, NULL, &result, &problem);
     cr_expect_eq(rc, HAMEL_E_FORMULATION, "hamel on a nonlinear constraint: %d", rc);
@@ -220,9 +226,10 @@ Test(systems, appell_nonlinear_constraint, .init = setup)
 
 Test(systems, reduction_matches_numeric_inverse, .init = setup)
 {
-    static const char *const files[] = {"greenwood-5.1-knife-edge-body.json", "greenwood-5.2-dumbbell-hamel.json",
-                                        "greenwood-5.3-rolling-disk.json", "greenwood-5.5-rolling-disk-suslov.json",
-                                        "lemos-rolling-sphere.json", "wang-pao-axle-incline.json"};
+    static const char *const files[] = {
+        "greenwood-5.1-knife-edge-body.json", "greenwood-5.2-dumbbell-hamel.json",
+        "greenwood-5.3-rolling-disk.json",    "greenwood-5.5-rolling-disk-suslov.json",
+        "lemos-rolling-sphere.json",          "wang-pao-axle-incline.json"};
     const char *dir = getenv("HAMEL_CASES") ? getenv("HAMEL_CASES") : "../shared/cases";
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         char path[600];
@@ -300,12 +307,13 @@ ParameterizedTest(struct system_param *p, systems, golden, .init = setup)
             cr_assert_fail("%s (%s): %s", p->file, forms[f], json_dumps(problem, 0));
         json_decref(req);
         json_t *checks = json_object_get(r[f], "checks");
-        double res = json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
+        double res =
+            json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
         cr_expect_leq(res, f == 0 ? 1e-12 : 1e-9, "%s (%s): constraint residual %g", p->file, forms[f], res);
         json_t *energy = json_object_get(checks, "energy");
         if (json_is_true(json_object_get(energy, "conserved_expected")))
-            cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9, "%s (%s): energy drift",
-                          p->file, forms[f]);
+            cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9,
+                          "%s (%s): energy drift", p->file, forms[f]);
     }
     struct engine_model *mm = m;
     for (int i = 0; i < mm->n; i++) {
@@ -314,7 +322,8 @@ ParameterizedTest(struct system_param *p, systems, golden, .init = setup)
         json_t *b = json_object_get(json_object_get(json_object_get(r[1], "trajectory"), "q"), name);
         double qa = json_number_value(json_array_get(a, json_array_size(a) - 1));
         double qb = json_number_value(json_array_get(b, json_array_size(b) - 1));
-        cr_expect_leq(fabs(qa - qb), 1e-7, "%s: %s at t_end: hamel %.15g, multipliers %.15g", p->file, name, qa, qb);
+        cr_expect_leq(fabs(qa - qb), 1e-7, "%s: %s at t_end: hamel %.15g, multipliers %.15g", p->file, name,
+                      qa, qb);
     }
     /* (5.94) with the gammas, at random states */
     hamel_ws *w = hamel_ws_new(m, mm->param_values);

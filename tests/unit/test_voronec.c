@@ -122,10 +122,13 @@ static double voronec_check(engine_model *em, double *naive_theta, double *eq16)
                 rhs += expr_eval(c, expr_diff(c, Lb, m->sym_q[dep[v]]), vals) * expr_eval(c, a[v][i], vals);
                 double pdep = expr_eval(c, expr_diff(c, L, m->sym_qd[dep[v]]), vals);
                 for (int j = 0; j < k; j++) {
-                    expr *b = expr_sub(c, expr_diff(c, a[v][i], m->sym_q[ind[j]]), expr_diff(c, a[v][j], m->sym_q[qi]));
+                    expr *b = expr_sub(c, expr_diff(c, a[v][i], m->sym_q[ind[j]]),
+                                       expr_diff(c, a[v][j], m->sym_q[qi]));
                     for (int u = 0; u < nd; u++)
-                        b = expr_add(c, b, expr_sub(c, expr_mul(c, expr_diff(c, a[v][i], m->sym_q[dep[u]]), a[u][j]),
-                                                    expr_mul(c, expr_diff(c, a[v][j], m->sym_q[dep[u]]), a[u][i])));
+                        b = expr_add(c, b,
+                                     expr_sub(c,
+                                              expr_mul(c, expr_diff(c, a[v][i], m->sym_q[dep[u]]), a[u][j]),
+                                              expr_mul(c, expr_diff(c, a[v][j], m->sym_q[dep[u]]), a[u][i])));
                     rhs += pdep * expr_eval(c, b, vals) * dy[ind[j]];
                 }
             }
@@ -157,13 +160,15 @@ Test(voronec, rolling_sphere, .init = setup)
         cr_expect_leq(fabs(eq16[i]), 1e-10, "theta'' + phi' psi' sin(theta) = %g (Lemos 16)", eq16[i]);
         biggest_naive = fmax(biggest_naive, fabs(naive[i]));
     }
-    cr_expect_geq(biggest_naive, 0.1, "the naive reduced Lagrangian (Lemos 6) should fail on the true motion");
+    cr_expect_geq(biggest_naive, 0.1,
+                  "the naive reduced Lagrangian (Lemos 6) should fail on the true motion");
     /* and the derived equation shown to people is the correct one */
     json_t *eq = NULL, *problem = NULL;
     cr_assert_eq(engine_equations(m, &eq, &problem), 0);
     const char *theta_eq = json_string_value(json_array_get(json_object_get(eq, "equations"), 1));
     cr_assert_not_null(theta_eq);
-    cr_expect(strstr(theta_eq, "thd'") && strstr(theta_eq, "phid*psid*sin(theta)") && !strstr(theta_eq, "cos"),
+    cr_expect(strstr(theta_eq, "thd'") && strstr(theta_eq, "phid*psid*sin(theta)") &&
+                  !strstr(theta_eq, "cos"),
               "theta equation reads as 7/5 m R^2 (theta'' + phi' psi' sin(theta)): %s", theta_eq);
     json_decref(eq);
     engine_model_release(m);
@@ -172,7 +177,8 @@ Test(voronec, rolling_sphere, .init = setup)
 
 Test(voronec, suslov_forms, .init = setup)
 {
-    static const char *const files[] = {"greenwood-5.4-dumbbell-suslov.json", "greenwood-5.5-rolling-disk-suslov.json"};
+    static const char *const files[] = {"greenwood-5.4-dumbbell-suslov.json",
+                                        "greenwood-5.5-rolling-disk-suslov.json"};
     for (size_t f = 0; f < 2; f++) {
         json_t *c;
         engine_model *m = load(files[f], &c);
