@@ -60,7 +60,7 @@ body=$work/body
 
 # ex NAME METHOD PATH [curl arguments...]: one exchange. The body goes to NAME.json
 # (NAME.txt if it is not JSON; nothing if empty; a NAME starting with "-" keeps no
-# file), the exchange to transcript.txt; $status and $body (a file) hold the answer.
+# file; NDJSON goes to NAME.ndjson), the exchange to transcript.txt; $status and $body (a file) hold the answer.
 ex() {
   local name=$1 method=$2 path=$3 hdr=$work/headers ctype
   shift 3
@@ -81,9 +81,11 @@ ex() {
   } >>"$transcript"
   [[ $name == -* ]] && return 0
   ctype=$(tr -d '\r' <"$hdr" | sed -n 's/^[Cc]ontent-[Tt]ype: *//p' | head -n 1)
-  rm -f "$here/$name.json" "$here/$name.txt"
+  rm -f "$here/$name.json" "$here/$name.txt" "$here/$name.ndjson"
   if [ ! -s "$body" ]; then
     return 0
+  elif [[ $ctype == application/x-ndjson* ]]; then
+    cp "$body" "$here/$name.ndjson"
   elif [[ $ctype == application/*json* ]]; then
     jq . "$body" >"$here/$name.json"
   else
@@ -173,6 +175,31 @@ jq --arg id "$id" 'del(.model) | {model_id: $id} + . | .t_end = 100 | .output = 
 ex simulation-step-limit.422 POST '/v1/simulations?wait=60' "${json[@]}" --data-binary @"$work/steps.json"
 failed=$(jq -r .job_id "$body")
 ex job-failed.200 GET "/v1/jobs/$failed"
+
+# Batches: a sweep of the initial spin, whole and streamed; one run fails its step budget.
+jq -n --arg id "$id" '{model_id: $id,
+  base: {initial: {q: {phi: 0, theta: 1.2, psi: 0, x: 0, y: 0}, speeds: {wd: 0.3, thd: 0, Omega: 4}},
+         t_end: 2, output: {samples: 5}},
+  runs: [{initial: {speeds: {Omega: 3}}}, {initial: {speeds: {Omega: 5}}},
+         {parameters: {r: 0.3}, initial: {q: {theta: 1.0}}},
+         {initial: {speeds: {Omega: 6}}, integrator: {max_steps: 5}}]}' >"$here/batch-request.json"
+ex batch-done.200 POST '/v1/batches?wait=60' "${json[@]}" --data-binary @"$here/batch-request.json"
+done_batch=$(jq -r .batch_id "$body")
+jq '.fields = ["run", "final"] | .runs += [{initial: {speeds: {Omega: 7}}}]' "$here/batch-request.json" >"$work/batch-stream.json"
+ex batch-stream.200 POST '/v1/batches?summary=1' "${json[@]}" -H 'Accept: application/x-ndjson' \
+  --data-binary @"$work/batch-stream.json"
+ex batch-get.200 GET "/v1/batches/$done_batch"
+ex batch-conflict.409 DELETE "/v1/batches/$done_batch"
+jq '.base.t_end = 1e6 | .base.integrator.max_steps = 1000000000 | .fields = ["final"]' \
+  "$here/batch-request.json" >"$work/batch-long.json"
+ex batch.202 POST /v1/batches "${json[@]}" --data-binary @"$work/batch-long.json"
+long_batch=$(jq -r .batch_id "$body")
+ex batch-cancelled.200 DELETE "/v1/batches/$long_batch"
+ex batch-cancelled-get.200 GET "/v1/batches/$long_batch?wait=5"
+jq '.runs[1].initial.speeds.spin = 1 | .runs[2].t_end = -1 | .runs[3].output = {samples: 1}' \
+  "$here/batch-request.json" >"$work/batch-bad.json"
+ex batch-invalid.422 POST /v1/batches "${json[@]}" --data-binary @"$work/batch-bad.json"
+ex batch-not-found.404 GET /v1/batches/00000000000000000000000000000000
 
 ex metrics GET /metrics
 

@@ -67,6 +67,13 @@ if (!doc) {
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(1);
 }
+{
+  // A " #" in an unquoted scalar starts a YAML comment: the rest of the text is lost.
+  const lines = fs.readFileSync(path.join(apiDir, 'openapi.yaml'), 'utf8').split('\n');
+  const cut = lines.map((l, i) => [i + 1, l]).filter(([, l]) => /^\s*[\w$-]+: [^"'|>{[#].* #/.test(l));
+  check('no unquoted text in openapi.yaml is cut short by " #"', cut.length === 0,
+    cut.map(([n]) => `line ${n}`).join(', '));
+}
 check('openapi.yaml is OpenAPI 3.1', /^3\.1\.\d+$/.test(String(doc.openapi)), `openapi: ${doc.openapi}`);
 {
   // The document's structure against the OpenAPI 3.1 schema. The validator resolves
@@ -209,7 +216,7 @@ const contract = [
   ['get', '/v1/health'], ['get', '/metrics'], ['post', '/v1/models'], ['get', '/v1/models/{id}'],
   ['get', '/v1/models/{id}/equations'], ['post', '/v1/hamel'], ['post', '/v1/simulations'],
   ['get', '/v1/jobs/{id}'], ['delete', '/v1/jobs/{id}'], ['get', '/livez'], ['get', '/readyz'],
-  ['post', '/v1/batches'],
+  ['post', '/v1/batches'], ['get', '/v1/batches/{id}'], ['delete', '/v1/batches/{id}'],
 ];
 for (const [m, p] of contract)
   check(`documented: ${m.toUpperCase()} ${p}`, Boolean(doc.paths?.[p]?.[m]));
@@ -239,15 +246,40 @@ function requiredHeaders(resp) {
     .map(([name]) => name.toLowerCase());
 }
 
+// NDJSON: every line must validate against the media type's x-ndjson-items schema.
+function isNdjson(ctype) {
+  return /ndjson/.test(mediaBase(ctype));
+}
+function validateNdjson(media, text) {
+  if (!media?.['x-ndjson-items']) return 'the media type has no x-ndjson-items schema';
+  const lines = text.split('\n').filter((l) => l.length);
+  if (!lines.length) return 'no lines';
+  for (const [i, l] of lines.entries()) {
+    let v;
+    try {
+      v = JSON.parse(l);
+    } catch (e) {
+      return `line ${i + 1} is not JSON: ${e.message}`;
+    }
+    const err = validate(media['x-ndjson-items'], v);
+    if (err) return `line ${i + 1}: ${err}`;
+  }
+  return '';
+}
+
 // ---- examples -----------------------------------------------------------------------
 
 const referenced = new Set();
-function checkExample(where, ex, schema, ctype) {
+function checkExample(where, ex, schema, ctype, media) {
   const ev = deref(ex)?.externalValue;
   if (!ev) return;
   const file = path.join(apiDir, ev);
   referenced.add(path.resolve(file));
   if (!fs.existsSync(file)) return check(`${where}: ${ev} exists`, false);
+  if (isNdjson(ctype)) {
+    const err = validateNdjson(media, fs.readFileSync(file, 'utf8'));
+    return check(`${where}: ${ev} validates line by line`, !err, err);
+  }
   if (!/json/.test(mediaBase(ctype))) {
     const text = fs.readFileSync(file, 'utf8');
     return check(`${where}: ${ev} is non-empty text`, text.length > 0);
@@ -266,11 +298,11 @@ for (const { path: p, method, op } of ops) {
   const where = `${method.toUpperCase()} ${p}`;
   const rb = deref(op.requestBody);
   for (const [ct, media] of Object.entries(rb?.content || {}))
-    for (const ex of Object.values(media.examples || {})) checkExample(`${where} request`, ex, media.schema, ct);
+    for (const ex of Object.values(media.examples || {})) checkExample(`${where} request`, ex, media.schema, ct, media);
   for (const [status, r] of Object.entries(op.responses || {})) {
     const resp = deref(r);
     for (const [ct, media] of Object.entries(resp?.content || {}))
-      for (const ex of Object.values(media.examples || {})) checkExample(`${where} ${status}`, ex, media.schema, ct);
+      for (const ex of Object.values(media.examples || {})) checkExample(`${where} ${status}`, ex, media.schema, ct, media);
   }
 }
 for (const f of fs.readdirSync(exDir).sort()) {
@@ -397,6 +429,10 @@ function conforms(label, method, url, r) {
   if (!resp.content || method === 'HEAD' || r.status === 204 || r.status === 304) return true;
   const media = contentFor(resp, r.headers['content-type']);
   if (!check(`${label}: Content-Type ${r.headers['content-type']} is documented`, Boolean(media))) return false;
+  if (isNdjson(r.headers['content-type'])) {
+    const err = validateNdjson(media, r.text);
+    return check(`${label}: every NDJSON line validates against the documented schema`, !err, err);
+  }
   if (!/json/.test(mediaBase(r.headers['content-type'])) || !media.schema) return true;
   let body;
   try {
@@ -453,11 +489,38 @@ async function live() {
       JSON.stringify(res.hamel?.points?.map((pt) => pt.t)));
   }
 
-  const ids = { '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/jobs/{id}': jobId };
+  // A finished batch, and the same streamed.
+  let batchId = null;
+  const batchOp = doc.paths['/v1/batches']?.post;
+  if (batchOp && !batchOp['x-status']) {
+    const breq = exampleBody(batchOp);
+    breq.model_id = modelId;
+    r = await call(base, 'POST', '/v1/batches?wait=60', { body: JSON.stringify(breq) });
+    conforms('example batch, waited for', 'POST', '/v1/batches?wait=60', r);
+    const bdoc = r.status === 200 ? JSON.parse(r.text) : {};
+    batchId = bdoc.batch_id;
+    check('the batch finished with a line per run, in index order',
+      bdoc.status === 'done' && bdoc.results?.length === breq.runs.length
+      && bdoc.results.every((l, i) => l.index === i), r.text.slice(0, 200));
+    r = await call(base, 'POST', '/v1/batches?summary=1', {
+      body: JSON.stringify(breq), headers: { Accept: 'application/x-ndjson' },
+    });
+    conforms('example batch, streamed', 'POST', '/v1/batches?summary=1', r);
+    const lines = r.text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    check('the stream has one line per run and the summary line last',
+      lines.length === breq.runs.length + 1 && lines[lines.length - 1].done === true
+      && new Set(lines.slice(0, -1).map((l) => l.index)).size === breq.runs.length, `${lines.length} lines`);
+  }
+
+  const ids = {
+    '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/jobs/{id}': jobId,
+    '/v1/batches/{id}': batchId,
+  };
   const unknown = {
     '/v1/models/{id}': `sha256:${'0'.repeat(64)}`,
     '/v1/models/{id}/equations': `sha256:${'0'.repeat(64)}`,
     '/v1/jobs/{id}': '0'.repeat(32),
+    '/v1/batches/{id}': '0'.repeat(32),
   };
   const fill = (p, table) => p.replace(/\{id\}/, () => table[p]);
 
@@ -502,8 +565,8 @@ async function live() {
       }
     } else {
       const res = await call(base, M, url);
-      conforms(`${label} on a finished job`, M, url, res);
-      check(`${label} on a finished job is 409`, res.status === 409);
+      conforms(`${label} on a finished one`, M, url, res);
+      check(`${label} on a finished one is 409`, res.status === 409);
     }
     // An unknown id.
     if (p.includes('{id}')) {
@@ -516,7 +579,7 @@ async function live() {
       conforms(`${label}, text/plain`, M, url, await call(base, M, url, { body: '{}', ctype: 'text/plain' }));
       conforms(`${label}, empty object`, M, url, await call(base, M, url, { body: '{}' }));
     }
-    if (p.includes('/jobs/') && M === 'GET')
+    if ((p.includes('/jobs/') || p.includes('/batches/')) && M === 'GET')
       conforms(`${label}, ?wait=abc`, M, `${url}?wait=abc`, await call(base, M, `${url}?wait=abc`));
     // The wrong method.
     const wrong = await call(base, 'PATCH', url);
