@@ -14,6 +14,8 @@
 #define CONFIG_DEFAULT_MAX_BODY (4u << 20)
 #define CONFIG_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 #define CONFIG_DEFAULT_MAX_JOBS 10000
+#define CONFIG_DEFAULT_MAX_BATCH 10000
+#define CONFIG_DEFAULT_BATCH_BYTES ((size_t)256 << 20)
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 1024
 #define CONFIG_DEFAULT_CONN_TIMEOUT 30
 #define CONFIG_MAX_WAIT_SECONDS 300.0
@@ -127,6 +129,12 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_MAX_JOBS")) {
         rc = config__long(name, v, 16, 100000000, &l);
         cfg->max_jobs = (size_t)l;
+    } else if (!strcmp(name, "HAMEL_MAX_BATCH")) {
+        rc = config__long(name, v, 1, 10000000, &l);
+        cfg->max_batch = (size_t)l;
+    } else if (!strcmp(name, "HAMEL_BATCH_BYTES")) {
+        rc = config__long(name, v, 4096, 1L << 40, &l);
+        cfg->batch_bytes = (size_t)l;
     } else if (!strcmp(name, "HAMEL_MAX_WALL")) {
         rc = config__double(name, v, &cfg->max_wall);
     } else if (!strcmp(name, "HAMEL_MAX_STEPS")) {
@@ -156,6 +164,7 @@ static const char *const config__names[] = {
     "HAMEL_MAX_JOBS",      "HAMEL_MAX_WALL",     "HAMEL_MAX_STEPS",
     "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG",   "HAMEL_DATA",
     "HAMEL_TOKEN",         "HAMEL_STATIC",       "HAMEL_CORS_ORIGINS",
+    "HAMEL_MAX_BATCH",     "HAMEL_BATCH_BYTES",
 };
 
 static void config__usage(void)
@@ -179,6 +188,8 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->max_body = CONFIG_DEFAULT_MAX_BODY;
     cfg->cache_bytes = CONFIG_DEFAULT_CACHE_BYTES;
     cfg->max_jobs = CONFIG_DEFAULT_MAX_JOBS;
+    cfg->max_batch = CONFIG_DEFAULT_MAX_BATCH;
+    cfg->batch_bytes = CONFIG_DEFAULT_BATCH_BYTES;
     cfg->max_wait = CONFIG_MAX_WAIT_SECONDS;
     cfg->drain_seconds = CONFIG_DEFAULT_DRAIN_SECONDS;
     cfg->access_log = 1;

@@ -7,6 +7,7 @@
 #ifndef HAMEL_SERVER_HTTP_H
 #define HAMEL_SERVER_HTTP_H
 
+#include "batch.h"
 #include "cache.h"
 #include "config.h"
 #include "engine.h"
@@ -23,6 +24,7 @@ typedef struct http_deps {
     cache *results; /* blob values: "<simulation key>" */
     store *st;      /* may be NULL: no persistence */
     jobs *jobs;
+    batches *batches;
 } http_deps;
 
 /* Binds cfg->addr:cfg->port and starts serving. *port receives the bound port.
@@ -33,8 +35,8 @@ int http_start(const http_deps *deps, http_server **out, int *port);
  * are still served. */
 void http_quiesce(http_server *h);
 
-/* Closes every connection and frees the server. Every long-poll must have been woken
- * (jobs_shutdown) first. Accepts NULL. */
+/* Closes every connection and frees the server. Every long-poll and stream must have
+ * been woken (jobs_shutdown, batches_shutdown) first. Accepts NULL. */
 void http_stop(http_server *h);
 
 #endif

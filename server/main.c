@@ -1,9 +1,10 @@
 /* main.c — hamel-server: configuration, start-up, and a graceful stop on SIGTERM/SIGINT.
  *
  * Start-up order: config, engine_init (which turns the GSL error handler off), the store
- * under HAMEL_DATA, the model and result caches, the job pool, the HTTP daemon. Stop
+ * under HAMEL_DATA, the model and result caches, the job pool, the batches, the HTTP daemon. Stop
  * order on a signal: stop accepting connections, let running jobs finish for up to
- * HAMEL_DRAIN_SECONDS (then cancel them), answer every long-poll, close connections,
+ * HAMEL_DRAIN_SECONDS (then cancel them), cancel what batches have left, answer every
+ * long-poll and end every batch stream, close connections,
  * free everything, exit 0.
  */
 #include <gsl/gsl_errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "blob.h"
 #include "cache.h"
 #include "config.h"
@@ -21,6 +23,7 @@
 #include "store.h"
 
 #define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
+#define MAIN_BATCHES_KEPT 256    /* batch records kept in memory (finished ones evicted first) */
 
 static void *main__model_retain(void *v) { return engine_model_retain(v); }
 static void main__model_release(void *v) { engine_model_release(v); }
@@ -66,7 +69,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "hamel-server: cannot start the worker pool\n");
         return 1;
     }
-    http_deps deps = {&cfg, &limits, models, results, st, pool};
+    /* A batch may hold at most half the queue, so single requests always find room. */
+    batches_config bc = {cfg.max_batch, (size_t)(cfg.queue / 2 > 0 ? cfg.queue / 2 : 1), cfg.batch_bytes,
+                         MAIN_BATCHES_KEPT, limits};
+    batches *bat = batches_new(&bc, pool, results, st);
+    if (!bat) {
+        fprintf(stderr, "hamel-server: cannot start the batch timer\n");
+        return 1;
+    }
+    http_deps deps = {&cfg, &limits, models, results, st, pool, bat};
     http_server *http = NULL;
     int port = 0;
     if (http_start(&deps, &http, &port) != 0)
@@ -86,7 +97,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "hamel-server: %s, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     http_quiesce(http);
     jobs_shutdown(pool, cfg.drain_seconds);
+    batches_shutdown(bat);
     http_stop(http);
+    batches_free(bat);
     jobs_free(pool);
     cache_free(results);
     cache_free(models);

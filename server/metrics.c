@@ -26,7 +26,12 @@ static const char *const metrics__outcome_labels[] = {"done", "failed", "cancell
 static atomic_uint_fast64_t metrics__requests[METRICS_ROUTE_COUNT_][METRICS_STATUS_SLOTS];
 static atomic_uint_fast64_t metrics__latency[METRICS_ROUTE_COUNT_][METRICS_BUCKETS + 1];
 static atomic_uint_fast64_t metrics__latency_ns[METRICS_ROUTE_COUNT_];
+static const char *const metrics__batch_labels[] = {"created", "invalid", "done", "cancelled"};
+static const char *const metrics__run_labels[] = {"done", "failed", "cancelled", "cached"};
+
 static atomic_uint_fast64_t metrics__jobs[METRICS_OUTCOME_COUNT_];
+static atomic_uint_fast64_t metrics__batches[METRICS_BATCH_OUTCOME_COUNT_];
+static atomic_uint_fast64_t metrics__runs[METRICS_RUN_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__derive_ns, metrics__derive_n;
 static atomic_uint_fast64_t metrics__integrate_ns, metrics__integrate_n;
 
@@ -51,6 +56,18 @@ void metrics_job(metrics_outcome outcome)
 {
     if ((unsigned)outcome < METRICS_OUTCOME_COUNT_)
         atomic_fetch_add_explicit(&metrics__jobs[outcome], 1, memory_order_relaxed);
+}
+
+void metrics_batch(metrics_batch_outcome outcome)
+{
+    if ((unsigned)outcome < METRICS_BATCH_OUTCOME_COUNT_)
+        atomic_fetch_add_explicit(&metrics__batches[outcome], 1, memory_order_relaxed);
+}
+
+void metrics_batch_run(metrics_run_outcome outcome)
+{
+    if ((unsigned)outcome < METRICS_RUN_OUTCOME_COUNT_)
+        atomic_fetch_add_explicit(&metrics__runs[outcome], 1, memory_order_relaxed);
 }
 
 void metrics_derive(double seconds)
@@ -163,6 +180,21 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
     for (int o = 0; o < METRICS_OUTCOME_COUNT_; o++)
         metrics__printf(&b, "hamel_jobs_total{outcome=\"%s\"} %llu\n", metrics__outcome_labels[o],
                         (unsigned long long)metrics__load(&metrics__jobs[o]));
+    metrics__printf(&b, "# HELP hamel_batches_total Batches by outcome.\n"
+                        "# TYPE hamel_batches_total counter\n");
+    for (int o = 0; o < METRICS_BATCH_OUTCOME_COUNT_; o++)
+        metrics__printf(&b, "hamel_batches_total{outcome=\"%s\"} %llu\n", metrics__batch_labels[o],
+                        (unsigned long long)metrics__load(&metrics__batches[o]));
+    metrics__printf(&b, "# HELP hamel_batch_runs_total Runs of batches by outcome.\n"
+                        "# TYPE hamel_batch_runs_total counter\n");
+    for (int o = 0; o < METRICS_RUN_OUTCOME_COUNT_; o++)
+        metrics__printf(&b, "hamel_batch_runs_total{outcome=\"%s\"} %llu\n", metrics__run_labels[o],
+                        (unsigned long long)metrics__load(&metrics__runs[o]));
+    metrics__printf(&b,
+                    "# TYPE hamel_batches_active gauge\nhamel_batches_active %zu\n"
+                    "# TYPE hamel_batches_kept gauge\nhamel_batches_kept %zu\n"
+                    "# TYPE hamel_batch_bytes gauge\nhamel_batch_bytes %zu\n",
+                    g->batches_active, g->batches_kept, g->batch_bytes);
     metrics__printf(&b,
                     "# TYPE hamel_queue_depth gauge\nhamel_queue_depth %zu\n"
                     "# TYPE hamel_queue_capacity gauge\nhamel_queue_capacity %zu\n"

@@ -21,6 +21,8 @@
     X(HAMEL, "/v1/hamel")                                                                                    \
     X(SIMULATIONS, "/v1/simulations")                                                                        \
     X(JOB, "/v1/jobs/{id}")                                                                                  \
+    X(BATCHES, "/v1/batches")                                                                                \
+    X(BATCH, "/v1/batches/{id}")                                                                             \
     X(METRICS, "/metrics")                                                                                   \
     X(LIVEZ, "/livez")                                                                                       \
     X(READYZ, "/readyz")                                                                                     \
@@ -43,11 +45,29 @@ typedef enum metrics_outcome {
     METRICS_OUTCOME_COUNT_
 } metrics_outcome;
 
+/* How a batch ended, and how each of its runs did. */
+typedef enum metrics_batch_outcome {
+    METRICS_BATCH_CREATED,   /* accepted (every run valid) */
+    METRICS_BATCH_INVALID,   /* refused with a 4xx before anything ran */
+    METRICS_BATCH_DONE,      /* every run finished */
+    METRICS_BATCH_CANCELLED, /* DELETE, or shutdown */
+    METRICS_BATCH_OUTCOME_COUNT_
+} metrics_batch_outcome;
+
+typedef enum metrics_run_outcome {
+    METRICS_RUN_DONE,
+    METRICS_RUN_FAILED,
+    METRICS_RUN_CANCELLED,
+    METRICS_RUN_CACHED, /* done from the result cache, without a job */
+    METRICS_RUN_OUTCOME_COUNT_
+} metrics_run_outcome;
+
 /* What other modules report at render time. */
 typedef struct metrics_gauges {
     size_t queue_depth, queue_capacity, jobs_running, jobs_kept, workers;
     cache_stats models, results;
     long connections;
+    size_t batches_active, batches_kept, batch_bytes;
 } metrics_gauges;
 
 /* Counts one finished request. */
@@ -55,6 +75,12 @@ void metrics_request(metrics_route route, int status, double seconds);
 
 /* Counts one job reaching an outcome. */
 void metrics_job(metrics_outcome outcome);
+
+/* Counts one batch reaching an outcome. */
+void metrics_batch(metrics_batch_outcome outcome);
+
+/* Counts one batch run reaching an outcome. */
+void metrics_batch_run(metrics_run_outcome outcome);
 
 /* Adds the wall time of one engine_model_compile. */
 void metrics_derive(double seconds);

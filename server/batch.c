@@ -1,0 +1,1243 @@
+/* batch.c — batch records, run merging and validation, gradual feeding of the pool,
+ * NDJSON lines, long-poll and stream waiters, and the module's timer thread.
+ *
+ * Lock order: bs->lock is the only lock here and is never held across a call into the
+ * pool, the caches, the store or a wake function. A run in flight holds a reference on
+ * its batch from the moment it is claimed until its completion has been recorded. */
+#include "batch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "metrics.h"
+
+#define BATCH_CLAIM_MAX 64         /* runs claimed per pass of the feeder */
+#define BATCH_RETRY_SECONDS 0.05   /* queue full with nothing of ours in flight: retry */
+#define BATCH_RUN_PARK_SECONDS 1e9 /* a run's job waiter: woken by the job, not a clock */
+#define BATCH_MAX_REPORTED 20      /* invalid runs described in one 422 */
+#define BATCH_PATH_MAX 256         /* a problem path with its runs[i] prefix */
+#define BATCH_TIMER_IDLE_SECONDS 3600.0
+
+enum { RUN_PENDING, RUN_CLAIMED, RUN_INFLIGHT, RUN_FINISHED };
+enum { RUN_DONE, RUN_FAILED, RUN_CANCELLED };
+
+/* What each line carries besides index, status, job_id and cached. */
+enum {
+    FIELD_RUN = 1 << 0,
+    FIELD_FINAL = 1 << 1,
+    FIELD_CHECKS = 1 << 2,
+    FIELD_STATS = 1 << 3,
+    FIELD_TRAJECTORY = 1 << 4,
+    FIELD_HAMEL = 1 << 5,
+};
+#define FIELD_DEFAULT (FIELD_FINAL | FIELD_CHECKS | FIELD_STATS)
+static const char *const batch__field_names[] = {"run", "final", "checks", "stats", "trajectory", "hamel"};
+#define BATCH_NFIELDS (sizeof batch__field_names / sizeof batch__field_names[0])
+
+/* The members of a run merged key by key over the base's (one level deep). */
+static const char *const batch__merged[] = {"initial", "parameters", "integrator", "output"};
+
+typedef struct batch_run {
+    batch *b;
+    size_t index;
+    job *job;     /* in flight: the pool's job (a reference) */
+    job_waiter w; /* in flight: parked on job */
+    blob *line;   /* finished: one NDJSON line, '\n'-terminated */
+    char key[80];
+    char job_id[JOB_ID_LEN + 1];
+    unsigned char state, status, cached;
+} batch_run;
+
+struct batch {
+    batches *bs;
+    char id[BATCH_ID_LEN + 1];
+    char model_id[80];
+    int refs; /* under bs->lock; the kept list holds one */
+    engine_model *model;
+    json_t *base; /* deep copies; dropped when the batch finishes */
+    json_t *partials;
+    unsigned fields;
+    size_t count, cursor, inflight, finished, succeeded, failed, cancelled, cached;
+    size_t *order; /* run indices in completion order; `finished` of them */
+    batch_run *runs;
+    size_t bytes; /* of its lines */
+    int cancel, done, kept;
+    double retry_at; /* monotonic; 0: none */
+    double t0, t1;   /* monotonic: created, finished */
+    batch_waiter *streams;
+    batch *prev, *next; /* kept list, newest first */
+};
+
+struct batches {
+    pthread_mutex_t lock;
+    pthread_cond_t timer;
+    pthread_t timer_thread;
+    int timer_started, exiting;
+    batches_config cfg;
+    jobs *pool;
+    cache *results;
+    store *st;
+    batch *head, *tail;
+    size_t kept, active, bytes;
+    batch_waiter *waiters; /* long-polls */
+};
+
+/* ---- records ------------------------------------------------------------------------ */
+
+static void batch__make_id(char out[BATCH_ID_LEN + 1])
+{
+    unsigned char r[BATCH_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t n = getrandom(r + got, sizeof r - got, 0);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0)
+            got += (size_t)n;
+    }
+    if (got < sizeof r) { /* no entropy source: time and address bits */
+        uint64_t x = (uint64_t)(jobs_now() * 1e9) ^ (uint64_t)(uintptr_t)out;
+        for (size_t i = 0; i < sizeof r; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            r[i] = (unsigned char)x;
+        }
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof r; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[BATCH_ID_LEN] = '\0';
+}
+
+/* Frees what a finished batch no longer needs (outside the lock: a model can be heavy). */
+static void batch__drop_inputs(engine_model *m, json_t *base, json_t *partials)
+{
+    engine_model_release(m);
+    json_decref(base);
+    json_decref(partials);
+}
+
+static void batch__destroy(batch *b)
+{
+    for (size_t i = 0; i < b->count && b->runs; i++)
+        blob_release(b->runs[i].line);
+    free(b->runs);
+    free(b->order);
+    batch__drop_inputs(b->model, b->base, b->partials);
+    free(b);
+}
+
+/* Drops a reference under bs->lock; returns b if it must be destroyed after unlocking. */
+static batch *batch__unref_locked(batch *b) { return --b->refs == 0 ? b : NULL; }
+
+void batch_release(batches *bs, batch *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&bs->lock);
+    batch *dead = batch__unref_locked(b);
+    pthread_mutex_unlock(&bs->lock);
+    if (dead)
+        batch__destroy(dead);
+}
+
+/* Removes b from the kept list. Caller holds bs->lock. */
+static void batch__unlink_locked(batches *bs, batch *b)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        bs->head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    else
+        bs->tail = b->prev;
+    b->prev = b->next = NULL;
+    b->kept = 0;
+    bs->kept--;
+    bs->bytes -= b->bytes;
+}
+
+/* Evicts the oldest finished batches (but `keep`) while the records or their lines are
+ * over budget. Caller holds bs->lock; batches whose last reference went are chained on
+ * *dead through next. */
+static void batch__evict_locked(batches *bs, batch *keep, batch **dead)
+{
+    batch *b = bs->tail;
+    while (b && (bs->kept > bs->cfg.max_kept || bs->bytes > bs->cfg.max_bytes)) {
+        batch *prev = b->prev;
+        if (b->done && b != keep) {
+            batch__unlink_locked(bs, b);
+            if (batch__unref_locked(b)) {
+                b->next = *dead;
+                *dead = b;
+            }
+        }
+        b = prev;
+    }
+}
+
+static void batch__destroy_chain(batch *dead)
+{
+    while (dead) {
+        batch *n = dead->next;
+        batch__destroy(dead);
+        dead = n;
+    }
+}
+
+/* ---- waiters ------------------------------------------------------------------------ */
+
+static void batch__waiter_unlink_locked(batches *bs, batch_waiter *w)
+{
+    batch_waiter **head = w->stream ? &w->b->streams : &bs->waiters;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        *head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    w->armed = 0;
+}
+
+static void batch__waiter_link_locked(batch_waiter **head, batch_waiter *w)
+{
+    w->prev = NULL;
+    w->next = *head;
+    if (*head)
+        (*head)->prev = w;
+    *head = w;
+    w->armed = 1;
+}
+
+/* Detaches w onto the chain *fired (through next). Caller holds bs->lock. */
+static void batch__detach_locked(batches *bs, batch_waiter *w, batch_waiter **fired)
+{
+    batch__waiter_unlink_locked(bs, w);
+    w->next = *fired;
+    *fired = w;
+}
+
+/* Detaches every stream reader of b. Caller holds bs->lock. */
+static void batch__detach_streams_locked(batches *bs, batch *b, batch_waiter **fired)
+{
+    while (b->streams)
+        batch__detach_locked(bs, b->streams, fired);
+}
+
+/* Calls each detached waiter's wake; no lock held. */
+static void batch__fire(batch_waiter *w)
+{
+    while (w) {
+        batch_waiter *next = w->next; /* read first: w may be freed by its wake */
+        w->wake(w->arg);
+        w = next;
+    }
+}
+
+/* ---- lines -------------------------------------------------------------------------- */
+
+static blob *batch__dump_line(json_t *line)
+{
+    char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(line);
+    if (!text)
+        return NULL;
+    size_t n = strlen(text);
+    blob *b = malloc(sizeof *b + n + 2);
+    if (b) {
+        atomic_init(&b->refs, 1);
+        b->len = n + 1;
+        memcpy(b->data, text, n);
+        b->data[n] = '\n';
+        b->data[n + 1] = '\0';
+    }
+    free(text);
+    return b;
+}
+
+/* The last sample of every series of a trajectory group ({"name": [...]}, ...). */
+static json_t *batch__last(const json_t *group)
+{
+    json_t *out = json_object();
+    const char *name;
+    json_t *series;
+    json_object_foreach((json_t *)group, name, series)
+    {
+        size_t n = json_array_size(series);
+        if (n)
+            json_object_set(out, name, json_array_get(series, n - 1));
+    }
+    return out;
+}
+
+/* {"t", "q", "speeds", "qdot", "multipliers"?} at the end of a trajectory. */
+static json_t *batch__final(const json_t *tr)
+{
+    json_t *t = json_object_get(tr, "t");
+    size_t n = json_array_size(t);
+    json_t *fin = json_object();
+    if (n)
+        json_object_set(fin, "t", json_array_get(t, n - 1));
+    static const char *const groups[] = {"q", "speeds", "qdot", "multipliers"};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        json_t *grp = json_object_get(tr, groups[g]);
+        if (json_is_object(grp))
+            json_object_set_new(fin, groups[g], batch__last(grp));
+    }
+    return fin;
+}
+
+/* The checks without their per-sample series (those come with "trajectory"). */
+static json_t *batch__checks(const json_t *checks, unsigned fields)
+{
+    json_t *c = json_deep_copy(checks);
+    if (!c || (fields & FIELD_TRAJECTORY))
+        return c;
+    json_object_del(json_object_get(c, "energy"), "values");
+    json_object_del(json_object_get(c, "constraints"), "max_abs_series");
+    const char *name;
+    json_t *inv;
+    json_object_foreach(json_object_get(c, "invariants"), name, inv) json_object_del(inv, "values");
+    return c;
+}
+
+static json_t *batch__line_head(size_t index, const char *status, const char *job_id)
+{
+    json_t *line = json_object();
+    json_object_set_new(line, "index", json_integer((json_int_t)index));
+    json_object_set_new(line, "status", json_string(status));
+    if (job_id && job_id[0])
+        json_object_set_new(line, "job_id", json_string(job_id));
+    return line;
+}
+
+/* The line of a run done with `result` (a job body); a cached one takes its job_id. b's
+ * partials are alive: the batch cannot finish before this run does. */
+static blob *batch__line_done(const batch *b, batch_run *r, const blob *result, int cached)
+{
+    json_t *res = json_loadb(result->data, result->len, 0, NULL);
+    const char *jid = json_string_value(json_object_get(res, "job_id"));
+    if (cached && jid) /* the job that computed it; a run in flight knows its own */
+        snprintf(r->job_id, sizeof r->job_id, "%s", jid);
+    json_t *line = batch__line_head(r->index, "done", r->job_id);
+    json_object_set_new(line, "cached", json_boolean(cached));
+    unsigned f = b->fields;
+    if (f & FIELD_RUN)
+        json_object_set_new(line, "run", json_deep_copy(json_array_get(b->partials, r->index)));
+    json_t *tr = json_object_get(res, "trajectory");
+    if (f & FIELD_FINAL)
+        json_object_set_new(line, "final", batch__final(tr));
+    if ((f & FIELD_CHECKS) && json_object_get(res, "checks"))
+        json_object_set_new(line, "checks", batch__checks(json_object_get(res, "checks"), f));
+    if ((f & FIELD_STATS) && json_object_get(res, "stats"))
+        json_object_set(line, "stats", json_object_get(res, "stats"));
+    if ((f & FIELD_TRAJECTORY) && tr)
+        json_object_set(line, "trajectory", tr);
+    if ((f & FIELD_HAMEL) && json_object_get(res, "hamel"))
+        json_object_set(line, "hamel", json_object_get(res, "hamel"));
+    json_decref(res);
+    return batch__dump_line(line);
+}
+
+/* The line of a run that did not finish: `problem` is taken. */
+static blob *batch__line_problem(const batch *b, batch_run *r, int status, json_t *problem)
+{
+    json_t *line = batch__line_head(r->index, status == RUN_CANCELLED ? "cancelled" : "failed", r->job_id);
+    if (b->fields & FIELD_RUN)
+        json_object_set_new(line, "run", json_deep_copy(json_array_get(b->partials, r->index)));
+    if (!(b->fields & FIELD_TRAJECTORY))
+        json_object_del(problem, "partial");
+    json_object_set_new(line, "problem", problem ? problem : hamel_problem_new(HAMEL_E_INTERNAL, NULL));
+    return batch__dump_line(line);
+}
+
+/* A line kept in place of one that does not fit the byte budget. Caller holds the lock. */
+static blob *batch__line_stub(const batch_run *r)
+{
+    char text[256];
+    int n = snprintf(text, sizeof text,
+                     "{\"index\":%zu,\"status\":\"done\",\"job_id\":\"%s\",\"cached\":%s,\"omitted\":true,"
+                     "\"result\":\"/v1/jobs/%s\"}\n",
+                     r->index, r->job_id, r->cached ? "true" : "false", r->job_id);
+    return blob_new(text, (size_t)n);
+}
+
+/* ---- completion --------------------------------------------------------------------- */
+
+/* Marks b finished. Caller holds bs->lock; long-poll waiters go on *fired. */
+static void batch__complete_locked(batches *bs, batch *b, batch_waiter **fired)
+{
+    b->done = 1;
+    b->t1 = jobs_now();
+    bs->active--;
+    batch_waiter *w = bs->waiters;
+    while (w) {
+        batch_waiter *n = w->next;
+        if (w->b == b)
+            batch__detach_locked(bs, w, fired);
+        w = n;
+    }
+    metrics_batch(b->cancel ? METRICS_BATCH_CANCELLED : METRICS_BATCH_DONE);
+}
+
+/* Records the end of run r with its line (taken; NULL when out of memory). `claimed`
+ * says whether the run counted as in flight. */
+static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, int status, int cached,
+                              int claimed)
+{
+    if (!line)
+        line = batch__line_problem(b, r, RUN_FAILED, hamel_problem_new(HAMEL_E_INTERNAL, "out of memory"));
+    batch_waiter *fired = NULL;
+    batch *dead = NULL;
+    engine_model *m = NULL;
+    json_t *base = NULL, *partials = NULL;
+    pthread_mutex_lock(&bs->lock);
+    r->state = RUN_FINISHED;
+    r->status = (unsigned char)status;
+    r->cached = (unsigned char)cached;
+    if (claimed)
+        b->inflight--;
+    b->order[b->finished++] = r->index;
+    if (status == RUN_DONE)
+        b->succeeded++;
+    else if (status == RUN_FAILED)
+        b->failed++;
+    else
+        b->cancelled++;
+    if (cached)
+        b->cached++;
+    if (line && b->kept && bs->bytes + line->len > bs->cfg.max_bytes)
+        batch__evict_locked(bs, b, &dead);
+    if (line && status == RUN_DONE && bs->bytes + line->len > bs->cfg.max_bytes) {
+        blob *stub = batch__line_stub(r);
+        if (stub) {
+            blob_release(line);
+            line = stub;
+        }
+    }
+    r->line = line;
+    if (line) {
+        b->bytes += line->len;
+        if (b->kept)
+            bs->bytes += line->len;
+    }
+    batch__detach_streams_locked(bs, b, &fired);
+    if (b->finished == b->count) {
+        batch__complete_locked(bs, b, &fired);
+        m = b->model;
+        base = b->base;
+        partials = b->partials;
+        b->model = NULL;
+        b->base = b->partials = NULL;
+    }
+    pthread_mutex_unlock(&bs->lock);
+    metrics_batch_run(cached                 ? METRICS_RUN_CACHED
+                      : status == RUN_DONE   ? METRICS_RUN_DONE
+                      : status == RUN_FAILED ? METRICS_RUN_FAILED
+                                             : METRICS_RUN_CANCELLED);
+    batch__fire(fired);
+    batch__drop_inputs(m, base, partials);
+    batch__destroy_chain(dead);
+}
+
+/* A claimed run is over: drops the reference it held on its batch. */
+static void batch__run_end(batches *bs, batch *b) { batch_release(bs, b); }
+
+static void batch__feed(batches *bs, batch *b);
+
+/* Records the end of a run's job. `feed`: queue more of the batch (from the pool's wake;
+ * the feeder itself calls this with 0 for a job that finished before it could park, and
+ * carries on feeding, so finishing runs never recurse). */
+static void batch__run_complete(batch_run *r, int feed)
+{
+    batch *b = r->b;
+    batches *bs = b->bs;
+    job_view v;
+    jobs_view_get(bs->pool, r->job, &v);
+    blob *line = NULL;
+    int status;
+    if (v.state == JOB_DONE && v.body) {
+        status = RUN_DONE;
+        line = batch__line_done(b, r, v.body, 0);
+    } else if ((v.state == JOB_FAILED || v.state == JOB_CANCELLED) && v.body) {
+        status = v.state == JOB_FAILED ? RUN_FAILED : RUN_CANCELLED;
+        json_t *doc = json_loadb(v.body->data, v.body->len, 0, NULL);
+        json_t *problem = json_incref(json_object_get(doc, "problem"));
+        json_decref(doc);
+        line = batch__line_problem(b, r, status, problem);
+    } else { /* still queued or running: the pool is shutting down */
+        status = RUN_CANCELLED;
+        line =
+            batch__line_problem(b, r, status, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the server shut down"));
+    }
+    blob_release(v.body);
+    pthread_mutex_lock(&bs->lock);
+    job *j = r->job;
+    r->job = NULL;
+    pthread_mutex_unlock(&bs->lock);
+    job_release(bs->pool, j);
+    batch__finish_run(bs, b, r, line, status, 0, 1);
+    if (feed)
+        batch__feed(bs, b);
+    batch__run_end(bs, b);
+}
+
+static void batch__run_wake(void *arg) { batch__run_complete(arg, 1); }
+
+/* ---- feeding ------------------------------------------------------------------------ */
+
+/* Merges run over base: members of batch__merged are merged key by key (the run's keys
+ * win; the run's choice of output.samples|dt|times or initial.speeds|qdot replaces the
+ * base's; initial.q, .speeds and .qdot are merged key by key too); other members replace.
+ * Returns a new object sharing nothing with its inputs. */
+static json_t *batch__merge(const json_t *base, const json_t *run)
+{
+    json_t *out = json_deep_copy(base);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)run, k, v)
+    {
+        json_t *old = json_object_get(out, k);
+        int mergeable = 0;
+        for (size_t i = 0; i < sizeof batch__merged / sizeof batch__merged[0]; i++)
+            mergeable |= !strcmp(k, batch__merged[i]);
+        if (!mergeable || !json_is_object(v) || !json_is_object(old)) {
+            json_object_set_new(out, k, json_deep_copy(v));
+            continue;
+        }
+        int initial = !strcmp(k, "initial");
+        if (!strcmp(k, "output") &&
+            (json_object_get(v, "samples") || json_object_get(v, "dt") || json_object_get(v, "times"))) {
+            json_object_del(old, "samples");
+            json_object_del(old, "dt");
+            json_object_del(old, "times");
+        }
+        if (initial && json_object_get(v, "qdot"))
+            json_object_del(old, "speeds");
+        if (initial && json_object_get(v, "speeds"))
+            json_object_del(old, "qdot");
+        const char *k2;
+        json_t *v2;
+        json_object_foreach(v, k2, v2)
+        {
+            json_t *old2 = json_object_get(old, k2);
+            int deep = initial && (!strcmp(k2, "q") || !strcmp(k2, "speeds") || !strcmp(k2, "qdot"));
+            if (deep && json_is_object(v2) && json_is_object(old2)) {
+                const char *k3;
+                json_t *v3;
+                json_object_foreach(v2, k3, v3) json_object_set_new(old2, k3, json_deep_copy(v3));
+            } else {
+                json_object_set_new(old, k2, json_deep_copy(v2));
+            }
+        }
+    }
+    return out;
+}
+
+enum { SUBMIT_INFLIGHT, SUBMIT_ANSWERED, SUBMIT_REQUEUED };
+
+/* Queues one claimed run, or answers it from the result cache. Returns SUBMIT_INFLIGHT
+ * (its job's completion ends the claim), SUBMIT_ANSWERED (finished here) or
+ * SUBMIT_REQUEUED (the queue was full: the run is pending again). */
+static int batch__submit(batches *bs, batch *b, batch_run *r)
+{
+    pthread_mutex_lock(&bs->lock);
+    int cancel = b->cancel;
+    pthread_mutex_unlock(&bs->lock);
+    if (cancel) {
+        blob *line = batch__line_problem(b, r, RUN_CANCELLED,
+                                         hamel_problem_new(HAMEL_E_CANCELLED, "the batch was cancelled"));
+        batch__finish_run(bs, b, r, line, RUN_CANCELLED, 0, 1);
+        return SUBMIT_ANSWERED;
+    }
+    blob *hit = cache_get(bs->results, r->key);
+    if (!hit && bs->st && store_get_result(bs->st, r->key, &hit) == 0)
+        cache_put(bs->results, r->key, hit, hit->len);
+    if (hit) {
+        metrics_job(METRICS_JOB_CACHED);
+        blob *line = batch__line_done(b, r, hit, 1);
+        blob_release(hit);
+        batch__finish_run(bs, b, r, line, RUN_DONE, 1, 1);
+        return SUBMIT_ANSWERED;
+    }
+    json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
+    job *j = NULL;
+    int rc = req ? jobs_submit(bs->pool, b->model, req, r->key, &j) : HAMEL_E_INTERNAL;
+    json_decref(req);
+    if (rc == HAMEL_E_QUEUE_FULL) { /* others fill the queue: this run waits its turn */
+        pthread_mutex_lock(&bs->lock);
+        r->state = RUN_PENDING;
+        b->inflight--;
+        if (r->index < b->cursor)
+            b->cursor = r->index;
+        b->retry_at = jobs_now() + BATCH_RETRY_SECONDS;
+        pthread_cond_signal(&bs->timer);
+        pthread_mutex_unlock(&bs->lock);
+        return SUBMIT_REQUEUED;
+    }
+    if (rc != 0) {
+        int status = rc == HAMEL_E_UNAVAILABLE ? RUN_CANCELLED : RUN_FAILED;
+        blob *line = batch__line_problem(b, r, status, hamel_problem_new(rc, NULL));
+        batch__finish_run(bs, b, r, line, status, 0, 1);
+        return SUBMIT_ANSWERED;
+    }
+    job_view v;
+    jobs_view_get(bs->pool, j, &v);
+    blob_release(v.body);
+    pthread_mutex_lock(&bs->lock);
+    snprintf(r->job_id, sizeof r->job_id, "%s", v.id);
+    r->job = j;
+    r->state = RUN_INFLIGHT;
+    cancel = b->cancel; /* a DELETE before this point did not see the job: cancel it here */
+    pthread_mutex_unlock(&bs->lock);
+    if (cancel)
+        jobs_cancel(bs->pool, j);
+    r->w.wake = batch__run_wake;
+    r->w.arg = r;
+    r->w.deadline = jobs_now() + BATCH_RUN_PARK_SECONDS;
+    if (jobs_wait(bs->pool, j, &r->w) != 0) /* finished already: no wake will come */
+        batch__run_complete(r, 0);
+    return SUBMIT_INFLIGHT;
+}
+
+/* Claims runs while b has room in flight and submits them, until nothing more can be
+ * claimed. The caller holds a reference on b. */
+static void batch__feed(batches *bs, batch *b)
+{
+    for (;;) {
+        batch_run *claim[BATCH_CLAIM_MAX];
+        size_t n = 0;
+        pthread_mutex_lock(&bs->lock);
+        while (n < BATCH_CLAIM_MAX && !b->cancel && b->inflight < bs->cfg.max_inflight) {
+            while (b->cursor < b->count && b->runs[b->cursor].state != RUN_PENDING)
+                b->cursor++;
+            if (b->cursor >= b->count)
+                break;
+            batch_run *r = &b->runs[b->cursor++];
+            r->state = RUN_CLAIMED;
+            b->inflight++;
+            b->refs++; /* the run's, until its claim ends */
+            claim[n++] = r;
+        }
+        pthread_mutex_unlock(&bs->lock);
+        if (n == 0)
+            return;
+        for (size_t i = 0; i < n; i++) {
+            int how = batch__submit(bs, b, claim[i]);
+            if (how == SUBMIT_ANSWERED) {
+                batch__run_end(bs, b);
+            } else if (how == SUBMIT_REQUEUED) { /* the queue is full: the rest go back too */
+                pthread_mutex_lock(&bs->lock);
+                for (size_t k = i + 1; k < n; k++) {
+                    claim[k]->state = RUN_PENDING;
+                    b->inflight--;
+                    if (claim[k]->index < b->cursor)
+                        b->cursor = claim[k]->index;
+                }
+                pthread_mutex_unlock(&bs->lock);
+                for (size_t k = i; k < n; k++)
+                    batch__run_end(bs, b);
+                return;
+            }
+        }
+    }
+}
+
+/* ---- creation ----------------------------------------------------------------------- */
+
+/* The path of an engine error inside the batch body: runs[i].<path> when the run gives
+ * the member the path starts with, else base.<path> (the value came from the base). */
+static void batch__problem_path(const json_t *run, size_t i, const char *path, char out[BATCH_PATH_MAX])
+{
+    size_t head = strcspn(path, ".[");
+    char member[BATCH_PATH_MAX];
+    snprintf(member, sizeof member, "%.*s", (int)(head < sizeof member ? head : sizeof member - 1), path);
+    if (!path[0])
+        snprintf(out, BATCH_PATH_MAX, "runs[%zu]", i);
+    else if (json_object_get(run, member))
+        snprintf(out, BATCH_PATH_MAX, "runs[%zu].%s", i, path);
+    else
+        snprintf(out, BATCH_PATH_MAX, "base.%s", path);
+}
+
+/* Appends {path, column?, reason} unless the same path and reason are there already (an
+ * invalid base makes every run fail alike). */
+static void batch__add_error(json_t *into, const char *path, int column, const char *reason)
+{
+    size_t k;
+    json_t *e;
+    json_array_foreach(json_object_get(into, "errors"), k, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "path")), path) &&
+            !strcmp(json_string_value(json_object_get(e, "reason")), reason))
+            return;
+    }
+    hamel_problem_add(into, path, column, reason);
+}
+
+/* Adds the errors of run i's problem (borrowed) to the batch's problem. */
+static void batch__add_errors(json_t *into, const json_t *run, size_t i, const json_t *problem)
+{
+    const json_t *errs = json_object_get(problem, "errors");
+    size_t k;
+    json_t *e;
+    char path[BATCH_PATH_MAX];
+    if (json_array_size(errs) == 0) {
+        const char *detail = json_string_value(json_object_get(problem, "detail"));
+        batch__problem_path(run, i, "", path);
+        batch__add_error(into, path, -1, detail ? detail : "invalid");
+        return;
+    }
+    json_array_foreach(errs, k, e)
+    {
+        const char *p = json_string_value(json_object_get(e, "path"));
+        const char *reason = json_string_value(json_object_get(e, "reason"));
+        json_t *col = json_object_get(e, "column");
+        batch__problem_path(run, i, p ? p : "", path);
+        batch__add_error(into, path, json_is_integer(col) ? (int)json_integer_value(col) : -1,
+                         reason ? reason : "invalid");
+    }
+}
+
+static int batch__bad(json_t **problem, const char *path, const char *reason)
+{
+    *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+    hamel_problem_add(*problem, path, -1, reason);
+    return HAMEL_E_BAD_REQUEST;
+}
+
+/* The top-level members, base, runs and fields of a batch body. */
+static int batch__check_shape(const batches *bs, const json_t *body, unsigned *fields, json_t **problem)
+{
+    static const char *const members[] = {"model", "model_id", "base", "runs", "fields"};
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)body, k, v)
+    {
+        int known = 0;
+        for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+            known |= !strcmp(k, members[i]);
+        if (!known)
+            return batch__bad(problem, k,
+                              "unknown field (expected one of model, model_id, base, runs, fields)");
+    }
+    const json_t *base = json_object_get(body, "base");
+    if (base && !json_is_object(base))
+        return batch__bad(problem, "base", "must be an object (a simulation request without the model)");
+    if (json_object_get(base, "model") || json_object_get(base, "model_id"))
+        return batch__bad(problem, json_object_get(base, "model") ? "base.model" : "base.model_id",
+                          "give the model once, at the top level");
+    const json_t *runs = json_object_get(body, "runs");
+    if (!json_is_array(runs) || json_array_size(runs) == 0)
+        return batch__bad(problem, "runs", "must be a non-empty array of objects");
+    if (json_array_size(runs) > bs->cfg.max_runs) {
+        char reason[96];
+        snprintf(reason, sizeof reason, "%zu runs; at most %zu per batch", json_array_size(runs),
+                 bs->cfg.max_runs);
+        *problem = hamel_problem_new(HAMEL_E_LIMIT, reason);
+        hamel_problem_add(*problem, "runs", -1, reason);
+        return HAMEL_E_LIMIT;
+    }
+    size_t i;
+    json_t *run;
+    json_array_foreach(runs, i, run)
+    {
+        char path[BATCH_PATH_MAX];
+        if (!json_is_object(run)) {
+            snprintf(path, sizeof path, "runs[%zu]", i);
+            return batch__bad(problem, path, "must be an object (a partial simulation request)");
+        }
+        if (json_object_get(run, "model") || json_object_get(run, "model_id")) {
+            snprintf(path, sizeof path, "runs[%zu].%s", i,
+                     json_object_get(run, "model") ? "model" : "model_id");
+            return batch__bad(problem, path, "give the model once, at the top level");
+        }
+    }
+    *fields = FIELD_DEFAULT;
+    const json_t *f = json_object_get(body, "fields");
+    if (f) {
+        if (!json_is_array(f))
+            return batch__bad(problem, "fields", "must be an array of field names");
+        *fields = 0;
+        json_array_foreach(f, i, v)
+        {
+            size_t j = 0;
+            const char *name = json_string_value(v);
+            while (name && j < BATCH_NFIELDS && strcmp(name, batch__field_names[j]) != 0)
+                j++;
+            if (!name || j == BATCH_NFIELDS) {
+                char path[64];
+                snprintf(path, sizeof path, "fields[%zu]", i);
+                return batch__bad(problem, path,
+                                  "unknown field (expected run, final, checks, stats, trajectory or hamel)");
+            }
+            *fields |= 1u << j;
+        }
+    }
+    return 0;
+}
+
+int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, json_t **problem)
+{
+    *out = NULL;
+    *problem = NULL;
+    unsigned fields = 0;
+    int rc = batch__check_shape(bs, body, &fields, problem);
+    if (rc != 0) {
+        metrics_batch(METRICS_BATCH_INVALID);
+        return rc;
+    }
+    const json_t *runs = json_object_get(body, "runs");
+    size_t count = json_array_size(runs);
+    batch *b = calloc(1, sizeof *b);
+    if (b) {
+        b->runs = calloc(count, sizeof *b->runs);
+        b->order = calloc(count, sizeof *b->order);
+        b->base =
+            json_object_get(body, "base") ? json_deep_copy(json_object_get(body, "base")) : json_object();
+        b->partials = json_deep_copy(runs);
+    }
+    if (!b || !b->runs || !b->order || !b->base || !b->partials) {
+        if (b)
+            batch__destroy(b);
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    b->bs = bs;
+    b->count = count;
+    b->fields = fields;
+
+    /* Every run is merged and checked before anything is queued. */
+    json_t *bad = NULL;
+    size_t nbad = 0;
+    for (size_t i = 0; i < count; i++) {
+        batch_run *r = &b->runs[i];
+        r->b = b;
+        r->index = i;
+        const json_t *run = json_array_get(b->partials, i);
+        json_t *req = batch__merge(b->base, run);
+        json_t *p = NULL;
+        int c = req ? engine_simulation_check(m, req, &bs->cfg.limits, &p) : HAMEL_E_INTERNAL;
+        if (c == 0)
+            c = engine_simulation_key(m, req, r->key, &p);
+        json_decref(req);
+        if (c != 0) {
+            if (!bad) {
+                bad = hamel_problem_new(c, NULL);
+                json_object_set_new(bad, "run_index", json_integer((json_int_t)i));
+            }
+            if (nbad < BATCH_MAX_REPORTED)
+                batch__add_errors(bad, run, i, p);
+            nbad++;
+        }
+        json_decref(p);
+    }
+    if (bad) {
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "%zu of %zu runs are invalid (the first at index %lld); nothing was run", nbad, count,
+                 (long long)json_integer_value(json_object_get(bad, "run_index")));
+        json_object_set_new(bad, "detail", json_string(detail));
+        json_object_set_new(bad, "invalid_runs", json_integer((json_int_t)nbad));
+        batch__destroy(b);
+        metrics_batch(METRICS_BATCH_INVALID);
+        *problem = bad;
+        return HAMEL_E_BAD_REQUEST;
+    }
+
+    batch__make_id(b->id);
+    snprintf(b->model_id, sizeof b->model_id, "%s", engine_model_id(m));
+    b->model = engine_model_retain(m);
+    b->t0 = jobs_now();
+    batch *dead = NULL;
+    pthread_mutex_lock(&bs->lock);
+    if (bs->exiting) {
+        pthread_mutex_unlock(&bs->lock);
+        batch__destroy(b);
+        *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, NULL);
+        return HAMEL_E_UNAVAILABLE;
+    }
+    b->refs = 2; /* the kept list's and the caller's */
+    b->kept = 1;
+    b->next = bs->head;
+    if (bs->head)
+        bs->head->prev = b;
+    else
+        bs->tail = b;
+    bs->head = b;
+    bs->kept++;
+    bs->active++;
+    batch__evict_locked(bs, b, &dead);
+    pthread_mutex_unlock(&bs->lock);
+    batch__destroy_chain(dead);
+    metrics_batch(METRICS_BATCH_CREATED);
+    batch__feed(bs, b);
+    *out = b;
+    return 0;
+}
+
+/* ---- queries ------------------------------------------------------------------------ */
+
+batch *batches_find(batches *bs, const char *id)
+{
+    pthread_mutex_lock(&bs->lock);
+    batch *b = bs->head;
+    while (b && strcmp(b->id, id) != 0)
+        b = b->next;
+    if (b)
+        b->refs++;
+    pthread_mutex_unlock(&bs->lock);
+    return b;
+}
+
+const char *batch_id(const batch *b) { return b->id; }
+
+int batch_finished(batches *bs, batch *b)
+{
+    pthread_mutex_lock(&bs->lock);
+    int done = b->done;
+    pthread_mutex_unlock(&bs->lock);
+    return done;
+}
+
+char *batch_render(batches *bs, batch *b, int results, size_t *len)
+{
+    pthread_mutex_lock(&bs->lock);
+    int done = b->done;
+    const char *status = !done ? "running" : b->cancel ? "cancelled" : "done";
+    json_t *fields = json_array();
+    for (size_t i = 0; i < BATCH_NFIELDS; i++)
+        if (b->fields & (1u << i))
+            json_array_append_new(fields, json_string(batch__field_names[i]));
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:f}", "batch_id",
+                            b->id, "status", status, "model_id", b->model_id, "count", (json_int_t)b->count,
+                            "finished", (json_int_t)b->finished, "succeeded", (json_int_t)b->succeeded,
+                            "failed", (json_int_t)b->failed, "cancelled", (json_int_t)b->cancelled, "cached",
+                            (json_int_t)b->cached, "queued_or_running", (json_int_t)b->inflight, "progress",
+                            b->count ? (double)b->finished / (double)b->count : 1.0, "fields", fields,
+                            "elapsed_ms", ((done ? b->t1 : jobs_now()) - b->t0) * 1e3);
+    pthread_mutex_unlock(&bs->lock);
+    char *head = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(doc);
+    if (!head)
+        return NULL;
+    size_t hlen = strlen(head);
+    if (!results || !done) {
+        *len = hlen;
+        return head;
+    }
+    /* Done: the lines no longer change, and the caller's reference keeps them. */
+    size_t total = hlen + sizeof ",\"results\":[]}";
+    for (size_t i = 0; i < b->count; i++)
+        total += b->runs[i].line ? b->runs[i].line->len : 2;
+    char *text = malloc(total);
+    if (!text) {
+        free(head);
+        return NULL;
+    }
+    size_t n = hlen - 1; /* without the closing brace */
+    memcpy(text, head, n);
+    free(head);
+    memcpy(text + n, ",\"results\":[", 12);
+    n += 12;
+    for (size_t i = 0; i < b->count; i++) {
+        const blob *l = b->runs[i].line;
+        if (i)
+            text[n++] = ',';
+        if (l) {
+            memcpy(text + n, l->data, l->len - 1); /* without the newline */
+            n += l->len - 1;
+        } else {
+            memcpy(text + n, "{}", 2);
+            n += 2;
+        }
+    }
+    memcpy(text + n, "]}", 3);
+    *len = n + 2;
+    return text;
+}
+
+void batches_counts(batches *bs, size_t *active, size_t *kept, size_t *bytes)
+{
+    pthread_mutex_lock(&bs->lock);
+    *active = bs->active;
+    *kept = bs->kept;
+    *bytes = bs->bytes;
+    pthread_mutex_unlock(&bs->lock);
+}
+
+/* ---- cancellation ------------------------------------------------------------------- */
+
+/* Cancels b's runs; `why` goes into the lines of runs that never started. */
+static int batch__cancel(batches *bs, batch *b, const char *why)
+{
+    pthread_mutex_lock(&bs->lock);
+    if (b->done) {
+        int rc = b->cancel ? 0 : HAMEL_E_CONFLICT;
+        pthread_mutex_unlock(&bs->lock);
+        return rc;
+    }
+    b->cancel = 1;
+    size_t npending = 0, ninflight = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        npending += b->runs[i].state == RUN_PENDING;
+        ninflight += b->runs[i].state == RUN_INFLIGHT;
+    }
+    size_t *pending = malloc((npending + 1) * sizeof *pending);
+    char(*ids)[JOB_ID_LEN + 1] = malloc((ninflight + 1) * sizeof *ids);
+    size_t np = 0, ni = 0;
+    for (size_t i = 0; i < b->count && pending && ids; i++) {
+        batch_run *r = &b->runs[i];
+        if (r->state == RUN_PENDING) {
+            r->state = RUN_CLAIMED; /* the feeder will not take it */
+            pending[np++] = i;
+        } else if (r->state == RUN_INFLIGHT) {
+            memcpy(ids[ni++], r->job_id, sizeof ids[0]);
+        }
+    }
+    b->refs++; /* held across the unlocked part */
+    pthread_mutex_unlock(&bs->lock);
+    for (size_t k = 0; k < ni; k++) {
+        job *j = jobs_find(bs->pool, ids[k]);
+        if (j) /* its completion (the pool's wake) records the run as cancelled */
+            jobs_cancel(bs->pool, j);
+        job_release(bs->pool, j);
+    }
+    for (size_t k = 0; k < np; k++) {
+        batch_run *r = &b->runs[pending[k]];
+        blob *line = batch__line_problem(b, r, RUN_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, why));
+        batch__finish_run(bs, b, r, line, RUN_CANCELLED, 0, 0);
+    }
+    free(pending);
+    free(ids);
+    batch_release(bs, b);
+    return 0;
+}
+
+int batch_cancel(batches *bs, batch *b) { return batch__cancel(bs, b, "the batch was cancelled"); }
+
+/* ---- waiting and reading ------------------------------------------------------------ */
+
+int batch_wait(batches *bs, batch *b, batch_waiter *w)
+{
+    pthread_mutex_lock(&bs->lock);
+    if (b->done || bs->exiting) {
+        pthread_mutex_unlock(&bs->lock);
+        return 1;
+    }
+    w->b = b;
+    w->stream = 0;
+    batch__waiter_link_locked(&bs->waiters, w);
+    pthread_cond_signal(&bs->timer);
+    pthread_mutex_unlock(&bs->lock);
+    return 0;
+}
+
+/* The number of lines a reader at cur will get in all. Caller holds bs->lock. */
+static size_t batch__lines_total(const batch *b, const batch_cursor *cur)
+{
+    return b->count + (cur->summary ? 1 : 0);
+}
+
+ssize_t batch_read(batches *bs, batch *b, batch_cursor *cur, char *buf, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&bs->lock);
+    while (n < max) {
+        const char *src;
+        size_t len;
+        if (cur->line < b->finished) {
+            const blob *l = b->runs[b->order[cur->line]].line;
+            src = l ? l->data : "{}\n";
+            len = l ? l->len : 3;
+        } else if (b->done && cur->summary && cur->line == b->count) {
+            if (!cur->summary_sent) {
+                snprintf(cur->tail, sizeof cur->tail,
+                         "{\"done\":true,\"batch_id\":\"%s\",\"status\":\"%s\",\"count\":%zu,"
+                         "\"succeeded\":%zu,\"failed\":%zu,\"cancelled\":%zu,\"cached\":%zu}\n",
+                         b->id, b->cancel ? "cancelled" : "done", b->count, b->succeeded, b->failed,
+                         b->cancelled, b->cached);
+                cur->summary_sent = 1;
+            }
+            src = cur->tail;
+            len = strlen(cur->tail);
+        } else {
+            break;
+        }
+        size_t k = len - cur->offset;
+        if (k > max - n)
+            k = max - n;
+        memcpy(buf + n, src + cur->offset, k);
+        n += k;
+        cur->offset += k;
+        if (cur->offset == len) {
+            cur->line++;
+            cur->offset = 0;
+        }
+    }
+    int end = b->done && cur->line >= batch__lines_total(b, cur);
+    pthread_mutex_unlock(&bs->lock);
+    if (n == 0 && end)
+        return -1;
+    return (ssize_t)n;
+}
+
+int batch_stream_park(batches *bs, batch *b, const batch_cursor *cur, batch_waiter *w)
+{
+    pthread_mutex_lock(&bs->lock);
+    if (cur->line < b->finished || b->done || bs->exiting) {
+        pthread_mutex_unlock(&bs->lock);
+        return 1;
+    }
+    w->b = b;
+    w->stream = 1;
+    batch__waiter_link_locked(&b->streams, w);
+    pthread_mutex_unlock(&bs->lock);
+    return 0;
+}
+
+void batch_unpark(batches *bs, batch_waiter *w)
+{
+    pthread_mutex_lock(&bs->lock);
+    if (w->armed)
+        batch__waiter_unlink_locked(bs, w);
+    pthread_mutex_unlock(&bs->lock);
+}
+
+/* ---- the timer and the module ------------------------------------------------------- */
+
+/* Wakes long-polls past their deadline and feeds batches whose queue-full retry is due. */
+static void *batch__timer(void *arg)
+{
+    batches *bs = arg;
+    pthread_mutex_lock(&bs->lock);
+    while (!bs->exiting) {
+        double now = jobs_now(), next = now + BATCH_TIMER_IDLE_SECONDS;
+        batch_waiter *fired = NULL;
+        batch_waiter *w = bs->waiters;
+        while (w) {
+            batch_waiter *n = w->next;
+            if (w->deadline > 0 && w->deadline <= now)
+                batch__detach_locked(bs, w, &fired);
+            else if (w->deadline > 0 && w->deadline < next)
+                next = w->deadline;
+            w = n;
+        }
+        batch *retry = NULL;
+        for (batch *b = bs->head; b && !retry; b = b->next) {
+            if (b->done || b->retry_at <= 0)
+                continue;
+            if (b->retry_at <= now) {
+                b->retry_at = 0;
+                b->refs++;
+                retry = b;
+            } else if (b->retry_at < next) {
+                next = b->retry_at;
+            }
+        }
+        if (fired || retry) {
+            pthread_mutex_unlock(&bs->lock);
+            batch__fire(fired);
+            if (retry) {
+                batch__feed(bs, retry);
+                batch_release(bs, retry);
+            }
+            pthread_mutex_lock(&bs->lock);
+            continue;
+        }
+        struct timespec ts;
+        ts.tv_sec = (time_t)next;
+        ts.tv_nsec = (long)((next - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&bs->timer, &bs->lock, &ts);
+    }
+    pthread_mutex_unlock(&bs->lock);
+    return NULL;
+}
+
+batches *batches_new(const batches_config *cfg, jobs *pool, cache *results, store *st)
+{
+    batches *bs = calloc(1, sizeof *bs);
+    if (!bs)
+        return NULL;
+    bs->cfg = *cfg;
+    if (bs->cfg.max_inflight < 1)
+        bs->cfg.max_inflight = 1;
+    bs->pool = pool;
+    bs->results = results;
+    bs->st = st;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&bs->lock, NULL);
+    pthread_cond_init(&bs->timer, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&bs->timer_thread, NULL, batch__timer, bs) != 0) {
+        batches_free(bs);
+        return NULL;
+    }
+    bs->timer_started = 1;
+    return bs;
+}
+
+void batches_shutdown(batches *bs)
+{
+    pthread_mutex_lock(&bs->lock);
+    int again = bs->exiting;
+    pthread_mutex_unlock(&bs->lock);
+    if (again)
+        return;
+    /* The pool no longer takes jobs: whatever is unfinished is cancelled. One batch at a
+     * time, each held by a reference while the lock is dropped. */
+    for (;;) {
+        pthread_mutex_lock(&bs->lock);
+        batch *b = bs->head;
+        while (b && (b->done || b->cancel))
+            b = b->next;
+        if (b)
+            b->refs++;
+        pthread_mutex_unlock(&bs->lock);
+        if (!b)
+            break;
+        batch__cancel(bs, b, "the server shut down before the run started");
+        batch_release(bs, b);
+    }
+    batch_waiter *fired = NULL;
+    pthread_mutex_lock(&bs->lock);
+    bs->exiting = 1;
+    while (bs->waiters)
+        batch__detach_locked(bs, bs->waiters, &fired);
+    for (batch *b = bs->head; b; b = b->next)
+        batch__detach_streams_locked(bs, b, &fired);
+    pthread_cond_broadcast(&bs->timer);
+    pthread_mutex_unlock(&bs->lock);
+    batch__fire(fired);
+    if (bs->timer_started) {
+        pthread_join(bs->timer_thread, NULL);
+        bs->timer_started = 0;
+    }
+}
+
+void batches_free(batches *bs)
+{
+    if (!bs)
+        return;
+    batches_shutdown(bs);
+    batch *b = bs->head;
+    while (b) {
+        batch *n = b->next;
+        if (--b->refs == 0)
+            batch__destroy(b);
+        b = n;
+    }
+    pthread_cond_destroy(&bs->timer);
+    pthread_mutex_destroy(&bs->lock);
+    free(bs);
+}
