@@ -33,6 +33,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blob.h"
@@ -50,6 +51,8 @@
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STREAM_BLOCK 4096 /* NDJSON bytes handed to MHD per read (fits HTTP_CONN_MEMORY) */
 #define HTTP_NDJSON "application/x-ndjson"
+#define HTTP_STOP_STREAM_SECONDS 2.0 /* http_stop lets open batch streams finish this long */
+#define HTTP_STOP_POLL_NS 5000000L   /* ... polling every 5 ms */
 
 struct http_server {
     http_deps d;
@@ -61,6 +64,7 @@ struct http_server {
      * of a polling or batch client). Requests equal only after canonicalisation still
      * take the full path and still hit the result cache. */
     cache *memo;
+    atomic_int streams; /* batch streams whose response MHD still holds */
 };
 
 typedef enum http_method {
@@ -847,6 +851,7 @@ static void http__stream_free(void *cls)
     batches *bs = st->srv->d.batches;
     batch_unpark(bs, &st->w);
     batch_release(bs, st->b);
+    atomic_fetch_sub(&st->srv->streams, 1);
     free(st);
 }
 
@@ -880,6 +885,7 @@ static enum MHD_Result http__batch_stream(http_conn *c, batch *b)
     st->srv = c->srv;
     st->conn = c->conn;
     st->b = b;
+    atomic_fetch_add(&c->srv->streams, 1);
     st->cur.summary = http__flag(c, "summary");
     st->w.wake = http__stream_wake;
     st->w.arg = st;
@@ -1403,6 +1409,11 @@ void http_stop(http_server *h)
 {
     if (!h)
         return;
+    /* A stream woken by batches_shutdown still has its last lines and the chunked end to
+     * send; MHD_stop_daemon would cut it, so give it a moment. */
+    double until = jobs_now() + HTTP_STOP_STREAM_SECONDS;
+    while (atomic_load(&h->streams) > 0 && jobs_now() < until)
+        nanosleep(&(struct timespec){0, HTTP_STOP_POLL_NS}, NULL);
     MHD_stop_daemon(h->daemon);
     cache_free(h->memo);
     free(h);

@@ -35,8 +35,9 @@ int http_start(const http_deps *deps, http_server **out, int *port);
  * are still served. */
 void http_quiesce(http_server *h);
 
-/* Closes every connection and frees the server. Every long-poll and stream must have
- * been woken (jobs_shutdown, batches_shutdown) first. Accepts NULL. */
+/* Closes every connection and frees the server, after letting open batch streams finish
+ * sending for up to two seconds. Every long-poll and stream must have been woken
+ * (jobs_shutdown, batches_shutdown) first. Accepts NULL. */
 void http_stop(http_server *h);
 
 #endif
