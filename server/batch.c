@@ -305,7 +305,7 @@ static json_t *batch__checks(const json_t *checks, unsigned fields)
     json_object_del(json_object_get(c, "constraints"), "max_abs_series");
     const char *name;
     json_t *inv;
-    json_object_foreach(json_object_get(c, "invariants"), name, inv) json_object_del(inv, "values");
+    json_object_foreach(json_object_get(c, "invariants"), name, inv) { json_object_del(inv, "values"); }
     return c;
 }
 
@@ -533,7 +533,7 @@ static json_t *batch__merge(const json_t *base, const json_t *run)
             if (deep && json_is_object(v2) && json_is_object(old2)) {
                 const char *k3;
                 json_t *v3;
-                json_object_foreach(v2, k3, v3) json_object_set_new(old2, k3, json_deep_copy(v3));
+                json_object_foreach(v2, k3, v3) { json_object_set_new(old2, k3, json_deep_copy(v3)); }
             } else {
                 json_object_set_new(old, k2, json_deep_copy(v2));
             }
