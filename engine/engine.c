@@ -14,6 +14,9 @@
 #include "model.h"
 #include "sim.h"
 
+/* points * n^4 of one /v1/hamel request (the gammas cost n^4 each): about a second */
+#define ENGINE_MAX_GAMMA_WORK 2e9
+
 const engine_limits engine_default_limits = {
     .max_expr_chars = 20000,
     .max_nodes = 2000000,
@@ -144,10 +147,14 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
         hamel_problem_add(*problem, "points", -1, "must be a non-empty array of {\"t\", \"q\"}");
-    } else if (np > limits->max_points) {
+    } else if (np > limits->max_points || (double)np * n * n * n * n > ENGINE_MAX_GAMMA_WORK) {
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        hamel_problem_add(*problem, "points", -1, "too many points");
+        char why[160];
+        snprintf(why, sizeof why,
+                 "too many points: at most %d, and at most %.0f for a model with %d coordinates",
+                 limits->max_points, floor(ENGINE_MAX_GAMMA_WORK / ((double)n * n * n * n)), n);
+        hamel_problem_add(*problem, "points", -1, why);
     } else if (!points && !json_object_get(request, "q")) {
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);

@@ -16,6 +16,7 @@
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
+#define SIM_MAX_GAMMA_WORK 2e9 /* samples * n^4 for "hamel": "samples" (about a second) */
 
 static void bad(json_t **problem, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -444,6 +445,12 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
     }
     if (!all_linear)
         r->hamel_mode = SIM_HAMEL_NONE;
+    if (r->hamel_mode == SIM_HAMEL_SAMPLES && r->n_times > 0 &&
+        (double)r->n_times * n * n * n * n > SIM_MAX_GAMMA_WORK)
+        bad(problem, "hamel",
+            "\"samples\" asks for %d sets of %d^3 Hamel coefficients, more than one request may "
+            "compute; use fewer samples or POST /v1/hamel",
+            r->n_times, n);
     if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
         goto oom;
     if (*problem)
@@ -822,6 +829,13 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     struct timespec c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &c0);
     for (int i = 0; i < R.ns; i++) {
+        /* the checks are bounded like the integration: cancel flag and deadline */
+        if (ctl && atomic_load(&ctl->cancel)) {
+            if (!rc)
+                rc = HAMEL_E_CANCELLED;
+            R.ns = i;
+            break;
+        }
         int prc = post_sample(&R, i);
         if (prc && !rc)
             rc = prc;
