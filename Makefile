@@ -148,9 +148,7 @@ fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 lint:
-	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-		--suppress=missingIncludeSystem -Iengine -Iserver engine server cli
+	@scripts/lint.sh
 
 clean:
 	rm -rf build build-san

@@ -252,7 +252,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         const char *key;
         const json_t *val;
         if (m->np)
-            json_object_foreach((json_t *)params, key, val) m->params[i++] = strdup(key);
+            json_object_foreach((json_t *)params, key, val) { m->params[i++] = strdup(key); }
         qsort(m->params, m->np, sizeof *m->params, cmp_str);
         for (i = 0; i < m->np; i++) {
             const json_t *pv = json_object_get(params, m->params[i]);

@@ -128,7 +128,7 @@ static int invert(struct engine_model *m, const struct budget *budget, reduce_re
         if (pr < 0 && n - step <= REDUCE_MAX_ADJUGATE) {
             /* What is left is an s x s block of expressions: invert it through its
              * adjugate, so that the only division is by its determinant. */
-            int s = n - step, rows[REDUCE_MAX_ADJUGATE], cols[REDUCE_MAX_ADJUGATE];
+            int s = n - step, rows[REDUCE_MAX_ADJUGATE] = {0}, cols[REDUCE_MAX_ADJUGATE] = {0};
             for (int i = 0, t = 0; i < n; i++)
                 if (!row_used[i])
                     rows[t++] = i;

@@ -302,11 +302,13 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         }
         const char *key;
         const json_t *val;
-        json_object_foreach((json_t *)q, key, val) if (model_coord_index(m, key) < 0)
+        json_object_foreach((json_t *)q, key, val)
         {
-            char path[96];
-            snprintf(path, sizeof path, "initial.q.%.80s", key);
-            bad(problem, path, "'%s' is not a coordinate", key);
+            if (model_coord_index(m, key) < 0) {
+                char path[96];
+                snprintf(path, sizeof path, "initial.q.%.80s", key);
+                bad(problem, path, "'%s' is not a coordinate", key);
+            }
         }
     }
     const json_t *sp = json_object_get(init, "speeds"), *qd = json_object_get(init, "qdot");
@@ -329,11 +331,13 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             }
             const char *key;
             const json_t *val;
-            json_object_foreach((json_t *)sp, key, val) if (model_speed_index(m, key) < 0)
+            json_object_foreach((json_t *)sp, key, val)
             {
-                char path[96];
-                snprintf(path, sizeof path, "initial.speeds.%.80s", key);
-                bad(problem, path, "'%s' is not a speed of the model", key);
+                if (model_speed_index(m, key) < 0) {
+                    char path[96];
+                    snprintf(path, sizeof path, "initial.speeds.%.80s", key);
+                    bad(problem, path, "'%s' is not a speed of the model", key);
+                }
             }
         }
     } else if (qd) {
@@ -350,11 +354,13 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             }
             const char *key;
             const json_t *val;
-            json_object_foreach((json_t *)qd, key, val) if (model_coord_index(m, key) < 0)
+            json_object_foreach((json_t *)qd, key, val)
             {
-                char path[96];
-                snprintf(path, sizeof path, "initial.qdot.%.80s", key);
-                bad(problem, path, "'%s' is not a coordinate", key);
+                if (model_coord_index(m, key) < 0) {
+                    char path[96];
+                    snprintf(path, sizeof path, "initial.qdot.%.80s", key);
+                    bad(problem, path, "'%s' is not a coordinate", key);
+                }
             }
             r->have_qd0 = 1;
         }

@@ -6,7 +6,7 @@ set -euo pipefail
 what=${1:-test}
 run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
           libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates jq)
-test_pkgs=(libcriterion-dev jq)
+test_pkgs=(libcriterion-dev jq clang-format cppcheck)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
 bench_pkgs=(wrk valgrind)
 pkgs=("${run_pkgs[@]}")

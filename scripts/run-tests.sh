@@ -95,6 +95,8 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh
 fi
 
+[ -x scripts/lint.sh ] && run_suite plain "style (clang-format, cppcheck)" scripts/lint.sh
+
 note "summary"
 printf '%s\n' "${summary[@]}"
 echo "$passed passed, $failed failed"

@@ -38,23 +38,26 @@ typedef struct harness_server {
     int port;
     char url[64];
     char dir[HARNESS_DIR_MAX]; /* temporary directory: data/ and server.log */
-    char data[PATH_MAX]; /* HAMEL_DATA */
-    char log[PATH_MAX];  /* the server's stdout and stderr */
+    char data[PATH_MAX];       /* HAMEL_DATA */
+    char log[PATH_MAX];        /* the server's stdout and stderr */
 } harness_server;
 
-static double harness__now(void) {
+static double harness__now(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void harness__nap(long ms) {
+static void harness__nap(long ms)
+{
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
 /* The directory of the running executable (e.g. /repo/build), into buf[size]. */
-static int harness__exe_dir(char *buf, size_t size) {
+static int harness__exe_dir(char *buf, size_t size)
+{
     ssize_t n = readlink("/proc/self/exe", buf, size - 1);
     if (n <= 0)
         return -1;
@@ -67,7 +70,8 @@ static int harness__exe_dir(char *buf, size_t size) {
 }
 
 /* The path of the server binary to run, into buf[size]. */
-static void harness_server_bin(char *buf, size_t size) {
+static void harness_server_bin(char *buf, size_t size)
+{
     const char *env = getenv("HAMEL_SERVER_BIN");
     char dir[HARNESS_DIR_MAX];
     if (env != NULL && env[0] != '\0')
@@ -80,7 +84,8 @@ static void harness_server_bin(char *buf, size_t size) {
 
 /* The path of a shared case file (../shared/cases/NAME from the repository root, found
  * from the test binary's build directory, else from the working directory). */
-static void harness_case_path(const char *name, char *buf, size_t size) {
+static void harness_case_path(const char *name, char *buf, size_t size)
+{
     char dir[HARNESS_DIR_MAX];
     if (harness__exe_dir(dir, sizeof dir) == 0) {
         snprintf(buf, size, "%s/../../shared/cases/%s", dir, name);
@@ -91,7 +96,8 @@ static void harness_case_path(const char *name, char *buf, size_t size) {
 }
 
 /* Scans the log for the listening line; returns the port or 0. */
-static int harness__port_from_log(const char *log) {
+static int harness__port_from_log(const char *log)
+{
     FILE *f = fopen(log, "r");
     if (f == NULL)
         return 0;
@@ -108,7 +114,8 @@ static int harness__port_from_log(const char *log) {
 
 /* Starts a server. `env` is a NULL-terminated list of extra "NAME=value" settings (or
  * NULL). Returns 0 with *s filled, or -1 (with the log printed to stderr). */
-static int harness_start(harness_server *s, const char *const *env) {
+static int harness_start(harness_server *s, const char *const *env)
+{
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s/hamel-client-test.XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -181,7 +188,8 @@ static int harness_start(harness_server *s, const char *const *env) {
     return 0;
 }
 
-static int harness__rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+static int harness__rm(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
     (void)sb;
     (void)flag;
     (void)ftw;
@@ -190,7 +198,8 @@ static int harness__rm(const char *path, const struct stat *sb, int flag, struct
 
 /* Stops the server (if running), reaps it and removes its directory. Safe to call on
  * a harness_server that failed to start or was already stopped. */
-static void harness_stop(harness_server *s) {
+static void harness_stop(harness_server *s)
+{
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
         double deadline = harness__now() + HARNESS_STOP_SECONDS;

@@ -20,7 +20,8 @@ static harness_server srv;
 static hamelclient *cli;
 static json_t *disk; /* the case file */
 
-static json_t *load_case(const char *name) {
+static json_t *load_case(const char *name)
+{
     char path[PATH_MAX];
     harness_case_path(name, path, sizeof path);
     json_error_t jerr;
@@ -29,7 +30,8 @@ static json_t *load_case(const char *name) {
     return doc;
 }
 
-static void start_with(const char *const *env) {
+static void start_with(const char *const *env)
+{
     unsetenv("HAMEL_TOKEN");
     unsetenv("HAMEL_URL");
     cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
@@ -39,7 +41,8 @@ static void start_with(const char *const *env) {
 
 static void setup(void) { start_with(NULL); }
 
-static void teardown(void) {
+static void teardown(void)
+{
     hamelclient_free(cli);
     cli = NULL;
     json_decref(disk);
@@ -50,13 +53,15 @@ static void teardown(void) {
 TestSuite(client, .init = setup, .fini = teardown, .timeout = 120);
 
 /* The case's simulation request with its model inline. Caller owns it. */
-static json_t *disk_request(void) {
+static json_t *disk_request(void)
+{
     json_t *req = json_deep_copy(json_object_get(disk, "simulation"));
     json_object_set(req, "model", json_object_get(disk, "model"));
     return req;
 }
 
-static double case_tol(const char *what, double expected) {
+static double case_tol(const char *what, double expected)
+{
     json_t *tol = json_object_get(json_object_get(disk, "expected"), "tolerance");
     double abs_tol = json_number_value(json_object_get(tol, "abs"));
     double rel_tol = json_number_value(json_object_get(tol, "rel"));
@@ -64,7 +69,8 @@ static double case_tol(const char *what, double expected) {
     return abs_tol + rel_tol * fabs(expected);
 }
 
-static void assert_close(const char *what, double got, double expected) {
+static void assert_close(const char *what, double got, double expected)
+{
     double tol = case_tol(what, expected);
     cr_assert(isfinite(got) && fabs(got - expected) <= tol,
               "%s: got %.17g, expected %.17g (|diff| %.3g > tol %.3g)", what, got, expected,
@@ -72,7 +78,8 @@ static void assert_close(const char *what, double got, double expected) {
 }
 
 /* Compares every q, speed and qdot of every expected sample with the trajectory. */
-static void assert_matches_case(const json_t *result) {
+static void assert_matches_case(const json_t *result)
+{
     json_t *tr = json_object_get(result, "trajectory");
     json_t *t = json_object_get(tr, "t");
     json_t *samples = json_object_get(json_object_get(disk, "expected"), "samples");
@@ -81,12 +88,15 @@ static void assert_matches_case(const json_t *result) {
     static const char *const groups[] = {"q", "speeds", "qdot"};
     size_t k;
     json_t *s;
-    json_array_foreach(samples, k, s) {
-        assert_close("t", json_number_value(json_array_get(t, k)), json_number_value(json_object_get(s, "t")));
+    json_array_foreach(samples, k, s)
+    {
+        assert_close("t", json_number_value(json_array_get(t, k)),
+                     json_number_value(json_object_get(s, "t")));
         for (int g = 0; g < 3; g++) {
             const char *name;
             json_t *v;
-            json_object_foreach(json_object_get(s, groups[g]), name, v) {
+            json_object_foreach(json_object_get(s, groups[g]), name, v)
+            {
                 char what[128];
                 snprintf(what, sizeof what, "%s.%s at sample %zu (t=%g)", groups[g], name, k,
                          json_number_value(json_object_get(s, "t")));
@@ -105,7 +115,8 @@ typedef struct progress_log {
     char status[32];
 } progress_log;
 
-static int on_progress(void *user, const char *job_id, const char *status, double p) {
+static int on_progress(void *user, const char *job_id, const char *status, double p)
+{
     progress_log *log = user;
     cr_assert_not_null(job_id);
     if (log->calls > 0 && p < log->last)
@@ -116,7 +127,8 @@ static int on_progress(void *user, const char *job_id, const char *status, doubl
     return 0;
 }
 
-Test(client, health_and_model_submit) {
+Test(client, health_and_model_submit)
+{
     hamelclient_error err;
     json_t *health = NULL;
     cr_assert_eq(hamelclient_health(cli, &health, &err), HAMELCLIENT_OK, "%s", err.message);
@@ -148,7 +160,8 @@ Test(client, health_and_model_submit) {
     json_decref(sum);
 }
 
-Test(client, simulate_rolling_disk_matches_case_with_progress) {
+Test(client, simulate_rolling_disk_matches_case_with_progress)
+{
     json_t *req = disk_request();
     progress_log log = {0};
     hamelclient_error err;
@@ -172,7 +185,8 @@ Test(client, simulate_rolling_disk_matches_case_with_progress) {
     json_decref(req);
 }
 
-Test(client, simulate_by_model_id_then_cached) {
+Test(client, simulate_by_model_id_then_cached)
+{
     hamelclient_error err;
     json_t *sum = NULL;
     cr_assert_eq(hamelclient_model_submit(cli, json_object_get(disk, "model"), &sum, NULL, &err),
@@ -206,7 +220,8 @@ Test(client, simulate_by_model_id_then_cached) {
     json_decref(sum);
 }
 
-Test(client, long_poll_wait) {
+Test(client, long_poll_wait)
+{
     hamelclient_options opts = {.long_poll_s = 5};
     hamelclient *lp = NULL;
     cr_assert_eq(hamelclient_new(srv.url, &opts, &lp), HAMELCLIENT_OK);
@@ -223,7 +238,8 @@ Test(client, long_poll_wait) {
     hamelclient_free(lp);
 }
 
-Test(client, bad_model_is_a_typed_422_with_path_and_column) {
+Test(client, bad_model_is_a_typed_422_with_path_and_column)
+{
     json_t *model = json_deep_copy(json_object_get(disk, "model"));
     /* "bogus" starts at column 14 (1-based) of the expression. */
     json_object_set_new(model, "kinetic_energy", json_string("1/2*m*x'^2 + bogus*y'^2"));
@@ -255,7 +271,8 @@ Test(client, bad_model_is_a_typed_422_with_path_and_column) {
     json_decref(model);
 }
 
-Test(client, transport_error_is_not_a_problem) {
+Test(client, transport_error_is_not_a_problem)
+{
     /* Stop the server: its port now refuses connections. */
     harness_stop(&srv);
     hamelclient_error err;
@@ -270,7 +287,8 @@ Test(client, transport_error_is_not_a_problem) {
     cr_assert_null(health);
 }
 
-Test(client, unknown_job_is_404) {
+Test(client, unknown_job_is_404)
+{
     hamelclient_error err;
     json_t *job = NULL;
     int rc = hamelclient_job_get(cli, "0123456789abcdef0123456789abcdef", 0, &job, &err);
@@ -280,7 +298,8 @@ Test(client, unknown_job_is_404) {
     cr_assert_eq(rc, HAMELCLIENT_E_USAGE, "an unsafe id never reaches the wire");
 }
 
-Test(client, cancel_a_running_job) {
+Test(client, cancel_a_running_job)
+{
     json_t *req = disk_request();
     json_object_set_new(req, "t_end", json_real(1e6));
     json_object_set_new(json_object_get(req, "output"), "samples", json_integer(101));
@@ -310,7 +329,8 @@ Test(client, cancel_a_running_job) {
     json_decref(req);
 }
 
-Test(client, failed_job_carries_its_problem) {
+Test(client, failed_job_carries_its_problem)
+{
     json_t *req = disk_request();
     json_object_set_new(json_object_get(req, "integrator"), "max_steps", json_integer(5));
     hamelclient_error err;
@@ -323,7 +343,8 @@ Test(client, failed_job_carries_its_problem) {
     json_decref(req);
 }
 
-Test(client, hamel_coefficients_match_case) {
+Test(client, hamel_coefficients_match_case)
+{
     json_t *init = json_object_get(json_object_get(disk, "simulation"), "initial");
     json_t *req = json_pack("{s:O, s:O, s:O}", "model", json_object_get(disk, "model"), "t",
                             json_object_get(init, "t"), "q", json_object_get(init, "q"));
@@ -334,12 +355,14 @@ Test(client, hamel_coefficients_match_case) {
     json_t *expected = json_object_get(json_object_get(disk, "expected"), "hamel_at_initial");
     size_t i, k;
     json_t *e, *g;
-    json_array_foreach(expected, i, e) {
+    json_array_foreach(expected, i, e)
+    {
         const char *j = json_string_value(json_object_get(e, "j"));
         const char *r = json_string_value(json_object_get(e, "r"));
         const char *l = json_string_value(json_object_get(e, "l"));
         int found = 0;
-        json_array_foreach(gamma, k, g) {
+        json_array_foreach(gamma, k, g)
+        {
             if (strcmp(json_string_value(json_object_get(g, "j")), j) == 0 &&
                 strcmp(json_string_value(json_object_get(g, "r")), r) == 0 &&
                 strcmp(json_string_value(json_object_get(g, "l")), l) == 0) {
@@ -357,7 +380,8 @@ Test(client, hamel_coefficients_match_case) {
     json_decref(req);
 }
 
-Test(client, equations_of_a_submitted_model) {
+Test(client, equations_of_a_submitted_model)
+{
     hamelclient_error err;
     json_t *sum = NULL, *eq = NULL;
     cr_assert_eq(hamelclient_model_submit(cli, json_object_get(disk, "model"), &sum, NULL, &err),
@@ -374,14 +398,16 @@ Test(client, equations_of_a_submitted_model) {
     json_decref(sum);
 }
 
-static void token_setup(void) {
+static void token_setup(void)
+{
     static const char *const env[] = {"HAMEL_TOKEN=s3cret", NULL};
     start_with(env);
 }
 
 TestSuite(client_auth, .init = token_setup, .fini = teardown, .timeout = 120);
 
-Test(client_auth, bearer_token) {
+Test(client_auth, bearer_token)
+{
     hamelclient_error err;
     json_t *sum = NULL;
     int rc = hamelclient_model_submit(cli, json_object_get(disk, "model"), &sum, NULL, &err);
@@ -399,7 +425,8 @@ Test(client_auth, bearer_token) {
 
 /* ---- hamel remote ------------------------------------------------------------------- */
 
-static int remote(const char *const *args) {
+static int remote(const char *const *args)
+{
     char *argv[16];
     int argc = 0;
     argv[argc++] = "remote";
@@ -411,7 +438,8 @@ static int remote(const char *const *args) {
     return hamelclient_remote_main(argc, argv);
 }
 
-Test(client, remote_run_writes_csv) {
+Test(client, remote_run_writes_csv)
+{
     char case_path[PATH_MAX], out[PATH_MAX + 16];
     harness_case_path(DISK_CASE, case_path, sizeof case_path);
     snprintf(out, sizeof out, "%s/run.csv", srv.dir);
@@ -436,7 +464,8 @@ Test(client, remote_run_writes_csv) {
         cr_assert_not_null(s, "more rows than samples");
         assert_close("csv t", v[0], json_number_value(json_object_get(s, "t")));
         assert_close("csv theta", v[2], json_number_value(json_object_get(json_object_get(s, "q"), "theta")));
-        assert_close("csv Omega", v[8], json_number_value(json_object_get(json_object_get(s, "speeds"), "Omega")));
+        assert_close("csv Omega", v[8],
+                     json_number_value(json_object_get(json_object_get(s, "speeds"), "Omega")));
         assert_close("csv x'", v[12], json_number_value(json_object_get(json_object_get(s, "qdot"), "x")));
         rows++;
     }
@@ -444,7 +473,8 @@ Test(client, remote_run_writes_csv) {
     cr_assert_eq(rows, json_array_size(samples), "one CSV row per sample");
 }
 
-Test(client, remote_check_reports_problems) {
+Test(client, remote_check_reports_problems)
+{
     char case_path[PATH_MAX], bad[PATH_MAX + 16];
     harness_case_path(DISK_CASE, case_path, sizeof case_path);
     const char *ok_args[] = {"check", case_path, NULL};
