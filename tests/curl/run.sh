@@ -164,6 +164,13 @@ run_to "$W/cancel-404" "$recipes/cancel.sh" "0123456789abcdef0123456789abcdef"
 check "cancel.sh of an unknown job fails with 404" sh -c \
   "[ $? -ne 0 ] && jq -e '.status == 404' '$W/cancel-404' >/dev/null"
 
+# batch.sh: the same 50 values in one POST /v1/batches, streamed back as NDJSON.
+"$recipes/batch.sh" -o "$W/batch.csv" >"$W/batch.out" 2>"$W/batch.err"
+check "batch.sh exits 0" test $? -eq 0
+check "batch.sh: a header and 50 rows" sh -c "[ \$(wc -l <'$W/batch.csv') -eq 51 ]"
+check "batch.sh: Omega 0.5..25 in order, each once" awk -F, \
+  'NR > 1 { k = NR - 1; if ($1 + 0 != k * 0.5) { print "row " k ": Omega " $1; bad = 1 } } END { exit bad || NR != 51 }' "$W/batch.csv"
+
 # batch-sweep.sh: 50 Omega values, 8 at a time.
 "$recipes/batch-sweep.sh" -o "$W/sweep.csv" >"$W/sweep.out" 2>"$W/sweep.err"
 check "batch-sweep.sh exits 0" test $? -eq 0
