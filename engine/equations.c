@@ -1,6 +1,6 @@
 /* equations.c — the derived equations of API.md §5 as JSON: the kinematics, the
  * mass matrix and forcing of M*(q,t) u' = F(q,u,t) on the independent speeds, the
- * equations written out (M* u' - F = 0, one per speed), the gamma^j_rl that are not
+ * equations written out (M* u' = F, one per speed), the gamma^j_rl that are not
  * identically zero (Greenwood 5.57), and T* — all from reduce.h's reduction, as
  * expressions of the input language and as LaTeX. */
 #include "equations.h"
@@ -91,24 +91,29 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                 acc = expr_sym_add(c, name, SYM_ACCEL, s);
             terms[s] = acc >= 0 ? expr_mul(c, mrs, expr_sym(c, acc)) : expr_num(c, 0.0);
         }
-        terms[k] = expr_neg(c, red->forcing[r]);
-        expr *lhs = simp(c, expr_sum(c, terms, k + 1));
+        /* M*_r. u' = F_r, each mass entry kept whole so that the accelerations are
+         * grouped: (2/5*R^2*m + R^2*m*sin(theta)^2)*psid' rather than two terms */
+        expr *lhs = expr_sum(c, terms, k);
         free(terms);
         json_array_append_new(mm, row);
         json_array_append_new(ml, rowl);
         json_array_append_new(fj, str(c, red->forcing[r]));
         json_array_append_new(fl, latex(c, red->forcing[r]));
-        char *s = expr_print(c, lhs), *sl = expr_print_latex(c, lhs);
-        size_t len = (s ? strlen(s) : 0) + 8;
-        char *line = malloc(len), *linel = malloc((sl ? strlen(sl) : 0) + 8);
-        if (line && s)
-            snprintf(line, len, "%s = 0", s);
-        if (linel && sl)
-            snprintf(linel, (sl ? strlen(sl) : 0) + 8, "%s = 0", sl);
+        char *ls = expr_print(c, lhs), *rs = expr_print(c, red->forcing[r]);
+        char *ll = expr_print_latex(c, lhs), *rl = expr_print_latex(c, red->forcing[r]);
+        size_t len = (ls ? strlen(ls) : 0) + (rs ? strlen(rs) : 0) + 4;
+        size_t lenl = (ll ? strlen(ll) : 0) + (rl ? strlen(rl) : 0) + 4;
+        char *line = malloc(len), *linel = malloc(lenl);
+        if (line)
+            snprintf(line, len, "%s = %s", ls ? ls : "", rs ? rs : "");
+        if (linel)
+            snprintf(linel, lenl, "%s = %s", ll ? ll : "", rl ? rl : "");
         json_array_append_new(eqs, json_string(line ? line : ""));
         json_array_append_new(eql, json_string(linel ? linel : ""));
-        free(s);
-        free(sl);
+        free(ls);
+        free(rs);
+        free(ll);
+        free(rl);
         free(line);
         free(linel);
     }
