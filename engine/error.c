@@ -2,6 +2,7 @@
 #include "error.h"
 
 #include <stdio.h>
+#include <string.h>
 
 struct error_info {
     int code;
@@ -50,6 +51,16 @@ void hamel_problem_recode(json_t *problem, int code)
     json_object_set_new(problem, "type", json_string(type));
     json_object_set_new(problem, "title", json_string(e->title));
     json_object_set_new(problem, "status", json_integer(e->status));
+}
+
+int hamel_problem_code(const json_t *problem)
+{
+    const char *type = json_string_value(json_object_get(problem, "type"));
+    const char *slash = type ? strrchr(type, '/') : NULL;
+    for (size_t i = 0; slash && i < sizeof infos / sizeof infos[0]; i++)
+        if (strcmp(infos[i].slug, slash + 1) == 0)
+            return infos[i].code;
+    return HAMEL_E_INTERNAL;
 }
 
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason)

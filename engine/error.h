@@ -57,6 +57,9 @@ json_t *hamel_problem_new(int code, const char *detail);
  * and detail stay). Borrows `problem`. */
 void hamel_problem_recode(json_t *problem, int code);
 
+/* The error code whose problem type the document carries (HAMEL_E_INTERNAL if none). */
+int hamel_problem_code(const json_t *problem);
+
 /* Appends {path, column?, reason} to the problem's "errors" array; column < 0 means
  * none. Borrows `problem`. */
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason);

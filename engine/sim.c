@@ -513,12 +513,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
 out:
     if (*problem) {
         sim_request_free(r);
-        return (int)(json_integer_value(json_object_get(*problem, "status")) == 422 &&
-                             strstr(json_string_value(json_object_get(*problem, "type")), "initial")
-                         ? HAMEL_E_BAD_INITIAL
-                     : strstr(json_string_value(json_object_get(*problem, "type")), "formulation")
-                         ? HAMEL_E_FORMULATION
-                         : HAMEL_E_BAD_REQUEST);
+        return hamel_problem_code(*problem);
     }
     return 0;
 oom:
