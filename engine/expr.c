@@ -240,9 +240,11 @@ static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **a
     e->num = num;
     e->args = (expr **)(e + 1);
     e->deps = kind == EXPR_SYM ? (uint64_t)1 << (sym % 64) : 0;
+    e->nonfinite = (kind == EXPR_NUM || kind == EXPR_ADD || kind == EXPR_MUL) && !isfinite(num);
     for (int i = 0; i < nargs; i++) {
         e->args[i] = args[i];
         e->deps |= args[i]->deps;
+        e->nonfinite |= args[i]->nonfinite;
     }
     c->nodes[c->nnodes++] = e;
     c->table[j] = e;

@@ -66,7 +66,8 @@ struct expr {
     uint8_t kind; /* expr_kind */
     uint8_t fn;   /* expr_fn for EXPR_FUN */
     uint16_t nargs;
-    int32_t sym; /* symbol index for EXPR_SYM */
+    uint8_t nonfinite; /* a number in it (value, constant term, coefficient) is inf or nan */
+    int32_t sym;       /* symbol index for EXPR_SYM */
     uint32_t hash;
     uint64_t deps; /* bit (s % 64) set for every symbol s it may depend on */
     double num;    /* value (NUM), constant term (ADD), coefficient (MUL) */

@@ -286,10 +286,8 @@ static expr *parse_power(struct parser *p)
 /* Fails when a constructor folded numbers into inf or nan (1/0, 10^400). */
 static expr *check_finite(struct parser *p, expr *e, size_t pos)
 {
-    if (e && (e->kind == EXPR_NUM || e->kind == EXPR_ADD || e->kind == EXPR_MUL) && !isfinite(e->num) &&
-        !expr_ctx_overflow(p->c))
-        return fail_at(p, pos, "this operation on numbers gives %s (division by zero or overflow)",
-                       isnan(e->num) ? "nan" : "inf");
+    if (e && e->nonfinite && !expr_ctx_overflow(p->c))
+        return fail_at(p, pos, "this operation on numbers gives inf or nan (division by zero or overflow)");
     if (e && e->kind == EXPR_POW && expr_is_num(e->args[0], 0.0) && e->args[1]->kind == EXPR_NUM &&
         e->args[1]->num < 0)
         return fail_at(p, pos, "division by zero");
