@@ -241,6 +241,8 @@ static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **a
     e->args = (expr **)(e + 1);
     e->deps = kind == EXPR_SYM ? (uint64_t)1 << (sym % 64) : 0;
     e->nonfinite = (kind == EXPR_NUM || kind == EXPR_ADD || kind == EXPR_MUL) && !isfinite(num);
+    if (kind == EXPR_POW && args[0]->kind == EXPR_NUM && args[1]->kind == EXPR_NUM)
+        e->nonfinite = isinf(pow(args[0]->num, args[1]->num)); /* 0^-1, (1e-316)^-1 */
     for (int i = 0; i < nargs; i++) {
         e->args[i] = args[i];
         e->deps |= args[i]->deps;
