@@ -439,17 +439,29 @@ expr *expr_sum(expr_ctx *c, expr **terms, int n)
         else
             tv.v[k++] = tv.v[i];
     }
-    expr *local[16], **args = k <= 16 ? local : malloc(k * sizeof *args);
+    expr *local[17], **args = k + 1 <= 17 ? local : malloc((k + 1) * sizeof *args);
     if (!args) {
         tvec_free(&tv);
         c->overflow = 1;
         return c->nan;
     }
-    int m = 0;
+    int m = 0, nested = 0;
     for (int i = 0; i < k; i++)
-        if (tv.v[i].coef != 0.0)
-            args[m++] = with_coeff(c, tv.v[i].coef, tv.v[i].rest);
+        if (tv.v[i].coef != 0.0) {
+            args[m] = with_coeff(c, tv.v[i].coef, tv.v[i].rest);
+            /* c*(a + b) and (1 - c)*(a + b) collected give the sum itself: flatten it */
+            nested |= args[m]->kind == EXPR_ADD;
+            m++;
+        }
     expr *r;
+    if (nested) {
+        args[m] = expr_num(c, constant);
+        r = expr_sum(c, args, m + 1);
+        if (args != local)
+            free(args);
+        tvec_free(&tv);
+        return r;
+    }
     if (m == 0)
         r = expr_num(c, constant);
     else if (m == 1 && constant == 0.0)

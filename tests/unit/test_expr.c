@@ -943,3 +943,20 @@ Test(expr, node_cap)
     cr_expect_not_null(strstr(err.message, "node limit"), "message: %s", err.message);
     expr_ctx_free(c);
 }
+
+/* Collecting c*(a + b) terms whose coefficients add up to 1 gives the sum itself, which
+ * must be flattened into the outer sum (found by fuzzing: the print did not re-parse to
+ * the same node). */
+Test(expr, collected_sum_is_flattened)
+{
+    expr_ctx *c = te_ctx();
+    expr *e = te_parse(c, "1/3*(x + y) + 2/3*(x + y) + theta");
+    expr *flat = te_parse(c, "x + y + theta");
+    cr_expect(e == flat, "1/3*(x + y) + 2/3*(x + y) + theta is the flat sum x + y + theta");
+    for (int i = 0; i < e->nargs; i++)
+        cr_expect_neq(e->args[i]->kind, EXPR_ADD, "no sum inside a sum");
+    char *p = expr_print(c, e);
+    cr_expect(te_parse(c, p) == e, "the print %s parses back to the same node", p);
+    free(p);
+    expr_ctx_free(c);
+}
