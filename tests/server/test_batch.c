@@ -1,6 +1,6 @@
 /* test_batch.c — POST /v1/batches against the real hamel-server.
  *
- * Each test starts its own build/hamel-server (client_harness.h: an ephemeral loopback
+ * Each test starts its own build/hamel-server (harness.h: an ephemeral loopback
  * port, a fresh HAMEL_DATA) and talks to it with libcurl. The runs vary the initial spin
  * Omega of the shared rolling-disk case (greenwood-5.3); a run's line is checked against
  * a single POST /v1/simulations of the same request, which must give the identical final
@@ -11,37 +11,28 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
-#include "client_harness.h"
+#include "harness.h"
 
 #define ROLLING_CASE "greenwood-5.3-rolling-disk.json"
 #define STREAM_RUNS 200
-#define HEADER_MAX 8192
 #define DRIFT_TOL 1e-8      /* energy drift and constraint residual of each run, relative */
 #define CANCEL_BUDGET_S 1.0 /* DELETE to every run stopped, with HTTP round trips */
 
 static harness_server bsrv;
 static json_t *rolling; /* the case file */
 
-typedef struct bresp {
-    long status;
-    char *body;
-    size_t len;
-    char headers[HEADER_MAX];
-    size_t hlen;
-    json_t *json;
-} bresp;
-
 static void bstart(const char *const *env)
 {
     cr_assert_eq(harness_start(&bsrv, env), 0, "the server did not start (log above)");
     char path[PATH_MAX];
-    harness_case_path(ROLLING_CASE, path, sizeof path);
     json_error_t err;
-    rolling = json_load_file(path, 0, &err);
+    rolling = harness_case_load(ROLLING_CASE, path, sizeof path, &err);
     cr_assert(rolling, "cannot load %s: %s", path, err.text);
 }
 
@@ -70,30 +61,8 @@ static void setup_two_workers(void)
  * at the end of a test body (Criterion ignores failures in .fini). */
 static void bstop_checked(void)
 {
-    int status = 0, reaped = 0;
-    if (bsrv.pid <= 0)
-        return;
-    kill(bsrv.pid, SIGTERM);
-    double deadline = harness__now() + HARNESS_STOP_SECONDS;
-    while (!reaped && harness__now() < deadline) {
-        reaped = waitpid(bsrv.pid, &status, WNOHANG) == bsrv.pid;
-        if (!reaped)
-            harness__nap(10);
-    }
-    if (!reaped) {
-        kill(bsrv.pid, SIGKILL);
-        waitpid(bsrv.pid, &status, 0);
-    }
-    bsrv.pid = 0;
-    int clean = reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!clean) {
-        FILE *f = fopen(bsrv.log, "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f))
-            fputs(line, stderr);
-        if (f)
-            fclose(f);
-    }
+    int status;
+    int clean = harness_stop_checked(&bsrv, &status);
     cr_assert(clean, "the server did not exit 0 on SIGTERM (wait status %#x; log above)", status);
 }
 
@@ -104,104 +73,24 @@ static void bteardown(void)
     rolling = NULL;
 }
 
-static size_t bon_body(char *p, size_t sz, size_t n, void *u)
-{
-    bresp *r = u;
-    size_t k = sz * n;
-    char *b = realloc(r->body, r->len + k + 1);
-    if (!b)
-        return 0;
-    memcpy(b + r->len, p, k);
-    r->body = b;
-    r->len += k;
-    r->body[r->len] = '\0';
-    return k;
-}
-
-static size_t bon_header(char *p, size_t sz, size_t n, void *u)
-{
-    bresp *r = u;
-    size_t k = sz * n;
-    if (r->hlen + k < HEADER_MAX) {
-        memcpy(r->headers + r->hlen, p, k);
-        r->hlen += k;
-        r->headers[r->hlen] = '\0';
-    }
-    return k;
-}
-
 /* One request; `accept` may be NULL. The body (if any) is sent as application/json. */
-static bresp breq(const char *method, const char *path, const char *body, const char *accept)
+static harness_resp breq(const char *method, const char *path, const char *body, const char *accept)
 {
-    bresp r;
-    memset(&r, 0, sizeof r);
-    CURL *h = curl_easy_init();
-    char url[1024];
-    snprintf(url, sizeof url, "%s%s", bsrv.url, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bon_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, bon_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 180L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    struct curl_slist *list = curl_slist_append(NULL, "Expect:");
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-        list = curl_slist_append(list, "Content-Type: application/json");
-    }
-    if (accept) {
-        char a[128];
-        snprintf(a, sizeof a, "Accept: %s", accept);
-        list = curl_slist_append(list, a);
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    CURLcode rc = curl_easy_perform(h);
+    char a[128];
+    snprintf(a, sizeof a, "Accept: %s", accept ? accept : "");
+    const char *const hdrs[] = {accept ? a : NULL, NULL};
+    harness_resp r;
+    CURLcode rc = harness_request(&bsrv, method, path, body, hdrs, &r);
     cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(list);
-    if (r.body)
-        r.json = json_loadb(r.body, r.len, 0, NULL);
     return r;
 }
 
-static bresp bpost(const char *path, const json_t *body, const char *accept)
+static harness_resp bpost(const char *path, const json_t *body, const char *accept)
 {
     char *text = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    bresp r = breq("POST", path, text, accept);
+    harness_resp r = breq("POST", path, text, accept);
     free(text);
     return r;
-}
-
-static void bresp_free(bresp *r)
-{
-    free(r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
-
-static const char *bheader(const bresp *r, const char *name, char *buf, size_t cap)
-{
-    size_t n = strlen(name);
-    for (const char *line = r->headers; *line;) {
-        const char *end = strstr(line, "\r\n");
-        if (!end)
-            break;
-        if (!strncasecmp(line, name, n) && line[n] == ':') {
-            const char *v = line + n + 1;
-            while (*v == ' ')
-                v++;
-            size_t len = (size_t)(end - v) < cap - 1 ? (size_t)(end - v) : cap - 1;
-            memcpy(buf, v, len);
-            buf[len] = '\0';
-            return buf;
-        }
-        line = end + 2;
-    }
-    return NULL;
 }
 
 static const char *bstr(const json_t *j, const char *key)
@@ -217,15 +106,9 @@ static long long bint(const json_t *j, const char *key)
 /* A metric's value from /metrics (the line starting with `series`), or -1. */
 static double bmetric(const char *series)
 {
-    bresp r = breq("GET", "/metrics", NULL, NULL);
-    double v = -1;
-    size_t n = strlen(series);
-    for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (!strncmp(p, series, n) && p[n] == ' ') {
-            v = atof(p + n + 1);
-            break;
-        }
-    bresp_free(&r);
+    harness_resp r = breq("GET", "/metrics", NULL, NULL);
+    double v = harness_metric(&r, series);
+    harness_resp_free(&r);
     return v;
 }
 
@@ -337,13 +220,15 @@ TestSuite(batch, .init = setup_default, .fini = bteardown, .timeout = 300);
 Test(batch, two_hundred_rolling_disk_runs_streamed_as_ndjson)
 {
     json_t *b = sweep(STREAM_RUNS, 5.0);
-    bresp r = bpost("/v1/batches", b, "application/x-ndjson");
+    harness_resp r = bpost("/v1/batches", b, "application/x-ndjson");
     char ct[128], loc[128], bid[64];
     cr_assert_eq(r.status, 200, "a streamed batch is 200: %.300s", r.body ? r.body : "");
-    cr_assert(bheader(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/x-ndjson"), "%s", ct);
-    cr_assert(bheader(&r, "Location", loc, sizeof loc) && !strncmp(loc, "/v1/batches/", 12), "Location %s",
-              loc);
-    cr_assert(bheader(&r, "X-Batch-Id", bid, sizeof bid) && !strcmp(bid, loc + 12), "X-Batch-Id %s", bid);
+    cr_assert(harness_header(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/x-ndjson"), "%s",
+              ct);
+    cr_assert(harness_header(&r, "Location", loc, sizeof loc) && !strncmp(loc, "/v1/batches/", 12),
+              "Location %s", loc);
+    cr_assert(harness_header(&r, "X-Batch-Id", bid, sizeof bid) && !strcmp(bid, loc + 12), "X-Batch-Id %s",
+              bid);
 
     json_t *lines = ndjson_lines(r.body);
     cr_assert_eq(json_array_size(lines), STREAM_RUNS, "exactly one line per run: %zu",
@@ -375,12 +260,12 @@ Test(batch, two_hundred_rolling_disk_runs_streamed_as_ndjson)
         size_t k = probe[p];
         json_t *req = single_of(b, k);
         json_object_set_new(req, "hamel", json_string("none"));
-        bresp s = bpost("/v1/simulations?wait=60", req, NULL);
+        harness_resp s = bpost("/v1/simulations?wait=60", req, NULL);
         cr_assert_eq(s.status, 200, "single run %zu: %.300s", k, s.body);
         cr_assert(json_is_false(json_object_get(s.json, "cached")), "run %zu alone was computed, not cached",
                   k);
         assert_line_matches_single(by_index[k], s.json, k);
-        bresp_free(&s);
+        harness_resp_free(&s);
         json_object_del(req, "hamel");
         json_object_set(req, "hamel", json_object_get(json_object_get(rolling, "simulation"), "hamel"));
         s = bpost("/v1/simulations?wait=60", req, NULL);
@@ -389,25 +274,25 @@ Test(batch, two_hundred_rolling_disk_runs_streamed_as_ndjson)
                   k);
         cr_assert_str_eq(bstr(s.json, "job_id"), bstr(by_index[k], "job_id"), "run %zu: the batch's job", k);
         assert_line_matches_single(by_index[k], s.json, k);
-        bresp_free(&s);
+        harness_resp_free(&s);
         json_decref(req);
     }
 
     /* The record: done, every run counted; metrics by outcome. */
     char path[128];
     snprintf(path, sizeof path, "/v1/batches/%s", bid);
-    bresp g = breq("GET", path, NULL, NULL);
+    harness_resp g = breq("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert_str_eq(bstr(g.json, "status"), "done");
     cr_assert_eq(bint(g.json, "count"), STREAM_RUNS);
     cr_assert_eq(bint(g.json, "succeeded"), STREAM_RUNS);
     cr_assert_eq(json_array_size(json_object_get(g.json, "results")), STREAM_RUNS);
-    bresp_free(&g);
+    harness_resp_free(&g);
     cr_assert_eq(bmetric("hamel_batches_total{outcome=\"done\"}"), 1);
     cr_assert_eq(bmetric("hamel_batch_runs_total{outcome=\"done\"}"), STREAM_RUNS);
 
     /* Again, with ?stream=1 and a summary line: every run from the cache. */
-    bresp again = bpost("/v1/batches?stream=1&summary=1", b, NULL);
+    harness_resp again = bpost("/v1/batches?stream=1&summary=1", b, NULL);
     cr_assert_eq(again.status, 200);
     json_t *l2 = ndjson_lines(again.body);
     cr_assert_eq(json_array_size(l2), STREAM_RUNS + 1, "runs and the summary line");
@@ -426,9 +311,9 @@ Test(batch, two_hundred_rolling_disk_runs_streamed_as_ndjson)
                   "run %lld: the cached final state is identical", k);
     }
     json_decref(l2);
-    bresp_free(&again);
+    harness_resp_free(&again);
     json_decref(lines);
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(b);
     bstop_checked();
 }
@@ -437,16 +322,16 @@ Test(batch, whole_result_in_index_order)
 {
     json_t *b = sweep(12, 2.0);
     json_object_set_new(b, "fields", json_pack("[s,s,s]", "run", "final", "trajectory"));
-    bresp r = bpost("/v1/batches", b, NULL);
+    harness_resp r = bpost("/v1/batches", b, NULL);
     cr_assert_eq(r.status, 202, "without wait: 202 (%ld) %.200s", r.status, r.body);
     char loc[128];
-    cr_assert(bheader(&r, "Location", loc, sizeof loc), "202 has Location");
+    cr_assert(harness_header(&r, "Location", loc, sizeof loc), "202 has Location");
     cr_assert_str_eq(loc + 12, bstr(r.json, "batch_id"));
-    bresp_free(&r);
+    harness_resp_free(&r);
 
     char path[256];
     snprintf(path, sizeof path, "%s?wait=120", loc);
-    bresp g = breq("GET", path, NULL, NULL);
+    harness_resp g = breq("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert_str_eq(bstr(g.json, "status"), "done", "%.300s", g.body);
     cr_assert_eq(json_number_value(json_object_get(g.json, "progress")), 1.0);
@@ -472,36 +357,37 @@ Test(batch, whole_result_in_index_order)
     /* One against a single simulation of the same request. */
     json_t *req = single_of(b, 7);
     json_object_set_new(req, "hamel", json_string("none"));
-    bresp s = bpost("/v1/simulations?wait=60", req, NULL);
+    harness_resp s = bpost("/v1/simulations?wait=60", req, NULL);
     cr_assert_eq(s.status, 200);
     assert_line_matches_single(json_array_get(res, 7), s.json, 7);
-    bresp_free(&s);
+    harness_resp_free(&s);
     json_decref(req);
-    bresp_free(&g);
+    harness_resp_free(&g);
 
     /* POST with ?wait: 200 with the results at once (all cached now). */
     r = bpost("/v1/batches?wait=60", b, NULL);
     cr_assert_eq(r.status, 200, "%.200s", r.body);
     cr_assert_eq(bint(r.json, "cached"), 12);
     cr_assert_eq(json_array_size(json_object_get(r.json, "results")), 12);
-    bresp_free(&r);
+    harness_resp_free(&r);
 
     /* Unknown ids, methods. */
     g = breq("GET", "/v1/batches/0123456789abcdef0123456789abcdef", NULL, NULL);
     cr_assert_eq(g.status, 404);
-    bresp_free(&g);
+    harness_resp_free(&g);
     g = breq("GET", "/v1/batches", NULL, NULL);
     cr_assert_eq(g.status, 405);
-    bresp_free(&g);
+    harness_resp_free(&g);
     json_decref(b);
     bstop_checked();
 }
 
-static void assert_problem_path(const bresp *r, long status, const char *path)
+static void assert_problem_path(const harness_resp *r, long status, const char *path)
 {
     char ct[128];
     cr_assert_eq(r->status, status, "status %ld, expected %ld: %.400s", r->status, status, r->body);
-    cr_assert(bheader(r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/problem+json"), "%s", ct);
+    cr_assert(harness_header(r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/problem+json"),
+              "%s", ct);
     json_t *errs = json_object_get(r->json, "errors");
     size_t i;
     json_t *e;
@@ -515,10 +401,10 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     json_object_set_new(
         json_object_get(json_object_get(json_array_get(json_object_get(b, "runs"), 7), "initial"), "speeds"),
         "Omega", json_string("fast"));
-    bresp r = bpost("/v1/batches", b, "application/x-ndjson");
+    harness_resp r = bpost("/v1/batches", b, "application/x-ndjson");
     assert_problem_path(&r, 422, "runs[7].initial.speeds.Omega");
     cr_assert_eq(bint(r.json, "run_index"), 7);
-    bresp_free(&r);
+    harness_resp_free(&r);
 
     /* A run whose merged request breaks a constraint of the engine: t_end before t. */
     json_object_set_new(json_array_get(json_object_get(b, "runs"), 7), "initial",
@@ -526,7 +412,7 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     json_object_set_new(json_array_get(json_object_get(b, "runs"), 3), "t_end", json_real(-1));
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "runs[3].t_end");
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_object_del(json_array_get(json_object_get(b, "runs"), 3), "t_end");
 
     /* The same mistake in the base is reported once, at base.<path>. */
@@ -534,23 +420,23 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "base.t_end");
     cr_assert_eq(json_array_size(json_object_get(r.json, "errors")), 1, "one error for ten runs: %s", r.body);
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_object_set_new(json_object_get(b, "base"), "t_end", json_real(1));
 
     /* Shape errors. */
     json_object_set_new(b, "fields", json_pack("[s,s]", "final", "bogus"));
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "fields[1]");
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_object_del(b, "fields");
     json_object_set_new(json_array_get(json_object_get(b, "runs"), 2), "model_id", json_string("sha256:00"));
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "runs[2].model_id");
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_object_set_new(b, "runs", json_array());
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "runs");
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(b);
 
     /* More runs than HAMEL_MAX_BATCH (300 here). */
@@ -558,7 +444,7 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     r = bpost("/v1/batches", b, NULL);
     assert_problem_path(&r, 422, "runs");
     cr_assert(strstr(bstr(r.json, "type"), "limit-exceeded"), "%s", bstr(r.json, "type"));
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(b);
 
     cr_assert_eq(bmetric("hamel_batches_total{outcome=\"created\"}"), 0, "no invalid batch was created");
@@ -566,7 +452,7 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     cr_assert_eq(bmetric("hamel_jobs_total{outcome=\"done\"}"), 0, "nothing ran");
     r = breq("GET", "/v1/health", NULL, NULL);
     cr_assert_eq(r.status, 200, "the server is still up");
-    bresp_free(&r);
+    harness_resp_free(&r);
     bstop_checked();
 }
 
@@ -578,30 +464,30 @@ static double running(void) { return bmetric("hamel_jobs_running"); }
 Test(batch_two_workers, delete_cancels_every_run)
 {
     json_t *b = long_sweep(10);
-    bresp r = bpost("/v1/batches", b, NULL);
+    harness_resp r = bpost("/v1/batches", b, NULL);
     cr_assert_eq(r.status, 202, "%.200s", r.body);
     char path[128];
     snprintf(path, sizeof path, "/v1/batches/%s", bstr(r.json, "batch_id"));
-    bresp_free(&r);
+    harness_resp_free(&r);
     for (int i = 0; i < 500 && running() < 2; i++)
-        harness__nap(10);
+        harness_nap(10);
     cr_assert_eq(running(), 2, "both workers run the batch");
     r = breq("GET", path, NULL, NULL);
     cr_assert_str_eq(bstr(r.json, "status"), "running");
     cr_assert(bint(r.json, "queued_or_running") <= 4, "at most half the queue (8) in flight: %lld",
               bint(r.json, "queued_or_running"));
-    bresp_free(&r);
+    harness_resp_free(&r);
 
-    double t0 = harness__now();
+    double t0 = harness_now();
     r = breq("DELETE", path, NULL, NULL);
     cr_assert_eq(r.status, 200, "%.200s", r.body);
     cr_assert_str_eq(bstr(r.json, "status"), "cancelled");
     cr_assert_eq(bint(r.json, "cancelled"), 10, "%.300s", r.body);
     cr_assert(!json_object_get(r.json, "results"), "DELETE answers with the status only");
-    bresp_free(&r);
-    while (running() > 0 && harness__now() - t0 < 5)
-        harness__nap(5);
-    double dt = harness__now() - t0;
+    harness_resp_free(&r);
+    while (running() > 0 && harness_now() - t0 < 5)
+        harness_nap(5);
+    double dt = harness_now() - t0;
     cr_assert(dt < CANCEL_BUDGET_S, "the running runs stopped %.3f s after DELETE", dt);
 
     /* The stream of a cancelled batch: one line per run, all cancelled. */
@@ -619,10 +505,10 @@ Test(batch_two_workers, delete_cancels_every_run)
         cr_assert(strstr(bstr(json_object_get(line, "problem"), "type"), "cancelled"));
     }
     json_decref(lines);
-    bresp_free(&r);
+    harness_resp_free(&r);
     r = breq("DELETE", path, NULL, NULL);
     cr_assert_eq(r.status, 200, "cancelling again is harmless");
-    bresp_free(&r);
+    harness_resp_free(&r);
     cr_assert_eq(bmetric("hamel_batches_total{outcome=\"cancelled\"}"), 1);
     cr_assert_eq(bmetric("hamel_batch_runs_total{outcome=\"cancelled\"}"), 10);
 
@@ -632,10 +518,10 @@ Test(batch_two_workers, delete_cancels_every_run)
     r = bpost("/v1/batches?wait=60", b, NULL);
     cr_assert_eq(r.status, 200);
     snprintf(path, sizeof path, "/v1/batches/%s", bstr(r.json, "batch_id"));
-    bresp_free(&r);
+    harness_resp_free(&r);
     r = breq("DELETE", path, NULL, NULL);
     cr_assert_eq(r.status, 409, "%.200s", r.body);
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(b);
     bstop_checked();
 }
@@ -643,25 +529,17 @@ Test(batch_two_workers, delete_cancels_every_run)
 /* A stream read on its own thread, so the test can act while it runs. */
 typedef struct stream_arg {
     const json_t *body;
-    bresp r;
+    harness_resp r;
 } stream_arg;
 
 static void *stream_thread(void *p)
 {
     stream_arg *a = p;
     char *text = json_dumps(a->body, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    CURL *h = curl_easy_init();
-    char url[256];
-    snprintf(url, sizeof url, "%s/v1/batches?summary=1", bsrv.url);
-    struct curl_slist *list = curl_slist_append(NULL, "Content-Type: application/json");
-    list = curl_slist_append(list, "Accept: application/x-ndjson");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bon_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->r);
+    static const char *const hdrs[] = {"Accept: application/x-ndjson", NULL};
+    struct curl_slist *list;
+    CURL *h = harness_easy(&bsrv, "POST", "/v1/batches?summary=1", text, -1, hdrs, &list, &a->r);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     CURLcode rc = curl_easy_perform(h);
     a->r.status = rc == CURLE_OK ? 0 : -(long)rc;
     if (rc == CURLE_OK)
@@ -679,7 +557,7 @@ Test(batch_two_workers, sigterm_ends_an_open_stream_cleanly)
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, stream_thread, &a), 0);
     for (int i = 0; i < 500 && running() < 2; i++)
-        harness__nap(10);
+        harness_nap(10);
     cr_assert_eq(running(), 2, "the stream's runs are running");
     kill(bsrv.pid, SIGTERM);
     pthread_join(th, NULL);
@@ -706,11 +584,11 @@ Test(batch_small_pool, more_runs_than_the_queue_and_others_still_get_in)
     /* One worker, a queue of 4: a batch of 30 runs may hold at most 2 places. */
     json_t *b = sweep(30, 400.0);
     json_object_set_new(json_object_get(b, "base"), "output", json_pack("{s:i}", "samples", 3));
-    bresp r = bpost("/v1/batches", b, NULL);
+    harness_resp r = bpost("/v1/batches", b, NULL);
     cr_assert_eq(r.status, 202, "%.200s", r.body);
     char path[160];
     snprintf(path, sizeof path, "/v1/batches/%s?wait=120", bstr(r.json, "batch_id"));
-    bresp_free(&r);
+    harness_resp_free(&r);
 
     double depth = bmetric("hamel_queue_depth");
     cr_assert(depth <= 2, "the batch holds at most half the queue (depth %g)", depth);
@@ -719,7 +597,7 @@ Test(batch_small_pool, more_runs_than_the_queue_and_others_still_get_in)
     json_object_set_new(single, "t_end", json_real(1.0));
     r = bpost("/v1/simulations?wait=120", single, NULL);
     cr_assert_eq(r.status, 200, "a single simulation during the batch: %ld %.200s", r.status, r.body);
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(single);
 
     r = breq("GET", path, NULL, NULL);
@@ -729,7 +607,7 @@ Test(batch_small_pool, more_runs_than_the_queue_and_others_still_get_in)
     json_t *res = json_object_get(r.json, "results");
     for (size_t k = 0; k < 30; k++)
         assert_line_sound(json_array_get(res, k), k);
-    bresp_free(&r);
+    harness_resp_free(&r);
     json_decref(b);
     bstop_checked();
 }

@@ -1,7 +1,7 @@
 /* test_client.c — libhamelclient and `hamel remote` against the real hamel-server.
  *
  * Each test starts its own build/hamel-server on an ephemeral loopback port with a
- * temporary HAMEL_DATA (client_harness.h), talks to it through the library, and checks
+ * temporary HAMEL_DATA (harness.h), talks to it through the library, and checks
  * the answers against the shared rolling-disk case (greenwood-5.3), whose samples pass
  * if |got - expected| <= abs + rel*|expected|.
  */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_harness.h"
+#include "harness.h"
 #include "hamelclient.h"
 
 #define DISK_CASE "greenwood-5.3-rolling-disk.json"
@@ -23,9 +23,8 @@ static json_t *disk; /* the case file */
 static json_t *load_case(const char *name)
 {
     char path[PATH_MAX];
-    harness_case_path(name, path, sizeof path);
     json_error_t jerr;
-    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *doc = harness_case_load(name, path, sizeof path, &jerr);
     cr_assert_not_null(doc, "cannot load %s: %s", path, jerr.text);
     return doc;
 }

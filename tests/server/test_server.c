@@ -1,6 +1,6 @@
 /* test_server.c — the HTTP contract of API.md §2–5 against the real hamel-server.
  *
- * Each test starts its own build/hamel-server (client_harness.h: ephemeral loopback
+ * Each test starts its own build/hamel-server (harness.h: ephemeral loopback
  * port read from its "listening on" line, a fresh HAMEL_DATA) and speaks raw HTTP to it
  * with libcurl, so status codes, headers and bodies are checked exactly as a browser or
  * curl user sees them. Numbers are compared with the shared knife-edge case
@@ -10,48 +10,32 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <sqlite3.h>
 
-#include "client_harness.h"
+#include "harness.h"
 
 #define KNIFE_CASE "greenwood-5.1-knife-edge-body.json"
 #define TEST_WAIT "120"      /* ?wait= for requests that must finish */
 #define CANCEL_BUDGET_S 0.35 /* DELETE to an idle worker: 100 ms + HTTP round trips */
 #define CONCURRENT 64
-#define MAX_HEADERS 8192
 #define CRASH_JOBS 24 /* simulations in flight when the server is killed */
 #define CRASH_AFTER 6 /* finished answers seen before the kill -9 */
-
-/* Criterion's own runner leaks one 48-byte block when it runs several suites in
- * parallel (-j2, its default here); the stack is entirely inside libcriterion. Under
- * -fsanitize=address that would fail every run, so LeakSanitizer is told to ignore
- * leaks whose allocation comes from that library, and only from it. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libcriterion.so\n"; }
 
 static harness_server srv;
 static json_t *knife; /* the case file */
 
-typedef struct resp {
-    long status;
-    char *body;
-    size_t len;
-    char headers[MAX_HEADERS];
-    size_t hlen;
-    json_t *json;
-} resp;
-
 static json_t *load_case(const char *name)
 {
     char path[PATH_MAX];
-    harness_case_path(name, path, sizeof path);
     json_error_t jerr;
-    json_t *doc = json_load_file(path, 0, &jerr);
+    json_t *doc = harness_case_load(name, path, sizeof path, &jerr);
     if (!doc)
         cr_assert_fail("cannot load the shared case %s (%s): is ../shared/cases there?", path, jerr.text);
     return doc;
@@ -75,31 +59,8 @@ static void setup(void)
  * with the tail of its log. Then the harness removes the directory. */
 static void stop_checked(harness_server *s)
 {
-    int status = 0, reaped = 0, clean = 1;
-    if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        double deadline = harness__now() + HARNESS_STOP_SECONDS;
-        while (!reaped && harness__now() < deadline) {
-            reaped = waitpid(s->pid, &status, WNOHANG) == s->pid;
-            if (!reaped)
-                harness__nap(10);
-        }
-        if (!reaped) {
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, &status, 0);
-        }
-        s->pid = 0;
-        clean = reaped && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!clean) {
-            fprintf(stderr, "server log %s:\n", s->log);
-            FILE *f = fopen(s->log, "r");
-            char line[512];
-            while (f && fgets(line, sizeof line, f))
-                fputs(line, stderr);
-            if (f)
-                fclose(f);
-        }
-    }
+    int status;
+    int clean = harness_stop_checked(s, &status);
     harness_stop(s);
     cr_assert(clean, "the server did not exit 0 on SIGTERM (wait status %#x; log above)", status);
 }
@@ -123,117 +84,12 @@ static void teardown(void)
     knife = NULL;
 }
 
-static size_t on_body(char *p, size_t sz, size_t n, void *u)
+static harness_resp request(const char *method, const char *path, const char *body, const char *const *hdrs)
 {
-    resp *r = u;
-    size_t k = sz * n;
-    char *b = realloc(r->body, r->len + k + 1);
-    if (!b)
-        return 0;
-    memcpy(b + r->len, p, k);
-    r->body = b;
-    r->len += k;
-    r->body[r->len] = '\0';
-    return k;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *u)
-{
-    resp *r = u;
-    size_t k = sz * n;
-    if (r->hlen + k < MAX_HEADERS) {
-        memcpy(r->headers + r->hlen, p, k);
-        r->hlen += k;
-        r->headers[r->hlen] = '\0';
-    }
-    return k;
-}
-
-/* A configured easy handle writing into r; `hdrs` is a NULL-terminated list. */
-static CURL *easy(const char *method, const char *path, const char *body, long body_len,
-                  const char *const *hdrs, struct curl_slist **list, resp *r)
-{
-    memset(r, 0, sizeof *r);
-    CURL *h = curl_easy_init();
-    char url[1024];
-    snprintf(url, sizeof url, "%s%s", srv.url, path);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (!strcmp(method, "HEAD"))
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 180L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    *list = NULL;
-    int has_ct = 0;
-    for (int i = 0; hdrs && hdrs[i]; i++) {
-        *list = curl_slist_append(*list, hdrs[i]);
-        if (!strncasecmp(hdrs[i], "Content-Type:", 13))
-            has_ct = 1;
-    }
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, body_len >= 0 ? body_len : (long)strlen(body));
-        if (!has_ct)
-            *list = curl_slist_append(*list, "Content-Type: application/json");
-    }
-    *list = curl_slist_append(*list, "Expect:");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, *list);
-    return h;
-}
-
-static void finish(CURL *h, resp *r)
-{
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-    if (r->body)
-        r->json = json_loadb(r->body, r->len, 0, NULL);
-}
-
-static resp request(const char *method, const char *path, const char *body, const char *const *hdrs)
-{
-    resp r;
-    struct curl_slist *list;
-    CURL *h = easy(method, path, body, -1, hdrs, &list, &r);
-    CURLcode rc = curl_easy_perform(h);
+    harness_resp r;
+    CURLcode rc = harness_request(&srv, method, path, body, hdrs, &r);
     cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
-    finish(h, &r);
-    curl_easy_cleanup(h);
-    curl_slist_free_all(list);
     return r;
-}
-
-static void resp_free(resp *r)
-{
-    free(r->body);
-    json_decref(r->json);
-    memset(r, 0, sizeof *r);
-}
-
-/* The value of a response header (case-insensitive name), into buf; NULL if absent. */
-static const char *header(const resp *r, const char *name, char *buf, size_t cap)
-{
-    size_t n = strlen(name);
-    for (const char *line = r->headers; line && *line;) {
-        const char *end = strstr(line, "\r\n");
-        if (!end)
-            break;
-        if (!strncasecmp(line, name, n) && line[n] == ':') {
-            const char *v = line + n + 1;
-            while (*v == ' ')
-                v++;
-            size_t len = (size_t)(end - v);
-            if (len >= cap)
-                len = cap - 1;
-            memcpy(buf, v, len);
-            buf[len] = '\0';
-            return buf;
-        }
-        line = end + 2;
-    }
-    return NULL;
 }
 
 static char *dump(const json_t *j) { return json_dumps(j, JSON_COMPACT); }
@@ -245,10 +101,10 @@ static json_t *knife_request(void)
     return req;
 }
 
-static resp post_json(const char *path, const json_t *body)
+static harness_resp post_json(const char *path, const json_t *body)
 {
     char *text = dump(body);
-    resp r = request("POST", path, text, NULL);
+    harness_resp r = request("POST", path, text, NULL);
     free(text);
     return r;
 }
@@ -258,12 +114,12 @@ static const char *str(const json_t *j, const char *key)
     return json_string_value(json_object_get(j, key));
 }
 
-static void assert_problem(const resp *r, long status, const char *slug)
+static void assert_problem(const harness_resp *r, long status, const char *slug)
 {
     char ct[128];
     cr_assert_eq(r->status, status, "status %ld, expected %ld; body %s", r->status, status,
                  r->body ? r->body : "");
-    cr_assert(header(r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/problem+json"),
+    cr_assert(harness_header(r, "Content-Type", ct, sizeof ct) && strstr(ct, "application/problem+json"),
               "a %ld is application/problem+json (got %s)", status, ct);
     cr_assert(json_is_object(r->json), "the problem is a JSON object: %s", r->body);
     cr_assert_eq(json_integer_value(json_object_get(r->json, "status")), status,
@@ -329,16 +185,10 @@ static void assert_knife(const json_t *result) { assert_samples(knife, result); 
 /* A metric's value from /metrics (the first line starting with `series`), or -1. */
 static double metric(const char *series)
 {
-    resp r = request("GET", "/metrics", NULL, NULL);
+    harness_resp r = request("GET", "/metrics", NULL, NULL);
     cr_assert_eq(r.status, 200);
-    double v = -1;
-    size_t n = strlen(series);
-    for (const char *p = r.body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (!strncmp(p, series, n) && p[n] == ' ') {
-            v = atof(p + n + 1);
-            break;
-        }
-    resp_free(&r);
+    double v = harness_metric(&r, series);
+    harness_resp_free(&r);
     return v;
 }
 
@@ -363,12 +213,12 @@ static void wait_running(const char *id)
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     for (int i = 0; i < 500; i++) {
-        resp r = request("GET", path, NULL, NULL);
+        harness_resp r = request("GET", path, NULL, NULL);
         int running = r.json && !strcmp(str(r.json, "status"), "running");
-        resp_free(&r);
+        harness_resp_free(&r);
         if (running)
             return;
-        harness__nap(10);
+        harness_nap(10);
     }
     cr_assert_fail("job %s never started running", id);
 }
@@ -377,24 +227,24 @@ TestSuite(server, .init = setup, .fini = teardown, .timeout = 240);
 
 SERVER_TEST(server, health_livez_readyz_metrics)
 {
-    resp r = request("GET", "/v1/health", NULL, NULL);
+    harness_resp r = request("GET", "/v1/health", NULL, NULL);
     cr_assert_eq(r.status, 200);
     cr_assert_str_eq(str(r.json, "status"), "ok");
     cr_assert(str(r.json, "version") && str(r.json, "version")[0], "health names a version");
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/livez", NULL, NULL);
     cr_assert_eq(r.status, 200);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/readyz", NULL, NULL);
     cr_assert_eq(r.status, 200);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("HEAD", "/v1/health", NULL, NULL);
     cr_assert_eq(r.status, 200, "HEAD is GET without a body");
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/metrics", NULL, NULL);
     cr_assert_eq(r.status, 200);
     char ct[128];
-    cr_assert(header(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "text/plain"), "%s", ct);
+    cr_assert(harness_header(&r, "Content-Type", ct, sizeof ct) && strstr(ct, "text/plain"), "%s", ct);
     static const char *const names[] = {
         "hamel_http_requests_total{route=\"/v1/health\",code=\"200\"}",
         "hamel_http_request_duration_seconds_bucket",
@@ -407,20 +257,20 @@ SERVER_TEST(server, health_livez_readyz_metrics)
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_assert(strstr(r.body, names[i]), "/metrics has %s", names[i]);
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, models_submit_get_equations)
 {
     json_t *model = json_object_get(knife, "model");
-    resp r = post_json("/v1/models", model);
+    harness_resp r = post_json("/v1/models", model);
     cr_assert_eq(r.status, 201, "a new model is 201: %s", r.body);
     const char *id = str(r.json, "model_id");
     cr_assert(id && !strncmp(id, "sha256:", 7) && strlen(id) == 71, "model_id %s", id);
     char loc[256], etag[256], want[256];
     snprintf(want, sizeof want, "/v1/models/%s", id);
-    cr_assert(header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
-    cr_assert(header(&r, "ETag", etag, sizeof etag), "a summary has an ETag");
+    cr_assert(harness_header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
+    cr_assert(harness_header(&r, "ETag", etag, sizeof etag), "a summary has an ETag");
     cr_assert_eq(json_integer_value(json_object_get(r.json, "n")), 3);
     cr_assert_eq(json_integer_value(json_object_get(r.json, "m")), 1);
     cr_assert_eq(json_integer_value(json_object_get(r.json, "dof")), 2);
@@ -432,31 +282,31 @@ SERVER_TEST(server, models_submit_get_equations)
 
     /* The same model, formatted differently: known, same id. */
     char *pretty = json_dumps(model, JSON_INDENT(3) | JSON_SORT_KEYS);
-    resp again = request("POST", "/v1/models", pretty, NULL);
+    harness_resp again = request("POST", "/v1/models", pretty, NULL);
     free(pretty);
     cr_assert_eq(again.status, 200, "a known model is 200: %s", again.body);
     cr_assert_str_eq(str(again.json, "model_id"), model_id);
-    resp_free(&again);
+    harness_resp_free(&again);
 
     /* GET by id, raw and percent-encoded; ETag revalidation. */
     char path[256];
     snprintf(path, sizeof path, "/v1/models/%s", model_id);
-    resp g = request("GET", path, NULL, NULL);
+    harness_resp g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert(json_equal(g.json, r.json), "GET returns the summary POST returned");
-    resp_free(&g);
+    harness_resp_free(&g);
     snprintf(path, sizeof path, "/v1/models/sha256%%3A%s", model_id + 7);
     g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200, "percent-encoded ':' is accepted: %s", g.body);
     cr_assert_str_eq(str(g.json, "model_id"), model_id);
-    resp_free(&g);
+    harness_resp_free(&g);
     char inm[300];
     snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
     const char *const cond[] = {inm, NULL};
     snprintf(path, sizeof path, "/v1/models/%s", model_id);
     g = request("GET", path, NULL, cond);
     cr_assert_eq(g.status, 304, "If-None-Match with the ETag is 304");
-    resp_free(&g);
+    harness_resp_free(&g);
 
     snprintf(path, sizeof path, "/v1/models/%s/equations", model_id);
     g = request("GET", path, NULL, NULL);
@@ -464,31 +314,31 @@ SERVER_TEST(server, models_submit_get_equations)
     cr_assert_str_eq(str(g.json, "model_id"), model_id);
     cr_assert(str(g.json, "formulation"), "equations name their formulation");
     cr_assert(json_is_array(json_object_get(g.json, "mass_matrix")), "a mass matrix");
-    resp_free(&g);
+    harness_resp_free(&g);
 
     g = request("GET", "/v1/models/sha256:0000000000000000000000000000000000000000000000000000000000000000",
                 NULL, NULL);
     assert_problem(&g, 404, "not-found");
-    resp_free(&g);
+    harness_resp_free(&g);
     g = request("GET", "/v1/models/sha256:00/equations", NULL, NULL);
     assert_problem(&g, 404, "not-found");
-    resp_free(&g);
+    harness_resp_free(&g);
 
     /* An invalid model: 422 naming the JSON path. */
     json_t *bad = json_deep_copy(model);
     json_object_set_new(bad, "kinetic_energy", json_string("1/2*m*x'^2 + bogus"));
-    resp b = post_json("/v1/models", bad);
+    harness_resp b = post_json("/v1/models", bad);
     assert_problem(&b, 422, NULL);
     cr_assert(json_array_size(json_object_get(b.json, "errors")) >= 1, "errors[] is filled");
-    resp_free(&b);
+    harness_resp_free(&b);
     json_decref(bad);
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, simulate_wait_then_cached_identical)
 {
     json_t *req = knife_request();
-    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
     cr_assert_eq(r.status, 200, "done within wait: %s", r.body);
     cr_assert_str_eq(str(r.json, "status"), "done");
     cr_assert(json_is_false(json_object_get(r.json, "cached")), "first run is not cached");
@@ -501,15 +351,15 @@ SERVER_TEST(server, simulate_wait_then_cached_identical)
 
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    resp g = request("GET", path, NULL, NULL);
+    harness_resp g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert(json_equal(g.json, r.json), "GET /v1/jobs/{id} returns the result");
-    resp_free(&g);
+    harness_resp_free(&g);
 
     double hits = metric("hamel_cache_hits_total{cache=\"results\"}");
     /* Same request, keys in another order: answered from the cache, identical. */
     char *text = json_dumps(req, JSON_SORT_KEYS | JSON_INDENT(1));
-    resp c = request("POST", "/v1/simulations", text, NULL);
+    harness_resp c = request("POST", "/v1/simulations", text, NULL);
     free(text);
     cr_assert_eq(c.status, 200, "a cached answer is 200 even without wait: %s", c.body);
     cr_assert(json_is_true(json_object_get(c.json, "cached")), "cached: true");
@@ -518,45 +368,45 @@ SERVER_TEST(server, simulate_wait_then_cached_identical)
     cr_assert(json_equal(c.json, r.json), "the cached answer is the computed one");
     cr_assert_eq(metric("hamel_cache_hits_total{cache=\"results\"}"), hits + 1, "the hit is counted");
     char etag_c[128], etag_e[128];
-    cr_assert(header(&c, "ETag", etag_c, sizeof etag_c), "a cached answer has an ETag");
+    cr_assert(harness_header(&c, "ETag", etag_c, sizeof etag_c), "a cached answer has an ETag");
 
     /* The very bytes of the first request (the server's body memo answers these
      * without parsing): cached, identical again, counted, same ETag. */
-    resp e = post_json("/v1/simulations", req);
+    harness_resp e = post_json("/v1/simulations", req);
     cr_assert_eq(e.status, 200, "%s", e.body);
     cr_assert(json_is_true(json_object_get(e.json, "cached")), "an exact repeat is cached");
     json_object_del(e.json, "cached");
     cr_assert(json_equal(e.json, r.json), "the exact repeat is the computed answer");
-    cr_assert(header(&e, "ETag", etag_e, sizeof etag_e) && !strcmp(etag_e, etag_c),
+    cr_assert(harness_header(&e, "ETag", etag_e, sizeof etag_e) && !strcmp(etag_e, etag_c),
               "same ETag on both cache paths (%s, %s)", etag_e, etag_c);
     cr_assert_eq(metric("hamel_cache_hits_total{cache=\"results\"}"), hits + 2,
                  "the exact repeat's hit is counted");
     cr_assert_eq(metric("hamel_jobs_total{outcome=\"cached\"}"), 2);
     cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), 1, "computed once");
-    resp_free(&e);
-    resp_free(&c);
-    resp_free(&r);
+    harness_resp_free(&e);
+    harness_resp_free(&c);
+    harness_resp_free(&r);
     json_decref(req);
 }
 
 SERVER_TEST(server, simulate_async_202_location_and_by_model_id)
 {
     json_t *model = json_object_get(knife, "model");
-    resp m = post_json("/v1/models", model);
+    harness_resp m = post_json("/v1/models", model);
     cr_assert(m.status == 201 || m.status == 200);
     json_t *req = json_deep_copy(json_object_get(knife, "simulation"));
     json_object_set(req, "model_id", json_object_get(m.json, "model_id"));
-    resp r = post_json("/v1/simulations", req);
+    harness_resp r = post_json("/v1/simulations", req);
     cr_assert_eq(r.status, 202, "without wait: 202 (%s)", r.body);
     const char *id = str(r.json, "job_id");
     const char *st = str(r.json, "status");
     cr_assert(st && (!strcmp(st, "queued") || !strcmp(st, "running")), "status %s", st);
     char loc[256], want[256];
     snprintf(want, sizeof want, "/v1/jobs/%s", id);
-    cr_assert(header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
+    cr_assert(harness_header(&r, "Location", loc, sizeof loc) && !strcmp(loc, want), "Location %s", loc);
 
     snprintf(want, sizeof want, "/v1/jobs/%s?wait=" TEST_WAIT, id);
-    resp g = request("GET", want, NULL, NULL);
+    harness_resp g = request("GET", want, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert_str_eq(str(g.json, "status"), "done", "%s", g.body);
     cr_assert_str_eq(str(g.json, "model_id"), str(m.json, "model_id"));
@@ -564,19 +414,19 @@ SERVER_TEST(server, simulate_async_202_location_and_by_model_id)
     cr_assert(json_is_number(json_object_get(g.json, "progress")) && fabs(p - 1) < 1e-12,
               "progress 1 when done: %s", g.body);
     assert_knife(g.json);
-    resp_free(&g);
+    harness_resp_free(&g);
 
     /* Unknown model id and no model at all. */
     json_object_set_new(req, "model_id", json_string("sha256:1234"));
-    resp u = post_json("/v1/simulations", req);
+    harness_resp u = post_json("/v1/simulations", req);
     assert_problem(&u, 404, "not-found");
-    resp_free(&u);
+    harness_resp_free(&u);
     json_object_del(req, "model_id");
     u = post_json("/v1/simulations", req);
     assert_problem(&u, 422, NULL);
-    resp_free(&u);
-    resp_free(&r);
-    resp_free(&m);
+    harness_resp_free(&u);
+    harness_resp_free(&r);
+    harness_resp_free(&m);
     json_decref(req);
 }
 
@@ -629,7 +479,7 @@ SERVER_TEST(server, every_shared_case_matches_through_the_service)
         json_t *c = load_case(de->d_name);
         json_t *req = json_deep_copy(json_object_get(c, "simulation"));
         json_object_set(req, "model", json_object_get(c, "model"));
-        resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+        harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
         cr_assert_eq(r.status, 200, "%s: %ld %s", de->d_name, r.status, r.body);
         cr_assert_str_eq(str(r.json, "status"), "done", "%s", de->d_name);
         assert_samples(c, r.json);
@@ -652,7 +502,7 @@ SERVER_TEST(server, every_shared_case_matches_through_the_service)
             json_t *pts = json_object_get(json_object_get(r.json, "hamel"), "points");
             assert_gamma(c, json_object_get(json_array_get(pts, 0), "gamma"));
         }
-        resp_free(&r);
+        harness_resp_free(&r);
         json_decref(req);
         json_decref(c);
         cases++;
@@ -679,12 +529,12 @@ static void assert_refused(const json_t *req, const char *slug, const char *path
 {
     static const char *const paths[] = {"/v1/simulations", "/v1/simulations?wait=" TEST_WAIT};
     for (int i = 0; i < 2; i++) {
-        double t0 = harness__now();
-        resp r = post_json(paths[i], req);
-        double took = harness__now() - t0;
+        double t0 = harness_now();
+        harness_resp r = post_json(paths[i], req);
+        double took = harness_now() - t0;
         assert_problem(&r, 422, slug);
         char loc[256];
-        cr_assert_null(header(&r, "Location", loc, sizeof loc), "%s: no job, no Location", slug);
+        cr_assert_null(harness_header(&r, "Location", loc, sizeof loc), "%s: no job, no Location", slug);
         cr_assert_null(json_object_get(r.json, "job_id"), "%s: no job id: %s", slug, r.body);
         cr_assert(took < 2.0, "%s: refused after %.3f s", slug, took);
         int named = 0;
@@ -693,7 +543,7 @@ static void assert_refused(const json_t *req, const char *slug, const char *path
         json_array_foreach(json_object_get(r.json, "errors"), k, e) named |=
             str(e, "path") && strstr(str(e, "path"), path_part) != NULL;
         cr_assert(named, "%s: an error names %s: %s", slug, path_part, r.body);
-        resp_free(&r);
+        harness_resp_free(&r);
     }
 }
 
@@ -735,7 +585,7 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
 
     /* The same model runs with multipliers, and keeps |v| = 1. */
     req = chetaev_request("multipliers");
-    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert_str_eq(str(r.json, "formulation"), "multipliers");
     json_t *tr = json_object_get(r.json, "trajectory");
@@ -747,7 +597,7 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
         double b = json_number_value(json_array_get(vy, k));
         cr_assert(fabs(a * a + b * b - 1) <= 1e-6, "|v|^2 - 1 = %g at sample %zu", a * a + b * b - 1, k);
     }
-    resp_free(&r);
+    harness_resp_free(&r);
     json_decref(req);
     json_decref(base);
     json_decref(rolling);
@@ -758,7 +608,7 @@ SERVER_TEST(server, hamel_coefficients)
     json_t *init = json_object_get(json_object_get(knife, "simulation"), "initial");
     json_t *req =
         json_pack("{s:O, s:O}", "model", json_object_get(knife, "model"), "q", json_object_get(init, "q"));
-    resp r = post_json("/v1/hamel", req);
+    harness_resp r = post_json("/v1/hamel", req);
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert(json_is_array(json_object_get(r.json, "order")));
     cr_assert_eq(json_array_size(json_object_get(r.json, "order")), 3, "n quasi-velocities");
@@ -785,45 +635,45 @@ SERVER_TEST(server, hamel_coefficients)
         }
         cr_assert(found, "gamma^%s_%s%s listed", str(e, "j"), str(e, "r"), str(e, "l"));
     }
-    resp_free(&r);
+    harness_resp_free(&r);
     json_object_del(req, "q");
     json_object_set_new(req, "q", json_string("nope"));
     r = post_json("/v1/hamel", req);
     assert_problem(&r, 422, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     json_decref(req);
 }
 
 SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
 {
     /* Truncated JSON. */
-    resp r = request("POST", "/v1/simulations", "{\"model\": {\"coordinates\": [\"x\"", NULL);
+    harness_resp r = request("POST", "/v1/simulations", "{\"model\": {\"coordinates\": [\"x\"", NULL);
     assert_problem(&r, 400, "bad-json");
     cr_assert(json_array_size(json_object_get(r.json, "errors")) == 1, "where it broke");
-    resp_free(&r);
+    harness_resp_free(&r);
     /* Not an object. */
     r = request("POST", "/v1/simulations", "[1, 2, 3]", NULL);
     assert_problem(&r, 422, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("POST", "/v1/models", "", NULL);
     assert_problem(&r, 400, "bad-json");
-    resp_free(&r);
+    harness_resp_free(&r);
     /* Mistyped members. */
     json_t *req = knife_request();
     json_object_set_new(req, "t_end", json_string("ten"));
     r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
     assert_problem(&r, 422, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     json_object_set_new(req, "model", json_string("not a model"));
     r = post_json("/v1/simulations", req);
     assert_problem(&r, 422, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     json_decref(req);
     /* Wrong content type. */
     const char *const form[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
     r = request("POST", "/v1/models", "a=1", form);
     assert_problem(&r, 415, "unsupported-media-type");
-    resp_free(&r);
+    harness_resp_free(&r);
     /* Deeply nested: refused before the parser recurses. */
     size_t depth = 100000;
     char *deep = malloc(2 * depth + 1);
@@ -833,7 +683,7 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
     r = request("POST", "/v1/simulations", deep, NULL);
     assert_problem(&r, 400, "bad-json");
     cr_assert(strstr(str(r.json, "detail"), "deeper"), "detail says why: %s", str(r.json, "detail"));
-    resp_free(&r);
+    harness_resp_free(&r);
     free(deep);
     /* Oversized, announced by Content-Length (refused from the headers) ... */
     size_t big = 5u << 20;
@@ -842,12 +692,12 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
     huge[big] = '\0';
     r = request("POST", "/v1/simulations", huge, NULL);
     assert_problem(&r, 413, "too-large");
-    resp_free(&r);
+    harness_resp_free(&r);
     /* ... and streamed in chunks without a length. */
     const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
     {
         struct curl_slist *list;
-        CURL *h = easy("POST", "/v1/simulations", NULL, -1, chunked, &list, &r);
+        CURL *h = harness_easy(&srv, "POST", "/v1/simulations", NULL, -1, chunked, &list, &r);
         list = curl_slist_append(list, "Content-Type: application/json");
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
         FILE *f = fmemopen(huge, big, "r");
@@ -856,114 +706,114 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
         curl_easy_setopt(h, CURLOPT_READDATA, f);
         CURLcode rc = curl_easy_perform(h);
         cr_assert_eq(rc, CURLE_OK, "%s", curl_easy_strerror(rc));
-        finish(h, &r);
+        harness_finish(h, &r);
         curl_easy_cleanup(h);
         curl_slist_free_all(list);
         fclose(f);
     }
     assert_problem(&r, 413, "too-large");
-    resp_free(&r);
+    harness_resp_free(&r);
     free(huge);
     /* Wrong method: 405 with Allow; unknown route: 404. */
     r = request("PUT", "/v1/simulations", NULL, NULL);
     assert_problem(&r, 405, "method-not-allowed");
     char allow[128];
-    cr_assert(header(&r, "Allow", allow, sizeof allow) && strstr(allow, "POST"), "Allow %s", allow);
-    resp_free(&r);
+    cr_assert(harness_header(&r, "Allow", allow, sizeof allow) && strstr(allow, "POST"), "Allow %s", allow);
+    harness_resp_free(&r);
     r = request("GET", "/v1/simulations", NULL, NULL);
     assert_problem(&r, 405, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("DELETE", "/v1/models", NULL, NULL);
     assert_problem(&r, 405, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/v1/nothing-here", NULL, NULL);
     assert_problem(&r, 404, "not-found");
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/v1/jobs/0123456789abcdef0123456789abcdef", NULL, NULL);
     assert_problem(&r, 404, "not-found");
-    resp_free(&r);
+    harness_resp_free(&r);
     r = request("GET", "/v1/jobs/x?wait=soon", NULL, NULL);
     cr_assert(r.status == 404 || r.status == 422, "a bad job path is refused");
-    resp_free(&r);
+    harness_resp_free(&r);
 
     r = request("GET", "/v1/health", NULL, NULL);
     cr_assert_eq(r.status, 200, "still serving after the bad bodies");
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, failed_job_carries_its_problem)
 {
     json_t *req = knife_request();
     json_object_set_new(json_object_get(req, "integrator"), "max_steps", json_integer(3));
-    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
     cr_assert(r.status >= 400 && r.status < 500, "status %ld: %s", r.status, r.body);
     assert_problem(&r, r.status, "step-limit");
     const char *id = str(r.json, "job_id");
     cr_assert(id, "the failed job's id is in the problem");
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    resp g = request("GET", path, NULL, NULL);
+    harness_resp g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert_str_eq(str(g.json, "status"), "failed");
     json_t *p = json_object_get(g.json, "problem");
     cr_assert(str(p, "type") && strstr(str(p, "type"), "step-limit"), "%s", g.body);
-    resp_free(&g);
-    resp_free(&r);
+    harness_resp_free(&g);
+    harness_resp_free(&r);
     json_decref(req);
     r = request("GET", "/v1/health", NULL, NULL);
     cr_assert_eq(r.status, 200, "the service keeps serving");
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, cancel_running_and_queued)
 {
     json_t *req = long_request(1e6);
-    resp a = post_json("/v1/simulations", req);
+    harness_resp a = post_json("/v1/simulations", req);
     cr_assert_eq(a.status, 202, "%s", a.body);
     char id[64], path[128];
     snprintf(id, sizeof id, "%s", str(a.json, "job_id"));
-    resp_free(&a);
+    harness_resp_free(&a);
     wait_running(id);
-    harness__nap(100);
+    harness_nap(100);
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    resp g = request("GET", path, NULL, NULL);
+    harness_resp g = request("GET", path, NULL, NULL);
     double p = json_number_value(json_object_get(g.json, "progress"));
     cr_assert(p >= 0 && p < 1, "running progress in [0,1): %g", p);
-    resp_free(&g);
+    harness_resp_free(&g);
 
-    double t0 = harness__now();
-    resp d = request("DELETE", path, NULL, NULL);
+    double t0 = harness_now();
+    harness_resp d = request("DELETE", path, NULL, NULL);
     cr_assert_eq(d.status, 200, "%s", d.body);
     cr_assert_str_eq(str(d.json, "status"), "cancelled");
-    resp_free(&d);
+    harness_resp_free(&d);
     /* The worker is free again within the budget. */
     double running = 1;
-    while (harness__now() - t0 < CANCEL_BUDGET_S * 4 && running != 0)
+    while (harness_now() - t0 < CANCEL_BUDGET_S * 4 && running != 0)
         running = metric("hamel_jobs_running");
-    double took = harness__now() - t0;
+    double took = harness_now() - t0;
     cr_assert_eq(running, 0, "the cancelled job still runs after %.3f s", took);
     cr_assert(took <= CANCEL_BUDGET_S, "the job stopped %.3f s after DELETE (budget %.2f s)", took,
               CANCEL_BUDGET_S);
     g = request("GET", path, NULL, NULL);
     cr_assert_str_eq(str(g.json, "status"), "cancelled");
     cr_assert(json_is_object(json_object_get(g.json, "problem")), "with a problem document");
-    resp_free(&g);
+    harness_resp_free(&g);
     d = request("DELETE", path, NULL, NULL);
     cr_assert_eq(d.status, 200, "cancelling again is harmless");
-    resp_free(&d);
+    harness_resp_free(&d);
 
     /* A finished job cannot be cancelled; an unknown one is 404. */
     json_t *quick = knife_request();
-    resp q = post_json("/v1/simulations?wait=" TEST_WAIT, quick);
+    harness_resp q = post_json("/v1/simulations?wait=" TEST_WAIT, quick);
     cr_assert_eq(q.status, 200);
     snprintf(path, sizeof path, "/v1/jobs/%s", str(q.json, "job_id"));
     d = request("DELETE", path, NULL, NULL);
     assert_problem(&d, 409, "conflict");
-    resp_free(&d);
+    harness_resp_free(&d);
     d = request("DELETE", "/v1/jobs/ffffffffffffffffffffffffffffffff", NULL, NULL);
     assert_problem(&d, 404, "not-found");
-    resp_free(&d);
-    resp_free(&q);
+    harness_resp_free(&d);
+    harness_resp_free(&q);
     json_decref(quick);
     json_decref(req);
 }
@@ -974,7 +824,7 @@ SERVER_TEST(server, long_poll_parks_without_a_thread)
     static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_HTTP_THREADS=1", "HAMEL_WORKERS=1", NULL};
     start_env(env);
     json_t *req = long_request(2e6);
-    resp a = post_json("/v1/simulations", req);
+    harness_resp a = post_json("/v1/simulations", req);
     cr_assert_eq(a.status, 202);
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s?wait=1", str(a.json, "job_id"));
@@ -983,45 +833,45 @@ SERVER_TEST(server, long_poll_parks_without_a_thread)
     enum { POLLS = 8 };
     CURLM *multi = curl_multi_init();
     CURL *h[POLLS];
-    resp rs[POLLS];
+    harness_resp rs[POLLS];
     struct curl_slist *lists[POLLS];
     for (int i = 0; i < POLLS; i++) {
-        h[i] = easy("GET", path, NULL, -1, NULL, &lists[i], &rs[i]);
+        h[i] = harness_easy(&srv, "GET", path, NULL, -1, NULL, &lists[i], &rs[i]);
         curl_multi_add_handle(multi, h[i]);
     }
     int still = 0;
-    double t0 = harness__now();
-    while (harness__now() - t0 < 0.3) {
+    double t0 = harness_now();
+    while (harness_now() - t0 < 0.3) {
         curl_multi_perform(multi, &still);
         curl_multi_poll(multi, NULL, 0, 20, NULL);
     }
-    double h0 = harness__now();
-    resp health = request("GET", "/v1/health", NULL, NULL);
-    double health_s = harness__now() - h0;
+    double h0 = harness_now();
+    harness_resp health = request("GET", "/v1/health", NULL, NULL);
+    double health_s = harness_now() - h0;
     cr_assert_eq(health.status, 200);
     cr_assert(health_s < 0.5, "health took %.3f s beside parked polls", health_s);
-    resp_free(&health);
+    harness_resp_free(&health);
     do {
         curl_multi_perform(multi, &still);
         curl_multi_poll(multi, NULL, 0, 50, NULL);
     } while (still);
-    double waited = harness__now() - t0;
+    double waited = harness_now() - t0;
     for (int i = 0; i < POLLS; i++) {
-        finish(h[i], &rs[i]);
+        harness_finish(h[i], &rs[i]);
         cr_assert_eq(rs[i].status, 200);
         cr_assert_str_eq(str(rs[i].json, "status"), "running", "still running after wait=1");
         curl_multi_remove_handle(multi, h[i]);
         curl_easy_cleanup(h[i]);
         curl_slist_free_all(lists[i]);
-        resp_free(&rs[i]);
+        harness_resp_free(&rs[i]);
     }
     curl_multi_cleanup(multi);
     cr_assert(waited >= 0.95 && waited < 5, "a wait=1 poll returned after %.3f s", waited);
     snprintf(path, sizeof path, "/v1/jobs/%s", str(a.json, "job_id"));
-    resp d = request("DELETE", path, NULL, NULL);
+    harness_resp d = request("DELETE", path, NULL, NULL);
     cr_assert_eq(d.status, 200);
-    resp_free(&d);
-    resp_free(&a);
+    harness_resp_free(&d);
+    harness_resp_free(&a);
     json_decref(req);
 }
 
@@ -1033,34 +883,34 @@ SERVER_TEST(server, queue_full_is_503_with_retry_after)
     char ids[2][64];
     for (int i = 0; i < 2; i++) {
         json_t *req = long_request(1e6 + i); /* distinct requests: no cache */
-        resp r = post_json("/v1/simulations", req);
+        harness_resp r = post_json("/v1/simulations", req);
         cr_assert_eq(r.status, 202, "job %d accepted: %s", i, r.body);
         snprintf(ids[i], sizeof ids[i], "%s", str(r.json, "job_id"));
-        resp_free(&r);
+        harness_resp_free(&r);
         json_decref(req);
         if (i == 0)
             wait_running(ids[0]);
     }
     json_t *req = long_request(1e6 + 2);
-    resp r = post_json("/v1/simulations", req);
+    harness_resp r = post_json("/v1/simulations", req);
     assert_problem(&r, 503, "queue-full");
     char ra[32];
-    cr_assert(header(&r, "Retry-After", ra, sizeof ra) && atoi(ra) >= 1, "Retry-After %s", ra);
-    resp_free(&r);
+    cr_assert(harness_header(&r, "Retry-After", ra, sizeof ra) && atoi(ra) >= 1, "Retry-After %s", ra);
+    harness_resp_free(&r);
     json_decref(req);
     cr_assert_eq(metric("hamel_queue_depth"), 1);
     cr_assert_geq(metric("hamel_jobs_total{outcome=\"rejected\"}"), 1);
     for (int i = 1; i >= 0; i--) {
         char path[128];
         snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
-        resp d = request("DELETE", path, NULL, NULL);
+        harness_resp d = request("DELETE", path, NULL, NULL);
         cr_assert_eq(d.status, 200, "cancel %s: %s", ids[i], d.body);
         cr_assert_str_eq(str(d.json, "status"), "cancelled");
-        resp_free(&d);
+        harness_resp_free(&d);
     }
     r = request("GET", "/readyz", NULL, NULL);
     cr_assert_eq(r.status, 200);
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, sixty_four_concurrent_simulations)
@@ -1070,7 +920,7 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
     start_env(env);
     CURLM *multi = curl_multi_init();
     CURL *h[CONCURRENT];
-    resp rs[CONCURRENT];
+    harness_resp rs[CONCURRENT];
     struct curl_slist *lists[CONCURRENT];
     char *bodies[CONCURRENT];
     for (int i = 0; i < CONCURRENT; i++) {
@@ -1079,7 +929,8 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
         json_object_set_new(json_object_get(req, "integrator"), "rtol", json_real(1e-12 * (1.0 + i / 64.0)));
         bodies[i] = dump(req);
         json_decref(req);
-        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i], &rs[i]);
+        h[i] = harness_easy(&srv, "POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i],
+                            &rs[i]);
         curl_multi_add_handle(multi, h[i]);
     }
     int still = 0;
@@ -1089,7 +940,7 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
     } while (still);
     char seen[CONCURRENT][64];
     for (int i = 0; i < CONCURRENT; i++) {
-        finish(h[i], &rs[i]);
+        harness_finish(h[i], &rs[i]);
         cr_assert_eq(rs[i].status, 200, "request %d: %ld %s", i, rs[i].status, rs[i].body);
         cr_assert_str_eq(str(rs[i].json, "status"), "done");
         cr_assert(json_is_false(json_object_get(rs[i].json, "cached")), "request %d computed", i);
@@ -1100,7 +951,7 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
         curl_multi_remove_handle(multi, h[i]);
         curl_easy_cleanup(h[i]);
         curl_slist_free_all(lists[i]);
-        resp_free(&rs[i]);
+        harness_resp_free(&rs[i]);
         free(bodies[i]);
     }
     curl_multi_cleanup(multi);
@@ -1117,64 +968,65 @@ TestSuite(server_auth, .init = token_setup, .fini = teardown, .timeout = 120);
 
 SERVER_TEST(server_auth, bearer_token_guards_v1)
 {
-    resp r = request("GET", "/v1/health", NULL, NULL);
+    harness_resp r = request("GET", "/v1/health", NULL, NULL);
     assert_problem(&r, 401, "unauthorized");
     char www[128];
-    cr_assert(header(&r, "WWW-Authenticate", www, sizeof www) && strstr(www, "Bearer"));
-    resp_free(&r);
+    cr_assert(harness_header(&r, "WWW-Authenticate", www, sizeof www) && strstr(www, "Bearer"));
+    harness_resp_free(&r);
     const char *const wrong[] = {"Authorization: Bearer s3cret-tokeN", NULL};
     r = request("GET", "/v1/health", NULL, wrong);
     assert_problem(&r, 401, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     r = post_json("/v1/models", json_object_get(knife, "model"));
     assert_problem(&r, 401, NULL);
-    resp_free(&r);
+    harness_resp_free(&r);
     const char *const right[] = {"Authorization: Bearer s3cret-token", NULL};
     r = request("GET", "/v1/health", NULL, right);
     cr_assert_eq(r.status, 200);
-    resp_free(&r);
+    harness_resp_free(&r);
     char *model = dump(json_object_get(knife, "model"));
     r = request("POST", "/v1/models", model, right);
     cr_assert_eq(r.status, 201, "%s", r.body);
-    resp_free(&r);
+    harness_resp_free(&r);
     free(model);
     /* Probes and the browser's preflight need no token. */
     r = request("GET", "/livez", NULL, NULL);
     cr_assert_eq(r.status, 200);
-    resp_free(&r);
+    harness_resp_free(&r);
     const char *const pre[] = {"Origin: http://lab.example", "Access-Control-Request-Method: POST",
                                "Access-Control-Request-Headers: authorization, content-type", NULL};
     r = request("OPTIONS", "/v1/simulations", NULL, pre);
     cr_assert_eq(r.status, 204);
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, token_off_by_default)
 {
     const char *const any[] = {"Authorization: Bearer whatever", NULL};
-    resp r = request("GET", "/v1/health", NULL, any);
+    harness_resp r = request("GET", "/v1/health", NULL, any);
     cr_assert_eq(r.status, 200, "no HAMEL_TOKEN: no token needed, any is ignored");
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 SERVER_TEST(server, cors_preflight_and_exposed_headers)
 {
     const char *const pre[] = {"Origin: http://lab.example", "Access-Control-Request-Method: POST",
                                "Access-Control-Request-Headers: content-type", NULL};
-    resp r = request("OPTIONS", "/v1/simulations", NULL, pre);
+    harness_resp r = request("OPTIONS", "/v1/simulations", NULL, pre);
     cr_assert_eq(r.status, 204);
     char v[256];
-    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "*"), "%s", v);
-    cr_assert(header(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "POST"));
-    cr_assert(header(&r, "Access-Control-Allow-Headers", v, sizeof v) && strcasestr(v, "content-type"));
-    resp_free(&r);
+    cr_assert(harness_header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "*"), "%s", v);
+    cr_assert(harness_header(&r, "Access-Control-Allow-Methods", v, sizeof v) && strstr(v, "POST"));
+    cr_assert(harness_header(&r, "Access-Control-Allow-Headers", v, sizeof v) &&
+              strcasestr(v, "content-type"));
+    harness_resp_free(&r);
     const char *const origin[] = {"Origin: http://lab.example", NULL};
     r = request("GET", "/v1/health", NULL, origin);
-    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v));
-    cr_assert(header(&r, "Access-Control-Expose-Headers", v, sizeof v) && strstr(v, "Location") &&
+    cr_assert(harness_header(&r, "Access-Control-Allow-Origin", v, sizeof v));
+    cr_assert(harness_header(&r, "Access-Control-Expose-Headers", v, sizeof v) && strstr(v, "Location") &&
                   strstr(v, "ETag") && strstr(v, "Retry-After"),
               "expose %s", v);
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 static void cors_setup(void)
@@ -1188,17 +1040,18 @@ TestSuite(server_cors, .init = cors_setup, .fini = teardown, .timeout = 60);
 SERVER_TEST(server_cors, only_listed_origins)
 {
     const char *const a[] = {"Origin: http://b.example", NULL};
-    resp r = request("GET", "/v1/health", NULL, a);
+    harness_resp r = request("GET", "/v1/health", NULL, a);
     char v[256];
-    cr_assert(header(&r, "Access-Control-Allow-Origin", v, sizeof v) && !strcmp(v, "http://b.example"),
+    cr_assert(harness_header(&r, "Access-Control-Allow-Origin", v, sizeof v) &&
+                  !strcmp(v, "http://b.example"),
               "a listed origin is echoed");
-    resp_free(&r);
+    harness_resp_free(&r);
     const char *const c[] = {"Origin: http://evil.example", NULL};
     r = request("GET", "/v1/health", NULL, c);
     cr_assert_eq(r.status, 200);
-    cr_assert_null(header(&r, "Access-Control-Allow-Origin", v, sizeof v),
+    cr_assert_null(harness_header(&r, "Access-Control-Allow-Origin", v, sizeof v),
                    "an unlisted origin gets no Allow-Origin");
-    resp_free(&r);
+    harness_resp_free(&r);
 }
 
 /* Starts a server on an existing data directory (a restart). */
@@ -1220,18 +1073,18 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     restart_on(data, &first);
     harness_server saved = srv;
     srv = first;
-    resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
     cr_assert_eq(r.status, 200, "%s", r.body);
     char id[64], model_id[96];
     snprintf(id, sizeof id, "%s", str(r.json, "job_id"));
     snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
     /* A job still running when the process dies. */
     json_t *longreq = long_request(1e6);
-    resp a = post_json("/v1/simulations", longreq);
+    harness_resp a = post_json("/v1/simulations", longreq);
     cr_assert_eq(a.status, 202);
     char lid[64];
     snprintf(lid, sizeof lid, "%s", str(a.json, "job_id"));
-    resp_free(&a);
+    harness_resp_free(&a);
     kill(first.pid, SIGKILL);
     waitpid(first.pid, NULL, 0);
     first.pid = 0;
@@ -1240,25 +1093,25 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     srv = second;
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    resp g = request("GET", path, NULL, NULL);
+    harness_resp g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200, "the finished job survives kill -9: %s", g.body);
     cr_assert_str_eq(str(g.json, "status"), "done");
     cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r.json, "trajectory")),
               "the same trajectory after the restart");
-    resp_free(&g);
-    resp c = post_json("/v1/simulations", req);
+    harness_resp_free(&g);
+    harness_resp c = post_json("/v1/simulations", req);
     cr_assert_eq(c.status, 200, "%s", c.body);
     cr_assert(json_is_true(json_object_get(c.json, "cached")), "answered from the store");
-    resp_free(&c);
+    harness_resp_free(&c);
     snprintf(path, sizeof path, "/v1/models/%s", model_id);
     g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200, "the model is known after the restart");
-    resp_free(&g);
+    harness_resp_free(&g);
     snprintf(path, sizeof path, "/v1/jobs/%s", lid);
     g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
     cr_assert_str_eq(str(g.json, "status"), "failed", "the interrupted job says so: %s", g.body);
-    resp_free(&g);
+    harness_resp_free(&g);
 
     /* SIGTERM: a graceful exit with status 0. */
     kill(second.pid, SIGTERM);
@@ -1269,7 +1122,7 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     harness_stop(&second);
     harness_stop(&first);
     srv = saved;
-    resp_free(&r);
+    harness_resp_free(&r);
     json_decref(longreq);
     json_decref(req);
 }
@@ -1309,7 +1162,7 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
     json_t *rolling = load_case("greenwood-5.3-rolling-disk.json");
     CURLM *multi = curl_multi_init();
     CURL *h[CRASH_JOBS];
-    resp rs[CRASH_JOBS];
+    harness_resp rs[CRASH_JOBS];
     struct curl_slist *lists[CRASH_JOBS];
     char *bodies[CRASH_JOBS];
     for (int i = 0; i < CRASH_JOBS; i++) {
@@ -1321,7 +1174,8 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
         json_object_set_new(req, "output", json_pack("{s:i}", "samples", 501));
         bodies[i] = dump(req);
         json_decref(req);
-        h[i] = easy("POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i], &rs[i]);
+        h[i] = harness_easy(&srv, "POST", "/v1/simulations?wait=" TEST_WAIT, bodies[i], -1, NULL, &lists[i],
+                            &rs[i]);
         curl_multi_add_handle(multi, h[i]);
     }
     int still = 0, answered = 0;
@@ -1351,7 +1205,7 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
         long code = 0;
         curl_easy_getinfo(h[i], CURLINFO_RESPONSE_CODE, &code);
         if (code == 200) {
-            finish(h[i], &rs[i]);
+            harness_finish(h[i], &rs[i]);
             if (rs[i].json && !strcmp(str(rs[i].json, "status"), "done")) {
                 snprintf(ids[done], sizeof ids[done], "%s", str(rs[i].json, "job_id"));
                 trajectories[done] = json_incref(json_object_get(rs[i].json, "trajectory"));
@@ -1360,7 +1214,7 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
         }
         curl_easy_cleanup(h[i]);
         curl_slist_free_all(lists[i]);
-        resp_free(&rs[i]);
+        harness_resp_free(&rs[i]);
         free(bodies[i]);
     }
     curl_multi_cleanup(multi);
@@ -1372,17 +1226,17 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
     for (int i = 0; i < done; i++) {
         char path[128];
         snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
-        resp g = request("GET", path, NULL, NULL);
+        harness_resp g = request("GET", path, NULL, NULL);
         cr_assert_eq(g.status, 200, "job %s answered done before kill -9: %s", ids[i], g.body);
         cr_assert_str_eq(str(g.json, "status"), "done", "job %s", ids[i]);
         cr_assert(json_equal(json_object_get(g.json, "trajectory"), trajectories[i]),
                   "job %s: the same trajectory after the restart", ids[i]);
-        resp_free(&g);
+        harness_resp_free(&g);
         json_decref(trajectories[i]);
     }
-    resp r = request("GET", "/readyz", NULL, NULL);
+    harness_resp r = request("GET", "/readyz", NULL, NULL);
     cr_assert_eq(r.status, 200, "the restarted server is ready");
-    resp_free(&r);
+    harness_resp_free(&r);
     stop_checked(&second);
     assert_store_intact(data);
     harness_stop(&first);
