@@ -333,6 +333,12 @@ static double http__wait(http_conn *c)
     return v > cap ? cap : v;
 }
 
+/* The 400 answer to a malformed ?wait (http__wait returned -1). */
+static enum MHD_Result http__bad_wait(http_conn *c)
+{
+    return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+}
+
 static void http__hex(const unsigned char *d, size_t n, char *out)
 {
     static const char hex[] = "0123456789abcdef";
@@ -688,7 +694,7 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     http_server *s = c->srv;
     double wait = http__wait(c);
     if (wait < 0)
-        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+        return http__bad_wait(c);
     engine_model *m = NULL;
     json_t *problem = NULL;
     int rc = http__model_of(c, body, &m, &problem);
@@ -794,7 +800,7 @@ static enum MHD_Result http__job(http_conn *c)
     double wait = http__wait(c);
     if (wait < 0) {
         job_release(p, j);
-        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+        return http__bad_wait(c);
     }
     c->job = j;
     if (wait > 0)
@@ -942,7 +948,7 @@ static enum MHD_Result http__post_batch(http_conn *c, json_t *body)
     int stream = http__wants_stream(c);
     double wait = http__wait(c);
     if (wait < 0)
-        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+        return http__bad_wait(c);
     engine_model *m = NULL;
     json_t *problem = NULL;
     int rc = http__model_of(c, body, &m, &problem);
@@ -981,7 +987,7 @@ static enum MHD_Result http__batch(http_conn *c)
     c->batch = b;
     double wait = http__wait(c);
     if (wait < 0)
-        return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
+        return http__bad_wait(c);
     if (wait > 0)
         return http__park_batch(c, wait);
     return http__batch_answer(c, 0, 0);
