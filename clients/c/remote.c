@@ -205,6 +205,27 @@ static json_t *remote_model_of(json_t *doc)
     return json_object_get(doc, "coordinates") != NULL ? doc : NULL;
 }
 
+/* The preamble of the commands that take one FILE holding a model: checks the
+ * arguments, loads FILE and finds its model. Returns 0 with *doc (caller frees) and
+ * *model (borrowed from *doc), or the exit code to return. */
+static int remote_load_model(const remote_args *a, const char *cmd, json_t **doc, json_t **model)
+{
+    char usage[64];
+    snprintf(usage, sizeof usage, "%s needs one FILE", cmd);
+    if (a->npos != 2)
+        return remote_usage(usage);
+    *doc = remote_load(a->pos[1]);
+    if (*doc == NULL)
+        return REMOTE_EXIT_USAGE;
+    *model = remote_model_of(*doc);
+    if (*model == NULL) {
+        fprintf(stderr, "%s: no model in this file\n", a->pos[1]);
+        json_decref(*doc);
+        return REMOTE_EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* A simulation request from a case file ({"model", "simulation"}) or a request itself.
  * Caller owns the result; NULL (with a message) when FILE is neither. */
 static json_t *remote_request_of(const char *file, json_t *doc)
@@ -481,18 +502,11 @@ static void remote_point_at(const json_t *model, const char *path, int column)
 
 static int remote_check(hamelclient *c, const remote_args *a)
 {
-    if (a->npos != 2)
-        return remote_usage("check needs one FILE");
+    json_t *doc, *model;
+    int pre = remote_load_model(a, "check", &doc, &model);
+    if (pre)
+        return pre;
     const char *file = a->pos[1];
-    json_t *doc = remote_load(file);
-    if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
-    json_t *model = remote_model_of(doc);
-    if (model == NULL) {
-        fprintf(stderr, "%s: no model in this file\n", file);
-        json_decref(doc);
-        return REMOTE_EXIT_USAGE;
-    }
     hamelclient_error err;
     json_t *sum = NULL;
     int created = 0;
@@ -597,17 +611,10 @@ static void remote_print_gamma_list(const json_t *list, const char *title, int w
 
 static int remote_gamma(hamelclient *c, const remote_args *a)
 {
-    if (a->npos != 2)
-        return remote_usage("gamma needs one FILE");
-    json_t *doc = remote_load(a->pos[1]);
-    if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
-    json_t *model = remote_model_of(doc);
-    if (model == NULL) {
-        fprintf(stderr, "%s: no model in this file\n", a->pos[1]);
-        json_decref(doc);
-        return REMOTE_EXIT_USAGE;
-    }
+    json_t *doc, *model;
+    int pre = remote_load_model(a, "gamma", &doc, &model);
+    if (pre)
+        return pre;
     /* The configuration: the file's initial state if it has one, each coordinate 0
      * otherwise, then --q and --t on top. */
     json_t *sim = json_object_get(doc, "simulation");
@@ -687,17 +694,10 @@ static void remote_print_exprs(const char *title, const json_t *list, const json
 
 static int remote_equations(hamelclient *c, const remote_args *a)
 {
-    if (a->npos != 2)
-        return remote_usage("equations needs one FILE");
-    json_t *doc = remote_load(a->pos[1]);
-    if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
-    json_t *model = remote_model_of(doc);
-    if (model == NULL) {
-        fprintf(stderr, "%s: no model in this file\n", a->pos[1]);
-        json_decref(doc);
-        return REMOTE_EXIT_USAGE;
-    }
+    json_t *doc, *model;
+    int pre = remote_load_model(a, "equations", &doc, &model);
+    if (pre)
+        return pre;
     hamelclient_error err;
     json_t *sum = NULL, *eq = NULL;
     int rc = hamelclient_model_submit(c, model, &sum, NULL, &err);
