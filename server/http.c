@@ -16,7 +16,8 @@
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
- * (401), Content-Type (415) and Content-Length (413) are checked, GET and DELETE answered;
+ * (401), Content-Type (415) and Content-Length (413 at once if the client waits for 100
+ * Continue or the body is past cap*4) are checked, GET and DELETE answered;
  * next calls — body bytes appended up to the cap (past it: drained and answered 413);
  * last call — JSON depth cap, parse, dispatch. A long-poll adds one more call after the
  * connection is resumed. The completion callback logs the access line and counts metrics.
@@ -1167,12 +1168,22 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
             *ret = http__error(c, HAMEL_E_UNSUPPORTED_MEDIA, "send Content-Type: application/json");
             return 1;
         }
+        /* An announced oversized body is answered now only when the client waits for
+         * "100 Continue" (it then sends nothing) or when draining it would cost more than
+         * cap*factor; otherwise it is drained and answered 413 after it, because a client
+         * still sending when the socket closes sees a reset instead of the 413. */
+        size_t cap = c->srv->d.cfg->max_body;
         const char *cl = http__header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > c->srv->d.cfg->max_body) {
-            char detail[96];
-            snprintf(detail, sizeof detail, "the body is larger than %zu bytes", c->srv->d.cfg->max_body);
-            *ret = http__error(c, HAMEL_E_TOO_LARGE, detail);
-            return 1;
+        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+        if (announced > cap) {
+            const char *expect = http__header(c, MHD_HTTP_HEADER_EXPECT);
+            if ((expect && !strcasecmp(expect, "100-continue")) || announced / HTTP_DRAIN_FACTOR > cap) {
+                char detail[96];
+                snprintf(detail, sizeof detail, "the body is larger than %zu bytes", cap);
+                *ret = http__error(c, HAMEL_E_TOO_LARGE, detail);
+                return 1;
+            }
+            c->too_big = 1;
         }
         return 0; /* the body follows */
     }
@@ -1403,13 +1414,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     return 0;
 }
 
-void http_quiesce(http_server *h)
-{
-    atomic_store(&h->ready, 0);
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
-}
+void http_drain(http_server *h) { atomic_store(&h->ready, 0); }
 
 void http_stop(http_server *h)
 {

@@ -31,9 +31,12 @@ typedef struct http_deps {
  * Returns 0 and *out, or -1 with a message on stderr. Borrows deps. */
 int http_start(const http_deps *deps, http_server **out, int *port);
 
-/* Stops accepting connections and makes /readyz answer 503; connections already open
- * are still served. */
-void http_quiesce(http_server *h);
+/* Makes /readyz answer 503 (the start of a drain). The listening socket stays open, so
+ * a client polling a running job still gets its answer and new work gets 503 + Retry-After
+ * from the job pool rather than a refused connection. (MHD_quiesce_daemon is not used:
+ * in libmicrohttpd 0.9.75 with an epoll thread pool it races the poll threads removing the
+ * same listen socket from their epoll sets and aborts the process.) */
+void http_drain(http_server *h);
 
 /* Closes every connection and frees the server, after letting open batch streams finish
  * sending for up to two seconds. Every long-poll and stream must have been woken

@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     while (sigwait(&stop, &sig) != 0)
         ;
     fprintf(stderr, "hamel-server: %s, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    http_quiesce(http);
+    http_drain(http);
     jobs_shutdown(pool, cfg.drain_seconds);
     batches_shutdown(bat);
     http_stop(http);

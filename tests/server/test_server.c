@@ -693,6 +693,11 @@ SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
     r = request("POST", "/v1/simulations", huge, NULL);
     assert_problem(&r, 413, "too-large");
     harness_resp_free(&r);
+    /* ... the same with "Expect: 100-continue": answered before the body is sent ... */
+    const char *const expect[] = {"Content-Type: application/json", "Expect: 100-continue", NULL};
+    r = request("POST", "/v1/simulations", huge, expect);
+    assert_problem(&r, 413, "too-large");
+    harness_resp_free(&r);
     /* ... and streamed in chunks without a length. */
     const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
     {
@@ -1124,6 +1129,53 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     srv = saved;
     harness_resp_free(&r);
     json_decref(longreq);
+    json_decref(req);
+}
+
+/* SIGTERM while a job runs: for HAMEL_DRAIN_SECONDS the server still answers on new
+ * connections — /readyz 503, new work 503 unavailable with Retry-After, the running job
+ * can be polled — then cancels the job and exits 0. */
+Test(server, sigterm_drains_and_still_answers)
+{
+    static const char *const env[] = {"HAMEL_DRAIN_SECONDS=2", "HAMEL_MAX_WALL=30", NULL};
+    harness_server saved = srv, d;
+    cr_assert_eq(harness_start(&d, env), 0, "the server did not start (log above)");
+    srv = d;
+    json_t *req = long_request(1e6);
+    harness_resp a = post_json("/v1/simulations", req);
+    cr_assert_eq(a.status, 202, "%s", a.body);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(a.json, "job_id"));
+    harness_resp_free(&a);
+    wait_running(path + strlen("/v1/jobs/"));
+    kill(d.pid, SIGTERM);
+    harness_resp r;
+    for (int i = 0; i < 100; i++) { /* the signal is handled asynchronously */
+        r = request("GET", "/readyz", NULL, NULL);
+        if (r.status == 503)
+            break;
+        harness_resp_free(&r);
+        harness_nap(10);
+    }
+    cr_assert_eq(r.status, 503, "/readyz turns 503 while draining");
+    harness_resp_free(&r);
+    json_t *knife_req = knife_request();
+    r = post_json("/v1/simulations", knife_req);
+    json_decref(knife_req);
+    assert_problem(&r, 503, "unavailable");
+    char ra[16];
+    cr_assert(harness_header(&r, "Retry-After", ra, sizeof ra) && atoi(ra) >= 1, "Retry-After %s", ra);
+    harness_resp_free(&r);
+    r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "the running job can still be polled: %s", r.body);
+    cr_assert_str_eq(str(r.json, "status"), "running");
+    harness_resp_free(&r);
+    int status = 0;
+    cr_assert_eq(waitpid(d.pid, &status, 0), d.pid);
+    d.pid = 0;
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status %#x", status);
+    harness_stop(&d);
+    srv = saved;
     json_decref(req);
 }
 
