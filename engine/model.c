@@ -671,8 +671,12 @@ static void decide_energy(struct engine_model *m)
         sep = "; ";                                                                                          \
         ok = 0;                                                                                              \
     } while (0)
-    if (!m->scleronomic)
-        WHY("the constraints are rheonomic (they depend on t)");
+    for (int j = 0; j < m->nc; j++)
+        if (m->cons[j].rheonomic)
+            WHY("constraint %s is rheonomic (%s)", m->cons[j].name,
+                expr_depends(m->cons[j].f, m->sym_t)
+                    ? "it depends on t"
+                    : "it has a term free of velocities: the constraint moves");
     if (!expr_is_zero(c, expr_diff(c, m->T, m->sym_t)))
         WHY("T depends explicitly on t");
     if (!expr_is_zero(c, expr_diff(c, m->V, m->sym_t)))

@@ -12,6 +12,11 @@
  *    fixed, and T + V is conserved (the constraint is homogeneous in the velocities).
  * 3. The symbolic reduction and the numeric inversion of Psi give the same
  *    right-hand side at random states, for every shared case.
+ * 4. tests/golden/systems/*.json: both formulations agree and (5.94) holds.
+ * 5. A sphere on a turntable (a moving constraint, angular velocities as speeds): its
+ *    centre circles at 2/7 of the table's rate, in closed form, in both formulations.
+ * 6. A particle held at constant speed under gravity (nonlinear, Chetaev): heading,
+ *    position and constraint force in closed form (the Gudermannian).
  */
 #include <criterion/criterion.h>
 #include <gsl/gsl_errno.h>
@@ -348,4 +353,124 @@ ParameterizedTest(struct system_param *p, systems, golden, .init = setup)
     json_decref(r[1]);
     engine_model_release(m);
     json_decref(c);
+}
+
+/* ---- 5. a sphere rolling on a turntable (moving constraint, body-rate speeds) ----
+ *
+ * A homogeneous sphere (radius a, I = 2/5 m a^2) rolls without slipping on a table
+ * turning at W about z. Speeds: the space-frame angular velocity (wx, wy, wz) through
+ * ZXZ Euler angles. The contact point moves with the table:
+ *   x' - a wy = -W y,   y' + a wx = W x      (velocity-free terms: rheonomic).
+ * By hand: m r'' = F, I w' = (-a e_z) x F; differentiating the constraints,
+ *   x'' (1 + m a^2 / I) = -W y',   y'' (1 + m a^2 / I) = W x',
+ * so the centre's velocity turns at k = W / (1 + 5/2) = 2W/7 and wz is constant:
+ *   z(t) = z0 + z0' (e^{ikt} - 1) / (ik),  z = x + iy.  */
+
+static const char *const turntable_model =
+    "{\"coordinates\": [\"x\", \"y\", \"phi\", \"theta\", \"psi\"],"
+    " \"parameters\": {\"m\": 1.3, \"a\": 0.5, \"W\": 0.9},"
+    " \"definitions\": [{\"name\": \"I\", \"expr\": \"2/5*m*a^2\"}],"
+    " \"kinetic_energy\": \"m/2*(x'^2 + y'^2) + I/2*(phi'^2 + theta'^2 + psi'^2 + 2*cos(theta)*phi'*psi')\","
+    " \"speeds\": [{\"name\": \"wx\", \"expr\": \"theta'*cos(phi) + psi'*sin(theta)*sin(phi)\"},"
+    "  {\"name\": \"wy\", \"expr\": \"theta'*sin(phi) - psi'*sin(theta)*cos(phi)\"},"
+    "  {\"name\": \"wz\", \"expr\": \"phi' + psi'*cos(theta)\"}],"
+    " \"constraints\": ["
+    "  {\"name\": \"slip_x\", \"expr\": \"x' - a*(theta'*sin(phi) - psi'*sin(theta)*cos(phi)) + W*y\"},"
+    "  {\"name\": \"slip_y\", \"expr\": \"y' + a*(theta'*cos(phi) + psi'*sin(theta)*sin(phi)) - W*x\"}]}";
+
+Test(systems, sphere_on_a_turntable, .init = setup)
+{
+    engine_model *m = compile_text(turntable_model);
+    json_t *sum = engine_model_summary(m);
+    for (size_t j = 0; j < 2; j++) {
+        json_t *c = json_array_get(json_object_get(sum, "constraints"), j);
+        cr_expect(json_is_true(json_object_get(c, "rheonomic")), "the table moves: constraint %zu", j);
+        cr_expect(json_is_false(json_object_get(c, "holonomic")), "rolling is not integrable: %zu", j);
+    }
+    cr_expect(json_is_false(json_object_get(sum, "energy_conserved")), "the table does work");
+    json_decref(sum);
+
+    const double a = 0.5, W = 0.9, k = 2 * W / 7, x0 = 0.3, y0 = -0.2, wx = 0.4, wy = -0.7, wz = 1.3;
+    const double vx = a * wy - W * y0, vy = -a * wx + W * x0;
+    static const char *const formulations[] = {"hamel", "multipliers"};
+    for (int f = 0; f < 2; f++) {
+        char req[512];
+        snprintf(req, sizeof req,
+                 "{\"initial\": {\"q\": {\"x\": %g, \"y\": %g, \"phi\": 0.1, \"theta\": 1.5707963267948966,"
+                 " \"psi\": 0}, \"speeds\": {\"wx\": %g, \"wy\": %g, \"wz\": %g}}, \"t_end\": 6,"
+                 " \"output\": {\"samples\": 13}, \"formulation\": \"%s\","
+                 " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}",
+                 x0, y0, wx, wy, wz, formulations[f]);
+        json_t *r = run(m, req);
+        json_t *traj = json_object_get(r, "trajectory");
+        cr_assert_eq(json_array_size(json_object_get(traj, "t")), 13);
+        for (size_t i = 0; i < 13; i++) {
+            double t = json_number_value(json_array_get(json_object_get(traj, "t"), i));
+            double c = cos(k * t), s = sin(k * t);
+            /* (vx + i vy)(e^{ikt} - 1)/(ik) */
+            double x = x0 + (vx * s - vy * (1 - c)) / k, y = y0 + (vy * s + vx * (1 - c)) / k;
+            cr_assert_float_eq(at(traj, "q", "x", i), x, 1e-8, "%s: x at t=%g", formulations[f], t);
+            cr_assert_float_eq(at(traj, "q", "y", i), y, 1e-8, "%s: y at t=%g", formulations[f], t);
+            if (f == 0)
+                cr_assert_float_eq(at(traj, "speeds", "wz", i), wz, 1e-9, "wz is constant (t=%g)", t);
+            else
+                cr_assert_float_eq(at(traj, "qdot", "x", i), vx * c - vy * s, 1e-8, "x' at t=%g", t);
+        }
+        double res = json_number_value(json_object_get(
+            json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
+        cr_expect_leq(res, 1e-9, "%s: constraint residual %g", formulations[f], res);
+        json_decref(r);
+    }
+    engine_model_release(m);
+}
+
+/* ---- 6. a particle held at constant speed (nonlinear, Chetaev) ----
+ *
+ * x'^2 + y'^2 = v^2 under gravity. Chetaev's virtual displacements (df/dq'.dq = 0) put
+ * the constraint force along the velocity: m q'' = -m g e_y + 2 lambda q'. Differentiating
+ * f, lambda = m g y' / (2 v^2), and the heading th obeys v th' = -g cos th, so with
+ * s = gd^-1(th0) - g t / v:  th = gd(s), x' = v sech s, y' = v tanh s,
+ *   x = x0 - v^2/g (th - th0),  y = y0 - v^2/g ln(cosh s / cosh s0),
+ *   lambda = m g tanh(s) / (2 v).
+ * The constraint is not homogeneous in q', so T + V is not conserved (T is, V is not). */
+
+Test(systems, constant_speed_particle, .init = setup)
+{
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
+        " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
+    json_t *sum = engine_model_summary(m);
+    cr_expect_str_eq(json_string_value(json_object_get(sum, "default_formulation")), "multipliers");
+    cr_expect(json_is_false(json_object_get(sum, "energy_conserved")), "the constraint force does work");
+    json_decref(sum);
+
+    const double mass = 2.0, g = 9.81, v = 3.0, x0 = 0.5, y0 = 1.0;
+    const double th0 = atan2(1.8, 2.4), s0 = asinh(tan(th0));
+    json_t *r = run(m, "{\"initial\": {\"q\": {\"x\": 0.5, \"y\": 1.0}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}},"
+                       " \"t_end\": 2, \"output\": {\"samples\": 21},"
+                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    cr_expect_str_eq(json_string_value(json_object_get(r, "formulation")), "multipliers");
+    json_t *traj = json_object_get(r, "trajectory");
+    for (size_t i = 0; i < 21; i++) {
+        double t = json_number_value(json_array_get(json_object_get(traj, "t"), i));
+        double s = s0 - g * t / v, th = 2 * atan(tanh(s / 2));
+        double x = x0 - v * v / g * (th - th0), y = y0 - v * v / g * log(cosh(s) / cosh(s0));
+        cr_assert_float_eq(at(traj, "q", "x", i), x, 1e-9, "x at t=%g", t);
+        cr_assert_float_eq(at(traj, "q", "y", i), y, 1e-9, "y at t=%g", t);
+        cr_assert_float_eq(at(traj, "qdot", "x", i), v / cosh(s), 1e-9, "x' at t=%g", t);
+        cr_assert_float_eq(at(traj, "qdot", "y", i), v * tanh(s), 1e-9, "y' at t=%g", t);
+        cr_assert_float_eq(at(traj, "multipliers", "speed", i), mass * g * tanh(s) / (2 * v), 1e-8,
+                           "the constraint force at t=%g", t);
+    }
+    json_t *checks = json_object_get(r, "checks");
+    json_t *energy = json_object_get(checks, "energy");
+    cr_expect(json_is_false(json_object_get(energy, "conserved_expected")));
+    cr_expect_not_null(strstr(json_string_value(json_object_get(energy, "reason")), "not homogeneous"),
+                       "reason: %s", json_string_value(json_object_get(energy, "reason")));
+    double res =
+        json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
+    cr_expect_leq(res, 1e-9, "constraint residual %g", res);
+    json_decref(r);
+    engine_model_release(m);
 }
