@@ -12,7 +12,7 @@
  *    fixed, and T + V is conserved (the constraint is homogeneous in the velocities).
  * 3. The symbolic reduction and the numeric inversion of Psi give the same
  *    right-hand side at random states, for every shared case.
- * 4. tests/golden/systems/*.json: both formulations agree and (5.94) holds.
+ * 4. The systems in tests/golden/systems: both formulations agree and (5.94) holds.
  * 5. A sphere on a turntable (a moving constraint, angular velocities as speeds): its
  *    centre circles at 2/7 of the table's rate, in closed form, in both formulations.
  * 6. A particle held at constant speed under gravity (nonlinear, Chetaev): heading,
