@@ -10,9 +10,12 @@
  * (MHD_ALLOW_SUSPEND_RESUME) and are resumed by the pool's worker or timer thread.
  * Batch streams (POST /v1/batches with Accept: application/x-ndjson) suspend the same way
  * from inside their content reader while no line is ready (see http__stream_read).
- * Model compilation and /v1/hamel still run on the HTTP thread that received them: they
- * are bounded by engine_limits, a repeated model is a cache hit, and a few slow requests
- * delay only the connections that share that one pool thread.
+ * A model that is not in the cache (a POST carrying a new "model") is compiled on the
+ * compile pool (compiles.h) while its connection is suspended, so a slow derivation
+ * (about a second for a large model) holds up no other connection; the request is then
+ * dispatched as if the model had been cached. Still on the poll thread, all bounded by
+ * engine_limits: /v1/hamel's coefficients, derived equations, and recompiling a model
+ * known only to the store (after a restart) on its first use by id.
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -38,6 +41,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "compiles.h"
 #include "metrics.h"
 
 #define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
@@ -47,6 +51,7 @@
 #define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
 #define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
+#define HTTP_COMPILE_QUEUE 64        /* models waiting for a compile thread (past it: 503) */
 #define HTTP_CORS_MAX_AGE "600"
 #define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
@@ -66,6 +71,7 @@ struct http_server {
      * take the full path and still hit the result cache. */
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
+    compiles *compiles; /* models not in the cache are compiled here, off the poll threads */
 };
 
 typedef enum http_method {
@@ -90,10 +96,18 @@ typedef struct http_conn {
     char *body;
     size_t len, cap, drained;
     int too_big;
-    job *job;             /* a long-poll's job (a reference) */
-    job_waiter waiter;    /* parked on job while suspended */
-    batch *batch;         /* a batch long-poll's batch (a reference) */
-    batch_waiter bwaiter; /* parked on batch while suspended */
+    job *job;                         /* a long-poll's job (a reference) */
+    job_waiter waiter;                /* parked on job while suspended */
+    batch *batch;                     /* a batch long-poll's batch (a reference) */
+    batch_waiter bwaiter;             /* parked on batch while suspended */
+    compile_task *task;               /* the compilation this request is suspended on */
+    json_t *pending;                  /* ... and its parsed body, dispatched when it ends */
+    char *spec_text;                  /* the request's model spec, compact with sorted keys */
+    char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
+    int pre_set;                      /* the compilation's outcome, taken by http__model_by_spec: */
+    int pre_rc;
+    engine_model *pre_model;
+    json_t *pre_problem;
     atomic_int resumed;
     int suspended;
     char method_name[16];
@@ -451,31 +465,50 @@ static int http__model_by_id(http_server *s, const char *id, engine_model **out,
     return 0;
 }
 
+/* Sets c->spec_text and c->spec_key for spec (once per request). Returns 0 or -1. */
+static int http__spec_key(http_conn *c, const json_t *spec)
+{
+    if (c->spec_text)
+        return 0;
+    c->spec_text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!c->spec_text)
+        return -1;
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)c->spec_text, strlen(c->spec_text), d);
+    snprintf(c->spec_key, sizeof c->spec_key, "b:");
+    http__hex(d, sizeof d, c->spec_key + 2);
+    return 0;
+}
+
 /* The model of a spec object: a hit on the hash of its JSON text skips the engine;
- * otherwise it is compiled and, if its id is new, remembered in the store. *created
- * says whether the service had never seen this model id. */
-static int http__model_by_spec(http_server *s, const json_t *spec, engine_model **out, int *created,
+ * otherwise it is the outcome of the request's compilation (run on the compile pool
+ * before the handler, see http__compile_first) or, failing that, compiled here; if its
+ * id is new it is remembered in the store. *created says whether the service had never
+ * seen this model id. */
+static int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, int *created,
                                json_t **problem)
 {
+    http_server *s = c->srv;
     *out = NULL;
     *created = 0;
-    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!text)
+    if (http__spec_key(c, spec) != 0)
         return HAMEL_E_INTERNAL;
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)text, strlen(text), d);
-    char bkey[CACHE_MAX_KEY + 1] = "b:";
-    http__hex(d, sizeof d, bkey + 2);
-    *out = cache_get(s->d.models, bkey);
-    if (*out) {
-        free(text);
+    *out = cache_get(s->d.models, c->spec_key);
+    if (*out)
         return 0;
+    int rc;
+    if (c->pre_set) {
+        rc = c->pre_rc;
+        *out = c->pre_model;
+        *problem = c->pre_problem;
+        c->pre_set = 0;
+        c->pre_model = NULL;
+        c->pre_problem = NULL;
+    } else {
+        rc = http__compile(s, spec, out, problem);
     }
-    int rc = http__compile(s, spec, out, problem);
-    if (rc != 0) {
-        free(text);
+    if (rc != 0)
         return rc;
-    }
     char mkey[CACHE_MAX_KEY + 1];
     snprintf(mkey, sizeof mkey, "m:%s", engine_model_id(*out));
     engine_model *known = cache_peek(s->d.models, mkey);
@@ -488,13 +521,12 @@ static int http__model_by_spec(http_server *s, const json_t *spec, engine_model 
         free(stored);
         if (found == 1) {
             *created = 1;
-            store_put_model(s->d.st, engine_model_id(*out), text);
+            store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
         }
     } else {
         *created = 1;
     }
-    http__model_remember(s, *out, bkey);
-    free(text);
+    http__model_remember(s, *out, c->spec_key);
     return 0;
 }
 
@@ -505,7 +537,7 @@ static int http__model_of(http_conn *c, const json_t *body, engine_model **out, 
     const json_t *id = json_object_get(body, "model_id");
     int created = 0;
     if (json_is_object(spec))
-        return http__model_by_spec(c->srv, spec, out, &created, problem);
+        return http__model_by_spec(c, spec, out, &created, problem);
     if (json_is_string(id)) {
         int rc = http__model_by_id(c->srv, json_string_value(id), out, problem);
         if (rc == HAMEL_E_NOT_FOUND) {
@@ -548,6 +580,7 @@ static enum MHD_Result http__metrics(http_conn *c)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
+    compiles_counts(s->compiles, &g.compiles_queued, &g.compiles_running);
     size_t len = 0;
     char *text = metrics_render(&g, &len);
     if (!text)
@@ -585,7 +618,7 @@ static enum MHD_Result http__post_model(http_conn *c, json_t *body)
     engine_model *m = NULL;
     json_t *problem = NULL;
     int created = 0;
-    int rc = http__model_by_spec(c->srv, spec, &m, &created, &problem);
+    int rc = http__model_by_spec(c, spec, &m, &created, &problem);
     if (rc != 0)
         return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
     enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200);
@@ -1201,6 +1234,87 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     return 1;
 }
 
+/* A parsed POST body (a JSON object) to its route's handler. */
+static enum MHD_Result http__dispatch(http_conn *c, json_t *body)
+{
+    switch (c->route) {
+    case METRICS_ROUTE_MODELS: return http__post_model(c, body);
+    case METRICS_ROUTE_HAMEL: return http__post_hamel(c, body);
+    case METRICS_ROUTE_BATCHES: return http__post_batch(c, body);
+    default: return http__post_simulation(c, body);
+    }
+}
+
+/* The model spec object a POST body carries, or NULL (a model_id, or nothing). */
+static const json_t *http__spec_of(const http_conn *c, const json_t *body)
+{
+    const json_t *inner = json_object_get(body, "model");
+    if (c->route == METRICS_ROUTE_MODELS)
+        return json_is_object(inner) && !json_object_get(body, "coordinates") ? inner : body;
+    return json_is_object(inner) ? inner : NULL;
+}
+
+static void http__compiled(void *arg)
+{
+    http_conn *c = arg;
+    atomic_store(&c->resumed, 1);
+    MHD_resume_connection(c->conn);
+}
+
+/* When the body's model is not in the cache, hands it to the compile pool and suspends
+ * the connection (returns 1 with *ret); http__resume_compiled dispatches the body when
+ * the compilation ends. Returns 0 to dispatch now: a cached model, a model_id, no model. */
+static int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
+{
+    http_server *s = c->srv;
+    const json_t *spec = http__spec_of(c, body);
+    if (!spec || !s->compiles || http__spec_key(c, spec) != 0)
+        return 0;
+    engine_model *hit = cache_peek(s->d.models, c->spec_key);
+    if (hit) {
+        engine_model_release(hit);
+        return 0;
+    }
+    /* Suspend first: the pool may finish (and resume) before compiles_submit returns. */
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+    c->pending = json_incref(body);
+    int rc = compiles_submit(s->compiles, (json_t *)spec, http__compiled, c, &c->task);
+    if (rc != 0) { /* not queued: answer the refusal on the resumed call */
+        c->pre_set = 1;
+        c->pre_rc = rc;
+        http__compiled(c);
+    }
+    *ret = MHD_YES;
+    return 1;
+}
+
+/* The resumed call of a request suspended in http__compile_first. */
+static enum MHD_Result http__resume_compiled(http_conn *c)
+{
+    if (c->task) {
+        double seconds = 0;
+        c->pre_rc = compile_task_result(c->task, &c->pre_model, &c->pre_problem, &seconds);
+        c->pre_set = 1;
+        compile_task_free(c->task);
+        c->task = NULL;
+        if (c->pre_rc != HAMEL_E_UNAVAILABLE)
+            metrics_derive(seconds);
+    }
+    json_t *body = c->pending;
+    c->pending = NULL;
+    enum MHD_Result ret;
+    if (c->pre_rc == HAMEL_E_QUEUE_FULL || c->pre_rc == HAMEL_E_UNAVAILABLE)
+        ret =
+            http__problem_h(c, hamel_problem_new(c->pre_rc, "no compile thread is free for the model"),
+                            MHD_HTTP_HEADER_RETRY_AFTER,
+                            c->pre_rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
+    else
+        ret = http__dispatch(c, body);
+    json_decref(body);
+    return ret;
+}
+
 /* The whole body has arrived: parse and dispatch. */
 static enum MHD_Result http__body(http_conn *c)
 {
@@ -1230,17 +1344,10 @@ static enum MHD_Result http__body(http_conn *c)
         return http__problem(c, p);
     }
     enum MHD_Result ret;
-    if (!json_is_object(body)) {
+    if (!json_is_object(body))
         ret = http__error_at(c, HAMEL_E_BAD_REQUEST, "", "the body must be a JSON object");
-    } else if (c->route == METRICS_ROUTE_MODELS) {
-        ret = http__post_model(c, body);
-    } else if (c->route == METRICS_ROUTE_HAMEL) {
-        ret = http__post_hamel(c, body);
-    } else if (c->route == METRICS_ROUTE_BATCHES) {
-        ret = http__post_batch(c, body);
-    } else {
-        ret = http__post_simulation(c, body);
-    }
+    else if (!http__compile_first(c, body, &ret))
+        ret = http__dispatch(c, body);
     json_decref(body);
     return ret;
 }
@@ -1289,6 +1396,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     }
     if (c->suspended) { /* resumed: finished, past the deadline or shutting down */
         c->suspended = 0;
+        if (c->pending)
+            return http__resume_compiled(c);
         if (c->batch)
             return http__batch_answer(c, c->route == METRICS_ROUTE_BATCHES, 0);
         return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
@@ -1352,6 +1461,12 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         batch_unpark(s->d.batches, &c->bwaiter);
         batch_release(s->d.batches, c->batch);
     }
+    compile_task_free(c->task); /* NULL unless the daemon stopped while it was suspended */
+    json_decref(c->pending);
+    json_decref(c->pre_problem);
+    if (c->pre_model)
+        engine_model_release(c->pre_model);
+    free(c->spec_text);
     free(c->body);
     free(c);
 }
@@ -1370,12 +1485,11 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     if (!h)
         return -1;
     h->d = *deps;
-    h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
-    if (!h->memo) {
-        free(h);
-        return -1;
-    }
     const server_config *cfg = deps->cfg;
+    h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
+    h->compiles = compiles_new(cfg->http_threads, HTTP_COMPILE_QUEUE, deps->limits);
+    if (!h->memo || !h->compiles)
+        goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned int flags =
@@ -1391,9 +1505,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         flags |= MHD_USE_IPv6;
     } else {
         fprintf(stderr, "hamel-server: HAMEL_ADDR=%s is not an IPv4 or IPv6 address\n", cfg->addr);
-        cache_free(h->memo);
-        free(h);
-        return -1;
+        goto fail;
     }
     h->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER, http__log, h,
@@ -1403,15 +1515,18 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
-        cache_free(h->memo);
-        free(h);
-        return -1;
+        goto fail;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : cfg->port;
     atomic_store(&h->ready, 1);
     *out = h;
     return 0;
+fail:
+    compiles_free(h->compiles);
+    cache_free(h->memo);
+    free(h);
+    return -1;
 }
 
 void http_drain(http_server *h) { atomic_store(&h->ready, 0); }
@@ -1425,7 +1540,11 @@ void http_stop(http_server *h)
     double until = jobs_now() + HTTP_STOP_STREAM_SECONDS;
     while (atomic_load(&h->streams) > 0 && jobs_now() < until)
         nanosleep(&(struct timespec){0, HTTP_STOP_POLL_NS}, NULL);
+    /* Every connection suspended on a compilation is resumed (its done function has run)
+     * before MHD_stop_daemon, which must not meet a suspended connection. */
+    compiles_stop(h->compiles);
     MHD_stop_daemon(h->daemon);
+    compiles_free(h->compiles);
     cache_free(h->memo);
     free(h);
 }

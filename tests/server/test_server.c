@@ -10,7 +10,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1177,6 +1179,83 @@ Test(server, sigterm_drains_and_still_answers)
     harness_stop(&d);
     srv = saved;
     json_decref(req);
+}
+
+/* A model of n coordinates with a dense kinetic energy and n/4 nonholonomic
+ * constraints: valid, and slow to derive (about a second for n = 48). Caller frees. */
+static char *heavy_model(int n)
+{
+    size_t cap = 64 * 1024, len = 0;
+    char *b = malloc(cap);
+#define PUT(...) (len += (size_t)snprintf(b + len, cap - len, __VA_ARGS__))
+    PUT("{\"coordinates\": [");
+    for (int i = 0; i < n; i++)
+        PUT("%s\"q%d\"", i ? ", " : "", i);
+    PUT("], \"kinetic_energy\": \"");
+    for (int i = 0; i < n; i++)
+        PUT("(1 + sin(q%d)^2*cos(q%d))*q%d'^2 + cos(q%d - q%d)*q%d'*q%d'%s", i, (i + 1) % n, i, i,
+            (i + 3) % n, i, (i + 3) % n, i + 1 < n ? " + " : "");
+    PUT("\", \"constraints\": [");
+    for (int j = 0; j < n / 4; j++) {
+        PUT("%s\"", j ? ", " : "");
+        for (int k = 0; k < 4; k++)
+            PUT("%ssin(q%d + q%d)*q%d'", k ? " + " : "", (j + k) % n, (j * 3 + k) % n, (j + 2 * k) % n);
+        PUT("\"");
+    }
+    PUT("]}");
+#undef PUT
+    cr_assert_lt(len, cap, "the heavy model fits its buffer");
+    return b;
+}
+
+struct post_arg {
+    const harness_server *srv;
+    const char *body;
+    long status;
+    atomic_int done;
+};
+
+static void *post_thread(void *arg)
+{
+    struct post_arg *a = arg;
+    harness_resp r;
+    CURLcode rc = harness_request(a->srv, "POST", "/v1/models", a->body, NULL, &r);
+    a->status = rc == CURLE_OK ? r.status : -1;
+    harness_resp_free(&r);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* Models are derived on the compile pool, not on libmicrohttpd's threads: with a single
+ * poll thread, other requests are answered while a slow model compiles. */
+Test(server, a_slow_model_does_not_hold_up_other_requests)
+{
+    static const char *const env[] = {"HAMEL_HTTP_THREADS=1", "HAMEL_MAX_WALL=30", NULL};
+    harness_server saved = srv, one;
+    cr_assert_eq(harness_start(&one, env), 0, "the server did not start (log above)");
+    srv = one;
+    char *model = heavy_model(48);
+    struct post_arg a = {&srv, model, 0, 0};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, post_thread, &a), 0);
+    int seen = 0;
+    for (int i = 0; i < 500 && !seen && !atomic_load(&a.done); i++) {
+        seen = metric("hamel_compiles_running") >= 1;
+        if (!seen)
+            harness_nap(2);
+    }
+    cr_assert(seen, "the compilation was seen running (done=%d, status %ld)", atomic_load(&a.done), a.status);
+    harness_resp r = request("GET", "/v1/health", NULL, NULL);
+    int done_before = atomic_load(&a.done);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+    cr_assert(!done_before, "/v1/health was answered while the model was still compiling");
+    pthread_join(th, NULL);
+    cr_assert_eq(a.status, 201, "the slow model compiled (status %ld)", a.status);
+    free(model);
+    cr_assert_eq(metric("hamel_compiles_running"), 0);
+    stop_checked(&srv);
+    srv = saved;
 }
 
 /* PRAGMA integrity_check on the store of a stopped server: "ok" or the first problem. */
