@@ -16,7 +16,7 @@
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
-#define SIM_MAX_GAMMA_WORK 2e9 /* samples * n^4 for "hamel": "samples" (about a second) */
+#define SIM_MAX_GAMMA_WORK 5e8 /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
 
 static void bad(json_t **problem, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

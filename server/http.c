@@ -10,12 +10,13 @@
  * (MHD_ALLOW_SUSPEND_RESUME) and are resumed by the pool's worker or timer thread.
  * Batch streams (POST /v1/batches with Accept: application/x-ndjson) suspend the same way
  * from inside their content reader while no line is ready (see http__stream_read).
- * A model that is not in the cache (a POST carrying a new "model") is compiled on the
- * compile pool (compiles.h) while its connection is suspended, so a slow derivation
- * (about a second for a large model) holds up no other connection; the request is then
- * dispatched as if the model had been cached. Still on the poll thread, all bounded by
- * engine_limits: /v1/hamel's coefficients, derived equations, and recompiling a model
- * known only to the store (after a restart) on its first use by id.
+ * Work that can take seconds runs on the offload pool (offload.h) while its connection
+ * is suspended, so it holds up no other connection: compiling a model that is not in the
+ * cache (a POST carrying a new "model"; the request is then dispatched as if the model
+ * had been cached) and /v1/hamel's coefficients. Still on the poll thread, bounded by
+ * engine_limits: recompiling a model known only to the store (after a restart) on its
+ * first use by id, and engine_simulation_check. (The derived equations are printed when
+ * the model is compiled; serving them is a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -41,7 +42,7 @@
 #include <unistd.h>
 
 #include "blob.h"
-#include "compiles.h"
+#include "offload.h"
 #include "metrics.h"
 
 #define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
@@ -51,7 +52,7 @@
 #define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
 #define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
-#define HTTP_COMPILE_QUEUE 64        /* models waiting for a compile thread (past it: 503) */
+#define HTTP_OFFLOAD_QUEUE 64        /* requests waiting for an offload thread (past it: 503) */
 #define HTTP_CORS_MAX_AGE "600"
 #define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
@@ -71,7 +72,7 @@ struct http_server {
      * take the full path and still hit the result cache. */
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
-    compiles *compiles; /* models not in the cache are compiled here, off the poll threads */
+    offload *offload;   /* compilations, /v1/hamel, equations: off the poll threads */
 };
 
 typedef enum http_method {
@@ -96,18 +97,24 @@ typedef struct http_conn {
     char *body;
     size_t len, cap, drained;
     int too_big;
-    job *job;                         /* a long-poll's job (a reference) */
-    job_waiter waiter;                /* parked on job while suspended */
-    batch *batch;                     /* a batch long-poll's batch (a reference) */
-    batch_waiter bwaiter;             /* parked on batch while suspended */
-    compile_task *task;               /* the compilation this request is suspended on */
-    json_t *pending;                  /* ... and its parsed body, dispatched when it ends */
+    job *job;             /* a long-poll's job (a reference) */
+    job_waiter waiter;    /* parked on job while suspended */
+    batch *batch;         /* a batch long-poll's batch (a reference) */
+    batch_waiter bwaiter; /* parked on batch while suspended */
+    /* Offloaded work (see http__offload): what to do on the resumed call, whether the
+     * work ran, and its inputs and outputs. */
+    enum MHD_Result (*on_resume)(struct http_conn *c);
+    int ran, off_rc, work_rc;
+    json_t *pending;                  /* the parsed body the work is for */
+    engine_model *work_model;         /* the model /v1/hamel or the equations work on */
+    json_t *out, *out_problem;        /* their result */
     char *spec_text;                  /* the request's model spec, compact with sorted keys */
     char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
-    int pre_set;                      /* the compilation's outcome, taken by http__model_by_spec: */
-    int pre_rc;
+    int pre_set;                      /* the offloaded compilation's outcome, taken by */
+    int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
+    double pre_seconds;
     atomic_int resumed;
     int suspended;
     char method_name[16];
@@ -370,6 +377,9 @@ static void *http__memo_retain(void *v) { return blob_retain(v); }
 static void http__memo_release(void *v) { blob_release(v); }
 static const cache_ops http__memo_ops = {http__memo_retain, http__memo_release};
 
+/* The memo maps request text to what it stands for: "s:<sha256 of a simulation body>" to
+ * its simulation key, "b:<sha256 of a model spec>" to its model id. */
+
 /* The memo key of a body: "s:" and the hex SHA-256 of its bytes. */
 static void http__memo_key(const http_conn *c, char out[CACHE_MAX_KEY + 1])
 {
@@ -417,13 +427,34 @@ static void http__memo_put(http_conn *c, const char *key)
 
 /* ---- models ------------------------------------------------------------------------- */
 
+/* Caches m under "m:<id>" and, given the key of the spec text it came from, points that
+ * key at the id in the memo (the model's bytes are charged to the model cache once). */
 static void http__model_remember(http_server *s, engine_model *m, const char *bkey)
 {
     char key[CACHE_MAX_KEY + 1];
     snprintf(key, sizeof key, "m:%s", engine_model_id(m));
     cache_put(s->d.models, key, m, engine_model_bytes(m));
-    if (bkey)
-        cache_put(s->d.models, bkey, m, engine_model_bytes(m));
+    blob *id = bkey ? blob_new(engine_model_id(m), strlen(engine_model_id(m))) : NULL;
+    if (id)
+        cache_put(s->memo, bkey, id, sizeof *id + id->len + 1 + strlen(bkey));
+    blob_release(id);
+}
+
+/* The cached model of a spec text key ("b:<sha256>"), a new reference, or NULL. A miss
+ * is counted in the model cache's metrics only when `count` is set. */
+static engine_model *http__model_by_text(http_server *s, const char *bkey, int count)
+{
+    blob *id = cache_peek(s->memo, bkey);
+    char key[CACHE_MAX_KEY + 1];
+    if (id)
+        snprintf(key, sizeof key, "m:%s", id->data);
+    blob_release(id);
+    engine_model *m = NULL;
+    if (id)
+        m = count ? cache_get(s->d.models, key) : cache_peek(s->d.models, key);
+    else if (count)
+        cache_get(s->d.models, bkey); /* counts the miss */
+    return m;
 }
 
 /* Compiles spec (borrowed); on success *out is a new model reference. */
@@ -493,7 +524,7 @@ static int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **
     *created = 0;
     if (http__spec_key(c, spec) != 0)
         return HAMEL_E_INTERNAL;
-    *out = cache_get(s->d.models, c->spec_key);
+    *out = http__model_by_text(s, c->spec_key, 1);
     if (*out)
         return 0;
     int rc;
@@ -556,6 +587,9 @@ static int http__model_of(http_conn *c, const json_t *body, engine_model **out, 
 
 /* ---- endpoints ---------------------------------------------------------------------- */
 
+static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
+                                     enum MHD_Result (*resume)(http_conn *));
+
 static enum MHD_Result http__health(http_conn *c)
 {
     return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
@@ -580,7 +614,7 @@ static enum MHD_Result http__metrics(http_conn *c)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
-    compiles_counts(s->compiles, &g.compiles_queued, &g.compiles_running);
+    offload_counts(s->offload, &g.offload_queued, &g.offload_running);
     size_t len = 0;
     char *text = metrics_render(&g, &len);
     if (!text)
@@ -649,18 +683,31 @@ static enum MHD_Result http__get_model(http_conn *c, int equations)
     return ret;
 }
 
+/* Offloaded: the Hamel coefficients of c->work_model at the points of c->pending. */
+static void http__run_hamel(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = engine_hamel(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+}
+
+static enum MHD_Result http__resume_hamel(http_conn *c)
+{
+    json_t *out = c->out, *problem = c->out_problem;
+    c->out = c->out_problem = NULL;
+    return c->work_rc == 0 ? http__json(c, 200, out) : http__problem(c, problem);
+}
+
 static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
 {
     engine_model *m = NULL;
-    json_t *problem = NULL, *result = NULL;
+    json_t *problem = NULL;
     int rc = http__model_of(c, body, &m, &problem);
     if (rc != 0)
         return http__problem(c, problem);
-    rc = engine_hamel(m, body, c->srv->d.limits, &result, &problem);
-    engine_model_release(m);
-    if (rc != 0)
-        return http__problem(c, problem);
-    return http__json(c, 200, result);
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, http__run_hamel, http__resume_hamel);
 }
 
 /* The body of a job that is still queued or running. */
@@ -1254,65 +1301,80 @@ static const json_t *http__spec_of(const http_conn *c, const json_t *body)
     return json_is_object(inner) ? inner : NULL;
 }
 
-static void http__compiled(void *arg)
+static void http__offloaded(void *arg, int ran)
 {
     http_conn *c = arg;
+    c->ran = ran;
     atomic_store(&c->resumed, 1);
     MHD_resume_connection(c->conn);
 }
 
-/* When the body's model is not in the cache, hands it to the compile pool and suspends
- * the connection (returns 1 with *ret); http__resume_compiled dispatches the body when
- * the compilation ends. Returns 0 to dispatch now: a cached model, a model_id, no model. */
+/* Suspends the connection and runs run(c) on the offload pool; the resumed call then
+ * answers with resume(c). Past the queue (or while stopping) the answer is a 503. */
+static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
+                                     enum MHD_Result (*resume)(http_conn *))
+{
+    c->on_resume = resume;
+    c->ran = 0;
+    /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+    c->off_rc = offload_submit(c->srv->offload, run, http__offloaded, c);
+    if (c->off_rc != 0) /* not queued: the refusal is answered on the resumed call */
+        http__offloaded(c, 0);
+    return MHD_YES;
+}
+
+/* The resumed call of an offloaded request. */
+static enum MHD_Result http__resume_offloaded(http_conn *c)
+{
+    enum MHD_Result (*resume)(http_conn *) = c->on_resume;
+    c->on_resume = NULL;
+    if (c->ran)
+        return resume(c);
+    int rc = c->off_rc ? c->off_rc : HAMEL_E_UNAVAILABLE;
+    return http__problem_h(c, hamel_problem_new(rc, "no thread is free for this request; retry"),
+                           MHD_HTTP_HEADER_RETRY_AFTER,
+                           rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
+}
+
+/* Offloaded: compile the model of c->pending. */
+static void http__run_compile(void *arg)
+{
+    http_conn *c = arg;
+    double t0 = jobs_now();
+    c->pre_rc =
+        engine_model_compile(http__spec_of(c, c->pending), c->srv->d.limits, &c->pre_model, &c->pre_problem);
+    c->pre_seconds = jobs_now() - t0;
+    c->pre_set = 1;
+}
+
+static enum MHD_Result http__resume_compiled(http_conn *c)
+{
+    metrics_derive(c->pre_seconds);
+    json_t *body = c->pending;
+    c->pending = NULL;
+    enum MHD_Result ret = http__dispatch(c, body);
+    json_decref(body);
+    return ret;
+}
+
+/* When the body's model is not in the cache, compiles it on the offload pool and
+ * dispatches the body when that ends (returns 1 with *ret). Returns 0 to dispatch now:
+ * a cached model, a model_id, or no model. */
 static int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
 {
-    http_server *s = c->srv;
     const json_t *spec = http__spec_of(c, body);
-    if (!spec || !s->compiles || http__spec_key(c, spec) != 0)
+    if (!spec || http__spec_key(c, spec) != 0)
         return 0;
-    engine_model *hit = cache_peek(s->d.models, c->spec_key);
+    engine_model *hit = http__model_by_text(c->srv, c->spec_key, 0);
     if (hit) {
         engine_model_release(hit);
         return 0;
     }
-    /* Suspend first: the pool may finish (and resume) before compiles_submit returns. */
-    MHD_suspend_connection(c->conn);
-    c->suspended = 1;
     c->pending = json_incref(body);
-    int rc = compiles_submit(s->compiles, (json_t *)spec, http__compiled, c, &c->task);
-    if (rc != 0) { /* not queued: answer the refusal on the resumed call */
-        c->pre_set = 1;
-        c->pre_rc = rc;
-        http__compiled(c);
-    }
-    *ret = MHD_YES;
+    *ret = http__offload(c, http__run_compile, http__resume_compiled);
     return 1;
-}
-
-/* The resumed call of a request suspended in http__compile_first. */
-static enum MHD_Result http__resume_compiled(http_conn *c)
-{
-    if (c->task) {
-        double seconds = 0;
-        c->pre_rc = compile_task_result(c->task, &c->pre_model, &c->pre_problem, &seconds);
-        c->pre_set = 1;
-        compile_task_free(c->task);
-        c->task = NULL;
-        if (c->pre_rc != HAMEL_E_UNAVAILABLE)
-            metrics_derive(seconds);
-    }
-    json_t *body = c->pending;
-    c->pending = NULL;
-    enum MHD_Result ret;
-    if (c->pre_rc == HAMEL_E_QUEUE_FULL || c->pre_rc == HAMEL_E_UNAVAILABLE)
-        ret =
-            http__problem_h(c, hamel_problem_new(c->pre_rc, "no compile thread is free for the model"),
-                            MHD_HTTP_HEADER_RETRY_AFTER,
-                            c->pre_rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
-    else
-        ret = http__dispatch(c, body);
-    json_decref(body);
-    return ret;
 }
 
 /* The whole body has arrived: parse and dispatch. */
@@ -1396,8 +1458,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     }
     if (c->suspended) { /* resumed: finished, past the deadline or shutting down */
         c->suspended = 0;
-        if (c->pending)
-            return http__resume_compiled(c);
+        if (c->on_resume)
+            return http__resume_offloaded(c);
         if (c->batch)
             return http__batch_answer(c, c->route == METRICS_ROUTE_BATCHES, 0);
         return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
@@ -1461,8 +1523,11 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         batch_unpark(s->d.batches, &c->bwaiter);
         batch_release(s->d.batches, c->batch);
     }
-    compile_task_free(c->task); /* NULL unless the daemon stopped while it was suspended */
     json_decref(c->pending);
+    json_decref(c->out);
+    json_decref(c->out_problem);
+    if (c->work_model)
+        engine_model_release(c->work_model);
     json_decref(c->pre_problem);
     if (c->pre_model)
         engine_model_release(c->pre_model);
@@ -1487,8 +1552,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->d = *deps;
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
-    h->compiles = compiles_new(cfg->http_threads, HTTP_COMPILE_QUEUE, deps->limits);
-    if (!h->memo || !h->compiles)
+    h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    if (!h->memo || !h->offload)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -1523,7 +1588,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     *out = h;
     return 0;
 fail:
-    compiles_free(h->compiles);
+    offload_free(h->offload);
     cache_free(h->memo);
     free(h);
     return -1;
@@ -1542,9 +1607,9 @@ void http_stop(http_server *h)
         nanosleep(&(struct timespec){0, HTTP_STOP_POLL_NS}, NULL);
     /* Every connection suspended on a compilation is resumed (its done function has run)
      * before MHD_stop_daemon, which must not meet a suspended connection. */
-    compiles_stop(h->compiles);
+    offload_stop(h->offload);
     MHD_stop_daemon(h->daemon);
-    compiles_free(h->compiles);
+    offload_free(h->offload);
     cache_free(h->memo);
     free(h);
 }

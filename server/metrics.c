@@ -196,11 +196,12 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                     "# TYPE hamel_batch_bytes gauge\nhamel_batch_bytes %zu\n",
                     g->batches_active, g->batches_kept, g->batch_bytes);
     metrics__printf(&b,
-                    "# HELP hamel_compiles_queued Models waiting for a compile thread.\n"
-                    "# TYPE hamel_compiles_queued gauge\nhamel_compiles_queued %zu\n"
-                    "# HELP hamel_compiles_running Models being compiled now.\n"
-                    "# TYPE hamel_compiles_running gauge\nhamel_compiles_running %zu\n",
-                    g->compiles_queued, g->compiles_running);
+                    "# HELP hamel_offload_queued Requests waiting for an offload thread (compiling a "
+                    "model, Hamel coefficients).\n"
+                    "# TYPE hamel_offload_queued gauge\nhamel_offload_queued %zu\n"
+                    "# HELP hamel_offload_running Requests running on an offload thread now.\n"
+                    "# TYPE hamel_offload_running gauge\nhamel_offload_running %zu\n",
+                    g->offload_queued, g->offload_running);
     metrics__printf(&b,
                     "# TYPE hamel_queue_depth gauge\nhamel_queue_depth %zu\n"
                     "# TYPE hamel_queue_capacity gauge\nhamel_queue_capacity %zu\n"

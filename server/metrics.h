@@ -68,7 +68,7 @@ typedef struct metrics_gauges {
     cache_stats models, results;
     long connections;
     size_t batches_active, batches_kept, batch_bytes;
-    size_t compiles_queued, compiles_running; /* models waiting for / in a compile thread */
+    size_t offload_queued, offload_running; /* requests waiting for / on an offload thread */
 } metrics_gauges;
 
 /* Counts one finished request. */

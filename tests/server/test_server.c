@@ -1240,7 +1240,7 @@ Test(server, a_slow_model_does_not_hold_up_other_requests)
     cr_assert_eq(pthread_create(&th, NULL, post_thread, &a), 0);
     int seen = 0;
     for (int i = 0; i < 500 && !seen && !atomic_load(&a.done); i++) {
-        seen = metric("hamel_compiles_running") >= 1;
+        seen = metric("hamel_offload_running") >= 1;
         if (!seen)
             harness_nap(2);
     }
@@ -1253,7 +1253,42 @@ Test(server, a_slow_model_does_not_hold_up_other_requests)
     pthread_join(th, NULL);
     cr_assert_eq(a.status, 201, "the slow model compiled (status %ld)", a.status);
     free(model);
-    cr_assert_eq(metric("hamel_compiles_running"), 0);
+    cr_assert_eq(metric("hamel_offload_running"), 0);
+    stop_checked(&srv);
+    srv = saved;
+}
+
+/* A compiled model is charged to the model cache once, however many spellings of it
+ * point at it: with room for one and a half models, posting a model and then using it
+ * by id compiles it once (before, its text alias cost as much again and evicted it). */
+Test(server, a_model_is_cached_once)
+{
+    json_t *model = json_object_get(knife, "model");
+    harness_resp r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    harness_resp_free(&r);
+    double bytes = metric("hamel_cache_bytes{cache=\"models\"}");
+    cr_assert_gt(bytes, 0, "the model is cached");
+
+    char setting[64];
+    snprintf(setting, sizeof setting, "HAMEL_CACHE_BYTES=%.0f", 4 * 1.5 * bytes); /* models get 1/4 */
+    const char *const env[] = {setting, NULL};
+    harness_server saved = srv, small;
+    cr_assert_eq(harness_start(&small, env), 0, "the server did not start (log above)");
+    srv = small;
+    r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    char path[160];
+    snprintf(path, sizeof path, "/v1/models/%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+    r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 200, "known: %s", r.body);
+    harness_resp_free(&r);
+    cr_assert_eq(metric("hamel_derive_seconds_count"), 1, "compiled once");
+    cr_assert_eq(metric("hamel_cache_entries{cache=\"models\"}"), 1);
     stop_checked(&srv);
     srv = saved;
 }
