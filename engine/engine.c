@@ -70,6 +70,32 @@ static int sha256_hex(const char *text, const char *prefix, char out[80])
     return 0;
 }
 
+/* Every integer in j becomes the equal real, so that 5 and 5.0 (one JSON number) give
+ * one canonical text: the request reads both the same way. */
+static void numbers_as_reals(json_t *j)
+{
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j)) {
+        json_object_foreach(j, k, v)
+        {
+            if (json_is_integer(v))
+                json_object_set_new(j, k, json_real((double)json_integer_value(v)));
+            else
+                numbers_as_reals(v);
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v)
+        {
+            if (json_is_integer(v))
+                json_array_set_new(j, i, json_real((double)json_integer_value(v)));
+            else
+                numbers_as_reals(v);
+        }
+    }
+}
+
 int engine_simulation_key(const engine_model *m, const json_t *request, char key[80], json_t **problem)
 {
     *problem = NULL;
@@ -80,6 +106,7 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     json_t *copy = json_deep_copy(request);
     json_object_del(copy, "model");
     json_object_del(copy, "model_id");
+    numbers_as_reals(copy);
     char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(copy);
     int rc = text ? sha256_hex(text, engine_model_id(m), key) : -1;

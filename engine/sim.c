@@ -35,6 +35,21 @@ static void bad(json_t **problem, const char *path, const char *fmt, ...)
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
+/* A JSON integer, or a real with a whole value (JSON, like JavaScript, does not tell
+ * 1001 from 1001.0), into *out. Returns 0 for anything else. */
+static int whole_number(const json_t *v, long *out)
+{
+    if (json_is_integer(v)) {
+        *out = (long)json_integer_value(v);
+        return 1;
+    }
+    double d = json_is_real(v) ? json_real_value(v) : 0.5;
+    if (d != floor(d) || fabs(d) > 9.0e15)
+        return 0;
+    *out = (long)d;
+    return 1;
+}
+
 void sim_request_free(sim_request *r)
 {
     free(r->params);
@@ -175,15 +190,14 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
     }
     long count = SIM_DEFAULT_SAMPLES;
     if (samples) {
-        if (!json_is_integer(samples) || json_integer_value(samples) < 2) {
+        if (!whole_number(samples, &count) || count < 2) {
             bad(problem, "output.samples", "must be an integer >= 2");
             return -1;
         }
-        if (json_integer_value(samples) > lim->max_samples) {
+        if (count > lim->max_samples) {
             bad(problem, "output.samples", "at most %d samples", lim->max_samples);
             return -1;
         }
-        count = (long)json_integer_value(samples);
     } else if (dt) {
         double h = json_is_number(dt) ? json_number_value(dt) : -1;
         if (!(h > 0) || !isfinite(h)) {
@@ -401,10 +415,11 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             bad(problem, "integrator", "rtol and atol cannot both be 0");
         get_number(integ, "h0", &r->h0, "integrator.h0", problem);
         const json_t *ms = json_object_get(integ, "max_steps");
-        if (ms && (!json_is_integer(ms) || json_integer_value(ms) < 1))
+        long steps = 0;
+        if (ms && (!whole_number(ms, &steps) || steps < 1))
             bad(problem, "integrator.max_steps", "must be a positive integer");
         else if (ms)
-            r->max_steps = (long)json_integer_value(ms);
+            r->max_steps = steps;
         if (r->max_steps > lim->max_steps)
             r->max_steps = lim->max_steps;
     }

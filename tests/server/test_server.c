@@ -386,6 +386,27 @@ SERVER_TEST(server, simulate_wait_then_cached_identical)
     cr_assert_eq(metric("hamel_jobs_total{outcome=\"cached\"}"), 2);
     cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), 1, "computed once");
     harness_resp_free(&e);
+
+    /* The same numbers written as reals (samples 41.0 for 41, t_end 10.0 for 10): one
+     * JSON number, so one request — cached too. */
+    json_t *reals = json_deep_copy(req);
+    json_t *out = json_object_get(reals, "output");
+    const char *k;
+    json_t *v;
+    int converted = 0;
+    json_object_foreach(out, k, v)
+    {
+        if (json_is_integer(v)) {
+            json_object_set_new(out, k, json_real((double)json_integer_value(v)));
+            converted++;
+        }
+    }
+    cr_assert_gt(converted, 0, "the case's output has an integer to rewrite");
+    e = post_json("/v1/simulations", reals);
+    cr_assert_eq(e.status, 200, "%s", e.body);
+    cr_assert(json_is_true(json_object_get(e.json, "cached")), "5 and 5.0 are one number: %.200s", e.body);
+    harness_resp_free(&e);
+    json_decref(reals);
     harness_resp_free(&c);
     harness_resp_free(&r);
     json_decref(req);

@@ -601,3 +601,39 @@ Test(model, huge_integer_power_no_crash)
         json_decref(problem);
     json_decref(js);
 }
+
+/* JSON does not tell 11 from 11.0: whole reals are accepted where counts are asked for,
+ * and a request means the same with either (one simulation key). 11.5 is refused. */
+Test(model, requests_take_whole_reals_as_integers)
+{
+    engine_model *m = compile_ok("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\","
+                                 " \"potential_energy\": \"x^2/2\"}");
+    const char *const forms[] = {
+        "{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": 0}}, \"t_end\": 1, \"output\": {\"samples\": 11},"
+        " \"integrator\": {\"max_steps\": 1000}}",
+        "{\"initial\": {\"q\": {\"x\": 1.0}, \"qdot\": {\"x\": 0.0}}, \"t_end\": 1.0, \"output\": {\"samples\": "
+        "11.0}, \"integrator\": {\"max_steps\": 1e3}}"};
+    char keys[2][80];
+    for (int f = 0; f < 2; f++) {
+        json_t *req = load(forms[f]), *result = NULL, *problem = NULL;
+        cr_assert_eq(engine_simulation_key(m, req, keys[f], &problem), 0);
+        int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+        cr_assert_eq(rc, 0, "form %d: %s", f, problem ? json_dumps(problem, 0) : "");
+        json_t *t = json_object_get(json_object_get(result, "trajectory"), "t");
+        cr_assert_eq(json_array_size(t), 11, "form %d: 11 samples", f);
+        json_decref(result);
+        json_decref(req);
+    }
+    cr_assert_str_eq(keys[0], keys[1], "one request, one key");
+
+    json_t *req = load("{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": 0}}, \"t_end\": 1,"
+                       " \"output\": {\"samples\": 11.5}}");
+    json_t *result = NULL, *problem = NULL;
+    cr_assert_neq(engine_simulate(m, req, NULL, NULL, &result, &problem), 0, "11.5 samples is refused");
+    char *text = json_dumps(problem, 0);
+    cr_assert(strstr(text, "output.samples"), "the error names the field: %s", text);
+    free(text);
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
