@@ -608,11 +608,12 @@ Test(model, requests_take_whole_reals_as_integers)
 {
     engine_model *m = compile_ok("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\","
                                  " \"potential_energy\": \"x^2/2\"}");
-    const char *const forms[] = {
-        "{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": 0}}, \"t_end\": 1, \"output\": {\"samples\": 11},"
-        " \"integrator\": {\"max_steps\": 1000}}",
-        "{\"initial\": {\"q\": {\"x\": 1.0}, \"qdot\": {\"x\": 0.0}}, \"t_end\": 1.0, \"output\": {\"samples\": "
-        "11.0}, \"integrator\": {\"max_steps\": 1e3}}"};
+    const char *const forms[] = {"{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": 0}}, \"t_end\": 1, "
+                                 "\"output\": {\"samples\": 11},"
+                                 " \"integrator\": {\"max_steps\": 1000}}",
+                                 "{\"initial\": {\"q\": {\"x\": 1.0}, \"qdot\": {\"x\": 0.0}}, \"t_end\": "
+                                 "1.0, \"output\": {\"samples\": "
+                                 "11.0}, \"integrator\": {\"max_steps\": 1e3}}"};
     char keys[2][80];
     for (int f = 0; f < 2; f++) {
         json_t *req = load(forms[f]), *result = NULL, *problem = NULL;
