@@ -12,11 +12,11 @@
  * from inside their content reader while no line is ready (see http__stream_read).
  * Work that can take seconds runs on the offload pool (offload.h) while its connection
  * is suspended, so it holds up no other connection: compiling a model that is not in the
- * cache (a POST carrying a new "model"; the request is then dispatched as if the model
- * had been cached) and /v1/hamel's coefficients. Still on the poll thread, bounded by
- * engine_limits: recompiling a model known only to the store (after a restart) on its
- * first use by id, and engine_simulation_check. (The derived equations are printed when
- * the model is compiled; serving them is a copy.)
+ * cache (a POST carrying a new "model", or a model known only to the store, after a
+ * restart, on its first use by id; the request then goes on as if the model had been
+ * cached) and /v1/hamel's coefficients. Still on the poll thread, bounded by
+ * engine_limits and cheap: engine_simulation_check. (The derived equations are printed
+ * when the model is compiled; serving them is a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -114,7 +114,7 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    double pre_seconds;
+    json_t *stored_spec; /* a model known by id, read from the store to compile */
     atomic_int resumed;
     int suspended;
     char method_name[16];
@@ -466,25 +466,61 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
     return rc;
 }
 
-/* The model with this id from the cache or the store (compiled again from its stored
- * JSON). Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
-static int http__model_by_id(http_server *s, const char *id, engine_model **out, json_t **problem)
+/* Takes the outcome of the request's offloaded compilation, if there is one (returns 1). */
+static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t **problem)
 {
+    if (!c->pre_set)
+        return 0;
+    *rc = c->pre_rc;
+    *out = c->pre_model;
+    *problem = c->pre_problem;
+    c->pre_set = 0;
+    c->pre_model = NULL;
+    c->pre_problem = NULL;
+    return 1;
+}
+
+/* The "m:<id>" key of a model id into key; returns 0 if the id is too long to be one. */
+static int http__id_key(const char *id, char key[CACHE_MAX_KEY + 1])
+{
+    if (strlen(id) + 2 > CACHE_MAX_KEY)
+        return 0;
+    snprintf(key, CACHE_MAX_KEY + 1, "m:%s", id);
+    return 1;
+}
+
+/* The stored JSON of the model with this id (a new reference), or NULL. */
+static json_t *http__stored_spec(http_server *s, const char *id)
+{
+    char *text = NULL;
+    if (!s->d.st || store_get_model(s->d.st, id, &text) != 0)
+        return NULL;
+    json_t *spec = json_loads(text, 0, NULL);
+    free(text);
+    return spec;
+}
+
+/* The model with this id from the cache or the store (compiled again from its stored
+ * JSON: on the offload pool when http__compile_stored_first ran before, else here).
+ * Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
+static int http__model_by_id(http_conn *c, const char *id, engine_model **out, json_t **problem)
+{
+    http_server *s = c->srv;
     char key[CACHE_MAX_KEY + 1];
     *out = NULL;
-    if (strlen(id) + 2 > CACHE_MAX_KEY)
+    if (!http__id_key(id, key))
         return HAMEL_E_NOT_FOUND;
-    snprintf(key, sizeof key, "m:%s", id);
     *out = cache_get(s->d.models, key);
     if (*out)
         return 0;
-    char *text = NULL;
-    if (!s->d.st || store_get_model(s->d.st, id, &text) != 0)
-        return HAMEL_E_NOT_FOUND;
-    json_t *spec = json_loads(text, 0, NULL);
-    free(text);
-    int rc = spec ? http__compile(s, spec, out, problem) : HAMEL_E_INTERNAL;
-    json_decref(spec);
+    int rc;
+    if (!http__take_compiled(c, &rc, out, problem)) {
+        json_t *spec = http__stored_spec(s, id);
+        if (!spec)
+            return HAMEL_E_NOT_FOUND;
+        rc = http__compile(s, spec, out, problem);
+        json_decref(spec);
+    }
     if (rc != 0)
         return rc;
     if (strcmp(engine_model_id(*out), id) != 0) { /* the canonical form changed since */
@@ -528,16 +564,8 @@ static int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **
     if (*out)
         return 0;
     int rc;
-    if (c->pre_set) {
-        rc = c->pre_rc;
-        *out = c->pre_model;
-        *problem = c->pre_problem;
-        c->pre_set = 0;
-        c->pre_model = NULL;
-        c->pre_problem = NULL;
-    } else {
+    if (!http__take_compiled(c, &rc, out, problem))
         rc = http__compile(s, spec, out, problem);
-    }
     if (rc != 0)
         return rc;
     char mkey[CACHE_MAX_KEY + 1];
@@ -570,7 +598,7 @@ static int http__model_of(http_conn *c, const json_t *body, engine_model **out, 
     if (json_is_object(spec))
         return http__model_by_spec(c, spec, out, &created, problem);
     if (json_is_string(id)) {
-        int rc = http__model_by_id(c->srv, json_string_value(id), out, problem);
+        int rc = http__model_by_id(c, json_string_value(id), out, problem);
         if (rc == HAMEL_E_NOT_FOUND) {
             *problem = hamel_problem_new(rc, "no model has this id; POST it to /v1/models");
             hamel_problem_add(*problem, "model_id", -1, "unknown model id");
@@ -589,6 +617,9 @@ static int http__model_of(http_conn *c, const json_t *body, engine_model **out, 
 
 static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
                                      enum MHD_Result (*resume)(http_conn *));
+static int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
+                                      enum MHD_Result *ret);
+static enum MHD_Result http__get_model(http_conn *c, int equations);
 
 static enum MHD_Result http__health(http_conn *c)
 {
@@ -660,18 +691,25 @@ static enum MHD_Result http__post_model(http_conn *c, json_t *body)
     return ret;
 }
 
+static enum MHD_Result http__resume_get_model(http_conn *c)
+{
+    return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS);
+}
+
 static enum MHD_Result http__get_model(http_conn *c, int equations)
 {
+    enum MHD_Result ret;
+    if (!c->pre_set && http__compile_stored_first(c, c->id, http__resume_get_model, &ret))
+        return ret;
     engine_model *m = NULL;
     json_t *problem = NULL;
-    int rc = http__model_by_id(c->srv, c->id, &m, &problem);
+    int rc = http__model_by_id(c, c->id, &m, &problem);
     if (rc == HAMEL_E_NOT_FOUND) {
         json_decref(problem);
         return http__error(c, rc, "no model has this id");
     }
     if (rc != 0)
         return http__problem(c, problem);
-    enum MHD_Result ret;
     if (!equations) {
         ret = http__model_summary(c, m, 200);
     } else {
@@ -1343,15 +1381,14 @@ static void http__run_compile(void *arg)
 {
     http_conn *c = arg;
     double t0 = jobs_now();
-    c->pre_rc =
-        engine_model_compile(http__spec_of(c, c->pending), c->srv->d.limits, &c->pre_model, &c->pre_problem);
-    c->pre_seconds = jobs_now() - t0;
+    const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
+    c->pre_rc = engine_model_compile(spec, c->srv->d.limits, &c->pre_model, &c->pre_problem);
     c->pre_set = 1;
+    metrics_derive(jobs_now() - t0);
 }
 
 static enum MHD_Result http__resume_compiled(http_conn *c)
 {
-    metrics_derive(c->pre_seconds);
     json_t *body = c->pending;
     c->pending = NULL;
     enum MHD_Result ret = http__dispatch(c, body);
@@ -1359,13 +1396,43 @@ static enum MHD_Result http__resume_compiled(http_conn *c)
     return ret;
 }
 
-/* When the body's model is not in the cache, compiles it on the offload pool and
- * dispatches the body when that ends (returns 1 with *ret). Returns 0 to dispatch now:
- * a cached model, a model_id, or no model. */
+/* When the model with this id is not in the cache but in the store (after a restart,
+ * or evicted), compiles its stored JSON on the offload pool and answers with resume(c)
+ * when that ends (returns 1 with *ret). Returns 0 to go on now. */
+static int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
+                                      enum MHD_Result *ret)
+{
+    char key[CACHE_MAX_KEY + 1];
+    if (!id || !http__id_key(id, key))
+        return 0;
+    engine_model *hit = cache_peek(c->srv->d.models, key);
+    if (hit) {
+        engine_model_release(hit);
+        return 0;
+    }
+    c->stored_spec = http__stored_spec(c->srv, id);
+    if (!c->stored_spec)
+        return 0;
+    *ret = http__offload(c, http__run_compile, resume);
+    return 1;
+}
+
+/* When the body's model is not in the cache, compiles it (or, for a model_id, its stored
+ * JSON) on the offload pool and dispatches the body when that ends (returns 1 with
+ * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
 static int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
 {
     const json_t *spec = http__spec_of(c, body);
-    if (!spec || http__spec_key(c, spec) != 0)
+    if (!spec) {
+        c->pending = json_incref(body);
+        if (http__compile_stored_first(c, json_string_value(json_object_get(body, "model_id")),
+                                       http__resume_compiled, ret))
+            return 1;
+        json_decref(c->pending);
+        c->pending = NULL;
+        return 0;
+    }
+    if (http__spec_key(c, spec) != 0)
         return 0;
     engine_model *hit = http__model_by_text(c->srv, c->spec_key, 0);
     if (hit) {
@@ -1524,6 +1591,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         batch_release(s->d.batches, c->batch);
     }
     json_decref(c->pending);
+    json_decref(c->stored_spec);
     json_decref(c->out);
     json_decref(c->out_problem);
     if (c->work_model)

@@ -1229,52 +1229,76 @@ static char *heavy_model(int n)
     return b;
 }
 
-struct post_arg {
+struct slow_arg {
     const harness_server *srv;
-    const char *body;
+    const char *method, *path, *body;
     long status;
+    char model_id[96];
     atomic_int done;
 };
 
-static void *post_thread(void *arg)
+static void *slow_thread(void *arg)
 {
-    struct post_arg *a = arg;
+    struct slow_arg *a = arg;
     harness_resp r;
-    CURLcode rc = harness_request(a->srv, "POST", "/v1/models", a->body, NULL, &r);
+    CURLcode rc = harness_request(a->srv, a->method, a->path, a->body, NULL, &r);
     a->status = rc == CURLE_OK ? r.status : -1;
+    const char *id = json_string_value(json_object_get(r.json, "model_id"));
+    snprintf(a->model_id, sizeof a->model_id, "%s", id ? id : "");
     harness_resp_free(&r);
     atomic_store(&a->done, 1);
     return NULL;
 }
 
-/* Models are derived on the compile pool, not on libmicrohttpd's threads: with a single
- * poll thread, other requests are answered while a slow model compiles. */
-Test(server, a_slow_model_does_not_hold_up_other_requests)
+/* Sends a->method a->path from another thread and, while the server works on it on its
+ * offload pool, asks /v1/health: that must be answered first. Returns a->status. */
+static long answered_around(struct slow_arg *a)
 {
-    static const char *const env[] = {"HAMEL_HTTP_THREADS=1", "HAMEL_MAX_WALL=30", NULL};
-    harness_server saved = srv, one;
-    cr_assert_eq(harness_start(&one, env), 0, "the server did not start (log above)");
-    srv = one;
-    char *model = heavy_model(48);
-    struct post_arg a = {&srv, model, 0, 0};
     pthread_t th;
-    cr_assert_eq(pthread_create(&th, NULL, post_thread, &a), 0);
+    cr_assert_eq(pthread_create(&th, NULL, slow_thread, a), 0);
     int seen = 0;
-    for (int i = 0; i < 500 && !seen && !atomic_load(&a.done); i++) {
+    for (int i = 0; i < 500 && !seen && !atomic_load(&a->done); i++) {
         seen = metric("hamel_offload_running") >= 1;
         if (!seen)
             harness_nap(2);
     }
-    cr_assert(seen, "the compilation was seen running (done=%d, status %ld)", atomic_load(&a.done), a.status);
+    cr_assert(seen, "%s %s was seen running on the offload pool (done=%d, status %ld)", a->method, a->path,
+              atomic_load(&a->done), a->status);
     harness_resp r = request("GET", "/v1/health", NULL, NULL);
-    int done_before = atomic_load(&a.done);
+    int done_before = atomic_load(&a->done);
     cr_assert_eq(r.status, 200);
     harness_resp_free(&r);
-    cr_assert(!done_before, "/v1/health was answered while the model was still compiling");
+    cr_assert(!done_before, "/v1/health was answered while %s %s was still compiling", a->method, a->path);
     pthread_join(th, NULL);
-    cr_assert_eq(a.status, 201, "the slow model compiled (status %ld)", a.status);
-    free(model);
     cr_assert_eq(metric("hamel_offload_running"), 0);
+    return a->status;
+}
+
+/* Models are derived on the offload pool, not on libmicrohttpd's threads: with a single
+ * poll thread, other requests are answered while a slow model compiles — when it is
+ * posted, and when it is first used by id after a restart (recompiled from the store). */
+Test(server, a_slow_model_does_not_hold_up_other_requests)
+{
+    char data[PATH_MAX], setting[PATH_MAX + 16];
+    snprintf(data, sizeof data, "%s/slow", srv.dir);
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {"HAMEL_HTTP_THREADS=1", setting, NULL};
+    harness_server saved = srv, one, two;
+    cr_assert_eq(harness_start(&one, env), 0, "the server did not start (log above)");
+    srv = one;
+    char *model = heavy_model(48);
+    struct slow_arg a = {&srv, "POST", "/v1/models", model, 0, "", 0};
+    cr_assert_eq(answered_around(&a), 201, "the slow model compiled (status %ld)", a.status);
+    free(model);
+    stop_checked(&srv);
+
+    cr_assert_eq(harness_start(&two, env), 0, "the server did not restart (log above)");
+    srv = two;
+    char path[160];
+    snprintf(path, sizeof path, "/v1/models/%s", a.model_id);
+    struct slow_arg b = {&srv, "GET", path, NULL, 0, "", 0};
+    cr_assert_eq(answered_around(&b), 200, "the stored model compiled again (status %ld)", b.status);
+    cr_assert_str_eq(b.model_id, a.model_id);
     stop_checked(&srv);
     srv = saved;
 }
