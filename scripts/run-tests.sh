@@ -3,9 +3,12 @@
 #
 #   1. builds everything with -Werror and runs the Criterion suites (engine, server);
 #   2. rebuilds with -fsanitize=address,undefined (build-san/) and runs them again;
-#   3. runs the curl recipes and the browser tests against the real server.
+#   3. runs the server suite once more against a hamel-server built with
+#      -fsanitize=thread (build-tsan/; Criterion itself cannot run under ThreadSanitizer,
+#      so the test binary is the plain one and the server stops at its first data race);
+#   4. runs the curl recipes and the browser tests against the real server.
 #
-# HAMEL_TEST_FAST=1 skips steps 2 and 3. The shared cases must be at ../shared/cases
+# HAMEL_TEST_FAST=1 skips steps 2 to 4. The shared cases must be at ../shared/cases
 # (or $HAMEL_CASES): the validation suite fails loudly without them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +92,11 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
     [ -x build-san/test-server ] && HAMEL_SERVER_BIN=build-san/hamel-server \
       run_suite criterion "server under ASan+UBSan" build-san/test-server --jobs 1
     unset ASAN_OPTIONS UBSAN_OPTIONS
+  fi
+  note "build hamel-server with -fsanitize=thread"
+  if [ -x build/test-server ] && build SANITIZE=thread BUILD=build-tsan build-tsan/hamel-server; then
+    TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 HAMEL_SERVER_BIN=build-tsan/hamel-server \
+      run_suite criterion "server under ThreadSanitizer" build/test-server --jobs 1
   fi
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh

@@ -32,6 +32,8 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <openssl/sha.h>
+#include <pthread.h>
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +54,7 @@
 #define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
 #define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
-#define HTTP_OFFLOAD_QUEUE 64        /* requests waiting for an offload thread (past it: 503) */
+#define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
 #define HTTP_CORS_MAX_AGE "600"
 #define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
@@ -73,7 +75,22 @@ struct http_server {
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
     offload *offload;   /* compilations, /v1/hamel, equations: off the poll threads */
+    /* Compilations in flight by spec key: a request for a model that is being compiled
+     * waits for that compilation instead of starting another (http__compile_first). */
+    pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
+    struct http_flight *flights;
 };
+
+/* A compilation in flight. It stays listed after it ends, holding its outcome for
+ * latecomers, until its owner has put the model in the cache (http__flight_end). */
+typedef struct http_flight {
+    char key[CACHE_MAX_KEY + 1];
+    struct http_conn *waiters; /* linked by next_waiter; resumed when it ends */
+    int finished, rc;          /* ended, with engine_model_compile's outcome: */
+    engine_model *model;
+    json_t *problem;
+    struct http_flight *next;
+} http_flight;
 
 typedef enum http_method {
     HTTP_GET,
@@ -114,7 +131,10 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    json_t *stored_spec; /* a model known by id, read from the store to compile */
+    json_t *stored_spec;           /* a model known by id, read from the store to compile */
+    http_flight *flight;           /* the compilation this request runs for others too */
+    struct http_conn *next_waiter; /* in its flight's waiters */
+
     atomic_int resumed;
     int suspended;
     char method_name[16];
@@ -642,7 +662,11 @@ static enum MHD_Result http__metrics(http_conn *c)
     g.workers = (size_t)s->d.cfg->workers;
     cache_stats_get(s->d.models, &g.models);
     cache_stats_get(s->d.results, &g.results);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    /* The daemon from the connection: h->daemon is assigned after MHD_start_daemon returns,
+     * when its threads may already be serving (ThreadSanitizer saw that race). */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_DAEMON);
+    const union MHD_DaemonInfo *info =
+        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
     offload_counts(s->offload, &g.offload_queued, &g.offload_running);
@@ -1347,20 +1371,27 @@ static void http__offloaded(void *arg, int ran)
     MHD_resume_connection(c->conn);
 }
 
-/* Suspends the connection and runs run(c) on the offload pool; the resumed call then
- * answers with resume(c). Past the queue (or while stopping) the answer is a 503. */
-static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
-                                     enum MHD_Result (*resume)(http_conn *))
+/* Suspends the connection and runs run(c) on the offload pool, then done(c, ran) (which
+ * must end in http__offloaded); the resumed call answers with resume(c). Past the queue
+ * (or while stopping) the answer is a 503. */
+static enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
+                                          enum MHD_Result (*resume)(http_conn *))
 {
     c->on_resume = resume;
     c->ran = 0;
     /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
     MHD_suspend_connection(c->conn);
     c->suspended = 1;
-    c->off_rc = offload_submit(c->srv->offload, run, http__offloaded, c);
+    c->off_rc = offload_submit(c->srv->offload, run, done, c);
     if (c->off_rc != 0) /* not queued: the refusal is answered on the resumed call */
-        http__offloaded(c, 0);
+        done(c, 0);
     return MHD_YES;
+}
+
+static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
+                                     enum MHD_Result (*resume)(http_conn *))
+{
+    return http__offload_with(c, run, http__offloaded, resume);
 }
 
 /* The resumed call of an offloaded request. */
@@ -1387,12 +1418,85 @@ static void http__run_compile(void *arg)
     metrics_derive(jobs_now() - t0);
 }
 
+/* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
+static void http__flight_copy(const http_flight *f, http_conn *w)
+{
+    w->pre_set = 1;
+    w->pre_rc = f->rc;
+    w->pre_model = engine_model_retain(f->model);
+    w->pre_problem = f->problem ? json_deep_copy(f->problem) : NULL;
+}
+
+/* Unlists and frees c's flight (once the model is cached, or c is gone). */
+static void http__flight_end(http_conn *c)
+{
+    http_server *s = c->srv;
+    http_flight *f = c->flight;
+    if (!f)
+        return;
+    c->flight = NULL;
+    pthread_mutex_lock(&s->flights_mu);
+    http_flight **pp = &s->flights;
+    while (*pp && *pp != f)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = f->next;
+    http_conn *w = f->waiters; /* none unless it never ran */
+    f->waiters = NULL;
+    pthread_mutex_unlock(&s->flights_mu);
+    while (w) {
+        http_conn *next = w->next_waiter;
+        w->next_waiter = NULL;
+        w->off_rc = HAMEL_E_UNAVAILABLE;
+        http__offloaded(w, 0);
+        w = next;
+    }
+    if (f->model)
+        engine_model_release(f->model);
+    json_decref(f->problem);
+    free(f);
+}
+
+/* The end of the owner's compilation: the flight keeps the outcome, every request that
+ * waited on it gets a copy and is resumed, then the owner. A task that never ran (queue
+ * full, shutting down) ends its flight at once, refusing the waiters too, so that no
+ * connection stays suspended on it. */
+static void http__compile_done(void *arg, int ran)
+{
+    http_conn *c = arg;
+    http_server *s = c->srv;
+    http_flight *f = c->flight;
+    http_conn *w = NULL;
+    if (f && !ran)
+        http__flight_end(c);
+    if (f && ran) {
+        pthread_mutex_lock(&s->flights_mu);
+        f->finished = 1;
+        f->rc = c->pre_rc;
+        f->model = engine_model_retain(c->pre_model);
+        f->problem = c->pre_problem ? json_deep_copy(c->pre_problem) : NULL;
+        for (http_conn *x = f->waiters; x; x = x->next_waiter)
+            http__flight_copy(f, x);
+        w = f->waiters;
+        f->waiters = NULL;
+        pthread_mutex_unlock(&s->flights_mu);
+    }
+    while (w) {
+        http_conn *next = w->next_waiter; /* w may be gone once resumed */
+        w->next_waiter = NULL;
+        http__offloaded(w, 1);
+        w = next;
+    }
+    http__offloaded(c, ran);
+}
+
 static enum MHD_Result http__resume_compiled(http_conn *c)
 {
     json_t *body = c->pending;
     c->pending = NULL;
     enum MHD_Result ret = http__dispatch(c, body);
     json_decref(body);
+    http__flight_end(c); /* the model is in the cache now */
     return ret;
 }
 
@@ -1434,13 +1538,44 @@ static int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
     }
     if (http__spec_key(c, spec) != 0)
         return 0;
-    engine_model *hit = http__model_by_text(c->srv, c->spec_key, 0);
+    http_server *s = c->srv;
+    engine_model *hit = http__model_by_text(s, c->spec_key, 0);
     if (hit) {
         engine_model_release(hit);
         return 0;
     }
     c->pending = json_incref(body);
-    *ret = http__offload(c, http__run_compile, http__resume_compiled);
+    *ret = MHD_YES;
+    pthread_mutex_lock(&s->flights_mu);
+    http_flight *f = s->flights;
+    while (f && strcmp(f->key, c->spec_key) != 0)
+        f = f->next;
+    if (f && f->finished) { /* compiled, not yet cached: take the outcome and go on */
+        http__flight_copy(f, c);
+        pthread_mutex_unlock(&s->flights_mu);
+        json_decref(c->pending);
+        c->pending = NULL;
+        return 0;
+    }
+    if (f) { /* being compiled: wait for it (suspended under the lock, so not yet resumable) */
+        c->on_resume = http__resume_compiled;
+        c->ran = 0;
+        MHD_suspend_connection(c->conn);
+        c->suspended = 1;
+        c->next_waiter = f->waiters;
+        f->waiters = c;
+        pthread_mutex_unlock(&s->flights_mu);
+        return 1;
+    }
+    f = calloc(1, sizeof *f);
+    if (f) {
+        snprintf(f->key, sizeof f->key, "%s", c->spec_key);
+        f->next = s->flights;
+        s->flights = f;
+        c->flight = f;
+    }
+    pthread_mutex_unlock(&s->flights_mu);
+    *ret = http__offload_with(c, http__run_compile, http__compile_done, http__resume_compiled);
     return 1;
 }
 
@@ -1590,6 +1725,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         batch_unpark(s->d.batches, &c->bwaiter);
         batch_release(s->d.batches, c->batch);
     }
+    http__flight_end(c); /* an owner that ended before its model was cached */
     json_decref(c->pending);
     json_decref(c->stored_spec);
     json_decref(c->out);
@@ -1621,6 +1757,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    pthread_mutex_init(&h->flights_mu, NULL);
     if (!h->memo || !h->offload)
         goto fail;
     struct sockaddr_storage ss;
@@ -1657,6 +1794,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     return 0;
 fail:
     offload_free(h->offload);
+    pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
     return -1;
@@ -1678,6 +1816,7 @@ void http_stop(http_server *h)
     offload_stop(h->offload);
     MHD_stop_daemon(h->daemon);
     offload_free(h->offload);
+    pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
 }

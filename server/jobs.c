@@ -536,6 +536,24 @@ void jobs_free(jobs *p)
     free(p);
 }
 
+/* A copy of request that shares nothing with the caller's JSON (jansson's reference
+ * counts are not a synchronisation ThreadSanitizer can see, and a caller may go on using
+ * its objects), without "model": the job has the compiled one. NULL when out of memory. */
+static json_t *jobs__private_request(const json_t *request)
+{
+    json_t *copy = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)request, k, v)
+    {
+        if (strcmp(k, "model") != 0 && json_object_set_new(copy, k, json_deep_copy(v)) != 0) {
+            json_decref(copy);
+            return NULL;
+        }
+    }
+    return copy;
+}
+
 int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out)
 {
     *out = NULL;
@@ -558,7 +576,12 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
         return rc;
     }
     j->model = engine_model_retain(m);
-    j->request = json_incref(request);
+    j->request = jobs__private_request(request);
+    if (!j->request) {
+        engine_model_release(j->model);
+        free(j);
+        return HAMEL_E_INTERNAL;
+    }
     /* The record reaches the disk before anyone can learn the id. */
     if (p->st)
         store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);

@@ -88,7 +88,7 @@ void jobs_shutdown(jobs *p, double grace);
  * record it keeps. Accepts NULL. */
 void jobs_free(jobs *p);
 
-/* Queues a simulation of `request` (borrowed; the job keeps its own reference) on model
+/* Queues a simulation of `request` (borrowed; the job keeps its own copy) on model
  * `m` (the job retains it) whose result cache key is `key`. On success *out is a new
  * reference to the job. Returns 0, HAMEL_E_QUEUE_FULL, or HAMEL_E_UNAVAILABLE while
  * shutting down. */

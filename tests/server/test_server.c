@@ -984,6 +984,8 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
     }
     curl_multi_cleanup(multi);
     cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), CONCURRENT);
+    double compiles = metric("hamel_derive_seconds_count");
+    cr_assert_eq(compiles, 1, "one model, compiled once for all 64 (%g)", compiles);
 }
 
 static void token_setup(void)
