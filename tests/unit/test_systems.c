@@ -17,6 +17,8 @@
  *    centre circles at 2/7 of the table's rate, in closed form, in both formulations.
  * 6. A particle held at constant speed under gravity (nonlinear, Chetaev): heading,
  *    position and constraint force in closed form (the Gudermannian).
+ * 7. The Chaplygin sleigh in the blade's speed and turning rate: tanh / sech in closed
+ *    form, and its two Hamel coefficients by hand.
  */
 #include <criterion/criterion.h>
 #include <gsl/gsl_errno.h>
@@ -471,6 +473,68 @@ Test(systems, constant_speed_particle, .init = setup)
     double res =
         json_number_value(json_object_get(json_object_get(checks, "constraints"), "max_abs_residual"));
     cr_expect_leq(res, 1e-9, "constraint residual %g", res);
+    json_decref(r);
+    engine_model_release(m);
+}
+
+/* ---- 7. the Chaplygin sleigh (the blade's speed and the turning rate as speeds) ----
+ *
+ * A body of mass m and inertia I about its centre, which sits a distance a ahead of a
+ * knife edge at (x, y) pointing along th. Speeds v = x' cos th + y' sin th, w = th'.
+ * By hand (J = I + m a^2): v' = a w^2, w' = -(m a / J) v w, and the energy
+ * (m v^2 + J w^2)/2 is conserved, so with C = v^2 + (J/m) w^2, k = a m sqrt(C) / J:
+ *   v = sqrt(C) tanh(k t + s0),  w = sqrt(m C / J) sech(k t + s0),  s0 = atanh(v0/sqrt C),
+ *   th = th0 + sqrt(m C / J) (gd(k t + s0) - gd(s0)) / k.  */
+
+Test(systems, chaplygin_sleigh, .init = setup)
+{
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.0, \"I\": 0.3, \"a\": 0.4},"
+        " \"kinetic_energy\": \"m/2*((x' - a*th'*sin(th))^2 + (y' + a*th'*cos(th))^2) + I/2*th'^2\","
+        " \"constraints\": [{\"name\": \"blade\", \"expr\": \"-x'*sin(th) + y'*cos(th)\"}],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"x'*cos(th) + y'*sin(th)\"}, {\"name\": \"w\", \"expr\": "
+        "\"th'\"}]}");
+    const double mass = 2.0, I = 0.3, a = 0.4, J = I + mass * a * a, v0 = -0.5, w0 = 1.2, th0 = 0.3;
+    const double C = v0 * v0 + J / mass * w0 * w0, k = a * mass * sqrt(C) / J, s0 = atanh(v0 / sqrt(C));
+    json_t *r = run(m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": {\"v\": -0.5, "
+                       "\"w\": 1.2}}, \"t_end\": 8, \"output\": {\"samples\": 17},"
+                       " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *traj = json_object_get(r, "trajectory");
+    for (size_t i = 0; i < 17; i++) {
+        double t = json_number_value(json_array_get(json_object_get(traj, "t"), i)), s = k * t + s0;
+        double gd = 2 * atan(tanh(s / 2)), gd0 = 2 * atan(tanh(s0 / 2));
+        cr_assert_float_eq(at(traj, "speeds", "v", i), sqrt(C) * tanh(s), 1e-9, "v at t=%g", t);
+        cr_assert_float_eq(at(traj, "speeds", "w", i), sqrt(mass * C / J) / cosh(s), 1e-9, "w at t=%g", t);
+        cr_assert_float_eq(at(traj, "q", "th", i), th0 + sqrt(mass * C / J) * (gd - gd0) / k, 1e-9,
+                           "th at t=%g", t);
+    }
+    json_t *energy = json_object_get(json_object_get(r, "checks"), "energy");
+    cr_expect(json_is_true(json_object_get(energy, "conserved_expected")));
+    cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-10);
+    /* By hand, with Phi's columns v: (cos th, sin th, 0), w: (0, 0, 1), blade: (-sin th,
+     * cos th, 0): gamma^blade_vw = -1 and gamma^v_w,blade = -1, with their mirrors. */
+    static const struct {
+        const char *j, *r, *l;
+        double value;
+    } want[] = {
+        {"blade", "v", "w", -1}, {"blade", "w", "v", 1}, {"v", "w", "blade", -1}, {"v", "blade", "w", 1}};
+    json_t *g =
+        json_object_get(json_array_get(json_object_get(json_object_get(r, "hamel"), "points"), 0), "gamma");
+    cr_assert_eq(json_array_size(g), 4, "four coefficients: %s", json_dumps(g, JSON_COMPACT));
+    for (size_t w = 0; w < 4; w++) {
+        int found = 0;
+        for (size_t i = 0; i < 4; i++) {
+            json_t *e = json_array_get(g, i);
+            if (!strcmp(json_string_value(json_object_get(e, "j")), want[w].j) &&
+                !strcmp(json_string_value(json_object_get(e, "r")), want[w].r) &&
+                !strcmp(json_string_value(json_object_get(e, "l")), want[w].l)) {
+                found = 1;
+                cr_expect_float_eq(json_number_value(json_object_get(e, "value")), want[w].value, 1e-14,
+                                   "gamma^%s_%s,%s", want[w].j, want[w].r, want[w].l);
+            }
+        }
+        cr_expect(found, "gamma^%s_%s,%s is listed", want[w].j, want[w].r, want[w].l);
+    }
     json_decref(r);
     engine_model_release(m);
 }
