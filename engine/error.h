@@ -31,6 +31,7 @@
     X(INTEGRATOR, 422, "integrator-failure", "The integrator failed")                                        \
     X(NUMERIC, 422, "numerical-failure", "The equations could not be evaluated")                             \
     X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")                          \
+    X(GONE, 410, "gone", "The result is no longer kept")                                                     \
     X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                                       \
     X(INTERNAL, 500, "internal", "Internal error")
 

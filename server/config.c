@@ -12,6 +12,8 @@
 #define CONFIG_DEFAULT_PORT 8080
 #define CONFIG_DEFAULT_QUEUE 64
 #define CONFIG_DEFAULT_MAX_BODY (4u << 20)
+#define CONFIG_DEFAULT_STORE_BYTES ((size_t)1 << 30) /* 1 GiB of results on disk */
+#define CONFIG_DEFAULT_STORE_JOBS ((size_t)1000000)  /* about 300 MB of job records */
 #define CONFIG_DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 #define CONFIG_DEFAULT_MAX_JOBS 10000
 #define CONFIG_DEFAULT_MAX_BATCH 10000
@@ -135,6 +137,12 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_BATCH_BYTES")) {
         rc = config__long(name, v, 4096, 1L << 40, &l);
         cfg->batch_bytes = (size_t)l;
+    } else if (!strcmp(name, "HAMEL_STORE_BYTES")) {
+        rc = config__long(name, v, 4096, 1L << 50, &l);
+        cfg->store_bytes = (size_t)l;
+    } else if (!strcmp(name, "HAMEL_STORE_JOBS")) {
+        rc = config__long(name, v, 16, 1L << 40, &l);
+        cfg->store_jobs = (size_t)l;
     } else if (!strcmp(name, "HAMEL_MAX_WALL")) {
         rc = config__double(name, v, &cfg->max_wall);
     } else if (!strcmp(name, "HAMEL_MAX_STEPS")) {
@@ -164,7 +172,8 @@ static const char *const config__names[] = {
     "HAMEL_MAX_JOBS",      "HAMEL_MAX_WALL",     "HAMEL_MAX_STEPS",
     "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG",   "HAMEL_DATA",
     "HAMEL_TOKEN",         "HAMEL_STATIC",       "HAMEL_CORS_ORIGINS",
-    "HAMEL_MAX_BATCH",     "HAMEL_BATCH_BYTES",
+    "HAMEL_MAX_BATCH",     "HAMEL_BATCH_BYTES",  "HAMEL_STORE_BYTES",
+    "HAMEL_STORE_JOBS",
 };
 
 static void config__usage(void)
@@ -190,6 +199,8 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->max_jobs = CONFIG_DEFAULT_MAX_JOBS;
     cfg->max_batch = CONFIG_DEFAULT_MAX_BATCH;
     cfg->batch_bytes = CONFIG_DEFAULT_BATCH_BYTES;
+    cfg->store_bytes = CONFIG_DEFAULT_STORE_BYTES;
+    cfg->store_jobs = CONFIG_DEFAULT_STORE_JOBS;
     cfg->max_wait = CONFIG_MAX_WAIT_SECONDS;
     cfg->drain_seconds = CONFIG_DEFAULT_DRAIN_SECONDS;
     cfg->access_log = 1;

@@ -24,6 +24,8 @@ typedef struct server_config {
     size_t max_jobs;               /* HAMEL_MAX_JOBS: job records kept in memory */
     size_t max_batch;              /* HAMEL_MAX_BATCH: runs in one POST /v1/batches */
     size_t batch_bytes;            /* HAMEL_BATCH_BYTES: result lines kept by all batches */
+    size_t store_bytes;            /* HAMEL_STORE_BYTES: result bodies kept on disk */
+    size_t store_jobs;             /* HAMEL_STORE_JOBS: job records kept on disk */
     double max_wait;               /* longest ?wait=N honoured, seconds */
     double max_wall;               /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
     long max_steps;                /* HAMEL_MAX_STEPS: steps of one job (0: engine) */

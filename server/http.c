@@ -670,6 +670,8 @@ static enum MHD_Result http__metrics(http_conn *c)
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
     offload_counts(s->offload, &g.offload_queued, &g.offload_running);
+    if (s->d.st)
+        store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
     size_t len = 0;
     char *text = metrics_render(&g, &len);
     if (!text)
@@ -899,8 +901,13 @@ static enum MHD_Result http__stored_job(http_conn *c)
                   : http__error(c, HAMEL_E_CONFLICT, "the job has already finished");
     } else if (!strcmp(sj.status, "done") && sj.key) {
         blob *b = NULL;
-        if (store_get_result(st, sj.key, &b) != 0) {
-            ret = http__error(c, HAMEL_E_INTERNAL, "the job's result is missing from the store");
+        int got = store_get_result(st, sj.key, &b);
+        if (got == 1) {
+            ret = http__error(c, HAMEL_E_GONE,
+                              "the job finished, but its result was dropped to keep the store within "
+                              "HAMEL_STORE_BYTES; POST the same request again to compute it");
+        } else if (got != 0) {
+            ret = http__error(c, HAMEL_E_INTERNAL, "the job's result could not be read from the store");
         } else {
             json_t *doc = json_loadb(b->data, b->len, 0, NULL);
             json_t *jid = json_object_get(doc, "job_id");

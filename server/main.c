@@ -58,7 +58,8 @@ int main(int argc, char **argv)
         limits.max_steps = cfg.max_steps;
 
     store *st = NULL;
-    if (store_open(cfg.data, &st) != 0)
+    store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
+    if (store_open(cfg.data, &store_lim, &st) != 0)
         return 1;
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);

@@ -203,6 +203,14 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                     "# TYPE hamel_offload_running gauge\nhamel_offload_running %zu\n",
                     g->offload_queued, g->offload_running);
     metrics__printf(&b,
+                    "# HELP hamel_store_result_bytes Bytes of results kept on disk (HAMEL_STORE_BYTES).\n"
+                    "# TYPE hamel_store_result_bytes gauge\nhamel_store_result_bytes %zu\n"
+                    "# HELP hamel_store_results Results kept on disk.\n"
+                    "# TYPE hamel_store_results gauge\nhamel_store_results %zu\n"
+                    "# HELP hamel_store_jobs Job records kept on disk (HAMEL_STORE_JOBS).\n"
+                    "# TYPE hamel_store_jobs gauge\nhamel_store_jobs %zu\n",
+                    g->store_result_bytes, g->store_results, g->store_jobs);
+    metrics__printf(&b,
                     "# TYPE hamel_queue_depth gauge\nhamel_queue_depth %zu\n"
                     "# TYPE hamel_queue_capacity gauge\nhamel_queue_capacity %zu\n"
                     "# TYPE hamel_jobs_running gauge\nhamel_jobs_running %zu\n"

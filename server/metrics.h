@@ -68,7 +68,8 @@ typedef struct metrics_gauges {
     cache_stats models, results;
     long connections;
     size_t batches_active, batches_kept, batch_bytes;
-    size_t offload_queued, offload_running; /* requests waiting for / on an offload thread */
+    size_t offload_queued, offload_running;               /* requests waiting for / on an offload thread */
+    size_t store_result_bytes, store_results, store_jobs; /* kept on disk */
 } metrics_gauges;
 
 /* Counts one finished request. */

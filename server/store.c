@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_TRIM_BATCH 32 /* rows dropped per statement when over a limit */
+#define STORE_TRIM_TO 0.9   /* ... down to this fraction of the limit */
 
 enum {
     STMT_PUT_MODEL,
@@ -21,6 +23,10 @@ enum {
     STMT_BEGIN,
     STMT_COMMIT,
     STMT_ROLLBACK,
+    STMT_OLDEST_RESULTS,
+    STMT_DROP_RESULT,
+    STMT_DROP_OLD_JOBS,
+    STMT_HAS_JOB,
     STMT_COUNT_
 };
 
@@ -29,13 +35,18 @@ static const char *const store__sql[STMT_COUNT_] = {
     [STMT_GET_MODEL] = "SELECT json FROM models WHERE id = ?1",
     [STMT_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id, status, model_id, key, doc, created, "
                      "updated) VALUES(?1, ?2, ?3, ?4, ?5, ?6, (julianday('now') - 2440587.5) * 86400.0)",
-    [STMT_PUT_RESULT] = "INSERT OR REPLACE INTO results(key, model_id, job_id, body, created) "
-                        "VALUES(?1, ?2, ?3, ?4, (julianday('now') - 2440587.5) * 86400.0)",
+    [STMT_PUT_RESULT] = "INSERT OR IGNORE INTO results(key, model_id, job_id, bytes, body, created) "
+                        "VALUES(?1, ?2, ?3, ?4, ?5, (julianday('now') - 2440587.5) * 86400.0)",
     [STMT_GET_RESULT] = "SELECT body FROM results WHERE key = ?1",
     [STMT_GET_JOB] = "SELECT status, model_id, key, doc, created FROM jobs WHERE id = ?1",
     [STMT_BEGIN] = "BEGIN IMMEDIATE",
     [STMT_COMMIT] = "COMMIT",
     [STMT_ROLLBACK] = "ROLLBACK",
+    [STMT_OLDEST_RESULTS] = "SELECT rowid, bytes FROM results ORDER BY created LIMIT ?1",
+    [STMT_DROP_RESULT] = "DELETE FROM results WHERE rowid = ?1",
+    [STMT_DROP_OLD_JOBS] =
+        "DELETE FROM jobs WHERE rowid IN (SELECT rowid FROM jobs ORDER BY created LIMIT ?1)",
+    [STMT_HAS_JOB] = "SELECT 1 FROM jobs WHERE id = ?1",
 };
 
 static const char store__schema[] =
@@ -43,7 +54,7 @@ static const char store__schema[] =
     "PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS models(id TEXT PRIMARY KEY, json TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, model_id TEXT NOT NULL,"
-    "  job_id TEXT NOT NULL, body TEXT NOT NULL, created REAL NOT NULL);"
+    "  job_id TEXT NOT NULL, bytes INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, body TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, status TEXT NOT NULL,"
     "  model_id TEXT, key TEXT, doc TEXT, created REAL NOT NULL, updated REAL NOT NULL);"
     "UPDATE jobs SET status = 'failed', updated = (julianday('now') - 2440587.5) * 86400.0, doc = "
@@ -54,10 +65,18 @@ static const char store__schema[] =
     "    'detail', 'the server stopped before this job finished', 'errors', json_array()))"
     "  WHERE status IN ('queued', 'running');";
 
+/* After store__schema: the byte column of a database from before the limits, the
+ * indexes that find the oldest rows, and the current totals. */
+static const char store__upgrade[] = "UPDATE results SET bytes = length(CAST(body AS BLOB)) WHERE bytes = 0;"
+                                     "CREATE INDEX IF NOT EXISTS results_by_age ON results(created);"
+                                     "CREATE INDEX IF NOT EXISTS jobs_by_age ON jobs(created);";
+
 struct store {
     pthread_mutex_t lock;
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT_];
+    store_limits lim;
+    long long result_bytes, results, jobs; /* kept now (under lock) */
 };
 
 static int store__mkdirs(const char *dir)
@@ -80,7 +99,30 @@ static int store__mkdirs(const char *dir)
     return 0;
 }
 
-int store_open(const char *dir, store **out)
+/* The single integer a query returns, or -1. */
+static long long store__int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Adds the bytes column to a results table from before it existed. */
+static int store__add_bytes_column(sqlite3 *db)
+{
+    if (store__int(db, "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'bytes'") != 0)
+        return SQLITE_OK;
+    return sqlite3_exec(db, "ALTER TABLE results ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0", NULL, NULL,
+                        NULL);
+}
+
+static int store__exec(store *s, sqlite3_stmt *st);
+static int store__trim_locked(store *s);
+
+int store_open(const char *dir, const store_limits *lim, store **out)
 {
     *out = NULL;
     if (store__mkdirs(dir) != 0) {
@@ -93,6 +135,7 @@ int store_open(const char *dir, store **out)
     if (!s)
         return -1;
     pthread_mutex_init(&s->lock, NULL);
+    s->lim = *lim;
     int rc =
         sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK)
@@ -100,8 +143,21 @@ int store_open(const char *dir, store **out)
     char *err = NULL;
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(s->db, store__schema, NULL, NULL, &err);
+    if (rc == SQLITE_OK)
+        rc = store__add_bytes_column(s->db);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, store__upgrade, NULL, NULL, &err);
     for (int i = 0; rc == SQLITE_OK && i < STMT_COUNT_; i++)
         rc = sqlite3_prepare_v3(s->db, store__sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL);
+    if (rc == SQLITE_OK) {
+        s->result_bytes = store__int(s->db, "SELECT coalesce(sum(bytes), 0) FROM results");
+        s->results = store__int(s->db, "SELECT count(*) FROM results");
+        s->jobs = store__int(s->db, "SELECT count(*) FROM jobs");
+        if (s->result_bytes < 0 || s->results < 0 || s->jobs < 0)
+            rc = SQLITE_ERROR;
+    }
+    if (rc == SQLITE_OK && store__trim_locked(s) != 0)
+        rc = SQLITE_ERROR;
     if (rc != SQLITE_OK) {
         fprintf(stderr, "hamel-server: store %s: %s\n", path,
                 err ? err : (s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)));
@@ -191,7 +247,55 @@ static int store__put_job_locked(store *s, const char *id, const char *status, c
     store__text(st, 4, key);
     store__text(st, 5, doc);
     sqlite3_bind_double(st, 6, created);
-    return store__exec(s, st);
+    sqlite3_stmt *has = s->stmt[STMT_HAS_JOB];
+    store__text(has, 1, id);
+    int known = sqlite3_step(has) == SQLITE_ROW;
+    sqlite3_reset(has);
+    sqlite3_clear_bindings(has);
+    int rc = store__exec(s, st);
+    if (rc == 0 && !known)
+        s->jobs++;
+    return rc;
+}
+
+/* Drops the oldest results and job records past the limits, down to STORE_TRIM_TO of
+ * them. Caller holds the lock, inside a transaction or not. Returns 0 or -1. */
+static int store__trim_locked(store *s)
+{
+    long long max_bytes = (long long)s->lim.max_result_bytes, max_jobs = (long long)s->lim.max_jobs;
+    if (s->result_bytes > max_bytes) {
+        long long target = (long long)(STORE_TRIM_TO * (double)max_bytes);
+        while (s->result_bytes > target && s->results > 0) {
+            sqlite3_stmt *st = s->stmt[STMT_OLDEST_RESULTS];
+            sqlite3_bind_int(st, 1, STORE_TRIM_BATCH);
+            long long rowid[STORE_TRIM_BATCH], bytes[STORE_TRIM_BATCH];
+            int n = 0;
+            while (n < STORE_TRIM_BATCH && sqlite3_step(st) == SQLITE_ROW) {
+                rowid[n] = sqlite3_column_int64(st, 0);
+                bytes[n] = sqlite3_column_int64(st, 1);
+                n++;
+            }
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            if (n == 0)
+                break;
+            for (int i = 0; i < n && s->result_bytes > target; i++) {
+                sqlite3_bind_int64(s->stmt[STMT_DROP_RESULT], 1, rowid[i]);
+                if (store__exec(s, s->stmt[STMT_DROP_RESULT]) != 0)
+                    return -1;
+                s->result_bytes -= bytes[i];
+                s->results--;
+            }
+        }
+    }
+    if (s->jobs > max_jobs) {
+        long long drop = s->jobs - (long long)(STORE_TRIM_TO * (double)max_jobs);
+        sqlite3_bind_int64(s->stmt[STMT_DROP_OLD_JOBS], 1, drop);
+        if (store__exec(s, s->stmt[STMT_DROP_OLD_JOBS]) != 0)
+            return -1;
+        s->jobs -= sqlite3_changes(s->db);
+    }
+    return 0;
 }
 
 int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
@@ -199,6 +303,8 @@ int store_put_job(store *s, const char *id, const char *status, const char *mode
 {
     pthread_mutex_lock(&s->lock);
     int rc = store__put_job_locked(s, id, status, model_id, key, doc, created);
+    if (rc == 0)
+        rc = store__trim_locked(s);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -213,17 +319,37 @@ int store_put_done(store *s, const char *id, const char *model_id, const char *k
         store__text(st, 1, key);
         store__text(st, 2, model_id);
         store__text(st, 3, id);
-        sqlite3_bind_text(st, 4, body->data, (int)body->len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (long long)body->len);
+        sqlite3_bind_text(st, 5, body->data, (int)body->len, SQLITE_STATIC);
         rc = store__exec(s, st);
+        if (rc == 0 && sqlite3_changes(s->db) == 1) {
+            s->result_bytes += (long long)body->len;
+            s->results++;
+        }
     }
     if (rc == 0)
         rc = store__put_job_locked(s, id, "done", model_id, key, NULL, created);
     if (rc == 0)
+        rc = store__trim_locked(s);
+    if (rc == 0) {
         rc = store__exec(s, s->stmt[STMT_COMMIT]);
-    else
+    } else { /* the counts may now be off by this transaction: read them again */
         store__exec(s, s->stmt[STMT_ROLLBACK]);
+        s->result_bytes = store__int(s->db, "SELECT coalesce(sum(bytes), 0) FROM results");
+        s->results = store__int(s->db, "SELECT count(*) FROM results");
+        s->jobs = store__int(s->db, "SELECT count(*) FROM jobs");
+    }
     pthread_mutex_unlock(&s->lock);
     return rc;
+}
+
+void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs)
+{
+    pthread_mutex_lock(&s->lock);
+    *result_bytes = s->result_bytes > 0 ? (size_t)s->result_bytes : 0;
+    *results = s->results > 0 ? (size_t)s->results : 0;
+    *jobs = s->jobs > 0 ? (size_t)s->jobs : 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 int store_get_result(store *s, const char *key, blob **out)

@@ -9,6 +9,11 @@
  * power cut can drop the last commits, never corrupt the file. FULL would add an fsync
  * per finished job for protection against power loss of results that can be recomputed.
  *
+ * Bounded: results are kept up to a byte budget and job records up to a count, the
+ * oldest dropped first (in the transaction that adds the new one), so no stream of
+ * requests can fill the disk. A job whose result was dropped still says it was done;
+ * GET /v1/jobs/{id} then answers 410 (resubmitting the request computes it again).
+ *
  * Thread-safe: one connection guarded by one mutex (a leaf in the lock order). Writes
  * happen on worker threads when jobs finish; reads only on in-memory cache misses.
  */
@@ -26,10 +31,19 @@ typedef struct store_job {
     double created;
 } store_job;
 
+/* The store's bounds: result bodies kept (bytes) and job records kept (count). */
+typedef struct store_limits {
+    size_t max_result_bytes;
+    size_t max_jobs;
+} store_limits;
+
 /* Opens (creating if needed) the database under directory `dir` (created too), marks
- * jobs that were queued or running when the last process died as failed, and sets *out.
- * Returns 0 or -1 with a message on stderr. */
-int store_open(const char *dir, store **out);
+ * jobs that were queued or running when the last process died as failed, trims it to
+ * `lim` (copied), and sets *out. Returns 0 or -1 with a message on stderr. */
+int store_open(const char *dir, const store_limits *lim, store **out);
+
+/* Result bytes and job records kept now. */
+void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs);
 
 /* Closes the database. Accepts NULL. */
 void store_close(store *s);
@@ -45,8 +59,9 @@ int store_get_model(store *s, const char *model_id, char **json);
 int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
                   const char *doc, double created);
 
-/* Records a done job and its result body in one transaction. Borrows everything.
- * Returns 0 or -1. */
+/* Records a done job and its result body in one transaction (a result already stored
+ * under `key` is kept: it is the same answer), then drops the oldest results and job
+ * records past the limits. Borrows everything. Returns 0 or -1. */
 int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,
                    double created);
 

@@ -1456,3 +1456,63 @@ SERVER_TEST(server, kill_during_a_burst_loses_no_answered_result)
     srv = saved;
     json_decref(rolling);
 }
+
+/* The store keeps at most HAMEL_STORE_BYTES of results and HAMEL_STORE_JOBS job records,
+ * dropping the oldest: after 30 distinct runs the disk holds what fits, a job whose
+ * result was dropped answers 410 gone after a restart (its record says it was done),
+ * a recent one still answers 200, and posting the dropped request again computes it. */
+Test(server, the_store_keeps_within_its_limits)
+{
+    char data[PATH_MAX], setting[PATH_MAX + 16];
+    snprintf(data, sizeof data, "%s/bounded", srv.dir);
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, "HAMEL_STORE_BYTES=20000", "HAMEL_STORE_JOBS=24", "HAMEL_MAX_JOBS=16",
+                               NULL};
+    harness_server saved = srv, a, b;
+    cr_assert_eq(harness_start(&a, env), 0, "the server did not start (log above)");
+    srv = a;
+    enum { RUNS = 30 };
+    char ids[RUNS][64];
+    json_t *reqs[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        reqs[i] = knife_request();
+        json_object_set_new(json_object_get(reqs[i], "integrator"), "rtol", json_real(1e-10 * (1 + i)));
+        harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, reqs[i]);
+        cr_assert_eq(r.status, 200, "run %d: %s", i, r.body);
+        snprintf(ids[i], sizeof ids[i], "%s", str(r.json, "job_id"));
+        harness_resp_free(&r);
+    }
+    double bytes = metric("hamel_store_result_bytes"), results = metric("hamel_store_results");
+    double jobs = metric("hamel_store_jobs");
+    cr_assert(bytes > 0 && bytes <= 20000, "result bytes kept: %g", bytes);
+    cr_assert(results > 0 && results < RUNS, "results kept: %g of %d", results, RUNS);
+    cr_assert(jobs > 0 && jobs <= 24, "job records kept: %g", jobs);
+    stop_checked(&srv);
+    assert_store_intact(data);
+
+    cr_assert_eq(harness_start(&b, env), 0, "the server did not restart (log above)");
+    srv = b;
+    cr_assert_eq(metric("hamel_store_result_bytes"), bytes, "the restart counts the same bytes");
+    char path[128];
+    int dropped = RUNS - (int)results - 1; /* the newest `results` runs kept their result */
+    cr_assert_geq(dropped, RUNS - (int)jobs, "a run without a result but with a record (%g kept)", jobs);
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[dropped]);
+    harness_resp r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 410, "a dropped result: %s", r.body);
+    assert_problem(&r, 410, "gone");
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[RUNS - 1]);
+    r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "the newest result is kept: %s", r.body);
+    cr_assert_str_eq(str(r.json, "status"), "done");
+    harness_resp_free(&r);
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, reqs[dropped]);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert(json_is_false(json_object_get(r.json, "cached")), "computed again");
+    harness_resp_free(&r);
+    stop_checked(&srv);
+    assert_store_intact(data);
+    for (int i = 0; i < RUNS; i++)
+        json_decref(reqs[i]);
+    srv = saved;
+}
