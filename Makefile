@@ -113,8 +113,9 @@ deps:
 web:
 	@clients/web/tools/make-examples.sh
 
-# Fuzzing (not part of `make test`): libFuzzer targets for the expression parser and
-# model compilation, built with clang into build/fuzz/ and run FUZZ_TIME seconds each.
+# Fuzzing (not part of `make test`): libFuzzer targets for the expression parser, model
+# compilation and requests (simulation, Hamel coefficients) against a fixed model, built
+# with clang into build/fuzz/ and run FUZZ_TIME seconds each.
 # Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
 # build/fuzz/corpus-*.
 FUZZ_CC ?= clang
@@ -128,14 +129,16 @@ FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(ENGINE_SRC) $(wildcard tests/fuzz/*
 .SECONDARY: $(FUZZ_OBJ)
 
 .PHONY: fuzz
-fuzz: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model
-	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model
+fuzz: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model $(FUZZ_DIR)/fuzz_request
+	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model $(FUZZ_DIR)/corpus-request
 	@for f in ../shared/cases/*.json; do [ -f "$$f" ] && jq -c .model "$$f" \
 		> $(FUZZ_DIR)/corpus-model/shared-$$(basename "$$f") || true; done
 	$(FUZZ_DIR)/fuzz_parse $(FUZZ_RUN) -dict=tests/fuzz/expr.dict -artifact_prefix=$(FUZZ_DIR)/ \
 		$(FUZZ_DIR)/corpus-parse tests/fuzz/corpus/parse
 	$(FUZZ_DIR)/fuzz_model $(FUZZ_RUN) -dict=tests/fuzz/model.dict -artifact_prefix=$(FUZZ_DIR)/ \
 		$(FUZZ_DIR)/corpus-model tests/fuzz/corpus/model
+	$(FUZZ_DIR)/fuzz_request $(FUZZ_RUN) -dict=tests/fuzz/request.dict -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus-request tests/fuzz/corpus/request
 
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)
