@@ -25,7 +25,8 @@ static const char model_json[] =
     " \"potential_energy\": \"m*g*r*sin(theta)\","
     " \"constraints\": [{\"name\": \"slip_x\", \"expr\": \"r*psi'*cos(phi) + x'\"},"
     "  {\"name\": \"slip_y\", \"expr\": \"r*psi'*sin(phi) + y'\"}],"
-    " \"speeds\": [{\"name\": \"wd\", \"expr\": \"phi'*sin(theta)\"}, {\"name\": \"thd\", \"expr\": \"theta'\"},"
+    " \"speeds\": [{\"name\": \"wd\", \"expr\": \"phi'*sin(theta)\"}, {\"name\": \"thd\", \"expr\": "
+    "\"theta'\"},"
     "  {\"name\": \"Omega\", \"expr\": \"phi'*cos(theta) + psi'\"}]}";
 
 static void fail(const char *what, const json_t *doc)
