@@ -1162,7 +1162,7 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
  * can be polled — then cancels the job and exits 0. */
 Test(server, sigterm_drains_and_still_answers)
 {
-    static const char *const env[] = {"HAMEL_DRAIN_SECONDS=2", "HAMEL_MAX_WALL=30", NULL};
+    static const char *const env[] = {"HAMEL_DRAIN_SECONDS=4", "HAMEL_MAX_WALL=30", NULL};
     harness_server saved = srv, d;
     cr_assert_eq(harness_start(&d, env), 0, "the server did not start (log above)");
     srv = d;
