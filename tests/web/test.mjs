@@ -103,11 +103,11 @@ async function runAndWait(p) {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 7 shipped examples and a healthy server", async () => {
+await check("page loads with the 10 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 7, `expected 7 examples, found ${n}`);
+  assert(n === 10, `expected 10 examples (the 7 shared cases and 3 closed-form systems), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -244,6 +244,28 @@ await check("works from another origin against the server (CORS)", async () => {
     await p2.close();
   } finally {
     srv.close();
+  }
+});
+
+await check("a nonlinear constraint runs with multipliers: constraint forces plotted, no speeds", async () => {
+  const p3 = await context.newPage();
+  p3.on("pageerror", (e) => pageErrors.push("constant speed: " + e));
+  try {
+    await p3.goto(`${BASE}/?example=constant-speed-particle`);
+    await p3.waitForFunction(() => document.body.dataset.ready === "1");
+    const id = await runAndWait(p3);
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    assert(r.status === 200 && r.body.formulation === "multipliers", `the job ran ${r.body && r.body.formulation}`);
+    const lam = r.body.trajectory.multipliers.speed;
+    const drawn = await p3.locator('[data-testid="plot-multipliers"] svg path.series').count();
+    assert(drawn === 1, `constraint-force plot has ${drawn} series, expected 1`);
+    assert(await p3.locator('[data-testid="plot-speeds"]').isHidden(), "an empty speeds plot is shown");
+    assert(await p3.locator('[data-testid="plot-path"] svg path.series').count() === 1, "no x-y path");
+    // m g tanh(s) / (2 v) at t = 0: 2 * 9.81 * 0.6 / 6
+    near(lam[0], 2 * 9.81 * 0.6 / 6, 1e-9, "lambda(0)");
+    await p3.screenshot({ path: join(ARTIFACTS, "web-multipliers.png"), fullPage: true });
+  } finally {
+    await p3.close();
   }
 });
 

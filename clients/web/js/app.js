@@ -538,8 +538,19 @@ function renderResult(r) {
   const t = tr.t || [];
   const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
   chart(figure("plot-q"), "line", { title: "Coordinates q(t)", xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
-  const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds || {}));
-  chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
+  if (tr.speeds && Object.keys(tr.speeds).length) {
+    const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
+    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
+  } else {
+    $("plot-speeds").hidden = true; // the multipliers formulation integrates q and q' directly
+  }
+  if (tr.multipliers && Object.keys(tr.multipliers).length) {
+    chart(figure("plot-multipliers", "Generalized constraint forces of the multipliers formulation, one per constraint: compare them with friction limits to check no-slip."), "line", {
+      title: "Constraint forces λ(t)", xLabel: "t", yLabel: "λ", series: seriesOf(tr.multipliers, t, Object.keys(tr.multipliers)),
+    });
+  } else {
+    $("plot-multipliers").hidden = true;
+  }
 
   const pairs = xyPairs(coords).filter(([x, y]) => tr.q && tr.q[x] && tr.q[y]);
   if (pairs.length) {

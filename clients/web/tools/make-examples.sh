@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Copies the "model" and "simulation" blocks of the shared cases into
 # clients/web/examples/<case>.json, plus examples/index.json listing them, so the
-# web front end's examples stay in step with the cases. Uses node (jq is not assumed).
+# web front end's examples stay in step with the cases. Examples written by hand in that
+# folder (the closed-form systems of tests/unit/test_systems.c) are kept and listed
+# after the cases. Uses node (jq is not assumed).
 # Usage: clients/web/tools/make-examples.sh [cases-dir]   (default: ../shared/cases)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +27,11 @@ for (const f of fs.readdirSync(cases).filter((f) => f.endsWith(".json")).sort())
   };
   fs.writeFileSync(path.join(out, f), JSON.stringify(ex, null, 2) + "\n");
   index.push({ file: f, title: ex.title, source: ex.source });
+}
+const fromCases = new Set(index.map((e) => e.file));
+for (const f of fs.readdirSync(out).filter((f) => f.endsWith(".json") && f !== "index.json" && !fromCases.has(f)).sort()) {
+  const ex = JSON.parse(fs.readFileSync(path.join(out, f), "utf8"));
+  index.push({ file: f, title: ex.title, source: ex.source || "" });
 }
 fs.writeFileSync(path.join(out, "index.json"), JSON.stringify(index, null, 2) + "\n");
 console.log(`make-examples: ${index.length} examples written to ${out}`);
