@@ -74,7 +74,7 @@ struct http_server {
      * take the full path and still hit the result cache. */
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
-    offload *offload;   /* compilations, /v1/hamel, equations: off the poll threads */
+    offload *offload;   /* compilations and /v1/hamel: off the poll threads */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
     pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */

@@ -1,9 +1,10 @@
 /* offload.h — work that must not run on libmicrohttpd's poll threads.
  *
  * Deriving a model (parse, differentiate, reduce, JIT) or computing Hamel coefficients
- * at many points takes from a millisecond to a few seconds. Done on a poll thread it would stall every other
- * connection of that thread, so the HTTP layer suspends the connection, hands the work to this pool and is
- * resumed by the task's done function. (Simulations have their own pool with job records: jobs.h.)
+ * at many points takes from a millisecond to a few seconds. Done on a poll thread it
+ * would stall every other connection of that thread, so the HTTP layer suspends the
+ * connection, hands the work to this pool and is resumed by the task's done function.
+ * (Simulations have their own pool with job records: jobs.h.)
  *
  * A fixed number of threads take tasks from a bounded FIFO queue (full:
  * HAMEL_E_QUEUE_FULL). For every accepted task, run(arg) is called on a pool thread and
