@@ -1454,7 +1454,7 @@ static void http__flight_end(http_conn *c)
     while (w) {
         http_conn *next = w->next_waiter;
         w->next_waiter = NULL;
-        w->off_rc = HAMEL_E_UNAVAILABLE;
+        w->off_rc = c->off_rc ? c->off_rc : HAMEL_E_UNAVAILABLE; /* the owner's refusal */
         http__offloaded(w, 0);
         w = next;
     }
