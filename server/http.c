@@ -814,6 +814,25 @@ static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
+/* The answer to a POST /v1/simulations without ?wait: always 202 with Location, as the
+ * contract says, even when a quick job has already finished by now (the body then shows
+ * the state it was accepted in: queued, progress 0); the result is at Location. */
+static enum MHD_Result http__job_accepted(http_conn *c, job *j)
+{
+    job_view v;
+    jobs_view_get(c->srv->d.jobs, j, &v);
+    blob_release(v.body);
+    v.body = NULL;
+    if (v.state != JOB_QUEUED && v.state != JOB_RUNNING) {
+        v.state = JOB_QUEUED;
+        v.progress = 0;
+    }
+    char location[JOB_ID_LEN + 16];
+    snprintf(location, sizeof location, "/v1/jobs/%s", v.id);
+    return http__json_h(c, 202, http__pending_doc(&v), "application/json", MHD_HTTP_HEADER_LOCATION, location,
+                        NULL, NULL);
+}
+
 static void http__wake(void *arg)
 {
     http_conn *c = arg;
@@ -883,7 +902,7 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     c->job = j;
     if (wait > 0)
         return http__park(c, wait);
-    return http__job_answer(c, j, 1);
+    return http__job_accepted(c, j);
 }
 
 /* A job that is only in the store (evicted from memory, or from before a restart). */
