@@ -26,6 +26,9 @@ const engine_limits engine_default_limits = {
     .max_steps = 10000000,
     .max_wall_seconds = 120.0,
     .max_points = 10000,
+    .max_compile_seconds = 2.0,
+    .max_compile_bytes = (size_t)256 << 20,
+    .max_states = 10000,
 };
 
 void engine_init(void) { gsl_set_error_handler_off(); }
@@ -246,4 +249,31 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem)
         return HAMEL_E_INTERNAL;
     }
     return 0;
+}
+
+int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem)
+{
+    if (!form)
+        return engine_equations(m, result, problem);
+    *result = NULL;
+    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "equation forms are not implemented yet");
+    return HAMEL_E_NOT_IMPLEMENTED;
+}
+
+int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    json_t **result, json_t **problem)
+{
+    (void)m, (void)request, (void)limits;
+    *result = NULL;
+    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "evaluate is not implemented yet");
+    return HAMEL_E_NOT_IMPLEMENTED;
+}
+
+int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                     engine_control *ctl, json_t **result, json_t **problem)
+{
+    (void)m, (void)request, (void)limits, (void)ctl;
+    *result = NULL;
+    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "linearize is not implemented yet");
+    return HAMEL_E_NOT_IMPLEMENTED;
 }

@@ -36,6 +36,9 @@ typedef struct engine_limits {
     long max_steps;          /* integrator steps of one simulation (upper bound) */
     double max_wall_seconds; /* wall time of one simulation (upper bound) */
     int max_points;          /* points of one /v1/hamel request */
+    double max_compile_seconds; /* wall time of one model compilation */
+    size_t max_compile_bytes;   /* memory one model compilation may hold */
+    int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
 } engine_limits;
 
 /* The defaults used when a caller passes NULL limits. */
@@ -58,6 +61,13 @@ void engine_init(void);
  * reference. `limits` may be NULL. */
 int engine_model_compile(const json_t *model, const engine_limits *limits, engine_model **out,
                          json_t **problem);
+
+/* engine_model_compile with a control: compilation stops with HAMEL_E_CANCELLED soon
+ * after ctl->cancel is set (a client gone, a server draining), and with
+ * HAMEL_E_COMPILE_LIMIT past limits->max_compile_seconds or max_compile_bytes (or
+ * ctl->max_wall_seconds when that is set and smaller). `ctl` may be NULL. */
+int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
+                             engine_model **out, json_t **problem);
 
 /* Adds a reference. */
 engine_model *engine_model_retain(engine_model *m);
@@ -103,5 +113,22 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
 
 /* The derived equations of API.md §5. */
 int engine_equations(const engine_model *m, json_t **result, json_t **problem);
+
+/* The derived equations in one of the classical forms of the seeds: "hamel", "appell",
+ * "kane", "maggi", "voronec" (GET /v1/models/{id}/equations?form=). NULL is the
+ * default document of engine_equations. An unknown or inapplicable form is a 422
+ * naming "form". */
+int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem);
+
+/* POST /v1/evaluate: for each state {t, q, speeds | qdot} of the request, qdot,
+ * speeds_dot, qddot of every coordinate and the multipliers, exact to rounding. */
+int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    json_t **result, json_t **problem);
+
+/* POST /v1/linearize: about an operating point {t, q, speeds} (or a list of points),
+ * the state names, A = d(q', u')/d(q, u) by forward-mode derivatives through the
+ * compiled equations, its eigenvalues, and B for named inputs. `ctl` may be NULL. */
+int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                     engine_control *ctl, json_t **result, json_t **problem);
 
 #endif

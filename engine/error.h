@@ -20,6 +20,7 @@
     X(FORMULATION, 422, "formulation-unavailable", "That formulation cannot run this model")                 \
     X(TOO_LARGE, 413, "too-large", "The request exceeds a limit")                                            \
     X(LIMIT, 422, "limit-exceeded", "The request exceeds a limit")                                           \
+    X(COMPILE_LIMIT, 422, "compile-limit", "The model is too large to compile within the limits")            \
     X(NOT_FOUND, 404, "not-found", "No such resource")                                                       \
     X(METHOD, 405, "method-not-allowed", "Method not allowed")                                               \
     X(UNAUTHORIZED, 401, "unauthorized", "A bearer token is required")                                       \
@@ -33,6 +34,7 @@
     X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")                          \
     X(GONE, 410, "gone", "The result is no longer kept")                                                     \
     X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                                       \
+    X(NOT_IMPLEMENTED, 501, "not-implemented", "Not implemented")                                            \
     X(INTERNAL, 500, "internal", "Internal error")
 
 typedef enum hamel_error {
