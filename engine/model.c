@@ -888,8 +888,8 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
     return engine_model_compile_ctl(js, lim, NULL, out, problem);
 }
 
-int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
-                             json_t **problem)
+int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
+                             engine_model **out, json_t **problem)
 {
     (void)ctl; /* cancellation and the compile budgets are checked inside: issue 8 */
     *out = NULL;
