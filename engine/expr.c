@@ -71,6 +71,7 @@ void expr_ctx_free(expr_ctx *c)
     free(c->memo);
     free(c->zero_vals);
     free(c->zero_done);
+    free(c->expand_memo);
     free(c);
 }
 
@@ -81,7 +82,7 @@ size_t expr_ctx_nodes(const expr_ctx *c) { return c->nnodes; }
 size_t expr_ctx_bytes(const expr_ctx *c)
 {
     return c->bytes + c->cap * sizeof *c->table + c->nodes_cap * sizeof *c->nodes +
-           c->memo_cap * sizeof *c->memo;
+           c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo;
 }
 
 /* ---- symbols ---- */

@@ -32,6 +32,9 @@ struct expr_ctx {
     double *zero_vals; /* per node: ZERO_POINTS values then ZERO_POINTS magnitudes */
     unsigned char *zero_done;
     size_t zero_cap;
+    expr **expand_memo; /* expr_expand results by node id (for expand_terms), simplify.c */
+    size_t expand_cap;
+    int expand_terms;
 };
 
 int expr__cmp(const expr *a, const expr *b);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#define REDUCE_MAX_TERMS 4000
+#define REDUCE_MAX_TERMS 64
 #define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
 #define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 

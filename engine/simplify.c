@@ -14,12 +14,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct expander {
     expr_ctx *c;
     int max_terms;
-    expr **memo;
-    size_t memo_n;
 };
 
 static expr *expand(struct expander *x, expr *e);
@@ -135,23 +134,46 @@ static expr *expand_uncached(struct expander *x, expr *e)
     }
 }
 
+/* The context keeps every expansion (nodes never change), so expanding an expression
+ * that shares sub-expressions with one expanded before costs only the new part: a
+ * reduction that simplifies thousands of overlapping entries expands each node once. */
+static expr **memo_slot(expr_ctx *c, const expr *e)
+{
+    if (e->id >= c->expand_cap) {
+        size_t cap = c->expand_cap ? c->expand_cap : 1024;
+        while (cap <= e->id)
+            cap *= 2;
+        expr **m = realloc(c->expand_memo, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        memset(m + c->expand_cap, 0, (cap - c->expand_cap) * sizeof *m);
+        c->expand_memo = m;
+        c->expand_cap = cap;
+    }
+    return &c->expand_memo[e->id];
+}
+
 static expr *expand(struct expander *x, expr *e)
 {
-    if (e->id < x->memo_n && x->memo[e->id])
-        return x->memo[e->id];
+    if (e->kind == EXPR_NUM || e->kind == EXPR_SYM)
+        return e;
+    expr **slot = memo_slot(x->c, e);
+    if (slot && *slot)
+        return *slot;
     expr *r = expand_uncached(x, e);
-    if (e->id < x->memo_n)
-        x->memo[e->id] = r;
+    slot = memo_slot(x->c, e); /* the memo may have moved */
+    if (slot)
+        *slot = r;
     return r;
 }
 
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
 {
-    struct expander x = {c, max_terms, NULL, expr_ctx_nodes(c)};
-    x.memo = calloc(x.memo_n, sizeof *x.memo);
-    if (!x.memo)
-        return e;
-    expr *r = expand(&x, e);
-    free(x.memo);
-    return r;
+    if (c->expand_terms != max_terms) {
+        if (c->expand_memo)
+            memset(c->expand_memo, 0, c->expand_cap * sizeof *c->expand_memo);
+        c->expand_terms = max_terms;
+    }
+    struct expander x = {c, max_terms};
+    return expand(&x, e);
 }
