@@ -57,6 +57,11 @@ static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
     int k = 0;
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++) {
+            if (budget_tick(c->budget)) { /* budget: stop multiplying out */
+                free(t);
+                *ok = 0;
+                return c->nan;
+            }
             expr *p = expr_mul(c, term_at(c, a, i), term_at(c, b, j));
             /* a product may itself need expanding (cos^2 appearing, say) */
             if (p->kind == EXPR_MUL || p->kind == EXPR_POW)
@@ -137,6 +142,8 @@ static expr *expand_uncached(struct expander *x, expr *e)
 
 static expr *expand(struct expander *x, expr *e)
 {
+    if (budget_tick(x->c->budget)) /* budget: unwind */
+        return x->c->nan;
     if (e->id < x->memo_n && x->memo[e->id])
         return x->memo[e->id];
     expr *r = expand_uncached(x, e);
@@ -147,6 +154,8 @@ static expr *expand(struct expander *x, expr *e)
 
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
 {
+    if (budget_stopped(c->budget)) /* budget: nothing more to expand */
+        return c->nan;
     struct expander x = {c, max_terms, NULL, expr_ctx_nodes(c)};
     x.memo = calloc(x.memo_n, sizeof *x.memo);
     if (!x.memo)
