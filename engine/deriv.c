@@ -72,6 +72,8 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
 
 static expr *diff_rec(expr_ctx *c, expr *e, int s)
 {
+    if (budget_tick(c->budget)) /* budget: unwind */
+        return c->nan;
     if (!expr_depends(e, s))
         return c->zero;
     if (e->kind == EXPR_SYM)
@@ -182,6 +184,8 @@ expr *expr_dt(expr_ctx *c, expr *e)
 
 static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mask, expr **memo)
 {
+    if (budget_tick(c->budget)) /* budget: unwind */
+        return c->nan;
     if (!(e->deps & mask))
         return e;
     if (memo[e->id])
@@ -217,6 +221,8 @@ expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub)
             mask |= (uint64_t)1 << (s % 64);
     if (!mask)
         return e;
+    if (budget_stopped(c->budget)) /* budget: nothing more to substitute */
+        return c->nan;
     size_t n = expr_ctx_nodes(c);
     expr **memo = calloc(n, sizeof *memo);
     if (!memo)

@@ -85,6 +85,21 @@ size_t expr_ctx_bytes(const expr_ctx *c)
            c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo;
 }
 
+size_t expr__held_bytes(const expr_ctx *c)
+{
+    return expr_ctx_bytes(c) + c->zero_cap * (ZERO_POINTS * 2 * sizeof(double) + 1) +
+           (size_t)c->syms_cap * sizeof *c->syms;
+}
+
+void expr_ctx_set_budget(expr_ctx *c, struct budget *b)
+{
+    c->budget = b;
+    if (b)
+        b->ctx = c;
+}
+
+struct budget *expr_ctx_budget(const expr_ctx *c) { return c->budget; }
+
 /* ---- symbols ---- */
 
 int expr_sym_find(const expr_ctx *c, const char *name)
@@ -197,6 +212,10 @@ static int table_grow(expr_ctx *c)
 /* Finds or creates the node with these fields; args are copied. */
 static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **args, int nargs)
 {
+    if (budget_tick(c->budget) && c->nan) { /* budget: out of time or memory, or cancelled */
+        c->overflow = 1;
+        return c->nan;
+    }
     if (kind == EXPR_NUM && num == 0.0)
         num = 0.0;
     uint32_t h = node_hash(kind, fn, sym, num, args, nargs);
@@ -423,6 +442,10 @@ static int sum_collect(expr_ctx *c, struct tvec *tv, double *constant, expr *e, 
 
 expr *expr_sum(expr_ctx *c, expr **terms, int n)
 {
+    if (budget_stopped(c->budget)) { /* budget: unwind without sorting */
+        c->overflow = 1;
+        return c->nan;
+    }
     struct tvec tv;
     tvec_init(&tv);
     double constant = 0.0;
@@ -547,6 +570,10 @@ static int prod_collect(expr_ctx *c, struct fvec *fv, double *coef, expr *e)
 
 expr *expr_product(expr_ctx *c, expr **factors, int n)
 {
+    if (budget_stopped(c->budget)) { /* budget: unwind without sorting */
+        c->overflow = 1;
+        return c->nan;
+    }
     struct fvec fv = {.n = 0, .cap = 16};
     fv.v = fv.local;
     double coef = 1.0;

@@ -97,6 +97,14 @@ int expr_ctx_overflow(const expr_ctx *c);
 size_t expr_ctx_nodes(const expr_ctx *c);
 size_t expr_ctx_bytes(const expr_ctx *c);
 
+/* Attaches a compile budget (budget.h) that the constructors and the long loops of
+ * expansion, differentiation, substitution, printing and tape building tick; once it
+ * has stopped, constructors return the NaN node and set the overflow flag. NULL
+ * detaches. The budget is borrowed and must outlive its attachment. */
+struct budget;
+void expr_ctx_set_budget(expr_ctx *c, struct budget *b);
+struct budget *expr_ctx_budget(const expr_ctx *c);
+
 /* Adds a symbol (the name is copied) and returns its index; -1 if the name exists. */
 int expr_sym_add(expr_ctx *c, const char *name, sym_class cls, int index);
 

@@ -3,6 +3,7 @@
 #ifndef HAMEL_EXPR_INTERNAL_H
 #define HAMEL_EXPR_INTERNAL_H
 
+#include "budget.h"
 #include "expr.h"
 
 #define ZERO_POINTS 6
@@ -35,10 +36,13 @@ struct expr_ctx {
     expr **expand_memo; /* expr_expand results by node id (for expand_terms), simplify.c */
     size_t expand_cap;
     int expand_terms;
+    budget *budget; /* the compile budget ticked by the constructors; NULL: none (budget.h) */
 };
 
 int expr__cmp(const expr *a, const expr *b);
 double expr__apply(expr_fn fn, double a, double b);
+/* Every byte the context holds (arena, tables, memo, zero-test values). */
+size_t expr__held_bytes(const expr_ctx *c);
 int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "equations.h"
 #include "reduce.h"
 #include "hamel.h"
@@ -168,6 +169,7 @@ static expr *parse_field(struct engine_model *m, const json_t *v, const char *pa
         add_error(problem, path, -1, "must be an expression string");
         return NULL;
     }
+    budget_stage(expr_ctx_budget(m->ctx), "parsing", path);
     expr_parse_opts o = {allow_velocity, 1, lim->max_expr_chars, path};
     expr_error err;
     expr *e = expr_parse(m->ctx, text, &o, &err);
@@ -307,6 +309,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
             if (dtexts)
                 m->def_texts = dtexts;
             if (dnames && dtexts) {
+                budget_stage(expr_ctx_budget(m->ctx), "printing", epath);
                 m->def_names[m->ndefs] = strdup(json_string_value(dn));
                 m->def_texts[m->ndefs] = expr_print(m->ctx, e);
                 m->ndefs++;
@@ -734,8 +737,12 @@ static int make_canonical(struct engine_model *m)
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(js, "parameters", params);
+    budget *bg = expr_ctx_budget(c);
+    budget_stage(bg, "printing", "model.kinetic_energy");
     json_object_set_new(js, "kinetic_energy", printed(c, m->T));
+    budget_stage(bg, "printing", "model.potential_energy");
     json_object_set_new(js, "potential_energy", printed(c, m->V));
+    budget_stage(bg, "printing", "model");
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
@@ -891,7 +898,6 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
 int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
                              json_t **problem)
 {
-    (void)ctl; /* cancellation and the compile budgets are checked inside: issue 8 */
     *out = NULL;
     *problem = NULL;
     if (!lim)
@@ -903,6 +909,19 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     }
     struct timespec t_start;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
+    /* The compile budget: every stage below ticks it from inside its loops (budget.h);
+     * BUDGET_CHECK after each stage turns a stop into a 422 compile-limit (or a
+     * cancellation) naming the stage and the expression. */
+    budget bud;
+    double budget_seconds = lim->max_compile_seconds;
+    if (ctl && ctl->max_wall_seconds > 0 && (budget_seconds <= 0 || ctl->max_wall_seconds < budget_seconds))
+        budget_seconds = ctl->max_wall_seconds;
+    budget_init(&bud, budget_seconds, lim->max_compile_bytes, ctl ? &ctl->cancel : NULL);
+#define BUDGET_CHECK()                                                                                       \
+    do {                                                                                                     \
+        if (budget_check(&bud))                                                                              \
+            goto over;                                                                                       \
+    } while (0)
     json_t *prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
     json_t *warnings = json_array();
     struct engine_model *m = calloc(1, sizeof *m);
@@ -914,6 +933,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     m->ctx = expr_ctx_new(lim->max_nodes);
     if (!m->ctx)
         goto oom;
+    expr_ctx_set_budget(m->ctx, &bud);
     {
         const char *key;
         const json_t *val;
@@ -930,7 +950,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         }
     }
     const json_t *speeds_js = NULL;
-    if (parse_model(m, js, lim, prob, &speeds_js) < 0)
+    int parsed = parse_model(m, js, lim, prob, &speeds_js);
+    BUDGET_CHECK();
+    if (parsed < 0)
         goto fail;
 
     expr_ctx *c = m->ctx;
@@ -956,6 +978,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                       mc->name);
             continue;
         }
+        budget_stage(&bud, "differentiation", path);
         mc->linear = velocity_gradient(m, mc->f, cgrad + (size_t)j * n, &bi, &bl);
         if (mc->linear) {
             for (int i = 0; i < n; i++)
@@ -965,8 +988,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         mc->rheonomic =
             expr_depends(mc->f, m->sym_t) || (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
     }
-    if (count_errors(prob)) {
+    if (budget_check(&bud) || count_errors(prob)) {
         free(lin_grad);
+        if (budget_stopped(&bud))
+            goto over;
         goto fail;
     }
     for (int j = 0; j < m->nc; j++)
@@ -985,11 +1010,15 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         free(lin_grad);
         goto fail;
     }
+    budget_stage(&bud, "choice of speeds", "model.constraints");
     if (setup_speeds(m, speeds_js, lim, prob, lin_grad) < 0) {
         free(lin_grad);
+        if (budget_stopped(&bud))
+            goto over;
         goto fail;
     }
     free(lin_grad);
+    BUDGET_CHECK();
     for (int j = 0; j < m->nc; j++)
         for (int r = 0; r < m->k; r++)
             if (strcmp(m->cons[j].name, m->speeds[r]) == 0) {
@@ -1011,6 +1040,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     }
     for (int r = 0; r < m->k; r++) {
         int bi = 0, bl = 0;
+        char spath[96];
+        snprintf(spath, sizeof spath, "model.speeds[%d].expr", r);
+        budget_stage(&bud, "differentiation", spath);
         if (!velocity_gradient(m, m->speed_f[r], sgrad, &bi, &bl)) {
             char path[96];
             snprintf(path, sizeof path, "model.speeds[%d].expr", r);
@@ -1025,6 +1057,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         m->row_names[r] = m->speeds[r];
     }
     free(sgrad);
+    BUDGET_CHECK();
     if (count_errors(prob)) {
         goto fail;
     }
@@ -1054,8 +1087,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             goto oom;
         memcpy(roots, m->psi, (size_t)n * n * sizeof *roots);
         memcpy(roots + n * n, m->psi_t, n * sizeof *roots);
+        budget_stage(&bud, "code generation", m->default_speeds ? "model.constraints" : "model.speeds");
         m->tape_psi = build_tape(m, roots, n * n + n);
         free(roots);
+        BUDGET_CHECK();
         if (!m->tape_psi) {
             add_error(prob, "model", -1, "Psi depends on the velocities");
             goto fail;
@@ -1094,6 +1129,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             free(p);
             goto oom;
         }
+        budget_stage(&bud, "differentiation", "model.kinetic_energy");
         for (int i = 0; i < n; i++)
             p[i] = expr_diff(c, m->T, m->sym_qd[i]);
         int idx = 0;
@@ -1101,19 +1137,25 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             for (int l = i; l < n; l++)
                 roots[idx++] = expr_diff(c, p[i], m->sym_qd[l]);
         for (int i = 0; i < n; i++) {
+            budget_stage(&bud, "differentiation", "model.potential_energy");
             expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
+            budget_stage(&bud, "differentiation", "model.kinetic_energy");
             g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
             g = expr_sub(c, g, expr_dt(c, p[i]));
             roots[nm + i] = g;
         }
+        budget_stage(&bud, "differentiation", "model.speeds");
         for (int r = 0; r < m->k; r++)
             roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
+        budget_stage(&bud, "differentiation", "model.constraints");
         for (int j = 0; j < m->nc; j++)
             if (m->cons[j].linear)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
+        budget_stage(&bud, "code generation", "model.kinetic_energy");
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
 
         /* Observables: the energy and every constraint. */
+        budget_stage(&bud, "energy", "model.kinetic_energy");
         expr **obs = calloc(m->nc + 1 + n, sizeof *obs);
         if (obs) {
             obs[0] = energy_expr(m, p);
@@ -1125,6 +1167,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             free(obs);
         }
         /* Multipliers formulation: J = df/dq', Df = sum df/dq q' + df/dt. */
+        budget_stage(&bud, "differentiation", "model.constraints");
         expr **mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *mult);
         if (mult) {
             for (int j = 0; j < m->nc; j++) {
@@ -1137,6 +1180,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         }
         free(roots);
         free(p);
+        BUDGET_CHECK();
     }
     /* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
     {
@@ -1151,8 +1195,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                 roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
                 roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
             }
+        budget_stage(&bud, "differentiation", m->default_speeds ? "model.constraints" : "model.speeds");
         m->tape_dpsi = build_tape(m, roots, (int)cnt);
         free(roots);
+        BUDGET_CHECK();
     }
     if (expr_ctx_overflow(c) || !m->tape_dyn || !m->tape_obs || !m->tape_mult || !m->tape_dpsi) {
         add_error(prob, "model", -1, "the derived equations exceed the expression node limit (%zu nodes)",
@@ -1160,18 +1206,32 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         code = HAMEL_E_LIMIT;
         goto fail;
     }
+    budget_stage(&bud, "simplification", "model.kinetic_energy");
     decide_energy(m);
+    budget_stage(&bud, "Hamel coefficients", m->default_speeds ? "model.constraints" : "model.speeds");
     if (hamel_structure(m) < 0)
         goto oom;
-    if (make_canonical(m) < 0)
+    BUDGET_CHECK();
+    if (make_canonical(m) < 0) {
+        BUDGET_CHECK();
         goto oom;
+    }
+    BUDGET_CHECK();
+    budget_stage(&bud, "printing", "model");
     make_summary(m, warnings);
+    BUDGET_CHECK();
     {
         reduce_result red;
+        budget_stage(&bud, "symbolic reduction", "model");
         if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || build_fast(m, &red) < 0 ||
             equations_derive(m, &red) < 0) {
             reduce_result_free(&red);
+            BUDGET_CHECK();
             goto oom;
+        }
+        if (budget_check(&bud)) {
+            reduce_result_free(&red);
+            goto over;
         }
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"
@@ -1180,10 +1240,15 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                                                        : "numeric"));
         reduce_result_free(&red);
     }
+    budget_stage(&bud, "machine code", "model");
     jit_compile(m->tape_psi);
+    BUDGET_CHECK();
     jit_compile(m->tape_dyn);
+    BUDGET_CHECK();
     if (m->tape_fast)
         jit_compile(m->tape_fast);
+    BUDGET_CHECK();
+    expr_ctx_set_budget(c, NULL); /* bud ends here; the model's context is read-only now */
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);
@@ -1196,6 +1261,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     *out = m;
     return 0;
 
+over:
+    code = budget_error(&bud);
+    json_decref(prob);
+    prob = budget_problem(&bud);
+    goto fail;
 oom:
     code = HAMEL_E_INTERNAL;
     json_decref(prob);
@@ -1207,4 +1277,5 @@ fail:
     hamel_problem_recode(prob, code);
     *problem = prob;
     return code;
+#undef BUDGET_CHECK
 }

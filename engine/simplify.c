@@ -56,6 +56,11 @@ static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
     int k = 0;
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++) {
+            if (budget_tick(c->budget)) { /* budget: stop multiplying out */
+                free(t);
+                *ok = 0;
+                return c->nan;
+            }
             expr *p = expr_mul(c, term_at(c, a, i), term_at(c, b, j));
             /* a product may itself need expanding (cos^2 appearing, say) */
             if (p->kind == EXPR_MUL || p->kind == EXPR_POW)
@@ -157,6 +162,8 @@ static expr *expand(struct expander *x, expr *e)
 {
     if (e->kind == EXPR_NUM || e->kind == EXPR_SYM)
         return e;
+    if (budget_tick(x->c->budget)) /* budget: unwind */
+        return x->c->nan;
     expr **slot = memo_slot(x->c, e);
     if (slot && *slot)
         return *slot;
@@ -169,6 +176,8 @@ static expr *expand(struct expander *x, expr *e)
 
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
 {
+    if (budget_stopped(c->budget)) /* budget: nothing more to expand */
+        return c->nan;
     if (c->expand_terms != max_terms) {
         if (c->expand_memo)
             memset(c->expand_memo, 0, c->expand_cap * sizeof *c->expand_memo);
