@@ -22,45 +22,27 @@ static double seconds(void)
 
 /* Printing walks an expression as a tree, and a DAG of shared sub-expressions can be
  * exponentially larger as a tree than as a graph: each expression's tree size is
- * counted first (memoised per node, saturating), and one past EQ_MAX_PRINT_NODES is
- * shown as null with "complete": false instead of being printed. */
+ * counted first (expr_tree_size, linear in the DAG). One larger than
+ * EQ_MAX_PRINT_NODES, or past EQ_MAX_PRINTED_NODES printed in all, is shown as null
+ * with "complete": false, so that the equations of a large model cost a bounded part
+ * of its compilation. */
 #define EQ_MAX_PRINT_NODES 20000
+#define EQ_MAX_PRINTED_NODES 50000
+#define EQ_EXPAND_TREE 400 /* larger expressions (as trees) are not expanded */
 
 struct printer {
     expr_ctx *c;
-    size_t *size; /* tree size + 1 by node id; 0 = not yet counted */
-    size_t cap;
+    size_t left; /* tree nodes that may still be printed */
     int too_big; /* an expression was left out */
 };
 
-static size_t tree_size(struct printer *p, const expr *e)
-{
-    if (e->id >= p->cap) {
-        size_t cap = p->cap ? p->cap : 1024;
-        while (cap <= e->id)
-            cap *= 2;
-        size_t *s = realloc(p->size, cap * sizeof *s);
-        if (!s)
-            return EQ_MAX_PRINT_NODES + 1;
-        memset(s + p->cap, 0, (cap - p->cap) * sizeof *s);
-        p->size = s;
-        p->cap = cap;
-    }
-    if (p->size[e->id])
-        return p->size[e->id] - 1;
-    size_t n = 1;
-    for (int i = 0; i < e->nargs && n <= EQ_MAX_PRINT_NODES; i++)
-        n += tree_size(p, e->args[i]);
-    if (n > EQ_MAX_PRINT_NODES)
-        n = EQ_MAX_PRINT_NODES + 1;
-    p->size[e->id] = n + 1;
-    return n;
-}
-
 static int printable(struct printer *p, const expr *e)
 {
-    if (tree_size(p, e) <= EQ_MAX_PRINT_NODES)
+    size_t size = expr_tree_size(p->c, e);
+    if (size <= EQ_MAX_PRINT_NODES && size <= p->left) {
+        p->left -= size;
         return 1;
+    }
     p->too_big = 1;
     return 0;
 }
@@ -87,7 +69,8 @@ static json_t *latex(struct printer *p, const expr *e)
 
 static expr *simp(expr_ctx *c, expr *e)
 {
-    e = expr_expand(c, e, EQ_MAX_TERMS);
+    if (expr_tree_size(c, e) <= EQ_EXPAND_TREE)
+        e = expr_expand(c, e, EQ_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 
@@ -95,7 +78,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
 {
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
-    struct printer pr = {c, NULL, 0, 0};
+    struct printer pr = {c, EQ_MAX_PRINTED_NODES, 0};
     json_t *eq = json_object();
     json_object_set_new(eq, "model_id", json_string(m->id));
     json_object_set_new(eq, "formulation", json_string(m->nlin == m->nc ? "hamel" : "multipliers"));
@@ -190,7 +173,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
             for (int l = 0; l < n && !cut; l++) {
                 if (!m->gamma_nz[((size_t)j * n + r) * n + l])
                     continue;
-                if (seconds() > deadline) {
+                if (seconds() > deadline || pr.left == 0) {
                     cut = 1;
                     break;
                 }
@@ -225,12 +208,10 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                             json_string("Phi has expression pivots that may vanish where Psi is "
                                         "regular; the integrator inverts Psi numerically"));
 store:
-    free(pr.size);
     m->equations = json_dumps(eq, JSON_COMPACT);
     json_decref(eq);
     return m->equations ? 0 : -1;
 fail:
-    free(pr.size);
     json_decref(eq);
     return -1;
 }

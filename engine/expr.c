@@ -72,6 +72,7 @@ void expr_ctx_free(expr_ctx *c)
     free(c->zero_vals);
     free(c->zero_done);
     free(c->expand_memo);
+    free(c->tree_size);
     free(c);
 }
 
@@ -82,7 +83,8 @@ size_t expr_ctx_nodes(const expr_ctx *c) { return c->nnodes; }
 size_t expr_ctx_bytes(const expr_ctx *c)
 {
     return c->bytes + c->cap * sizeof *c->table + c->nodes_cap * sizeof *c->nodes +
-           c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo;
+           c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo +
+           c->tree_cap * sizeof *c->tree_size;
 }
 
 size_t expr__held_bytes(const expr_ctx *c)
@@ -173,6 +175,13 @@ static uint32_t node_hash(int kind, int fn, int sym, double num, expr **args, in
     h = mix(h, num_bits(num));
     for (int i = 0; i < nargs; i++)
         h = mix(h, args[i]->id);
+    /* the table is indexed by the low bits: finish with an avalanche (murmur3's), or
+     * nodes with nearby argument ids cluster and linear probing degrades */
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     return h;
 }
 

@@ -162,6 +162,12 @@ expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub);
  * max_terms terms is kept unexpanded. */
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms);
 
+/* The number of nodes of e written out as a tree (shared sub-expressions counted each
+ * time they occur), saturating at EXPR_TREE_SIZE_MAX: what printing or expanding e
+ * would walk. Memoised per node in the context, so linear in the DAG. */
+#define EXPR_TREE_SIZE_MAX 1000000u
+size_t expr_tree_size(expr_ctx *c, const expr *e);
+
 /* The name of a function and the function of a name (-1 if unknown). */
 const char *expr_fn_name(expr_fn fn);
 

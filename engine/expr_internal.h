@@ -36,6 +36,8 @@ struct expr_ctx {
     expr **expand_memo; /* expr_expand results by node id (for expand_terms), simplify.c */
     size_t expand_cap;
     int expand_terms;
+    uint32_t *tree_size; /* expr_tree_size by node id, + 1; 0 = not yet counted */
+    size_t tree_cap;
     budget *budget; /* the compile budget ticked by the constructors; NULL: none (budget.h) */
 };
 

@@ -6,7 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+/* Expansion into monomials is what makes trigonometric identities cancel and small
+ * results read like a textbook's, but its cost grows with the product of the sizes of
+ * the factors: it is applied only to expressions of at most REDUCE_EXPAND_TREE nodes
+ * written out as a tree, and stops at REDUCE_MAX_TERMS terms per product. Larger
+ * expressions stay DAGs of shared sub-expressions (the tapes evaluate each once);
+ * zeros are decided numerically whatever the form (expr_is_zero). */
 #define REDUCE_MAX_TERMS 64
+#define REDUCE_EXPAND_TREE 400
 #define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
 #define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 
@@ -14,7 +21,8 @@ static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
 
 static expr *simp(expr_ctx *c, expr *e)
 {
-    e = expr_expand(c, e, REDUCE_MAX_TERMS);
+    if (expr_tree_size(c, e) <= REDUCE_EXPAND_TREE)
+        e = expr_expand(c, e, REDUCE_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 

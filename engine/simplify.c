@@ -186,3 +186,29 @@ expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
     struct expander x = {c, max_terms};
     return expand(&x, e);
 }
+
+size_t expr_tree_size(expr_ctx *c, const expr *e)
+{
+    if (e->nargs == 0)
+        return 1;
+    if (e->id >= c->tree_cap) {
+        size_t cap = c->tree_cap ? c->tree_cap : 1024;
+        while (cap <= e->id)
+            cap *= 2;
+        uint32_t *t = realloc(c->tree_size, cap * sizeof *t);
+        if (!t)
+            return EXPR_TREE_SIZE_MAX;
+        memset(t + c->tree_cap, 0, (cap - c->tree_cap) * sizeof *t);
+        c->tree_size = t;
+        c->tree_cap = cap;
+    }
+    if (c->tree_size[e->id])
+        return c->tree_size[e->id] - 1;
+    size_t n = 1;
+    for (int i = 0; i < e->nargs && n < EXPR_TREE_SIZE_MAX; i++)
+        n += expr_tree_size(c, e->args[i]);
+    if (n > EXPR_TREE_SIZE_MAX)
+        n = EXPR_TREE_SIZE_MAX;
+    c->tree_size[e->id] = (uint32_t)n + 1;
+    return n;
+}

@@ -88,3 +88,40 @@ Test(reduce, car_with_trailers_stays_symbolic, .init = setup)
         engine_model_release(m);
     }
 }
+
+/* Definitions that each use the previous one twice make expressions whose tree is
+ * exponentially larger than their DAG: the model compiles (the tapes share the
+ * sub-expressions), and the equations show what is too large to print as null with
+ * "complete": false instead of printing 2^14-node trees. */
+Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
+{
+    json_t *defs = json_array();
+    json_array_append_new(defs, json_pack("{s:s, s:s}", "name", "d0", "expr", "1 + x^2"));
+    for (int i = 1; i <= 14; i++) {
+        char name[16], ex[64];
+        snprintf(name, sizeof name, "d%d", i);
+        snprintf(ex, sizeof ex, "d%d + x*sin(d%d)", i - 1, i - 1);
+        json_array_append_new(defs, json_pack("{s:s, s:s}", "name", name, "expr", ex));
+    }
+    json_t *js = json_pack("{s:[s,s], s:{s:f}, s:o, s:s, s:s}", "coordinates", "x", "y", "parameters", "m", 1.0,
+                           "definitions", defs, "kinetic_energy", "1/2*m*(x'^2 + y'^2)", "potential_energy",
+                           "d14*y^2");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    char *p = problem ? json_dumps(problem, 0) : NULL;
+    cr_assert_eq(rc, 0, "%s", p ? p : "");
+    free(p);
+    cr_expect_not_null(m->tape_fast);
+    json_t *eq = NULL;
+    cr_assert_eq(engine_equations(m, &eq, &problem), 0);
+    cr_expect(json_is_false(json_object_get(eq, "complete")), "too large to print: complete is false");
+    json_t *forcing = json_object_get(eq, "forcing");
+    cr_expect(json_is_null(json_array_get(forcing, 0)) || json_is_null(json_array_get(forcing, 1)),
+              "a forcing term too large to print is null");
+    cr_expect_str_eq(json_string_value(json_array_get(json_array_get(json_object_get(eq, "mass_matrix"), 0), 0)),
+                     "m", "small entries are still printed");
+    json_decref(eq);
+    engine_model_release(m);
+    json_decref(js);
+}
