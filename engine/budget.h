@@ -28,21 +28,26 @@ typedef enum budget_stop {
     BUDGET_TIME,      /* past the deadline */
     BUDGET_BYTES,     /* past the memory cap */
     BUDGET_CANCELLED, /* the cancel flag was set */
+    BUDGET_SOFT,      /* past the soft deadline of an optional stage (budget_soft_begin) */
+    BUDGET_COUNT,     /* a counted limit (parameters, definitions): budget_exceed */
 } budget_stop;
 
 struct expr_ctx;
 
 typedef struct budget {
     double start, deadline; /* CLOCK_MONOTONIC seconds; deadline 0: none */
+    double soft_deadline;   /* of the optional stage running now; 0: none */
     double seconds;         /* the time limit, for messages */
     size_t max_bytes;       /* 0: none */
     size_t extra_bytes;     /* held outside the expression context (tapes, printed text) */
     atomic_int *cancel;     /* may be NULL */
-    const struct expr_ctx *ctx; /* whose bytes count; set by expr_ctx_set_budget */
+    struct expr_ctx *ctx;   /* whose bytes count (and overflow flag is set on a stop) */
     unsigned ticks;
     int stop;               /* a budget_stop */
     double at_seconds;      /* when it stopped: elapsed seconds */
     size_t at_bytes;        /* ... and bytes held */
+    const char *limit;      /* the limit that stopped it ("max_compile_seconds", ...) */
+    double limit_value, reached;
     const char *stage;      /* what the compilation is doing (static string) */
     char what[128];         /* on which expression (a model path), may be empty */
 } budget;
@@ -75,6 +80,20 @@ static inline int budget_tick(budget *b)
 
 /* Nonzero (the budget_stop) once the budget has stopped. Accepts NULL. */
 static inline int budget_stopped(const budget *b) { return b ? b->stop : 0; }
+
+/* Starts an optional stage (the symbolic reduction) that must end within `seconds`
+ * (and within the deadline): past it the budget stops with BUDGET_SOFT, which
+ * budget_soft_end clears so that the compilation goes on without the stage's results. */
+void budget_soft_begin(budget *b, double seconds);
+
+/* Ends the optional stage. Returns 1 if it was stopped by its soft deadline (the stop is
+ * cleared, and so is the context's overflow flag: the caller discards what the stage
+ * made), else 0. */
+int budget_soft_end(budget *b);
+
+/* Stops the budget for a counted limit: `what` (a model path) has `reached` items where
+ * `limit` allows `limit_value`. */
+void budget_exceed(budget *b, const char *what, const char *limit, double limit_value, double reached);
 
 /* Adds (or with a negative delta removes) bytes held outside the context. */
 void budget_hold(budget *b, long delta);

@@ -165,8 +165,9 @@ expr *expr_dt(expr_ctx *c, expr *e)
         const expr_symbol *sym = expr_sym_get(c, s);
         if (sym->cls == SYM_TIME) {
             terms[m++] = expr_diff(c, e, s);
-        } else if (sym->cls == SYM_COORD) {
-            /* the velocity symbol of coordinate `index` */
+        } else if (sym->cls == SYM_COORD && expr_depends(e, s)) {
+            /* the velocity symbol of coordinate `index` (only looked for when e depends
+             * on the coordinate: a scan per coordinate is quadratic with many symbols) */
             for (int v = 0; v < n; v++) {
                 const expr_symbol *vs = expr_sym_get(c, v);
                 if (vs->cls == SYM_VELOCITY && vs->index == sym->index) {

@@ -27,6 +27,9 @@ struct expr_ctx {
     int overflow;
     expr_symbol *syms;
     int nsyms, syms_cap;
+    int32_t *sym_table; /* open-addressing hash of symbol names -> index; -1 = empty */
+    size_t sym_table_cap;
+    uint64_t class_deps[SYM_OTHER + 1]; /* per class: the deps bits of its symbols */
     expr *nan, *zero, *one, *minus_one;
     struct memo_entry *memo; /* derivative memo: (node, symbol) -> derivative */
     size_t memo_cap, memo_used;

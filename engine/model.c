@@ -21,6 +21,7 @@
 
 #define MODEL_NAME_MAX 128
 #define MODEL_TEST_POINTS 3
+#define MODEL_REDUCE_SHARE 0.25 /* of max_compile_seconds the symbolic reduction may use */
 
 /* ---- small helpers ---- */
 
@@ -70,12 +71,13 @@ int model_speed_index(const struct engine_model *m, const char *name)
     return -1;
 }
 
+static int cmp_str(const void *a, const void *b);
+
 int model_param_index(const struct engine_model *m, const char *name)
 {
-    for (int i = 0; i < m->np; i++)
-        if (strcmp(m->params[i], name) == 0)
-            return i;
-    return -1;
+    /* m->params is sorted by name (parse_model): a binary search, not a scan */
+    char *const *hit = m->np ? bsearch(&name, m->params, m->np, sizeof *m->params, cmp_str) : NULL;
+    return hit ? (int)(hit - m->params) : -1;
 }
 
 /* ---- freeing ---- */
@@ -244,6 +246,11 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     if (params && !json_is_object(params))
         add_error(problem, "model.parameters", -1, "must be an object of name: number");
     m->np = params && json_is_object(params) ? (int)json_object_size(params) : 0;
+    if (lim->max_parameters > 0 && m->np > lim->max_parameters) {
+        budget_exceed(expr_ctx_budget(m->ctx), "model.parameters", "max_parameters", lim->max_parameters, m->np);
+        m->np = 0;
+        return -1;
+    }
     m->params = calloc(m->np + 1, sizeof *m->params);
     m->param_values = calloc(m->np + 1, sizeof *m->param_values);
     m->sym_p = calloc(m->np + 1, sizeof *m->sym_p);
@@ -266,6 +273,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
     }
     for (int i = 0; i < m->np; i++) {
+        if (budget_tick(expr_ctx_budget(m->ctx)))
+            return -1;
         snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
         if (name_free(m, m->params[i], path, problem))
             m->sym_p[i] = expr_sym_add(m->ctx, m->params[i], SYM_PARAM, i);
@@ -287,6 +296,11 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     const json_t *defs = json_object_get(js, "definitions");
     if (defs && !json_is_array(defs))
         add_error(problem, "model.definitions", -1, "must be an array of {\"name\", \"expr\"}");
+    if (json_is_array(defs) && lim->max_definitions > 0 && (int)json_array_size(defs) > lim->max_definitions) {
+        budget_exceed(expr_ctx_budget(m->ctx), "model.definitions", "max_definitions", lim->max_definitions,
+                      (double)json_array_size(defs));
+        return -1;
+    }
     for (size_t i = 0; defs && json_is_array(defs) && i < json_array_size(defs); i++) {
         const json_t *d = json_array_get(defs, i);
         snprintf(path, sizeof path, "model.definitions[%zu]", i);
@@ -1222,9 +1236,19 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     BUDGET_CHECK();
     {
         reduce_result red;
+        /* The reduction is optional (the numeric path needs none of it): it gets a share
+         * of what is left of the budget, and past it the model is compiled without it. */
         budget_stage(&bud, "symbolic reduction", "model");
-        if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || build_fast(m, &red) < 0 ||
-            equations_derive(m, &red) < 0) {
+        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
+        int red_rc = reduce_derive(m, lim->max_nodes / 4, &red);
+        int red_late = budget_soft_end(&bud);
+        if (red_rc == 0 && red_late) {
+            reduce_result_free(&red); /* past its share: the numeric path */
+            memset(&red, 0, sizeof red);
+            snprintf(red.why, sizeof red.why,
+                     "the symbolic reduction takes longer than its share of max_compile_seconds");
+        }
+        if (red_rc < 0 || build_fast(m, &red) < 0 || equations_derive(m, &red) < 0) {
             reduce_result_free(&red);
             BUDGET_CHECK();
             goto oom;
