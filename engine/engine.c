@@ -29,6 +29,8 @@ const engine_limits engine_default_limits = {
     .max_compile_seconds = 2.0,
     .max_compile_bytes = (size_t)256 << 20,
     .max_states = 10000,
+    .max_parameters = 10000,
+    .max_definitions = 10000,
 };
 
 void engine_init(void) { gsl_set_error_handler_off(); }

@@ -39,6 +39,8 @@ typedef struct engine_limits {
     double max_compile_seconds; /* wall time of one model compilation */
     size_t max_compile_bytes;   /* memory one model compilation may hold */
     int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
+    int max_parameters;         /* entries of model.parameters */
+    int max_definitions;        /* entries of model.definitions */
 } engine_limits;
 
 /* The defaults used when a caller passes NULL limits. */
