@@ -16,6 +16,7 @@
 #include "hamel.h"
 #include <time.h>
 #include "jit.h"
+#include "native.h"
 #include "linalg.h"
 
 #define MODEL_NAME_MAX 128
@@ -117,6 +118,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
+    native_release(m->native);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
@@ -1193,6 +1195,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     clock_gettime(CLOCK_MONOTONIC, &t_end);
     m->compile_ms = (t_end.tv_sec - t_start.tv_sec) * 1e3 + (t_end.tv_nsec - t_start.tv_nsec) / 1e6;
     json_object_set_new(m->summary, "compile_ms", json_real(m->compile_ms));
+    native_schedule(m); /* the optimizing tier, in the background (native.h) */
     *out = m;
     return 0;
 

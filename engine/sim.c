@@ -868,6 +868,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                   req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
+    json_object_set_new(stats, "code_tier",
+                        json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                                    : m->tape_dyn->fn             ? "tcc"
+                                                                  : "interp"));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"
