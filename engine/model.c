@@ -1195,7 +1195,6 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     clock_gettime(CLOCK_MONOTONIC, &t_end);
     m->compile_ms = (t_end.tv_sec - t_start.tv_sec) * 1e3 + (t_end.tv_nsec - t_start.tv_nsec) / 1e6;
     json_object_set_new(m->summary, "compile_ms", json_real(m->compile_ms));
-    native_schedule(m); /* the optimizing tier, in the background (native.h) */
     *out = m;
     return 0;
 

@@ -81,6 +81,8 @@ struct engine_model {
 
     struct native_code *_Atomic native; /* the optimizing tier once built (native.h), or NULL */
     atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */
+    atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
+    atomic_long native_evals;           /* right-hand side evaluations in them */
 
     json_t *summary;
     char *equations; /* API.md §5 JSON text, made at compile time */

@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -339,6 +341,8 @@ static int native__build(struct engine_model *m, const char *dir)
 static void *native__worker(void *arg)
 {
     (void)arg;
+    /* Linux: the nice value is per thread, and the compiler inherits it */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     for (;;) {
         pthread_mutex_lock(&native_lock);
         while (!native_head)
@@ -360,6 +364,17 @@ static void *native__worker(void *arg)
     return NULL;
 }
 
+void native_note_run(const struct engine_model *m, long rhs_evals)
+{
+    struct engine_model *mm = (struct engine_model *)m; /* only its atomic counters */
+    if (!m->tape_fast || atomic_load(&mm->native_state) != NATIVE_NONE)
+        return;
+    int runs = atomic_fetch_add(&mm->native_runs, 1) + 1;
+    long evals = atomic_fetch_add(&mm->native_evals, rhs_evals) + rhs_evals;
+    if (runs >= 2 || evals >= NATIVE_HOT_EVALS)
+        native_schedule(mm);
+}
+
 void native_schedule(struct engine_model *m)
 {
     if (!m->tape_fast || m->tape_fast->n_ins > NATIVE_MAX_INS || native__disabled())
@@ -368,7 +383,9 @@ void native_schedule(struct engine_model *m)
     if (!j)
         return;
     pthread_mutex_lock(&native_lock);
-    if (!native_dir[0] || native_queued >= NATIVE_MAX_QUEUE) {
+    int none = NATIVE_NONE;
+    if (!native_dir[0] || native_queued >= NATIVE_MAX_QUEUE ||
+        !atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
         pthread_mutex_unlock(&native_lock);
         free(j);
         return;
@@ -396,7 +413,6 @@ void native_schedule(struct engine_model *m)
         native_head = j;
     native_tail = j;
     native_queued++;
-    atomic_store(&m->native_state, NATIVE_QUEUED);
     pthread_cond_signal(&native_cond);
     pthread_mutex_unlock(&native_lock);
 }

@@ -115,6 +115,9 @@ Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
     nt_fresh_dir();
     engine_model *m = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    json_decref(nt_run(m, req, "tcc"));
+    cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE, "one short run does not make a model hot");
+    json_decref(nt_run(m, req, NULL)); /* the second run does */
     cr_assert_eq(native_wait(m, 90), NATIVE_READY, "the native build finished");
     cr_assert_eq(nt_count_so(), 1, "one shared object in the cache");
     json_t *res = nt_run(m, req, "native");
@@ -129,6 +132,7 @@ Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
     /* a second compile of the same model loads the cached object (no second file) */
     engine_model *m2 = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m2, &problem), 0);
+    native_schedule(m2);
     cr_assert_eq(native_wait(m2, 30), NATIVE_READY);
     cr_expect_eq(nt_count_so(), 1);
     json_t *res3 = nt_run(m2, req, "native");
@@ -155,6 +159,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
     cr_assert_eq(native_wait(m, 30), NATIVE_FAILED);
     json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
     cr_expect_eq(nt_count_so(), 0, "nothing left in the cache");
@@ -162,6 +167,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
     engine_model *m2 = NULL;
     json_t *c2 = nt_case("greenwood-5.1-knife-edge-body.json");
     cr_assert_eq(engine_model_compile(json_object_get(c2, "model"), NULL, &m2, &problem), 0);
+    native_schedule(m2);
     int s = native_wait(m2, 30);
     cr_expect(s == NATIVE_FAILED || s == NATIVE_NONE, "no compiler: state %d", s);
     engine_model_release(m2);
@@ -178,8 +184,9 @@ Test(native, off_without_cache_dir)
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
-    cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE);
     json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
+    json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
+    cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE, "no cache directory, no build");
     engine_model_release(m);
     json_decref(c);
 }
