@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "jsonout.h"
 #include "hamelclient.h"
 
 static void usage(FILE *f)
@@ -37,7 +38,14 @@ static int fail(json_t *problem)
 
 static int print(json_t *j)
 {
-    json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    size_t len = 0;
+    char *text = jsonout_dumps_indent(j, 1, &len);
+    if (text) {
+        fwrite(text, 1, len, stdout);
+        free(text);
+    } else {
+        json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    }
     fputc('\n', stdout);
     json_decref(j);
     return 0;

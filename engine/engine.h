@@ -71,6 +71,12 @@ int engine_model_compile(const json_t *model, const engine_limits *limits, engin
 int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                              engine_model **out, json_t **problem);
 
+/* Turns on the optimizing code tier (engine/native.h): models compiled afterwards are
+ * also compiled by the system C compiler in a background thread, cached as shared
+ * objects in `dir` (created if missing), and later runs use that code. NULL or "" turns
+ * it off (the default). Returns 0, or -1 if the directory cannot be made. */
+int engine_code_cache(const char *dir);
+
 /* Adds a reference. */
 engine_model *engine_model_retain(engine_model *m);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "linalg.h"
+#include "native.h"
 
 struct hamel_ws {
     const struct engine_model *m;
@@ -32,7 +33,8 @@ struct hamel_ws {
     double *fast; /* tape_fast outputs */
     double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
     int minv_ready;
-    int numeric; /* ignore tape_fast (for cross-checks) */
+    int numeric;         /* ignore tape_fast (for cross-checks) */
+    native_code *native; /* the optimizing tier (a reference), or NULL */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -62,6 +64,7 @@ void hamel_ws_free(hamel_ws *w)
     free(w->mult);
     free(w->fast);
     free(w->minv);
+    native_release(w->native);
     free(w);
 }
 
@@ -108,7 +111,44 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     }
     if (m->np)
         memcpy(w->in, params, m->np * sizeof *params);
+    if (m->tape_fast)
+        w->native = native_acquire(m, params);
     return w;
+}
+
+static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt);
+
+const char *hamel_ws_tier(const hamel_ws *w)
+{
+    const struct engine_model *m = w->m;
+    if (m->tape_fast && !w->numeric)
+        return w->native ? "native" : m->tape_fast->fn ? "tcc" : "interp";
+    return m->tape_dyn->fn ? "tcc" : "interp";
+}
+
+int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv)
+{
+    if (!m->tape_fast || !m->fast_mass_const || m->k > 64)
+        return -1;
+    hamel_ws *w = hamel_ws_new(m, params);
+    double *in = calloc(m->n_in + 1, sizeof *in), *y = calloc(m->n + m->k + 1, sizeof *y),
+           *dy = calloc(m->n + m->k + 1, sizeof *dy);
+    int rc = -1;
+    if (w && in && y && dy) {
+        native_release(w->native); /* the tape's M*, not a folded one */
+        w->native = NULL;
+        model_test_point(m, 0, in);
+        memcpy(y, in + model_input_q(m), m->n * sizeof *y);
+        if (rhs_fast(w, in[model_input_t(m)], y, dy) == GSL_SUCCESS && w->minv_ready) {
+            memcpy(minv, w->minv, (size_t)m->k * m->k * sizeof *minv);
+            rc = 0;
+        }
+    }
+    free(in);
+    free(y);
+    free(dy);
+    hamel_ws_free(w);
+    return rc;
 }
 
 /* Evaluates Psi, Psi_t at (t, q) and LU-factors Psi. */
@@ -201,13 +241,20 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 {
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
+    if (w->native && w->native->rhs) {
+        w->native->rhs(t, y, dydt);
+        return GSL_SUCCESS;
+    }
     double *in = w->in;
     in[model_input_t(m)] = t;
     for (int i = 0; i < n; i++)
         in[model_input_q(m) + i] = y[i];
     for (int r = 0; r < k; r++)
         in[m->u_slot[r]] = y[n + r];
-    tape_run(m->tape_fast, in, w->work, w->fast);
+    if (w->native)
+        w->native->fast(in, w->fast);
+    else
+        tape_run(m->tape_fast, in, w->work, w->fast);
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;

@@ -39,6 +39,14 @@ void hamel_ws_free(hamel_ws *w);
  * inverts Psi numerically at every evaluation (the two must agree; tests compare). */
 void hamel_ws_set_numeric(hamel_ws *w, int numeric);
 
+/* The code tier the right-hand side of w runs on: "native", "tcc" or "interp". */
+const char *hamel_ws_tier(const hamel_ws *w);
+
+/* M*^-1 (k x k, row-major) of a model whose M* depends on the parameters only, computed
+ * exactly as hamel_rhs computes it at its first evaluation. Returns 0, or -1 (no such
+ * M*, or singular). For the native tier, which folds it into the code. */
+int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv);
+
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
  * each linear constraint's holonomic flag. Called by the model compiler. */

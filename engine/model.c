@@ -17,6 +17,7 @@
 #include "hamel.h"
 #include <time.h>
 #include "jit.h"
+#include "native.h"
 #include "linalg.h"
 
 #define MODEL_NAME_MAX 128
@@ -120,6 +121,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
+    native_release(m->native);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);

@@ -79,6 +79,11 @@ struct engine_model {
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
 
+    struct native_code *_Atomic native; /* the optimizing tier once built (native.h), or NULL */
+    atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */
+    atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
+    atomic_long native_evals;           /* right-hand side evaluations in them */
+
     json_t *summary;
     char *equations; /* API.md §5 JSON text, made at compile time */
     size_t bytes;

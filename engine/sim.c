@@ -13,6 +13,7 @@
 #include "integ.h"
 #include "jit.h"
 #include "mult.h"
+#include "native.h"
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
@@ -860,6 +861,8 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     double checks_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
     if (ctl && rc == 0)
         ctl->progress = 1.0;
+    if (req->formulation == SIM_HAMEL)
+        native_note_run(m, st.rhs_evals); /* a hot model gets the optimizing tier */
 
     json_t *stats =
         json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps, "rhs_evals",
@@ -868,6 +871,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                   req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
+    json_object_set_new(stats, "code_tier",
+                        json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                                    : m->tape_dyn->fn             ? "tcc"
+                                                                  : "interp"));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"

@@ -45,6 +45,7 @@
 
 #include "blob.h"
 #include "hangup.h"
+#include "jsonout.h"
 #include "offload.h"
 #include "metrics.h"
 
@@ -194,11 +195,11 @@ static struct MHD_Response *http__text_response(char *text, size_t len)
 static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
                                     const char *v1, const char *h2, const char *v2)
 {
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    size_t len = 0;
+    char *text = j ? jsonout_dumps(j, &len) : NULL;
     json_decref(j);
     if (!text)
         return MHD_NO;
-    size_t len = strlen(text);
     struct MHD_Response *r = http__text_response(text, len);
     if (r && h1)
         MHD_add_response_header(r, h1, v1);
@@ -946,7 +947,7 @@ static enum MHD_Result http__stored_job(http_conn *c)
                 /* the result row was written by an identical job: answer as this one */
                 json_object_set_new(doc, "job_id", json_string(c->id));
                 blob_release(b);
-                b = blob_take(json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+                b = blob_take(jsonout_dumps(doc, NULL));
             }
             json_decref(doc);
             char etag[HTTP_ID_MAX + 3];

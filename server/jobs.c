@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "jsonout.h"
 #include "metrics.h"
 
 #define JOBS_TABLE_MIN 1024
@@ -270,7 +271,7 @@ static void jobs__run(jobs *p, job *j)
         json_object_set_new(result, "model_id", json_string(j->model_id));
         json_object_set_new(result, "progress", json_real(1.0));
         json_object_del(result, "cached");
-        body = blob_take(json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+        body = blob_take(jsonout_dumps(result, NULL));
         json_decref(result);
         if (!body) {
             rc = HAMEL_E_INTERNAL;

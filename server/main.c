@@ -1,7 +1,7 @@
 /* main.c — hamel-server: configuration, start-up, and a graceful stop on SIGTERM/SIGINT.
  *
  * Start-up order: config, engine_init (which turns the GSL error handler off), the store
- * under HAMEL_DATA, the model and result caches, the job pool, the batches, the HTTP daemon. Stop
+ * under HAMEL_DATA, the code cache (HAMEL_CACHE_DIR or HAMEL_DATA/native), the model and result caches, the job pool, the batches, the HTTP daemon. Stop
  * order on a signal: stop accepting connections, let running jobs finish for up to
  * HAMEL_DRAIN_SECONDS (then cancel them), cancel what batches have left, answer every
  * long-poll and end every batch stream, close connections,
@@ -61,6 +61,13 @@ int main(int argc, char **argv)
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
     if (store_open(cfg.data, &store_lim, &st) != 0)
         return 1;
+    /* The optimizing code tier (engine/native.h): shared objects cached in
+     * HAMEL_CACHE_DIR, else <data>/native; HAMEL_NO_NATIVE=1 turns the tier off. */
+    char code_dir[CONFIG_PATH_MAX + 16];
+    const char *cd = getenv("HAMEL_CACHE_DIR");
+    snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
+    if (engine_code_cache(code_dir) != 0)
+        fprintf(stderr, "hamel-server: code cache %s cannot be made: the native tier is off\n", code_dir);
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
