@@ -555,14 +555,13 @@ static const char *const linearize_keys[] = {"model",  "model_id", "parameters",
 /* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f = 0 along the
  * motion, against tol times their rounding scales. Adds an error naming the speed. */
 static void check_steady(const struct engine_model *m, const lin_state *st, const double *f, const double *A,
-                         double tol, const char *prefix, json_t **problem, double *max_ud, double *max_drift)
+                         double tol, int check, const char *prefix, json_t **problem, double *max_ud,
+                         double *max_drift)
 {
     int n = m->n, k = m->k, N = n + k;
     double scale = 1.0;
-    for (int i = 0; i < N; i++) {
-        scale = fmax(scale, fabs(f[i]));
-        scale = fmax(scale, fabs(i < n ? st->q[i] : st->u[i - n]));
-    }
+    for (int i = 0; i < N; i++) /* q, u and q' (not u', which is what is tested) */
+        scale = fmax(scale, fmax(fabs(i < n ? f[i] : 0.0), fabs(i < n ? st->q[i] : st->u[i - n])));
     *max_ud = *max_drift = 0.0;
     for (int r = 0; r < k; r++) {
         double ud = f[n + r], drift = 0.0, dscale = 1.0;
@@ -572,6 +571,8 @@ static void check_steady(const struct engine_model *m, const lin_state *st, cons
         }
         *max_ud = fmax(*max_ud, fabs(ud));
         *max_drift = fmax(*max_drift, fabs(drift));
+        if (!check)
+            continue;
         char path[160];
         if (st->from_speeds)
             snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
@@ -731,14 +732,12 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             goto done;
         }
         double max_ud = 0.0, max_drift = 0.0;
-        if (check) {
-            check_steady(m, s, f, A, tol, prefix, problem, &max_ud, &max_drift);
-            if (*problem) {
-                rc = hamel_problem_code(*problem);
-                json_object_set_new(*problem, "detail",
-                                    json_string("the operating point is not an equilibrium or a steady motion"));
-                goto done;
-            }
+        check_steady(m, s, f, A, tol, check, prefix, problem, &max_ud, &max_drift);
+        if (*problem) {
+            rc = hamel_problem_code(*problem);
+            json_object_set_new(*problem, "detail",
+                                json_string("the operating point is not an equilibrium or a steady motion"));
+            goto done;
         }
         if (lin_eigenvalues(N, A, re, im) < 0) {
             rc = HAMEL_E_NUMERIC;
