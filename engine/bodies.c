@@ -676,25 +676,36 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
             expr *fpos = expr_sub(c, C, expr_mul(c, r, h));
-            /* from the center to the contact: -r (n - (n.a) a) / h */
-            expr *rc[3], *wN[3], *wxr[3];
-            expr *scale = expr_neg(c, expr_div(c, r, h));
+            /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
+             * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
+             * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
+             * = -r h (w.a) and t2.(w x rc) = -r w.(n x a), to
+             *   t1.v = (a x n).v_C / h - r w.a,   t2.v = (a - (n.a) n).v_C / h - r w.(n x a),
+             * where w.a and w.(n x a) are taken in the disk's own components. */
+            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3];
             for (int i = 0; i < 3; i++) {
-                expr *ni = expr_num(c, i == nk ? nsign : 0.0);
-                rc[i] = expr_mul(c, scale, expr_sub(c, ni, expr_mul(c, na, a[i])));
+                nN[i] = expr_num(c, i == nk ? nsign : 0.0);
+                nW[i] = nsign > 0 ? W->R[3 * nk + i] : expr_neg(c, W->R[3 * nk + i]);
+                aW[i] = expr_num(c, i == axis ? sign : 0.0);
             }
-            matvec(c, W->R, W->w, wN);
-            cross3(c, wN, rc, wxr);
+            cross3(c, a, nN, axn);
+            for (int i = 0; i < 3; i++)
+                lat[i] = expr_sub(c, a[i], expr_mul(c, na, nN[i]));
+            cross3(c, nW, aW, nxaW);
             expr **vc = velocity(&b, cp);
-            for (int i = 0; i < 3; i++) {
-                if (i == nk)
-                    continue;
-                expr *vi = expr_add(c, vc[i], wxr[i]);
-                if (zero_on_branch(&b, vi))
+            expr *inv_h = expr_powi(c, h, -1);
+            expr *wa = sign > 0 ? W->w[axis] : expr_neg(c, W->w[axis]);
+            expr *slip[2] = {
+                expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
+                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, W->w, nxaW))),
+            };
+            static const char *const dir[2] = {"rolling", "lateral"};
+            for (int i = 0; i < 2; i++) {
+                if (zero_on_branch(&b, slip[i]))
                     continue;
                 bodies_constraint *bc = &out->vel[out->n_vel++];
-                snprintf(bc->name, sizeof bc->name, "%s_slip_%c", name, 'x' + i);
-                bc->f = vi;
+                snprintf(bc->name, sizeof bc->name, "%s_%s", name, dir[i]);
+                bc->f = slip[i];
                 snprintf(bc->path, sizeof bc->path, "%s", path);
             }
             if (!zero_on_branch(&b, fpos)) {
