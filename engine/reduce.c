@@ -311,6 +311,8 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     }
     for (int i = 0; i < n; i++)
         sub[m->sym_qd[i]] = r->kin[i];
+    if (over_budget(c, budget))
+        goto over;
     r->tstar = simp(c, expr_subst(c, m->T, sub, ns));
 
     /* M, g, b of the unreduced system, then on the kinematics */
