@@ -549,3 +549,177 @@ Test(tangent, every_function, .init = setup)
     }
     engine_model_release(m);
 }
+
+/* ---- the benchmark bicycle (Meijaard, Papadopoulos, Ruina, Schwab 2007) ---- */
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_roots.h>
+
+#define BIKE_FILE "api/examples/whipple-bicycle.json"
+#define BIKE_RR 0.3 /* rear wheel radius: forward speed v = -rR thetaR' */
+
+/* The paper's roll/steer matrices (Table 2 coefficients, 14 digits). */
+static const double bike_M[2][2] = {{80.81722, 2.31941332208709}, {2.31941332208709, 0.29784188199686}};
+static const double bike_C1[2][2] = {{0, 33.86641391492494}, {-0.85035641456978, 1.68540397397560}};
+static const double bike_K0[2][2] = {{-80.95, -2.59951685249872}, {-2.59951685249872, -0.80329488458618}};
+static const double bike_K2[2][2] = {{0, 76.59734589573222}, {0, 2.65431523794604}};
+
+struct bike {
+    engine_model *m;
+    int N, roll, steer, rolld, steerd; /* state indices */
+    double *A, *f, *y;
+};
+
+static void bike_jacobian(struct bike *b, double v)
+{
+    memset(b->y, 0, b->N * sizeof *b->y);
+    b->y[b->N - 1] = -v / BIKE_RR; /* thetaRd, the last speed */
+    cr_assert_eq(lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL), 0,
+                 "A at v = %g", v);
+}
+
+/* The largest real part among the eigenvalues of the roll/steer block of A (the other
+ * states only add zeros, and the capsize eigenvalue itself passes through zero): of the
+ * oscillating ones (the weave pair) or of the real ones (capsize; castor is far below). */
+static double bike_max_re(struct bike *b, double v, int complex_ones)
+{
+    bike_jacobian(b, v);
+    const int idx[4] = {b->roll, b->steer, b->rolld, b->steerd};
+    double blk[16], re[4], im[4], best = -INFINITY;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            blk[i * 4 + j] = b->A[(size_t)idx[i] * b->N + idx[j]];
+    cr_assert_eq(lin_eigenvalues(4, blk, re, im), 0);
+    for (int i = 0; i < 4; i++)
+        if ((fabs(im[i]) > 1e-6) == complex_ones && re[i] > best)
+            best = re[i];
+    return best;
+}
+
+static struct bike *root_bike;
+static double weave_fn(double v, void *p) { return bike_max_re(root_bike, v, *(int *)p); }
+
+static double bike_root(struct bike *b, int complex_ones, double lo, double hi)
+{
+    root_bike = b;
+    gsl_function F = {weave_fn, &complex_ones};
+    gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+    cr_assert_eq(gsl_root_fsolver_set(s, &F, lo, hi), GSL_SUCCESS, "no sign change on [%g, %g]", lo, hi);
+    double r = NAN;
+    for (int it = 0; it < 100; it++) {
+        gsl_root_fsolver_iterate(s);
+        r = gsl_root_fsolver_root(s);
+        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-13, 0) == GSL_SUCCESS)
+            break;
+    }
+    gsl_root_fsolver_free(s);
+    return r;
+}
+
+/* One test: the bicycle takes seconds to compile, so everything is checked on one model. */
+Test(bicycle, benchmark, .init = setup, .timeout = 300)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(BIKE_FILE, 0, &err);
+    cr_assert_not_null(doc, "%s: %s", BIKE_FILE, err.text);
+    struct bike b = {0};
+    b.m = compile_json(json_object_get(doc, "model"));
+    b.N = b.m->n + b.m->k;
+    b.roll = model_coord_index(b.m, "phi");
+    b.steer = model_coord_index(b.m, "delta");
+    b.rolld = b.m->n + model_speed_index(b.m, "phid");
+    b.steerd = b.m->n + model_speed_index(b.m, "deltad");
+    cr_assert(b.roll >= 0 && b.steer >= 0 && b.rolld >= b.m->n && b.steerd >= b.m->n, "roll, steer and their rates");
+    cr_assert_eq(model_speed_index(b.m, "thetaRd"), b.m->k - 1, "thetaRd is the last speed");
+    b.A = calloc((size_t)b.N * b.N, sizeof *b.A);
+    b.f = calloc(b.N, sizeof *b.f);
+    b.y = calloc(b.N, sizeof *b.y);
+
+    /* the file's request: upright straight running at v = 5 m/s; the nonzero eigenvalues
+     * are the paper's (Table 2): weave, capsize, castor */
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_linearize(b.m, json_object_get(doc, "linearize"), NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize: %s", problem ? json_dumps(problem, 0) : "");
+    const double want[4][2] = {{-0.32286642900409, 0},
+                               {-0.77534188219585, 4.46486771378823},
+                               {-0.77534188219585, -4.46486771378823},
+                               {-14.07838969279822, 0}};
+    const json_t *ev = json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues");
+    int found[4] = {0}, nonzero = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        double re = json_number_value(json_object_get(json_array_get(ev, i), "re"));
+        double im = json_number_value(json_object_get(json_array_get(ev, i), "im"));
+        if (hypot(re, im) < 1e-4)
+            continue;
+        nonzero++;
+        for (int k = 0; k < 4; k++)
+            if (fabs(re - want[k][0]) < 1e-9 && fabs(im - want[k][1]) < 1e-9)
+                found[k]++;
+    }
+    cr_assert(nonzero == 4 && found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1,
+              "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9", json_dumps(ev, 0));
+    json_decref(res);
+
+    /* the roll/steer block of A = [[0, I], [-M^-1 (g K0 + v^2 K2), -M^-1 v C1]] */
+    double det = bike_M[0][0] * bike_M[1][1] - bike_M[0][1] * bike_M[1][0];
+    double Mi[2][2] = {{bike_M[1][1] / det, -bike_M[0][1] / det}, {-bike_M[1][0] / det, bike_M[0][0] / det}};
+    const int idx[4] = {b.roll, b.steer, b.rolld, b.steerd};
+    const double speeds[] = {0.0, 2.0, 5.0, 10.0};
+    for (int s = 0; s < 4; s++) {
+        double v = speeds[s], blk[4][4] = {{0, 0, 1, 0}, {0, 0, 0, 1}};
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                double kk = 0.0, cc = 0.0;
+                for (int l = 0; l < 2; l++) {
+                    kk += Mi[i][l] * (9.81 * bike_K0[l][j] + v * v * bike_K2[l][j]);
+                    cc += Mi[i][l] * v * bike_C1[l][j];
+                }
+                blk[2 + i][j] = -kk;
+                blk[2 + i][2 + j] = -cc;
+            }
+        bike_jacobian(&b, v);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                double a = b.A[(size_t)idx[i] * b.N + idx[j]];
+                cr_assert(fabs(a - blk[i][j]) <= 1e-10 * fmax(1.0, fabs(blk[i][j])),
+                          "v = %g: A[%d][%d] of the roll/steer block %.17g, paper %.17g", v, i, j, a, blk[i][j]);
+            }
+        /* and roll/steer does not see the other states (upright straight running) */
+        for (int i = 2; i < 4; i++)
+            for (int j = 0; j < b.N; j++) {
+                if (j == idx[0] || j == idx[1] || j == idx[2] || j == idx[3])
+                    continue;
+                cr_assert(fabs(b.A[(size_t)idx[i] * b.N + j]) < 1e-10, "v = %g: roll/steer row %d depends on state %d (%g)",
+                          v, i, j, b.A[(size_t)idx[i] * b.N + j]);
+            }
+    }
+
+    /* v = 0: +-5.53094371765393, +-3.13164324790656 */
+    {
+        bike_jacobian(&b, 0.0);
+        double re[32], im[32];
+        cr_assert_eq(lin_eigenvalues(b.N, b.A, re, im), 0);
+        const double w0[4] = {5.53094371765393, 3.13164324790656, -3.13164324790656, -5.53094371765393};
+        int k = 0;
+        for (int i = 0; i < b.N; i++)
+            if (hypot(re[i], im[i]) > 1e-4) {
+                cr_assert(k < 4 && fabs(re[i] - w0[k]) < 1e-9 && fabs(im[i]) < 1e-9, "v = 0: eigenvalue %d = %.17g%+.3gi",
+                          k, re[i], im[i]);
+                k++;
+            }
+        cr_assert_eq(k, 4, "v = 0: four nonzero eigenvalues");
+    }
+
+    /* the weave and capsize speeds: where the weave pair's and the capsize mode's real
+     * parts cross zero (GSL Brent on the eigenvalues of A) */
+    double weave = bike_root(&b, 1, 4.0, 4.6), capsize = bike_root(&b, 0, 5.7, 6.3);
+    cr_log_info("bicycle: weave speed %.15g, capsize speed %.15g", weave, capsize);
+    cr_assert(fabs(weave - 4.29238253634111) < 1e-9, "weave speed %.15g, paper 4.29238253634111", weave);
+    cr_assert(fabs(capsize - 6.02426201538837) < 1e-9, "capsize speed %.15g, paper 6.02426201538837", capsize);
+
+    free(b.A);
+    free(b.f);
+    free(b.y);
+    engine_model_release(b.m);
+    json_decref(doc);
+}
