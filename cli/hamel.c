@@ -6,6 +6,10 @@
  *   hamel gamma FILE [--q name=value,...] [--t T]
  *                         prints the Hamel coefficients (API.md §4)
  *   hamel equations FILE  prints the derived equations (API.md §5)
+ *   hamel linearize FILE  a file {"model": ..., "linearize": {...}} (or a /v1/linearize
+ *                         request with "model"): prints A, B and the eigenvalues
+ *   hamel evaluate FILE   a file {"model": ..., "evaluate": {"states": [...]}} (or a
+ *                         /v1/evaluate request with "model"): prints q', u', q'', multipliers
  *   hamel remote ...      the same against a server (see hamel remote --help)
  *
  * FILE may be "-" for standard input. Errors: the problem document on stderr, exit 1.
@@ -22,7 +26,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: hamel run FILE | check FILE | gamma FILE [--q name=value,...] [--t T] |\n"
-          "             equations FILE | remote ... | --version\n"
+          "             equations FILE | linearize FILE | evaluate FILE | remote ... | --version\n"
           "FILE: a model, a simulation request with \"model\", or a case file with \"model\" and\n"
           "\"simulation\" (as in ../shared/cases); - reads standard input.\n",
           f);
@@ -192,6 +196,31 @@ static int cmd_gamma(int argc, char **argv)
     return rc ? fail(problem) : print(result);
 }
 
+/* hamel linearize FILE / hamel evaluate FILE: the request is the file's "linearize"
+ * (or "evaluate") member, else the file itself. */
+static int cmd_lin(const char *path, const char *which)
+{
+    engine_model *m;
+    json_t *req, *result, *problem;
+    if (compile(path, &m, &req))
+        return 1;
+    json_t *inner = req ? json_object_get(req, which) : NULL;
+    json_t *r = inner ? inner : req;
+    if (!json_is_object(r) || (!inner && !json_object_get(r, strcmp(which, "evaluate") ? "q" : "states") &&
+                               !json_object_get(r, "points"))) {
+        json_decref(req);
+        engine_model_release(m);
+        char why[160];
+        snprintf(why, sizeof why, "the file has no \"%s\" request beside its \"model\"", which);
+        return fail(hamel_problem_new(HAMEL_E_BAD_REQUEST, why));
+    }
+    int rc = strcmp(which, "evaluate") ? engine_linearize(m, r, NULL, NULL, &result, &problem)
+                                       : engine_evaluate(m, r, NULL, &result, &problem);
+    json_decref(req);
+    engine_model_release(m);
+    return rc ? fail(problem) : print(result);
+}
+
 int main(int argc, char **argv)
 {
     engine_init();
@@ -213,6 +242,8 @@ int main(int argc, char **argv)
         return cmd_equations(argv[2]);
     if (strcmp(argv[1], "gamma") == 0)
         return cmd_gamma(argc - 2, argv + 2);
+    if ((strcmp(argv[1], "linearize") == 0 || strcmp(argv[1], "evaluate") == 0) && argc == 3)
+        return cmd_lin(argv[2], argv[1]);
     usage(stderr);
     return 2;
 }

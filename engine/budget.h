@@ -43,13 +43,13 @@ typedef struct budget {
     atomic_int *cancel;     /* may be NULL */
     struct expr_ctx *ctx;   /* whose bytes count (and overflow flag is set on a stop) */
     unsigned ticks;
-    int stop;               /* a budget_stop */
-    double at_seconds;      /* when it stopped: elapsed seconds */
-    size_t at_bytes;        /* ... and bytes held */
-    const char *limit;      /* the limit that stopped it ("max_compile_seconds", ...) */
+    int stop;          /* a budget_stop */
+    double at_seconds; /* when it stopped: elapsed seconds */
+    size_t at_bytes;   /* ... and bytes held */
+    const char *limit; /* the limit that stopped it ("max_compile_seconds", ...) */
     double limit_value, reached;
-    const char *stage;      /* what the compilation is doing (static string) */
-    char what[128];         /* on which expression (a model path), may be empty */
+    const char *stage; /* what the compilation is doing (static string) */
+    char what[128];    /* on which expression (a model path), may be empty */
 } budget;
 
 /* Starts a budget now: seconds <= 0 and max_bytes == 0 mean no limit; cancel may be

@@ -586,3 +586,59 @@ done:
     free(dqd);
     return rc;
 }
+
+/* The symbolically reduced equations against the numeric path at three pseudo-random
+ * states. Each path's rounding scale is estimated by the spread of the two answers'
+ * magnitudes; a disagreement beyond 1e-7 relative (or NaN on one side only) means the
+ * reduction is wrong for this model (or cancels catastrophically), and it is not used. */
+int hamel_fast_agrees(const struct engine_model *m)
+{
+    if (!m->tape_fast)
+        return 1;
+    int n = m->n, k = m->k, N = n + k, agree = 1, compared = 0;
+    double *params = calloc(m->np + 1, sizeof *params), *in = calloc(m->n_in + 1, sizeof *in);
+    double *y = calloc(N + 1, sizeof *y), *fa = calloc(N + 1, sizeof *fa), *fb = calloc(N + 1, sizeof *fb);
+    hamel_ws *fast = NULL, *num = NULL;
+    if (!params || !in || !y || !fa || !fb)
+        goto done;
+    if (m->np)
+        memcpy(params, m->param_values, m->np * sizeof *params);
+    fast = hamel_ws_new(m, params);
+    num = hamel_ws_new(m, params);
+    if (!fast || !num)
+        goto done;
+    native_release(fast->native); /* the tape itself, not a folded copy */
+    fast->native = NULL;
+    hamel_ws_set_numeric(num, 1);
+    for (int p = 0; p < 3 && agree; p++) {
+        model_test_point(m, 21 + p, in);
+        memcpy(y, in + model_input_q(m), n * sizeof *y);
+        for (int r = 0; r < k; r++)
+            y[n + r] = in[model_input_qd(m) + r % n] - 0.85; /* speeds of both signs */
+        double t = in[model_input_t(m)];
+        if (hamel_rhs(t, y, fb, num) != GSL_SUCCESS)
+            continue; /* singular here for the numeric path: no verdict */
+        if (hamel_rhs(t, y, fa, fast) != GSL_SUCCESS) {
+            agree = 0;
+            break;
+        }
+        double scale = 0.0;
+        for (int i = 0; i < N; i++)
+            if (isfinite(fb[i]) && fabs(fb[i]) > scale)
+                scale = fabs(fb[i]);
+        for (int i = 0; i < N; i++)
+            if (isfinite(fa[i]) != isfinite(fb[i]) ||
+                (isfinite(fb[i]) && fabs(fa[i] - fb[i]) > 1e-7 * (scale + 1e-300) + 1e-300))
+                agree = 0;
+        compared++;
+    }
+done:
+    hamel_ws_free(fast);
+    hamel_ws_free(num);
+    free(params);
+    free(in);
+    free(y);
+    free(fa);
+    free(fb);
+    return agree;
+}

@@ -47,6 +47,11 @@ const char *hamel_ws_tier(const hamel_ws *w);
  * M*, or singular). For the native tier, which folds it into the code. */
 int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv);
 
+/* Whether the symbolically reduced equations (tape_fast) agree with the numeric path
+ * at pseudo-random states (1 also when there is no tape_fast). The model compiler drops
+ * a reduction that does not: a wrong simplification must never reach a user. */
+int hamel_fast_agrees(const struct engine_model *m);
+
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
  * each linear constraint's holonomic flag. Called by the model compiler. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bodies.h"
 #include "budget.h"
 #include "equations.h"
 #include "reduce.h"
@@ -122,6 +123,9 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
     native_release(m->native);
+    tape_free(m->tape_pos);
+    free(m->pos_con);
+    json_decref(m->bodies_js);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
@@ -202,6 +206,124 @@ static int name_free(struct engine_model *m, const char *name, const char *path,
     return 1;
 }
 
+/* Appends one generated constraint; returns it, or NULL when memory ran out. */
+static model_constraint *append_constraint(struct engine_model *m, const char *name)
+{
+    model_constraint *nc = realloc(m->cons, (m->nc + 2) * sizeof *nc);
+    if (!nc)
+        return NULL;
+    m->cons = nc;
+    model_constraint *mc = &m->cons[m->nc++];
+    memset(mc, 0, sizeof *mc);
+    mc->row = -1;
+    mc->pos_dep = -1;
+    mc->generated = 1;
+    mc->name = strdup(name);
+    return mc->name ? mc : NULL;
+}
+
+/* A position-level constraint pos(q, t) = 0: checked free of velocities and of
+ * constant value, and appended as its time derivative (a linear velocity constraint). */
+static int add_position(struct engine_model *m, const char *name, expr *pos, const char *dep, int from_bodies,
+                        const char *path, json_t *problem)
+{
+    expr_ctx *c = m->ctx;
+    if (expr_depends_class(c, pos, SYM_VELOCITY)) {
+        add_error(problem, path, -1,
+                  "a position-level constraint f(q, t) = 0 must not contain velocities; give velocity "
+                  "constraints in model.constraints");
+        return 0;
+    }
+    expr *f = expr_dt(c, pos);
+    if (expr_is_zero(c, f)) {
+        add_error(problem, path, -1, "constraint %s does not depend on the coordinates", name);
+        return 0;
+    }
+    int di = -1;
+    if (dep) {
+        di = model_coord_index(m, dep);
+        if (di < 0) {
+            char p[128];
+            snprintf(p, sizeof p, "%s.dependent", path);
+            add_error(problem, p, -1, "'%s' is not a coordinate", dep);
+            return 0;
+        }
+        if (!expr_depends(pos, m->sym_q[di]) || expr_is_zero(c, expr_diff(c, pos, m->sym_q[di]))) {
+            char p[128];
+            snprintf(p, sizeof p, "%s.dependent", path);
+            add_error(problem, p, -1, "constraint %s does not depend on %s: it cannot be solved for it", name,
+                      dep);
+            return 0;
+        }
+    }
+    model_constraint *mc = append_constraint(m, name);
+    if (!mc)
+        return -1;
+    mc->f = f;
+    mc->pos = pos;
+    mc->pos_dep = di;
+    mc->from_bodies = from_bodies;
+    return 0;
+}
+
+/* The constraints made by the bodies (rolling disks) and the model's
+ * "position_constraints": [{"name", "expr", "dependent"?}] (or expression strings). */
+static int add_generated(struct engine_model *m, const json_t *js, const bodies_result *br,
+                         const engine_limits *lim, json_t *problem)
+{
+    for (int i = 0; i < br->n_vel; i++) {
+        model_constraint *mc = append_constraint(m, br->vel[i].name);
+        if (!mc)
+            return -1;
+        mc->f = br->vel[i].f;
+        mc->from_bodies = 1;
+    }
+    for (int i = 0; i < br->n_pos; i++)
+        if (add_position(m, br->pos[i].name, br->pos[i].f,
+                         br->pos[i].dependent[0] ? br->pos[i].dependent : NULL, 1, br->pos[i].path,
+                         problem) < 0)
+            return -1;
+    const json_t *pc = json_object_get(js, "position_constraints");
+    if (pc && !json_is_array(pc)) {
+        add_error(problem, "model.position_constraints", -1,
+                  "must be an array of {\"name\", \"expr\", \"dependent\"} with expr f(q, t) = 0");
+        return 0;
+    }
+    for (size_t j = 0; pc && j < json_array_size(pc); j++) {
+        const json_t *it = json_array_get(pc, j), *ex = it;
+        char path[96], epath[112], name[80];
+        snprintf(path, sizeof path, "model.position_constraints[%zu]", j);
+        snprintf(name, sizeof name, "h%zu", j + 1);
+        const char *dep = NULL;
+        snprintf(epath, sizeof epath, "%s", path);
+        if (json_is_object(it)) {
+            const json_t *cn = json_object_get(it, "name"), *dj = json_object_get(it, "dependent");
+            if (cn && (!json_is_string(cn) || !valid_identifier(json_string_value(cn)))) {
+                add_error(problem, path, -1, "name must be an identifier");
+                continue;
+            }
+            if (cn)
+                snprintf(name, sizeof name, "%s", json_string_value(cn));
+            if (dj && !json_is_string(dj)) {
+                snprintf(epath, sizeof epath, "%s.dependent", path);
+                add_error(problem, epath, -1, "must be the name of a coordinate");
+                continue;
+            }
+            dep = dj ? json_string_value(dj) : NULL;
+            ex = json_object_get(it, "expr");
+            snprintf(epath, sizeof epath, "%s.expr", path);
+        }
+        if (!ex) {
+            add_error(problem, epath, -1, "required: the constraint f(q, t) (= 0)");
+            continue;
+        }
+        expr *pos = parse_field(m, ex, epath, 1, lim, problem);
+        if (pos && add_position(m, name, pos, dep, 0, epath, problem) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
                        const json_t **speeds_js)
 {
@@ -249,7 +371,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         add_error(problem, "model.parameters", -1, "must be an object of name: number");
     m->np = params && json_is_object(params) ? (int)json_object_size(params) : 0;
     if (lim->max_parameters > 0 && m->np > lim->max_parameters) {
-        budget_exceed(expr_ctx_budget(m->ctx), "model.parameters", "max_parameters", lim->max_parameters, m->np);
+        budget_exceed(expr_ctx_budget(m->ctx), "model.parameters", "max_parameters", lim->max_parameters,
+                      m->np);
         m->np = 0;
         return -1;
     }
@@ -298,7 +421,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     const json_t *defs = json_object_get(js, "definitions");
     if (defs && !json_is_array(defs))
         add_error(problem, "model.definitions", -1, "must be an array of {\"name\", \"expr\"}");
-    if (json_is_array(defs) && lim->max_definitions > 0 && (int)json_array_size(defs) > lim->max_definitions) {
+    if (json_is_array(defs) && lim->max_definitions > 0 &&
+        (int)json_array_size(defs) > lim->max_definitions) {
         budget_exceed(expr_ctx_budget(m->ctx), "model.definitions", "max_definitions", lim->max_definitions,
                       (double)json_array_size(defs));
         return -1;
@@ -333,13 +457,30 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
     }
 
+    bodies_result br;
+    if (bodies_build(m->ctx, js, lim->max_expr_chars, m->sym_p, m->param_values, m->np, problem, &br) < 0 &&
+        !count_errors(problem))
+        add_error(problem, "model", -1, "out of memory while building the bodies");
     v = json_object_get(js, "kinetic_energy");
-    if (!v)
-        add_error(problem, "model.kinetic_energy", -1, "required: T(q, q', t) of the unconstrained system");
+    if (!v && !br.present)
+        add_error(problem, "model.kinetic_energy", -1,
+                  "required: T(q, q', t) of the unconstrained system (or bodies and particles)");
     else
-        m->T = parse_field(m, v, "model.kinetic_energy", 1, lim, problem);
+        m->T_hand = v ? parse_field(m, v, "model.kinetic_energy", 1, lim, problem) : expr_num(m->ctx, 0.0);
     v = json_object_get(js, "potential_energy");
-    m->V = v ? parse_field(m, v, "model.potential_energy", 0, lim, problem) : expr_num(m->ctx, 0.0);
+    m->V_hand = v ? parse_field(m, v, "model.potential_energy", 0, lim, problem) : expr_num(m->ctx, 0.0);
+    if (m->T_hand)
+        m->T = expr_add(m->ctx, m->T_hand, br.T);
+    if (m->V_hand)
+        m->V = expr_add(m->ctx, m->V_hand, br.V);
+    if (br.present) {
+        m->bodies_js = json_object();
+        for (int i = 0; bodies_keys[i]; i++) {
+            const json_t *bv = json_object_get(js, bodies_keys[i]);
+            if (bv)
+                json_object_set_new(m->bodies_js, bodies_keys[i], json_deep_copy(bv));
+        }
+    }
 
     for (int i = 0; i < n; i++)
         m->Q[i] = expr_num(m->ctx, 0.0);
@@ -397,6 +538,10 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
         mc->f = parse_field(m, ex, path, 1, lim, problem);
     }
+
+    if (add_generated(m, js, &br, lim, problem) < 0)
+        add_error(problem, "model", -1, "out of memory while adding the generated constraints");
+    bodies_result_free(&br);
 
     *speeds_js = json_object_get(js, "speeds");
     if (*speeds_js && !json_is_array(*speeds_js)) {
@@ -755,20 +900,34 @@ static int make_canonical(struct engine_model *m)
     json_object_set_new(js, "parameters", params);
     budget *bg = expr_ctx_budget(c);
     budget_stage(bg, "printing", "model.kinetic_energy");
-    json_object_set_new(js, "kinetic_energy", printed(c, m->T));
+    json_object_set_new(js, "kinetic_energy", printed(c, m->T_hand));
     budget_stage(bg, "printing", "model.potential_energy");
-    json_object_set_new(js, "potential_energy", printed(c, m->V));
+    json_object_set_new(js, "potential_energy", printed(c, m->V_hand));
     budget_stage(bg, "printing", "model");
+    if (m->bodies_js)
+        json_object_update(js, m->bodies_js);
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
             json_object_set_new(forces, m->coords[i], printed(c, m->Q[i]));
     json_object_set_new(js, "generalized_forces", forces);
-    json_t *cons = json_array();
-    for (int j = 0; j < m->nc; j++)
-        json_array_append_new(
-            cons, json_pack("{s:s, s:o}", "name", m->cons[j].name, "expr", printed(c, m->cons[j].f)));
+    json_t *cons = json_array(), *pcons = json_array();
+    for (int j = 0; j < m->nc; j++) {
+        const model_constraint *mc = &m->cons[j];
+        if (!mc->generated)
+            json_array_append_new(cons, json_pack("{s:s, s:o}", "name", mc->name, "expr", printed(c, mc->f)));
+        else if (mc->pos && !mc->from_bodies) {
+            json_t *pc = json_pack("{s:s, s:o}", "name", mc->name, "expr", printed(c, mc->pos));
+            if (mc->pos_dep >= 0)
+                json_object_set_new(pc, "dependent", json_string(m->coords[mc->pos_dep]));
+            json_array_append_new(pcons, pc);
+        }
+    }
     json_object_set_new(js, "constraints", cons);
+    if (json_array_size(pcons))
+        json_object_set_new(js, "position_constraints", pcons);
+    else
+        json_decref(pcons);
     /* Speeds the engine chose are left out: the canonical form then compiles to the
      * same choice and the same id. */
     if (!m->default_speeds) {
@@ -901,6 +1060,13 @@ static const char *const known_keys[] = {"name",
                                          "generalized_forces",
                                          "constraints",
                                          "speeds",
+                                         "position_constraints",
+                                         "frames",
+                                         "points",
+                                         "bodies",
+                                         "particles",
+                                         "gravity",
+                                         "rolling_disks",
                                          "description",
                                          "notes",
                                          "source",
@@ -1216,6 +1382,31 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         free(roots);
         BUDGET_CHECK();
     }
+    /* Position-level constraints: their values and gradients, for the initial solve,
+     * the checks and the projection (sim.c). */
+    for (int j = 0; j < m->nc; j++)
+        m->npos += m->cons[j].pos != NULL;
+    if (m->npos) {
+        expr **roots = calloc((size_t)m->npos * (n + 1), sizeof *roots);
+        m->pos_con = calloc(m->npos, sizeof *m->pos_con);
+        if (!roots || !m->pos_con) {
+            free(roots);
+            goto oom;
+        }
+        int h = 0;
+        for (int j = 0; j < m->nc; j++)
+            if (m->cons[j].pos) {
+                m->pos_con[h] = j;
+                roots[h] = m->cons[j].pos;
+                for (int i = 0; i < n; i++)
+                    roots[m->npos + h * n + i] = expr_diff(c, m->cons[j].pos, m->sym_q[i]);
+                h++;
+            }
+        m->tape_pos = build_tape(m, roots, m->npos * (n + 1));
+        free(roots);
+        if (!m->tape_pos)
+            goto oom;
+    }
     if (expr_ctx_overflow(c) || !m->tape_dyn || !m->tape_obs || !m->tape_mult || !m->tape_dpsi) {
         add_error(prob, "model", -1, "the derived equations exceed the expression node limit (%zu nodes)",
                   lim->max_nodes);
@@ -1258,6 +1449,16 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         if (budget_check(&bud)) {
             reduce_result_free(&red);
             goto over;
+        }
+        if (m->tape_fast && !hamel_fast_agrees(m)) {
+            /* A reduction that disagrees with the numeric path is a bug of ours (a wrong
+             * simplification) or catastrophic cancellation: integrate without it. */
+            tape_free(m->tape_fast);
+            m->tape_fast = NULL;
+            m->fast_mass_const = 0;
+            json_object_set_new(m->summary, "reduction_rejected",
+                                json_string("the symbolically reduced equations disagreed with the "
+                                            "numeric path at a test state"));
         }
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"

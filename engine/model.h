@@ -21,11 +21,17 @@
 
 typedef struct model_constraint {
     char *name;
-    expr *f;       /* f(q, q', t) = 0 */
-    int linear;    /* linear in q' */
-    int rheonomic; /* depends on t, or has a velocity-free part */
-    int holonomic; /* Frobenius: its Hamel coefficients on the speeds vanish */
-    int row;       /* row of Psi (linear ones), else -1 */
+    expr *f;         /* f(q, q', t) = 0 */
+    int linear;      /* linear in q' */
+    int rheonomic;   /* depends on t, or has a velocity-free part */
+    int holonomic;   /* Frobenius: its Hamel coefficients on the speeds vanish */
+    int row;         /* row of Psi (linear ones), else -1 */
+    expr *pos;       /* a position-level constraint pos(q, t) = 0 whose time derivative is f,
+                      * else NULL */
+    int generated;   /* made by the engine (rolling disks, position constraints): not
+                      * part of the canonical "constraints" */
+    int from_bodies; /* made from the bodies keys (bodies.h) */
+    int pos_dep;     /* position level: the coordinate the model names to solve for, or -1 */
 } model_constraint;
 
 struct engine_model {
@@ -54,10 +60,15 @@ struct engine_model {
     double compile_ms;
 
     expr *T, *V;
-    expr **Q;         /* [n] generalized forces (0 where absent) */
-    expr **psi;       /* [n*n] row-major; rows = speeds then linear constraints */
-    expr **psi_t;     /* [n] */
-    char **row_names; /* [n] speeds then linear constraints */
+    expr *T_hand, *V_hand; /* the hand-written parts (T = T_hand + T of the bodies) */
+    json_t *bodies_js;     /* the bodies keys of the model as given (for the canonical form) */
+    int npos;              /* position-level constraints */
+    int *pos_con;          /* [npos] their index in cons */
+    tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */
+    expr **Q;              /* [n] generalized forces (0 where absent) */
+    expr **psi;            /* [n*n] row-major; rows = speeds then linear constraints */
+    expr **psi_t;          /* [n] */
+    char **row_names;      /* [n] speeds then linear constraints */
 
     int scleronomic;
     int energy_conserved;

@@ -275,7 +275,8 @@ static int invert(struct engine_model *m, const struct reduce_budget *budget, re
     expr **a = malloc(nn * sizeof *a), **b = malloc(nn * sizeof *b);
     int *row_used = calloc(n, sizeof *row_used), *col_of_row = calloc(n, sizeof *col_of_row);
     int *col_used = calloc(n, sizeof *col_used), *block = calloc(n, sizeof *block);
-    int *matched = calloc(n, sizeof *matched), *brows = calloc(n, sizeof *brows), *bcols = calloc(n, sizeof *bcols);
+    int *matched = calloc(n, sizeof *matched), *brows = calloc(n, sizeof *brows),
+        *bcols = calloc(n, sizeof *bcols);
     unsigned char *nz = calloc(nn, 1);
     int rc = -1;
     if (!a || !b || !row_used || !col_of_row || !col_used || !block || !matched || !nz || !brows || !bcols)
@@ -460,6 +461,8 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     }
     for (int i = 0; i < n; i++)
         sub[m->sym_qd[i]] = r->kin[i];
+    if (over_budget(c, budget))
+        goto over;
     r->tstar = simp(c, expr_subst(c, m->T, sub, ns));
 
     /* M, g, b of the unreduced system, then on the kinematics */

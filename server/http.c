@@ -134,9 +134,9 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    json_t *stored_spec;           /* a model known by id, read from the store to compile */
-    http_flight *flight;           /* the compilation this request runs for others too */
-    engine_control compile_ctl;    /* its cancel flag, set by hangups (client gone, shutdown) */
+    json_t *stored_spec;        /* a model known by id, read from the store to compile */
+    http_flight *flight;        /* the compilation this request runs for others too */
+    engine_control compile_ctl; /* its cancel flag, set by hangups (client gone, shutdown) */
     hangup_entry hup;
     struct http_conn *next_waiter; /* in its flight's waiters */
 
@@ -507,8 +507,9 @@ static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t
     if (*rc == HAMEL_E_CANCELLED) { /* a compilation cancelled by shutdown or its first client leaving */
         json_decref(*problem);
         *rc = HAMEL_E_UNAVAILABLE;
-        *problem = hamel_problem_new(*rc, "the model's compilation was cancelled (the service is stopping, or "
-                                          "the client that started it went away); retry");
+        *problem =
+            hamel_problem_new(*rc, "the model's compilation was cancelled (the service is stopping, or "
+                                   "the client that started it went away); retry");
     }
     return 1;
 }
@@ -785,6 +786,31 @@ static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
     json_decref(c->pending);
     c->pending = json_incref(body);
     return http__offload(c, http__run_hamel, http__resume_hamel);
+}
+
+/* Offloaded: /v1/evaluate or /v1/linearize on c->work_model (engine_evaluate,
+ * engine_linearize); answered like /v1/hamel. */
+static void http__run_lin(void *arg)
+{
+    http_conn *c = arg;
+    if (c->route == METRICS_ROUTE_EVALUATE)
+        c->work_rc = engine_evaluate(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+    else
+        c->work_rc =
+            engine_linearize(c->work_model, c->pending, c->srv->d.limits, NULL, &c->out, &c->out_problem);
+}
+
+static enum MHD_Result http__post_lin(http_conn *c, json_t *body)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, http__run_lin, http__resume_hamel);
 }
 
 /* The body of a job that is still queued or running. */
@@ -1252,6 +1278,9 @@ static int http__match(http_conn *c, const char *url, http_route_match *m)
     } else if (!strcmp(url, "/v1/hamel")) {
         m->route = METRICS_ROUTE_HAMEL;
         m->allow = "POST, OPTIONS";
+    } else if (!strcmp(url, "/v1/evaluate") || !strcmp(url, "/v1/linearize")) {
+        m->route = url[4] == 'e' ? METRICS_ROUTE_EVALUATE : METRICS_ROUTE_LINEARIZE;
+        m->allow = "POST, OPTIONS";
     } else if (!strcmp(url, "/v1/simulations")) {
         m->route = METRICS_ROUTE_SIMULATIONS;
         m->allow = "POST, OPTIONS";
@@ -1388,6 +1417,8 @@ static enum MHD_Result http__dispatch(http_conn *c, json_t *body)
     switch (c->route) {
     case METRICS_ROUTE_MODELS: return http__post_model(c, body);
     case METRICS_ROUTE_HAMEL: return http__post_hamel(c, body);
+    case METRICS_ROUTE_EVALUATE:
+    case METRICS_ROUTE_LINEARIZE: return http__post_lin(c, body);
     case METRICS_ROUTE_BATCHES: return http__post_batch(c, body);
     default: return http__post_simulation(c, body);
     }
@@ -1456,7 +1487,8 @@ static void http__run_compile(void *arg)
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     atomic_store(&c->compile_ctl.cancel, 0);
     hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
-    c->pre_rc = engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
+    c->pre_rc =
+        engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
     hangup_forget(c->srv->hangups, &c->hup);
     c->pre_set = 1;
     metrics_derive(jobs_now() - t0);
@@ -1464,7 +1496,7 @@ static void http__run_compile(void *arg)
         metrics_compile_stopped(METRICS_COMPILE_LIMIT);
     else if (c->pre_rc == HAMEL_E_CANCELLED)
         metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
-                                                                           : METRICS_COMPILE_CLIENT_GONE);
+                                                                            : METRICS_COMPILE_CLIENT_GONE);
 }
 
 /* A copy of a finished flight's outcome for request w. Called with flights_mu held. */

@@ -242,7 +242,8 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                         "(limit: past the compile budget, 422; client_gone, shutdown: cancelled).\n"
                         "# TYPE hamel_compiles_stopped_total counter\n");
     for (int i = 0; i < METRICS_COMPILE_STOP_COUNT_; i++)
-        metrics__printf(&b, "hamel_compiles_stopped_total{reason=\"%s\"} %llu\n", metrics__compile_stop_labels[i],
+        metrics__printf(&b, "hamel_compiles_stopped_total{reason=\"%s\"} %llu\n",
+                        metrics__compile_stop_labels[i],
                         (unsigned long long)metrics__load(&metrics__compile_stops[i]));
     metrics__printf(&b, "# HELP hamel_cache_hits_total Cache lookups that found an entry.\n"
                         "# TYPE hamel_cache_hits_total counter\n"

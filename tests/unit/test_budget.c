@@ -64,7 +64,10 @@ static json_t *params_model(int n)
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static const char *str(const json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+static const char *str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
 
 /* The first error's path of a problem. */
 static const char *first_path(const json_t *problem)

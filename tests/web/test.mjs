@@ -269,6 +269,51 @@ await check("a nonlinear constraint runs with multipliers: constraint forces plo
   }
 });
 
+await check("linearization: eigenvalues of the upright rolling disk against its spin", async () => {
+  const p4 = await context.newPage();
+  p4.on("pageerror", (e) => pageErrors.push("linearize: " + e));
+  try {
+    await p4.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p4.waitForFunction(() => document.body.dataset.ready === "1");
+    const n = Number(await p4.locator("#lin-n").inputValue());
+    assert(n === 61 && (await p4.locator("#lin-sweep").inputValue()) === "speeds.Omega", "the rolling disk's sweep preset is not loaded");
+    await p4.click('[data-testid="lin-run"]');
+    await p4.locator('[data-testid="plot-eig-im"] svg').waitFor({ state: "visible" });
+    assert(await p4.locator('[data-testid="lin-problem"]').isHidden(), "the linearization showed a problem");
+    // two nonzero eigenvalues per point (+-sqrt((4g/r - 12 Omega^2)/5)); the six zeros are not drawn
+    for (const id of ["plot-eig-re", "plot-eig-im"]) {
+      const dots = await p4.locator(`[data-testid="${id}"] svg g.dots circle`).count();
+      assert(dots === 2 * n, `${id}: ${dots} dots, expected ${2 * n}`);
+    }
+    // the page's stability range against the API's own answers either side of its start
+    const from = Number(await p4.locator("#linearize").getAttribute("data-stable-from"));
+    const to = Number(await p4.locator("#linearize").getAttribute("data-stable-to"));
+    assert(Math.abs(from - 2.6) < 1e-9 && Math.abs(to - 6) < 1e-9, `stable range shown from ${from} to ${to}, expected 2.6 to 6 (g/(3r) = 6.54)`);
+    assert(/2\.6/.test(await p4.locator('[data-testid="lin-summary"]').innerText()), "the summary does not name 2.6");
+    const model = JSON.parse(await p4.locator("#model-editor textarea").inputValue());
+    const point = (w) => ({ q: { phi: 0, theta: Math.PI / 2, psi: 0, x: 0, y: 0 }, speeds: { wd: 0, thd: 0, Omega: w } });
+    const r = await api("POST", "/v1/linearize", { model, points: [point(2.5), point(2.6), point(6)] });
+    assert(r.status === 200, `POST /v1/linearize: ${r.status} ${r.text.slice(0, 200)}`);
+    const maxRe = (p) => Math.max(...p.eigenvalues.map((e) => e.re));
+    assert(maxRe(r.body.points[0]) > 0.1 && maxRe(r.body.points[1]) < 1e-9, "API: the disk should be unstable at 2.5 and not at 2.6");
+    const maxIm = Number(await p4.locator('[data-testid="plot-eig-im"]').getAttribute("data-max-im"));
+    near(maxIm, Math.max(...r.body.points[2].eigenvalues.map((e) => e.im)), 1e-12, "largest plotted frequency vs the API at Omega = 6");
+    near(maxIm, Math.sqrt((12 * 36 - 4 * 9.81 / 0.5) / 5), 1e-12, "largest plotted frequency vs the closed form");
+    await p4.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-linearize.png") });
+    // a point that is not steady is a problem naming the speed
+    await p4.selectOption("#lin-sweep", "speeds.thd");
+    await p4.fill("#lin-from", "0.5");
+    await p4.fill("#lin-to", "1");
+    await p4.fill("#lin-n", "2");
+    await p4.click('[data-testid="lin-run"]');
+    await p4.locator('[data-testid="lin-problem"]').waitFor({ state: "visible" });
+    const shown = await p4.locator('[data-testid="lin-problem"]').innerText();
+    assert(/points\[0\]\.speeds\./.test(shown) && /steady/.test(shown), `the problem shown: ${shown}`);
+  } finally {
+    await p4.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });
