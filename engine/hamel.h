@@ -65,4 +65,18 @@ void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, dou
  * at state y and speed derivatives udot (k): res[r] for r < k. For checks. */
 int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot, double *res);
 
+/* The singularity watch. hamel_ws_select makes the workspace use the velocities
+ * q'_cols[r] (k of them) as the speeds instead of the model's own speed rows (NULL
+ * restores them); the symbolically reduced tape is then not used. Copies cols. */
+void hamel_ws_select(hamel_ws *w, const int *cols);
+
+/* The 1-norm condition number of Psi (with the selection in force) and its
+ * determinant at (t, q). Returns 0, or -1 (cond = inf) where Psi is singular. */
+int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, double *det);
+
+/* The best-conditioned choice of k velocities as speeds at (t, q): QR with column
+ * pivoting on the linear-constraint rows (each scaled to its largest entry) picks the
+ * dependent velocities; cols[k] receives the others, increasing. Returns 0 or -1. */
+int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols);
+
 #endif
