@@ -429,7 +429,7 @@ int hamel_structure(struct engine_model *m)
     }
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
-        mc->holonomic = 0;
+        mc->gamma_free = 0;
         if (!mc->linear)
             continue;
         int j = mc->row, any = 0;
@@ -438,7 +438,7 @@ int hamel_structure(struct engine_model *m)
             for (int l = 0; l < m->k; l++)
                 any |= m->gamma_nz[((size_t)j * n + r) * n + l];
         }
-        mc->holonomic = !any;
+        mc->gamma_free = !any;
     }
     rc = 0;
 done:

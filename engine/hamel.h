@@ -41,7 +41,8 @@ void hamel_ws_set_numeric(hamel_ws *w, int numeric);
 
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
- * each linear constraint's holonomic flag. Called by the model compiler. */
+ * each linear constraint's gamma_free flag (a first-order test, not integrability:
+ * see holonomy.h). Called by the model compiler. */
 int hamel_structure(struct engine_model *m);
 
 /* The Hamel coefficients at (t, q): gamma[(j*n + r)*n + l], gamma_t[j*n + r]. Either

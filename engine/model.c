@@ -14,6 +14,7 @@
 #include "equations.h"
 #include "reduce.h"
 #include "hamel.h"
+#include "holonomy.h"
 #include <time.h>
 #include "jit.h"
 #include "linalg.h"
@@ -793,9 +794,10 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *cons = json_array();
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
-        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b}", "name", mc->name, "expr",
+        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b, s:b}", "name", mc->name, "expr",
                                               printed(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
-                                              mc->rheonomic, "holonomic", mc->holonomic));
+                                              mc->rheonomic, "holonomic", mc->holonomic, "gamma_free",
+                                              mc->gamma_free));
     }
     json_object_set_new(s, "constraints", cons);
     json_object_set_new(s, "scleronomic", json_boolean(m->scleronomic));
@@ -1161,7 +1163,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         goto fail;
     }
     decide_energy(m);
-    if (hamel_structure(m) < 0)
+    if (hamel_structure(m) < 0 || holonomy_flags(m) < 0)
         goto oom;
     if (make_canonical(m) < 0)
         goto oom;
@@ -1173,6 +1175,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             reduce_result_free(&red);
             goto oom;
         }
+        json_object_set_new(m->summary, "holonomy", holonomy_analyse(m, &red));
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"
                                         : red.have_phi ? "numeric (symbolic Phi has "

@@ -24,7 +24,8 @@ typedef struct model_constraint {
     expr *f;       /* f(q, q', t) = 0 */
     int linear;    /* linear in q' */
     int rheonomic; /* depends on t, or has a velocity-free part */
-    int holonomic; /* Frobenius: its Hamel coefficients on the speeds vanish */
+    int holonomic;  /* integrable by itself: omega ^ d omega = 0 (holonomy.h) */
+    int gamma_free; /* its Hamel coefficients on the speeds vanish (first order only) */
     int row;       /* row of Psi (linear ones), else -1 */
 } model_constraint;
 
