@@ -33,6 +33,7 @@ struct hamel_ws {
     double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
     int minv_ready;
     int numeric; /* ignore tape_fast (for cross-checks) */
+    double *guess; /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
     int *sel;    /* [k] q' components used as speeds instead of the model's rows */
     int sel_on;  /* sel is in force (hamel_ws_select) */
 };
@@ -65,6 +66,7 @@ void hamel_ws_free(hamel_ws *w)
     free(w->fast);
     free(w->minv);
     free(w->sel);
+    free(w->guess);
     free(w);
 }
 
@@ -104,7 +106,8 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
     w->sel = calloc(k + 1, sizeof *w->sel);
-    if (!w->sel || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
+    w->guess = calloc(n, sizeof *w->guess);
+    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
         !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
         !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
@@ -143,8 +146,58 @@ static void solve_qdot(hamel_ws *w, const double *u, double *qd)
     linalg_lu_solve(n, w->lu, w->piv, qd);
 }
 
+#define HAMEL_NEWTON_MAX 40
+
+/* Nonlinear constraints (m->nl_reduced): q' from u_r = Psi_r q' + Psi_rt, the linear
+ * constraints and f_j(q, q', t) = 0 by Newton's method, whose Jacobian is Psi itself
+ * (its last rows are df_j/dq'), from the last solution. On success Psi is factored at
+ * the solution and w->in holds it. */
+static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *res = w->vec;
+    memcpy(qd, w->guess, n * sizeof *qd);
+    for (int it = 0; it < HAMEL_NEWTON_MAX; it++) {
+        memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+        if (factor_psi(w, t, q) < 0)
+            return -1;
+        tape_run(m->tape_obs, w->in, w->work, w->obs);
+        for (int r = 0; r < n; r++) {
+            double s = w->psi[(size_t)n * n + r] - (r < k ? u[r] : 0.0);
+            for (int i = 0; i < n; i++)
+                s += w->psi[(size_t)r * n + i] * qd[i];
+            res[r] = s;
+        }
+        for (int j = 0; j < m->nc; j++)
+            if (!m->cons[j].linear)
+                res[m->cons[j].row] = w->obs[1 + j];
+        linalg_lu_solve(n, w->lu, w->piv, res);
+        double dn = 0.0, qn = 0.0;
+        for (int i = 0; i < n; i++) {
+            qd[i] -= res[i];
+            dn = fmax(dn, fabs(res[i]));
+            qn = fmax(qn, fabs(qd[i]));
+        }
+        if (!isfinite(dn))
+            return -1;
+        if (dn <= 4e-16 * (1.0 + qn) || (it > 0 && dn <= 1e-13 * (1.0 + qn))) {
+            memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+            if (factor_psi(w, t, q) < 0)
+                return -1;
+            memcpy(w->guess, qd, n * sizeof *qd);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
+
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
 {
+    if (w->m->nl_reduced)
+        return newton_qdot(w, t, q, u, qd);
     if (factor_psi(w, t, q) < 0)
         return -1;
     solve_qdot(w, u, qd);
@@ -254,9 +307,8 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
     double *qd = dydt, *ud = dydt + n;
-    if (factor_psi(w, t, q) < 0)
+    if (hamel_qdot(w, t, q, u, qd) < 0)
         return GSL_EBADFUNC;
-    solve_qdot(w, u, qd);
     memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
     if (w->sel_on) /* the rows of selected speeds are constant: D(q_c') = 0 */

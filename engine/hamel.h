@@ -49,8 +49,14 @@ int hamel_structure(struct engine_model *m);
  * output may be NULL. Returns 0, or -1 where Psi is singular. */
 int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t);
 
-/* The kinematics q' = Phi [u; 0] + Phi_t at (t, q). Returns 0 or -1 (Psi singular). */
+/* The kinematics q' = Phi [u; 0] + Phi_t at (t, q). With nonlinear constraints in the
+ * reduced form (m->nl_reduced) q' solves u = Psi_S q' + Psi_St, the linear
+ * constraints and f(q, q', t) = 0 by Newton's method from the last solution (or the
+ * one set by hamel_ws_set_guess). Returns 0 or -1 (Psi singular, no convergence). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd);
+
+/* Newton's starting point for the next hamel_qdot (nonlinear constraints): q' [n]. */
+void hamel_ws_set_guess(hamel_ws *w, const double *qd);
 
 /* The speeds u_r = Psi_r q' + Psi_rt for a given q'. Returns 0. */
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u);

@@ -593,9 +593,15 @@ static int setup_speeds(struct engine_model *m, const json_t *speeds_js, const e
     }
     int count = (int)json_array_size(speeds_js);
     if (count != m->k) {
-        add_error(problem, "model.speeds", -1,
-                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n, m->nlin,
-                  m->k, count);
+        if (m->nlin != m->nc)
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (m counting every constraint: the reduced "
+                      "nonlinear form), or %d - %d = %d (the linear constraints only: multipliers), got %d",
+                      m->n, m->nc, m->n - m->nc, m->n, m->nlin, m->k, count);
+        else
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n,
+                      m->nlin, m->k, count);
         return -1;
     }
     for (int r = 0; r < m->k; r++) {
@@ -808,7 +814,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(s, "parameters", params);
-    int all_linear = m->nlin == m->nc;
+    int all_linear = m->nlin == m->nc || m->nl_reduced;
     json_object_set_new(s, "formulations",
                         all_linear ? json_pack("[s, s]", "hamel", "multipliers")
                                    : json_pack("[s]", "multipliers"));
@@ -981,6 +987,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                     break;
                 }
     m->k = n - m->nlin;
+    if (speeds_js && m->nlin != m->nc && (int)json_array_size(speeds_js) == n - m->nc && n - m->nc >= 1) {
+        /* n - m speeds with m counting every constraint: the reduced nonlinear form */
+        m->nl_reduced = 1;
+        m->k = n - m->nc;
+    }
     if (m->k < 1) {
         add_error(prob, "model.constraints", -1,
                   "%d linear constraints leave no degree of freedom among %d coordinates", m->nlin, n);
@@ -1040,6 +1051,18 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             for (int i = 0; i < n; i++)
                 m->psi[row * n + i] = velocity_free(m, cgrad[(size_t)j * n + i]);
             m->psi_t[row] = velocity_free(m, mc->f);
+            m->row_names[row] = mc->name;
+            row++;
+        }
+        for (int j = 0; j < m->nc && m->nl_reduced; j++) {
+            /* nonlinear constraints: their velocity gradient, a row depending on q' */
+            model_constraint *mc = &m->cons[j];
+            if (mc->linear)
+                continue;
+            mc->row = row;
+            for (int i = 0; i < n; i++)
+                m->psi[row * n + i] = cgrad[(size_t)j * n + i];
+            m->psi_t[row] = expr_num(c, 0.0);
             m->row_names[row] = mc->name;
             row++;
         }
@@ -1111,7 +1134,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         for (int r = 0; r < m->k; r++)
             roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
         for (int j = 0; j < m->nc; j++)
-            if (m->cons[j].linear)
+            if (m->cons[j].row >= 0)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
 

@@ -50,6 +50,10 @@ struct engine_model {
     int *sym_q, *sym_qd, *sym_p, sym_t; /* symbol indices */
     int *sym_u;                         /* [k] speed symbols (for printed equations) */
     int default_speeds;                 /* speeds were chosen by the engine */
+    int nl_reduced; /* nonlinear constraints with n - m speeds (m: all constraints): Psi's last
+                     * rows are their gradients df/dq'(q, q', t), q' is solved from (q, u) by
+                     * Newton's method and the Boltzmann–Hamel (Poincare–Chetaev) equations
+                     * are integrated on (q, u) (hamel.h) */
     int ndefs;
     char **def_names, **def_texts; /* [ndefs], to re-parse in a fresh context */
     double compile_ms;

@@ -258,6 +258,26 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
     }
 }
 
+/* Nonlinear constraints, initial speeds only: a starting point for Newton's method
+ * that converges (zero velocities can make df/dq' vanish, as sqrt does at 0): q' of
+ * growing size along a fixed direction until one converges. */
+static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request *r)
+{
+    double scale = 1.0, g[256];
+    if (m->n > 256)
+        return -1;
+    for (int s = 0; s < m->k; s++)
+        scale = fmax(scale, fabs(r->u0[s]));
+    for (int attempt = 0; attempt < 6; attempt++) {
+        for (int i = 0; i < m->n; i++)
+            g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
+        hamel_ws_set_guess(w, g);
+        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) == 0)
+            return 0;
+    }
+    return -1;
+}
+
 static const char *const known_request_keys[] = {
     "model",       "model_id",   "parameters", "initial", "t_end",       "output", "integrator",
     "formulation", "invariants", "hamel",      "name",    "description", NULL};
@@ -326,7 +346,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         }
     }
     const json_t *sp = json_object_get(init, "speeds"), *qd = json_object_get(init, "qdot");
-    int all_linear = m->nlin == m->nc;
+    int all_linear = m->nlin == m->nc || m->nl_reduced; /* speeds and the hamel formulation */
     if (sp && qd) {
         bad(problem, "initial", "give speeds or qdot, not both");
     } else if (sp) {
@@ -464,7 +484,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         else
             bad(problem, "hamel", "must be \"none\", \"initial\" or \"samples\"");
     }
-    if (!all_linear)
+    if (m->nlin != m->nc)
         r->hamel_mode = SIM_HAMEL_NONE;
     if (r->hamel_mode == SIM_HAMEL_SAMPLES && r->n_times > 0 &&
         (double)r->n_times * n * n * n * n > SIM_MAX_GAMMA_WORK)
@@ -488,7 +508,13 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         goto oom;
     }
     if (!r->have_qd0) {
-        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
+        if (m->nl_reduced && initial_guess(m, w, r) < 0) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                         "no velocities satisfy the constraints with these speeds");
+            hamel_problem_add(*problem, "initial.speeds", -1,
+                              "Newton's method found no q' with these speeds on the nonlinear constraints: "
+                              "give initial.qdot");
+        } else if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
             *problem = hamel_problem_new(
                 HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
             hamel_problem_add(*problem, "initial.q", -1,
@@ -513,6 +539,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             }
         if (!*problem && all_linear) {
             hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
+            hamel_ws_set_guess(w, r->qd0);
             double *check = calloc(n, sizeof *check);
             if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
                 *problem = hamel_problem_new(
@@ -621,6 +648,7 @@ struct watch {
     int *orig;         /* [k] the model's own choice (movable) */
     int *cur;          /* [k] the choice in force */
     int on;            /* cur differs from orig */
+    int nl;            /* nonlinear constraints in the reduced form: Psi depends on q' */
     double cond_ref;   /* condition number of the chart at its start */
     double det_prev;   /* determinant at the last accepted step */
     double t_prev;     /* the last accepted step */
@@ -634,8 +662,12 @@ struct watch {
 static int watch_step(double t, const double *y, void *ctx)
 {
     struct watch *W = ctx;
-    double cond, det;
-    int sing = hamel_psi_condition(W->w, t, y, &cond, &det) < 0;
+    double cond = INFINITY, det = 0.0, qd[256];
+    int sing;
+    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+        sing = 1; /* Psi is evaluated at (q, q'(q, u)): no q' there */
+    else
+        sing = hamel_psi_condition(W->w, t, y, &cond, &det) < 0;
     int crossed = sing || (det > 0) != (W->det_prev > 0);
     double limit = W->movable ? SIM_WATCH_SWITCH : SIM_WATCH_FAIL;
     if (crossed || cond > limit * W->cond_ref) {
@@ -654,7 +686,9 @@ static int watch_step(double t, const double *y, void *ctx)
 /* Starts a chart at (t, y): records its condition number and determinant. */
 static int watch_start(struct watch *W, double t, const double *y)
 {
-    double cond, det;
+    double cond, det, qd[256];
+    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+        return -1;
     if (hamel_psi_condition(W->w, t, y, &cond, &det) < 0)
         return -1;
     W->cond_ref = cond > 1.0 ? cond : 1.0;
@@ -708,6 +742,7 @@ static struct watch *watch_new(const struct engine_model *m, hamel_ws *w)
     W->n = m->n;
     W->k = m->k;
     W->movable = m->default_speeds;
+    W->nl = m->nl_reduced;
     W->orig = calloc(m->k + 1, sizeof *W->orig);
     W->cur = calloc(m->k + 1, sizeof *W->cur);
     W->y_prev = calloc(m->n + m->k, sizeof *W->y_prev);
@@ -730,13 +765,13 @@ static int on_sample(double t, const double *y, void *ctx)
     int n = R->n, i = R->ns;
     R->t[i] = t;
     memcpy(R->q + (size_t)i * n, y, n * sizeof *y);
-    if (R->req->formulation == SIM_HAMEL && R->wt && R->wt->on) {
+    if (R->req->formulation == SIM_HAMEL && ((R->wt && R->wt->on) || R->m->nl_reduced)) {
         /* speeds re-chosen: keep q' now, report the model's own speeds */
         double *qd = R->qd + (size_t)i * n;
         if (hamel_qdot(R->w, t, y, y + n, qd) < 0)
             return HAMEL_E_NUMERIC;
         for (int r = 0; r < R->k; r++)
-            R->u[(size_t)i * R->k + r] = qd[R->wt->orig[r]];
+            R->u[(size_t)i * R->k + r] = R->wt->movable ? qd[R->wt->orig[r]] : y[n + r];
         R->have_qd[i] = 1;
     } else if (R->req->formulation == SIM_HAMEL)
         memcpy(R->u + (size_t)i * R->k, y + n, R->k * sizeof *y);
@@ -759,7 +794,7 @@ static int post_sample(struct run *R, int i)
         double y[256];
         memcpy(y, q, n * sizeof *y);
         memcpy(y + n, qd, n * sizeof *y);
-        if (m->nlin == m->nc)
+        if (m->nlin == m->nc || m->nl_reduced)
             hamel_speeds(R->w, t, q, qd, u);
         mult_lambda(R->mw, t, y, R->lam + (size_t)i * R->nc);
     }
@@ -821,7 +856,7 @@ static json_t *trajectory_json(const struct run *R)
         json_object_set_new(qd, m->coords[i], series(R->qd, R->ns, R->n, i));
     }
     json_object_set_new(tr, "q", q);
-    if (m->nlin == m->nc) {
+    if (m->nlin == m->nc || m->nl_reduced) {
         for (int r = 0; r < R->k; r++)
             json_object_set_new(u, m->speeds[r], series(R->u, R->ns, R->k, r));
         json_object_set_new(tr, "speeds", u);
@@ -1028,6 +1063,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         goto done;
     }
     integ_system sys;
+    hamel_ws_set_guess(R.w, req->qd0);
     memcpy(y0, req->q0, n * sizeof *y0);
     if (req->formulation == SIM_HAMEL) {
         memcpy(y0 + n, req->u0, R.k * sizeof *y0);
