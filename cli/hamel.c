@@ -175,6 +175,10 @@ static int cmd_gamma(int argc, char **argv)
         }
     }
     json_t *hreq = json_pack("{s:f, s:o}", "t", t, "q", q);
+    if (init && json_object_get(init, "qdot")) /* velocity-dependent coefficients (nonlinear) */
+        json_object_set(hreq, "qdot", json_object_get(init, "qdot"));
+    else if (init && json_object_get(init, "speeds"))
+        json_object_set(hreq, "speeds", json_object_get(init, "speeds"));
     if (req && json_object_get(req, "parameters"))
         json_object_set(hreq, "parameters", json_object_get(req, "parameters"));
     json_decref(req);

@@ -468,6 +468,8 @@ int hamel_structure(struct engine_model *m)
         goto done;
     for (int p = 0; p < 3; p++) {
         model_test_point(m, 11 + p, in);
+        /* Psi may depend on q' (nonlinear constraints): at the test point's q' */
+        memcpy(w->in + model_input_qd(m), in + model_input_qd(m), n * sizeof *in);
         if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
             continue;
         inverse_and_derivatives(w);

@@ -1199,6 +1199,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             goto oom;
         }
         json_object_set_new(m->summary, "holonomy", holonomy_analyse(m, &red));
+        if (m->nlin != m->nc)
+            json_object_set_new(m->summary, "nonlinear_form", json_string(m->nl_reduced ? "reduced" : "multipliers"));
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"
                                         : red.have_phi ? "numeric (symbolic Phi has "

@@ -168,3 +168,49 @@ Test(nonlin, wrong_speed_count_names_both, .init = setup)
     json_decref(problem);
     json_decref(js);
 }
+
+/* The velocity-dependent Hamel coefficients (POST /v1/hamel, `hamel gamma`): with
+ * f = z' - a cos(x) sqrt(x'^2 + y'^2) and speeds x', y', Psi's last row is
+ * J = (-a cos x x'/v, -a cos x y'/v, 1), Phi = [[1,0,0],[0,1,0],[-J1,-J2,1]] and by
+ * Greenwood (5.57) gamma^f_{eta1,eta2} = -(dJ2/dx - dJ1/dy) = -a sin(x) y'/v. For
+ * Appell's own constraint every coefficient vanishes (Hussain 4.2: the K's are 0). */
+Test(nonlin, velocity_dependent_gamma, .init = setup)
+{
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"a\": 0.5}, \"kinetic_energy\": "
+        "\"x'^2 + y'^2 + z'^2\", \"constraints\": [{\"name\": \"f\", \"expr\": \"z' - a*cos(x)*sqrt(x'^2 + "
+        "y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}");
+    json_t *req = json_loads("{\"t\": 0, \"q\": {\"x\": 0.7, \"y\": 0, \"z\": 0}, \"speeds\": {\"eta1\": 3, "
+                             "\"eta2\": 4}}",
+                             0, NULL);
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_hamel(m, req, NULL, &res, &problem);
+    if (rc)
+        cr_assert_fail("hamel failed: %s", json_dumps(problem, 0));
+    cr_expect(json_is_true(json_object_get(res, "velocity_dependent")));
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
+    cr_expect_float_eq(json_number_value(json_object_get(json_object_get(pt, "qdot"), "z")), 0.5 * cos(0.7) * 5,
+                       1e-12, "q' solved on the constraint");
+    double want = -0.5 * sin(0.7) * 4 / 5, got = NAN;
+    const json_t *g = json_object_get(pt, "gamma");
+    for (size_t i = 0; i < json_array_size(g); i++) {
+        const json_t *e = json_array_get(g, i);
+        if (!strcmp(json_string_value(json_object_get(e, "j")), "f") &&
+            !strcmp(json_string_value(json_object_get(e, "r")), "eta1") &&
+            !strcmp(json_string_value(json_object_get(e, "l")), "eta2"))
+            got = json_number_value(json_object_get(e, "value"));
+    }
+    cr_expect_float_eq(got, want, 1e-12, "gamma^f_{eta1,eta2} = -a sin(x) y'/v: got %.15g, want %.15g", got, want);
+    json_decref(res);
+    json_decref(req);
+    /* without velocities: a clear 422 naming the field */
+    req = json_loads("{\"q\": {\"x\": 0.7, \"y\": 0, \"z\": 0}}", 0, NULL);
+    rc = engine_hamel(m, req, NULL, &res, &problem);
+    cr_expect_eq(rc, HAMEL_E_BAD_REQUEST);
+    char *text = json_dumps(problem, 0);
+    cr_expect_not_null(strstr(text, "\"speeds\""), "%s", text);
+    free(text);
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
