@@ -158,6 +158,15 @@ static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, 
     int n = w->n, k = w->k;
     double *res = w->vec;
     memcpy(qd, w->guess, n * sizeof *qd);
+    if (m->tape_fast) {
+        /* explicit kinematics (nonlin.h): q' = K(q, u, t) is the first output */
+        w->in[model_input_t(m)] = t;
+        memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+        for (int r = 0; r < k; r++)
+            w->in[m->u_slot[r]] = u[r];
+        tape_run(m->tape_fast, w->in, w->work, w->fast);
+        memcpy(qd, w->fast, n * sizeof *qd);
+    }
     for (int it = 0; it < HAMEL_NEWTON_MAX; it++) {
         memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
         if (factor_psi(w, t, q) < 0)

@@ -15,6 +15,7 @@
 #include "reduce.h"
 #include "hamel.h"
 #include "holonomy.h"
+#include "nonlin.h"
 #include <time.h>
 #include "jit.h"
 #include "linalg.h"
@@ -1193,8 +1194,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     make_summary(m, warnings);
     {
         reduce_result red;
-        if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || build_fast(m, &red) < 0 ||
-            equations_derive(m, &red) < 0) {
+        if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || nonlin_derive(m, &red) < 0 ||
+            build_fast(m, &red) < 0 || (!m->nl_reduced && equations_derive(m, &red) < 0)) {
             reduce_result_free(&red);
             goto oom;
         }
