@@ -214,3 +214,30 @@ Test(nonlin, velocity_dependent_gamma, .init = setup)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* The explicit kinematics (nonlin.c) and Newton's method (HAMEL_NO_REDUCTION=1 keeps
+ * the compiled reduced equations out, so q' is solved at each evaluation) agree. */
+Test(nonlin, explicit_and_newton_agree, .init = setup)
+{
+    engine_model *m = compile_text(APPELL);
+    json_t *eq = NULL, *problem = NULL;
+    cr_assert_eq(engine_equations(m, &eq, &problem), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(eq, "kinematics_solved")), "explicit");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(eq, "kinematics"), "z")),
+                     "a*sqrt(eta1^2 + eta2^2)");
+    json_decref(eq);
+    json_t *a = run(m, APPELL_REQ("hamel"));
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(a, "stats"), "reduction")), "symbolic");
+    setenv("HAMEL_NO_REDUCTION", "1", 1);
+    engine_model *mn = compile_text(APPELL);
+    unsetenv("HAMEL_NO_REDUCTION");
+    json_t *b = run(mn, APPELL_REQ("hamel"));
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(b, "stats"), "reduction")), "numeric");
+    static const char *const xyz[] = {"x", "y", "z"};
+    double d = max_diff(a, b, xyz, 3);
+    cr_expect_lt(d, 1e-9, "explicit kinematics against Newton: %.3g", d);
+    json_decref(a);
+    json_decref(b);
+    engine_model_release(m);
+    engine_model_release(mn);
+}
