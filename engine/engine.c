@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "equations.h"
+#include "forms.h"
 #include "hamel.h"
 #include "model.h"
 #include "sim.h"
@@ -333,8 +334,37 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     if (!form)
         return engine_equations(m, result, problem);
     *result = NULL;
-    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "equation forms are not implemented yet");
-    return HAMEL_E_NOT_IMPLEMENTED;
+    *problem = NULL;
+    int f = forms_index(form);
+    if (f < 0) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "form", -1, "unknown form: one of hamel, appell, kane, maggi, voronec");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    /* A form is derived once, on first request, into the model's expression context:
+     * the only mutation of a compiled model, under its own lock (nothing else reads the
+     * context after compilation). */
+    struct engine_model *mm = (struct engine_model *)m;
+    int rc = 0;
+    pthread_mutex_lock(&mm->forms_lock);
+    if (!mm->forms[f]) {
+        json_t *doc = NULL;
+        rc = forms_build(mm, form, &doc, NULL, NULL, problem);
+        if (rc == 0) {
+            mm->forms[f] = json_dumps(doc, JSON_COMPACT);
+            json_decref(doc);
+        }
+    }
+    pthread_mutex_unlock(&mm->forms_lock);
+    if (rc)
+        return rc;
+    json_error_t err;
+    *result = mm->forms[f] ? json_loads(mm->forms[f], 0, &err) : NULL;
+    if (!*result) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the form is not available");
+        return HAMEL_E_INTERNAL;
+    }
+    return 0;
 }
 
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,

@@ -124,6 +124,11 @@ static void model_free(struct engine_model *m)
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);
+    free(m->red_kin);
+    free(m->red_phi);
+    for (int i = 0; i < 5; i++)
+        free(m->forms[i]);
+    pthread_mutex_destroy(&m->forms_lock);
     free(m->canonical);
     free(m->name);
     expr_ctx_free(m->ctx);
@@ -920,6 +925,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     if (!m || !prob || !warnings)
         goto oom;
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->forms_lock, NULL);
     m->ctx = expr_ctx_new(lim->max_nodes);
     if (!m->ctx)
         goto oom;
@@ -1202,6 +1208,14 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         json_object_set_new(m->summary, "holonomy", holonomy_analyse(m, &red));
         if (m->nlin != m->nc)
             json_object_set_new(m->summary, "nonlinear_form", json_string(m->nl_reduced ? "reduced" : "multipliers"));
+        if (red.have_phi && red.exact) { /* kept for the classical forms (forms.h) */
+            m->red_kin = red.kin;
+            red.kin = NULL;
+            if (m->nlin == m->nc) {
+                m->red_phi = red.phi;
+                red.phi = NULL;
+            }
+        }
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"
                                         : red.have_phi ? "numeric (symbolic Phi has "

@@ -13,6 +13,7 @@
 #ifndef HAMEL_MODEL_H
 #define HAMEL_MODEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "engine.h"
@@ -86,6 +87,10 @@ struct engine_model {
 
     json_t *summary;
     char *equations; /* API.md §5 JSON text, made at compile time */
+    expr **red_kin;  /* [n] q' = K(q, u, t) when symbolic (reduce.h, nonlin.h), else NULL */
+    expr **red_phi;  /* [n*n] Phi = Psi^-1 when symbolic (linear constraints), else NULL */
+    pthread_mutex_t forms_lock; /* held while a form (forms.h) adds nodes to ctx */
+    char *forms[5];             /* the forms' JSON text, made on first request */
     size_t bytes;
 };
 
