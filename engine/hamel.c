@@ -35,6 +35,9 @@ struct hamel_ws {
     int minv_ready;
     int numeric;         /* ignore tape_fast (for cross-checks) */
     native_code *native; /* the optimizing tier (a reference), or NULL */
+    double *guess;       /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
+    int *sel;            /* [k] q' components used as speeds instead of the model's rows */
+    int sel_on;          /* sel is in force (hamel_ws_select) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -65,6 +68,8 @@ void hamel_ws_free(hamel_ws *w)
     free(w->fast);
     free(w->minv);
     native_release(w->native);
+    free(w->sel);
+    free(w->guess);
     free(w);
 }
 
@@ -103,9 +108,11 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
-    if (!w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
-        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
-        !w->A || !w->W || !w->obs || !w->mult) {
+    w->sel = calloc(k + 1, sizeof *w->sel);
+    w->guess = calloc(n, sizeof *w->guess);
+    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv ||
+        !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi ||
+        !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
@@ -159,6 +166,12 @@ static int factor_psi(hamel_ws *w, double t, const double *q)
     w->in[model_input_t(m)] = t;
     memcpy(w->in + model_input_q(m), q, n * sizeof *q);
     tape_run(m->tape_psi, w->in, w->work, w->psi);
+    if (w->sel_on)
+        for (int r = 0; r < w->k; r++) {
+            memset(w->psi + (size_t)r * n, 0, n * sizeof *w->psi);
+            w->psi[(size_t)r * n + w->sel[r]] = 1.0;
+            w->psi[(size_t)n * n + r] = 0.0;
+        }
     memcpy(w->lu, w->psi, (size_t)n * n * sizeof *w->lu);
     return linalg_lu(n, w->lu, w->piv);
 }
@@ -173,8 +186,67 @@ static void solve_qdot(hamel_ws *w, const double *u, double *qd)
     linalg_lu_solve(n, w->lu, w->piv, qd);
 }
 
+#define HAMEL_NEWTON_MAX 40
+
+/* Nonlinear constraints (m->nl_reduced): q' from u_r = Psi_r q' + Psi_rt, the linear
+ * constraints and f_j(q, q', t) = 0 by Newton's method, whose Jacobian is Psi itself
+ * (its last rows are df_j/dq'), from the last solution. On success Psi is factored at
+ * the solution and w->in holds it. */
+static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *res = w->vec;
+    memcpy(qd, w->guess, n * sizeof *qd);
+    if (m->tape_fast) {
+        /* explicit kinematics (nonlin.h): q' = K(q, u, t) is the first output */
+        w->in[model_input_t(m)] = t;
+        memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+        for (int r = 0; r < k; r++)
+            w->in[m->u_slot[r]] = u[r];
+        tape_run(m->tape_fast, w->in, w->work, w->fast);
+        memcpy(qd, w->fast, n * sizeof *qd);
+    }
+    for (int it = 0; it < HAMEL_NEWTON_MAX; it++) {
+        memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+        if (factor_psi(w, t, q) < 0)
+            return -1;
+        tape_run(m->tape_obs, w->in, w->work, w->obs);
+        for (int r = 0; r < n; r++) {
+            double s = w->psi[(size_t)n * n + r] - (r < k ? u[r] : 0.0);
+            for (int i = 0; i < n; i++)
+                s += w->psi[(size_t)r * n + i] * qd[i];
+            res[r] = s;
+        }
+        for (int j = 0; j < m->nc; j++)
+            if (!m->cons[j].linear)
+                res[m->cons[j].row] = w->obs[1 + j];
+        linalg_lu_solve(n, w->lu, w->piv, res);
+        double dn = 0.0, qn = 0.0;
+        for (int i = 0; i < n; i++) {
+            qd[i] -= res[i];
+            dn = fmax(dn, fabs(res[i]));
+            qn = fmax(qn, fabs(qd[i]));
+        }
+        if (!isfinite(dn))
+            return -1;
+        if (dn <= 4e-16 * (1.0 + qn) || (it > 0 && dn <= 1e-13 * (1.0 + qn))) {
+            memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+            if (factor_psi(w, t, q) < 0)
+                return -1;
+            memcpy(w->guess, qd, n * sizeof *qd);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
+
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
 {
+    if (w->m->nl_reduced)
+        return newton_qdot(w, t, q, u, qd);
     if (factor_psi(w, t, q) < 0)
         return -1;
     solve_qdot(w, u, qd);
@@ -285,17 +357,18 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 int hamel_rhs(double t, const double *y, double *dydt, void *params)
 {
     hamel_ws *w = params;
-    if (w->m->tape_fast && !w->numeric)
+    if (w->m->tape_fast && !w->numeric && !w->sel_on)
         return rhs_fast(w, t, y, dydt);
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
     double *qd = dydt, *ud = dydt + n;
-    if (factor_psi(w, t, q) < 0)
+    if (hamel_qdot(w, t, q, u, qd) < 0)
         return GSL_EBADFUNC;
-    solve_qdot(w, u, qd);
     memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    if (w->sel_on) /* the rows of selected speeds are constant: D(q_c') = 0 */
+        memset(w->dyn + n * (n + 1) / 2 + n, 0, k * sizeof *w->dyn);
     const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
     double *M = w->M;
     for (int i = 0, idx = 0; i < n; i++)
@@ -451,6 +524,8 @@ int hamel_structure(struct engine_model *m)
         goto done;
     for (int p = 0; p < 3; p++) {
         model_test_point(m, 11 + p, in);
+        /* Psi may depend on q' (nonlinear constraints): at the test point's q' */
+        memcpy(w->in + model_input_qd(m), in + model_input_qd(m), n * sizeof *in);
         if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
             continue;
         inverse_and_derivatives(w);
@@ -464,7 +539,7 @@ int hamel_structure(struct engine_model *m)
     }
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
-        mc->holonomic = 0;
+        mc->gamma_free = 0;
         if (!mc->linear)
             continue;
         int j = mc->row, any = 0;
@@ -473,7 +548,7 @@ int hamel_structure(struct engine_model *m)
             for (int l = 0; l < m->k; l++)
                 any |= m->gamma_nz[((size_t)j * n + r) * n + l];
         }
-        mc->holonomic = !any;
+        mc->gamma_free = !any;
     }
     rc = 0;
 done:
@@ -641,4 +716,105 @@ done:
     free(fa);
     free(fb);
     return agree;
+}
+
+/* ---- the singularity watch (sim.c) ---- */
+
+void hamel_ws_select(hamel_ws *w, const int *cols)
+{
+    w->sel_on = cols != NULL;
+    if (cols)
+        memcpy(w->sel, cols, w->k * sizeof *cols);
+}
+
+int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, double *det)
+{
+    int n = w->n;
+    int rc = factor_psi(w, t, q);
+    double d = 1.0;
+    for (int i = 0; i < n; i++) {
+        d *= w->lu[(size_t)i * n + i];
+        if (w->piv[i] != i)
+            d = -d;
+    }
+    *det = d;
+    if (rc < 0 || !(d != 0.0) || !isfinite(d)) {
+        *cond = INFINITY;
+        return -1;
+    }
+    /* 1-norm condition number ||Psi||_1 ||Psi^-1||_1, the inverse column by column. */
+    double na = 0.0, ni = 0.0;
+    for (int l = 0; l < n; l++) {
+        double *col = w->Phi + (size_t)l * n, sa = 0.0, si = 0.0;
+        memset(col, 0, n * sizeof *col);
+        col[l] = 1.0;
+        linalg_lu_solve(n, w->lu, w->piv, col);
+        for (int i = 0; i < n; i++) {
+            sa += fabs(w->psi[(size_t)i * n + l]);
+            si += fabs(col[i]);
+        }
+        na = fmax(na, sa);
+        ni = fmax(ni, si);
+    }
+    *cond = na * ni;
+    return isfinite(*cond) ? 0 : -1;
+}
+
+int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k, r = n - k;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
+    /* The constraint rows k..n-1, columns scaled to the largest entry of their row so
+     * that the choice does not depend on the rows' units; then QR with column pivoting
+     * (largest remaining column first) picks the r dependent velocities. */
+    double *a = w->A; /* r x n, row-major */
+    for (int i = 0; i < r; i++) {
+        double mx = 0.0;
+        for (int c = 0; c < n; c++)
+            mx = fmax(mx, fabs(w->psi[(size_t)(k + i) * n + c]));
+        for (int c = 0; c < n; c++)
+            a[(size_t)i * n + c] = mx > 0 ? w->psi[(size_t)(k + i) * n + c] / mx : 0.0;
+    }
+    unsigned char dep[256] = {0};
+    if (n > 256)
+        return -1;
+    for (int step = 0; step < r; step++) {
+        int best = -1;
+        double bnorm = 0.0;
+        for (int c = 0; c < n; c++) {
+            if (dep[c])
+                continue;
+            double s = 0.0;
+            for (int i = 0; i < r; i++)
+                s += a[(size_t)i * n + c] * a[(size_t)i * n + c];
+            if (s > bnorm * (1.0 + 1e-12)) {
+                bnorm = s;
+                best = c;
+            }
+        }
+        if (best < 0 || !(bnorm > 1e-24))
+            return -1;
+        dep[best] = 1;
+        double nb = sqrt(bnorm), v[256];
+        for (int i = 0; i < r; i++)
+            v[i] = a[(size_t)i * n + best] / nb;
+        for (int c = 0; c < n; c++) {
+            if (dep[c])
+                continue;
+            double d = 0.0;
+            for (int i = 0; i < r; i++)
+                d += v[i] * a[(size_t)i * n + c];
+            for (int i = 0; i < r; i++)
+                a[(size_t)i * n + c] -= d * v[i];
+        }
+        for (int i = 0; i < r; i++)
+            a[(size_t)i * n + best] = 0.0;
+    }
+    for (int c = 0, j = 0; c < n; c++)
+        if (!dep[c])
+            cols[j++] = c;
+    return 0;
 }

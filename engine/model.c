@@ -16,6 +16,8 @@
 #include "equations.h"
 #include "reduce.h"
 #include "hamel.h"
+#include "holonomy.h"
+#include "nonlin.h"
 #include <time.h>
 #include "jit.h"
 #include "native.h"
@@ -131,6 +133,11 @@ static void model_free(struct engine_model *m)
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);
+    free(m->red_kin);
+    free(m->red_phi);
+    for (int i = 0; i < 5; i++)
+        free(m->forms[i]);
+    pthread_mutex_destroy(&m->forms_lock);
     free(m->canonical);
     free(m->name);
     expr_ctx_free(m->ctx);
@@ -756,9 +763,15 @@ static int setup_speeds(struct engine_model *m, const json_t *speeds_js, const e
     }
     int count = (int)json_array_size(speeds_js);
     if (count != m->k) {
-        add_error(problem, "model.speeds", -1,
-                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n, m->nlin,
-                  m->k, count);
+        if (m->nlin != m->nc)
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (m counting every constraint: the reduced "
+                      "nonlinear form), or %d - %d = %d (the linear constraints only: multipliers), got %d",
+                      m->n, m->nc, m->n - m->nc, m->n, m->nlin, m->k, count);
+        else
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n,
+                      m->nlin, m->k, count);
         return -1;
     }
     for (int r = 0; r < m->k; r++) {
@@ -975,9 +988,10 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *cons = json_array();
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
-        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b}", "name", mc->name, "expr",
+        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b, s:b}", "name", mc->name, "expr",
                                               printed(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
-                                              mc->rheonomic, "holonomic", mc->holonomic));
+                                              mc->rheonomic, "holonomic", mc->holonomic, "gamma_free",
+                                              mc->gamma_free));
     }
     json_object_set_new(s, "constraints", cons);
     json_object_set_new(s, "scleronomic", json_boolean(m->scleronomic));
@@ -988,7 +1002,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(s, "parameters", params);
-    int all_linear = m->nlin == m->nc;
+    int all_linear = m->nlin == m->nc || m->nl_reduced;
     json_object_set_new(s, "formulations",
                         all_linear ? json_pack("[s, s]", "hamel", "multipliers")
                                    : json_pack("[s]", "multipliers"));
@@ -1112,6 +1126,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     if (!m || !prob || !warnings)
         goto oom;
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->forms_lock, NULL);
     m->ctx = expr_ctx_new(lim->max_nodes);
     if (!m->ctx)
         goto oom;
@@ -1186,6 +1201,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                     break;
                 }
     m->k = n - m->nlin;
+    if (speeds_js && m->nlin != m->nc && (int)json_array_size(speeds_js) == n - m->nc && n - m->nc >= 1) {
+        /* n - m speeds with m counting every constraint: the reduced nonlinear form */
+        m->nl_reduced = 1;
+        m->k = n - m->nc;
+    }
     if (m->k < 1) {
         add_error(prob, "model.constraints", -1,
                   "%d linear constraints leave no degree of freedom among %d coordinates", m->nlin, n);
@@ -1253,6 +1273,18 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             for (int i = 0; i < n; i++)
                 m->psi[row * n + i] = velocity_free(m, cgrad[(size_t)j * n + i]);
             m->psi_t[row] = velocity_free(m, mc->f);
+            m->row_names[row] = mc->name;
+            row++;
+        }
+        for (int j = 0; j < m->nc && m->nl_reduced; j++) {
+            /* nonlinear constraints: their velocity gradient, a row depending on q' */
+            model_constraint *mc = &m->cons[j];
+            if (mc->linear)
+                continue;
+            mc->row = row;
+            for (int i = 0; i < n; i++)
+                m->psi[row * n + i] = cgrad[(size_t)j * n + i];
+            m->psi_t[row] = expr_num(c, 0.0);
             m->row_names[row] = mc->name;
             row++;
         }
@@ -1331,7 +1363,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
         budget_stage(&bud, "differentiation", "model.constraints");
         for (int j = 0; j < m->nc; j++)
-            if (m->cons[j].linear)
+            if (m->cons[j].row >= 0)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
         budget_stage(&bud, "code generation", "model.kinetic_energy");
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
@@ -1416,7 +1448,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     budget_stage(&bud, "simplification", "model.kinetic_energy");
     decide_energy(m);
     budget_stage(&bud, "Hamel coefficients", m->default_speeds ? "model.constraints" : "model.speeds");
-    if (hamel_structure(m) < 0)
+    if (hamel_structure(m) < 0 || holonomy_flags(m) < 0)
         goto oom;
     BUDGET_CHECK();
     if (make_canonical(m) < 0) {
@@ -1441,7 +1473,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             snprintf(red.why, sizeof red.why,
                      "the symbolic reduction takes longer than its share of max_compile_seconds");
         }
-        if (red_rc < 0 || build_fast(m, &red) < 0 || equations_derive(m, &red) < 0) {
+        if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0 ||
+            (!m->nl_reduced && equations_derive(m, &red) < 0)) {
             reduce_result_free(&red);
             BUDGET_CHECK();
             goto oom;
@@ -1450,7 +1483,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             reduce_result_free(&red);
             goto over;
         }
-        if (m->tape_fast && !hamel_fast_agrees(m)) {
+        int rejected = m->tape_fast && !m->nl_reduced && !hamel_fast_agrees(m);
+        if (rejected) {
             /* A reduction that disagrees with the numeric path is a bug of ours (a wrong
              * simplification) or catastrophic cancellation: integrate without it. */
             tape_free(m->tape_fast);
@@ -1459,6 +1493,28 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             json_object_set_new(m->summary, "reduction_rejected",
                                 json_string("the symbolically reduced equations disagreed with the "
                                             "numeric path at a test state"));
+        }
+        /* The holonomy analysis (Lie brackets) is optional too: past its share of the
+         * budget it is reported as not done rather than failing the model. */
+        budget_stage(&bud, "holonomy analysis", "model.constraints");
+        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
+        json_t *holonomy = holonomy_analyse(m, &red);
+        if (budget_soft_end(&bud)) {
+            json_decref(holonomy);
+            holonomy = json_pack("{s:b, s:s}", "complete", 0, "reason",
+                                 "the holonomy analysis takes longer than its share of max_compile_seconds");
+        }
+        json_object_set_new(m->summary, "holonomy", holonomy);
+        if (m->nlin != m->nc)
+            json_object_set_new(m->summary, "nonlinear_form",
+                                json_string(m->nl_reduced ? "reduced" : "multipliers"));
+        if (red.have_phi && red.exact && !rejected) { /* kept for the classical forms (forms.h) */
+            m->red_kin = red.kin;
+            red.kin = NULL;
+            if (m->nlin == m->nc) {
+                m->red_phi = red.phi;
+                red.phi = NULL;
+            }
         }
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"

@@ -13,6 +13,7 @@
 #ifndef HAMEL_MODEL_H
 #define HAMEL_MODEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "engine.h"
@@ -24,7 +25,8 @@ typedef struct model_constraint {
     expr *f;         /* f(q, q', t) = 0 */
     int linear;      /* linear in q' */
     int rheonomic;   /* depends on t, or has a velocity-free part */
-    int holonomic;   /* Frobenius: its Hamel coefficients on the speeds vanish */
+    int holonomic;   /* integrable by itself: omega ^ d omega = 0 (holonomy.h) */
+    int gamma_free;  /* its Hamel coefficients on the speeds vanish (first order only) */
     int row;         /* row of Psi (linear ones), else -1 */
     expr *pos;       /* a position-level constraint pos(q, t) = 0 whose time derivative is f,
                       * else NULL */
@@ -55,6 +57,10 @@ struct engine_model {
     int *sym_q, *sym_qd, *sym_p, sym_t; /* symbol indices */
     int *sym_u;                         /* [k] speed symbols (for printed equations) */
     int default_speeds;                 /* speeds were chosen by the engine */
+    int nl_reduced; /* nonlinear constraints with n - m speeds (m: all constraints): Psi's last
+                     * rows are their gradients df/dq'(q, q', t), q' is solved from (q, u) by
+                     * Newton's method and the Boltzmann–Hamel (Poincare–Chetaev) equations
+                     * are integrated on (q, u) (hamel.h) */
     int ndefs;
     char **def_names, **def_texts; /* [ndefs], to re-parse in a fresh context */
     double compile_ms;
@@ -96,7 +102,11 @@ struct engine_model {
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
     json_t *summary;
-    char *equations; /* API.md §5 JSON text, made at compile time */
+    char *equations;            /* API.md §5 JSON text, made at compile time */
+    expr **red_kin;             /* [n] q' = K(q, u, t) when symbolic (reduce.h, nonlin.h), else NULL */
+    expr **red_phi;             /* [n*n] Phi = Psi^-1 when symbolic (linear constraints), else NULL */
+    pthread_mutex_t forms_lock; /* held while a form (forms.h) adds nodes to ctx */
+    char *forms[5];             /* the forms' JSON text, made on first request */
     size_t bytes;
 };
 

@@ -754,7 +754,8 @@ static enum MHD_Result http__get_model(http_conn *c, int equations)
         ret = http__model_summary(c, m, 200);
     } else {
         json_t *eq = NULL;
-        rc = engine_equations(m, &eq, &problem);
+        const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
+        rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
         ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
     }
     engine_model_release(m);
