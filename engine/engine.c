@@ -29,6 +29,7 @@ const engine_limits engine_default_limits = {
     .max_compile_seconds = 2.0,
     .max_compile_bytes = (size_t)256 << 20,
     .max_states = 10000,
+    .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
 void engine_init(void) { gsl_set_error_handler_off(); }

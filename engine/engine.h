@@ -29,16 +29,17 @@ typedef struct engine_model engine_model;
 
 /* Caps on what one request may make the engine do. Every growable thing has one. */
 typedef struct engine_limits {
-    size_t max_expr_chars;   /* length of one expression string */
-    size_t max_nodes;        /* expression nodes in a model after differentiation */
-    int max_coordinates;     /* n */
-    int max_samples;         /* output samples of one simulation */
-    long max_steps;          /* integrator steps of one simulation (upper bound) */
-    double max_wall_seconds; /* wall time of one simulation (upper bound) */
-    int max_points;          /* points of one /v1/hamel request */
+    size_t max_expr_chars;      /* length of one expression string */
+    size_t max_nodes;           /* expression nodes in a model after differentiation */
+    int max_coordinates;        /* n */
+    int max_samples;            /* output samples of one simulation */
+    long max_steps;             /* integrator steps of one simulation (upper bound) */
+    double max_wall_seconds;    /* wall time of one simulation (upper bound) */
+    int max_points;             /* points of one /v1/hamel request */
     double max_compile_seconds; /* wall time of one model compilation */
     size_t max_compile_bytes;   /* memory one model compilation may hold */
     int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
+    size_t max_output_values;   /* samples x series of one simulation's result (0: no cap) */
 } engine_limits;
 
 /* The defaults used when a caller passes NULL limits. */

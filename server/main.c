@@ -56,6 +56,7 @@ int main(int argc, char **argv)
         limits.max_wall_seconds = cfg.max_wall;
     if (cfg.max_steps > 0)
         limits.max_steps = cfg.max_steps;
+    limits.max_output_values = cfg.max_output_values;
 
     store *st = NULL;
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
