@@ -21,7 +21,7 @@ WERROR ?=
 PKG_CONFIG ?= pkg-config
 
 ENGINE_PKGS := gsl jansson libcrypto
-SERVER_PKGS := libmicrohttpd
+SERVER_PKGS := libmicrohttpd hiredis
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 

@@ -25,6 +25,9 @@
 #define CONFIG_DEFAULT_MAX_PER_IP 128
 #define CONFIG_DEFAULT_MAX_OUTPUT_VALUES ((size_t)2000000) /* about 58 MB of result JSON */
 #define CONFIG_DEFAULT_CONN_TIMEOUT 30
+#define CONFIG_DEFAULT_REDIS_LEASE 15.0
+#define CONFIG_DEFAULT_REDIS_TIMEOUT 2.0
+#define CONFIG_DEFAULT_REDIS_TTL (7L * 86400) /* a week */
 #define CONFIG_MAX_WAIT_SECONDS 300.0
 #define CONFIG_DEFAULT_DRAIN_SECONDS 10.0
 
@@ -170,6 +173,23 @@ static int config__set(server_config *cfg, const char *name, const char *v)
         rc = config__copy(name, cfg->token, sizeof cfg->token, v);
     } else if (!strcmp(name, "HAMEL_STATIC")) {
         rc = config__copy(name, cfg->statics, sizeof cfg->statics, v);
+    } else if (!strcmp(name, "HAMEL_REDIS")) {
+        rc = config__copy(name, cfg->redis, sizeof cfg->redis, v);
+    } else if (!strcmp(name, "HAMEL_REDIS_LEASE")) {
+        rc = config__double(name, v, &cfg->redis_lease);
+        if (rc == 0 && cfg->redis_lease < 0.3) {
+            fprintf(stderr, "hamel-server: HAMEL_REDIS_LEASE=%s: at least 0.3 seconds\n", v);
+            rc = -1;
+        }
+    } else if (!strcmp(name, "HAMEL_REDIS_TIMEOUT")) {
+        rc = config__double(name, v, &cfg->redis_timeout);
+        if (rc == 0 && cfg->redis_timeout < 0.05) {
+            fprintf(stderr, "hamel-server: HAMEL_REDIS_TIMEOUT=%s: at least 0.05 seconds\n", v);
+            rc = -1;
+        }
+    } else if (!strcmp(name, "HAMEL_REDIS_TTL")) {
+        rc = config__long(name, v, 1, 1L << 40, &l);
+        cfg->redis_ttl = l;
     } else if (!strcmp(name, "HAMEL_CORS_ORIGINS")) {
         rc = config__origins(cfg, v);
     }
@@ -201,6 +221,10 @@ static const char *const config__names[] = {
     "HAMEL_STORE_JOBS",
     "HAMEL_MAX_CONNECTIONS_PER_IP",
     "HAMEL_MAX_OUTPUT_VALUES",
+    "HAMEL_REDIS",
+    "HAMEL_REDIS_LEASE",
+    "HAMEL_REDIS_TIMEOUT",
+    "HAMEL_REDIS_TTL",
 };
 
 /* Whether an empty value of this setting is a value of its own, not "use the default". */
@@ -229,6 +253,9 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
     cfg->max_per_ip = CONFIG_DEFAULT_MAX_PER_IP;
     cfg->max_output_values = CONFIG_DEFAULT_MAX_OUTPUT_VALUES;
+    cfg->redis_lease = CONFIG_DEFAULT_REDIS_LEASE;
+    cfg->redis_timeout = CONFIG_DEFAULT_REDIS_TIMEOUT;
+    cfg->redis_ttl = CONFIG_DEFAULT_REDIS_TTL;
     cfg->conn_timeout = CONFIG_DEFAULT_CONN_TIMEOUT;
     cfg->max_body = CONFIG_DEFAULT_MAX_BODY;
     cfg->cache_bytes = CONFIG_DEFAULT_CACHE_BYTES;

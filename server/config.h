@@ -36,6 +36,10 @@ typedef struct server_config {
     char data[CONFIG_PATH_MAX];    /* HAMEL_DATA, --data: store directory */
     char token[256];               /* HAMEL_TOKEN, --token: bearer token, "" = none */
     char statics[CONFIG_PATH_MAX]; /* HAMEL_STATIC, --static: web front end, "" = none */
+    char redis[256];               /* HAMEL_REDIS: redis://host:port, "" = SQLite */
+    double redis_lease;            /* HAMEL_REDIS_LEASE: seconds before a dead instance's job moves */
+    double redis_timeout;          /* HAMEL_REDIS_TIMEOUT: seconds for one Redis command */
+    long redis_ttl;                /* HAMEL_REDIS_TTL: seconds results and job records are kept */
     int cors_any;                  /* HAMEL_CORS_ORIGINS == "*" */
     int n_origins;
     char origins[CONFIG_MAX_ORIGINS][256];

@@ -897,8 +897,13 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
-        return http__problem_h(c, hamel_problem_new(rc, NULL), MHD_HTTP_HEADER_RETRY_AFTER,
-                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
+        /* Not shutting down: the shared queue (HAMEL_REDIS) is out of reach for now. */
+        const char *lost = rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs)
+                               ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+                               : NULL;
+        return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
+                               rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
+                                                                : HTTP_RETRY_AFTER_DOWN);
     }
     c->job = j;
     if (wait > 0)
@@ -912,6 +917,10 @@ static enum MHD_Result http__stored_job(http_conn *c)
     store *st = c->srv->d.st;
     store_job sj;
     int rc = st ? store_get_job(st, c->id, &sj) : 1;
+    if (rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
+        return http__problem_h(
+            c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
+            MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     if (rc != 0)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
     enum MHD_Result ret;

@@ -34,12 +34,12 @@ typedef struct redis_queue redis_queue;
 
 /* What the shared store and queue need to know. */
 typedef struct redis_config {
-    const char *url;       /* redis://host:port */
-    double timeout;        /* seconds for one command, and to connect */
-    double lease;          /* seconds a taken entry stays with its worker without renewal */
-    long ttl;              /* seconds results and job records are kept */
-    size_t max_queue;      /* entries waiting in the stream before HAMEL_E_QUEUE_FULL */
-    store_limits limits;   /* result bytes kept */
+    const char *url;     /* redis://host:port */
+    double timeout;      /* seconds for one command, and to connect */
+    double lease;        /* seconds a taken entry stays with its worker without renewal */
+    long ttl;            /* seconds results and job records are kept */
+    size_t max_queue;    /* entries waiting in the stream before HAMEL_E_QUEUE_FULL */
+    store_limits limits; /* result bytes kept */
 } redis_config;
 
 /* Opens the Redis store backend (checking that Redis answers). Borrows cfg. Returns 0
@@ -83,6 +83,10 @@ int redis_queue_take(redis_queue *q, double block, redis_task *t);
 
 /* Acknowledges and deletes a taken entry (its job has an outcome in the store). */
 int redis_queue_ack(redis_queue *q, const char *entry);
+
+/* Stops renewing a taken entry without acknowledging it: after the lease another
+ * worker takes it over (a job this instance gives up while shutting down). */
+void redis_queue_forget(redis_queue *q, const char *entry);
 
 /* Sends an event to every instance. Returns 0 or -1. */
 int redis_queue_publish(redis_queue *q, const char *event, const char *job_id);
