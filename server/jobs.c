@@ -485,7 +485,9 @@ static job *jobs__task_job(jobs *p, const redis_task *t)
     pthread_mutex_lock(&p->lock);
     job *j = jobs__table_find(p, t->id);
     if (j) {
-        if (j->state == JOB_QUEUED && j->model && j->request && !j->local_run) { /* one of ours */
+        /* One of ours, queued (or shown running because another instance had begun it
+         * before it died): run it here. */
+        if (j->remote && !j->local_run && !jobs__terminal(j->state) && j->model && j->request) {
             j->local_run = 1;
             j->state = JOB_RUNNING;
             snprintf(j->entry, sizeof j->entry, "%s", t->entry);

@@ -11,7 +11,7 @@
  * server computes; 1,000 jobs through nginx with none lost and none run twice (the
  * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
  * answers a clear 503 (unavailable, Retry-After) and, once Redis is back, the same
- * servers accept and finish jobs again.
+ * servers accept and finish jobs again; a batch posted to one instance runs on several.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
  * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
@@ -602,4 +602,33 @@ Test(cluster, a_redis_restart_is_a_clear_503_then_recovery)
         cr_assert_str_eq(str(r.json, "status"), "done", "job %d: %.300s", i, r.body);
         harness_resp_free(&r);
     }
+}
+
+Test(cluster, a_batch_through_one_instance_runs_on_every_instance)
+{
+    enum { RUNS = 120 };
+    json_t *base = rolling_request(1.0, 3);
+    json_t *model = json_incref(json_object_get(base, "model"));
+    json_object_del(base, "model");
+    json_t *runs = json_array();
+    for (int i = 0; i < RUNS; i++)
+        json_array_append_new(runs, json_pack("{s:f}", "t_end", 1.0 + 1e-3 * i));
+    json_t *body = json_pack("{s:o, s:o, s:o}", "model", model, "base", base, "runs", runs);
+    harness_resp r = call(&srv[0], "POST", "/v1/batches?wait=60", body);
+    cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+    cr_assert_str_eq(str(r.json, "status"), "done", "%.300s", r.body);
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "succeeded")), RUNS, "%.300s", r.body);
+    int busy = 0;
+    double runs_done = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        harness_resp m = call(&srv[i], "GET", "/metrics", NULL);
+        double v = harness_metric(&m, "hamel_jobs_total{outcome=\"done\"}");
+        busy += v > 0;
+        runs_done += v > 0 ? v : 0;
+        harness_resp_free(&m);
+    }
+    cr_assert_eq((int)runs_done, RUNS, "%.0f runs for %d", runs_done, RUNS);
+    cr_assert(busy >= 2, "the batch's runs went to %d instance(s); more than one expected", busy);
+    harness_resp_free(&r);
+    json_decref(body);
 }
