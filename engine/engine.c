@@ -32,6 +32,7 @@ const engine_limits engine_default_limits = {
     .max_states = 10000,
     .max_parameters = 10000,
     .max_definitions = 10000,
+    .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
 void engine_init(void) { gsl_set_error_handler_off(); }

@@ -41,6 +41,7 @@ typedef struct engine_limits {
     int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
     int max_parameters;         /* entries of model.parameters */
     int max_definitions;        /* entries of model.definitions */
+    size_t max_output_values;   /* samples x series of one simulation's result (0: no cap) */
 } engine_limits;
 
 /* The defaults used when a caller passes NULL limits. */

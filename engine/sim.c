@@ -495,6 +495,23 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             r->n_times, n);
     if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
         goto oom;
+    if (!*problem && lim->max_output_values > 0) {
+        /* Every sample carries t, q, qdot, the speeds (linear constraints), the
+         * multipliers (that formulation), the energy, the worst constraint residual and
+         * each invariant: the result's size is samples x series numbers. */
+        long series = 1 + 2L * n + (all_linear ? k : 0) + (r->formulation == SIM_MULTIPLIERS ? m->nc : 0) +
+                      2 + r->n_inv;
+        double values = (double)r->n_times * (double)series;
+        if (values > (double)lim->max_output_values) {
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "%d samples x %ld series = %.0f output values; at most %zu values per simulation "
+                     "(ask for fewer samples)",
+                     r->n_times, series, values, lim->max_output_values);
+            *problem = hamel_problem_new(HAMEL_E_LIMIT, msg);
+            hamel_problem_add(*problem, "output", -1, msg);
+        }
+    }
     if (*problem)
         goto out;
 

@@ -30,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -936,8 +937,13 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
-        return http__problem_h(c, hamel_problem_new(rc, NULL), MHD_HTTP_HEADER_RETRY_AFTER,
-                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
+        /* Not shutting down: the shared queue (HAMEL_REDIS) is out of reach for now. */
+        const char *lost = rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs)
+                               ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+                               : NULL;
+        return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
+                               rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
+                                                                : HTTP_RETRY_AFTER_DOWN);
     }
     c->job = j;
     if (wait > 0)
@@ -951,6 +957,10 @@ static enum MHD_Result http__stored_job(http_conn *c)
     store *st = c->srv->d.st;
     store_job sj;
     int rc = st ? store_get_job(st, c->id, &sj) : 1;
+    if (rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
+        return http__problem_h(
+            c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
+            MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     if (rc != 0)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
     enum MHD_Result ret;
@@ -1224,6 +1234,25 @@ static const char *http__mime(const char *path)
     return "application/octet-stream";
 }
 
+/* Whether the file open on fd lies under directory root once every symbolic link is
+ * resolved: the path the kernel opened (/proc/self/fd) against realpath(root). Checking
+ * the opened file, not the name, leaves no window for a link swapped in between. */
+static int http__inside(const char *root, int fd)
+{
+    char base[PATH_MAX], link[64], got[PATH_MAX];
+    if (!realpath(root, base))
+        return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, got, sizeof got - 1);
+    if (n <= 0)
+        return 0;
+    got[n] = '\0';
+    size_t b = strlen(base);
+    if (b == 1) /* root is "/" */
+        return 1;
+    return strncmp(got, base, b) == 0 && got[b] == '/';
+}
+
 static enum MHD_Result http__static(http_conn *c, const char *url)
 {
     const char *root = c->srv->d.cfg->statics;
@@ -1245,6 +1274,10 @@ static enum MHD_Result http__static(http_conn *c, const char *url)
     snprintf(full, sizeof full, "%s%s", root, rel);
     int fd = open(full, O_RDONLY | O_CLOEXEC);
     struct stat st;
+    if (fd >= 0 && !http__inside(root, fd)) { /* a symbolic link out of HAMEL_STATIC */
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
@@ -1698,6 +1731,55 @@ static enum MHD_Result http__body(http_conn *c)
     return ret;
 }
 
+/* What the framing headers of a request say (http__framing). */
+typedef struct http_framing {
+    int lengths, conflict; /* Content-Length headers, and whether their values differ */
+    const char *length;
+    int codings; /* Transfer-Encoding headers */
+    int chunked_only;
+} http_framing;
+
+static enum MHD_Result http__framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                            const char *value)
+{
+    (void)kind;
+    http_framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->lengths++ && strcmp(f->length, value ? value : "") != 0)
+            f->conflict = 1;
+        f->length = value ? value : "";
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->chunked_only = f->codings++ == 0 && value && !strcasecmp(value, "chunked");
+    }
+    return MHD_YES;
+}
+
+/* Refuses a request whose body cannot be delimited safely, before any of it is read
+ * (libmicrohttpd takes the first Content-Length and reads a body of an unknown coding
+ * until the client closes): Content-Length headers that disagree, or one beside
+ * Transfer-Encoding, are a 400 (request smuggling); a transfer coding other than
+ * "chunked" alone is a 501. Returns 1 when it answered (the connection then closes). */
+static int http__framing(http_conn *c, enum MHD_Result *ret)
+{
+    http_framing f = {0};
+    MHD_get_connection_values(c->conn, MHD_HEADER_KIND, http__framing_header, &f);
+    if (f.conflict) {
+        *ret =
+            http__error(c, HAMEL_E_BAD_HTTP, "Content-Length is given more than once with different values");
+        return 1;
+    }
+    if (f.codings && f.lengths) {
+        *ret = http__error(c, HAMEL_E_BAD_HTTP, "Content-Length and Transfer-Encoding together");
+        return 1;
+    }
+    if (f.codings && !f.chunked_only) {
+        *ret = http__error(c, HAMEL_E_NOT_IMPLEMENTED,
+                           "Transfer-Encoding: only \"chunked\" is supported (no other transfer coding)");
+        return 1;
+    }
+    return 0;
+}
+
 static http_method http__method(const char *m)
 {
     if (!strcmp(m, "GET"))
@@ -1736,6 +1818,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
          * connection, so only a POST (whose body may be refused unread) is answered on
          * this first call; everything else waits for the next one, keeping keep-alive. */
         enum MHD_Result ret = MHD_YES;
+        if (http__framing(c, &ret))
+            return ret;
         if (c->method == HTTP_POST && http__headers(c, url, &ret))
             return ret;
         return MHD_YES;
@@ -1865,7 +1949,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned int)cfg->max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
         goto fail;

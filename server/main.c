@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "http.h"
 #include "jobs.h"
+#include "redis.h"
 #include "store.h"
 
 #define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
@@ -56,10 +57,15 @@ int main(int argc, char **argv)
         limits.max_wall_seconds = cfg.max_wall;
     if (cfg.max_steps > 0)
         limits.max_steps = cfg.max_steps;
+    limits.max_output_values = cfg.max_output_values;
 
     store *st = NULL;
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
-    if (store_open(cfg.data, &store_lim, &st) != 0)
+    /* HAMEL_REDIS: the store and the job queue are shared with the other instances. */
+    redis_config rcfg = {cfg.redis,     cfg.redis_timeout, cfg.redis_lease,
+                         cfg.redis_ttl, (size_t)cfg.queue, store_lim};
+    int shared = cfg.redis[0] != '\0';
+    if ((shared ? redis_store_open(&rcfg, &st) : store_open(cfg.data, &store_lim, &st)) != 0)
         return 1;
     /* The optimizing code tier (engine/native.h): shared objects cached in
      * HAMEL_CACHE_DIR, else <data>/native; HAMEL_NO_NATIVE=1 turns the tier off. */
@@ -71,7 +77,7 @@ int main(int argc, char **argv)
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
-    jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits};
+    jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits, shared ? &rcfg : NULL};
     jobs *pool = models && results ? jobs_new(&jc, st, results) : NULL;
     if (!pool) {
         fprintf(stderr, "hamel-server: cannot start the worker pool\n");
@@ -96,7 +102,7 @@ int main(int argc, char **argv)
     fprintf(stderr,
             "hamel-server %s: %d workers, queue %d, data %s, cache %zu bytes, token %s, "
             "static %s\n",
-            ENGINE_VERSION, cfg.workers, cfg.queue, cfg.data, cfg.cache_bytes,
+            ENGINE_VERSION, cfg.workers, cfg.queue, shared ? cfg.redis : cfg.data, cfg.cache_bytes,
             cfg.token[0] ? "required" : "off", cfg.statics[0] ? cfg.statics : "(none)");
 
     int sig = 0;
