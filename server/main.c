@@ -56,6 +56,10 @@ int main(int argc, char **argv)
         limits.max_wall_seconds = cfg.max_wall;
     if (cfg.max_steps > 0)
         limits.max_steps = cfg.max_steps;
+    if (cfg.max_compile_seconds > 0)
+        limits.max_compile_seconds = cfg.max_compile_seconds;
+    if (cfg.max_compile_bytes > 0)
+        limits.max_compile_bytes = cfg.max_compile_bytes;
 
     store *st = NULL;
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
