@@ -1473,6 +1473,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             snprintf(red.why, sizeof red.why,
                      "the symbolic reduction takes longer than its share of max_compile_seconds");
         }
+        budget_stage(&bud, "equations", "model");
         if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0 ||
             (!m->nl_reduced && equations_derive(m, &red) < 0)) {
             reduce_result_free(&red);

@@ -162,6 +162,11 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_MAX_STEPS")) {
         rc = config__long(name, v, 0, 1L << 40, &l);
         cfg->max_steps = l;
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_SECONDS")) {
+        rc = config__double(name, v, &cfg->max_compile_seconds);
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_BYTES")) {
+        rc = config__long(name, v, 1L << 20, 1L << 40, &l);
+        cfg->max_compile_bytes = (size_t)l;
     } else if (!strcmp(name, "HAMEL_DRAIN_SECONDS")) {
         rc = config__double(name, v, &cfg->drain_seconds);
     } else if (!strcmp(name, "HAMEL_ACCESS_LOG")) {
@@ -225,6 +230,8 @@ static const char *const config__names[] = {
     "HAMEL_REDIS_LEASE",
     "HAMEL_REDIS_TIMEOUT",
     "HAMEL_REDIS_TTL",
+    "HAMEL_MAX_COMPILE_SECONDS",
+    "HAMEL_MAX_COMPILE_BYTES",
 };
 
 /* Whether an empty value of this setting is a value of its own, not "use the default". */

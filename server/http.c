@@ -491,6 +491,8 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
     double t0 = jobs_now();
     int rc = engine_model_compile(spec, s->d.limits, out, problem);
     metrics_derive(jobs_now() - t0);
+    if (rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
     return rc;
 }
 
