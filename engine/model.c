@@ -119,6 +119,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
+    tape_free(m->tape_det);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
@@ -1208,6 +1209,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         json_object_set_new(m->summary, "holonomy", holonomy_analyse(m, &red));
         if (m->nlin != m->nc)
             json_object_set_new(m->summary, "nonlinear_form", json_string(m->nl_reduced ? "reduced" : "multipliers"));
+        m->psi_det_const = red.have_phi && red.pivots_expr == 0 && m->nlin == m->nc;
+        if (red.have_phi && red.pivots_expr == 1 && red.pivot_expr && m->nlin == m->nc)
+            m->tape_det = build_tape(m, &red.pivot_expr, 1); /* the watch's cheap test */
         if (red.have_phi && red.exact) { /* kept for the classical forms (forms.h) */
             m->red_kin = red.kin;
             red.kin = NULL;
@@ -1227,6 +1231,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     jit_compile(m->tape_dyn);
     if (m->tape_fast)
         jit_compile(m->tape_fast);
+    if (m->tape_det)
+        jit_compile(m->tape_det);
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);

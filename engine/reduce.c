@@ -145,8 +145,10 @@ static int invert(struct engine_model *m, const struct budget *budget, reduce_re
                 free(col_used);
                 goto done;
             }
-            if (!(det->kind == EXPR_NUM))
+            if (!(det->kind == EXPR_NUM)) {
                 r->pivots_expr++;
+                r->pivot_expr = det;
+            }
             expr *inv_det = expr_powi(c, det, -1);
             expr *Sinv[REDUCE_MAX_ADJUGATE * REDUCE_MAX_ADJUGATE];
             for (int x = 0; x < s; x++)
@@ -227,6 +229,7 @@ static int invert(struct engine_model *m, const struct budget *budget, reduce_re
                 goto done;
             }
             r->pivots_expr++;
+            r->pivot_expr = a[pr * n + pc];
         }
         row_used[pr] = 1;
         col_used[pc] = 1;

@@ -635,7 +635,8 @@ struct run {
  * run stop and continue from the last good state with velocities re-chosen there
  * (hamel_choose_speeds): the trajectory goes on correctly and the samples report the
  * model's own speeds (components of q'). With speeds the user gave, the same events
- * past SIM_WATCH_FAIL end the run with a failure naming the time and configuration. */
+ * past SIM_WATCH_FAIL end the run with a failure naming the time and configuration.
+ * When det Psi is a nonzero number (model.h: psi_det_const) there is nothing to watch. */
 #define SIM_WATCH_SWITCH 10.0
 #define SIM_WATCH_FAIL 1e8
 #define SIM_WATCH_MAX_SWITCHES 10000
@@ -651,6 +652,7 @@ struct watch {
     int nl;            /* nonlinear constraints in the reduced form: Psi depends on q' */
     double cond_ref;   /* condition number of the chart at its start */
     double det_prev;   /* determinant at the last accepted step */
+    double det_ref;    /* |det Psi| at the chart's start (the cheap test, hamel_det_pivot) */
     double t_prev;     /* the last accepted step */
     double *y_prev;    /* [n + k] */
     double t_hit, cond_hit, *y_hit;
@@ -664,10 +666,16 @@ static int watch_step(double t, const double *y, void *ctx)
     struct watch *W = ctx;
     double cond = INFINITY, det = 0.0, qd[256];
     int sing;
-    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0)) {
         sing = 1; /* Psi is evaluated at (q, q'(q, u)): no q' there */
-    else
+    } else if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
+        /* the model's own chart with one expression pivot: det Psi up to a number,
+         * its decay against the chart's start stands for the condition number */
+        sing = !(det != 0.0) || !isfinite(det);
+        cond = sing ? INFINITY : W->det_ref / fabs(det);
+    } else {
         sing = hamel_psi_condition(W->w, t, y, &cond, &det) < 0;
+    }
     int crossed = sing || (det > 0) != (W->det_prev > 0);
     double limit = W->movable ? SIM_WATCH_SWITCH : SIM_WATCH_FAIL;
     if (crossed || cond > limit * W->cond_ref) {
@@ -689,6 +697,16 @@ static int watch_start(struct watch *W, double t, const double *y)
     double cond, det, qd[256];
     if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
         return -1;
+    if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
+        if (!(det != 0.0) || !isfinite(det))
+            return -1;
+        W->det_ref = fabs(det);
+        W->cond_ref = 1.0;
+        W->det_prev = det;
+        W->t_prev = t;
+        memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
+        return 0;
+    }
     if (hamel_psi_condition(W->w, t, y, &cond, &det) < 0)
         return -1;
     W->cond_ref = cond > 1.0 ? cond : 1.0;
@@ -751,8 +769,11 @@ static struct watch *watch_new(const struct engine_model *m, hamel_ws *w)
         watch_free(W);
         return NULL;
     }
+    /* the symbol table may grow while a form is derived (forms.h): read it under the lock */
+    pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock);
     for (int r = 0; r < m->k && W->movable; r++)
         W->orig[r] = W->cur[r] = expr_sym_get(m->ctx, m->sym_u[r])->index;
+    pthread_mutex_unlock((pthread_mutex_t *)&m->forms_lock);
     return W;
 }
 
@@ -1097,7 +1118,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     char reason[INTEG_REASON_MAX] = "";
     integ_stats st;
     memset(&st, 0, sizeof st);
-    if (req->formulation == SIM_HAMEL) {
+    if (req->formulation == SIM_HAMEL && !m->psi_det_const) {
         R.wt = watch_new(m, R.w);
         if (!R.wt) {
             rc = HAMEL_E_INTERNAL;
