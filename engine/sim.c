@@ -484,7 +484,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         else
             bad(problem, "hamel", "must be \"none\", \"initial\" or \"samples\"");
     }
-    if (m->nlin != m->nc)
+    if (m->nlin != m->nc && !m->nl_reduced)
         r->hamel_mode = SIM_HAMEL_NONE;
     if (r->hamel_mode == SIM_HAMEL_SAMPLES && r->n_times > 0 &&
         (double)r->n_times * n * n * n * n > SIM_MAX_GAMMA_WORK)
