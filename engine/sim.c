@@ -973,7 +973,8 @@ static int run_segments(struct run *R, integ_system *sys, integ_options *opt, do
         int regular = hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
         /* start in the best chart when the model's own choice is poor here */
         int saved[256];
-        memcpy(saved, W->cur, W->k * sizeof *saved);
+        if (W->k <= 256)
+            memcpy(saved, W->cur, W->k * sizeof *saved);
         if (W->k <= 256 && watch_rechoose(W, t0, y0) == 1) {
             hamel_psi_condition(W->w, t0, y0, &best, &det);
             if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
