@@ -460,8 +460,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                         snprintf(path, sizeof path, "model.constraints[%d]", j);
                         hamel_problem_add(*problem, path, -1,
                                           "this constraint is nonlinear in the velocities (Chetaev "
-                                          "type); the Boltzmann–Hamel formulation needs linear ones: "
-                                          "use \"formulation\": \"multipliers\"");
+                                          "type); the Boltzmann–Hamel formulation needs linear ones, or "
+                                          "n - m speeds in the model (m counting every constraint: the "
+                                          "reduced form): use \"formulation\": \"multipliers\"");
                     }
             }
             r->formulation = SIM_HAMEL;
