@@ -198,7 +198,8 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
     }
     hamel_ws_set_guess(w, guess);
     if (hamel_qdot(w, t, q, u, qd) < 0) {
-        *problem = hamel_problem_new(HAMEL_E_NUMERIC, "no velocities satisfy the constraints with these speeds");
+        *problem =
+            hamel_problem_new(HAMEL_E_NUMERIC, "no velocities satisfy the constraints with these speeds");
         snprintf(p, sizeof p, "%s%s", path, json_is_object(qv) ? "qdot" : "speeds");
         hamel_problem_add(*problem, p, -1, "Newton's method found no q' on the constraints");
         return -1;
@@ -279,7 +280,7 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
             if (points)
                 snprintf(path, sizeof path, "points[%d].", p);
             if (n > 256 || nl_point_velocity(m, w, points ? json_array_get(points, p) : request, path, t[p],
-                                              q + (size_t)p * n, qd, problem) < 0) {
+                                             q + (size_t)p * n, qd, problem) < 0) {
                 json_decref(arr);
                 rc = *problem ? hamel_problem_code(*problem) : HAMEL_E_BAD_REQUEST;
                 goto done;

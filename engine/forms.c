@@ -52,16 +52,16 @@ struct pieces {
     struct engine_model *m;
     expr_ctx *c;
     int n, k, ns;
-    expr **sub;  /* q'_i -> K_i */
-    expr **K;    /* [n] */
-    expr **C;    /* [n*k] dK_i/du_r: the partial velocities (Chetaev's displacements) */
-    expr **a0;   /* [n] dK/dq K + dK/dt */
-    expr **qdd;  /* [n] C u' + a0 */
-    expr **p;    /* [n] dT/dq_i' at K */
-    expr **M;    /* [n*n] d2T/dq'dq' at K */
-    expr **h;    /* [n] dT/dq - D(dT/dq') at K */
-    expr **Qv;   /* [n] Q - dV/dq at K */
-    int *acc;    /* [k] u'_r symbols */
+    expr **sub; /* q'_i -> K_i */
+    expr **K;   /* [n] */
+    expr **C;   /* [n*k] dK_i/du_r: the partial velocities (Chetaev's displacements) */
+    expr **a0;  /* [n] dK/dq K + dK/dt */
+    expr **qdd; /* [n] C u' + a0 */
+    expr **p;   /* [n] dT/dq_i' at K */
+    expr **M;   /* [n*n] d2T/dq'dq' at K */
+    expr **h;   /* [n] dT/dq - D(dT/dq') at K */
+    expr **Qv;  /* [n] Q - dV/dq at K */
+    int *acc;   /* [k] u'_r symbols */
 };
 
 static void pieces_free(struct pieces *P)
@@ -198,15 +198,17 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
     if (f < 0)
         return inapplicable(problem, "unknown form: one of hamel, appell, kane, maggi, voronec");
     if (!m->red_kin)
-        return inapplicable(problem, m->nlin != m->nc && !m->nl_reduced
-                                         ? "the model's nonlinear constraints are integrated with multipliers: "
-                                           "give n - m speeds for the reduced forms"
-                                         : "the kinematics q' = K(q, u, t) have no symbolic form for this model "
-                                           "(Psi has no exact symbolic inverse, or q' is solved by Newton's "
-                                           "method)");
+        return inapplicable(problem,
+                            m->nlin != m->nc && !m->nl_reduced
+                                ? "the model's nonlinear constraints are integrated with multipliers: "
+                                  "give n - m speeds for the reduced forms"
+                                : "the kinematics q' = K(q, u, t) have no symbolic form for this model "
+                                  "(Psi has no exact symbolic inverse, or q' is solved by Newton's "
+                                  "method)");
     if (f == 0 && !m->red_phi)
-        return inapplicable(problem, "the Boltzmann-Hamel form needs constraints linear in the velocities "
-                                     "(the Hamel coefficients of nonlinear ones depend on q': POST /v1/hamel)");
+        return inapplicable(problem,
+                            "the Boltzmann-Hamel form needs constraints linear in the velocities "
+                            "(the Hamel coefficients of nonlinear ones depend on q': POST /v1/hamel)");
     int n = m->n, k = m->k;
     int *vor_col = NULL;
     if (n > FORMS_MAX_N) {
@@ -250,9 +252,10 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
     expr *lhs, *rhs;
     switch (f) {
     case 0: { /* Boltzmann–Hamel, Greenwood (5.94) */
-        json_object_set_new(d, "source", json_string("Greenwood (5.94): d/dt(dT*/du_r) + sum_j sum_l dT*/du_j "
-                                                     "gamma^j_rl u_l + sum_j dT*/du_j gamma^j_r - dT*/dtheta_r "
-                                                     "= Q_r; dT*/du_j = sum_i dT/dq_i' Phi_ij"));
+        json_object_set_new(d, "source",
+                            json_string("Greenwood (5.94): d/dt(dT*/du_r) + sum_j sum_l dT*/du_j "
+                                        "gamma^j_rl u_l + sum_j dT*/du_j gamma^j_r - dT*/dtheta_r "
+                                        "= Q_r; dT*/du_j = sum_i dT/dq_i' Phi_ij"));
         expr **pu = calloc(n, sizeof *pu), **dpsi = calloc((size_t)n * n * n + 1, sizeof *dpsi);
         if (!pu || !dpsi) {
             free(pu), free(dpsi);
@@ -271,8 +274,9 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
         for (int j = 0; j < n; j++)
             for (int i = 0; i < n; i++)
                 for (int kk = 0; kk < n; kk++)
-                    dpsi[((size_t)j * n + i) * n + kk] = expr_sub(c, expr_diff(c, m->psi[j * n + i], m->sym_q[kk]),
-                                                                  expr_diff(c, m->psi[j * n + kk], m->sym_q[i]));
+                    dpsi[((size_t)j * n + i) * n + kk] =
+                        expr_sub(c, expr_diff(c, m->psi[j * n + i], m->sym_q[kk]),
+                                 expr_diff(c, m->psi[j * n + kk], m->sym_q[i]));
         expr **phit = calloc(n, sizeof *phit), **zero = calloc(P.ns + 1, sizeof *zero);
         if (!phit || !zero) {
             free(pu), free(dpsi), free(phit), free(zero);
@@ -342,15 +346,17 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
         break;
     }
     case 1: { /* Gibbs–Appell */
-        json_object_set_new(d, "source", json_string("Appell: S = 1/2 q''.M.q'' - q''.(dT/dq - D dT/dq') (up "
-                                                     "to terms free of u'), q'' = C u' + dK/dq K + dK/dt; "
-                                                     "dS/du'_r = Pi_r = sum_i C_ir (Q_i - dV/dq_i)"));
+        json_object_set_new(d, "source",
+                            json_string("Appell: S = 1/2 q''.M.q'' - q''.(dT/dq - D dT/dq') (up "
+                                        "to terms free of u'), q'' = C u' + dK/dq K + dK/dt; "
+                                        "dS/du'_r = Pi_r = sum_i C_ir (Q_i - dV/dq_i)"));
         expr *terms[400];
         int t = 0;
         for (int i = 0; i < n; i++) {
             for (int l = 0; l < n; l++)
                 if (!expr_is_num(P.M[i * n + l], 0.0) && t < 390)
-                    terms[t++] = expr_product(c, (expr *[]){expr_num(c, 0.5), P.qdd[i], P.M[i * n + l], P.qdd[l]}, 4);
+                    terms[t++] =
+                        expr_product(c, (expr *[]){expr_num(c, 0.5), P.qdd[i], P.M[i * n + l], P.qdd[l]}, 4);
             terms[t++] = expr_neg(c, expr_mul(c, P.qdd[i], P.h[i]));
         }
         expr *S = simp(c, expr_sum(c, terms, t));
@@ -405,16 +411,18 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
         }
         free(E);
         if (f == 2) {
-            json_object_set_new(d, "source", json_string("Kane (Wang & Pao): F_r + F*_r = 0, partial velocities "
-                                                         "dq_i'/du_r, F_r = sum_i dq_i'/du_r (Q_i - dV/dq_i), "
-                                                         "F*_r = -sum_i dq_i'/du_r (d/dt dT/dq_i' - dT/dq_i)"));
+            json_object_set_new(d, "source",
+                                json_string("Kane (Wang & Pao): F_r + F*_r = 0, partial velocities "
+                                            "dq_i'/du_r, F_r = sum_i dq_i'/du_r (Q_i - dV/dq_i), "
+                                            "F*_r = -sum_i dq_i'/du_r (d/dt dT/dq_i' - dT/dq_i)"));
             json_object_set_new(d, "partial_velocities", pv);
             json_object_set_new(d, "generalized_active_forces", fa);
             json_object_set_new(d, "generalized_inertia_forces", fi);
             json_decref(le);
         } else {
-            json_object_set_new(d, "source", json_string("Maggi (Greenwood ch. 4): sum_i C_ir (d/dt dT/dq_i' - "
-                                                         "dT/dq_i + dV/dq_i - Q_i) = 0 with q' = C u + ..."));
+            json_object_set_new(d, "source",
+                                json_string("Maggi (Greenwood ch. 4): sum_i C_ir (d/dt dT/dq_i' - "
+                                            "dT/dq_i + dV/dq_i - Q_i) = 0 with q' = C u + ..."));
             json_object_set_new(d, "coefficients", pv);
             json_object_set_new(d, "lagrange_expressions", le);
             json_decref(fa), json_decref(fi);
@@ -422,9 +430,10 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
         break;
     }
     case 4: { /* Voronec, Lemos (10)-(11) */
-        json_object_set_new(d, "source", json_string("Voronec (Lemos (10)-(11)): d/dt(dL~/dq_i') - dL~/dq_i = "
-                                                     "sum_nu dL~/dq_nu a_nu,i + sum_nu sum_j dL/dq_nu' b^nu_ij "
-                                                     "q_j' + Q~_i, L~ = L with q_nu' = sum_j a_nu,j q_j'"));
+        json_object_set_new(d, "source",
+                            json_string("Voronec (Lemos (10)-(11)): d/dt(dL~/dq_i') - dL~/dq_i = "
+                                        "sum_nu dL~/dq_nu a_nu,i + sum_nu sum_j dL/dq_nu' b^nu_ij "
+                                        "q_j' + Q~_i, L~ = L with q_nu' = sum_j a_nu,j q_j'"));
         int *dep = calloc(n, sizeof *dep), *isind = calloc(n, sizeof *isind);
         if (!dep || !isind) {
             free(dep), free(isind);
@@ -467,20 +476,22 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                             if (vor_col[x] == j)
                                 parts[np++] = expr_mul(c, expr_diff(c, ani, m->sym_q[mu]), P.C[mu * k + x]);
                             if (vor_col[x] == i)
-                                parts[np++] = expr_neg(c, expr_mul(c, expr_diff(c, anj, m->sym_q[mu]),
-                                                                   P.C[mu * k + x]));
+                                parts[np++] = expr_neg(
+                                    c, expr_mul(c, expr_diff(c, anj, m->sym_q[mu]), P.C[mu * k + x]));
                         }
                     }
                     expr *b_ij = simp(c, expr_sum(c, parts, np));
                     if (expr_is_num(b_ij, 0.0))
                         continue;
-                    terms[t++] = expr_neg(c, expr_product(c, (expr *[]){P.p[nu], b_ij, expr_sym(c, m->sym_u[s])}, 3));
+                    terms[t++] =
+                        expr_neg(c, expr_product(c, (expr *[]){P.p[nu], b_ij, expr_sym(c, m->sym_u[s])}, 3));
                 }
             }
             /* Q~_i = Q_i + sum_nu a_nu,i Q_nu (the potential part is in L~) */
             expr *qt = expr_subst(c, m->Q[i], P.sub, P.ns);
             for (int a = 0; a < nd; a++)
-                qt = expr_add(c, qt, expr_mul(c, P.C[dep[a] * k + r], expr_subst(c, m->Q[dep[a]], P.sub, P.ns)));
+                qt = expr_add(c, qt,
+                              expr_mul(c, P.C[dep[a] * k + r], expr_subst(c, m->Q[dep[a]], P.sub, P.ns)));
             lhs = simp(c, expr_sum(c, terms, t));
             rhs = simp(c, qt);
             res[r] = expr_sub(c, lhs, rhs);

@@ -32,10 +32,10 @@ struct hamel_ws {
     double *fast; /* tape_fast outputs */
     double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
     int minv_ready;
-    int numeric; /* ignore tape_fast (for cross-checks) */
+    int numeric;   /* ignore tape_fast (for cross-checks) */
     double *guess; /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
-    int *sel;    /* [k] q' components used as speeds instead of the model's rows */
-    int sel_on;  /* sel is in force (hamel_ws_select) */
+    int *sel;      /* [k] q' components used as speeds instead of the model's rows */
+    int sel_on;    /* sel is in force (hamel_ws_select) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -107,9 +107,9 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
     w->sel = calloc(k + 1, sizeof *w->sel);
     w->guess = calloc(n, sizeof *w->guess);
-    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
-        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
-        !w->A || !w->W || !w->obs || !w->mult) {
+    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv ||
+        !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi ||
+        !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }

@@ -10,11 +10,11 @@
 #include <time.h>
 
 #define HOL_POINTS 3
-#define HOL_MAX_TERMS 2000     /* expansion cap of one bracket component */
-#define HOL_MAX_SECONDS 0.25   /* the brackets stop here ("complete": false) */
-#define HOL_MAX_N 24           /* larger models: only the per-constraint flags */
-#define HOL_RANK_TOL 1e-8      /* a field adds to the span past this relative residual */
-#define HOL_CONST_TOL 1e-8     /* coefficients equal at every point: constant */
+#define HOL_MAX_TERMS 2000   /* expansion cap of one bracket component */
+#define HOL_MAX_SECONDS 0.25 /* the brackets stop here ("complete": false) */
+#define HOL_MAX_N 24         /* larger models: only the per-constraint flags */
+#define HOL_RANK_TOL 1e-8    /* a field adds to the span past this relative residual */
+#define HOL_CONST_TOL 1e-8   /* coefficients equal at every point: constant */
 
 static double seconds(void)
 {
@@ -83,7 +83,7 @@ struct hol {
     expr_ctx *c;
     int n, N, ext;
     int nsym;
-    double *vals[HOL_POINTS]; /* symbol values of each point */
+    double *vals[HOL_POINTS];  /* symbol values of each point */
     double *basis[HOL_POINTS]; /* orthonormal rows [N*N] */
     int rank[HOL_POINTS];
     int *zsym; /* [N] symbol of z_k: q_k, then t */
@@ -292,7 +292,8 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         json_object_set_new(o, "coefficients", json_null());
         json_object_set_new(o, "expr", json_null());
         json_object_set_new(o, "integral", json_null());
-        json_object_set_new(o, "note", json_string("the combination's coefficients depend on the configuration"));
+        json_object_set_new(o, "note",
+                            json_string("the combination's coefficients depend on the configuration"));
         return o;
     }
     json_t *co = json_object();
@@ -319,7 +320,8 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         for (int j = 0; j < nl; j++) {
             double v = snap(cv[j]);
             if (v != 0.0)
-                terms[nt++] = expr_mul(c, expr_num(c, v), i < n ? m->psi[(size_t)rows[j] * n + i] : m->psi_t[rows[j]]);
+                terms[nt++] =
+                    expr_mul(c, expr_num(c, v), i < n ? m->psi[(size_t)rows[j] * n + i] : m->psi_t[rows[j]]);
         }
         form[i] = expr_expand(c, expr_sum(c, terms, nt), HOL_MAX_TERMS);
         for (int k = 0; k <= n && cst; k++) {
@@ -355,9 +357,10 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         json_array_append_new(space, json_string(m->coords[i]));
     if (ext)
         json_array_append_new(space, json_string("t"));
-    json_object_set_new(out, "method",
-                        json_string("involutive closure of the constraint distribution: iterated Lie brackets, "
-                                    "symbolic, ranks at 3 generic configurations"));
+    json_object_set_new(
+        out, "method",
+        json_string("involutive closure of the constraint distribution: iterated Lie brackets, "
+                    "symbolic, ranks at 3 generic configurations"));
     json_object_set_new(out, "space", space);
     json_t *excl = json_array();
     for (int j = 0; j < m->nc; j++)
@@ -377,13 +380,14 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     }
     if (!red->have_phi || n > HOL_MAX_N || N > 63) {
         json_object_set_new(out, "complete", json_false());
-        json_object_set_new(out, "reason",
-                            json_string(n > HOL_MAX_N || N > 63 ? "more coordinates than the analysis takes (24)"
-                                        : m->nlin != m->nc       ? "the model has nonlinear constraints: the "
-                                                                   "distribution of its linear ones has no symbolic "
-                                                                   "basis here"
-                                                                 : "Phi was not found symbolically within the "
-                                                                   "budget"));
+        json_object_set_new(
+            out, "reason",
+            json_string(n > HOL_MAX_N || N > 63 ? "more coordinates than the analysis takes (24)"
+                        : m->nlin != m->nc      ? "the model has nonlinear constraints: the "
+                                                  "distribution of its linear ones has no symbolic "
+                                                  "basis here"
+                                                : "Phi was not found symbolically within the "
+                                                  "budget"));
         return out;
     }
     struct hol h = {0};
@@ -479,8 +483,9 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     int hcount = N - nf;
     json_object_set_new(out, "complete", json_boolean(complete));
     if (!complete)
-        json_object_set_new(out, "reason", json_string("the brackets exceeded the time or node budget: the closure "
-                                                       "rank is a lower bound"));
+        json_object_set_new(out, "reason",
+                            json_string("the brackets exceeded the time or node budget: the closure "
+                                        "rank is a lower bound"));
     json_object_set_new(out, "distribution_rank", json_integer(drank));
     json_object_set_new(out, "closure_rank", json_integer(nf));
     json_object_set_new(out, "bracket_order", json_integer(nf ? level[nf - 1] : 0));
@@ -490,7 +495,8 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     if (complete && hcount > 0) {
         int got[HOL_POINTS];
         for (int p = 0; p < HOL_POINTS; p++)
-            got[p] = annihilator(&h, p, rows, nl, fields + drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
+            got[p] =
+                annihilator(&h, p, rows, nl, fields + drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
         for (int q = 0; q < got[0]; q++) {
             const double *c0 = cvs + (size_t)q * nl;
             int constant = got[1] == got[0] && got[2] == got[0];
@@ -499,7 +505,8 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
                 scale = fmax(scale, fabs(c0[j]));
             for (int p = 1; p < HOL_POINTS && constant; p++)
                 for (int j = 0; j < nl; j++)
-                    if (fabs(cvs[(size_t)p * (nl + 1) * nl + (size_t)q * nl + j] - c0[j]) > HOL_CONST_TOL * scale)
+                    if (fabs(cvs[(size_t)p * (nl + 1) * nl + (size_t)q * nl + j] - c0[j]) >
+                        HOL_CONST_TOL * scale)
                         constant = 0;
             json_array_append_new(combos, combination(&h, rows, cons_of_row, nl, c0, constant));
         }

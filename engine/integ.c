@@ -299,8 +299,8 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
     if (d->opt.step_check) {
         int rc = d->opt.step_check(r->t, d->y, d->opt.step_ctx);
         if (rc != HAMEL_OK)
-            return integ__fail(r->reason, INTEG_REASON_MAX, rc, "the run was stopped after the step to t = %.17g",
-                               r->t);
+            return integ__fail(r->reason, INTEG_REASON_MAX, rc,
+                               "the run was stopped after the step to t = %.17g", r->t);
     }
     return HAMEL_OK;
 }

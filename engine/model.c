@@ -1208,11 +1208,12 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         }
         json_object_set_new(m->summary, "holonomy", holonomy_analyse(m, &red));
         if (m->nlin != m->nc)
-            json_object_set_new(m->summary, "nonlinear_form", json_string(m->nl_reduced ? "reduced" : "multipliers"));
+            json_object_set_new(m->summary, "nonlinear_form",
+                                json_string(m->nl_reduced ? "reduced" : "multipliers"));
         m->psi_det_const = red.have_phi && red.pivots_expr == 0 && m->nlin == m->nc;
         if (red.have_phi && red.pivots_expr == 1 && red.pivot_expr && m->nlin == m->nc)
             m->tape_det = build_tape(m, &red.pivot_expr, 1); /* the watch's cheap test */
-        if (red.have_phi && red.exact) { /* kept for the classical forms (forms.h) */
+        if (red.have_phi && red.exact) {                     /* kept for the classical forms (forms.h) */
             m->red_kin = red.kin;
             red.kin = NULL;
             if (m->nlin == m->nc) {

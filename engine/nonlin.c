@@ -139,7 +139,8 @@ static int derive_reduced(struct engine_model *m, reduce_result *red)
             for (int i = 0; i < n; i++)
                 for (int l = 0; l < n; l++)
                     if (!expr_is_num(M[i * n + l], 0.0))
-                        terms[t++] = expr_product(c, (expr *[]){phis[i * k + r], M[i * n + l], phis[l * k + s]}, 3);
+                        terms[t++] =
+                            expr_product(c, (expr *[]){phis[i * k + r], M[i * n + l], phis[l * k + s]}, 3);
             red->mass[r * k + s] = simp(c, expr_sum(c, terms, t));
         }
     }
@@ -172,11 +173,12 @@ static int write_equations(struct engine_model *m, const reduce_result *red, int
     if (!explicit_kin) {
         json_object_set_new(eq, "complete", json_false());
         json_object_set_new(eq, "kinematics_solved", json_string("newton"));
-        json_object_set_new(eq, "reason",
-                            json_string("the velocities cannot be solved explicitly from the speeds and the "
-                                        "nonlinear constraints: the integrator solves them by Newton's method at "
-                                        "each evaluation and projects the equations numerically (Phi_S^T M Phi_S "
-                                        "u' = Phi_S^T (g + M Phi b), Psi's last rows df/dq')"));
+        json_object_set_new(
+            eq, "reason",
+            json_string("the velocities cannot be solved explicitly from the speeds and the "
+                        "nonlinear constraints: the integrator solves them by Newton's method at "
+                        "each evaluation and projects the equations numerically (Phi_S^T M Phi_S "
+                        "u' = Phi_S^T (g + M Phi b), Psi's last rows df/dq')"));
         goto store;
     }
     json_object_set_new(eq, "kinematics_solved", json_string("explicit"));

@@ -889,8 +889,8 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         opt.step_check = watch_step;
         opt.step_ctx = R.wt;
     }
-    rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns, on_sample, &R,
-                         &st, reason, sizeof reason);
+    rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns,
+                         on_sample, &R, &st, reason, sizeof reason);
     if (R.wt)
         hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
     struct timespec c0, c1;
@@ -942,9 +942,9 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         *result = body;
     } else {
         const char *why = watch_reason(R.wt) ? watch_reason(R.wt)
-                          : st.reason[0]            ? st.reason
-                          : reason[0]               ? reason
-                                                    : hamel_error_title(rc);
+                          : st.reason[0]     ? st.reason
+                          : reason[0]        ? reason
+                                             : hamel_error_title(rc);
         *problem = hamel_problem_new(rc, why);
         json_object_set_new(*problem, "reason", json_string(why));
         json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));

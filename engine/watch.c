@@ -27,20 +27,20 @@
 struct sim_watch {
     hamel_ws *w;
     int n, k;
-    int movable;       /* default speeds: the choice may change */
-    int *orig;         /* [k] the model's own choice (movable) */
-    int *cur;          /* [k] the choice in force */
-    int on;            /* cur differs from orig */
-    int nl;            /* nonlinear constraints in the reduced form: Psi depends on q' */
-    double cond_ref;   /* condition number of the chart at its start */
-    double det_prev;   /* determinant at the last accepted step */
-    double det_ref;    /* |det Psi| at the chart's start (the cheap test, hamel_det_pivot) */
-    double t_prev;     /* the last accepted step */
-    double *y_prev;    /* [n + k] */
+    int movable;     /* default speeds: the choice may change */
+    int *orig;       /* [k] the model's own choice (movable) */
+    int *cur;        /* [k] the choice in force */
+    int on;          /* cur differs from orig */
+    int nl;          /* nonlinear constraints in the reduced form: Psi depends on q' */
+    double cond_ref; /* condition number of the chart at its start */
+    double det_prev; /* determinant at the last accepted step */
+    double det_ref;  /* |det Psi| at the chart's start (the cheap test, hamel_det_pivot) */
+    double t_prev;   /* the last accepted step */
+    double *y_prev;  /* [n + k] */
     double t_hit, cond_hit, *y_hit;
-    int crossed;       /* the determinant changed sign (or vanished) in the last step */
+    int crossed; /* the determinant changed sign (or vanished) in the last step */
     int switches;
-    char reason[640];  /* why the watch ended the run, or "" */
+    char reason[640]; /* why the watch ended the run, or "" */
 };
 
 int watch_step(double t, const double *y, void *ctx)
@@ -159,7 +159,6 @@ sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
     return W;
 }
 
-
 int watch_selected(const sim_watch *W) { return W && W->on; }
 int watch_movable(const sim_watch *W) { return W && W->movable; }
 const int *watch_own_columns(const sim_watch *W) { return W->orig; }
@@ -167,8 +166,9 @@ int watch_switches(const sim_watch *W) { return W ? W->switches : 0; }
 const char *watch_reason(const sim_watch *W) { return W && W->reason[0] ? W->reason : NULL; }
 
 int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_system *sys, integ_options *opt,
-                    double t0, double *y0, const double *u0, const double *times, int n_times, const int *delivered,
-                    integ_sample_fn sample, void *ctx, integ_stats *st, char *reason, size_t reason_size)
+                    double t0, double *y0, const double *u0, const double *times, int n_times,
+                    const int *delivered, integ_sample_fn sample, void *ctx, integ_stats *st, char *reason,
+                    size_t reason_size)
 {
     double wall = 0.0;
     long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
@@ -203,8 +203,8 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         opt->max_steps = max_steps - steps > 0 ? max_steps - steps : 1;
         rc = integ_driver_new(sys, opt, &drv, reason, reason_size);
         if (rc == 0)
-            rc = integ_driver_apply(drv, t0, y0, times + *delivered, (size_t)(n_times - *delivered), sample, ctx,
-                                    &seg);
+            rc = integ_driver_apply(drv, t0, y0, times + *delivered, (size_t)(n_times - *delivered), sample,
+                                    ctx, &seg);
         integ_driver_free(drv);
         steps += seg.steps;
         failed += seg.failed_steps;
@@ -227,7 +227,8 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
             char cfg[400] = "";
             const double *q = rc == SIM_WATCH_STOP ? W->y_hit : W->y_prev;
             for (int i = 0, used = 0; i < n && used < (int)sizeof cfg - 100; i++)
-                used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i], q[i]);
+                used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i],
+                                 q[i]);
             snprintf(W->reason, sizeof W->reason,
                      "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
                      "longer determine q'; %s",
@@ -250,4 +251,3 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
     st->wall_ms = wall;
     return rc;
 }
-

@@ -36,8 +36,9 @@ int watch_step(double t, const double *y, void *ctx);
  * Statistics add up over the segments into *st. Returns 0 or an engine error code
  * (HAMEL_E_SINGULAR with watch_reason when Psi turned singular). */
 int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_system *sys, integ_options *opt,
-                    double t0, double *y0, const double *u0, const double *times, int n_times, const int *delivered,
-                    integ_sample_fn sample, void *ctx, integ_stats *st, char *reason, size_t reason_size);
+                    double t0, double *y0, const double *u0, const double *times, int n_times,
+                    const int *delivered, integ_sample_fn sample, void *ctx, integ_stats *st, char *reason,
+                    size_t reason_size);
 
 /* Whether velocities other than the model's own speeds are in force (the state's u
  * are then q'_c for the columns the watch chose). */

@@ -57,8 +57,8 @@ static double check_form(engine_model *m, const char *form)
     pthread_mutex_unlock(&m->forms_lock);
     if (rc)
         cr_assert_fail("%s: form %s failed: %s", m->name, form, json_dumps(problem, 0));
-    cr_assert_eq(json_array_size(json_object_get(doc, "equations")), (size_t)m->k, "%s: one equation per speed",
-                 form);
+    cr_assert_eq(json_array_size(json_object_get(doc, "equations")), (size_t)m->k,
+                 "%s: one equation per speed", form);
     int n = m->n, k = m->k, ns = expr_sym_count(m->ctx);
     double *vals = calloc(ns + 1, sizeof *vals), y[64], dy[64], qd[32];
     hamel_ws *w = hamel_ws_new(m, m->param_values);
@@ -121,8 +121,8 @@ static void check_all(engine_model *m, int voronec)
         double r = check_form(m, forms[f]);
         if (getenv("FORMS_VERBOSE"))
             fprintf(stderr, "%s %s %.3g\n", m->name, forms[f], r);
-        cr_expect_lt(r, 1e-9, "%s: the %s form against the integrated right-hand side: %.3g", m->name, forms[f],
-                     r);
+        cr_expect_lt(r, 1e-9, "%s: the %s form against the integrated right-hand side: %.3g", m->name,
+                     forms[f], r);
     }
 }
 
@@ -133,8 +133,9 @@ Test(forms, rolling_disk, .init = setup)
     json_t *doc = NULL, *problem = NULL;
     cr_expect_eq(engine_equations_form(m, "voronec", &doc, &problem), HAMEL_E_BAD_REQUEST,
                  "Voronec needs Chaplygin-type speeds");
-    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
-                     "form");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+        "form");
     json_decref(problem);
     engine_model_release(m);
 }
@@ -170,7 +171,8 @@ Test(forms, axle_incline, .init = setup)
 Test(forms, appell_nonlinear, .init = setup)
 {
     json_t *js = json_loads(
-        "{\"name\": \"appell\", \"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 1, \"g\": 9.81, "
+        "{\"name\": \"appell\", \"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 1, \"g\": "
+        "9.81, "
         "\"a\": 0.5}, \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\", "
         "\"constraints\": [{\"name\": \"wheel\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}], \"speeds\": "
         "[{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}",

@@ -89,9 +89,10 @@ Test(holonomy, differential_drive_robot, .init = setup)
 
 Test(holonomy, knife_edge, .init = setup)
 {
-    json_t *s = summary_of_text("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"kinetic_energy\": \"x'^2 + y'^2 + "
-                                "phi'^2\", \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - "
-                                "y'*cos(phi)\"}]}");
+    json_t *s =
+        summary_of_text("{\"coordinates\": [\"x\", \"y\", \"phi\"], \"kinetic_energy\": \"x'^2 + y'^2 + "
+                        "phi'^2\", \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - "
+                        "y'*cos(phi)\"}]}");
     cr_expect_eq(hint(s, "distribution_rank"), 2);
     cr_expect_eq(hint(s, "closure_rank"), 3);
     cr_expect_eq(hint(s, "integrable_combinations"), 0);
@@ -117,10 +118,11 @@ Test(holonomy, rolling_disk, .init = setup)
 
 Test(holonomy, one_genuinely_holonomic, .init = setup)
 {
-    json_t *s = summary_of_text("{\"coordinates\": [\"x\", \"y\", \"z\", \"phi\"], \"kinetic_energy\": \"x'^2 + "
-                                "y'^2 + z'^2 + phi'^2\", \"constraints\": [{\"name\": \"knife\", \"expr\": "
-                                "\"x'*sin(phi) - y'*cos(phi)\"}, {\"name\": \"plane\", \"expr\": \"z' - 2*x' + "
-                                "y'\"}]}");
+    json_t *s =
+        summary_of_text("{\"coordinates\": [\"x\", \"y\", \"z\", \"phi\"], \"kinetic_energy\": \"x'^2 + "
+                        "y'^2 + z'^2 + phi'^2\", \"constraints\": [{\"name\": \"knife\", \"expr\": "
+                        "\"x'*sin(phi) - y'*cos(phi)\"}, {\"name\": \"plane\", \"expr\": \"z' - 2*x' + "
+                        "y'\"}]}");
     cr_expect_eq(hint(s, "closure_rank"), 3);
     cr_expect_eq(hint(s, "integrable_combinations"), 1);
     cr_expect(flag(s, "plane", "holonomic"));
@@ -132,8 +134,9 @@ Test(holonomy, one_genuinely_holonomic, .init = setup)
 
 Test(holonomy, rheonomic_not_integrable, .init = setup)
 {
-    json_t *s = summary_of_text("{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"x'^2 + y'^2 + "
-                                "z'^2\", \"constraints\": [{\"name\": \"c\", \"expr\": \"x' - t*y'\"}]}");
+    json_t *s =
+        summary_of_text("{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"x'^2 + y'^2 + "
+                        "z'^2\", \"constraints\": [{\"name\": \"c\", \"expr\": \"x' - t*y'\"}]}");
     cr_expect(!flag(s, "c", "holonomic"), "dx - t dy is not integrable in (x, y, t)");
     cr_expect_eq(hint(s, "integrable_combinations"), 0);
     const json_t *sp = json_object_get(json_object_get(s, "holonomy"), "space");

@@ -69,14 +69,15 @@ static double max_diff(const json_t *a, const json_t *b, const char *const *coor
 }
 
 #define APPELL                                                                                               \
-    "{\"name\": \"appell\", \"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 1, \"g\": 9.81, "  \
-    "\"a\": 0.5}, \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\", "       \
-    "\"constraints\": [{\"name\": \"wheel\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}], \"speeds\": "           \
+    "{\"name\": \"appell\", \"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 1, \"g\": "      \
+    "9.81, "                                                                                                 \
+    "\"a\": 0.5}, \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\", "     \
+    "\"constraints\": [{\"name\": \"wheel\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}], \"speeds\": "         \
     "[{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}"
 
 #define APPELL_REQ(FORM)                                                                                     \
-    "{\"initial\": {\"q\": {\"x\": 0.1, \"y\": -0.2, \"z\": 0.3}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}}, "  \
-    "\"t_end\": 1.2, \"output\": {\"samples\": 31}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "      \
+    "{\"initial\": {\"q\": {\"x\": 0.1, \"y\": -0.2, \"z\": 0.3}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}}, " \
+    "\"t_end\": 1.2, \"output\": {\"samples\": 31}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "    \
     "\"formulation\": \"" FORM "\"}"
 
 Test(nonlin, appell_closed_form, .init = setup)
@@ -92,7 +93,8 @@ Test(nonlin, appell_closed_form, .init = setup)
     cr_assert_eq(ns, 31);
     double err = 0.0, errd = 0.0;
     for (size_t i = 0; i < ns; i++) {
-        double t = json_number_value(json_array_get(json_object_get(json_object_get(r, "trajectory"), "t"), i));
+        double t =
+            json_number_value(json_array_get(json_object_get(json_object_get(r, "trajectory"), "t"), i));
         double v = v0 - k * t, sd = t * (v0 - k * t / 2);
         err = fmax(err, fabs(at(r, "q", "x", i) - (0.1 + c1 * sd)));
         err = fmax(err, fabs(at(r, "q", "y", i) - (-0.2 + c2 * sd)));
@@ -130,13 +132,15 @@ Test(nonlin, appell_agrees_with_multipliers, .init = setup)
 Test(nonlin, constant_speed_particle_one_speed, .init = setup)
 {
     engine_model *m = compile_text(
-        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 1, \"g\": 9.81, \"c\": 2}, \"kinetic_energy\": "
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 1, \"g\": 9.81, \"c\": 2}, "
+        "\"kinetic_energy\": "
         "\"1/2*m*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\", \"constraints\": [{\"name\": \"speed\", "
         "\"expr\": \"x'^2 + y'^2 - c^2\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"y'\"}]}");
     static const char *const xy[] = {"x", "y"};
-    const char *req = "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0}, \"qdot\": {\"x\": 1.6, \"y\": 1.2}}, \"t_end\": "
-                      "0.15, \"output\": {\"samples\": 16}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
-                      "\"formulation\": \"%s\"}";
+    const char *req =
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0}, \"qdot\": {\"x\": 1.6, \"y\": 1.2}}, \"t_end\": "
+        "0.15, \"output\": {\"samples\": 16}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
+        "\"formulation\": \"%s\"}";
     char r1[512], r2[512];
     snprintf(r1, sizeof r1, req, "hamel");
     snprintf(r2, sizeof r2, req, "multipliers");
@@ -153,10 +157,10 @@ Test(nonlin, constant_speed_particle_one_speed, .init = setup)
 
 Test(nonlin, wrong_speed_count_names_both, .init = setup)
 {
-    json_t *js = json_loads(
-        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"x'^2 + y'^2 + z'^2\", \"constraints\": "
-        "[\"z' - sqrt(x'^2 + y'^2)\"], \"speeds\": [\"x'\"]}",
-        0, NULL);
+    json_t *js = json_loads("{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"x'^2 + y'^2 + "
+                            "z'^2\", \"constraints\": "
+                            "[\"z' - sqrt(x'^2 + y'^2)\"], \"speeds\": [\"x'\"]}",
+                            0, NULL);
     engine_model *m = NULL;
     json_t *problem = NULL;
     int rc = engine_model_compile(js, NULL, &m, &problem);
@@ -179,7 +183,8 @@ Test(nonlin, velocity_dependent_gamma, .init = setup)
     engine_model *m = compile_text(
         "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"a\": 0.5}, \"kinetic_energy\": "
         "\"x'^2 + y'^2 + z'^2\", \"constraints\": [{\"name\": \"f\", \"expr\": \"z' - a*cos(x)*sqrt(x'^2 + "
-        "y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}");
+        "y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": "
+        "\"y'\"}]}");
     json_t *req = json_loads("{\"t\": 0, \"q\": {\"x\": 0.7, \"y\": 0, \"z\": 0}, \"speeds\": {\"eta1\": 3, "
                              "\"eta2\": 4}}",
                              0, NULL);
@@ -189,8 +194,8 @@ Test(nonlin, velocity_dependent_gamma, .init = setup)
         cr_assert_fail("hamel failed: %s", json_dumps(problem, 0));
     cr_expect(json_is_true(json_object_get(res, "velocity_dependent")));
     const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
-    cr_expect_float_eq(json_number_value(json_object_get(json_object_get(pt, "qdot"), "z")), 0.5 * cos(0.7) * 5,
-                       1e-12, "q' solved on the constraint");
+    cr_expect_float_eq(json_number_value(json_object_get(json_object_get(pt, "qdot"), "z")),
+                       0.5 * cos(0.7) * 5, 1e-12, "q' solved on the constraint");
     double want = -0.5 * sin(0.7) * 4 / 5, got = NAN;
     const json_t *g = json_object_get(pt, "gamma");
     for (size_t i = 0; i < json_array_size(g); i++) {
@@ -200,7 +205,8 @@ Test(nonlin, velocity_dependent_gamma, .init = setup)
             !strcmp(json_string_value(json_object_get(e, "l")), "eta2"))
             got = json_number_value(json_object_get(e, "value"));
     }
-    cr_expect_float_eq(got, want, 1e-12, "gamma^f_{eta1,eta2} = -a sin(x) y'/v: got %.15g, want %.15g", got, want);
+    cr_expect_float_eq(got, want, 1e-12, "gamma^f_{eta1,eta2} = -a sin(x) y'/v: got %.15g, want %.15g", got,
+                       want);
     json_decref(res);
     json_decref(req);
     /* without velocities: a clear 422 naming the field */
@@ -227,7 +233,8 @@ Test(nonlin, explicit_and_newton_agree, .init = setup)
                      "a*sqrt(eta1^2 + eta2^2)");
     json_decref(eq);
     json_t *a = run(m, APPELL_REQ("hamel"));
-    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(a, "stats"), "reduction")), "symbolic");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(a, "stats"), "reduction")),
+                     "symbolic");
     setenv("HAMEL_NO_REDUCTION", "1", 1);
     engine_model *mn = compile_text(APPELL);
     unsetenv("HAMEL_NO_REDUCTION");
@@ -248,21 +255,31 @@ Test(nonlin, explicit_and_newton_agree, .init = setup)
 Test(nonlin, configuration_dependent_agree_with_multipliers, .init = setup)
 {
     static const char *const models[] = {
-        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"a\": 0.5, \"g\": 9.81}, \"kinetic_energy\": "
-        "\"1/2*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"g*z + 1/2*x^2\", \"constraints\": [{\"name\": \"f\", "
-        "\"expr\": \"z' - a*cos(x)*sqrt(x'^2 + y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": \"x'\"}, "
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"a\": 0.5, \"g\": 9.81}, "
+        "\"kinetic_energy\": "
+        "\"1/2*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"g*z + 1/2*x^2\", \"constraints\": [{\"name\": "
+        "\"f\", "
+        "\"expr\": \"z' - a*cos(x)*sqrt(x'^2 + y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": "
+        "\"x'\"}, "
         "{\"name\": \"eta2\", \"expr\": \"y'\"}]}",
-        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"c\": 2}, \"kinetic_energy\": \"1/2*(x'^2 + "
-        "y'^2) + 1/2*th'^2\", \"potential_energy\": \"9.81*y + cos(th)\", \"constraints\": [{\"name\": \"speed\", "
-        "\"expr\": \"x'^2 + y'^2 - c^2*(1 + 0.1*sin(x))^2\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"y' + "
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"c\": 2}, \"kinetic_energy\": "
+        "\"1/2*(x'^2 + "
+        "y'^2) + 1/2*th'^2\", \"potential_energy\": \"9.81*y + cos(th)\", \"constraints\": [{\"name\": "
+        "\"speed\", "
+        "\"expr\": \"x'^2 + y'^2 - c^2*(1 + 0.1*sin(x))^2\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"y' "
+        "+ "
         "0.3*x'\"}, {\"name\": \"w\", \"expr\": \"th'\"}]}",
     };
     static const char *const reqs[] = {
-        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"z\": 0}, \"speeds\": {\"eta1\": 2, \"eta2\": 1}}, \"t_end\": "
-        "0.5, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, \"formulation\": "
+        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"z\": 0}, \"speeds\": {\"eta1\": 2, \"eta2\": 1}}, "
+        "\"t_end\": "
+        "0.5, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
+        "\"formulation\": "
         "\"%s\"}",
-        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"th\": 0.1}, \"qdot\": {\"x\": %.17g, \"y\": 1.2, \"th\": "
-        "0.4}}, \"t_end\": 0.1, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
+        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"th\": 0.1}, \"qdot\": {\"x\": %.17g, \"y\": 1.2, "
+        "\"th\": "
+        "0.4}}, \"t_end\": 0.1, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": "
+        "1e-14}, "
         "\"formulation\": \"%s\"}",
     };
     static const char *const c1[] = {"x", "y", "z"}, *const c2[] = {"x", "y", "th"};

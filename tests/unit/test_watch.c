@@ -19,8 +19,9 @@
 static void setup(void) { engine_init(); }
 
 #define KNIFE_MODEL(SPEEDS)                                                                                  \
-    "{\"name\": \"knife\", \"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 2, \"I\": 0.5}," \
-    " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*I*phi'^2\","                                          \
+    "{\"name\": \"knife\", \"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 2, \"I\": "     \
+    "0.5},"                                                                                                  \
+    " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*I*phi'^2\","                                           \
     " \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - y'*cos(phi)\"}]" SPEEDS "}"
 
 static engine_model *compile_text(const char *text)
@@ -42,11 +43,12 @@ static const double V = 0.8, W = 1.0, PHI0 = 0.3;
 static int simulate(engine_model *m, json_t **result, json_t **problem)
 {
     char req[1024];
-    snprintf(req, sizeof req,
-             "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"phi\": %.17g}, \"qdot\": {\"x\": %.17g, \"y\": %.17g, "
-             "\"phi\": %.17g}}, \"t_end\": 10, \"output\": {\"samples\": 201}, \"integrator\": {\"rtol\": 1e-12, "
-             "\"atol\": 1e-14}}",
-             PHI0, V * cos(PHI0), V * sin(PHI0), W);
+    snprintf(
+        req, sizeof req,
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"phi\": %.17g}, \"qdot\": {\"x\": %.17g, \"y\": %.17g, "
+        "\"phi\": %.17g}}, \"t_end\": 10, \"output\": {\"samples\": 201}, \"integrator\": {\"rtol\": 1e-12, "
+        "\"atol\": 1e-14}}",
+        PHI0, V * cos(PHI0), V * sin(PHI0), W);
     json_t *js = json_loads(req, 0, NULL);
     cr_assert_not_null(js);
     int rc = engine_simulate(m, js, NULL, NULL, result, problem);
@@ -91,8 +93,8 @@ Test(watch, default_speeds_rechosen_through_singularity, .init = setup)
 
 Test(watch, user_speeds_singular_mid_run_fail, .init = setup)
 {
-    engine_model *m = compile_text(
-        KNIFE_MODEL(", \"speeds\": [{\"name\": \"vx\", \"expr\": \"x'\"}, {\"name\": \"w\", \"expr\": \"phi'\"}]"));
+    engine_model *m = compile_text(KNIFE_MODEL(
+        ", \"speeds\": [{\"name\": \"vx\", \"expr\": \"x'\"}, {\"name\": \"w\", \"expr\": \"phi'\"}]"));
     json_t *result = NULL, *problem = NULL;
     int rc = simulate(m, &result, &problem);
     cr_assert_neq(rc, 0, "a user's Psi going singular mid-run is a failure, not done");
