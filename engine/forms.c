@@ -9,6 +9,7 @@
 #include <time.h>
 
 #define FORMS_MAX_TERMS 4000
+#define FORMS_MAX_N 16 /* the fixed term buffers below hold every term up to this n */
 
 static const char *const form_names[FORMS_COUNT] = {"hamel", "appell", "kane", "maggi", "voronec"};
 
@@ -210,6 +211,11 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                             "(the Hamel coefficients of nonlinear ones depend on q': POST /v1/hamel)");
     int n = m->n, k = m->k;
     int *vor_col = NULL;
+    if (n > FORMS_MAX_N) {
+        *problem = hamel_problem_new(HAMEL_E_LIMIT, NULL);
+        hamel_problem_add(*problem, "form", -1, "the classical forms are derived for at most 16 coordinates");
+        return HAMEL_E_LIMIT;
+    }
     if (f == 4) {
         /* Chaplygin-type speeds: each speed one velocity; linear homogeneous constraints */
         if (m->nlin != m->nc || !m->scleronomic)

@@ -818,3 +818,14 @@ int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols)
             cols[j++] = c;
     return 0;
 }
+
+int hamel_det_pivot(hamel_ws *w, double t, const double *q, double *d)
+{
+    const struct engine_model *m = w->m;
+    if (!m->tape_det || w->sel_on)
+        return -1;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, w->n * sizeof *q);
+    tape_run(m->tape_det, w->in, w->work, d);
+    return 0;
+}

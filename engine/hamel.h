@@ -99,4 +99,9 @@ int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, do
  * dependent velocities; cols[k] receives the others, increasing. Returns 0 or -1. */
 int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols);
 
+/* det Psi up to a nonzero number, from the model's one expression pivot (model.h:
+ * tape_det), at (t, q): the watch's cheap test in the model's own chart. Returns 0, or
+ * -1 when there is no such pivot or a selection is in force. */
+int hamel_det_pivot(hamel_ws *w, double t, const double *q, double *d);
+
 #endif

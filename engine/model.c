@@ -128,6 +128,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_pos);
     free(m->pos_con);
     json_decref(m->bodies_js);
+    tape_free(m->tape_det);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
@@ -1509,7 +1510,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         if (m->nlin != m->nc)
             json_object_set_new(m->summary, "nonlinear_form",
                                 json_string(m->nl_reduced ? "reduced" : "multipliers"));
-        if (red.have_phi && red.exact && !rejected) { /* kept for the classical forms (forms.h) */
+        m->psi_det_const = red.have_phi && red.pivots_expr == 0 && m->nlin == m->nc;
+        if (red.have_phi && red.pivots_expr == 1 && red.pivot_expr && m->nlin == m->nc)
+            m->tape_det = build_tape(m, &red.pivot_expr, 1); /* the watch's cheap test */
+        if (red.have_phi && red.exact && !rejected) {        /* kept for the classical forms (forms.h) */
             m->red_kin = red.kin;
             red.kin = NULL;
             if (m->nlin == m->nc) {
@@ -1531,6 +1535,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     BUDGET_CHECK();
     if (m->tape_fast)
         jit_compile(m->tape_fast);
+    if (m->tape_det)
+        jit_compile(m->tape_det);
     BUDGET_CHECK();
     expr_ctx_set_budget(c, NULL); /* bud ends here; the model's context is read-only now */
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +

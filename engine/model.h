@@ -91,6 +91,9 @@ struct engine_model {
                           * symbolically reduced equations (reduce.h), or NULL */
     int *u_slot;         /* [k] input slot of speed u_r for tape_fast */
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
+    tape *tape_det;      /* -> det Psi up to a nonzero number (one expression pivot), or NULL */
+    int psi_det_const;   /* det Psi is a nonzero number (every pivot of the symbolic inverse
+                          * was one): Psi is never singular, the run needs no watch */
     int work_len;        /* doubles of scratch the largest tape needs */
 
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */

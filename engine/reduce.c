@@ -371,6 +371,7 @@ static int invert(struct engine_model *m, const struct reduce_budget *budget, re
                     goto done;
                 expr_pivots++;
                 r->pivots_expr++;
+                r->pivot_expr = a[pr * n + pc];
             }
             row_used[pr] = 1;
             col_used[pc] = 1;

@@ -14,6 +14,7 @@
 #include "jit.h"
 #include "mult.h"
 #include "native.h"
+#include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
@@ -461,8 +462,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                         snprintf(path, sizeof path, "model.constraints[%d]", j);
                         hamel_problem_add(*problem, path, -1,
                                           "this constraint is nonlinear in the velocities (Chetaev "
-                                          "type); the Boltzmann–Hamel formulation needs linear ones: "
-                                          "use \"formulation\": \"multipliers\"");
+                                          "type); the Boltzmann–Hamel formulation needs linear ones, or "
+                                          "n - m speeds in the model (m counting every constraint: the "
+                                          "reduced form): use \"formulation\": \"multipliers\"");
                     }
             }
             r->formulation = SIM_HAMEL;
@@ -485,7 +487,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         else
             bad(problem, "hamel", "must be \"none\", \"initial\" or \"samples\"");
     }
-    if (m->nlin != m->nc)
+    if (m->nlin != m->nc && !m->nl_reduced)
         r->hamel_mode = SIM_HAMEL_NONE;
     if (r->hamel_mode == SIM_HAMEL_SAMPLES && r->n_times > 0 &&
         (double)r->n_times * n * n * n * n > SIM_MAX_GAMMA_WORK)
@@ -640,139 +642,8 @@ struct run {
     json_t *hamel_points;
     double *gamma, *gamma_t;
     unsigned char *have_qd; /* [n_times] qd stored at the sample (speeds re-chosen) */
-    struct watch *wt;       /* the singularity watch (hamel formulation), or NULL */
+    sim_watch *wt;          /* the singularity watch (hamel formulation), or NULL */
 };
-
-/* ---- the singularity watch ----
- *
- * Along a Boltzmann–Hamel run, Psi (the speeds and the linear constraints) must stay
- * regular. After every accepted step the watch evaluates its 1-norm condition number
- * and determinant. With speeds the engine chose (velocities q'_c), a condition number
- * grown past SIM_WATCH_SWITCH times that of the best choice, or a determinant that
- * changed sign within a step (the step crossed a singular configuration), makes the
- * run stop and continue from the last good state with velocities re-chosen there
- * (hamel_choose_speeds): the trajectory goes on correctly and the samples report the
- * model's own speeds (components of q'). With speeds the user gave, the same events
- * past SIM_WATCH_FAIL end the run with a failure naming the time and configuration. */
-#define SIM_WATCH_SWITCH 10.0
-#define SIM_WATCH_FAIL 1e8
-#define SIM_WATCH_MAX_SWITCHES 10000
-#define SIM_WATCH_STOP 1 /* private return of the step check: not an engine error */
-
-struct watch {
-    hamel_ws *w;
-    int n, k;
-    int movable;     /* default speeds: the choice may change */
-    int *orig;       /* [k] the model's own choice (movable) */
-    int *cur;        /* [k] the choice in force */
-    int on;          /* cur differs from orig */
-    int nl;          /* nonlinear constraints in the reduced form: Psi depends on q' */
-    double cond_ref; /* condition number of the chart at its start */
-    double det_prev; /* determinant at the last accepted step */
-    double t_prev;   /* the last accepted step */
-    double *y_prev;  /* [n + k] */
-    double t_hit, cond_hit, *y_hit;
-    int crossed; /* the determinant changed sign (or vanished) in the last step */
-    int switches;
-    char reason[640]; /* why the watch ended the run, or "" */
-};
-
-static int watch_step(double t, const double *y, void *ctx)
-{
-    struct watch *W = ctx;
-    double cond = INFINITY, det = 0.0, qd[256];
-    int sing;
-    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
-        sing = 1; /* Psi is evaluated at (q, q'(q, u)): no q' there */
-    else
-        sing = hamel_psi_condition(W->w, t, y, &cond, &det) < 0;
-    int crossed = sing || (det > 0) != (W->det_prev > 0);
-    double limit = W->movable ? SIM_WATCH_SWITCH : SIM_WATCH_FAIL;
-    if (crossed || cond > limit * W->cond_ref) {
-        W->t_hit = t;
-        W->cond_hit = cond;
-        W->crossed = crossed;
-        memcpy(W->y_hit, y, (W->n + W->k) * sizeof *y);
-        return SIM_WATCH_STOP;
-    }
-    W->t_prev = t;
-    W->det_prev = det;
-    memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
-    return 0;
-}
-
-/* Starts a chart at (t, y): records its condition number and determinant. */
-static int watch_start(struct watch *W, double t, const double *y)
-{
-    double cond, det, qd[256];
-    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
-        return -1;
-    if (hamel_psi_condition(W->w, t, y, &cond, &det) < 0)
-        return -1;
-    W->cond_ref = cond > 1.0 ? cond : 1.0;
-    W->det_prev = det;
-    W->t_prev = t;
-    memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
-    return 0;
-}
-
-/* Re-chooses the speeds at state y (in the current chart; overwritten with the state
- * in the new chart). Returns 1 if the choice changed, 0 if it is already the best,
- * -1 if no choice is regular there. */
-static int watch_rechoose(struct watch *W, double t, double *y)
-{
-    int n = W->n, k = W->k, cols[256], changed = 0;
-    double qd[256];
-    if (n > 256 || hamel_qdot(W->w, t, y, y + n, qd) < 0 || hamel_choose_speeds(W->w, t, y, cols) < 0)
-        return -1;
-    for (int r = 0; r < k; r++)
-        changed |= cols[r] != W->cur[r];
-    if (!changed)
-        return 0;
-    memcpy(W->cur, cols, k * sizeof *cols);
-    W->on = 0;
-    for (int r = 0; r < k; r++)
-        W->on |= cols[r] != W->orig[r];
-    hamel_ws_select(W->w, W->on ? W->cur : NULL);
-    for (int r = 0; r < k; r++)
-        y[n + r] = qd[cols[r]];
-    W->switches++;
-    return 1;
-}
-
-static void watch_free(struct watch *W)
-{
-    if (!W)
-        return;
-    free(W->orig);
-    free(W->cur);
-    free(W->y_prev);
-    free(W->y_hit);
-    free(W);
-}
-
-static struct watch *watch_new(const struct engine_model *m, hamel_ws *w)
-{
-    struct watch *W = calloc(1, sizeof *W);
-    if (!W)
-        return NULL;
-    W->w = w;
-    W->n = m->n;
-    W->k = m->k;
-    W->movable = m->default_speeds;
-    W->nl = m->nl_reduced;
-    W->orig = calloc(m->k + 1, sizeof *W->orig);
-    W->cur = calloc(m->k + 1, sizeof *W->cur);
-    W->y_prev = calloc(m->n + m->k, sizeof *W->y_prev);
-    W->y_hit = calloc(m->n + m->k, sizeof *W->y_hit);
-    if (!W->orig || !W->cur || !W->y_prev || !W->y_hit) {
-        watch_free(W);
-        return NULL;
-    }
-    for (int r = 0; r < m->k && W->movable; r++)
-        W->orig[r] = W->cur[r] = expr_sym_get(m->ctx, m->sym_u[r])->index;
-    return W;
-}
 
 /* Called by the integrator at each output time: keeps the state. Everything derived
  * from it (q', energy, residuals, invariants, multipliers, gammas) is computed after
@@ -783,13 +654,13 @@ static int on_sample(double t, const double *y, void *ctx)
     int n = R->n, i = R->ns;
     R->t[i] = t;
     memcpy(R->q + (size_t)i * n, y, n * sizeof *y);
-    if (R->req->formulation == SIM_HAMEL && ((R->wt && R->wt->on) || R->m->nl_reduced)) {
+    if (R->req->formulation == SIM_HAMEL && (watch_selected(R->wt) || R->m->nl_reduced)) {
         /* speeds re-chosen: keep q' now, report the model's own speeds */
         double *qd = R->qd + (size_t)i * n;
         if (hamel_qdot(R->w, t, y, y + n, qd) < 0)
             return HAMEL_E_NUMERIC;
         for (int r = 0; r < R->k; r++)
-            R->u[(size_t)i * R->k + r] = R->wt->movable ? qd[R->wt->orig[r]] : y[n + r];
+            R->u[(size_t)i * R->k + r] = watch_movable(R->wt) ? qd[watch_own_columns(R->wt)[r]] : y[n + r];
         R->have_qd[i] = 1;
     } else if (R->req->formulation == SIM_HAMEL)
         memcpy(R->u + (size_t)i * R->k, y + n, R->k * sizeof *y);
@@ -953,96 +824,6 @@ static json_t *checks_json(const struct run *R)
     return checks;
 }
 
-/* Integrates through the request's times; with a watch, in segments: each stop of the
- * watch re-chooses the speeds (default speeds) and goes on from the last good state,
- * or ends the run (speeds the user gave). Statistics add up over the segments. */
-static int run_segments(struct run *R, integ_system *sys, integ_options *opt, double *y0, integ_stats *st,
-                        char *reason, size_t reason_size)
-{
-    const sim_request *req = R->req;
-    const struct engine_model *m = R->m;
-    struct watch *W = R->wt;
-    double t0 = req->t0, wall = 0.0;
-    long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
-    int n = R->n, rc;
-    if (W && W->movable) {
-        double cond, det, best;
-        int regular = hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
-        /* start in the best chart when the model's own choice is poor here */
-        int saved[256];
-        memcpy(saved, W->cur, W->k * sizeof *saved);
-        if (W->k <= 256 && watch_rechoose(W, t0, y0) == 1) {
-            hamel_psi_condition(W->w, t0, y0, &best, &det);
-            if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
-                /* back to the model's own choice: it is good enough */
-                memcpy(W->cur, saved, W->k * sizeof *saved);
-                W->on = 0;
-                hamel_ws_select(W->w, NULL);
-                memcpy(y0 + n, req->u0, W->k * sizeof *y0);
-                W->switches = 0;
-            }
-        }
-    }
-    if (W && watch_start(W, t0, y0) < 0) {
-        snprintf(reason, reason_size, "Psi is singular at the initial configuration");
-        return HAMEL_E_SINGULAR;
-    }
-    for (;;) {
-        integ_driver *drv = NULL;
-        integ_stats seg;
-        memset(&seg, 0, sizeof seg);
-        opt->max_steps = max_steps - steps > 0 ? max_steps - steps : 1;
-        rc = integ_driver_new(sys, opt, &drv, reason, reason_size);
-        if (rc == 0)
-            rc = integ_driver_apply(drv, t0, y0, req->times + R->ns, (size_t)(req->n_times - R->ns),
-                                    on_sample, R, &seg);
-        integ_driver_free(drv);
-        steps += seg.steps;
-        failed += seg.failed_steps;
-        evals += seg.rhs_evals;
-        wall += seg.wall_ms;
-        *st = seg;
-        if (!W || (rc != SIM_WATCH_STOP && !(rc == HAMEL_E_NUMERIC && W->movable)))
-            break;
-        /* the watch stopped the run (or the equations failed in the current chart) */
-        double *y = W->crossed || rc != SIM_WATCH_STOP ? W->y_prev : W->y_hit;
-        double t = W->crossed || rc != SIM_WATCH_STOP ? W->t_prev : W->t_hit;
-        int ch = W->movable && W->switches < SIM_WATCH_MAX_SWITCHES ? watch_rechoose(W, t, y) : -1;
-        if (ch == 0 && y != W->y_hit && rc == SIM_WATCH_STOP) {
-            /* already the best at the last good state: try where the watch stopped */
-            y = W->y_hit;
-            t = W->t_hit;
-            ch = watch_rechoose(W, t, y);
-        }
-        if (ch != 1 || watch_start(W, t, y) < 0) {
-            char cfg[400] = "";
-            const double *q = rc == SIM_WATCH_STOP ? W->y_hit : W->y_prev;
-            for (int i = 0, used = 0; i < n && used < (int)sizeof cfg - 100; i++)
-                used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i],
-                                 q[i]);
-            snprintf(W->reason, sizeof W->reason,
-                     "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
-                     "longer determine q'; %s",
-                     W->crossed ? "became singular" : "became ill-conditioned",
-                     rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
-                     W->crossed ? " (its determinant changed sign)" : "",
-                     W->movable ? "no other choice of velocities is regular there"
-                                : "choose speeds regular along the motion, or leave them to the engine");
-            snprintf(reason, reason_size, "%.*s", (int)reason_size - 1, W->reason);
-            st->reason[0] = '\0';
-            rc = HAMEL_E_SINGULAR;
-            break;
-        }
-        t0 = t;
-        memcpy(y0, y, (size_t)(n + W->k) * sizeof *y0);
-    }
-    st->steps = steps;
-    st->failed_steps = failed;
-    st->rhs_evals = evals;
-    st->wall_ms = wall;
-    return rc;
-}
-
 int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
             engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -1116,7 +897,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     char reason[INTEG_REASON_MAX] = "";
     integ_stats st;
     memset(&st, 0, sizeof st);
-    if (req->formulation == SIM_HAMEL) {
+    if (req->formulation == SIM_HAMEL && !m->psi_det_const) {
         R.wt = watch_new(m, R.w);
         if (!R.wt) {
             rc = HAMEL_E_INTERNAL;
@@ -1126,7 +907,8 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         opt.step_check = watch_step;
         opt.step_ctx = R.wt;
     }
-    rc = run_segments(&R, &sys, &opt, y0, &st, reason, sizeof reason);
+    rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns,
+                         on_sample, &R, &st, reason, sizeof reason);
     if (R.wt)
         hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
     struct timespec c0, c1;
@@ -1157,7 +939,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                   req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
     if (R.wt)
-        json_object_set_new(stats, "speed_switches", json_integer(R.wt->switches));
+        json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R.wt)));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
     json_object_set_new(stats, "code_tier",
                         json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
@@ -1183,10 +965,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (rc == 0) {
         *result = body;
     } else {
-        const char *why = R.wt && R.wt->reason[0] ? R.wt->reason
-                          : st.reason[0]          ? st.reason
-                          : reason[0]             ? reason
-                                                  : hamel_error_title(rc);
+        const char *why = watch_reason(R.wt) ? watch_reason(R.wt)
+                          : st.reason[0]     ? st.reason
+                          : reason[0]        ? reason
+                                             : hamel_error_title(rc);
         *problem = hamel_problem_new(rc, why);
         json_object_set_new(*problem, "reason", json_string(why));
         json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));

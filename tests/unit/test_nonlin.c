@@ -248,3 +248,59 @@ Test(nonlin, explicit_and_newton_agree, .init = setup)
     engine_model_release(m);
     engine_model_release(mn);
 }
+
+/* Two more reduced nonlinear systems against multipliers, one explicit and one by
+ * Newton, both with configuration-dependent constraints (nonzero velocity-dependent
+ * Hamel coefficients) and a potential. */
+Test(nonlin, configuration_dependent_agree_with_multipliers, .init = setup)
+{
+    static const char *const models[] = {
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"a\": 0.5, \"g\": 9.81}, "
+        "\"kinetic_energy\": "
+        "\"1/2*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"g*z + 1/2*x^2\", \"constraints\": [{\"name\": "
+        "\"f\", "
+        "\"expr\": \"z' - a*cos(x)*sqrt(x'^2 + y'^2)\"}], \"speeds\": [{\"name\": \"eta1\", \"expr\": "
+        "\"x'\"}, "
+        "{\"name\": \"eta2\", \"expr\": \"y'\"}]}",
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"c\": 2}, \"kinetic_energy\": "
+        "\"1/2*(x'^2 + "
+        "y'^2) + 1/2*th'^2\", \"potential_energy\": \"9.81*y + cos(th)\", \"constraints\": [{\"name\": "
+        "\"speed\", "
+        "\"expr\": \"x'^2 + y'^2 - c^2*(1 + 0.1*sin(x))^2\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"y' "
+        "+ "
+        "0.3*x'\"}, {\"name\": \"w\", \"expr\": \"th'\"}]}",
+    };
+    static const char *const reqs[] = {
+        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"z\": 0}, \"speeds\": {\"eta1\": 2, \"eta2\": 1}}, "
+        "\"t_end\": "
+        "0.5, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
+        "\"formulation\": "
+        "\"%s\"}",
+        "{\"initial\": {\"q\": {\"x\": 0.2, \"y\": 0, \"th\": 0.1}, \"qdot\": {\"x\": %.17g, \"y\": 1.2, "
+        "\"th\": "
+        "0.4}}, \"t_end\": 0.1, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12, \"atol\": "
+        "1e-14}, "
+        "\"formulation\": \"%s\"}",
+    };
+    static const char *const c1[] = {"x", "y", "z"}, *const c2[] = {"x", "y", "th"};
+    for (int i = 0; i < 2; i++) {
+        engine_model *m = compile_text(models[i]);
+        char r1[600], r2[600];
+        double xd = sqrt(4 * pow(1 + 0.1 * sin(0.2), 2) - 1.44);
+        if (i == 0) {
+            snprintf(r1, sizeof r1, reqs[0], "hamel");
+            snprintf(r2, sizeof r2, reqs[0], "multipliers");
+        } else {
+            snprintf(r1, sizeof r1, reqs[1], xd, "hamel");
+            snprintf(r2, sizeof r2, reqs[1], xd, "multipliers");
+        }
+        json_t *a = run(m, r1), *b = run(m, r2);
+        double d = max_diff(a, b, i ? c2 : c1, 3);
+        cr_expect_lt(d, 1e-9, "model %d: reduced form against multipliers: %.3g", i, d);
+        cr_expect_str_eq(json_string_value(json_object_get(json_object_get(a, "stats"), "reduction")),
+                         i ? "numeric" : "symbolic", "model %d: explicit or Newton", i);
+        json_decref(a);
+        json_decref(b);
+        engine_model_release(m);
+    }
+}
