@@ -31,7 +31,7 @@ export function setupLinearize({ getApi, getModel }) {
   const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
   let presets = {};
   let axis = { label: "", factor: 1 };
-  const ready = fetch("examples/linearize.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
+  const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
   function sweepOptions(point) {
     const sel = $("lin-sweep");
