@@ -547,10 +547,10 @@ static json_t *matrix_json(const double *a, int rows, int cols)
 
 static const char *const linearize_keys[] = {"model",  "model_id", "parameters",      "t",
                                              "q",      "speeds",   "qdot",            "points",
-                                             "inputs", "steady",   "steady_tolerance", "name",
+                                             "inputs", "steady",   "steady_tolerance", "select", "name",
                                              "description", NULL};
 #define LINEARIZE_KEYS                                                                                       \
-    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance"
+    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select"
 
 /* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f = 0 along the
  * motion, against tol times their rounding scales. Adds an error naming the speed. */
@@ -646,6 +646,32 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (inp[j] == inp[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", json_string_value(v));
     }
+    /* select: state names whose block of A (rows and columns) is also reported */
+    const json_t *select = json_object_get(request, "select");
+    int nsel = json_is_array(select) ? (int)json_array_size(select) : 0;
+    int *sel = calloc(nsel + 1, sizeof *sel);
+    if (!sel) {
+        free(params);
+        free(inp);
+        return HAMEL_E_INTERNAL;
+    }
+    if (select && (!json_is_array(select) || nsel == 0))
+        bad(problem, HAMEL_E_BAD_REQUEST, "select", "must be a non-empty array of state names (coordinates, speeds)");
+    for (int i = 0; i < nsel; i++) {
+        const json_t *v = json_array_get(select, i);
+        char path[48];
+        snprintf(path, sizeof path, "select[%d]", i);
+        const char *name = json_string_value(v);
+        int ci = name ? model_coord_index(m, name) : -1, si = name ? model_speed_index(m, name) : -1;
+        sel[i] = ci >= 0 ? ci : si >= 0 ? n + si : -1;
+        if (!name)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
+        else if (sel[i] < 0)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model", name);
+        for (int j = 0; j < i && sel[i] >= 0; j++)
+            if (sel[j] == sel[i])
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
+    }
     int check = 1;
     const json_t *sv = json_object_get(request, "steady");
     if (sv && !json_is_boolean(sv))
@@ -676,6 +702,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     if (*problem) {
         free(params);
         free(inp);
+        free(sel);
         return hamel_problem_code(*problem);
     }
     int rc = 0;
@@ -757,6 +784,33 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         if (ni)
             json_object_set_new(o, "B", matrix_json(B, N, ni));
         json_object_set_new(o, "eigenvalues", eig);
+        if (nsel) {
+            /* the selected block: rows and columns of the named states */
+            double *blk = calloc((size_t)nsel * nsel, sizeof *blk), *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
+            double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
+            json_t *bo = json_object();
+            if (blk && bb && bre && bim) {
+                for (int i = 0; i < nsel; i++) {
+                    for (int j = 0; j < nsel; j++)
+                        blk[i * nsel + j] = A[(size_t)sel[i] * N + sel[j]];
+                    for (int j = 0; j < ni; j++)
+                        bb[i * ni + j] = B[(size_t)sel[i] * ni + j];
+                }
+                json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
+                if (ni)
+                    json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
+                json_t *be = json_array();
+                if (lin_eigenvalues(nsel, blk, bre, bim) == 0)
+                    for (int i = 0; i < nsel; i++)
+                        json_array_append_new(be, json_pack("{s:o, s:o}", "re", num(bre[i]), "im", num(bim[i])));
+                json_object_set_new(bo, "eigenvalues", be);
+            }
+            free(blk);
+            free(bb);
+            free(bre);
+            free(bim);
+            json_object_set_new(o, "selected", bo);
+        }
         json_object_set_new(o, "steady",
                             json_pack("{s:b, s:o, s:o}", "checked", check, "max_abs_speeds_dot", num(max_ud),
                                       "max_abs_drift", num(max_drift)));
@@ -776,6 +830,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names, "coordinates",
                         cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
                         "real part descending, then imaginary part descending", "points", arr);
+    if (nsel)
+        json_object_set_new(*result, "select", json_deep_copy(select));
 done:
     json_decref(arr);
     hamel_ws_free(hw);
@@ -788,5 +844,6 @@ done:
     free(im);
     free(params);
     free(inp);
+    free(sel);
     return rc;
 }

@@ -377,6 +377,7 @@ Test(linearize, not_steady, .init = setup)
         {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"steady_tolerance\": -1}", "steady_tolerance"},
         {"{\"points\": [], \"q\": {\"th\": 0}}", "points"},
         {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"wat\": 1}", "wat"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"select\": [\"th\", \"nope\"]}", "select[1]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         req = loads(bad[i][0]);
@@ -659,6 +660,24 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     cr_assert(nonzero == 4 && found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1,
               "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9", json_dumps(ev, 0));
     json_decref(res);
+    /* "select": the roll/steer block alone has exactly these four, in the documented order */
+    json_t *sreq = json_deep_copy(json_object_get(doc, "linearize"));
+    json_object_set_new(sreq, "select", json_pack("[s, s, s, s]", "phi", "delta", "phid", "deltad"));
+    rc = engine_linearize(b.m, sreq, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize with select: %s", problem ? json_dumps(problem, 0) : "");
+    const json_t *sel = json_object_get(json_array_get(json_object_get(res, "points"), 0), "selected");
+    const json_t *sev = json_object_get(sel, "eigenvalues");
+    const int order[4] = {0, 1, 2, 3}; /* capsize, weave +im, weave -im, castor: real part descending */
+    cr_assert_eq(json_array_size(sev), 4);
+    for (int k = 0; k < 4; k++) {
+        double re = json_number_value(json_object_get(json_array_get(sev, k), "re"));
+        double im = json_number_value(json_object_get(json_array_get(sev, k), "im"));
+        cr_assert(fabs(re - want[order[k]][0]) < 1e-9 && fabs(im - want[order[k]][1]) < 1e-9,
+                  "selected block eigenvalue %d: %.17g%+.17gi", k, re, im);
+    }
+    cr_assert_eq(json_array_size(json_object_get(sel, "A")), 4);
+    json_decref(res);
+    json_decref(sreq);
 
     /* the roll/steer block of A = [[0, I], [-M^-1 (g K0 + v^2 K2), -M^-1 v C1]] */
     double det = bike_M[0][0] * bike_M[1][1] - bike_M[0][1] * bike_M[1][0];
