@@ -103,11 +103,11 @@ async function runAndWait(p) {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 11 shipped examples and a healthy server", async () => {
+await check("page loads with the 12 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 11, `expected 11 examples (the 7 shared cases, 3 closed-form systems, the rolling disk with bodies), found ${n}`);
+  assert(n === 12, `expected 12 examples (the 7 shared cases, 3 closed-form systems, the rolling disk and the bicycle with bodies), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -341,6 +341,28 @@ await check("bodies: the rolling disk built from a body runs, shows its equation
     await p5.screenshot({ path: join(ARTIFACTS, "web-bodies.png"), fullPage: true });
   } finally {
     await p5.close();
+  }
+});
+
+await check("bicycle: roll/steer eigenvalues against v, stable between the weave and capsize speeds", async () => {
+  const p6 = await context.newPage();
+  p6.on("pageerror", (e) => pageErrors.push("bicycle: " + e));
+  try {
+    await p6.goto(`${BASE}/?example=whipple-bicycle`);
+    await p6.waitForFunction(() => document.body.dataset.ready === "1");
+    await p6.click('[data-testid="lin-run"]');
+    // the bicycle compiles in several seconds on the server
+    await p6.locator('[data-testid="plot-eig-re"] svg').waitFor({ state: "visible", timeout: Math.max(TIMEOUT, 120000) });
+    assert(await p6.locator('[data-testid="lin-problem"]').isHidden(), "the linearization showed a problem");
+    const from = Number(await p6.locator("#linearize").getAttribute("data-stable-from"));
+    const to = Number(await p6.locator("#linearize").getAttribute("data-stable-to"));
+    // v in steps of 0.1: the paper's weave speed 4.2924 and capsize speed 6.0243
+    assert(Math.abs(from - 4.3) < 1e-9 && Math.abs(to - 6.0) < 1e-9, `stable from v = ${from} to ${to}, expected 4.3 to 6.0`);
+    const dots = await p6.locator('[data-testid="plot-eig-re"] svg g.dots circle').count();
+    assert(dots >= 4 * 101 - 4, `${dots} dots for 101 points of 4 eigenvalues`);
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-bicycle.png") });
+  } finally {
+    await p6.close();
   }
 });
 
