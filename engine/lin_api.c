@@ -493,9 +493,9 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im)
 
 int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
-                 double *B)
+                 double *B, double *ft)
 {
-    int n = m->n, k = m->k, N = n + k, nd = N + n_inputs, nv = 1 + N + m->np;
+    int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
     int chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
     if (chunk < 1)
         chunk = 1;
@@ -511,7 +511,7 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
         memset(seed, 0, (size_t)nv * c * sizeof *seed);
         for (int d = 0; d < c; d++) {
             int dir = d0 + d;
-            int var = dir < N ? 1 + dir : 1 + N + inputs[dir - N];
+            int var = dir < N ? 1 + dir : dir < N + n_inputs ? 1 + N + inputs[dir - N] : 0;
             seed[(size_t)var * c + d] = 1.0;
         }
         if (lin_rhs_tangent(w, t, q, u, seed, c, f, df) < 0)
@@ -521,8 +521,10 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
                 int dir = d0 + d;
                 if (dir < N)
                     A[(size_t)i * N + dir] = df[(size_t)i * c + d];
-                else
+                else if (dir < N + n_inputs)
                     B[(size_t)i * n_inputs + dir - N] = df[(size_t)i * c + d];
+                else
+                    ft[i] = df[(size_t)i * c + d];
             }
     }
     rc = 0;
@@ -552,10 +554,10 @@ static const char *const linearize_keys[] = {"model",  "model_id", "parameters",
 #define LINEARIZE_KEYS                                                                                       \
     "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select"
 
-/* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f = 0 along the
- * motion, against tol times their rounding scales. Adds an error naming the speed. */
+/* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f + du'/dt = 0 along
+ * the motion, against tol times their rounding scales. Adds an error naming the speed. */
 static void check_steady(const struct engine_model *m, const lin_state *st, const double *f, const double *A,
-                         double tol, int check, const char *prefix, json_t **problem, double *max_ud,
+                         const double *ft, double tol, int check, const char *prefix, json_t **problem, double *max_ud,
                          double *max_drift)
 {
     int n = m->n, k = m->k, N = n + k;
@@ -564,7 +566,7 @@ static void check_steady(const struct engine_model *m, const lin_state *st, cons
         scale = fmax(scale, fmax(fabs(i < n ? f[i] : 0.0), fabs(i < n ? st->q[i] : st->u[i - n])));
     *max_ud = *max_drift = 0.0;
     for (int r = 0; r < k; r++) {
-        double ud = f[n + r], drift = 0.0, dscale = 1.0;
+        double ud = f[n + r], drift = ft[n + r], dscale = fmax(1.0, fabs(ft[n + r]));
         for (int j = 0; j < N; j++) {
             drift += A[(size_t)(n + r) * N + j] * f[j];
             dscale = fmax(dscale, fabs(A[(size_t)(n + r) * N + j] * f[j]));
@@ -686,12 +688,12 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         tol = json_number_value(tv);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
-    double work = (double)np * (N + ni) * max_slots(m);
+    double work = (double)np * (N + ni + 1) * max_slots(m);
     if (points && (!json_is_array(points) || np == 0)) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
     } else if (np > limits->max_states || work > LIN_MAX_WORK) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
-            (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni) * max_slots(m))));
+            (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
     } else if (points && (json_object_get(request, "q") || json_object_get(request, "speeds") ||
                           json_object_get(request, "qdot"))) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "give points or one point (t, q, speeds), not both");
@@ -709,10 +711,10 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     hamel_ws *hw = hamel_ws_new(m, params);
     lin_state *st = calloc(np, sizeof *st);
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
-    double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A);
+    double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
     double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re), *im = calloc(N, sizeof *im);
     json_t *arr = NULL;
-    if (!hw || !st || !store || !f || !A || !B || !re || !im) {
+    if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
@@ -750,7 +752,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         char prefix[48] = "";
         if (points)
             snprintf(prefix, sizeof prefix, "points[%d].", p);
-        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B) < 0) {
+        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B, ft) < 0) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the equations cannot be differentiated at this point");
             char path[64];
@@ -759,7 +761,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             goto done;
         }
         double max_ud = 0.0, max_drift = 0.0;
-        check_steady(m, s, f, A, tol, check, prefix, problem, &max_ud, &max_drift);
+        check_steady(m, s, f, A, ft, tol, check, prefix, problem, &max_ud, &max_drift);
         if (*problem) {
             rc = hamel_problem_code(*problem);
             json_object_set_new(*problem, "detail",
@@ -839,6 +841,7 @@ done:
     free(store);
     free(f);
     free(A);
+    free(ft);
     free(B);
     free(re);
     free(im);

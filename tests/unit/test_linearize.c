@@ -265,8 +265,8 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
             y[i] = getd(smp, "q", m->coords[i]);
         for (int r = 0; r < k; r++)
             y[n + r] = getd(smp, "speeds", m->speeds[r]);
-        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 0, f, A, NULL), 0);
-        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 1, fn, An, NULL), 0);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 0, f, A, NULL, NULL), 0);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 1, fn, An, NULL, NULL), 0);
         hamel_rhs(t, y, fp, hw);
         for (int i = 0; i < N; i++) {
             cr_assert(fabs(f[i] - fp[i]) <= 1e-12 * (1 + fabs(fp[i])), "%s: f[%d] %.17g vs hamel_rhs %.17g",
@@ -575,7 +575,7 @@ static void bike_jacobian(struct bike *b, double v)
 {
     memset(b->y, 0, b->N * sizeof *b->y);
     b->y[b->N - 1] = -v / BIKE_RR; /* thetaRd, the last speed */
-    cr_assert_eq(lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL), 0,
+    cr_assert_eq(lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL, NULL), 0,
                  "A at v = %g", v);
 }
 
@@ -741,4 +741,85 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     free(b.y);
     engine_model_release(b.m);
     json_decref(doc);
+}
+
+/* ---- evaluate with a nonlinear (Chetaev) constraint: the multipliers formulation ---- */
+
+Test(evaluate, nonlinear_constraint, .init = setup)
+{
+    /* a particle held at speed v under gravity: lambda = m g sin(heading)/(2 v) at the
+     * start (heading with sin = 0.6), q'' = (0, -g) + 2 lambda q'/m, perpendicular to q' */
+    engine_model *m = compile_text("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
+                                   " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
+                                   " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
+    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "evaluate: %s", problem ? json_dumps(problem, 0) : "");
+    cr_assert_str_eq(json_string_value(json_object_get(res, "formulation")), "multipliers");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double lam = getd(st, "multipliers", "speed"), want = 2.0 * 9.81 * 0.6 / 6.0;
+    cr_assert(fabs(lam - want) < 1e-12, "lambda %.17g, closed form %.17g", lam, want);
+    double ax = getd(st, "qddot", "x"), ay = getd(st, "qddot", "y");
+    cr_assert(fabs(ax - want * 2.4) < 1e-12 && fabs(ay - (-9.81 + want * 1.8)) < 1e-12, "q'' = (%g, %g)", ax, ay);
+    cr_assert_null(json_object_get(st, "speeds_dot"), "no speeds in the multipliers formulation");
+    json_decref(res);
+    json_decref(req);
+    /* linearize needs linear constraints */
+    req = loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_FORMULATION);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+                     "model.constraints[0]");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* A rheonomic system: a bead on a hoop spinning at a rate given as a parameter is steady
+ * at its relative equilibria, but a hoop driven by an explicit t is not. */
+Test(linearize, time_dependence_in_the_steady_check, .init = setup)
+{
+    engine_model *m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
+                                   " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                                   " \"potential_energy\": \"-g*R*cos(th)\"}");
+    /* at t = 0 the bead at the bottom (th = 0) is in equilibrium, and stays: u' = 0 and
+     * d(u')/dt = 0 even though the hoop accelerates */
+    json_t *req = loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL, *problem = NULL;
+    int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    /* A[1][0] = (w^2 - g/R) at t = 0 (d/dth of sin cos w^2 - g/R sin) */
+    const json_t *A = json_object_get(json_array_get(json_object_get(res, "points"), 0), "A");
+    double a10 = json_number_value(json_array_get(json_array_get(A, 1), 0));
+    cr_assert(fabs(a10 - (4.0 - 9.81)) < 1e-13, "A[1][0] %.17g", a10);
+    json_decref(res);
+    json_decref(req);
+    /* the off-axis relative equilibrium cos(th) = g/(R w^2) at t = 0 has u' = 0 there, but
+     * the hoop speeds up (a = 0.5), so u' does not stay 0: d(u')/dt = du'/dt != 0 */
+    char text[200];
+    snprintf(text, sizeof text, "{\"q\": {\"th\": %.17g}, \"speeds\": {\"th'\": 0}}", acos(9.81 / 16.0));
+    engine_model_release(m);
+    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
+                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "an accelerating hoop's off-axis point is not steady");
+    const char *why = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
+    cr_assert_not_null(strstr(why, "changes along the motion"), "%s", why);
+    json_decref(problem);
+    /* with a = 0 it is a relative equilibrium: eigenvalues +-i w sin(th0) */
+    json_decref(req);
+    engine_model_release(m);
+    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
+                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    double w = 4.0 * sin(acos(9.81 / 16.0));
+    cr_assert(fabs(eig(res, 0, 0, "im") - w) < 1e-12, "frequency %.17g, want w sin(th0) = %.17g", eig(res, 0, 0, "im"), w);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
 }
