@@ -15,7 +15,8 @@
 #define BODIES_MAX_ITEMS 256 /* frames, points, bodies, particles, disks: each list */
 #define BODIES_NAME_MAX 64
 
-const char *const bodies_keys[] = {"frames", "points", "bodies", "particles", "gravity", "rolling_disks", NULL};
+const char *const bodies_keys[] = {"frames",  "points",        "bodies", "particles",
+                                   "gravity", "rolling_disks", NULL};
 
 struct frame {
     char name[BODIES_NAME_MAX + 1];
@@ -200,7 +201,8 @@ static int new_name(struct bctx *b, const json_t *obj, const char *path, int is_
     const char *s = json_is_string(v) ? json_string_value(v) : NULL;
     int ok = s && *s && strlen(s) <= BODIES_NAME_MAX;
     for (const char *q = s; ok && *q; q++)
-        ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > s && *q >= '0' && *q <= '9');
+        ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
+             (q > s && *q >= '0' && *q <= '9');
     if (!ok) {
         err(b, p, "required: an identifier (letters, digits, _; at most %d)", BODIES_NAME_MAX);
         return -1;
@@ -310,8 +312,15 @@ static void rotation(expr_ctx *c, expr *const k[3], expr *a, expr *R[9])
 {
     expr *co = expr_fun(c, FN_COS, a), *si = expr_fun(c, FN_SIN, a);
     expr *one_c = expr_sub(c, expr_num(c, 1.0), co);
-    expr *K[9] = {expr_num(c, 0.0), expr_neg(c, k[2]), k[1], k[2], expr_num(c, 0.0), expr_neg(c, k[0]),
-                  expr_neg(c, k[1]), k[0], expr_num(c, 0.0)};
+    expr *K[9] = {expr_num(c, 0.0),
+                  expr_neg(c, k[2]),
+                  k[1],
+                  k[2],
+                  expr_num(c, 0.0),
+                  expr_neg(c, k[0]),
+                  expr_neg(c, k[1]),
+                  k[0],
+                  expr_num(c, 0.0)};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             expr *t = expr_add(c, expr_mul(c, si, K[3 * i + j]), expr_mul(c, one_c, expr_mul(c, k[i], k[j])));
@@ -414,7 +423,8 @@ static int parse_points(struct bctx *b, const json_t *arr)
     if (!arr)
         return 0;
     if (!json_is_array(arr) || json_array_size(arr) > BODIES_MAX_ITEMS) {
-        err(b, "model.points", "must be an array of at most %d {\"name\", \"parent\", \"frame\", \"position\"}",
+        err(b, "model.points",
+            "must be an array of at most %d {\"name\", \"parent\", \"frame\", \"position\"}",
             BODIES_MAX_ITEMS);
         return -1;
     }
@@ -566,18 +576,19 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
         for (int j = i + 1; j < 3; j++)
             if (!(fabs(a[3 * i + j] - a[3 * j + i]) <= 1e-12 * (fabs(a[3 * i + j]) + fabs(a[3 * j + i])) ||
                   I[3 * i + j] == I[3 * j + i])) {
-                err(b, p, "must be symmetric: [%d][%d] = %.17g but [%d][%d] = %.17g", i, j, a[3 * i + j], j, i,
-                    a[3 * j + i]);
+                err(b, p, "must be symmetric: [%d][%d] = %.17g but [%d][%d] = %.17g", i, j, a[3 * i + j], j,
+                    i, a[3 * j + i]);
                 return -1;
             }
     /* positive semi-definite: the leading minors of I + eps*trace (Sylvester, with a
      * rounding margin) */
     double tr = a[0] + a[4] + a[8], eps = 1e-12 * fabs(tr);
     double m1 = a[0] + eps, m2 = (a[0] + eps) * (a[4] + eps) - a[1] * a[3];
-    double m3 = (a[0] + eps) * ((a[4] + eps) * (a[8] + eps) - a[5] * a[7]) - a[1] * (a[3] * (a[8] + eps) - a[5] * a[6]) +
-                a[2] * (a[3] * a[7] - (a[4] + eps) * a[6]);
+    double m3 = (a[0] + eps) * ((a[4] + eps) * (a[8] + eps) - a[5] * a[7]) -
+                a[1] * (a[3] * (a[8] + eps) - a[5] * a[6]) + a[2] * (a[3] * a[7] - (a[4] + eps) * a[6]);
     if (!(tr > 0) || !(m1 >= 0) || !(m2 >= 0) || !(m3 >= 0) || a[4] + eps < 0 || a[8] + eps < 0) {
-        err(b, p, "must be positive (semi-)definite: diagonal %.6g, %.6g, %.6g; leading minors %.6g, %.6g, %.6g",
+        err(b, p,
+            "must be positive (semi-)definite: diagonal %.6g, %.6g, %.6g; leading minors %.6g, %.6g, %.6g",
             a[0], a[4], a[8], m1, m2, m3);
         return -1;
     }
@@ -646,7 +657,8 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
     }
 
     int nT = 0, nV = 0;
-    expr **Tt = calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *Tt), **Vt = calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *Vt);
+    expr **Tt = calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *Tt),
+         **Vt = calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *Vt);
     if (!Tt || !Vt)
         goto oom;
     const json_t *bodies = json_object_get(model, "bodies");
@@ -660,7 +672,8 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             char path[96];
             snprintf(path, sizeof path, "model.bodies[%zu]", bi);
             if (!json_is_object(bj)) {
-                err(&b, path, "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
+                err(&b, path,
+                    "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
                 continue;
             }
             expr *m = parse_mass(&b, bj, path);
@@ -811,8 +824,9 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
                 if (dep)
                     snprintf(bc->dependent, sizeof bc->dependent, "%s", json_string_value(dep));
             } else if (dep) {
-                err(&b, p, "the contact condition of this disk holds identically (its height is fixed by "
-                           "the coordinates): nothing to solve for");
+                err(&b, p,
+                    "the contact condition of this disk holds identically (its height is fixed by "
+                    "the coordinates): nothing to solve for");
             }
         }
     out->T = expr_sum(c, Tt, nT);
