@@ -15,18 +15,25 @@
 #define BODIES_MAX_ITEMS 256 /* frames, points, bodies, particles, disks: each list */
 #define BODIES_NAME_MAX 64
 
-const char *const bodies_keys[] = {"frames", "points", "bodies", "particles", "gravity", "rolling_disks", NULL};
+const char *const bodies_keys[] = {"frames",  "points",        "bodies", "particles",
+                                   "gravity", "rolling_disks", NULL};
 
 struct frame {
     char name[BODIES_NAME_MAX + 1];
-    expr *R[9]; /* row-major: columns are this frame's unit vectors in N components */
-    expr *w[3]; /* angular velocity in this frame's components */
+    int parent, depth; /* N: -1, 0 */
+    expr *E[9];        /* relative rotation: parent components = E * own components */
+    expr *R[9];        /* row-major: columns are this frame's unit vectors in N components */
+    expr *w[3];        /* angular velocity in this frame's components */
+    expr *w_par[3];    /* the same in the parent's components (no own angle in it) */
+    int spin_axis;     /* 0..2: the frame is its parent turned about this own axis alone */
 };
 
 struct point {
     char name[BODIES_NAME_MAX + 1];
-    expr *r[3]; /* position from O, N components */
-    expr *v[3]; /* velocity, N components (NULL until needed) */
+    int parent, frame; /* O: -1, 0 */
+    expr *p[3];        /* position from the parent point, components in `frame` */
+    expr *r[3];        /* position from O, N components */
+    expr *v[3];        /* velocity in N, components in `frame` (NULL until needed) */
 };
 
 struct bctx {
@@ -194,7 +201,8 @@ static int new_name(struct bctx *b, const json_t *obj, const char *path, int is_
     const char *s = json_is_string(v) ? json_string_value(v) : NULL;
     int ok = s && *s && strlen(s) <= BODIES_NAME_MAX;
     for (const char *q = s; ok && *q; q++)
-        ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > s && *q >= '0' && *q <= '9');
+        ok = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' ||
+             (q > s && *q >= '0' && *q <= '9');
     if (!ok) {
         err(b, p, "required: an identifier (letters, digits, _; at most %d)", BODIES_NAME_MAX);
         return -1;
@@ -304,8 +312,15 @@ static void rotation(expr_ctx *c, expr *const k[3], expr *a, expr *R[9])
 {
     expr *co = expr_fun(c, FN_COS, a), *si = expr_fun(c, FN_SIN, a);
     expr *one_c = expr_sub(c, expr_num(c, 1.0), co);
-    expr *K[9] = {expr_num(c, 0.0), expr_neg(c, k[2]), k[1], k[2], expr_num(c, 0.0), expr_neg(c, k[0]),
-                  expr_neg(c, k[1]), k[0], expr_num(c, 0.0)};
+    expr *K[9] = {expr_num(c, 0.0),
+                  expr_neg(c, k[2]),
+                  k[1],
+                  k[2],
+                  expr_num(c, 0.0),
+                  expr_neg(c, k[0]),
+                  expr_neg(c, k[1]),
+                  k[0],
+                  expr_num(c, 0.0)};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             expr *t = expr_add(c, expr_mul(c, si, K[3 * i + j]), expr_mul(c, one_c, expr_mul(c, k[i], k[j])));
@@ -347,6 +362,12 @@ static int parse_frames(struct bctx *b, const json_t *arr)
         }
         struct frame fr;
         snprintf(fr.name, sizeof fr.name, "%s", json_string_value(json_object_get(f, "name")));
+        fr.parent = parent;
+        fr.depth = b->frames[parent].depth + 1;
+        fr.spin_axis = -1;
+        memcpy(fr.w_par, b->frames[parent].w, sizeof fr.w_par);
+        for (int i = 0; i < 9; i++)
+            fr.E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
         memcpy(fr.R, b->frames[parent].R, sizeof fr.R);
         memcpy(fr.w, b->frames[parent].w, sizeof fr.w);
         int ok = 1;
@@ -371,13 +392,23 @@ static int parse_frames(struct bctx *b, const json_t *arr)
                 ok = 0;
                 continue;
             }
-            expr *E[9], *R[9], *w[3];
+            expr *E[9], *R[9], *w[3], *Erel[9], *Ek[3], *ad = expr_dt(c, a);
+            /* in the parent's components the rotation adds (E_before k) a' (E k = k) */
+            matvec(c, fr.E, k, Ek);
             rotation(c, k, a, E);
             matmul(c, fr.R, E, R);
+            matmul(c, fr.E, E, Erel);
+            memcpy(fr.E, Erel, sizeof Erel);
             matTvec(c, E, fr.w, w);
-            expr *ad = expr_dt(c, a);
             for (int i = 0; i < 3; i++)
                 fr.w[i] = expr_add(c, w[i], expr_mul(c, k[i], ad));
+            for (int i = 0; i < 3; i++)
+                fr.w_par[i] = expr_add(c, fr.w_par[i], expr_mul(c, Ek[i], ad));
+            int sign_unused;
+            const json_t *axj = json_object_get(r, "axis");
+            fr.spin_axis = json_array_size(rots) == 1 && json_is_string(axj)
+                               ? axis_letter(json_string_value(axj), &sign_unused)
+                               : -1;
             memcpy(fr.R, R, sizeof R);
         }
         if (ok)
@@ -392,7 +423,8 @@ static int parse_points(struct bctx *b, const json_t *arr)
     if (!arr)
         return 0;
     if (!json_is_array(arr) || json_array_size(arr) > BODIES_MAX_ITEMS) {
-        err(b, "model.points", "must be an array of at most %d {\"name\", \"parent\", \"frame\", \"position\"}",
+        err(b, "model.points",
+            "must be an array of at most %d {\"name\", \"parent\", \"frame\", \"position\"}",
             BODIES_MAX_ITEMS);
         return -1;
     }
@@ -416,6 +448,9 @@ static int parse_points(struct bctx *b, const json_t *arr)
             continue;
         struct point pt = {0};
         snprintf(pt.name, sizeof pt.name, "%s", json_string_value(json_object_get(p, "name")));
+        pt.parent = parent;
+        pt.frame = f;
+        memcpy(pt.p, x, sizeof x);
         expr *xn[3];
         matvec(c, b->frames[f].R, x, xn);
         for (int i = 0; i < 3; i++)
@@ -425,12 +460,56 @@ static int parse_points(struct bctx *b, const json_t *arr)
     return 0;
 }
 
+/* v (components in frame `from`) into components in frame `to`: up the tree from
+ * `from` to the common ancestor (parent = E own), then down to `to` (own = E^T parent).
+ * Only the relative rotations along the path appear, so a velocity expressed in a
+ * yawed and rolled frame carries no yaw. */
+static void express(struct bctx *b, expr *const v[3], int from, int to, expr *out[3])
+{
+    expr_ctx *c = b->c;
+    expr *cur[3] = {v[0], v[1], v[2]}, *tmp[3];
+    int down[BODIES_MAX_ITEMS + 1], nd = 0;
+    int a = from, t = to;
+    while (b->frames[t].depth > b->frames[a].depth) {
+        down[nd++] = t;
+        t = b->frames[t].parent;
+    }
+    while (a != t) {
+        if (b->frames[a].depth >= b->frames[t].depth) {
+            matvec(c, b->frames[a].E, cur, tmp);
+            memcpy(cur, tmp, sizeof tmp);
+            a = b->frames[a].parent;
+        } else {
+            down[nd++] = t;
+            t = b->frames[t].parent;
+        }
+    }
+    while (nd > 0) {
+        matTvec(c, b->frames[down[--nd]].E, cur, tmp);
+        memcpy(cur, tmp, sizeof tmp);
+    }
+    memcpy(out, cur, sizeof cur);
+}
+
+/* The velocity of point p in N, in the components of the frame its position is
+ * given in: v_P = v_parent + d/dt(p) + w_F x p, with p the components in frame F of
+ * the position from the parent point, d/dt their total time derivative (through q'
+ * and t) and w_F the angular velocity of F. This is the time derivative of the
+ * position vector r_P = r_parent + p_F differentiated in F (the transport theorem),
+ * so it equals the derivative of the inertial components of r_P exactly, with
+ * smaller expressions. */
 static expr **velocity(struct bctx *b, int p)
 {
     struct point *pt = &b->points[p];
-    if (!pt->v[0])
-        for (int i = 0; i < 3; i++)
-            pt->v[i] = expr_dt(b->c, pt->r[i]);
+    expr_ctx *c = b->c;
+    if (pt->v[0])
+        return pt->v;
+    int f = pt->frame;
+    expr **vp = velocity(b, pt->parent), *vpf[3], *wxp[3];
+    express(b, vp, b->points[pt->parent].frame, f, vpf);
+    cross3(c, b->frames[f].w, pt->p, wxp);
+    for (int i = 0; i < 3; i++)
+        pt->v[i] = expr_add(c, vpf[i], expr_add(c, expr_dt(c, pt->p[i]), wxp[i]));
     return pt->v;
 }
 
@@ -497,18 +576,19 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
         for (int j = i + 1; j < 3; j++)
             if (!(fabs(a[3 * i + j] - a[3 * j + i]) <= 1e-12 * (fabs(a[3 * i + j]) + fabs(a[3 * j + i])) ||
                   I[3 * i + j] == I[3 * j + i])) {
-                err(b, p, "must be symmetric: [%d][%d] = %.17g but [%d][%d] = %.17g", i, j, a[3 * i + j], j, i,
-                    a[3 * j + i]);
+                err(b, p, "must be symmetric: [%d][%d] = %.17g but [%d][%d] = %.17g", i, j, a[3 * i + j], j,
+                    i, a[3 * j + i]);
                 return -1;
             }
     /* positive semi-definite: the leading minors of I + eps*trace (Sylvester, with a
      * rounding margin) */
     double tr = a[0] + a[4] + a[8], eps = 1e-12 * fabs(tr);
     double m1 = a[0] + eps, m2 = (a[0] + eps) * (a[4] + eps) - a[1] * a[3];
-    double m3 = (a[0] + eps) * ((a[4] + eps) * (a[8] + eps) - a[5] * a[7]) - a[1] * (a[3] * (a[8] + eps) - a[5] * a[6]) +
-                a[2] * (a[3] * a[7] - (a[4] + eps) * a[6]);
+    double m3 = (a[0] + eps) * ((a[4] + eps) * (a[8] + eps) - a[5] * a[7]) -
+                a[1] * (a[3] * (a[8] + eps) - a[5] * a[6]) + a[2] * (a[3] * a[7] - (a[4] + eps) * a[6]);
     if (!(tr > 0) || !(m1 >= 0) || !(m2 >= 0) || !(m3 >= 0) || a[4] + eps < 0 || a[8] + eps < 0) {
-        err(b, p, "must be positive (semi-)definite: diagonal %.6g, %.6g, %.6g; leading minors %.6g, %.6g, %.6g",
+        err(b, p,
+            "must be positive (semi-)definite: diagonal %.6g, %.6g, %.6g; leading minors %.6g, %.6g, %.6g",
             a[0], a[4], a[8], m1, m2, m3);
         return -1;
     }
@@ -550,14 +630,16 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
     /* N and O */
     struct frame *N = &b.frames[b.nf++];
     strcpy(N->name, "N");
+    N->parent = -1;
     for (int i = 0; i < 9; i++)
-        N->R[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
+        N->R[i] = N->E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
     for (int i = 0; i < 3; i++)
         N->w[i] = expr_num(c, 0.0);
     struct point *O = &b.points[b.npt++];
     strcpy(O->name, "O");
+    O->parent = -1;
     for (int i = 0; i < 3; i++)
-        O->r[i] = O->v[i] = expr_num(c, 0.0);
+        O->p[i] = O->r[i] = O->v[i] = expr_num(c, 0.0);
 
     parse_frames(&b, json_object_get(model, "frames"));
     parse_points(&b, json_object_get(model, "points"));
@@ -575,7 +657,8 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
     }
 
     int nT = 0, nV = 0;
-    expr **Tt = calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *Tt), **Vt = calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *Vt);
+    expr **Tt = calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *Tt),
+         **Vt = calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *Vt);
     if (!Tt || !Vt)
         goto oom;
     const json_t *bodies = json_object_get(model, "bodies");
@@ -589,7 +672,8 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             char path[96];
             snprintf(path, sizeof path, "model.bodies[%zu]", bi);
             if (!json_is_object(bj)) {
-                err(&b, path, "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
+                err(&b, path,
+                    "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
                 continue;
             }
             expr *m = parse_mass(&b, bj, path);
@@ -599,6 +683,20 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             if (parse_inertia(&b, bj, path, I) < 0 || !m || p < 0 || f < 0)
                 continue;
             expr **v = velocity(&b, p), **w = b.frames[f].w;
+            /* A body symmetric about the one axis its frame turns about (a wheel) has the
+             * same inertia tensor in its parent's axes: take w there, free of the spin
+             * angle. */
+            int k = b.frames[f].spin_axis;
+            if (k >= 0) {
+                int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
+                int sym = I[3 * i1 + i1] == I[3 * i2 + i2];
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++)
+                        if (i != j && !expr_is_num(I[3 * i + j], 0.0))
+                            sym = 0;
+                if (sym)
+                    w = b.frames[f].w_par;
+            }
             expr *Iw[3];
             matvec(c, I, w, Iw);
             expr *half = expr_num(c, 0.5);
@@ -671,7 +769,9 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             const char *name = json_string_value(nm);
             const struct frame *W = &b.frames[f];
             /* a: the spin axis in N; n.a; h = |n x a| = sqrt(1 - (n.a)^2) */
-            expr *a[3] = {W->R[axis], W->R[3 + axis], W->R[6 + axis]};
+            expr *a[3];
+            for (int i = 0; i < 3; i++)
+                a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
             expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
             expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
@@ -682,22 +782,30 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
              * = -r h (w.a) and t2.(w x rc) = -r w.(n x a), to
              *   t1.v = (a x n).v_C / h - r w.a,   t2.v = (a - (n.a) n).v_C / h - r w.(n x a),
              * where w.a and w.(n x a) are taken in the disk's own components. */
-            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3];
+            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3], *nG[3], *aG[3];
             for (int i = 0; i < 3; i++) {
                 nN[i] = expr_num(c, i == nk ? nsign : 0.0);
-                nW[i] = nsign > 0 ? W->R[3 * nk + i] : expr_neg(c, W->R[3 * nk + i]);
                 aW[i] = expr_num(c, i == axis ? sign : 0.0);
             }
-            cross3(c, a, nN, axn);
-            for (int i = 0; i < 3; i++)
-                lat[i] = expr_sub(c, a[i], expr_mul(c, na, nN[i]));
-            cross3(c, nW, aW, nxaW);
+            /* v_C comes in the components of the center's frame G: n and a there too */
             expr **vc = velocity(&b, cp);
+            int G = b.points[cp].frame;
+            express(&b, nN, 0, G, nG);
+            express(&b, aW, f, G, aG);
+            /* w.(n x a): in the parent's axes when the disk's frame spins about its axis
+             * (then a has the same components there and w has no spin angle in it) */
+            int spin = W->spin_axis == axis;
+            expr *const *wW = spin ? W->w_par : W->w;
+            express(&b, nN, 0, spin ? W->parent : f, nW);
+            cross3(c, aG, nG, axn);
+            for (int i = 0; i < 3; i++)
+                lat[i] = expr_sub(c, aG[i], expr_mul(c, na, nG[i]));
+            cross3(c, nW, aW, nxaW);
             expr *inv_h = expr_powi(c, h, -1);
             expr *wa = sign > 0 ? W->w[axis] : expr_neg(c, W->w[axis]);
             expr *slip[2] = {
                 expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
-                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, W->w, nxaW))),
+                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW))),
             };
             static const char *const dir[2] = {"rolling", "lateral"};
             for (int i = 0; i < 2; i++) {
@@ -716,8 +824,9 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
                 if (dep)
                     snprintf(bc->dependent, sizeof bc->dependent, "%s", json_string_value(dep));
             } else if (dep) {
-                err(&b, p, "the contact condition of this disk holds identically (its height is fixed by "
-                           "the coordinates): nothing to solve for");
+                err(&b, p,
+                    "the contact condition of this disk holds identically (its height is fixed by "
+                    "the coordinates): nothing to solve for");
             }
         }
     out->T = expr_sum(c, Tt, nT);

@@ -22,17 +22,17 @@
 /* One constraint derived from the bodies (or given at position level). */
 typedef struct bodies_constraint {
     char name[80];
-    expr *f;             /* velocity level f(q, q', t) (rolling) or position level f(q, t) */
-    char dependent[80];  /* position level: the coordinate to solve for, "" to choose */
-    char path[96];       /* JSON path of what generated it */
+    expr *f;            /* velocity level f(q, q', t) (rolling) or position level f(q, t) */
+    char dependent[80]; /* position level: the coordinate to solve for, "" to choose */
+    char path[96];      /* JSON path of what generated it */
 } bodies_constraint;
 
 typedef struct bodies_result {
-    int present;             /* the model has at least one of the bodies keys */
-    expr *T, *V;             /* contributions (the number 0 when absent) */
+    int present; /* the model has at least one of the bodies keys */
+    expr *T, *V; /* contributions (the number 0 when absent) */
     int n_vel, n_pos;
-    bodies_constraint *vel;  /* [n_vel] no-slip constraints, linear in q' */
-    bodies_constraint *pos;  /* [n_pos] holonomic contact conditions f(q, t) = 0 */
+    bodies_constraint *vel; /* [n_vel] no-slip constraints, linear in q' */
+    bodies_constraint *pos; /* [n_pos] holonomic contact conditions f(q, t) = 0 */
 } bodies_result;
 
 /* The JSON keys this module reads from a model (NULL-terminated). */

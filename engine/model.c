@@ -219,7 +219,7 @@ static model_constraint *append_constraint(struct engine_model *m, const char *n
 /* A position-level constraint pos(q, t) = 0: checked free of velocities and of
  * constant value, and appended as its time derivative (a linear velocity constraint). */
 static int add_position(struct engine_model *m, const char *name, expr *pos, const char *dep, int from_bodies,
-                        const char *path, json_t *problem)
+                        const char *path, const char *dep_path, json_t *problem)
 {
     expr_ctx *c = m->ctx;
     if (expr_depends_class(c, pos, SYM_VELOCITY)) {
@@ -237,15 +237,11 @@ static int add_position(struct engine_model *m, const char *name, expr *pos, con
     if (dep) {
         di = model_coord_index(m, dep);
         if (di < 0) {
-            char p[128];
-            snprintf(p, sizeof p, "%s.dependent", path);
-            add_error(problem, p, -1, "'%s' is not a coordinate", dep);
+            add_error(problem, dep_path, -1, "'%s' is not a coordinate", dep);
             return 0;
         }
         if (!expr_depends(pos, m->sym_q[di]) || expr_is_zero(c, expr_diff(c, pos, m->sym_q[di]))) {
-            char p[128];
-            snprintf(p, sizeof p, "%s.dependent", path);
-            add_error(problem, p, -1, "constraint %s does not depend on %s: it cannot be solved for it", name,
+            add_error(problem, dep_path, -1, "constraint %s does not depend on %s: it cannot be solved for it", name,
                       dep);
             return 0;
         }
@@ -272,10 +268,13 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
         mc->f = br->vel[i].f;
         mc->from_bodies = 1;
     }
-    for (int i = 0; i < br->n_pos; i++)
+    for (int i = 0; i < br->n_pos; i++) {
+        char dpath[128];
+        snprintf(dpath, sizeof dpath, "%s.dependent", br->pos[i].path);
         if (add_position(m, br->pos[i].name, br->pos[i].f, br->pos[i].dependent[0] ? br->pos[i].dependent : NULL,
-                         1, br->pos[i].path, problem) < 0)
+                         1, br->pos[i].path, dpath, problem) < 0)
             return -1;
+    }
     const json_t *pc = json_object_get(js, "position_constraints");
     if (pc && !json_is_array(pc)) {
         add_error(problem, "model.position_constraints", -1,
@@ -310,8 +309,10 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
             add_error(problem, epath, -1, "required: the constraint f(q, t) (= 0)");
             continue;
         }
+        char dpath[112];
+        snprintf(dpath, sizeof dpath, "%s.dependent", path);
         expr *pos = parse_field(m, ex, epath, 1, lim, problem);
-        if (pos && add_position(m, name, pos, dep, 0, epath, problem) < 0)
+        if (pos && add_position(m, name, pos, dep, 0, epath, dpath, problem) < 0)
             return -1;
     }
     return 0;
