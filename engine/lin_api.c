@@ -17,6 +17,7 @@
 
 #include "engine.h"
 #include "hamel.h"
+#include "holo.h"
 #include "linalg.h"
 #include "linearize.h"
 #include "model.h"
@@ -29,6 +30,7 @@
 #define LIN_MAX_TANGENT_DOUBLES ((size_t)1 << 22)
 #define LIN_DEFAULT_STEADY_TOL 1e-8
 #define LIN_CONSTRAINT_TOL 1e-8 /* as the simulate request's initial.qdot check */
+#define LIN_POSITION_TOL 1e-10  /* position-level constraints, as a simulation's initial solve */
 
 static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -62,10 +64,53 @@ typedef struct lin_state {
     int from_speeds;    /* given as speeds (else as qdot) */
 } lin_state;
 
-/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; checks that
- * qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
-static void read_state(const struct engine_model *m, hamel_ws *hw, const json_t *js, const char *prefix,
-                       lin_state *st, json_t **problem)
+/* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
+ * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
+ * -1 with an error at <prefix>q.<coordinate> naming the guess and the residual. */
+static int solve_position(const struct engine_model *m, const double *params, lin_state *st, const char *prefix,
+                          json_t **problem)
+{
+    int h = m->npos, rc = -1, iters = 0;
+    holo_ws *w = holo_ws_new(m, params);
+    int *dep = calloc(h, sizeof *dep);
+    double resid = 0.0;
+    char path[160];
+    if (!w || !dep) {
+        bad(problem, HAMEL_E_INTERNAL, "", "out of memory");
+        goto done;
+    }
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (holo_choose(w, st->t, st->q, dep) < 0) {
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "the gradients of the position-level constraints are linearly dependent here: no coordinates can "
+            "be solved for");
+        goto done;
+    }
+    char guess[512] = "";
+    for (int j = 0; j < h; j++) {
+        size_t a = strlen(guess);
+        snprintf(guess + a, sizeof guess - a, "%s%s = %.17g", j ? ", " : "", m->coords[dep[j]], st->q[dep[j]]);
+    }
+    if (holo_solve(w, st->t, st->q, dep, LIN_POSITION_TOL, &resid, &iters) < 0) {
+        snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[dep[0]]);
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "Newton's method on the position-level constraints from the guess %s did not converge: max |f| = "
+            "%.3g after %d iterations (tolerance %.1g); give a better guess",
+            guess, resid, iters, LIN_POSITION_TOL);
+        goto done;
+    }
+    rc = 0;
+done:
+    holo_ws_free(w);
+    free(dep);
+    return rc;
+}
+
+/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
+ * position-level constraints for their dependent coordinates (q is the guess); checks
+ * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
+static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
+                       const char *prefix, lin_state *st, json_t **problem)
 {
     char path[160];
     int n = m->n, k = m->k, all_linear = m->nlin == m->nc, before = *problem != NULL;
@@ -168,6 +213,8 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const json_t 
     }
     int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
     if ((before && errs > errs0) || (!before && *problem))
+        return;
+    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
         return;
 
     /* Consistency, as for a simulation's initial state. */
@@ -354,7 +401,7 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
             continue;
         }
         if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
-            read_state(m, hw, sj, prefix, &st[i], problem);
+            read_state(m, hw, params, sj, prefix, &st[i], problem);
     }
     if (*problem) {
         rc = hamel_problem_code(*problem);
@@ -735,7 +782,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (check_keys(pj, state_keys, "t, q, speeds, qdot", prefix, problem))
                 continue;
         }
-        read_state(m, hw, pj, prefix, &st[p], problem);
+        read_state(m, hw, params, pj, prefix, &st[p], problem);
     }
     if (*problem) {
         rc = hamel_problem_code(*problem);

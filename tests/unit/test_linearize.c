@@ -823,3 +823,54 @@ Test(linearize, time_dependence_in_the_steady_check, .init = setup)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* ---- position-level constraints (engine/holo.h): the Cartesian pendulum ---- */
+
+Test(linearize, cartesian_pendulum, .init = setup)
+{
+    json_error_t err;
+    json_t *doc = json_load_file("tests/golden/bodies/pendulum-xy.json", 0, &err);
+    cr_assert_not_null(doc, "%s", err.text);
+    engine_model *m = compile_json(json_object_get(doc, "model"));
+    json_decref(doc);
+    /* evaluate at x = 0.6 with the guess y = -0.5: y is solved to -0.8 (the rod, L = 1);
+     * at rest theta'' = -g sin(theta), so x'' = cos(theta) theta'', y'' = sin(theta) theta'', and
+     * the rod's multiplier (J = (2x, 2y)) is -m g cos(theta)/2 */
+    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.6, \"y\": -0.5}, \"speeds\": {\"x'\": 0}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double thdd = -9.81 * 0.6;
+    cr_assert(fabs(getd(st, "q", "y") + 0.8) < 1e-15, "y solved to %.17g", getd(st, "q", "y"));
+    cr_assert(fabs(getd(st, "qddot", "x") - 0.8 * thdd) < 1e-12, "x'' %.17g", getd(st, "qddot", "x"));
+    cr_assert(fabs(getd(st, "qddot", "y") - 0.6 * thdd) < 1e-12, "y'' %.17g", getd(st, "qddot", "y"));
+    cr_assert(fabs(getd(st, "multipliers", "rod") + 1.5 * 9.81 * 0.8 / 2) < 1e-12, "rod multiplier %.17g",
+              getd(st, "multipliers", "rod"));
+    json_decref(res);
+    json_decref(req);
+    /* linearize at the bottom (guess y = -0.9): +-i sqrt(g/L), and a zero for the
+     * dependent coordinate y, which stays in the state */
+    res = linearize_ok(m, "{\"q\": {\"x\": 0, \"y\": -0.9}, \"speeds\": {\"x'\": 0}}");
+    double w = sqrt(9.81);
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues")), 3);
+    int plus = 0, minus = 0, zero = 0;
+    for (int i = 0; i < 3; i++) {
+        double re = eig(res, 0, i, "re"), im = eig(res, 0, i, "im");
+        plus += fabs(re) < 1e-12 && fabs(im - w) < 1e-12;
+        minus += fabs(re) < 1e-12 && fabs(im + w) < 1e-12;
+        zero += hypot(re, im) < 1e-12;
+    }
+    cr_assert(plus == 1 && minus == 1 && zero == 1, "eigenvalues +-i sqrt(g/L) and 0");
+    json_decref(res);
+    /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
+    req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
+    const char *path = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path"));
+    cr_assert(path && !strncmp(path, "q", 1), "path %s", path);
+    cr_assert_not_null(strstr(json_dumps(problem, 0), "guess"), "%s", json_dumps(problem, 0));
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
