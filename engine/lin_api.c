@@ -62,7 +62,11 @@ typedef struct lin_state {
     double t;
     double *q, *u, *qd; /* [n], [k], [n] */
     int from_speeds;    /* given as speeds (else as qdot) */
+    int dep[8];         /* position-level constraints: the solved coordinates (first 8) */
 } lin_state;
+
+static json_t *matrix_json(const double *a, int rows, int cols);
+int lin_eigenvalues(int N, const double *A, double *re, double *im);
 
 /* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
  * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
@@ -99,11 +103,97 @@ static int solve_position(const struct engine_model *m, const double *params, li
             guess, resid, iters, LIN_POSITION_TOL);
         goto done;
     }
+    for (int j = 0; j < h && j < 8; j++)
+        st->dep[j] = dep[j];
     rc = 0;
 done:
     holo_ws_free(w);
     free(dep);
     return rc;
+}
+
+/* A on the independent coordinates and the speeds, for a model with position-level
+ * constraints f(q, t) = 0: the dependent coordinates follow the independent ones on
+ * the constraint manifold (dq_dep = -(df/dq_dep)^-1 df/dq_ind dq_ind), so with E that
+ * map and P the rows of the independent states, A_red = P A E (the manifold is
+ * invariant under the linearized flow: A E = E A_red). B_red = P B. Returns the
+ * {"states", "A", "B"?, "eigenvalues"} object, or NULL where df/dq_dep is singular. */
+static json_t *reduced_json(const struct engine_model *m, const double *params, const lin_state *st,
+                            const double *A, const double *B, int ni)
+{
+    int n = m->n, k = m->k, h = m->npos, N = n + k, Nr = N - h;
+    if (h > 8 || h >= n)
+        return NULL;
+    double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_pos->n_ins + 1, sizeof *work);
+    double *out = calloc((size_t)h * (n + 1), sizeof *out), *D = calloc((size_t)h * h, sizeof *D);
+    double *E = calloc((size_t)N * Nr, sizeof *E), *Ar = calloc((size_t)Nr * Nr, sizeof *Ar);
+    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br), *re = calloc(Nr, sizeof *re), *im = calloc(Nr, sizeof *im);
+    double z[8];
+    int piv[8], *rows = calloc(Nr, sizeof *rows);
+    unsigned char isdep[256] = {0};
+    json_t *res = NULL;
+    if (!in || !work || !out || !D || !E || !Ar || !Br || !re || !im || !rows || n > 256)
+        goto done;
+    memcpy(in, params, m->np * sizeof *in);
+    in[model_input_t(m)] = st->t;
+    memcpy(in + model_input_q(m), st->q, n * sizeof *in);
+    tape_eval(m->tape_pos, in, work, out);
+    const double *G = out + h; /* d f_j / d q_i at G[j * n + i] */
+    for (int j = 0; j < h; j++) {
+        isdep[st->dep[j]] = 1;
+        for (int l = 0; l < h; l++)
+            D[j * h + l] = G[j * n + st->dep[l]];
+    }
+    if (linalg_lu(h, D, piv) < 0)
+        goto done;
+    for (int i = 0, a = 0; i < n; i++) {
+        if (isdep[i])
+            continue;
+        rows[a] = i;
+        E[(size_t)i * Nr + a] = 1.0;
+        for (int j = 0; j < h; j++)
+            z[j] = -G[j * n + i];
+        linalg_lu_solve(h, D, piv, z);
+        for (int j = 0; j < h; j++)
+            E[(size_t)st->dep[j] * Nr + a] = z[j];
+        a++;
+    }
+    for (int r = 0; r < k; r++) {
+        rows[n - h + r] = n + r;
+        E[(size_t)(n + r) * Nr + n - h + r] = 1.0;
+    }
+    for (int i = 0; i < Nr; i++) {
+        for (int a = 0; a < Nr; a++) {
+            double v = 0.0;
+            for (int j = 0; j < N; j++)
+                v += A[(size_t)rows[i] * N + j] * E[(size_t)j * Nr + a];
+            Ar[(size_t)i * Nr + a] = v;
+        }
+        for (int c = 0; c < ni; c++)
+            Br[(size_t)i * ni + c] = B[(size_t)rows[i] * ni + c];
+    }
+    if (lin_eigenvalues(Nr, Ar, re, im) < 0)
+        goto done;
+    json_t *names = json_array(), *eig = json_array();
+    for (int i = 0; i < Nr; i++) {
+        json_array_append_new(names, json_string(rows[i] < n ? m->coords[rows[i]] : m->speeds[rows[i] - n]));
+        json_array_append_new(eig, json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i])));
+    }
+    res = json_pack("{s:o, s:o, s:o}", "states", names, "A", matrix_json(Ar, Nr, Nr), "eigenvalues", eig);
+    if (ni)
+        json_object_set_new(res, "B", matrix_json(Br, Nr, ni));
+done:
+    free(in);
+    free(work);
+    free(out);
+    free(D);
+    free(E);
+    free(Ar);
+    free(Br);
+    free(re);
+    free(im);
+    free(rows);
+    return res;
 }
 
 /* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
@@ -833,6 +923,11 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         if (ni)
             json_object_set_new(o, "B", matrix_json(B, N, ni));
         json_object_set_new(o, "eigenvalues", eig);
+        if (m->npos > 0) {
+            json_t *red = reduced_json(m, params, s, A, B, ni);
+            if (red)
+                json_object_set_new(o, "independent", red);
+        }
         if (nsel) {
             /* the selected block: rows and columns of the named states */
             double *blk = calloc((size_t)nsel * nsel, sizeof *blk), *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);

@@ -862,6 +862,19 @@ Test(linearize, cartesian_pendulum, .init = setup)
         zero += hypot(re, im) < 1e-12;
     }
     cr_assert(plus == 1 && minus == 1 && zero == 1, "eigenvalues +-i sqrt(g/L) and 0");
+    /* on the independent coordinate x and the speed x': the pendulum's [[0, 1], [-g/L, 0]] */
+    const json_t *ind = json_object_get(json_array_get(json_object_get(res, "points"), 0), "independent");
+    cr_assert_not_null(ind, "the independent-coordinate linearization");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(ind, "states"), 0)), "x");
+    const json_t *Ai = json_object_get(ind, "A");
+    const double wantA[2][2] = {{0, 1}, {-9.81, 0}};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double a = json_number_value(json_array_get(json_array_get(Ai, i), j));
+            cr_assert(fabs(a - wantA[i][j]) < 1e-13, "independent A[%d][%d] = %.17g", i, j, a);
+        }
+    double im0 = json_number_value(json_object_get(json_array_get(json_object_get(ind, "eigenvalues"), 0), "im"));
+    cr_assert(fabs(im0 - w) < 1e-12 && json_array_size(json_object_get(ind, "eigenvalues")) == 2, "independent eigenvalues");
     json_decref(res);
     /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
     req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
