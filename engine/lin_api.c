@@ -71,8 +71,8 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im);
 /* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
  * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
  * -1 with an error at <prefix>q.<coordinate> naming the guess and the residual. */
-static int solve_position(const struct engine_model *m, const double *params, lin_state *st, const char *prefix,
-                          json_t **problem)
+static int solve_position(const struct engine_model *m, const double *params, lin_state *st,
+                          const char *prefix, json_t **problem)
 {
     int h = m->npos, rc = -1, iters = 0;
     holo_ws *w = holo_ws_new(m, params);
@@ -93,7 +93,8 @@ static int solve_position(const struct engine_model *m, const double *params, li
     char guess[512] = "";
     for (int j = 0; j < h; j++) {
         size_t a = strlen(guess);
-        snprintf(guess + a, sizeof guess - a, "%s%s = %.17g", j ? ", " : "", m->coords[dep[j]], st->q[dep[j]]);
+        snprintf(guess + a, sizeof guess - a, "%s%s = %.17g", j ? ", " : "", m->coords[dep[j]],
+                 st->q[dep[j]]);
     }
     if (holo_solve(w, st->t, st->q, dep, LIN_POSITION_TOL, &resid, &iters) < 0) {
         snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[dep[0]]);
@@ -127,7 +128,8 @@ static json_t *reduced_json(const struct engine_model *m, const double *params, 
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_pos->n_ins + 1, sizeof *work);
     double *out = calloc((size_t)h * (n + 1), sizeof *out), *D = calloc((size_t)h * h, sizeof *D);
     double *E = calloc((size_t)N * Nr, sizeof *E), *Ar = calloc((size_t)Nr * Nr, sizeof *Ar);
-    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br), *re = calloc(Nr, sizeof *re), *im = calloc(Nr, sizeof *im);
+    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br), *re = calloc(Nr, sizeof *re),
+           *im = calloc(Nr, sizeof *im);
     double z[8];
     int piv[8], *rows = calloc(Nr, sizeof *rows);
     unsigned char isdep[256] = {0};
@@ -428,12 +430,12 @@ done:
     return rc;
 }
 
-static const char *const evaluate_keys[] = {"model", "model_id", "parameters", "states", "name", "description",
-                                            NULL};
+static const char *const evaluate_keys[] = {"model", "model_id",    "parameters", "states",
+                                            "name",  "description", NULL};
 static const char *const state_keys[] = {"t", "q", "speeds", "qdot", NULL};
 
-int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
-                    json_t **problem)
+int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    json_t **result, json_t **problem)
 {
     *result = NULL;
     *problem = NULL;
@@ -453,7 +455,8 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
     int ns = json_is_array(states) ? (int)json_array_size(states) : 0;
     if (!json_is_array(states) || ns == 0)
         bad(problem, HAMEL_E_BAD_REQUEST, "states",
-            "required: a non-empty array of states {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": {...}}");
+            "required: a non-empty array of states {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": "
+            "{...}}");
     else if (ns > limits->max_states || (double)ns * 2 * max_slots(m) > LIN_MAX_WORK)
         bad(problem, HAMEL_E_BAD_REQUEST, "states", "too many states: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
@@ -472,8 +475,8 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
     double *seed = calloc(1 + n + k + m->np, sizeof *seed), *f = calloc(n + k + 1, sizeof *f);
     double *qdd = calloc(n + k + 1, sizeof *qdd), *lam = calloc(nc + 1, sizeof *lam);
     json_t *arr = NULL;
-    if (!hw || (all_linear && !lw) || !mw || !st || !store || !in || !work || !y || !dy || !seed || !f || !qdd ||
-        !lam) {
+    if (!hw || (all_linear && !lw) || !mw || !st || !store || !in || !work || !y || !dy || !seed || !f ||
+        !qdd || !lam) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
@@ -487,7 +490,8 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
         st[i].u = st[i].qd + n;
         if (!json_is_object(sj)) {
             snprintf(prefix, sizeof prefix, "states[%d]", i);
-            bad(problem, HAMEL_E_BAD_REQUEST, prefix, "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
+            bad(problem, HAMEL_E_BAD_REQUEST, prefix,
+                "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
             continue;
         }
         if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
@@ -684,18 +688,17 @@ static json_t *matrix_json(const double *a, int rows, int cols)
     return arr;
 }
 
-static const char *const linearize_keys[] = {"model",  "model_id", "parameters",      "t",
-                                             "q",      "speeds",   "qdot",            "points",
-                                             "inputs", "steady",   "steady_tolerance", "select", "name",
-                                             "description", NULL};
+static const char *const linearize_keys[] = {
+    "model",  "model_id", "parameters",       "t",      "q",    "speeds",      "qdot", "points",
+    "inputs", "steady",   "steady_tolerance", "select", "name", "description", NULL};
 #define LINEARIZE_KEYS                                                                                       \
     "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select"
 
 /* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f + du'/dt = 0 along
  * the motion, against tol times their rounding scales. Adds an error naming the speed. */
 static void check_steady(const struct engine_model *m, const lin_state *st, const double *f, const double *A,
-                         const double *ft, double tol, int check, const char *prefix, json_t **problem, double *max_ud,
-                         double *max_drift)
+                         const double *ft, double tol, int check, const char *prefix, json_t **problem,
+                         double *max_ud, double *max_drift)
 {
     int n = m->n, k = m->k, N = n + k;
     double scale = 1.0;
@@ -795,7 +798,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         return HAMEL_E_INTERNAL;
     }
     if (select && (!json_is_array(select) || nsel == 0))
-        bad(problem, HAMEL_E_BAD_REQUEST, "select", "must be a non-empty array of state names (coordinates, speeds)");
+        bad(problem, HAMEL_E_BAD_REQUEST, "select",
+            "must be a non-empty array of state names (coordinates, speeds)");
     for (int i = 0; i < nsel; i++) {
         const json_t *v = json_array_get(select, i);
         char path[48];
@@ -806,7 +810,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         if (!name)
             bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
         else if (sel[i] < 0)
-            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model", name);
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model",
+                name);
         for (int j = 0; j < i && sel[i] >= 0; j++)
             if (sel[j] == sel[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
@@ -827,7 +832,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     int np = points ? (int)json_array_size(points) : 1;
     double work = (double)np * (N + ni + 1) * max_slots(m);
     if (points && (!json_is_array(points) || np == 0)) {
-        bad(problem, HAMEL_E_BAD_REQUEST, "points", "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
+        bad(problem, HAMEL_E_BAD_REQUEST, "points",
+            "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
     } else if (np > limits->max_states || work > LIN_MAX_WORK) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
@@ -849,7 +855,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     lin_state *st = calloc(np, sizeof *st);
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
     double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
-    double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re), *im = calloc(N, sizeof *im);
+    double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re),
+           *im = calloc(N, sizeof *im);
     json_t *arr = NULL;
     if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im) {
         rc = HAMEL_E_INTERNAL;
@@ -930,7 +937,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         }
         if (nsel) {
             /* the selected block: rows and columns of the named states */
-            double *blk = calloc((size_t)nsel * nsel, sizeof *blk), *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
+            double *blk = calloc((size_t)nsel * nsel, sizeof *blk),
+                   *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
             double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
             json_t *bo = json_object();
             if (blk && bb && bre && bim) {
@@ -946,7 +954,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
                 json_t *be = json_array();
                 if (lin_eigenvalues(nsel, blk, bre, bim) == 0)
                     for (int i = 0; i < nsel; i++)
-                        json_array_append_new(be, json_pack("{s:o, s:o}", "re", num(bre[i]), "im", num(bim[i])));
+                        json_array_append_new(be,
+                                              json_pack("{s:o, s:o}", "re", num(bre[i]), "im", num(bim[i])));
                 json_object_set_new(bo, "eigenvalues", be);
             }
             free(blk);
@@ -971,8 +980,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     }
     for (int i = 0; i < ni; i++)
         json_array_append_new(inames, json_string(m->params[inp[i]]));
-    *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names, "coordinates",
-                        cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
+    *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names,
+                        "coordinates", cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
                         "real part descending, then imaginary part descending", "points", arr);
     if (nsel)
         json_object_set_new(*result, "select", json_deep_copy(select));

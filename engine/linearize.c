@@ -19,10 +19,10 @@
 struct lin_ws {
     const struct engine_model *m;
     int n, k, np, nd_max, numeric;
-    double *in, *din;  /* tape inputs and their tangents [n_in * nd_max] */
-    double *s, *ds;    /* tape slots and their tangents */
-    double *o, *dout;  /* tape outputs and their tangents */
-    double *psi, *lu;  /* Psi [n*n] + Psi_t [n]; LU of Psi */
+    double *in, *din; /* tape inputs and their tangents [n_in * nd_max] */
+    double *s, *ds;   /* tape slots and their tangents */
+    double *o, *dout; /* tape outputs and their tangents */
+    double *psi, *lu; /* Psi [n*n] + Psi_t [n]; LU of Psi */
     int *piv, *kpiv;
     double *qd, *dqd;  /* q' [n], dq' [n * nd] */
     double *M, *a, *h; /* M [n*n], Phi b, g + M a */
@@ -39,9 +39,9 @@ void lin_ws_free(lin_ws *w)
 {
     if (!w)
         return;
-    double *bufs[] = {w->in, w->din, w->s,  w->ds, w->o,  w->dout, w->psi, w->lu,  w->qd, w->dqd,
-                      w->M,  w->a,   w->h,  w->X,  w->MX, w->Ms,   w->Mf,  w->F,   w->ud, w->dPsi,
-                      w->dM, w->da,  w->dh, w->dX, w->dMX, w->tmp, w->dF,  w->dMs, w->dpsis};
+    double *bufs[] = {w->in, w->din, w->s,  w->ds, w->o,   w->dout, w->psi, w->lu,  w->qd,   w->dqd,
+                      w->M,  w->a,   w->h,  w->X,  w->MX,  w->Ms,   w->Mf,  w->F,   w->ud,   w->dPsi,
+                      w->dM, w->da,  w->dh, w->dX, w->dMX, w->tmp,  w->dF,  w->dMs, w->dpsis};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(w->piv);
@@ -49,10 +49,7 @@ void lin_ws_free(lin_ws *w)
     free(w);
 }
 
-static int tape_size(const tape *t, int outputs)
-{
-    return t ? (outputs ? t->n_outputs : t->n_ins) : 0;
-}
+static int tape_size(const tape *t, int outputs) { return t ? (outputs ? t->n_outputs : t->n_ins) : 0; }
 
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
 {
@@ -111,8 +108,8 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->dpsis = calloc((nn + n) * nd, sizeof *w->dpsis);
     if (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
         !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf ||
-        !w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp ||
-        !w->dF || !w->dMs || !w->dpsis) {
+        !w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp || !w->dF ||
+        !w->dMs || !w->dpsis) {
         lin_ws_free(w);
         return NULL;
     }

@@ -61,8 +61,8 @@ TestSuite(server_linearize, .init = lin_setup, .fini = lin_teardown, .timeout = 
 Test(server_linearize, evaluate_rolling_disk)
 {
     json_t *init = json_object_get(json_object_get(disk, "simulation"), "initial");
-    harness_resp r = post("/v1/evaluate", json_pack("{s:O, s:[O]}", "model", json_object_get(disk, "model"),
-                                                    "states", init));
+    harness_resp r = post("/v1/evaluate",
+                          json_pack("{s:O, s:[O]}", "model", json_object_get(disk, "model"), "states", init));
     cr_assert_eq(r.status, 200, "%s", r.body);
     const json_t *st = json_array_get(json_object_get(r.json, "states"), 0);
     double th = num_at(st, "q", "theta"), wd = num_at(st, "speeds", "wd"), thd = num_at(st, "speeds", "thd"),
@@ -77,7 +77,8 @@ Test(server_linearize, evaluate_rolling_disk)
     cr_assert(fabs(num_at(st, "speeds_dot", "thd") - thd_d) < 1e-12, "thd' %.17g vs %.17g",
               num_at(st, "speeds_dot", "thd"), thd_d);
     cr_assert(fabs(num_at(st, "speeds_dot", "Omega") - W_d) < 1e-12, "Omega'");
-    cr_assert(json_is_number(json_object_get(json_object_get(st, "qddot"), "x")), "qddot of every coordinate");
+    cr_assert(json_is_number(json_object_get(json_object_get(st, "qddot"), "x")),
+              "qddot of every coordinate");
     cr_assert(json_is_number(json_object_get(json_object_get(st, "multipliers"), "slip_x")), "multipliers");
     const char *id = json_string_value(json_object_get(r.json, "model_id"));
     cr_assert(id && !strncmp(id, "sha256:", 7));
@@ -93,7 +94,8 @@ Test(server_linearize, evaluate_rolling_disk)
     /* a bad state names the field */
     json_t *bad = json_deep_copy(init);
     json_object_del(json_object_get(bad, "q"), "theta");
-    r = post("/v1/evaluate", json_pack("{s:O, s:[o]}", "model", json_object_get(disk, "model"), "states", bad));
+    r = post("/v1/evaluate",
+             json_pack("{s:O, s:[o]}", "model", json_object_get(disk, "model"), "states", bad));
     cr_assert_eq(r.status, 422, "%s", r.body);
     cr_assert(has_error_at(&r, "states[0].q.theta"), "%s", r.body);
     harness_resp_free(&r);
@@ -104,11 +106,11 @@ Test(server_linearize, upright_disk_eigenvalues)
     const double g = 9.81, rr = 0.5, W = 4.0;
     json_t *pts = json_array();
     for (int i = 0; i < 3; i++)
-        json_array_append_new(pts, json_pack("{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "q", "phi", 0.0,
-                                             "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd",
-                                             0.0, "thd", 0.0, "Omega", W + i));
-    harness_resp r =
-        post("/v1/linearize", json_pack("{s:O, s:o}", "model", json_object_get(disk, "model"), "points", pts));
+        json_array_append_new(pts, json_pack("{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "q", "phi",
+                                             0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds",
+                                             "wd", 0.0, "thd", 0.0, "Omega", W + i));
+    harness_resp r = post("/v1/linearize",
+                          json_pack("{s:O, s:o}", "model", json_object_get(disk, "model"), "points", pts));
     cr_assert_eq(r.status, 200, "%s", r.body);
     cr_assert_eq(json_array_size(json_object_get(r.json, "states")), 8);
     for (int i = 0; i < 3; i++) {
@@ -127,9 +129,10 @@ Test(server_linearize, upright_disk_eigenvalues)
     harness_resp_free(&r);
 
     /* not steady: tilted disk at rest falls */
-    r = post("/v1/linearize", json_pack("{s:O, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "model",
-                                        json_object_get(disk, "model"), "q", "phi", 0.0, "theta", 1.2, "psi", 0.0,
-                                        "x", 0.0, "y", 0.0, "speeds", "wd", 0.0, "thd", 0.0, "Omega", 0.0));
+    r = post("/v1/linearize",
+             json_pack("{s:O, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "model",
+                       json_object_get(disk, "model"), "q", "phi", 0.0, "theta", 1.2, "psi", 0.0, "x", 0.0,
+                       "y", 0.0, "speeds", "wd", 0.0, "thd", 0.0, "Omega", 0.0));
     cr_assert_eq(r.status, 422, "%s", r.body);
     cr_assert(has_error_at(&r, "speeds.thd"), "%s", r.body);
     harness_resp_free(&r);

@@ -201,8 +201,9 @@ ParameterizedTest(struct lcase *p, evaluate, case_equations, .init = setup)
             char sub[8192];
             substitute(m, text, st, sub, sizeof sub);
             double r = eval_text(m, sub);
-            cr_assert(fabs(r) <= 1e-9, "%s: sample %zu, equation %s: residual %g with the evaluated accelerations",
-                      p->file, i, json_string_value(json_object_get(chk, "label")), r);
+            cr_assert(fabs(r) <= 1e-9,
+                      "%s: sample %zu, equation %s: residual %g with the evaluated accelerations", p->file, i,
+                      json_string_value(json_object_get(chk, "label")), r);
             checked++;
         }
     }
@@ -228,8 +229,9 @@ ParameterizedTest(struct lcase *p, evaluate, case_equations, .init = setup)
         }
         for (int k = 0; k < m->nc; k++) {
             double l = getd(st, "multipliers", m->cons[k].name);
-            cr_assert(fabs(l - lam[k]) <= 1e-8 * (1 + fabs(l)), "%s: sample %zu multiplier %s %.17g vs KKT %.17g",
-                      p->file, i, m->cons[k].name, l, lam[k]);
+            cr_assert(fabs(l - lam[k]) <= 1e-8 * (1 + fabs(l)),
+                      "%s: sample %zu multiplier %s %.17g vs KKT %.17g", p->file, i, m->cons[k].name, l,
+                      lam[k]);
         }
     }
     mult_ws_free(mw);
@@ -282,10 +284,12 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
             hamel_rhs(t, yp, fm, hw);
             for (int i = 0; i < N; i++) {
                 double fd = (fp[i] - fm[i]) / (2 * h), a = A[(size_t)i * N + j];
-                cr_assert(fabs(a - fd) <= 1e-6 * (1 + fabs(fd)), "%s: sample %zu A[%d][%d] = %.17g, central difference %.17g",
-                          p->file, s, i, j, a, fd);
+                cr_assert(fabs(a - fd) <= 1e-6 * (1 + fabs(fd)),
+                          "%s: sample %zu A[%d][%d] = %.17g, central difference %.17g", p->file, s, i, j, a,
+                          fd);
                 cr_assert(fabs(a - An[(size_t)i * N + j]) <= 1e-10 * (1 + fabs(a)),
-                          "%s: A[%d][%d] reduced %.17g vs numeric %.17g", p->file, i, j, a, An[(size_t)i * N + j]);
+                          "%s: A[%d][%d] reduced %.17g vs numeric %.17g", p->file, i, j, a,
+                          An[(size_t)i * N + j]);
             }
         }
     }
@@ -326,10 +330,12 @@ Test(linearize, pendulum, .init = setup)
     double w = sqrt(9.81 / 2.0);
     cr_assert(fabs(eig(res, 0, 0, "re")) < 1e-14 && fabs(eig(res, 0, 0, "im") - w) < 1e-13,
               "first eigenvalue %g%+gi, want +%gi", eig(res, 0, 0, "re"), eig(res, 0, 0, "im"), w);
-    cr_assert(fabs(eig(res, 0, 1, "re")) < 1e-14 && fabs(eig(res, 0, 1, "im") + w) < 1e-13, "second eigenvalue");
+    cr_assert(fabs(eig(res, 0, 1, "re")) < 1e-14 && fabs(eig(res, 0, 1, "im") + w) < 1e-13,
+              "second eigenvalue");
     const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
     const json_t *A = json_object_get(pt, "A"), *B = json_object_get(pt, "B");
-    cr_assert(fabs(json_number_value(json_array_get(json_array_get(A, 1), 0)) + 9.81 / 2.0) < 1e-14, "A[1][0]");
+    cr_assert(fabs(json_number_value(json_array_get(json_array_get(A, 1), 0)) + 9.81 / 2.0) < 1e-14,
+              "A[1][0]");
     cr_assert(fabs(json_number_value(json_array_get(json_array_get(A, 0), 1)) - 1.0) < 1e-15, "A[0][1]");
     cr_assert(fabs(json_number_value(json_array_get(json_array_get(B, 1), 0)) - 1.0 / (1.5 * 4.0)) < 1e-15,
               "B = 1/(m l^2)");
@@ -387,7 +393,8 @@ Test(linearize, not_steady, .init = setup)
         const json_t *errs = json_object_get(problem, "errors");
         int found = 0;
         for (size_t j = 0; j < json_array_size(errs); j++)
-            found |= strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
+            found |=
+                strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
         cr_assert(found, "%s: expected an error at %s, got %s", bad[i][0], bad[i][1], json_dumps(problem, 0));
         json_decref(problem);
         json_decref(req);
@@ -433,8 +440,8 @@ Test(linearize, rolling_disk_upright, .init = setup)
         if (l2 > 0) { /* sorted by real part: +w first, -w last, zeros between */
             cr_assert(fabs(eig(res, 0, 0, "re") - w) < 1e-12 && eig(res, 0, 0, "im") == 0.0,
                       "Omega = %g: first eigenvalue %.17g, want %.17g", W, eig(res, 0, 0, "re"), w);
-            cr_assert(fabs(eig(res, 0, 7, "re") + w) < 1e-12, "Omega = %g: last eigenvalue %.17g, want %.17g", W,
-                      eig(res, 0, 7, "re"), -w);
+            cr_assert(fabs(eig(res, 0, 7, "re") + w) < 1e-12, "Omega = %g: last eigenvalue %.17g, want %.17g",
+                      W, eig(res, 0, 7, "re"), -w);
         }
         int plus = 0, minus = 0, zeros = 0;
         for (int e = 0; e < 8; e++) {
@@ -448,8 +455,8 @@ Test(linearize, rolling_disk_upright, .init = setup)
                 zeros++;
         }
         cr_assert(plus == 1 && minus == 1 && zeros == 6,
-                  "Omega = %g: want +-%s%.17g and six zeros; got %d, %d, %d", W, l2 > 0 ? "" : "i", w, plus, minus,
-                  zeros);
+                  "Omega = %g: want +-%s%.17g and six zeros; got %d, %d, %d", W, l2 > 0 ? "" : "i", w, plus,
+                  minus, zeros);
         json_decref(res);
     }
     engine_model_release(m);
@@ -467,18 +474,22 @@ Test(evaluate, bad_states, .init = setup)
         {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0}, \"speeds\": {\"wd\": 0, "
          "\"thd\": 0, \"Omega\": 1}}]}",
          "states[0].q.y"},
-        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"qdot\": {\"phi\": 0, "
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"qdot\": "
+         "{\"phi\": 0, "
          "\"theta\": 0, \"psi\": 1, \"x\": 0, \"y\": 0}}]}",
          "states[0].qdot"},
-        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": {\"wd\": "
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": "
+         "{\"wd\": "
          "\"a\", \"thd\": 0, \"Omega\": 1}}]}",
          "states[0].speeds.wd"},
         {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}}]}", "states[0]"},
         {"{\"states\": [7]}", "states[0]"},
-        {"{\"states\": [{\"t\": 0, \"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": "
+        {"{\"states\": [{\"t\": 0, \"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, "
+         "\"speeds\": "
          "{\"wd\": 0, \"thd\": 0, \"Omega\": 1}, \"u\": 1}]}",
          "states[0].u"},
-        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": {\"wd\": "
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": "
+         "{\"wd\": "
          "0, \"thd\": 0, \"Omega\": 1}}], \"parameters\": {\"zz\": 1}}",
          "parameters.zz"},
     };
@@ -489,7 +500,8 @@ Test(evaluate, bad_states, .init = setup)
         const json_t *errs = json_object_get(problem, "errors");
         int found = 0;
         for (size_t j = 0; j < json_array_size(errs); j++)
-            found |= strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
+            found |=
+                strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
         cr_assert(found, "%s: expected an error at %s, got %s", bad[i][0], bad[i][1], json_dumps(problem, 0));
         json_decref(problem);
         json_decref(req);
@@ -504,9 +516,15 @@ Test(tangent, every_function, .init = setup)
     engine_model *m = compile_text("{\"coordinates\": [\"a\", \"b\"], \"parameters\": {\"c\": 0.7},"
                                    " \"kinetic_energy\": \"a'^2 + b'^2\"}");
     const char *texts[] = {
-        "sin(a)*cos(b) + tan(a*b)",  "asin(a/3) + acos(b/3) + atan(a - b)", "atan2(a, b) + atan2(-b, a)",
-        "sinh(a) + cosh(b) + tanh(a*b)", "exp(a) * log(b)",               "sqrt(a*b) + abs(a - 2*b)",
-        "a^3 * b^-2 + (a + b)^5",    "pow(a, b) + a^c + c^b",              "a / (b + c) - (a*b)/(a - 7)",
+        "sin(a)*cos(b) + tan(a*b)",
+        "asin(a/3) + acos(b/3) + atan(a - b)",
+        "atan2(a, b) + atan2(-b, a)",
+        "sinh(a) + cosh(b) + tanh(a*b)",
+        "exp(a) * log(b)",
+        "sqrt(a*b) + abs(a - 2*b)",
+        "a^3 * b^-2 + (a + b)^5",
+        "pow(a, b) + a^c + c^b",
+        "a / (b + c) - (a*b)/(a - 7)",
         "a'*b + a*b'",
     };
     double in[16] = {0}, din[16 * 2] = {0};
@@ -575,8 +593,9 @@ static void bike_jacobian(struct bike *b, double v)
 {
     memset(b->y, 0, b->N * sizeof *b->y);
     b->y[b->N - 1] = -v / BIKE_RR; /* thetaRd, the last speed */
-    cr_assert_eq(lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL, NULL), 0,
-                 "A at v = %g", v);
+    cr_assert_eq(
+        lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL, NULL),
+        0, "A at v = %g", v);
 }
 
 /* The largest real part among the eigenvalues of the roll/steer block of A (the other
@@ -610,7 +629,8 @@ static double bike_root(struct bike *b, int complex_ones, double lo, double hi)
     for (int it = 0; it < 100; it++) {
         gsl_root_fsolver_iterate(s);
         r = gsl_root_fsolver_root(s);
-        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-13, 0) == GSL_SUCCESS)
+        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-13, 0) ==
+            GSL_SUCCESS)
             break;
     }
     gsl_root_fsolver_free(s);
@@ -630,7 +650,8 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     b.steer = model_coord_index(b.m, "delta");
     b.rolld = b.m->n + model_speed_index(b.m, "phid");
     b.steerd = b.m->n + model_speed_index(b.m, "deltad");
-    cr_assert(b.roll >= 0 && b.steer >= 0 && b.rolld >= b.m->n && b.steerd >= b.m->n, "roll, steer and their rates");
+    cr_assert(b.roll >= 0 && b.steer >= 0 && b.rolld >= b.m->n && b.steerd >= b.m->n,
+              "roll, steer and their rates");
     cr_assert_eq(model_speed_index(b.m, "thetaRd"), b.m->k - 1, "thetaRd is the last speed");
     b.A = calloc((size_t)b.N * b.N, sizeof *b.A);
     b.f = calloc(b.N, sizeof *b.f);
@@ -658,7 +679,8 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
                 found[k]++;
     }
     cr_assert(nonzero == 4 && found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1,
-              "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9", json_dumps(ev, 0));
+              "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9",
+              json_dumps(ev, 0));
     json_decref(res);
     /* "select": the roll/steer block alone has exactly these four, in the documented order */
     json_t *sreq = json_deep_copy(json_object_get(doc, "linearize"));
@@ -701,15 +723,17 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
             for (int j = 0; j < 4; j++) {
                 double a = b.A[(size_t)idx[i] * b.N + idx[j]];
                 cr_assert(fabs(a - blk[i][j]) <= 1e-10 * fmax(1.0, fabs(blk[i][j])),
-                          "v = %g: A[%d][%d] of the roll/steer block %.17g, paper %.17g", v, i, j, a, blk[i][j]);
+                          "v = %g: A[%d][%d] of the roll/steer block %.17g, paper %.17g", v, i, j, a,
+                          blk[i][j]);
             }
         /* and roll/steer does not see the other states (upright straight running) */
         for (int i = 2; i < 4; i++)
             for (int j = 0; j < b.N; j++) {
                 if (j == idx[0] || j == idx[1] || j == idx[2] || j == idx[3])
                     continue;
-                cr_assert(fabs(b.A[(size_t)idx[i] * b.N + j]) < 1e-10, "v = %g: roll/steer row %d depends on state %d (%g)",
-                          v, i, j, b.A[(size_t)idx[i] * b.N + j]);
+                cr_assert(fabs(b.A[(size_t)idx[i] * b.N + j]) < 1e-10,
+                          "v = %g: roll/steer row %d depends on state %d (%g)", v, i, j,
+                          b.A[(size_t)idx[i] * b.N + j]);
             }
     }
 
@@ -722,8 +746,8 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
         int k = 0;
         for (int i = 0; i < b.N; i++)
             if (hypot(re[i], im[i]) > 1e-4) {
-                cr_assert(k < 4 && fabs(re[i] - w0[k]) < 1e-9 && fabs(im[i]) < 1e-9, "v = 0: eigenvalue %d = %.17g%+.3gi",
-                          k, re[i], im[i]);
+                cr_assert(k < 4 && fabs(re[i] - w0[k]) < 1e-9 && fabs(im[i]) < 1e-9,
+                          "v = 0: eigenvalue %d = %.17g%+.3gi", k, re[i], im[i]);
                 k++;
             }
         cr_assert_eq(k, 4, "v = 0: four nonzero eigenvalues");
@@ -734,7 +758,8 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     double weave = bike_root(&b, 1, 4.0, 4.6), capsize = bike_root(&b, 0, 5.7, 6.3);
     cr_log_info("bicycle: weave speed %.15g, capsize speed %.15g", weave, capsize);
     cr_assert(fabs(weave - 4.29238253634111) < 1e-9, "weave speed %.15g, paper 4.29238253634111", weave);
-    cr_assert(fabs(capsize - 6.02426201538837) < 1e-9, "capsize speed %.15g, paper 6.02426201538837", capsize);
+    cr_assert(fabs(capsize - 6.02426201538837) < 1e-9, "capsize speed %.15g, paper 6.02426201538837",
+              capsize);
 
     free(b.A);
     free(b.f);
@@ -749,10 +774,12 @@ Test(evaluate, nonlinear_constraint, .init = setup)
 {
     /* a particle held at speed v under gravity: lambda = m g sin(heading)/(2 v) at the
      * start (heading with sin = 0.6), q'' = (0, -g) + 2 lambda q'/m, perpendicular to q' */
-    engine_model *m = compile_text("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
-                                   " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
-                                   " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
-    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
+        " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
+    json_t *req =
+        loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
     json_t *res = NULL, *problem = NULL;
     int rc = engine_evaluate(m, req, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "evaluate: %s", problem ? json_dumps(problem, 0) : "");
@@ -761,7 +788,8 @@ Test(evaluate, nonlinear_constraint, .init = setup)
     double lam = getd(st, "multipliers", "speed"), want = 2.0 * 9.81 * 0.6 / 6.0;
     cr_assert(fabs(lam - want) < 1e-12, "lambda %.17g, closed form %.17g", lam, want);
     double ax = getd(st, "qddot", "x"), ay = getd(st, "qddot", "y");
-    cr_assert(fabs(ax - want * 2.4) < 1e-12 && fabs(ay - (-9.81 + want * 1.8)) < 1e-12, "q'' = (%g, %g)", ax, ay);
+    cr_assert(fabs(ax - want * 2.4) < 1e-12 && fabs(ay - (-9.81 + want * 1.8)) < 1e-12, "q'' = (%g, %g)", ax,
+              ay);
     cr_assert_null(json_object_get(st, "speeds_dot"), "no speeds in the multipliers formulation");
     json_decref(res);
     json_decref(req);
@@ -769,8 +797,9 @@ Test(evaluate, nonlinear_constraint, .init = setup)
     req = loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_FORMULATION);
-    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
-                     "model.constraints[0]");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+        "model.constraints[0]");
     json_decref(problem);
     json_decref(req);
     engine_model_release(m);
@@ -780,9 +809,10 @@ Test(evaluate, nonlinear_constraint, .init = setup)
  * at its relative equilibria, but a hoop driven by an explicit t is not. */
 Test(linearize, time_dependence_in_the_steady_check, .init = setup)
 {
-    engine_model *m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
-                                   " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
-                                   " \"potential_energy\": \"-g*R*cos(th)\"}");
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
     /* at t = 0 the bead at the bottom (th = 0) is in equilibrium, and stays: u' = 0 and
      * d(u')/dt = 0 even though the hoop accelerates */
     json_t *req = loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL, *problem = NULL;
@@ -799,26 +829,30 @@ Test(linearize, time_dependence_in_the_steady_check, .init = setup)
     char text[200];
     snprintf(text, sizeof text, "{\"q\": {\"th\": %.17g}, \"speeds\": {\"th'\": 0}}", acos(9.81 / 16.0));
     engine_model_release(m);
-    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
-                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
-                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
     req = loads(text);
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "an accelerating hoop's off-axis point is not steady");
-    const char *why = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
     cr_assert_not_null(strstr(why, "changes along the motion"), "%s", why);
     json_decref(problem);
     /* with a = 0 it is a relative equilibrium: eigenvalues +-i w sin(th0) */
     json_decref(req);
     engine_model_release(m);
-    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
-                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
-                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
     req = loads(text);
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
     double w = 4.0 * sin(acos(9.81 / 16.0));
-    cr_assert(fabs(eig(res, 0, 0, "im") - w) < 1e-12, "frequency %.17g, want w sin(th0) = %.17g", eig(res, 0, 0, "im"), w);
+    cr_assert(fabs(eig(res, 0, 0, "im") - w) < 1e-12, "frequency %.17g, want w sin(th0) = %.17g",
+              eig(res, 0, 0, "im"), w);
     json_decref(res);
     json_decref(req);
     engine_model_release(m);
@@ -853,7 +887,9 @@ Test(linearize, cartesian_pendulum, .init = setup)
      * dependent coordinate y, which stays in the state */
     res = linearize_ok(m, "{\"q\": {\"x\": 0, \"y\": -0.9}, \"speeds\": {\"x'\": 0}}");
     double w = sqrt(9.81);
-    cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues")), 3);
+    cr_assert_eq(
+        json_array_size(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues")),
+        3);
     int plus = 0, minus = 0, zero = 0;
     for (int i = 0; i < 3; i++) {
         double re = eig(res, 0, i, "re"), im = eig(res, 0, i, "im");
@@ -873,14 +909,17 @@ Test(linearize, cartesian_pendulum, .init = setup)
             double a = json_number_value(json_array_get(json_array_get(Ai, i), j));
             cr_assert(fabs(a - wantA[i][j]) < 1e-13, "independent A[%d][%d] = %.17g", i, j, a);
         }
-    double im0 = json_number_value(json_object_get(json_array_get(json_object_get(ind, "eigenvalues"), 0), "im"));
-    cr_assert(fabs(im0 - w) < 1e-12 && json_array_size(json_object_get(ind, "eigenvalues")) == 2, "independent eigenvalues");
+    double im0 =
+        json_number_value(json_object_get(json_array_get(json_object_get(ind, "eigenvalues"), 0), "im"));
+    cr_assert(fabs(im0 - w) < 1e-12 && json_array_size(json_object_get(ind, "eigenvalues")) == 2,
+              "independent eigenvalues");
     json_decref(res);
     /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
     req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
-    const char *path = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path"));
+    const char *path =
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path"));
     cr_assert(path && !strncmp(path, "q", 1), "path %s", path);
     char *text = json_dumps(problem, 0);
     int names_guess = text && strstr(text, "guess") != NULL;
