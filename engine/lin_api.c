@@ -7,6 +7,7 @@
  * Eigenvalues are sorted by real part, largest first, then by imaginary part, largest
  * first (so a conjugate pair lists +im before -im); real ones have im exactly 0.
  */
+#include <gsl/gsl_complex_math.h>
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -66,7 +67,7 @@ typedef struct lin_state {
 } lin_state;
 
 static json_t *matrix_json(const double *a, int rows, int cols);
-int lin_eigenvalues(int N, const double *A, double *re, double *im);
+static json_t *eigen_json(int N, const double *A, const char *const *names, int vectors);
 
 /* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
  * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
@@ -120,7 +121,7 @@ done:
  * invariant under the linearized flow: A E = E A_red). B_red = P B. Returns the
  * {"states", "A", "B"?, "eigenvalues"} object, or NULL where df/dq_dep is singular. */
 static json_t *reduced_json(const struct engine_model *m, const double *params, const lin_state *st,
-                            const double *A, const double *B, int ni)
+                            const double *A, const double *B, int ni, int vectors)
 {
     int n = m->n, k = m->k, h = m->npos, N = n + k, Nr = N - h;
     if (h > 8 || h >= n)
@@ -174,12 +175,16 @@ static json_t *reduced_json(const struct engine_model *m, const double *params, 
         for (int c = 0; c < ni; c++)
             Br[(size_t)i * ni + c] = B[(size_t)rows[i] * ni + c];
     }
-    if (lin_eigenvalues(Nr, Ar, re, im) < 0)
-        goto done;
-    json_t *names = json_array(), *eig = json_array();
+    const char *rn[256];
+    json_t *names = json_array();
     for (int i = 0; i < Nr; i++) {
-        json_array_append_new(names, json_string(rows[i] < n ? m->coords[rows[i]] : m->speeds[rows[i] - n]));
-        json_array_append_new(eig, json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i])));
+        rn[i] = rows[i] < n ? m->coords[rows[i]] : m->speeds[rows[i] - n];
+        json_array_append_new(names, json_string(rn[i]));
+    }
+    json_t *eig = eigen_json(Nr, Ar, rn, vectors);
+    if (!eig) {
+        json_decref(names);
+        goto done;
     }
     res = json_pack("{s:o, s:o, s:o}", "states", names, "A", matrix_json(Ar, Nr, Nr), "eigenvalues", eig);
     if (ni)
@@ -580,6 +585,7 @@ done:
 
 typedef struct lin_eig {
     double re, im;
+    int k; /* index in GSL's order (its eigenvector's column) */
 } lin_eig;
 
 static int eig_cmp(const void *pa, const void *pb)
@@ -592,7 +598,7 @@ static int eig_cmp(const void *pa, const void *pb)
     return 0;
 }
 
-int lin_eigenvalues(int N, const double *A, double *re, double *im)
+int lin_eigen(int N, const double *A, double *re, double *im, double *vre, double *vim)
 {
     if (N < 1)
         return 0;
@@ -611,11 +617,30 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im)
                 gsl_complex z = gsl_vector_complex_get(ev, i);
                 e[i].re = GSL_REAL(z);
                 e[i].im = GSL_IMAG(z);
+                e[i].k = i;
             }
             qsort(e, N, sizeof *e, eig_cmp);
             for (int i = 0; i < N; i++) {
                 re[i] = e[i].re;
                 im[i] = e[i].im;
+                if (!vre || !vim)
+                    continue;
+                /* eigenvector i, scaled so that its largest component is exactly 1 */
+                int big = 0;
+                double bigabs = -1.0;
+                for (int s = 0; s < N; s++) {
+                    double m = gsl_complex_abs(gsl_matrix_complex_get(vec, s, e[i].k));
+                    if (m > bigabs) {
+                        bigabs = m;
+                        big = s;
+                    }
+                }
+                gsl_complex piv = gsl_matrix_complex_get(vec, big, e[i].k);
+                for (int s = 0; s < N; s++) {
+                    gsl_complex z = gsl_complex_div(gsl_matrix_complex_get(vec, s, e[i].k), piv);
+                    vre[(size_t)i * N + s] = s == big ? 1.0 : GSL_REAL(z);
+                    vim[(size_t)i * N + s] = s == big ? 0.0 : GSL_IMAG(z);
+                }
             }
             rc = 0;
         }
@@ -630,6 +655,41 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im)
         gsl_eigen_nonsymmv_free(ws);
     free(e);
     return rc;
+}
+
+int lin_eigenvalues(int N, const double *A, double *re, double *im)
+{
+    return lin_eigen(N, A, re, im, NULL, NULL);
+}
+
+/* The eigenvalues of the N x N matrix A as [{re, im, vector?}], with each eigenvector
+ * (when `vectors`) as {state name: {re, im}}; NULL when they do not converge. */
+static json_t *eigen_json(int N, const double *A, const char *const *names, int vectors)
+{
+    double *re = calloc(N + 1, sizeof *re), *im = calloc(N + 1, sizeof *im);
+    double *vre = vectors ? calloc((size_t)N * N + 1, sizeof *vre) : NULL;
+    double *vim = vectors ? calloc((size_t)N * N + 1, sizeof *vim) : NULL;
+    json_t *arr = NULL;
+    if (re && im && (!vectors || (vre && vim)) && lin_eigen(N, A, re, im, vre, vim) == 0) {
+        arr = json_array();
+        for (int i = 0; i < N; i++) {
+            json_t *o = json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i]));
+            if (vectors) {
+                json_t *v = json_object();
+                for (int s = 0; s < N; s++)
+                    json_object_set_new(v, names[s],
+                                        json_pack("{s:o, s:o}", "re", num(vre[(size_t)i * N + s]), "im",
+                                                  num(vim[(size_t)i * N + s])));
+                json_object_set_new(o, "vector", v);
+            }
+            json_array_append_new(arr, o);
+        }
+    }
+    free(re);
+    free(im);
+    free(vre);
+    free(vim);
+    return arr;
 }
 
 int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
@@ -688,11 +748,25 @@ static json_t *matrix_json(const double *a, int rows, int cols)
     return arr;
 }
 
-static const char *const linearize_keys[] = {
-    "model",  "model_id", "parameters",       "t",      "q",    "speeds",      "qdot", "points",
-    "inputs", "steady",   "steady_tolerance", "select", "name", "description", NULL};
+static const char *const linearize_keys[] = {"model",
+                                             "model_id",
+                                             "parameters",
+                                             "t",
+                                             "q",
+                                             "speeds",
+                                             "qdot",
+                                             "points",
+                                             "inputs",
+                                             "steady",
+                                             "steady_tolerance",
+                                             "select",
+                                             "eigenvectors",
+                                             "name",
+                                             "description",
+                                             NULL};
 #define LINEARIZE_KEYS                                                                                       \
-    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select"
+    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select, "    \
+    "eigenvectors"
 
 /* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f + du'/dt = 0 along
  * the motion, against tol times their rounding scales. Adds an error naming the speed. */
@@ -816,6 +890,12 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (sel[j] == sel[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
     }
+    int vectors = 0;
+    const json_t *vv = json_object_get(request, "eigenvectors");
+    if (vv && !json_is_boolean(vv))
+        bad(problem, HAMEL_E_BAD_REQUEST, "eigenvectors", "must be true or false");
+    else if (vv)
+        vectors = json_is_true(vv);
     int check = 1;
     const json_t *sv = json_object_get(request, "steady");
     if (sv && !json_is_boolean(sv))
@@ -855,14 +935,17 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     lin_state *st = calloc(np, sizeof *st);
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
     double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
+    const char **state_names = calloc(N, sizeof *state_names);
     double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re),
            *im = calloc(N, sizeof *im);
     json_t *arr = NULL;
-    if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im) {
+    if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im || !state_names) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
     }
+    for (int i = 0; i < N; i++)
+        state_names[i] = i < n ? m->coords[i] : m->speeds[i - n];
     for (int p = 0; p < np; p++) {
         char prefix[48] = "";
         st[p].q = store + (size_t)p * (2 * n + k + 1);
@@ -912,14 +995,12 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
                                 json_string("the operating point is not an equilibrium or a steady motion"));
             goto done;
         }
-        if (lin_eigenvalues(N, A, re, im) < 0) {
+        json_t *eig = eigen_json(N, A, (const char *const *)state_names, vectors);
+        if (!eig) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
             goto done;
         }
-        json_t *eig = json_array();
-        for (int i = 0; i < N; i++)
-            json_array_append_new(eig, json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i])));
         json_t *o = json_object();
         json_object_set_new(o, "t", num(s->t));
         json_object_set_new(o, "q", named(m->coords, s->q, n));
@@ -931,7 +1012,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             json_object_set_new(o, "B", matrix_json(B, N, ni));
         json_object_set_new(o, "eigenvalues", eig);
         if (m->npos > 0) {
-            json_t *red = reduced_json(m, params, s, A, B, ni);
+            json_t *red = reduced_json(m, params, s, A, B, ni, vectors);
             if (red)
                 json_object_set_new(o, "independent", red);
         }
@@ -951,12 +1032,11 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
                 json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
                 if (ni)
                     json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
-                json_t *be = json_array();
-                if (lin_eigenvalues(nsel, blk, bre, bim) == 0)
-                    for (int i = 0; i < nsel; i++)
-                        json_array_append_new(be,
-                                              json_pack("{s:o, s:o}", "re", num(bre[i]), "im", num(bim[i])));
-                json_object_set_new(bo, "eigenvalues", be);
+                const char *sn[256];
+                for (int i = 0; i < nsel && i < 256; i++)
+                    sn[i] = sel[i] < n ? m->coords[sel[i]] : m->speeds[sel[i] - n];
+                json_t *be = nsel <= 256 ? eigen_json(nsel, blk, sn, vectors) : NULL;
+                json_object_set_new(bo, "eigenvalues", be ? be : json_array());
             }
             free(blk);
             free(bb);
@@ -993,6 +1073,7 @@ done:
     free(f);
     free(A);
     free(ft);
+    free(state_names);
     free(B);
     free(re);
     free(im);

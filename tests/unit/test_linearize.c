@@ -352,6 +352,59 @@ Test(linearize, pendulum, .init = setup)
     engine_model_release(m);
 }
 
+static json_t *rolling_disk_model(void);
+
+/* eigenvectors: A v = lambda v, scaled so that the largest component is exactly 1 */
+Test(linearize, eigenvectors, .init = setup)
+{
+    engine_model *m = compile_text(pendulum);
+    json_t *res = linearize_ok(m, "{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"eigenvectors\": true}");
+    const json_t *e0 =
+        json_array_get(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues"), 0);
+    const json_t *v = json_object_get(e0, "vector");
+    double w = sqrt(9.81 / 2.0);
+    /* for +i w: v = (1, i w) / (i w) = (-i/w, 1) */
+    cr_assert(getd(v, "th'", "re") == 1.0 && getd(v, "th'", "im") == 0.0,
+              "the largest component is exactly 1");
+    cr_assert(fabs(getd(v, "th", "re")) < 1e-15 && fabs(getd(v, "th", "im") + 1 / w) < 1e-14,
+              "th component %g%+gi", getd(v, "th", "re"), getd(v, "th", "im"));
+    json_decref(res);
+    engine_model_release(m);
+
+    /* on the upright rolling disk (8 states): A v = lambda v for every eigenvalue */
+    json_t *mj = rolling_disk_model();
+    m = compile_json(mj);
+    json_decref(mj);
+    res = linearize_ok(
+        m, "{\"q\": {\"phi\": 0.3, \"theta\": 1.5707963267948966, \"psi\": 0, \"x\": 0, \"y\": 0},"
+           " \"speeds\": {\"wd\": 0, \"thd\": 0, \"Omega\": 4}, \"eigenvectors\": true}");
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
+    const json_t *A = json_object_get(pt, "A"), *states = json_object_get(res, "states");
+    const json_t *ev = json_object_get(pt, "eigenvalues");
+    for (size_t k = 0; k < json_array_size(ev); k++) {
+        const json_t *e = json_array_get(ev, k), *vec = json_object_get(e, "vector");
+        double lr = json_number_value(json_object_get(e, "re")),
+               li = json_number_value(json_object_get(e, "im"));
+        if (hypot(lr, li) < 1e-6)
+            continue; /* the zero eigenvalues are defective: their vectors are not unique */
+        for (size_t i = 0; i < 8; i++) {
+            double sr = 0, si = 0;
+            for (size_t j = 0; j < 8; j++) {
+                double a = json_number_value(json_array_get(json_array_get(A, i), j));
+                const char *nj = json_string_value(json_array_get(states, j));
+                sr += a * getd(vec, nj, "re");
+                si += a * getd(vec, nj, "im");
+            }
+            const char *ni = json_string_value(json_array_get(states, i));
+            double vr = getd(vec, ni, "re"), vi = getd(vec, ni, "im");
+            cr_assert(fabs(sr - (lr * vr - li * vi)) < 1e-12 && fabs(si - (lr * vi + li * vr)) < 1e-12,
+                      "eigenvector %zu, row %zu: A v != lambda v", k, i);
+        }
+    }
+    json_decref(res);
+    engine_model_release(m);
+}
+
 Test(linearize, not_steady, .init = setup)
 {
     engine_model *m = compile_text(pendulum);
