@@ -129,13 +129,12 @@ static json_t *reduced_json(const struct engine_model *m, const double *params, 
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_pos->n_ins + 1, sizeof *work);
     double *out = calloc((size_t)h * (n + 1), sizeof *out), *D = calloc((size_t)h * h, sizeof *D);
     double *E = calloc((size_t)N * Nr, sizeof *E), *Ar = calloc((size_t)Nr * Nr, sizeof *Ar);
-    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br), *re = calloc(Nr, sizeof *re),
-           *im = calloc(Nr, sizeof *im);
+    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br);
     double z[8];
     int piv[8], *rows = calloc(Nr, sizeof *rows);
     unsigned char isdep[256] = {0};
     json_t *res = NULL;
-    if (!in || !work || !out || !D || !E || !Ar || !Br || !re || !im || !rows || n > 256)
+    if (!in || !work || !out || !D || !E || !Ar || !Br || !rows || n > 256)
         goto done;
     memcpy(in, params, m->np * sizeof *in);
     in[model_input_t(m)] = st->t;
@@ -197,8 +196,6 @@ done:
     free(E);
     free(Ar);
     free(Br);
-    free(re);
-    free(im);
     free(rows);
     return res;
 }
@@ -936,10 +933,9 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
     double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
     const char **state_names = calloc(N, sizeof *state_names);
-    double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re),
-           *im = calloc(N, sizeof *im);
+    double *B = calloc((size_t)N * ni + 1, sizeof *B);
     json_t *arr = NULL;
-    if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im || !state_names) {
+    if (!hw || !st || !store || !f || !A || !ft || !B || !state_names) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
@@ -1075,8 +1071,6 @@ done:
     free(ft);
     free(state_names);
     free(B);
-    free(re);
-    free(im);
     free(params);
     free(inp);
     free(sel);
