@@ -6,6 +6,10 @@
  *   hamel gamma FILE [--q name=value,...] [--t T]
  *                         prints the Hamel coefficients (API.md §4)
  *   hamel equations FILE  prints the derived equations (API.md §5)
+ *   hamel linearize FILE  a file {"model": ..., "linearize": {...}} (or a /v1/linearize
+ *                         request with "model"): prints A, B and the eigenvalues
+ *   hamel evaluate FILE   a file {"model": ..., "evaluate": {"states": [...]}} (or a
+ *                         /v1/evaluate request with "model"): prints q', u', q'', multipliers
  *   hamel remote ...      the same against a server (see hamel remote --help)
  *
  * FILE may be "-" for standard input. Errors: the problem document on stderr, exit 1.
@@ -21,7 +25,7 @@
 static void usage(FILE *f)
 {
     fputs("usage: hamel run FILE | check FILE | gamma FILE [--q name=value,...] [--t T] |\n"
-          "             equations FILE | remote ... | --version\n"
+          "             equations FILE | linearize FILE | evaluate FILE | remote ... | --version\n"
           "FILE: a model, a simulation request with \"model\", or a case file with \"model\" and\n"
           "\"simulation\" (as in ../shared/cases); - reads standard input.\n",
           f);
@@ -184,6 +188,38 @@ static int cmd_gamma(int argc, char **argv)
     return rc ? fail(problem) : print(result);
 }
 
+/* hamel linearize FILE / hamel evaluate FILE: the file's "model" with its "linearize"
+ * (or "evaluate") member as the request, else the file itself as the request. */
+static int cmd_lin(const char *path, const char *which)
+{
+    json_error_t err;
+    json_t *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(path, 0, &err);
+    if (!doc) {
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
+        char where[64];
+        snprintf(where, sizeof where, "%s:%d", path, err.line);
+        hamel_problem_add(p, where, err.column, err.text);
+        return fail(p);
+    }
+    json_t *model = json_object_get(doc, "model"), *inner = json_object_get(doc, which);
+    json_t *r = inner ? inner : doc;
+    if (!json_is_object(model) || !json_is_object(r)) {
+        json_decref(doc);
+        char why[160];
+        snprintf(why, sizeof why, "the file needs \"model\" and a \"%s\" request (or to be one)", which);
+        return fail(hamel_problem_new(HAMEL_E_BAD_REQUEST, why));
+    }
+    engine_model *m = NULL;
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_model_compile(model, NULL, &m, &problem);
+    if (rc == 0)
+        rc = strcmp(which, "evaluate") ? engine_linearize(m, r, NULL, NULL, &result, &problem)
+                                       : engine_evaluate(m, r, NULL, &result, &problem);
+    json_decref(doc);
+    engine_model_release(m);
+    return rc ? fail(problem) : print(result);
+}
+
 int main(int argc, char **argv)
 {
     engine_init();
@@ -205,6 +241,8 @@ int main(int argc, char **argv)
         return cmd_equations(argv[2]);
     if (strcmp(argv[1], "gamma") == 0)
         return cmd_gamma(argc - 2, argv + 2);
+    if ((strcmp(argv[1], "linearize") == 0 || strcmp(argv[1], "evaluate") == 0) && argc == 3)
+        return cmd_lin(argv[2], argv[1]);
     usage(stderr);
     return 2;
 }

@@ -260,20 +260,4 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     return HAMEL_E_NOT_IMPLEMENTED;
 }
 
-int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
-                    json_t **result, json_t **problem)
-{
-    (void)m, (void)request, (void)limits;
-    *result = NULL;
-    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "evaluate is not implemented yet");
-    return HAMEL_E_NOT_IMPLEMENTED;
-}
-
-int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
-                     engine_control *ctl, json_t **result, json_t **problem)
-{
-    (void)m, (void)request, (void)limits, (void)ctl;
-    *result = NULL;
-    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "linearize is not implemented yet");
-    return HAMEL_E_NOT_IMPLEMENTED;
-}
+/* engine_evaluate and engine_linearize: lin_api.c. */

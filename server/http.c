@@ -774,6 +774,31 @@ static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
     return http__offload(c, http__run_hamel, http__resume_hamel);
 }
 
+/* Offloaded: /v1/evaluate or /v1/linearize on c->work_model (engine_evaluate,
+ * engine_linearize); answered like /v1/hamel. */
+static void http__run_lin(void *arg)
+{
+    http_conn *c = arg;
+    if (c->route == METRICS_ROUTE_EVALUATE)
+        c->work_rc = engine_evaluate(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+    else
+        c->work_rc =
+            engine_linearize(c->work_model, c->pending, c->srv->d.limits, NULL, &c->out, &c->out_problem);
+}
+
+static enum MHD_Result http__post_lin(http_conn *c, json_t *body)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, http__run_lin, http__resume_hamel);
+}
+
 /* The body of a job that is still queued or running. */
 static json_t *http__pending_doc(const job_view *v)
 {
@@ -1239,6 +1264,9 @@ static int http__match(http_conn *c, const char *url, http_route_match *m)
     } else if (!strcmp(url, "/v1/hamel")) {
         m->route = METRICS_ROUTE_HAMEL;
         m->allow = "POST, OPTIONS";
+    } else if (!strcmp(url, "/v1/evaluate") || !strcmp(url, "/v1/linearize")) {
+        m->route = url[4] == 'e' ? METRICS_ROUTE_EVALUATE : METRICS_ROUTE_LINEARIZE;
+        m->allow = "POST, OPTIONS";
     } else if (!strcmp(url, "/v1/simulations")) {
         m->route = METRICS_ROUTE_SIMULATIONS;
         m->allow = "POST, OPTIONS";
@@ -1375,6 +1403,8 @@ static enum MHD_Result http__dispatch(http_conn *c, json_t *body)
     switch (c->route) {
     case METRICS_ROUTE_MODELS: return http__post_model(c, body);
     case METRICS_ROUTE_HAMEL: return http__post_hamel(c, body);
+    case METRICS_ROUTE_EVALUATE:
+    case METRICS_ROUTE_LINEARIZE: return http__post_lin(c, body);
     case METRICS_ROUTE_BATCHES: return http__post_batch(c, body);
     default: return http__post_simulation(c, body);
     }

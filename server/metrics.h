@@ -19,6 +19,8 @@
     X(MODEL, "/v1/models/{id}")                                                                              \
     X(EQUATIONS, "/v1/models/{id}/equations")                                                                \
     X(HAMEL, "/v1/hamel")                                                                                    \
+    X(EVALUATE, "/v1/evaluate")                                                                              \
+    X(LINEARIZE, "/v1/linearize")                                                                            \
     X(SIMULATIONS, "/v1/simulations")                                                                        \
     X(JOB, "/v1/jobs/{id}")                                                                                  \
     X(BATCHES, "/v1/batches")                                                                                \

@@ -137,6 +137,26 @@ ex hamel.200 POST /v1/hamel "${json[@]}" --data-binary @"$here/hamel-request.jso
 jq -n --arg id "$nid" '{model_id: $id, q: {x: 0, y: 0, z: 1}}' >"$work/hamel-nl.json"
 ex hamel-nonlinear.422 POST /v1/hamel "${json[@]}" --data-binary @"$work/hamel-nl.json"
 
+# State derivatives at the rolling disk's initial state and one more; linearization of the
+# upright disk rolling straight at two spins (stable above Omega^2 = g/(3r)), and a point
+# that is not steady (the tilted disk at rest falls).
+jq -n --arg id "$id" '{model_id: $id, states: [
+  {t: 0, q: {phi: 0, theta: 1.2, psi: 0, x: 0, y: 0}, speeds: {wd: 0.3, thd: 0, Omega: 4}},
+  {t: 0, q: {phi: 0.5, theta: 0.8, psi: 1, x: 0.1, y: -0.2}, speeds: {wd: -1, thd: 0.5, Omega: 2}}]}' \
+  >"$here/evaluate-request.json"
+ex evaluate.200 POST /v1/evaluate "${json[@]}" --data-binary @"$here/evaluate-request.json"
+jq -n --arg id "$id" '{model_id: $id, states: [{q: {phi: 0, theta: 1.2, psi: 0, x: 0},
+  qdot: {phi: 0, theta: 0, psi: 1, x: 0, y: 0}}]}' >"$work/evaluate-bad.json"
+ex evaluate-invalid.422 POST /v1/evaluate "${json[@]}" --data-binary @"$work/evaluate-bad.json"
+jq -n --arg id "$id" '{model_id: $id, points: [
+  {q: {phi: 0, theta: 1.5707963267948966, psi: 0, x: 0, y: 0}, speeds: {wd: 0, thd: 0, Omega: 4}},
+  {q: {phi: 0, theta: 1.5707963267948966, psi: 0, x: 0, y: 0}, speeds: {wd: 0, thd: 0, Omega: 1}}]}' \
+  >"$here/linearize-request.json"
+ex linearize.200 POST /v1/linearize "${json[@]}" --data-binary @"$here/linearize-request.json"
+jq -n --arg id "$id" '{model_id: $id, q: {phi: 0, theta: 1.2, psi: 0, x: 0, y: 0},
+  speeds: {wd: 0, thd: 0, Omega: 0}}' >"$work/linearize-falling.json"
+ex linearize-not-steady.422 POST /v1/linearize "${json[@]}" --data-binary @"$work/linearize-falling.json"
+
 # A simulation: started without waiting, then followed; the same again is a cache hit.
 ex simulation.202 POST /v1/simulations "${json[@]}" --data-binary @"$here/simulation-request.json"
 job=$(jq -r .job_id "$body")

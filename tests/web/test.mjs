@@ -103,11 +103,11 @@ async function runAndWait(p) {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 10 shipped examples and a healthy server", async () => {
+await check("page loads with the 12 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 10, `expected 10 examples (the 7 shared cases and 3 closed-form systems), found ${n}`);
+  assert(n === 12, `expected 12 examples (the 7 shared cases, 3 closed-form systems, the rolling disk and the bicycle with bodies), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -266,6 +266,103 @@ await check("a nonlinear constraint runs with multipliers: constraint forces plo
     await p3.screenshot({ path: join(ARTIFACTS, "web-multipliers.png"), fullPage: true });
   } finally {
     await p3.close();
+  }
+});
+
+await check("linearization: eigenvalues of the upright rolling disk against its spin", async () => {
+  const p4 = await context.newPage();
+  p4.on("pageerror", (e) => pageErrors.push("linearize: " + e));
+  try {
+    await p4.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p4.waitForFunction(() => document.body.dataset.ready === "1");
+    const n = Number(await p4.locator("#lin-n").inputValue());
+    assert(n === 61 && (await p4.locator("#lin-sweep").inputValue()) === "speeds.Omega", "the rolling disk's sweep preset is not loaded");
+    await p4.click('[data-testid="lin-run"]');
+    await p4.locator('[data-testid="plot-eig-im"] svg').waitFor({ state: "visible" });
+    assert(await p4.locator('[data-testid="lin-problem"]').isHidden(), "the linearization showed a problem");
+    // two nonzero eigenvalues per point (+-sqrt((4g/r - 12 Omega^2)/5)); the six zeros are not drawn
+    for (const id of ["plot-eig-re", "plot-eig-im"]) {
+      const dots = await p4.locator(`[data-testid="${id}"] svg g.dots circle`).count();
+      assert(dots === 2 * n, `${id}: ${dots} dots, expected ${2 * n}`);
+    }
+    // the page's stability range against the API's own answers either side of its start
+    const from = Number(await p4.locator("#linearize").getAttribute("data-stable-from"));
+    const to = Number(await p4.locator("#linearize").getAttribute("data-stable-to"));
+    assert(Math.abs(from - 2.6) < 1e-9 && Math.abs(to - 6) < 1e-9, `stable range shown from ${from} to ${to}, expected 2.6 to 6 (g/(3r) = 6.54)`);
+    assert(/2\.6/.test(await p4.locator('[data-testid="lin-summary"]').innerText()), "the summary does not name 2.6");
+    const model = JSON.parse(await p4.locator("#model-editor textarea").inputValue());
+    const point = (w) => ({ q: { phi: 0, theta: Math.PI / 2, psi: 0, x: 0, y: 0 }, speeds: { wd: 0, thd: 0, Omega: w } });
+    const r = await api("POST", "/v1/linearize", { model, points: [point(2.5), point(2.6), point(6)] });
+    assert(r.status === 200, `POST /v1/linearize: ${r.status} ${r.text.slice(0, 200)}`);
+    const maxRe = (p) => Math.max(...p.eigenvalues.map((e) => e.re));
+    assert(maxRe(r.body.points[0]) > 0.1 && maxRe(r.body.points[1]) < 1e-9, "API: the disk should be unstable at 2.5 and not at 2.6");
+    const maxIm = Number(await p4.locator('[data-testid="plot-eig-im"]').getAttribute("data-max-im"));
+    near(maxIm, Math.max(...r.body.points[2].eigenvalues.map((e) => e.im)), 1e-12, "largest plotted frequency vs the API at Omega = 6");
+    near(maxIm, Math.sqrt((12 * 36 - 4 * 9.81 / 0.5) / 5), 1e-12, "largest plotted frequency vs the closed form");
+    await p4.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-linearize.png") });
+    // a point that is not steady is a problem naming the speed
+    await p4.selectOption("#lin-sweep", "speeds.thd");
+    await p4.fill("#lin-from", "0.5");
+    await p4.fill("#lin-to", "1");
+    await p4.fill("#lin-n", "2");
+    await p4.click('[data-testid="lin-run"]');
+    await p4.locator('[data-testid="lin-problem"]').waitFor({ state: "visible" });
+    const shown = await p4.locator('[data-testid="lin-problem"]').innerText();
+    assert(/points\[0\]\.speeds\./.test(shown) && /steady/.test(shown), `the problem shown: ${shown}`);
+  } finally {
+    await p4.close();
+  }
+});
+
+await check("bodies: the rolling disk built from a body runs, shows its equations, and stands up above sqrt(g r/3)", async () => {
+  const p5 = await context.newPage();
+  p5.on("pageerror", (e) => pageErrors.push("bodies: " + e));
+  try {
+    await p5.goto(`${BASE}/?example=rolling-disk-bodies`);
+    await p5.waitForFunction(() => document.body.dataset.ready === "1");
+    const model = JSON.parse(await p5.locator("#model-editor textarea").inputValue());
+    assert(Array.isArray(model.bodies) && model.rolling_disks && !model.kinetic_energy, "the example is not written with bodies");
+    const id = await runAndWait(p5);
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    assert(r.status === 200 && r.body.status === "done", `job ${id}: ${r.status}`);
+    assert(r.body.checks.energy.max_rel_drift < 1e-8, `energy drift ${r.body.checks.energy.max_rel_drift}`);
+    await p5.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
+    const eq = await api("GET", `/v1/models/${r.body.model_id}/equations`);
+    const want = Object.keys(eq.body.kinematics || {}).length + (eq.body.mass_matrix || []).length;
+    const maths = await p5.locator("#equations math").count();
+    assert(want === 8 && maths >= want, `${maths} equations rendered; the API derives ${want} (5 kinematic, 3 dynamic expected)`);
+    // linearization against the forward speed v = -r theta'
+    await p5.click('[data-testid="lin-run"]');
+    await p5.locator('[data-testid="plot-eig-im"] svg').waitFor({ state: "visible" });
+    const from = Number(await p5.locator("#linearize").getAttribute("data-stable-from"));
+    assert(Math.abs(from - 1.3) < 1e-9, `stable from v = ${from}, expected 1.3 (sqrt(g r/3) = ${Math.sqrt(9.81 * 0.5 / 3).toFixed(4)})`);
+    const maxIm = Number(await p5.locator('[data-testid="plot-eig-im"]').getAttribute("data-max-im"));
+    near(maxIm, Math.sqrt((12 * 144 - 4 * 9.81 / 0.5) / 5), 1e-12, "largest frequency at theta' = -12 vs the closed form");
+    await p5.screenshot({ path: join(ARTIFACTS, "web-bodies.png"), fullPage: true });
+  } finally {
+    await p5.close();
+  }
+});
+
+await check("bicycle: roll/steer eigenvalues against v, stable between the weave and capsize speeds", async () => {
+  const p6 = await context.newPage();
+  p6.on("pageerror", (e) => pageErrors.push("bicycle: " + e));
+  try {
+    await p6.goto(`${BASE}/?example=whipple-bicycle`);
+    await p6.waitForFunction(() => document.body.dataset.ready === "1");
+    await p6.click('[data-testid="lin-run"]');
+    // the bicycle compiles in several seconds on the server
+    await p6.locator('[data-testid="plot-eig-re"] svg').waitFor({ state: "visible", timeout: Math.max(TIMEOUT, 120000) });
+    assert(await p6.locator('[data-testid="lin-problem"]').isHidden(), "the linearization showed a problem");
+    const from = Number(await p6.locator("#linearize").getAttribute("data-stable-from"));
+    const to = Number(await p6.locator("#linearize").getAttribute("data-stable-to"));
+    // v in steps of 0.1: the paper's weave speed 4.2924 and capsize speed 6.0243
+    assert(Math.abs(from - 4.3) < 1e-9 && Math.abs(to - 6.0) < 1e-9, `stable from v = ${from} to ${to}, expected 4.3 to 6.0`);
+    const dots = await p6.locator('[data-testid="plot-eig-re"] svg g.dots circle').count();
+    assert(dots >= 4 * 101 - 4, `${dots} dots for 101 points of 4 eigenvalues`);
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-bicycle.png") });
+  } finally {
+    await p6.close();
   }
 });
 

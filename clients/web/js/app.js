@@ -7,6 +7,7 @@ import { Editor } from "./editor.js";
 import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.js";
 import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
+import { setupLinearize } from "./linearize.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
 // is column 1), as compilers and editors do.
@@ -40,6 +41,7 @@ const state = {
 
 const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
+const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
 
 // ---- server connection ----------------------------------------------------------
 
@@ -124,6 +126,7 @@ async function loadExample(i) {
   $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source));
   if (ex.description) $("example-desc").append(h("span", {}, " — " + ex.description));
   clearProblem();
+  await linearize.load(ex, meta.file);
 }
 
 $("example").addEventListener("change", (ev) => loadExample(Number(ev.target.value)));

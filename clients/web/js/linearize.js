@@ -1,0 +1,178 @@
+// linearize.js — the Linearization card: an operating point (JSON editor), a value of
+// it to sweep (a speed or a coordinate), POST /v1/linearize at every swept point, and
+// the eigenvalues of A drawn against the swept value — real parts (growth rates) and
+// imaginary parts (frequencies) — with the range where no mode grows.
+
+import { lineChart, fmt, PALETTE } from "./chart.js";
+import { Editor } from "./editor.js";
+import { parseWithPositions } from "./jsonpos.js";
+import { ApiError } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const h = (tag, attrs = {}, ...kids) => {
+  const n = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") n.className = v;
+    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) n.append(k);
+  return n;
+};
+
+// An eigenvalue this small against the largest one is one of the zeros that ignorable
+// coordinates (a heading, a position, a wheel angle) contribute: not drawn.
+const ZERO_REL = 1e-6;
+// A real part at most this (times the largest |lambda|) counts as not growing.
+const STABLE_REL = 1e-9;
+
+/** setupLinearize({getApi, getModel}) wires the card; returns {load(example, file)}. */
+export function setupLinearize({ getApi, getModel }) {
+  const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
+  let presets = {};
+  let axis = { label: "", factor: 1 };
+  let select = null; // state names whose block of A is analysed instead of all of A
+  const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
+
+  function sweepOptions(point) {
+    const sel = $("lin-sweep");
+    const names = [
+      ...Object.keys(point.speeds || {}).map((n) => ["speeds", n]),
+      ...Object.keys(point.q || {}).map((n) => ["q", n]),
+    ];
+    sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, g === "speeds" ? `speed ${n}` : `coordinate ${n}`)));
+  }
+
+  async function load(example, file) {
+    await ready;
+    const preset = example.linearize ? { point: example.linearize, sweep: example.linearize_sweep, select: example.linearize_select } : presets[file];
+    select = (preset && preset.select) || null;
+    const init = (example.simulation && example.simulation.initial) || {};
+    const point = preset ? preset.point : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
+    const p = {};
+    for (const k of ["t", "q", "speeds", "qdot"]) if (point[k] !== undefined) p[k] = point[k];
+    editor.value = JSON.stringify(p, null, 2);
+    sweepOptions(p);
+    const sw = (preset && preset.sweep) || {};
+    const first = Object.keys(p.speeds || {})[0];
+    const name = sw.name || first || Object.keys(p.q || {})[0];
+    const group = p.speeds && name in p.speeds ? "speeds" : "q";
+    $("lin-sweep").value = `${group}.${name}`;
+    const v0 = Number((p[group] || {})[name]) || 0;
+    $("lin-from").value = sw.from ?? 0;
+    $("lin-to").value = sw.to ?? (v0 ? 2 * v0 : 1);
+    $("lin-n").value = sw.points ?? 41;
+    $("lin-steady").checked = !!preset; // an initial state is seldom steady
+    axis = { label: sw.label || name, factor: sw.factor ?? 1 };
+    $("lin-hint").textContent = preset
+      ? (sw.note || "A steady motion of this system; press Linearize to sweep it.")
+      : "This example has no preset steady motion: the initial state is linearized as it is (not checked for steadiness).";
+    $("lin-problem").hidden = true;
+    for (const id of ["plot-eig-re", "plot-eig-im"]) { $(id).hidden = true; $(id).replaceChildren(); }
+    $("lin-summary").textContent = "";
+  }
+
+  function problem(title, errors) {
+    const box = $("lin-problem");
+    box.hidden = false;
+    box.replaceChildren(
+      h("div", { class: "problem-title" }, title),
+      h("ul", { class: "errors" }, errors.map((e) => h("li", { "data-testid": "lin-error" },
+        h("span", { class: "reason" }, e.reason || e.message || ""), e.path ? h("code", { class: "path" }, e.path) : null))));
+  }
+
+  async function run() {
+    $("lin-problem").hidden = true;
+    const model = getModel();
+    if (model.error) return problem("The model is not valid JSON", [model.error]);
+    let point;
+    try { point = parseWithPositions(editor.value).value; } catch (e) { return problem("The operating point is not valid JSON", [{ reason: e.message }]); }
+    const [group, ...rest] = $("lin-sweep").value.split(".");
+    const name = rest.join(".");
+    const from = Number($("lin-from").value), to = Number($("lin-to").value), n = Math.round(Number($("lin-n").value));
+    if (!Number.isFinite(from) || !Number.isFinite(to) || !(n >= 2 && n <= 2000)) {
+      return problem("Check the sweep", [{ reason: "from and to must be numbers and points an integer from 2 to 2000" }]);
+    }
+    const values = Array.from({ length: n }, (_, i) => from + ((to - from) * i) / (n - 1));
+    const points = values.map((v) => {
+      const p = JSON.parse(JSON.stringify(point));
+      p[group] = { ...(p[group] || {}), [name]: v };
+      return p;
+    });
+    const req = { model: model.value, points, steady: $("lin-steady").checked };
+    if (select) req.select = select;
+    $("lin-run").disabled = true;
+    $("lin-summary").textContent = "linearizing…";
+    let res;
+    try {
+      res = (await getApi().call("POST", "/v1/linearize", req)).body;
+    } catch (e) {
+      $("lin-summary").textContent = "";
+      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+      throw e;
+    } finally {
+      $("lin-run").disabled = false;
+    }
+    draw(res, values.map((v) => v * axis.factor));
+  }
+
+  function draw(res, xs) {
+    // with "select", the eigenvalues of that block of A (e.g. a bicycle's roll and steer)
+    const eigs = res.points.map((p) => (p.selected ? p.selected.eigenvalues : p.eigenvalues));
+    const N = eigs[0].length;
+    let big = 0;
+    for (const list of eigs) for (const e of list) big = Math.max(big, Math.hypot(e.re, e.im));
+    const zero = ZERO_REL * Math.max(1, big);
+    // eigenvalue k of each point (sorted by real part, as the API gives them)
+    const re = [], im = [];
+    let drawn = 0, maxIm = 0;
+    for (let k = 0; k < N; k++) {
+      const r = [], i = [];
+      let any = false;
+      eigs.forEach((list) => {
+        const e = list[k];
+        const show = e && Math.hypot(e.re, e.im) > zero;
+        r.push(show ? e.re : NaN);
+        i.push(show ? e.im : NaN);
+        if (show) { any = true; drawn++; maxIm = Math.max(maxIm, Math.abs(e.im)); }
+      });
+      if (!any) continue;
+      re.push({ name: `λ${k + 1}`, x: xs, y: r, dots: true, noLegend: true, color: PALETTE[0] });
+      im.push({ name: `λ${k + 1}`, x: xs, y: i, dots: true, noLegend: true, color: PALETTE[1] });
+    }
+    // where no mode grows
+    const stable = eigs.map((list) => Math.max(...list.map((e) => e.re)) <= STABLE_REL * Math.max(1, big));
+    const runs = [];
+    stable.forEach((s, j) => {
+      if (!s) return;
+      if (runs.length && runs[runs.length - 1][1] === j - 1) runs[runs.length - 1][1] = j;
+      else runs.push([j, j]);
+    });
+    const card = $("linearize");
+    card.dataset.points = String(res.points.length);
+    card.dataset.drawn = String(drawn);
+    card.dataset.stableFrom = runs.length ? String(xs[runs[0][0]]) : "";
+    card.dataset.stableTo = runs.length ? String(xs[runs[0][1]]) : "";
+    const zeroLine = { name: "0", x: [xs[0], xs[xs.length - 1]], y: [0, 0], color: "#999", dash: "3 3", noLegend: true };
+    for (const [id, series, title, ylab] of [
+      ["plot-eig-re", re, "Eigenvalues: real parts (growth rates)", "Re λ  (1/s)"],
+      ["plot-eig-im", im, "Eigenvalues: imaginary parts (frequencies)", "Im λ  (rad/s)"],
+    ]) {
+      const f = $(id);
+      f.hidden = false;
+      const host = h("div", { class: "chart-host" });
+      f.replaceChildren(host);
+      f.append(h("figcaption", {}, `${res.points.length} operating points; every nonzero eigenvalue of ${select ? "the block of A on " + select.join(", ") : "A"} at each is a dot. ` +
+        `Zero eigenvalues (|λ| below ${ZERO_REL} of the largest: coordinates that do not enter the equations, such as a heading or a position) are not drawn.`));
+      lineChart(host, { title, xLabel: axis.label, yLabel: ylab, series: [zeroLine, ...series], height: 300 });
+    }
+    $("plot-eig-im").dataset.maxIm = String(maxIm);
+    const fmtRun = ([a, b]) => (a === b ? `${axis.label} = ${fmt(xs[a], 4)}` : `${axis.label} from ${fmt(xs[a], 4)} to ${fmt(xs[b], 4)}`);
+    $("lin-summary").textContent = runs.length
+      ? `No mode grows (every Re λ ≤ 0) for ${runs.map(fmtRun).join(" and ")}.`
+      : "A mode grows (some Re λ > 0) at every swept point.";
+  }
+
+  $("lin-run").addEventListener("click", () => run());
+  return { load };
+}

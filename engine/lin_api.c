@@ -1,0 +1,899 @@
+/* lin_api.c — POST /v1/evaluate and POST /v1/linearize (engine_evaluate,
+ * engine_linearize): request validation, the state derivatives at each state, the
+ * Jacobians A = d(q', u')/d(q, u) and B = d(q', u')/d(inputs) with forward-mode
+ * tangents (linearize.h), the eigenvalues of A (gsl_eigen_nonsymmv), and the result
+ * documents.
+ *
+ * Eigenvalues are sorted by real part, largest first, then by imaginary part, largest
+ * first (so a conjugate pair lists +im before -im); real ones have im exactly 0.
+ */
+#include <gsl/gsl_eigen.h>
+#include <gsl/gsl_errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "hamel.h"
+#include "holo.h"
+#include "linalg.h"
+#include "linearize.h"
+#include "model.h"
+#include "mult.h"
+#include "sim.h"
+
+/* Tangent work of one request (points x directions x tape slots): about a second. */
+#define LIN_MAX_WORK 1e9
+/* Doubles of slot tangents one evaluation may hold (directions are done in chunks). */
+#define LIN_MAX_TANGENT_DOUBLES ((size_t)1 << 22)
+#define LIN_DEFAULT_STEADY_TOL 1e-8
+#define LIN_CONSTRAINT_TOL 1e-8 /* as the simulate request's initial.qdot check */
+#define LIN_POSITION_TOL 1e-10  /* position-level constraints, as a simulation's initial solve */
+
+static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!*problem)
+        *problem = hamel_problem_new(code, NULL);
+    hamel_problem_add(*problem, path, -1, buf);
+}
+
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+static json_t *named(char **names, const double *v, int count)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < count; i++)
+        json_object_set_new(o, names[i], num(v[i]));
+    return o;
+}
+
+/* One state of the model: t, q, and the velocities both ways. */
+typedef struct lin_state {
+    double t;
+    double *q, *u, *qd; /* [n], [k], [n] */
+    int from_speeds;    /* given as speeds (else as qdot) */
+} lin_state;
+
+/* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
+ * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
+ * -1 with an error at <prefix>q.<coordinate> naming the guess and the residual. */
+static int solve_position(const struct engine_model *m, const double *params, lin_state *st, const char *prefix,
+                          json_t **problem)
+{
+    int h = m->npos, rc = -1, iters = 0;
+    holo_ws *w = holo_ws_new(m, params);
+    int *dep = calloc(h, sizeof *dep);
+    double resid = 0.0;
+    char path[160];
+    if (!w || !dep) {
+        bad(problem, HAMEL_E_INTERNAL, "", "out of memory");
+        goto done;
+    }
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (holo_choose(w, st->t, st->q, dep) < 0) {
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "the gradients of the position-level constraints are linearly dependent here: no coordinates can "
+            "be solved for");
+        goto done;
+    }
+    char guess[512] = "";
+    for (int j = 0; j < h; j++) {
+        size_t a = strlen(guess);
+        snprintf(guess + a, sizeof guess - a, "%s%s = %.17g", j ? ", " : "", m->coords[dep[j]], st->q[dep[j]]);
+    }
+    if (holo_solve(w, st->t, st->q, dep, LIN_POSITION_TOL, &resid, &iters) < 0) {
+        snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[dep[0]]);
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "Newton's method on the position-level constraints from the guess %s did not converge: max |f| = "
+            "%.3g after %d iterations (tolerance %.1g); give a better guess",
+            guess, resid, iters, LIN_POSITION_TOL);
+        goto done;
+    }
+    rc = 0;
+done:
+    holo_ws_free(w);
+    free(dep);
+    return rc;
+}
+
+/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
+ * position-level constraints for their dependent coordinates (q is the guess); checks
+ * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
+static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
+                       const char *prefix, lin_state *st, json_t **problem)
+{
+    char path[160];
+    int n = m->n, k = m->k, all_linear = m->nlin == m->nc, before = *problem != NULL;
+    int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    st->t = 0.0;
+    st->from_speeds = 0;
+    const json_t *tv = json_object_get(js, "t");
+    snprintf(path, sizeof path, "%st", prefix);
+    if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+    else if (tv)
+        st->t = json_number_value(tv);
+    const json_t *q = json_object_get(js, "q");
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (!json_is_object(q)) {
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
+    } else {
+        for (int i = 0; i < n; i++) {
+            const json_t *v = json_object_get(q, m->coords[i]);
+            snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[i]);
+            if (!v)
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a value");
+            else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+            else
+                st->q[i] = json_number_value(v);
+        }
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)q, key, val)
+        {
+            if (model_coord_index(m, key) < 0) {
+                snprintf(path, sizeof path, "%sq.%.80s", prefix, key);
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
+            }
+        }
+    }
+    const json_t *sp = json_object_get(js, "speeds"), *qd = json_object_get(js, "qdot");
+    snprintf(path, sizeof path, "%s", *prefix ? prefix : "");
+    if (*prefix)
+        path[strlen(path) - 1] = '\0'; /* "states[3]" */
+    if (sp && qd) {
+        bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds", "give speeds or qdot, not both");
+    } else if (sp) {
+        snprintf(path, sizeof path, "%sspeeds", prefix);
+        if (!all_linear) {
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "this model has nonlinear constraints: give qdot");
+        } else if (!json_is_object(sp)) {
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every speed");
+        } else {
+            st->from_speeds = 1;
+            for (int r = 0; r < k; r++) {
+                const json_t *v = json_object_get(sp, m->speeds[r]);
+                snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
+                if (!v)
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every independent speed needs a value");
+                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+                else
+                    st->u[r] = json_number_value(v);
+            }
+            const char *key;
+            const json_t *val;
+            json_object_foreach((json_t *)sp, key, val)
+            {
+                if (model_speed_index(m, key) < 0) {
+                    snprintf(path, sizeof path, "%sspeeds.%.80s", prefix, key);
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a speed of the model", key);
+                }
+            }
+        }
+    } else if (qd) {
+        snprintf(path, sizeof path, "%sqdot", prefix);
+        if (!json_is_object(qd)) {
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every coordinate");
+        } else {
+            for (int i = 0; i < n; i++) {
+                const json_t *v = json_object_get(qd, m->coords[i]);
+                snprintf(path, sizeof path, "%sqdot.%s", prefix, m->coords[i]);
+                if (!v)
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a velocity");
+                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+                else
+                    st->qd[i] = json_number_value(v);
+            }
+            const char *key;
+            const json_t *val;
+            json_object_foreach((json_t *)qd, key, val)
+            {
+                if (model_coord_index(m, key) < 0) {
+                    snprintf(path, sizeof path, "%sqdot.%.80s", prefix, key);
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
+                }
+            }
+        }
+    } else {
+        bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
+            all_linear ? "give speeds (or qdot)" : "give qdot");
+    }
+    int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    if ((before && errs > errs0) || (!before && *problem))
+        return;
+    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
+        return;
+
+    /* Consistency, as for a simulation's initial state. */
+    if (st->from_speeds) {
+        if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
+            snprintf(path, sizeof path, "%sq", prefix);
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
+        }
+        return;
+    }
+    double vals[1 + 256], scale = 1.0;
+    double *v = m->nc < 256 ? vals : calloc(1 + m->nc, sizeof *v);
+    if (!v)
+        return;
+    hamel_observe(hw, st->t, st->q, st->qd, v);
+    for (int i = 0; i < n; i++)
+        if (fabs(st->qd[i]) > scale)
+            scale = fabs(st->qd[i]);
+    snprintf(path, sizeof path, "%sqdot", prefix);
+    for (int j = 0; j < m->nc; j++)
+        if (!(fabs(v[1 + j]) <= LIN_CONSTRAINT_TOL * scale))
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "violates constraint %s by %.3g (tolerance %.1g)",
+                m->cons[j].name, v[1 + j], LIN_CONSTRAINT_TOL * scale);
+    if (v != vals)
+        free(v);
+    if (*problem || !all_linear)
+        return;
+    hamel_speeds(hw, st->t, st->q, st->qd, st->u);
+    double *check = calloc(n, sizeof *check);
+    if (check && hamel_qdot(hw, st->t, st->q, st->u, check) < 0) {
+        snprintf(path, sizeof path, "%sq", prefix);
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "Psi (speeds and constraints) is singular here");
+    }
+    free(check);
+}
+
+static int check_keys(const json_t *js, const char *const *known, const char *list, const char *prefix,
+                      json_t **problem)
+{
+    const char *key;
+    const json_t *val;
+    int bad_keys = 0;
+    json_object_foreach((json_t *)js, key, val)
+    {
+        int ok = 0;
+        for (int i = 0; known[i]; i++)
+            ok |= strcmp(key, known[i]) == 0;
+        if (!ok) {
+            char path[160];
+            snprintf(path, sizeof path, "%s%.80s", prefix, key);
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "unknown field (expected one of %s)", list);
+            bad_keys++;
+        }
+    }
+    return bad_keys;
+}
+
+static int max_slots(const struct engine_model *m)
+{
+    int s = 1;
+    const tape *t[] = {m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_mult};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i] && t[i]->n_ins > s)
+            s = t[i]->n_ins;
+    return s;
+}
+
+/* ---- /v1/evaluate ---- */
+
+/* The multipliers of a Boltzmann–Hamel state: J^T lam = M q'' - g (mult.h's sign),
+ * solved in the least-squares sense through J J^T (J has full row rank where Psi is
+ * regular). in = [params, t, q, q']. */
+static int hamel_multipliers(const struct engine_model *m, double *in, double *work, const double *qdd,
+                             double *lam)
+{
+    int n = m->n, nc = m->nc;
+    if (!nc)
+        return 0;
+    size_t nu = (size_t)n * (n + 1) / 2;
+    double *dyn = calloc(nu + 2 * n, sizeof *dyn), *jf = calloc((size_t)nc * n + nc, sizeof *jf);
+    double *M = calloc((size_t)n * n, sizeof *M), *r = calloc(n, sizeof *r);
+    double *A = calloc((size_t)nc * nc, sizeof *A);
+    int *piv = calloc(nc, sizeof *piv), rc = -1;
+    if (!dyn || !jf || !M || !r || !A || !piv)
+        goto done;
+    tape_run(m->tape_dyn, in, work, dyn);
+    tape_run(m->tape_mult, in, work, jf);
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            M[i * n + l] = M[l * n + i] = dyn[idx];
+    for (int i = 0; i < n; i++) {
+        double s = -dyn[nu + i];
+        for (int l = 0; l < n; l++)
+            s += M[i * n + l] * qdd[l];
+        r[i] = s;
+    }
+    for (int a = 0; a < nc; a++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            s += jf[a * n + i] * r[i];
+        lam[a] = s;
+        for (int b = 0; b < nc; b++) {
+            double v = 0.0;
+            for (int i = 0; i < n; i++)
+                v += jf[a * n + i] * jf[b * n + i];
+            A[a * nc + b] = v;
+        }
+    }
+    if (linalg_lu(nc, A, piv) == 0) {
+        linalg_lu_solve(nc, A, piv, lam);
+        rc = 0;
+    }
+done:
+    free(dyn);
+    free(jf);
+    free(M);
+    free(r);
+    free(A);
+    free(piv);
+    return rc;
+}
+
+static const char *const evaluate_keys[] = {"model", "model_id", "parameters", "states", "name", "description",
+                                            NULL};
+static const char *const state_keys[] = {"t", "q", "speeds", "qdot", NULL};
+
+int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                    json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!limits)
+        limits = &engine_default_limits;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    int n = m->n, k = m->k, nc = m->nc, all_linear = m->nlin == m->nc;
+    check_keys(request, evaluate_keys, "model, model_id, parameters, states", "", problem);
+    double *params = calloc(m->np + 1, sizeof *params);
+    if (!params)
+        return HAMEL_E_INTERNAL;
+    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
+    const json_t *states = json_object_get(request, "states");
+    int ns = json_is_array(states) ? (int)json_array_size(states) : 0;
+    if (!json_is_array(states) || ns == 0)
+        bad(problem, HAMEL_E_BAD_REQUEST, "states",
+            "required: a non-empty array of states {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": {...}}");
+    else if (ns > limits->max_states || (double)ns * 2 * max_slots(m) > LIN_MAX_WORK)
+        bad(problem, HAMEL_E_BAD_REQUEST, "states", "too many states: at most %d for this model",
+            (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
+    if (*problem) {
+        free(params);
+        return hamel_problem_code(*problem);
+    }
+    int rc = 0;
+    hamel_ws *hw = hamel_ws_new(m, params);
+    lin_ws *lw = all_linear ? lin_ws_new(m, params, 1, 0) : NULL;
+    mult_ws *mw = mult_ws_new(m, params);
+    lin_state *st = calloc(ns, sizeof *st);
+    double *store = calloc((size_t)ns * (2 * n + k + 1), sizeof *store);
+    double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->work_len + 1, sizeof *work);
+    double *y = calloc(2 * n + 1, sizeof *y), *dy = calloc(2 * n + 1, sizeof *dy);
+    double *seed = calloc(1 + n + k + m->np, sizeof *seed), *f = calloc(n + k + 1, sizeof *f);
+    double *qdd = calloc(n + k + 1, sizeof *qdd), *lam = calloc(nc + 1, sizeof *lam);
+    json_t *arr = NULL;
+    if (!hw || (all_linear && !lw) || !mw || !st || !store || !in || !work || !y || !dy || !seed || !f || !qdd ||
+        !lam) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < ns; i++) {
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "states[%d].", i);
+        const json_t *sj = json_array_get(states, i);
+        st[i].q = store + (size_t)i * (2 * n + k + 1);
+        st[i].qd = st[i].q + n;
+        st[i].u = st[i].qd + n;
+        if (!json_is_object(sj)) {
+            snprintf(prefix, sizeof prefix, "states[%d]", i);
+            bad(problem, HAMEL_E_BAD_REQUEST, prefix, "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
+            continue;
+        }
+        if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
+            read_state(m, hw, params, sj, prefix, &st[i], problem);
+    }
+    if (*problem) {
+        rc = hamel_problem_code(*problem);
+        goto done;
+    }
+    arr = json_array();
+    for (int i = 0; i < ns; i++) {
+        lin_state *s = &st[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "t", num(s->t));
+        json_object_set_new(o, "q", named(m->coords, s->q, n));
+        int ok;
+        if (all_linear) {
+            /* q', u' from the integrated right-hand side itself; q'' as its tangent along
+             * the motion (dt = 1, dq = q', du = u'). */
+            memcpy(y, s->q, n * sizeof *y);
+            memcpy(y + n, s->u, k * sizeof *y);
+            ok = hamel_rhs(s->t, y, dy, hw) == 0;
+            if (ok) {
+                memcpy(s->qd, dy, n * sizeof *dy);
+                memset(seed, 0, (1 + n + k + m->np) * sizeof *seed);
+                seed[0] = 1.0;
+                memcpy(seed + 1, dy, (n + k) * sizeof *seed);
+                ok = lin_rhs_tangent(lw, s->t, s->q, s->u, seed, 1, f, qdd) == 0;
+            }
+            if (ok) {
+                memcpy(in, params, m->np * sizeof *in);
+                in[model_input_t(m)] = s->t;
+                memcpy(in + model_input_q(m), s->q, n * sizeof *in);
+                memcpy(in + model_input_qd(m), s->qd, n * sizeof *in);
+                ok = hamel_multipliers(m, in, work, qdd, lam) == 0;
+            }
+            json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+            if (ok)
+                json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+        } else {
+            memcpy(y, s->q, n * sizeof *y);
+            memcpy(y + n, s->qd, n * sizeof *y);
+            ok = mult_rhs(s->t, y, dy, mw) == 0 && mult_lambda(mw, s->t, y, lam) == 0;
+            memcpy(qdd, dy + n, n * sizeof *qdd);
+            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+        }
+        if (!ok) {
+            json_decref(o);
+            rc = HAMEL_E_NUMERIC;
+            char path[48];
+            snprintf(path, sizeof path, "states[%d].q", i);
+            *problem = hamel_problem_new(rc, "the equations cannot be evaluated at this state");
+            hamel_problem_add(*problem, path, -1, "the mass matrix or Psi is singular here");
+            goto done;
+        }
+        json_object_set_new(o, "qddot", named(m->coords, qdd, n));
+        json_t *mo = json_object();
+        for (int j = 0; j < nc; j++)
+            json_object_set_new(mo, m->cons[j].name, num(lam[j]));
+        json_object_set_new(o, "multipliers", mo);
+        json_array_append_new(arr, o);
+    }
+    *result = json_pack("{s:s, s:s, s:O}", "model_id", m->id, "formulation",
+                        all_linear ? "hamel" : "multipliers", "states", arr);
+done:
+    json_decref(arr);
+    hamel_ws_free(hw);
+    lin_ws_free(lw);
+    mult_ws_free(mw);
+    free(st);
+    free(store);
+    free(in);
+    free(work);
+    free(y);
+    free(dy);
+    free(seed);
+    free(f);
+    free(qdd);
+    free(lam);
+    free(params);
+    return rc;
+}
+
+/* ---- /v1/linearize ---- */
+
+typedef struct lin_eig {
+    double re, im;
+} lin_eig;
+
+static int eig_cmp(const void *pa, const void *pb)
+{
+    const lin_eig *a = pa, *b = pb;
+    if (a->re != b->re)
+        return a->re > b->re ? -1 : 1;
+    if (a->im != b->im)
+        return a->im > b->im ? -1 : 1;
+    return 0;
+}
+
+int lin_eigenvalues(int N, const double *A, double *re, double *im)
+{
+    if (N < 1)
+        return 0;
+    gsl_matrix *a = gsl_matrix_alloc(N, N);
+    gsl_vector_complex *ev = gsl_vector_complex_alloc(N);
+    gsl_matrix_complex *vec = gsl_matrix_complex_alloc(N, N);
+    gsl_eigen_nonsymmv_workspace *ws = gsl_eigen_nonsymmv_alloc(N);
+    lin_eig *e = calloc(N, sizeof *e);
+    int rc = -1;
+    if (a && ev && vec && ws && e) {
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                gsl_matrix_set(a, i, j, A[(size_t)i * N + j]);
+        if (gsl_eigen_nonsymmv(a, ev, vec, ws) == GSL_SUCCESS) {
+            for (int i = 0; i < N; i++) {
+                gsl_complex z = gsl_vector_complex_get(ev, i);
+                e[i].re = GSL_REAL(z);
+                e[i].im = GSL_IMAG(z);
+            }
+            qsort(e, N, sizeof *e, eig_cmp);
+            for (int i = 0; i < N; i++) {
+                re[i] = e[i].re;
+                im[i] = e[i].im;
+            }
+            rc = 0;
+        }
+    }
+    if (a)
+        gsl_matrix_free(a);
+    if (ev)
+        gsl_vector_complex_free(ev);
+    if (vec)
+        gsl_matrix_complex_free(vec);
+    if (ws)
+        gsl_eigen_nonsymmv_free(ws);
+    free(e);
+    return rc;
+}
+
+int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
+                 const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
+                 double *B, double *ft)
+{
+    int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
+    int chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > nd)
+        chunk = nd;
+    lin_ws *w = lin_ws_new(m, params, chunk, numeric);
+    double *seed = calloc((size_t)nv * chunk, sizeof *seed), *df = calloc((size_t)N * chunk, sizeof *df);
+    int rc = -1;
+    if (!w || !seed || !df)
+        goto done;
+    for (int d0 = 0; d0 < nd; d0 += chunk) {
+        int c = nd - d0 < chunk ? nd - d0 : chunk;
+        memset(seed, 0, (size_t)nv * c * sizeof *seed);
+        for (int d = 0; d < c; d++) {
+            int dir = d0 + d;
+            int var = dir < N ? 1 + dir : dir < N + n_inputs ? 1 + N + inputs[dir - N] : 0;
+            seed[(size_t)var * c + d] = 1.0;
+        }
+        if (lin_rhs_tangent(w, t, q, u, seed, c, f, df) < 0)
+            goto done;
+        for (int i = 0; i < N; i++)
+            for (int d = 0; d < c; d++) {
+                int dir = d0 + d;
+                if (dir < N)
+                    A[(size_t)i * N + dir] = df[(size_t)i * c + d];
+                else if (dir < N + n_inputs)
+                    B[(size_t)i * n_inputs + dir - N] = df[(size_t)i * c + d];
+                else
+                    ft[i] = df[(size_t)i * c + d];
+            }
+    }
+    rc = 0;
+done:
+    lin_ws_free(w);
+    free(seed);
+    free(df);
+    return rc;
+}
+
+static json_t *matrix_json(const double *a, int rows, int cols)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < rows; i++) {
+        json_t *row = json_array();
+        for (int j = 0; j < cols; j++)
+            json_array_append_new(row, num(a[(size_t)i * cols + j]));
+        json_array_append_new(arr, row);
+    }
+    return arr;
+}
+
+static const char *const linearize_keys[] = {"model",  "model_id", "parameters",      "t",
+                                             "q",      "speeds",   "qdot",            "points",
+                                             "inputs", "steady",   "steady_tolerance", "select", "name",
+                                             "description", NULL};
+#define LINEARIZE_KEYS                                                                                       \
+    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select"
+
+/* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f + du'/dt = 0 along
+ * the motion, against tol times their rounding scales. Adds an error naming the speed. */
+static void check_steady(const struct engine_model *m, const lin_state *st, const double *f, const double *A,
+                         const double *ft, double tol, int check, const char *prefix, json_t **problem, double *max_ud,
+                         double *max_drift)
+{
+    int n = m->n, k = m->k, N = n + k;
+    double scale = 1.0;
+    for (int i = 0; i < N; i++) /* q, u and q' (not u', which is what is tested) */
+        scale = fmax(scale, fmax(fabs(i < n ? f[i] : 0.0), fabs(i < n ? st->q[i] : st->u[i - n])));
+    *max_ud = *max_drift = 0.0;
+    for (int r = 0; r < k; r++) {
+        double ud = f[n + r], drift = ft[n + r], dscale = fmax(1.0, fabs(ft[n + r]));
+        for (int j = 0; j < N; j++) {
+            drift += A[(size_t)(n + r) * N + j] * f[j];
+            dscale = fmax(dscale, fabs(A[(size_t)(n + r) * N + j] * f[j]));
+        }
+        *max_ud = fmax(*max_ud, fabs(ud));
+        *max_drift = fmax(*max_drift, fabs(drift));
+        if (!check)
+            continue;
+        char path[160];
+        if (st->from_speeds)
+            snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
+        else
+            snprintf(path, sizeof path, "%sqdot", prefix);
+        if (!(fabs(ud) <= tol * scale))
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                "not an equilibrium or steady motion: the speed %s changes (%s' = %.6g, tolerance %.2g); "
+                "give a steady state or set \"steady\": false",
+                m->speeds[r], m->speeds[r], ud, tol * scale);
+        else if (!(fabs(drift) <= tol * dscale * N))
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                "not a steady motion: %s' = 0 here but changes along the motion (d(%s')/dt = %.6g): a "
+                "coordinate that moves enters the equations; give a steady state or set \"steady\": false",
+                m->speeds[r], m->speeds[r], drift);
+    }
+}
+
+int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                     engine_control *ctl, json_t **result, json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!limits)
+        limits = &engine_default_limits;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    if (m->nlin != m->nc) {
+        *problem = hamel_problem_new(HAMEL_E_FORMULATION,
+                                     "linearization needs constraints linear in the velocities (the state "
+                                     "is then q and the independent speeds)");
+        for (int j = 0; j < m->nc; j++)
+            if (!m->cons[j].linear) {
+                char path[64];
+                snprintf(path, sizeof path, "model.constraints[%d]", j);
+                hamel_problem_add(*problem, path, -1, "nonlinear in the velocities");
+            }
+        return HAMEL_E_FORMULATION;
+    }
+    int n = m->n, k = m->k, N = n + k;
+    check_keys(request, linearize_keys, LINEARIZE_KEYS, "", problem);
+    double *params = calloc(m->np + 1, sizeof *params);
+    if (!params)
+        return HAMEL_E_INTERNAL;
+    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
+    /* inputs: parameter names, the columns of B */
+    const json_t *inputs = json_object_get(request, "inputs");
+    int ni = json_is_array(inputs) ? (int)json_array_size(inputs) : 0;
+    int *inp = calloc(ni + 1, sizeof *inp);
+    if (!inp) {
+        free(params);
+        return HAMEL_E_INTERNAL;
+    }
+    if (inputs && !json_is_array(inputs))
+        bad(problem, HAMEL_E_BAD_REQUEST, "inputs", "must be an array of parameter names");
+    for (int i = 0; i < ni; i++) {
+        const json_t *v = json_array_get(inputs, i);
+        char path[48];
+        snprintf(path, sizeof path, "inputs[%d]", i);
+        inp[i] = json_is_string(v) ? model_param_index(m, json_string_value(v)) : -1;
+        if (!json_is_string(v))
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a parameter name");
+        else if (inp[i] < 0)
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                "'%s' is not a parameter of the model (inputs are parameters, e.g. a generalized force "
+                "given as a parameter)",
+                json_string_value(v));
+        for (int j = 0; j < i && inp[i] >= 0; j++)
+            if (inp[j] == inp[i])
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", json_string_value(v));
+    }
+    /* select: state names whose block of A (rows and columns) is also reported */
+    const json_t *select = json_object_get(request, "select");
+    int nsel = json_is_array(select) ? (int)json_array_size(select) : 0;
+    int *sel = calloc(nsel + 1, sizeof *sel);
+    if (!sel) {
+        free(params);
+        free(inp);
+        return HAMEL_E_INTERNAL;
+    }
+    if (select && (!json_is_array(select) || nsel == 0))
+        bad(problem, HAMEL_E_BAD_REQUEST, "select", "must be a non-empty array of state names (coordinates, speeds)");
+    for (int i = 0; i < nsel; i++) {
+        const json_t *v = json_array_get(select, i);
+        char path[48];
+        snprintf(path, sizeof path, "select[%d]", i);
+        const char *name = json_string_value(v);
+        int ci = name ? model_coord_index(m, name) : -1, si = name ? model_speed_index(m, name) : -1;
+        sel[i] = ci >= 0 ? ci : si >= 0 ? n + si : -1;
+        if (!name)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
+        else if (sel[i] < 0)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model", name);
+        for (int j = 0; j < i && sel[i] >= 0; j++)
+            if (sel[j] == sel[i])
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
+    }
+    int check = 1;
+    const json_t *sv = json_object_get(request, "steady");
+    if (sv && !json_is_boolean(sv))
+        bad(problem, HAMEL_E_BAD_REQUEST, "steady", "must be true (check the point is steady) or false");
+    else if (sv)
+        check = json_is_true(sv);
+    double tol = LIN_DEFAULT_STEADY_TOL;
+    const json_t *tv = json_object_get(request, "steady_tolerance");
+    if (tv && (!json_is_number(tv) || !(json_number_value(tv) > 0) || !isfinite(json_number_value(tv))))
+        bad(problem, HAMEL_E_BAD_REQUEST, "steady_tolerance", "must be a positive number");
+    else if (tv)
+        tol = json_number_value(tv);
+    const json_t *points = json_object_get(request, "points");
+    int np = points ? (int)json_array_size(points) : 1;
+    double work = (double)np * (N + ni + 1) * max_slots(m);
+    if (points && (!json_is_array(points) || np == 0)) {
+        bad(problem, HAMEL_E_BAD_REQUEST, "points", "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
+    } else if (np > limits->max_states || work > LIN_MAX_WORK) {
+        bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
+            (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
+    } else if (points && (json_object_get(request, "q") || json_object_get(request, "speeds") ||
+                          json_object_get(request, "qdot"))) {
+        bad(problem, HAMEL_E_BAD_REQUEST, "points", "give points or one point (t, q, speeds), not both");
+    } else if (!points && !json_object_get(request, "q")) {
+        bad(problem, HAMEL_E_BAD_REQUEST, "q",
+            "required: the operating point {\"t\", \"q\", \"speeds\" or \"qdot\"} (or \"points\")");
+    }
+    if (*problem) {
+        free(params);
+        free(inp);
+        free(sel);
+        return hamel_problem_code(*problem);
+    }
+    int rc = 0;
+    hamel_ws *hw = hamel_ws_new(m, params);
+    lin_state *st = calloc(np, sizeof *st);
+    double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
+    double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
+    double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re), *im = calloc(N, sizeof *im);
+    json_t *arr = NULL;
+    if (!hw || !st || !store || !f || !A || !ft || !B || !re || !im) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    for (int p = 0; p < np; p++) {
+        char prefix[48] = "";
+        st[p].q = store + (size_t)p * (2 * n + k + 1);
+        st[p].qd = st[p].q + n;
+        st[p].u = st[p].qd + n;
+        const json_t *pj = points ? json_array_get(points, p) : request;
+        if (points) {
+            snprintf(prefix, sizeof prefix, "points[%d]", p);
+            if (!json_is_object(pj)) {
+                bad(problem, HAMEL_E_BAD_REQUEST, prefix, "must be an object {\"t\", \"q\", \"speeds\"}");
+                continue;
+            }
+            snprintf(prefix, sizeof prefix, "points[%d].", p);
+            if (check_keys(pj, state_keys, "t, q, speeds, qdot", prefix, problem))
+                continue;
+        }
+        read_state(m, hw, params, pj, prefix, &st[p], problem);
+    }
+    if (*problem) {
+        rc = hamel_problem_code(*problem);
+        goto done;
+    }
+    arr = json_array();
+    for (int p = 0; p < np; p++) {
+        if (ctl && atomic_load(&ctl->cancel)) {
+            rc = HAMEL_E_CANCELLED;
+            *problem = hamel_problem_new(rc, "cancelled");
+            goto done;
+        }
+        lin_state *s = &st[p];
+        char prefix[48] = "";
+        if (points)
+            snprintf(prefix, sizeof prefix, "points[%d].", p);
+        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B, ft) < 0) {
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "the equations cannot be differentiated at this point");
+            char path[64];
+            snprintf(path, sizeof path, "%sq", prefix);
+            hamel_problem_add(*problem, path, -1, "the mass matrix or Psi is singular here");
+            goto done;
+        }
+        double max_ud = 0.0, max_drift = 0.0;
+        check_steady(m, s, f, A, ft, tol, check, prefix, problem, &max_ud, &max_drift);
+        if (*problem) {
+            rc = hamel_problem_code(*problem);
+            json_object_set_new(*problem, "detail",
+                                json_string("the operating point is not an equilibrium or a steady motion"));
+            goto done;
+        }
+        if (lin_eigenvalues(N, A, re, im) < 0) {
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
+            goto done;
+        }
+        json_t *eig = json_array();
+        for (int i = 0; i < N; i++)
+            json_array_append_new(eig, json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i])));
+        json_t *o = json_object();
+        json_object_set_new(o, "t", num(s->t));
+        json_object_set_new(o, "q", named(m->coords, s->q, n));
+        json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+        json_object_set_new(o, "qdot", named(m->coords, f, n));
+        json_object_set_new(o, "speeds_dot", named(m->speeds, f + n, k));
+        json_object_set_new(o, "A", matrix_json(A, N, N));
+        if (ni)
+            json_object_set_new(o, "B", matrix_json(B, N, ni));
+        json_object_set_new(o, "eigenvalues", eig);
+        if (nsel) {
+            /* the selected block: rows and columns of the named states */
+            double *blk = calloc((size_t)nsel * nsel, sizeof *blk), *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
+            double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
+            json_t *bo = json_object();
+            if (blk && bb && bre && bim) {
+                for (int i = 0; i < nsel; i++) {
+                    for (int j = 0; j < nsel; j++)
+                        blk[i * nsel + j] = A[(size_t)sel[i] * N + sel[j]];
+                    for (int j = 0; j < ni; j++)
+                        bb[i * ni + j] = B[(size_t)sel[i] * ni + j];
+                }
+                json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
+                if (ni)
+                    json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
+                json_t *be = json_array();
+                if (lin_eigenvalues(nsel, blk, bre, bim) == 0)
+                    for (int i = 0; i < nsel; i++)
+                        json_array_append_new(be, json_pack("{s:o, s:o}", "re", num(bre[i]), "im", num(bim[i])));
+                json_object_set_new(bo, "eigenvalues", be);
+            }
+            free(blk);
+            free(bb);
+            free(bre);
+            free(bim);
+            json_object_set_new(o, "selected", bo);
+        }
+        json_object_set_new(o, "steady",
+                            json_pack("{s:b, s:o, s:o}", "checked", check, "max_abs_speeds_dot", num(max_ud),
+                                      "max_abs_drift", num(max_drift)));
+        json_array_append_new(arr, o);
+    }
+    json_t *names = json_array(), *cl = json_array(), *sl = json_array(), *inames = json_array();
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(names, json_string(m->coords[i]));
+        json_array_append_new(cl, json_string(m->coords[i]));
+    }
+    for (int r = 0; r < k; r++) {
+        json_array_append_new(names, json_string(m->speeds[r]));
+        json_array_append_new(sl, json_string(m->speeds[r]));
+    }
+    for (int i = 0; i < ni; i++)
+        json_array_append_new(inames, json_string(m->params[inp[i]]));
+    *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names, "coordinates",
+                        cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
+                        "real part descending, then imaginary part descending", "points", arr);
+    if (nsel)
+        json_object_set_new(*result, "select", json_deep_copy(select));
+done:
+    json_decref(arr);
+    hamel_ws_free(hw);
+    free(st);
+    free(store);
+    free(f);
+    free(A);
+    free(ft);
+    free(B);
+    free(re);
+    free(im);
+    free(params);
+    free(inp);
+    free(sel);
+    return rc;
+}

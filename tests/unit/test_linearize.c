@@ -1,0 +1,876 @@
+/* test_linearize.c — /v1/evaluate and /v1/linearize in the engine (lin_api.c,
+ * linearize.c, tangent.c).
+ *
+ * evaluate: at every reference sample of every shared case, the accelerations make the
+ * case's published equations of motion (expected.equation_checks, in q'' and u') vanish
+ * to rounding, and q'' and the multipliers agree with the independent multipliers
+ * formulation (mult.h). linearize: A agrees with central finite differences of the
+ * integrated right-hand side, the reduced and numeric paths agree, and closed forms
+ * hold: a pendulum's eigenvalues are +-i sqrt(g/l), the upright rolling disk's
+ * nonzero ones are +-sqrt((4 g/r - 12 Omega^2)/5). The tangent interpreter is checked
+ * against central differences on every function of the language.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <ctype.h>
+#include <glob.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "hamel.h"
+#include "linearize.h"
+#include "model.h"
+#include "mult.h"
+#include "tangent.h"
+
+#define MAX_CASES 64
+
+struct lcase {
+    char file[512];
+};
+
+static const char *cases_dir(void)
+{
+    const char *d = getenv("HAMEL_CASES");
+    return d && *d ? d : "../shared/cases";
+}
+
+static int list_cases(struct lcase *out, int max)
+{
+    char pattern[600];
+    snprintf(pattern, sizeof pattern, "%s/*.json", cases_dir());
+    glob_t g;
+    int n = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && n < max; i++)
+            snprintf(out[n++].file, sizeof out[0].file, "%s", g.gl_pathv[i]);
+        globfree(&g);
+    }
+    return n;
+}
+
+static struct lcase lcases[MAX_CASES];
+
+static void setup(void) { engine_init(); }
+
+static engine_model *compile_json(const json_t *model)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(model, NULL, &m, &problem);
+    if (rc) {
+        char *s = json_dumps(problem, 0);
+        cr_assert_fail("model did not compile: %s", s);
+    }
+    return m;
+}
+
+static engine_model *compile_text(const char *text)
+{
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    cr_assert_not_null(j, "bad test JSON: %s", err.text);
+    engine_model *m = compile_json(j);
+    json_decref(j);
+    return m;
+}
+
+static json_t *loads(const char *text)
+{
+    json_error_t err;
+    json_t *j = json_loads(text, 0, &err);
+    cr_assert_not_null(j, "bad test JSON: %s", err.text);
+    return j;
+}
+
+static double getd(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(json_object_get(o, a), b);
+    cr_assert(json_is_number(v), "missing number %s.%s", a, b);
+    return json_number_value(v);
+}
+
+/* ---- evaluating a printed equation at a state ---- */
+
+/* Replaces, in an equation of the cases (q, q', q'' of coordinates, u and u' of
+ * speeds), every state symbol by its value from an evaluated state; parameters stay. */
+static void substitute(const engine_model *m, const char *text, const json_t *st, char *out, size_t size)
+{
+    size_t o = 0;
+    for (const char *p = text; *p && o + 40 < size;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            const char *s = p;
+            while (isalnum((unsigned char)*p) || *p == '_')
+                p++;
+            char name[80];
+            snprintf(name, sizeof name, "%.*s", (int)(p - s), s);
+            int primes = 0;
+            while (p[primes] == '\'')
+                primes++;
+            const char *group = NULL;
+            if (model_coord_index(m, name) >= 0)
+                group = primes == 0 ? "q" : primes == 1 ? "qdot" : "qddot";
+            else if (model_speed_index(m, name) >= 0 && primes <= 1)
+                group = primes == 0 ? "speeds" : "speeds_dot";
+            if (group) {
+                p += primes;
+                o += snprintf(out + o, size - o, "(%.17g)", getd(st, group, name));
+            } else {
+                o += snprintf(out + o, size - o, "%s", name);
+            }
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
+static double eval_text(const engine_model *m, const char *text)
+{
+    expr_ctx *c = model_fresh_ctx(m);
+    expr_parse_opts o = {1, 1, 0, "test"};
+    expr_error err;
+    expr *e = expr_parse(c, text, &o, &err);
+    cr_assert_not_null(e, "cannot parse %s: %s", text, err.message);
+    tape *t = model_tape(m, c, &e, 1);
+    double *in = calloc(m->n_in, sizeof *in), *work = calloc(t->n_ins + 1, sizeof *work), v;
+    memcpy(in, m->param_values, m->np * sizeof *in);
+    tape_eval(t, in, work, &v);
+    free(in);
+    free(work);
+    tape_free(t);
+    expr_ctx_free(c);
+    return v;
+}
+
+ParameterizedTestParameters(evaluate, case_equations)
+{
+    int n = list_cases(lcases, MAX_CASES);
+    return cr_make_param_array(struct lcase, lcases, n);
+}
+
+/* The states of a case's reference samples as an evaluate request. */
+static json_t *sample_states(const engine_model *m, const json_t *c)
+{
+    json_t *states = json_array();
+    json_t *samples = json_object_get(json_object_get(c, "expected"), "samples");
+    size_t i;
+    json_t *s;
+    json_array_foreach(samples, i, s)
+    {
+        json_t *st = json_pack("{s:O, s:O}", "t", json_object_get(s, "t"), "q", json_object_get(s, "q"));
+        if (m->nlin == m->nc && json_object_get(s, "speeds"))
+            json_object_set(st, "speeds", json_object_get(s, "speeds"));
+        else
+            json_object_set(st, "qdot", json_object_get(s, "qdot"));
+        json_array_append_new(states, st);
+    }
+    return states;
+}
+
+ParameterizedTest(struct lcase *p, evaluate, case_equations, .init = setup)
+{
+    json_error_t err;
+    json_t *c = json_load_file(p->file, 0, &err);
+    cr_assert_not_null(c, "%s: %s", p->file, err.text);
+    engine_model *m = compile_json(json_object_get(c, "model"));
+    json_t *req = json_pack("{s:o}", "states", sample_states(m, c));
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s: evaluate failed: %s", p->file, problem ? json_dumps(problem, 0) : "");
+    json_t *states = json_object_get(res, "states");
+    cr_assert_eq(json_array_size(states), json_array_size(json_object_get(req, "states")));
+    json_t *checks = json_object_get(json_object_get(c, "expected"), "equation_checks");
+    int checked = 0;
+    size_t i, j;
+    json_t *st, *chk;
+    json_array_foreach(states, i, st)
+    {
+        json_array_foreach(checks, j, chk)
+        {
+            const char *text = NULL;
+            if (json_is_true(json_object_get(chk, "printed_holds")))
+                text = json_string_value(json_object_get(chk, "printed"));
+            else if (json_is_true(json_object_get(chk, "corrected_holds")))
+                text = json_string_value(json_object_get(chk, "corrected"));
+            if (!text)
+                continue;
+            char sub[8192];
+            substitute(m, text, st, sub, sizeof sub);
+            double r = eval_text(m, sub);
+            cr_assert(fabs(r) <= 1e-9, "%s: sample %zu, equation %s: residual %g with the evaluated accelerations",
+                      p->file, i, json_string_value(json_object_get(chk, "label")), r);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 0, "%s: no equation was checked", p->file);
+
+    /* q'' and the multipliers agree with the multipliers formulation's KKT solve */
+    mult_ws *mw = mult_ws_new(m, m->param_values);
+    int n = m->n;
+    double y[64], dy[64], lam[64];
+    json_array_foreach(states, i, st)
+    {
+        for (int k = 0; k < n; k++) {
+            y[k] = getd(st, "q", m->coords[k]);
+            y[n + k] = getd(st, "qdot", m->coords[k]);
+        }
+        double t = json_number_value(json_object_get(st, "t"));
+        cr_assert_eq(mult_rhs(t, y, dy, mw), 0);
+        cr_assert_eq(mult_lambda(mw, t, y, lam), 0);
+        for (int k = 0; k < n; k++) {
+            double a = getd(st, "qddot", m->coords[k]);
+            cr_assert(fabs(a - dy[n + k]) <= 1e-9 * (1 + fabs(a)), "%s: sample %zu q''_%s %.17g vs KKT %.17g",
+                      p->file, i, m->coords[k], a, dy[n + k]);
+        }
+        for (int k = 0; k < m->nc; k++) {
+            double l = getd(st, "multipliers", m->cons[k].name);
+            cr_assert(fabs(l - lam[k]) <= 1e-8 * (1 + fabs(l)), "%s: sample %zu multiplier %s %.17g vs KKT %.17g",
+                      p->file, i, m->cons[k].name, l, lam[k]);
+        }
+    }
+    mult_ws_free(mw);
+    json_decref(res);
+    json_decref(req);
+    json_decref(c);
+    engine_model_release(m);
+}
+
+/* ---- A against central differences, and the two paths against each other ---- */
+
+ParameterizedTestParameters(linearize, case_jacobians)
+{
+    int n = list_cases(lcases, MAX_CASES);
+    return cr_make_param_array(struct lcase, lcases, n);
+}
+
+ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
+{
+    json_error_t err;
+    json_t *c = json_load_file(p->file, 0, &err);
+    cr_assert_not_null(c, "%s: %s", p->file, err.text);
+    engine_model *m = compile_json(json_object_get(c, "model"));
+    int n = m->n, k = m->k, N = n + k;
+    hamel_ws *hw = hamel_ws_new(m, m->param_values);
+    double *A = calloc((size_t)N * N, sizeof *A), *An = calloc((size_t)N * N, sizeof *An);
+    double f[128], fn[128], y[128], yp[128], fp[128], fm[128];
+    json_t *samples = json_object_get(json_object_get(c, "expected"), "samples");
+    for (size_t s = 0; s < json_array_size(samples); s += 3) {
+        json_t *smp = json_array_get(samples, s);
+        double t = json_number_value(json_object_get(smp, "t"));
+        for (int i = 0; i < n; i++)
+            y[i] = getd(smp, "q", m->coords[i]);
+        for (int r = 0; r < k; r++)
+            y[n + r] = getd(smp, "speeds", m->speeds[r]);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 0, f, A, NULL, NULL), 0);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 1, fn, An, NULL, NULL), 0);
+        hamel_rhs(t, y, fp, hw);
+        for (int i = 0; i < N; i++) {
+            cr_assert(fabs(f[i] - fp[i]) <= 1e-12 * (1 + fabs(fp[i])), "%s: f[%d] %.17g vs hamel_rhs %.17g",
+                      p->file, i, f[i], fp[i]);
+            cr_assert(fabs(fn[i] - fp[i]) <= 1e-11 * (1 + fabs(fp[i])), "%s: numeric f[%d]", p->file, i);
+        }
+        for (int j = 0; j < N; j++) {
+            double h = 1e-5 * (1 + fabs(y[j]));
+            memcpy(yp, y, N * sizeof *y);
+            yp[j] = y[j] + h;
+            hamel_rhs(t, yp, fp, hw);
+            yp[j] = y[j] - h;
+            hamel_rhs(t, yp, fm, hw);
+            for (int i = 0; i < N; i++) {
+                double fd = (fp[i] - fm[i]) / (2 * h), a = A[(size_t)i * N + j];
+                cr_assert(fabs(a - fd) <= 1e-6 * (1 + fabs(fd)), "%s: sample %zu A[%d][%d] = %.17g, central difference %.17g",
+                          p->file, s, i, j, a, fd);
+                cr_assert(fabs(a - An[(size_t)i * N + j]) <= 1e-10 * (1 + fabs(a)),
+                          "%s: A[%d][%d] reduced %.17g vs numeric %.17g", p->file, i, j, a, An[(size_t)i * N + j]);
+            }
+        }
+    }
+    free(A);
+    free(An);
+    hamel_ws_free(hw);
+    json_decref(c);
+    engine_model_release(m);
+}
+
+/* ---- closed forms ---- */
+
+static const char pendulum[] = "{\"name\": \"pendulum\", \"coordinates\": [\"th\"],"
+                               " \"parameters\": {\"m\": 1.5, \"l\": 2.0, \"g\": 9.81, \"tau\": 0},"
+                               " \"kinetic_energy\": \"1/2*m*l^2*th'^2\","
+                               " \"potential_energy\": \"-m*g*l*cos(th)\","
+                               " \"generalized_forces\": {\"th\": \"tau\"}}";
+
+static json_t *linearize_ok(engine_model *m, const char *req_text)
+{
+    json_t *req = loads(req_text), *res = NULL, *problem = NULL;
+    int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize failed: %s", problem ? json_dumps(problem, 0) : "");
+    json_decref(req);
+    return res;
+}
+
+static double eig(const json_t *res, int p, int i, const char *part)
+{
+    const json_t *pt = json_array_get(json_object_get(res, "points"), p);
+    return json_number_value(json_object_get(json_array_get(json_object_get(pt, "eigenvalues"), i), part));
+}
+
+Test(linearize, pendulum, .init = setup)
+{
+    engine_model *m = compile_text(pendulum);
+    json_t *res = linearize_ok(m, "{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"inputs\": [\"tau\"]}");
+    double w = sqrt(9.81 / 2.0);
+    cr_assert(fabs(eig(res, 0, 0, "re")) < 1e-14 && fabs(eig(res, 0, 0, "im") - w) < 1e-13,
+              "first eigenvalue %g%+gi, want +%gi", eig(res, 0, 0, "re"), eig(res, 0, 0, "im"), w);
+    cr_assert(fabs(eig(res, 0, 1, "re")) < 1e-14 && fabs(eig(res, 0, 1, "im") + w) < 1e-13, "second eigenvalue");
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
+    const json_t *A = json_object_get(pt, "A"), *B = json_object_get(pt, "B");
+    cr_assert(fabs(json_number_value(json_array_get(json_array_get(A, 1), 0)) + 9.81 / 2.0) < 1e-14, "A[1][0]");
+    cr_assert(fabs(json_number_value(json_array_get(json_array_get(A, 0), 1)) - 1.0) < 1e-15, "A[0][1]");
+    cr_assert(fabs(json_number_value(json_array_get(json_array_get(B, 1), 0)) - 1.0 / (1.5 * 4.0)) < 1e-15,
+              "B = 1/(m l^2)");
+    cr_assert(fabs(json_number_value(json_array_get(json_array_get(B, 0), 0))) == 0.0, "B[0] = 0");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "states"), 1)), "th'");
+    json_decref(res);
+
+    /* inverted: +-sqrt(g/l), the unstable one first */
+    res = linearize_ok(m, "{\"q\": {\"th\": 3.141592653589793}, \"speeds\": {\"th'\": 0}}");
+    cr_assert(fabs(eig(res, 0, 0, "re") - w) < 1e-12 && eig(res, 0, 0, "im") == 0.0, "inverted: %g",
+              eig(res, 0, 0, "re"));
+    cr_assert(fabs(eig(res, 0, 1, "re") + w) < 1e-12, "inverted: second");
+    json_decref(res);
+    engine_model_release(m);
+}
+
+Test(linearize, not_steady, .init = setup)
+{
+    engine_model *m = compile_text(pendulum);
+    json_t *req = loads("{\"points\": [{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}},"
+                        " {\"q\": {\"th\": 0.3}, \"speeds\": {\"th'\": 0}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
+    const json_t *e = json_array_get(json_object_get(problem, "errors"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "path")), "points[1].speeds.th'");
+    cr_assert_not_null(strstr(json_string_value(json_object_get(e, "reason")), "steady"));
+    json_decref(problem);
+    /* with "steady": false it is just the Jacobian there */
+    json_object_set_new(req, "steady", json_false());
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0);
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 1);
+    double a10 = json_number_value(json_array_get(json_array_get(json_object_get(pt, "A"), 1), 0));
+    cr_assert(fabs(a10 + 9.81 / 2.0 * cos(0.3)) < 1e-14, "A[1][0] = -g/l cos(0.3), got %.17g", a10);
+    json_decref(res);
+    json_decref(req);
+
+    /* bad fields */
+    static const char *const bad[][2] = {
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"inputs\": [\"nope\"]}", "inputs[0]"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"x\": 0}}", "speeds.th'"},
+        {"{\"q\": {}, \"speeds\": {\"th'\": 0}}", "q.th"},
+        {"{\"speeds\": {\"th'\": 0}}", "q"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"steady_tolerance\": -1}", "steady_tolerance"},
+        {"{\"points\": [], \"q\": {\"th\": 0}}", "points"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"wat\": 1}", "wat"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"select\": [\"th\", \"nope\"]}", "select[1]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        req = loads(bad[i][0]);
+        problem = NULL;
+        rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+        cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "%s: rc %d", bad[i][0], rc);
+        const json_t *errs = json_object_get(problem, "errors");
+        int found = 0;
+        for (size_t j = 0; j < json_array_size(errs); j++)
+            found |= strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
+        cr_assert(found, "%s: expected an error at %s, got %s", bad[i][0], bad[i][1], json_dumps(problem, 0));
+        json_decref(problem);
+        json_decref(req);
+    }
+    engine_model_release(m);
+}
+
+static json_t *rolling_disk_model(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
+    json_error_t err;
+    json_t *c = json_load_file(path, 0, &err);
+    cr_assert_not_null(c, "%s: %s", path, err.text);
+    json_t *m = json_incref(json_object_get(c, "model"));
+    json_decref(c);
+    return m;
+}
+
+/* The upright disk rolling straight at spin Omega (theta = pi/2, wd = thd = 0): with
+ * theta = pi/2 + e, e' = thd, wd' = 2 Omega thd, thd' = 4/5 (g/r e - 3/2 Omega wd),
+ * so det(lambda - A) = lambda^6 * lambda (lambda^2 + (12 Omega^2 - 4 g/r)/5) and the
+ * disk is stable for Omega^2 > g/(3 r). */
+Test(linearize, rolling_disk_upright, .init = setup)
+{
+    json_t *mj = rolling_disk_model();
+    engine_model *m = compile_json(mj);
+    json_decref(mj);
+    const double g = 9.81, r = 0.5;
+    const double omegas[] = {4.0, 1.0, 2.5};
+    for (int i = 0; i < 3; i++) {
+        double W = omegas[i];
+        char req[400];
+        snprintf(req, sizeof req,
+                 "{\"q\": {\"phi\": 0.3, \"theta\": 1.5707963267948966, \"psi\": 0, \"x\": 0, \"y\": 0},"
+                 " \"speeds\": {\"wd\": 0, \"thd\": 0, \"Omega\": %.17g}}",
+                 W);
+        json_t *res = linearize_ok(m, req);
+        double l2 = (4 * g / r - 12 * W * W) / 5;
+        double w = sqrt(fabs(l2));
+        const json_t *ev = json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues");
+        cr_assert_eq(json_array_size(ev), 8);
+        if (l2 > 0) { /* sorted by real part: +w first, -w last, zeros between */
+            cr_assert(fabs(eig(res, 0, 0, "re") - w) < 1e-12 && eig(res, 0, 0, "im") == 0.0,
+                      "Omega = %g: first eigenvalue %.17g, want %.17g", W, eig(res, 0, 0, "re"), w);
+            cr_assert(fabs(eig(res, 0, 7, "re") + w) < 1e-12, "Omega = %g: last eigenvalue %.17g, want %.17g", W,
+                      eig(res, 0, 7, "re"), -w);
+        }
+        int plus = 0, minus = 0, zeros = 0;
+        for (int e = 0; e < 8; e++) {
+            double re = eig(res, 0, e, "re"), im = eig(res, 0, e, "im");
+            double lr = l2 > 0 ? w : 0.0, li = l2 > 0 ? 0.0 : w;
+            if (fabs(re - lr) < 1e-12 && fabs(im - li) < 1e-12)
+                plus++;
+            else if (fabs(re + lr) < 1e-12 && fabs(im + li) < 1e-12)
+                minus++;
+            else if (hypot(re, im) < 1e-6)
+                zeros++;
+        }
+        cr_assert(plus == 1 && minus == 1 && zeros == 6,
+                  "Omega = %g: want +-%s%.17g and six zeros; got %d, %d, %d", W, l2 > 0 ? "" : "i", w, plus, minus,
+                  zeros);
+        json_decref(res);
+    }
+    engine_model_release(m);
+}
+
+/* ---- evaluate: bad states name the field ---- */
+
+Test(evaluate, bad_states, .init = setup)
+{
+    json_t *mj = rolling_disk_model();
+    engine_model *m = compile_json(mj);
+    json_decref(mj);
+    static const char *const bad[][2] = {
+        {"{}", "states"},
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0}, \"speeds\": {\"wd\": 0, "
+         "\"thd\": 0, \"Omega\": 1}}]}",
+         "states[0].q.y"},
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"qdot\": {\"phi\": 0, "
+         "\"theta\": 0, \"psi\": 1, \"x\": 0, \"y\": 0}}]}",
+         "states[0].qdot"},
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": {\"wd\": "
+         "\"a\", \"thd\": 0, \"Omega\": 1}}]}",
+         "states[0].speeds.wd"},
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}}]}", "states[0]"},
+        {"{\"states\": [7]}", "states[0]"},
+        {"{\"states\": [{\"t\": 0, \"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": "
+         "{\"wd\": 0, \"thd\": 0, \"Omega\": 1}, \"u\": 1}]}",
+         "states[0].u"},
+        {"{\"states\": [{\"q\": {\"phi\": 0, \"theta\": 1, \"psi\": 0, \"x\": 0, \"y\": 0}, \"speeds\": {\"wd\": "
+         "0, \"thd\": 0, \"Omega\": 1}}], \"parameters\": {\"zz\": 1}}",
+         "parameters.zz"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *req = loads(bad[i][0]), *res = NULL, *problem = NULL;
+        int rc = engine_evaluate(m, req, NULL, &res, &problem);
+        cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "%s: rc %d", bad[i][0], rc);
+        const json_t *errs = json_object_get(problem, "errors");
+        int found = 0;
+        for (size_t j = 0; j < json_array_size(errs); j++)
+            found |= strcmp(json_string_value(json_object_get(json_array_get(errs, j), "path")), bad[i][1]) == 0;
+        cr_assert(found, "%s: expected an error at %s, got %s", bad[i][0], bad[i][1], json_dumps(problem, 0));
+        json_decref(problem);
+        json_decref(req);
+    }
+    engine_model_release(m);
+}
+
+/* ---- the tangent interpreter on every function ---- */
+
+Test(tangent, every_function, .init = setup)
+{
+    engine_model *m = compile_text("{\"coordinates\": [\"a\", \"b\"], \"parameters\": {\"c\": 0.7},"
+                                   " \"kinetic_energy\": \"a'^2 + b'^2\"}");
+    const char *texts[] = {
+        "sin(a)*cos(b) + tan(a*b)",  "asin(a/3) + acos(b/3) + atan(a - b)", "atan2(a, b) + atan2(-b, a)",
+        "sinh(a) + cosh(b) + tanh(a*b)", "exp(a) * log(b)",               "sqrt(a*b) + abs(a - 2*b)",
+        "a^3 * b^-2 + (a + b)^5",    "pow(a, b) + a^c + c^b",              "a / (b + c) - (a*b)/(a - 7)",
+        "a'*b + a*b'",
+    };
+    double in[16] = {0}, din[16 * 2] = {0};
+    in[0] = 0.7;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        expr_ctx *c = model_fresh_ctx(m);
+        expr_parse_opts o = {1, 1, 0, "test"};
+        expr_error err;
+        expr *e = expr_parse(c, texts[i], &o, &err);
+        cr_assert_not_null(e, "%s: %s", texts[i], err.message);
+        tape *t = model_tape(m, c, &e, 1);
+        double q[2] = {1.1, 1.7}, qd[2] = {0.4, -0.9};
+        for (int j = 0; j < 2; j++) {
+            in[model_input_q(m) + j] = q[j];
+            in[model_input_qd(m) + j] = qd[j];
+        }
+        /* directions: d/da, d/db */
+        memset(din, 0, sizeof din);
+        din[(size_t)model_input_q(m) * 2 + 0] = 1.0;
+        din[(size_t)(model_input_q(m) + 1) * 2 + 1] = 1.0;
+        double *s = calloc(t->n_ins, sizeof *s), *ds = calloc((size_t)t->n_ins * 2, sizeof *ds);
+        double v, dv[2], v0;
+        cr_assert_eq(tape_eval_tangent(t, in, din, 2, s, ds, &v, dv), 0);
+        tape_eval(t, in, s, &v0);
+        cr_assert_eq(v, v0, "%s: value differs from tape_eval", texts[i]);
+        for (int j = 0; j < 2; j++) {
+            double h = 1e-5, fp, fm, save = in[model_input_q(m) + j];
+            in[model_input_q(m) + j] = save + h;
+            tape_eval(t, in, s, &fp);
+            in[model_input_q(m) + j] = save - h;
+            tape_eval(t, in, s, &fm);
+            in[model_input_q(m) + j] = save;
+            double fd = (fp - fm) / (2 * h);
+            cr_assert(fabs(dv[j] - fd) <= 1e-7 * (1 + fabs(fd)), "%s: d/d%c %.17g, central difference %.17g",
+                      texts[i], "ab"[j], dv[j], fd);
+        }
+        free(s);
+        free(ds);
+        tape_free(t);
+        expr_ctx_free(c);
+    }
+    engine_model_release(m);
+}
+
+/* ---- the benchmark bicycle (Meijaard, Papadopoulos, Ruina, Schwab 2007) ---- */
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_roots.h>
+
+#define BIKE_FILE "api/examples/whipple-bicycle.json"
+#define BIKE_RR 0.3 /* rear wheel radius: forward speed v = -rR thetaR' */
+
+/* The paper's roll/steer matrices (Table 2 coefficients, 14 digits). */
+static const double bike_M[2][2] = {{80.81722, 2.31941332208709}, {2.31941332208709, 0.29784188199686}};
+static const double bike_C1[2][2] = {{0, 33.86641391492494}, {-0.85035641456978, 1.68540397397560}};
+static const double bike_K0[2][2] = {{-80.95, -2.59951685249872}, {-2.59951685249872, -0.80329488458618}};
+static const double bike_K2[2][2] = {{0, 76.59734589573222}, {0, 2.65431523794604}};
+
+struct bike {
+    engine_model *m;
+    int N, roll, steer, rolld, steerd; /* state indices */
+    double *A, *f, *y;
+};
+
+static void bike_jacobian(struct bike *b, double v)
+{
+    memset(b->y, 0, b->N * sizeof *b->y);
+    b->y[b->N - 1] = -v / BIKE_RR; /* thetaRd, the last speed */
+    cr_assert_eq(lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL, NULL), 0,
+                 "A at v = %g", v);
+}
+
+/* The largest real part among the eigenvalues of the roll/steer block of A (the other
+ * states only add zeros, and the capsize eigenvalue itself passes through zero): of the
+ * oscillating ones (the weave pair) or of the real ones (capsize; castor is far below). */
+static double bike_max_re(struct bike *b, double v, int complex_ones)
+{
+    bike_jacobian(b, v);
+    const int idx[4] = {b->roll, b->steer, b->rolld, b->steerd};
+    double blk[16], re[4], im[4], best = -INFINITY;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            blk[i * 4 + j] = b->A[(size_t)idx[i] * b->N + idx[j]];
+    cr_assert_eq(lin_eigenvalues(4, blk, re, im), 0);
+    for (int i = 0; i < 4; i++)
+        if ((fabs(im[i]) > 1e-6) == complex_ones && re[i] > best)
+            best = re[i];
+    return best;
+}
+
+static struct bike *root_bike;
+static double weave_fn(double v, void *p) { return bike_max_re(root_bike, v, *(int *)p); }
+
+static double bike_root(struct bike *b, int complex_ones, double lo, double hi)
+{
+    root_bike = b;
+    gsl_function F = {weave_fn, &complex_ones};
+    gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+    cr_assert_eq(gsl_root_fsolver_set(s, &F, lo, hi), GSL_SUCCESS, "no sign change on [%g, %g]", lo, hi);
+    double r = NAN;
+    for (int it = 0; it < 100; it++) {
+        gsl_root_fsolver_iterate(s);
+        r = gsl_root_fsolver_root(s);
+        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(s), gsl_root_fsolver_x_upper(s), 1e-13, 0) == GSL_SUCCESS)
+            break;
+    }
+    gsl_root_fsolver_free(s);
+    return r;
+}
+
+/* One test: the bicycle takes seconds to compile, so everything is checked on one model. */
+Test(bicycle, benchmark, .init = setup, .timeout = 300)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(BIKE_FILE, 0, &err);
+    cr_assert_not_null(doc, "%s: %s", BIKE_FILE, err.text);
+    struct bike b = {0};
+    b.m = compile_json(json_object_get(doc, "model"));
+    b.N = b.m->n + b.m->k;
+    b.roll = model_coord_index(b.m, "phi");
+    b.steer = model_coord_index(b.m, "delta");
+    b.rolld = b.m->n + model_speed_index(b.m, "phid");
+    b.steerd = b.m->n + model_speed_index(b.m, "deltad");
+    cr_assert(b.roll >= 0 && b.steer >= 0 && b.rolld >= b.m->n && b.steerd >= b.m->n, "roll, steer and their rates");
+    cr_assert_eq(model_speed_index(b.m, "thetaRd"), b.m->k - 1, "thetaRd is the last speed");
+    b.A = calloc((size_t)b.N * b.N, sizeof *b.A);
+    b.f = calloc(b.N, sizeof *b.f);
+    b.y = calloc(b.N, sizeof *b.y);
+
+    /* the file's request: upright straight running at v = 5 m/s; the nonzero eigenvalues
+     * are the paper's (Table 2): weave, capsize, castor */
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_linearize(b.m, json_object_get(doc, "linearize"), NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize: %s", problem ? json_dumps(problem, 0) : "");
+    const double want[4][2] = {{-0.32286642900409, 0},
+                               {-0.77534188219585, 4.46486771378823},
+                               {-0.77534188219585, -4.46486771378823},
+                               {-14.07838969279822, 0}};
+    const json_t *ev = json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues");
+    int found[4] = {0}, nonzero = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        double re = json_number_value(json_object_get(json_array_get(ev, i), "re"));
+        double im = json_number_value(json_object_get(json_array_get(ev, i), "im"));
+        if (hypot(re, im) < 1e-4)
+            continue;
+        nonzero++;
+        for (int k = 0; k < 4; k++)
+            if (fabs(re - want[k][0]) < 1e-9 && fabs(im - want[k][1]) < 1e-9)
+                found[k]++;
+    }
+    cr_assert(nonzero == 4 && found[0] == 1 && found[1] == 1 && found[2] == 1 && found[3] == 1,
+              "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9", json_dumps(ev, 0));
+    json_decref(res);
+    /* "select": the roll/steer block alone has exactly these four, in the documented order */
+    json_t *sreq = json_deep_copy(json_object_get(doc, "linearize"));
+    json_object_set_new(sreq, "select", json_pack("[s, s, s, s]", "phi", "delta", "phid", "deltad"));
+    rc = engine_linearize(b.m, sreq, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize with select: %s", problem ? json_dumps(problem, 0) : "");
+    const json_t *sel = json_object_get(json_array_get(json_object_get(res, "points"), 0), "selected");
+    const json_t *sev = json_object_get(sel, "eigenvalues");
+    const int order[4] = {0, 1, 2, 3}; /* capsize, weave +im, weave -im, castor: real part descending */
+    cr_assert_eq(json_array_size(sev), 4);
+    for (int k = 0; k < 4; k++) {
+        double re = json_number_value(json_object_get(json_array_get(sev, k), "re"));
+        double im = json_number_value(json_object_get(json_array_get(sev, k), "im"));
+        cr_assert(fabs(re - want[order[k]][0]) < 1e-9 && fabs(im - want[order[k]][1]) < 1e-9,
+                  "selected block eigenvalue %d: %.17g%+.17gi", k, re, im);
+    }
+    cr_assert_eq(json_array_size(json_object_get(sel, "A")), 4);
+    json_decref(res);
+    json_decref(sreq);
+
+    /* the roll/steer block of A = [[0, I], [-M^-1 (g K0 + v^2 K2), -M^-1 v C1]] */
+    double det = bike_M[0][0] * bike_M[1][1] - bike_M[0][1] * bike_M[1][0];
+    double Mi[2][2] = {{bike_M[1][1] / det, -bike_M[0][1] / det}, {-bike_M[1][0] / det, bike_M[0][0] / det}};
+    const int idx[4] = {b.roll, b.steer, b.rolld, b.steerd};
+    const double speeds[] = {0.0, 2.0, 5.0, 10.0};
+    for (int s = 0; s < 4; s++) {
+        double v = speeds[s], blk[4][4] = {{0, 0, 1, 0}, {0, 0, 0, 1}};
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                double kk = 0.0, cc = 0.0;
+                for (int l = 0; l < 2; l++) {
+                    kk += Mi[i][l] * (9.81 * bike_K0[l][j] + v * v * bike_K2[l][j]);
+                    cc += Mi[i][l] * v * bike_C1[l][j];
+                }
+                blk[2 + i][j] = -kk;
+                blk[2 + i][2 + j] = -cc;
+            }
+        bike_jacobian(&b, v);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++) {
+                double a = b.A[(size_t)idx[i] * b.N + idx[j]];
+                cr_assert(fabs(a - blk[i][j]) <= 1e-10 * fmax(1.0, fabs(blk[i][j])),
+                          "v = %g: A[%d][%d] of the roll/steer block %.17g, paper %.17g", v, i, j, a, blk[i][j]);
+            }
+        /* and roll/steer does not see the other states (upright straight running) */
+        for (int i = 2; i < 4; i++)
+            for (int j = 0; j < b.N; j++) {
+                if (j == idx[0] || j == idx[1] || j == idx[2] || j == idx[3])
+                    continue;
+                cr_assert(fabs(b.A[(size_t)idx[i] * b.N + j]) < 1e-10, "v = %g: roll/steer row %d depends on state %d (%g)",
+                          v, i, j, b.A[(size_t)idx[i] * b.N + j]);
+            }
+    }
+
+    /* v = 0: +-5.53094371765393, +-3.13164324790656 */
+    {
+        bike_jacobian(&b, 0.0);
+        double re[32], im[32];
+        cr_assert_eq(lin_eigenvalues(b.N, b.A, re, im), 0);
+        const double w0[4] = {5.53094371765393, 3.13164324790656, -3.13164324790656, -5.53094371765393};
+        int k = 0;
+        for (int i = 0; i < b.N; i++)
+            if (hypot(re[i], im[i]) > 1e-4) {
+                cr_assert(k < 4 && fabs(re[i] - w0[k]) < 1e-9 && fabs(im[i]) < 1e-9, "v = 0: eigenvalue %d = %.17g%+.3gi",
+                          k, re[i], im[i]);
+                k++;
+            }
+        cr_assert_eq(k, 4, "v = 0: four nonzero eigenvalues");
+    }
+
+    /* the weave and capsize speeds: where the weave pair's and the capsize mode's real
+     * parts cross zero (GSL Brent on the eigenvalues of A) */
+    double weave = bike_root(&b, 1, 4.0, 4.6), capsize = bike_root(&b, 0, 5.7, 6.3);
+    cr_log_info("bicycle: weave speed %.15g, capsize speed %.15g", weave, capsize);
+    cr_assert(fabs(weave - 4.29238253634111) < 1e-9, "weave speed %.15g, paper 4.29238253634111", weave);
+    cr_assert(fabs(capsize - 6.02426201538837) < 1e-9, "capsize speed %.15g, paper 6.02426201538837", capsize);
+
+    free(b.A);
+    free(b.f);
+    free(b.y);
+    engine_model_release(b.m);
+    json_decref(doc);
+}
+
+/* ---- evaluate with a nonlinear (Chetaev) constraint: the multipliers formulation ---- */
+
+Test(evaluate, nonlinear_constraint, .init = setup)
+{
+    /* a particle held at speed v under gravity: lambda = m g sin(heading)/(2 v) at the
+     * start (heading with sin = 0.6), q'' = (0, -g) + 2 lambda q'/m, perpendicular to q' */
+    engine_model *m = compile_text("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
+                                   " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
+                                   " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
+    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "evaluate: %s", problem ? json_dumps(problem, 0) : "");
+    cr_assert_str_eq(json_string_value(json_object_get(res, "formulation")), "multipliers");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double lam = getd(st, "multipliers", "speed"), want = 2.0 * 9.81 * 0.6 / 6.0;
+    cr_assert(fabs(lam - want) < 1e-12, "lambda %.17g, closed form %.17g", lam, want);
+    double ax = getd(st, "qddot", "x"), ay = getd(st, "qddot", "y");
+    cr_assert(fabs(ax - want * 2.4) < 1e-12 && fabs(ay - (-9.81 + want * 1.8)) < 1e-12, "q'' = (%g, %g)", ax, ay);
+    cr_assert_null(json_object_get(st, "speeds_dot"), "no speeds in the multipliers formulation");
+    json_decref(res);
+    json_decref(req);
+    /* linearize needs linear constraints */
+    req = loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_FORMULATION);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+                     "model.constraints[0]");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* A rheonomic system: a bead on a hoop spinning at a rate given as a parameter is steady
+ * at its relative equilibria, but a hoop driven by an explicit t is not. */
+Test(linearize, time_dependence_in_the_steady_check, .init = setup)
+{
+    engine_model *m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
+                                   " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                                   " \"potential_energy\": \"-g*R*cos(th)\"}");
+    /* at t = 0 the bead at the bottom (th = 0) is in equilibrium, and stays: u' = 0 and
+     * d(u')/dt = 0 even though the hoop accelerates */
+    json_t *req = loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL, *problem = NULL;
+    int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    /* A[1][0] = (w^2 - g/R) at t = 0 (d/dth of sin cos w^2 - g/R sin) */
+    const json_t *A = json_object_get(json_array_get(json_object_get(res, "points"), 0), "A");
+    double a10 = json_number_value(json_array_get(json_array_get(A, 1), 0));
+    cr_assert(fabs(a10 - (4.0 - 9.81)) < 1e-13, "A[1][0] %.17g", a10);
+    json_decref(res);
+    json_decref(req);
+    /* the off-axis relative equilibrium cos(th) = g/(R w^2) at t = 0 has u' = 0 there, but
+     * the hoop speeds up (a = 0.5), so u' does not stay 0: d(u')/dt = du'/dt != 0 */
+    char text[200];
+    snprintf(text, sizeof text, "{\"q\": {\"th\": %.17g}, \"speeds\": {\"th'\": 0}}", acos(9.81 / 16.0));
+    engine_model_release(m);
+    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
+                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "an accelerating hoop's off-axis point is not steady");
+    const char *why = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
+    cr_assert_not_null(strstr(why, "changes along the motion"), "%s", why);
+    json_decref(problem);
+    /* with a = 0 it is a relative equilibrium: eigenvalues +-i w sin(th0) */
+    json_decref(req);
+    engine_model_release(m);
+    m = compile_text("{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
+                     " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+                     " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    double w = 4.0 * sin(acos(9.81 / 16.0));
+    cr_assert(fabs(eig(res, 0, 0, "im") - w) < 1e-12, "frequency %.17g, want w sin(th0) = %.17g", eig(res, 0, 0, "im"), w);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* ---- position-level constraints (engine/holo.h): the Cartesian pendulum ---- */
+
+Test(linearize, cartesian_pendulum, .init = setup)
+{
+    json_error_t err;
+    json_t *doc = json_load_file("tests/golden/bodies/pendulum-xy.json", 0, &err);
+    cr_assert_not_null(doc, "%s", err.text);
+    engine_model *m = compile_json(json_object_get(doc, "model"));
+    json_decref(doc);
+    /* evaluate at x = 0.6 with the guess y = -0.5: y is solved to -0.8 (the rod, L = 1);
+     * at rest theta'' = -g sin(theta), so x'' = cos(theta) theta'', y'' = sin(theta) theta'', and
+     * the rod's multiplier (J = (2x, 2y)) is -m g cos(theta)/2 */
+    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.6, \"y\": -0.5}, \"speeds\": {\"x'\": 0}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double thdd = -9.81 * 0.6;
+    cr_assert(fabs(getd(st, "q", "y") + 0.8) < 1e-15, "y solved to %.17g", getd(st, "q", "y"));
+    cr_assert(fabs(getd(st, "qddot", "x") - 0.8 * thdd) < 1e-12, "x'' %.17g", getd(st, "qddot", "x"));
+    cr_assert(fabs(getd(st, "qddot", "y") - 0.6 * thdd) < 1e-12, "y'' %.17g", getd(st, "qddot", "y"));
+    cr_assert(fabs(getd(st, "multipliers", "rod") + 1.5 * 9.81 * 0.8 / 2) < 1e-12, "rod multiplier %.17g",
+              getd(st, "multipliers", "rod"));
+    json_decref(res);
+    json_decref(req);
+    /* linearize at the bottom (guess y = -0.9): +-i sqrt(g/L), and a zero for the
+     * dependent coordinate y, which stays in the state */
+    res = linearize_ok(m, "{\"q\": {\"x\": 0, \"y\": -0.9}, \"speeds\": {\"x'\": 0}}");
+    double w = sqrt(9.81);
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues")), 3);
+    int plus = 0, minus = 0, zero = 0;
+    for (int i = 0; i < 3; i++) {
+        double re = eig(res, 0, i, "re"), im = eig(res, 0, i, "im");
+        plus += fabs(re) < 1e-12 && fabs(im - w) < 1e-12;
+        minus += fabs(re) < 1e-12 && fabs(im + w) < 1e-12;
+        zero += hypot(re, im) < 1e-12;
+    }
+    cr_assert(plus == 1 && minus == 1 && zero == 1, "eigenvalues +-i sqrt(g/L) and 0");
+    json_decref(res);
+    /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
+    req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
+    const char *path = json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path"));
+    cr_assert(path && !strncmp(path, "q", 1), "path %s", path);
+    cr_assert_not_null(strstr(json_dumps(problem, 0), "guess"), "%s", json_dumps(problem, 0));
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
