@@ -85,6 +85,12 @@ static expr *parse_expr(struct bctx *b, const json_t *v, const char *path)
         b->errors++;
         return NULL;
     }
+    if (json_is_string(v)) { /* the canonical copy gets the canonical print */
+        char *canon = expr_print(b->c, x);
+        if (canon)
+            json_string_set((json_t *)v, canon);
+        free(canon);
+    }
     if (expr_depends_class(b->c, x, SYM_VELOCITY)) {
         err(b, path, "must not contain velocities (it is a position-level quantity)");
         return NULL;
@@ -595,17 +601,53 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
     return 0;
 }
 
-int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const int *sym_p,
+/* Every JSON integer in v becomes a real (0 and 0.0 print alike in the canonical form). */
+static void reals(json_t *v)
+{
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *it = json_array_get(v, i);
+            if (json_is_integer(it))
+                json_array_set_new(v, i, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *it;
+        json_object_foreach(v, key, it)
+        {
+            if (json_is_integer(it))
+                json_object_set_new(v, key, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    }
+}
+
+int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const int *sym_p,
                  const double *param_values, int np, json_t *problem, bodies_result *out)
 {
     memset(out, 0, sizeof *out);
     out->T = expr_num(c, 0.0);
     out->V = expr_num(c, 0.0);
     for (int i = 0; bodies_keys[i]; i++)
-        if (json_object_get(model, bodies_keys[i]))
+        if (json_object_get(given, bodies_keys[i]))
             out->present = 1;
     if (!out->present)
         return 0;
+    /* Work on a copy of the bodies keys whose expressions are replaced by their
+     * canonical prints as they are parsed: the model's canonical form. */
+    out->canonical = json_object();
+    if (!out->canonical)
+        return -1;
+    for (int i = 0; bodies_keys[i]; i++) {
+        const json_t *v = json_object_get(given, bodies_keys[i]);
+        if (v)
+            json_object_set_new(out->canonical, bodies_keys[i], json_deep_copy(v));
+    }
+    reals(out->canonical);
+    const json_t *model = out->canonical;
     struct bctx b = {0};
     b.c = c;
     b.max_chars = max_expr_chars;
@@ -848,6 +890,7 @@ oom:
 
 void bodies_result_free(bodies_result *r)
 {
+    json_decref(r->canonical);
     free(r->vel);
     free(r->pos);
     memset(r, 0, sizeof *r);

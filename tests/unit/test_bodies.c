@@ -166,6 +166,28 @@ Test(bodies, canonical_recompiles)
     json_decref(f);
 }
 
+/* Formatting inside the bodies keys does not change the model id: expressions are
+ * canonicalised and 0 is 0.0. */
+Test(bodies, id_ignores_formatting)
+{
+    json_t *f = load_file("tests/golden/bodies/rolling-disk-primitive.json");
+    json_t *model = json_object_get(f, "model");
+    engine_model *m = compile_js(model);
+    json_t *I =
+        json_array_get(json_object_get(json_array_get(json_object_get(model, "bodies"), 0), "inertia"), 0);
+    json_array_set_new(I, 0, json_string("m * r ^ 2 / 4"));
+    json_array_set_new(I, 1, json_real(0.0));
+    engine_model *m2 = compile_js(model);
+    cr_expect_str_eq(engine_model_id(m2), engine_model_id(m));
+    json_array_set_new(I, 0, json_string("m*r^2/5"));
+    engine_model *m3 = compile_js(model);
+    cr_expect_str_neq(engine_model_id(m3), engine_model_id(m));
+    engine_model_release(m);
+    engine_model_release(m2);
+    engine_model_release(m3);
+    json_decref(f);
+}
+
 /* ---- the benchmark bicycle ----------------------------------------------------- */
 
 /* The mass matrix on the speeds at (t, q) by polarisation of T*(u) = E(u) - V. */
