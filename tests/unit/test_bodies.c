@@ -127,7 +127,9 @@ Test(bodies, rolling_primitive_constraints)
     cr_expect_eq(m->npos, 0);
     cr_expect_str_eq(m->cons[0].name, "disk_rolling");
     cr_expect_str_eq(m->cons[1].name, "disk_lateral");
-    cr_expect_str_eq(json_string_value(json_object_get(engine_model_summary(m), "reduction")), "symbolic");
+    json_t *summary = engine_model_summary(m);
+    cr_expect_str_eq(json_string_value(json_object_get(summary, "reduction")), "symbolic");
+    json_decref(summary);
     engine_model_release(m);
     json_decref(f);
 }
