@@ -802,11 +802,16 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
                 err(&b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
             snprintf(p, sizeof p, "%s.radius", path);
             expr *r = parse_expr(&b, json_object_get(dj, "radius"), p);
+            expr *rho = expr_num(c, 0.0);
+            if (json_object_get(dj, "tube_radius")) {
+                snprintf(p, sizeof p, "%s.tube_radius", path);
+                rho = parse_expr(&b, json_object_get(dj, "tube_radius"), p);
+            }
             const json_t *dep = json_object_get(dj, "dependent");
             snprintf(p, sizeof p, "%s.dependent", path);
             if (dep && !json_is_string(dep))
                 err(&b, p, "must be the name of a coordinate");
-            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || (dep && !json_is_string(dep)))
+            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || !rho || (dep && !json_is_string(dep)))
                 continue;
             const char *name = json_string_value(nm);
             const struct frame *W = &b.frames[f];
@@ -817,7 +822,7 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
             expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
             expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
-            expr *fpos = expr_sub(c, C, expr_mul(c, r, h));
+            expr *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
             /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
              * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
              * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
@@ -849,6 +854,16 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
                 expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
                 expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW))),
             };
+            /* A torus (tube radius rho) touches at rc - rho n: with n x t1 = t2 and n x t2 =
+             * -t1, w x (-rho n) adds -rho w.t2 and +rho w.t1, i.e. -rho (w.a - (n.a) w.n) / h
+             * and -rho w.(n x a) / h. */
+            if (!expr_is_num(rho, 0.0)) {
+                expr *wn = dot3(c, wW, nW), *wa2 = dot3(c, wW, aW);
+                expr *wt2 = expr_mul(c, expr_sub(c, wa2, expr_mul(c, na, wn)), inv_h);
+                expr *wt1 = expr_mul(c, dot3(c, wW, nxaW), inv_h);
+                slip[0] = expr_sub(c, slip[0], expr_mul(c, rho, wt2));
+                slip[1] = expr_sub(c, slip[1], expr_mul(c, rho, wt1));
+            }
             static const char *const dir[2] = {"rolling", "lateral"};
             for (int i = 0; i < 2; i++) {
                 if (zero_on_branch(&b, slip[i]))

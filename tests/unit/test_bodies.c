@@ -134,6 +134,21 @@ Test(bodies, rolling_primitive_constraints)
     json_decref(f);
 }
 
+/* A torus (tube_radius): the primitive's constraints against the velocity of the
+ * contact material point derived by hand (SymPy); its contact condition holds
+ * identically with the center at r sin(theta) + rho. */
+Test(bodies, rolling_torus_primitive)
+{
+    same_trajectory("tests/golden/bodies/rolling-torus-primitive.json",
+                    "tests/golden/bodies/rolling-torus-hand.json", NULL);
+    json_t *f = load_file("tests/golden/bodies/rolling-torus-primitive.json");
+    engine_model *m = compile_js(json_object_get(f, "model"));
+    cr_expect_eq(m->nc, 2);
+    cr_expect_eq(m->npos, 0, "the contact condition holds identically");
+    engine_model_release(m);
+    json_decref(f);
+}
+
 Test(bodies, physical_pendulum)
 {
     same_trajectory("tests/golden/bodies/physical-pendulum-body.json",
