@@ -694,8 +694,14 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
         int f = json_is_object(gj) ? ref_frame(&b, gj, "frame", "N", "model.gravity") : -1;
         if (!json_is_object(gj))
             err(&b, "model.gravity", "must be an object {\"frame\", \"vector\": [gx, gy, gz]}");
-        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0)
+        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0) {
             matvec(c, b.frames[f].R, gv, g);
+            for (int i = 0; i < 3; i++)
+                if (expr_depends_class(c, g[i], SYM_COORD) || expr_depends_class(c, g[i], SYM_TIME)) {
+                    err(&b, "model.gravity", "must be constant in N: give it in N or in a frame fixed in N");
+                    break;
+                }
+        }
     }
 
     int nT = 0, nV = 0;

@@ -389,6 +389,7 @@ Test(bodies, bad_input_names_the_path)
         "model.frames[0].parent", "unknown frame 'B'");
     body_fails("frames", "[{\"name\": \"A\", \"rotations\": [{\"axis\": \"y\", \"angle\": \"th'\"}]}]",
                "model.frames[0].rotations[0].angle", "velocities");
+    body_fails("gravity", "{\"frame\": \"A\", \"vector\": [0, 0, \"-g\"]}", "model.gravity", "constant in N");
     body_fails("position_constraints", "[{\"name\": \"h\", \"expr\": \"th' - 1\"}]",
                "model.position_constraints[0].expr", "must not contain velocities");
     body_fails("position_constraints", "[{\"name\": \"h\", \"expr\": \"th - 1\", \"dependent\": \"x\"}]",
