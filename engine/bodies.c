@@ -625,6 +625,26 @@ static void reals(json_t *v)
     }
 }
 
+/* h = |n x a| = sqrt(1 - (n.a)^2). When n.a is +-cos(u) or +-sin(u) (a disk tilted
+ * by one angle), h is sin(u) or cos(u) on the branch where that is positive, which
+ * is the branch of a disk above its contact (checked at the test configurations of
+ * zero_on_branch); the equations then keep their trigonometric form instead of
+ * sqrt(sin(u)^2). */
+static expr *contact_h(struct bctx *b, expr *na)
+{
+    expr_ctx *c = b->c;
+    expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+    expr *rest = NULL;
+    double k = expr_split_coeff(c, na, &rest);
+    if (fabs(k) != 1.0 || !rest || rest->kind != EXPR_FUN || (rest->fn != FN_SIN && rest->fn != FN_COS))
+        return h;
+    expr *alt = expr_fun(c, rest->fn == FN_SIN ? FN_COS : FN_SIN, rest->args[0]);
+    /* the same value as the sqrt, and positive, at the branch's test points */
+    if (!zero_on_branch(b, expr_sub(c, h, alt)))
+        return h;
+    return alt;
+}
+
 int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const int *sym_p,
                  const double *param_values, int np, json_t *problem, bodies_result *out)
 {
@@ -826,7 +846,7 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
             for (int i = 0; i < 3; i++)
                 a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
             expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
-            expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+            expr *h = contact_h(&b, na);
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
             expr *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
             /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
