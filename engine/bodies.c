@@ -85,6 +85,12 @@ static expr *parse_expr(struct bctx *b, const json_t *v, const char *path)
         b->errors++;
         return NULL;
     }
+    if (json_is_string(v)) { /* the canonical copy gets the canonical print */
+        char *canon = expr_print(b->c, x);
+        if (canon)
+            json_string_set((json_t *)v, canon);
+        free(canon);
+    }
     if (expr_depends_class(b->c, x, SYM_VELOCITY)) {
         err(b, path, "must not contain velocities (it is a position-level quantity)");
         return NULL;
@@ -595,17 +601,73 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
     return 0;
 }
 
-int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const int *sym_p,
+/* Every JSON integer in v becomes a real (0 and 0.0 print alike in the canonical form). */
+static void reals(json_t *v)
+{
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *it = json_array_get(v, i);
+            if (json_is_integer(it))
+                json_array_set_new(v, i, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *it;
+        json_object_foreach(v, key, it)
+        {
+            if (json_is_integer(it))
+                json_object_set_new(v, key, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    }
+}
+
+/* h = |n x a| = sqrt(1 - (n.a)^2). When n.a is +-cos(u) or +-sin(u) (a disk tilted
+ * by one angle), h is sin(u) or cos(u) on the branch where that is positive, which
+ * is the branch of a disk above its contact (checked at the test configurations of
+ * zero_on_branch); the equations then keep their trigonometric form instead of
+ * sqrt(sin(u)^2). */
+static expr *contact_h(struct bctx *b, expr *na)
+{
+    expr_ctx *c = b->c;
+    expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+    expr *rest = NULL;
+    double k = expr_split_coeff(c, na, &rest);
+    if (fabs(k) != 1.0 || !rest || rest->kind != EXPR_FUN || (rest->fn != FN_SIN && rest->fn != FN_COS))
+        return h;
+    expr *alt = expr_fun(c, rest->fn == FN_SIN ? FN_COS : FN_SIN, rest->args[0]);
+    /* the same value as the sqrt, and positive, at the branch's test points */
+    if (!zero_on_branch(b, expr_sub(c, h, alt)))
+        return h;
+    return alt;
+}
+
+int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const int *sym_p,
                  const double *param_values, int np, json_t *problem, bodies_result *out)
 {
     memset(out, 0, sizeof *out);
     out->T = expr_num(c, 0.0);
     out->V = expr_num(c, 0.0);
     for (int i = 0; bodies_keys[i]; i++)
-        if (json_object_get(model, bodies_keys[i]))
+        if (json_object_get(given, bodies_keys[i]))
             out->present = 1;
     if (!out->present)
         return 0;
+    /* Work on a copy of the bodies keys whose expressions are replaced by their
+     * canonical prints as they are parsed: the model's canonical form. */
+    out->canonical = json_object();
+    if (!out->canonical)
+        return -1;
+    for (int i = 0; bodies_keys[i]; i++) {
+        const json_t *v = json_object_get(given, bodies_keys[i]);
+        if (v)
+            json_object_set_new(out->canonical, bodies_keys[i], json_deep_copy(v));
+    }
+    reals(out->canonical);
+    const json_t *model = out->canonical;
     struct bctx b = {0};
     b.c = c;
     b.max_chars = max_expr_chars;
@@ -652,8 +714,14 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
         int f = json_is_object(gj) ? ref_frame(&b, gj, "frame", "N", "model.gravity") : -1;
         if (!json_is_object(gj))
             err(&b, "model.gravity", "must be an object {\"frame\", \"vector\": [gx, gy, gz]}");
-        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0)
+        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0) {
             matvec(c, b.frames[f].R, gv, g);
+            for (int i = 0; i < 3; i++)
+                if (expr_depends_class(c, g[i], SYM_COORD) || expr_depends_class(c, g[i], SYM_TIME)) {
+                    err(&b, "model.gravity", "must be constant in N: give it in N or in a frame fixed in N");
+                    break;
+                }
+        }
     }
 
     int nT = 0, nV = 0;
@@ -760,11 +828,16 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
                 err(&b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
             snprintf(p, sizeof p, "%s.radius", path);
             expr *r = parse_expr(&b, json_object_get(dj, "radius"), p);
+            expr *rho = expr_num(c, 0.0);
+            if (json_object_get(dj, "tube_radius")) {
+                snprintf(p, sizeof p, "%s.tube_radius", path);
+                rho = parse_expr(&b, json_object_get(dj, "tube_radius"), p);
+            }
             const json_t *dep = json_object_get(dj, "dependent");
             snprintf(p, sizeof p, "%s.dependent", path);
             if (dep && !json_is_string(dep))
                 err(&b, p, "must be the name of a coordinate");
-            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || (dep && !json_is_string(dep)))
+            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || !rho || (dep && !json_is_string(dep)))
                 continue;
             const char *name = json_string_value(nm);
             const struct frame *W = &b.frames[f];
@@ -773,9 +846,9 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             for (int i = 0; i < 3; i++)
                 a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
             expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
-            expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+            expr *h = contact_h(&b, na);
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
-            expr *fpos = expr_sub(c, C, expr_mul(c, r, h));
+            expr *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
             /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
              * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
              * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
@@ -807,6 +880,16 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
                 expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
                 expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW))),
             };
+            /* A torus (tube radius rho) touches at rc - rho n: with n x t1 = t2 and n x t2 =
+             * -t1, w x (-rho n) adds -rho w.t2 and +rho w.t1, i.e. -rho (w.a - (n.a) w.n) / h
+             * and -rho w.(n x a) / h. */
+            if (!expr_is_num(rho, 0.0)) {
+                expr *wn = dot3(c, wW, nW), *wa2 = dot3(c, wW, aW);
+                expr *wt2 = expr_mul(c, expr_sub(c, wa2, expr_mul(c, na, wn)), inv_h);
+                expr *wt1 = expr_mul(c, dot3(c, wW, nxaW), inv_h);
+                slip[0] = expr_sub(c, slip[0], expr_mul(c, rho, wt2));
+                slip[1] = expr_sub(c, slip[1], expr_mul(c, rho, wt1));
+            }
             static const char *const dir[2] = {"rolling", "lateral"};
             for (int i = 0; i < 2; i++) {
                 if (zero_on_branch(&b, slip[i]))
@@ -848,6 +931,7 @@ oom:
 
 void bodies_result_free(bodies_result *r)
 {
+    json_decref(r->canonical);
     free(r->vel);
     free(r->pos);
     memset(r, 0, sizeof *r);

@@ -452,14 +452,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         m->T = expr_add(m->ctx, m->T_hand, br.T);
     if (m->V_hand)
         m->V = expr_add(m->ctx, m->V_hand, br.V);
-    if (br.present) {
-        m->bodies_js = json_object();
-        for (int i = 0; bodies_keys[i]; i++) {
-            const json_t *bv = json_object_get(js, bodies_keys[i]);
-            if (bv)
-                json_object_set_new(m->bodies_js, bodies_keys[i], json_deep_copy(bv));
-        }
-    }
+    if (br.present)
+        m->bodies_js = json_incref(br.canonical);
 
     for (int i = 0; i < n; i++)
         m->Q[i] = expr_num(m->ctx, 0.0);

@@ -127,7 +127,24 @@ Test(bodies, rolling_primitive_constraints)
     cr_expect_eq(m->npos, 0);
     cr_expect_str_eq(m->cons[0].name, "disk_rolling");
     cr_expect_str_eq(m->cons[1].name, "disk_lateral");
-    cr_expect_str_eq(json_string_value(json_object_get(engine_model_summary(m), "reduction")), "symbolic");
+    json_t *summary = engine_model_summary(m);
+    cr_expect_str_eq(json_string_value(json_object_get(summary, "reduction")), "symbolic");
+    json_decref(summary);
+    engine_model_release(m);
+    json_decref(f);
+}
+
+/* A torus (tube_radius): the primitive's constraints against the velocity of the
+ * contact material point derived by hand (SymPy); its contact condition holds
+ * identically with the center at r sin(theta) + rho. */
+Test(bodies, rolling_torus_primitive)
+{
+    same_trajectory("tests/golden/bodies/rolling-torus-primitive.json",
+                    "tests/golden/bodies/rolling-torus-hand.json", NULL);
+    json_t *f = load_file("tests/golden/bodies/rolling-torus-primitive.json");
+    engine_model *m = compile_js(json_object_get(f, "model"));
+    cr_expect_eq(m->nc, 2);
+    cr_expect_eq(m->npos, 0, "the contact condition holds identically");
     engine_model_release(m);
     json_decref(f);
 }
@@ -163,6 +180,28 @@ Test(bodies, canonical_recompiles)
     engine_model_release(m);
     engine_model_release(m2);
     json_decref(canon);
+    json_decref(f);
+}
+
+/* Formatting inside the bodies keys does not change the model id: expressions are
+ * canonicalised and 0 is 0.0. */
+Test(bodies, id_ignores_formatting)
+{
+    json_t *f = load_file("tests/golden/bodies/rolling-disk-primitive.json");
+    json_t *model = json_object_get(f, "model");
+    engine_model *m = compile_js(model);
+    json_t *I =
+        json_array_get(json_object_get(json_array_get(json_object_get(model, "bodies"), 0), "inertia"), 0);
+    json_array_set_new(I, 0, json_string("m * r ^ 2 / 4"));
+    json_array_set_new(I, 1, json_real(0.0));
+    engine_model *m2 = compile_js(model);
+    cr_expect_str_eq(engine_model_id(m2), engine_model_id(m));
+    json_array_set_new(I, 0, json_string("m*r^2/5"));
+    engine_model *m3 = compile_js(model);
+    cr_expect_str_neq(engine_model_id(m3), engine_model_id(m));
+    engine_model_release(m);
+    engine_model_release(m2);
+    engine_model_release(m3);
     json_decref(f);
 }
 
@@ -350,6 +389,7 @@ Test(bodies, bad_input_names_the_path)
         "model.frames[0].parent", "unknown frame 'B'");
     body_fails("frames", "[{\"name\": \"A\", \"rotations\": [{\"axis\": \"y\", \"angle\": \"th'\"}]}]",
                "model.frames[0].rotations[0].angle", "velocities");
+    body_fails("gravity", "{\"frame\": \"A\", \"vector\": [0, 0, \"-g\"]}", "model.gravity", "constant in N");
     body_fails("position_constraints", "[{\"name\": \"h\", \"expr\": \"th' - 1\"}]",
                "model.position_constraints[0].expr", "must not contain velocities");
     body_fails("position_constraints", "[{\"name\": \"h\", \"expr\": \"th - 1\", \"dependent\": \"x\"}]",
