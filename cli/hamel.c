@@ -201,27 +201,34 @@ static int cmd_gamma(int argc, char **argv)
     return rc ? fail(problem) : print(result);
 }
 
-/* hamel linearize FILE / hamel evaluate FILE: the request is the file's "linearize"
- * (or "evaluate") member, else the file itself. */
+/* hamel linearize FILE / hamel evaluate FILE: the file's "model" with its "linearize"
+ * (or "evaluate") member as the request, else the file itself as the request. */
 static int cmd_lin(const char *path, const char *which)
 {
-    engine_model *m;
-    json_t *req, *result, *problem;
-    if (compile(path, &m, &req))
-        return 1;
-    json_t *inner = req ? json_object_get(req, which) : NULL;
-    json_t *r = inner ? inner : req;
-    if (!json_is_object(r) || (!inner && !json_object_get(r, strcmp(which, "evaluate") ? "q" : "states") &&
-                               !json_object_get(r, "points"))) {
-        json_decref(req);
-        engine_model_release(m);
+    json_error_t err;
+    json_t *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(path, 0, &err);
+    if (!doc) {
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
+        char where[64];
+        snprintf(where, sizeof where, "%s:%d", path, err.line);
+        hamel_problem_add(p, where, err.column, err.text);
+        return fail(p);
+    }
+    json_t *model = json_object_get(doc, "model"), *inner = json_object_get(doc, which);
+    json_t *r = inner ? inner : doc;
+    if (!json_is_object(model) || !json_is_object(r)) {
+        json_decref(doc);
         char why[160];
-        snprintf(why, sizeof why, "the file has no \"%s\" request beside its \"model\"", which);
+        snprintf(why, sizeof why, "the file needs \"model\" and a \"%s\" request (or to be one)", which);
         return fail(hamel_problem_new(HAMEL_E_BAD_REQUEST, why));
     }
-    int rc = strcmp(which, "evaluate") ? engine_linearize(m, r, NULL, NULL, &result, &problem)
+    engine_model *m = NULL;
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_model_compile(model, NULL, &m, &problem);
+    if (rc == 0)
+        rc = strcmp(which, "evaluate") ? engine_linearize(m, r, NULL, NULL, &result, &problem)
                                        : engine_evaluate(m, r, NULL, &result, &problem);
-    json_decref(req);
+    json_decref(doc);
     engine_model_release(m);
     return rc ? fail(problem) : print(result);
 }

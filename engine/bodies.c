@@ -20,14 +20,20 @@ const char *const bodies_keys[] = {"frames",  "points",        "bodies", "partic
 
 struct frame {
     char name[BODIES_NAME_MAX + 1];
-    expr *R[9]; /* row-major: columns are this frame's unit vectors in N components */
-    expr *w[3]; /* angular velocity in this frame's components */
+    int parent, depth; /* N: -1, 0 */
+    expr *E[9];        /* relative rotation: parent components = E * own components */
+    expr *R[9];        /* row-major: columns are this frame's unit vectors in N components */
+    expr *w[3];        /* angular velocity in this frame's components */
+    expr *w_par[3];    /* the same in the parent's components (no own angle in it) */
+    int spin_axis;     /* 0..2: the frame is its parent turned about this own axis alone */
 };
 
 struct point {
     char name[BODIES_NAME_MAX + 1];
-    expr *r[3]; /* position from O, N components */
-    expr *v[3]; /* velocity, N components (NULL until needed) */
+    int parent, frame; /* O: -1, 0 */
+    expr *p[3];        /* position from the parent point, components in `frame` */
+    expr *r[3];        /* position from O, N components */
+    expr *v[3];        /* velocity in N, components in `frame` (NULL until needed) */
 };
 
 struct bctx {
@@ -78,6 +84,12 @@ static expr *parse_expr(struct bctx *b, const json_t *v, const char *path)
         hamel_problem_add(b->problem, path, e.column, e.message);
         b->errors++;
         return NULL;
+    }
+    if (json_is_string(v)) { /* the canonical copy gets the canonical print */
+        char *canon = expr_print(b->c, x);
+        if (canon)
+            json_string_set((json_t *)v, canon);
+        free(canon);
     }
     if (expr_depends_class(b->c, x, SYM_VELOCITY)) {
         err(b, path, "must not contain velocities (it is a position-level quantity)");
@@ -356,6 +368,12 @@ static int parse_frames(struct bctx *b, const json_t *arr)
         }
         struct frame fr;
         snprintf(fr.name, sizeof fr.name, "%s", json_string_value(json_object_get(f, "name")));
+        fr.parent = parent;
+        fr.depth = b->frames[parent].depth + 1;
+        fr.spin_axis = -1;
+        memcpy(fr.w_par, b->frames[parent].w, sizeof fr.w_par);
+        for (int i = 0; i < 9; i++)
+            fr.E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
         memcpy(fr.R, b->frames[parent].R, sizeof fr.R);
         memcpy(fr.w, b->frames[parent].w, sizeof fr.w);
         int ok = 1;
@@ -380,13 +398,23 @@ static int parse_frames(struct bctx *b, const json_t *arr)
                 ok = 0;
                 continue;
             }
-            expr *E[9], *R[9], *w[3];
+            expr *E[9], *R[9], *w[3], *Erel[9], *Ek[3], *ad = expr_dt(c, a);
+            /* in the parent's components the rotation adds (E_before k) a' (E k = k) */
+            matvec(c, fr.E, k, Ek);
             rotation(c, k, a, E);
             matmul(c, fr.R, E, R);
+            matmul(c, fr.E, E, Erel);
+            memcpy(fr.E, Erel, sizeof Erel);
             matTvec(c, E, fr.w, w);
-            expr *ad = expr_dt(c, a);
             for (int i = 0; i < 3; i++)
                 fr.w[i] = expr_add(c, w[i], expr_mul(c, k[i], ad));
+            for (int i = 0; i < 3; i++)
+                fr.w_par[i] = expr_add(c, fr.w_par[i], expr_mul(c, Ek[i], ad));
+            int sign_unused;
+            const json_t *axj = json_object_get(r, "axis");
+            fr.spin_axis = json_array_size(rots) == 1 && json_is_string(axj)
+                               ? axis_letter(json_string_value(axj), &sign_unused)
+                               : -1;
             memcpy(fr.R, R, sizeof R);
         }
         if (ok)
@@ -426,6 +454,9 @@ static int parse_points(struct bctx *b, const json_t *arr)
             continue;
         struct point pt = {0};
         snprintf(pt.name, sizeof pt.name, "%s", json_string_value(json_object_get(p, "name")));
+        pt.parent = parent;
+        pt.frame = f;
+        memcpy(pt.p, x, sizeof x);
         expr *xn[3];
         matvec(c, b->frames[f].R, x, xn);
         for (int i = 0; i < 3; i++)
@@ -435,12 +466,56 @@ static int parse_points(struct bctx *b, const json_t *arr)
     return 0;
 }
 
+/* v (components in frame `from`) into components in frame `to`: up the tree from
+ * `from` to the common ancestor (parent = E own), then down to `to` (own = E^T parent).
+ * Only the relative rotations along the path appear, so a velocity expressed in a
+ * yawed and rolled frame carries no yaw. */
+static void express(struct bctx *b, expr *const v[3], int from, int to, expr *out[3])
+{
+    expr_ctx *c = b->c;
+    expr *cur[3] = {v[0], v[1], v[2]}, *tmp[3];
+    int down[BODIES_MAX_ITEMS + 1], nd = 0;
+    int a = from, t = to;
+    while (b->frames[t].depth > b->frames[a].depth) {
+        down[nd++] = t;
+        t = b->frames[t].parent;
+    }
+    while (a != t) {
+        if (b->frames[a].depth >= b->frames[t].depth) {
+            matvec(c, b->frames[a].E, cur, tmp);
+            memcpy(cur, tmp, sizeof tmp);
+            a = b->frames[a].parent;
+        } else {
+            down[nd++] = t;
+            t = b->frames[t].parent;
+        }
+    }
+    while (nd > 0) {
+        matTvec(c, b->frames[down[--nd]].E, cur, tmp);
+        memcpy(cur, tmp, sizeof tmp);
+    }
+    memcpy(out, cur, sizeof cur);
+}
+
+/* The velocity of point p in N, in the components of the frame its position is
+ * given in: v_P = v_parent + d/dt(p) + w_F x p, with p the components in frame F of
+ * the position from the parent point, d/dt their total time derivative (through q'
+ * and t) and w_F the angular velocity of F. This is the time derivative of the
+ * position vector r_P = r_parent + p_F differentiated in F (the transport theorem),
+ * so it equals the derivative of the inertial components of r_P exactly, with
+ * smaller expressions. */
 static expr **velocity(struct bctx *b, int p)
 {
     struct point *pt = &b->points[p];
-    if (!pt->v[0])
-        for (int i = 0; i < 3; i++)
-            pt->v[i] = expr_dt(b->c, pt->r[i]);
+    expr_ctx *c = b->c;
+    if (pt->v[0])
+        return pt->v;
+    int f = pt->frame;
+    expr **vp = velocity(b, pt->parent), *vpf[3], *wxp[3];
+    express(b, vp, b->points[pt->parent].frame, f, vpf);
+    cross3(c, b->frames[f].w, pt->p, wxp);
+    for (int i = 0; i < 3; i++)
+        pt->v[i] = expr_add(c, vpf[i], expr_add(c, expr_dt(c, pt->p[i]), wxp[i]));
     return pt->v;
 }
 
@@ -526,17 +601,73 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
     return 0;
 }
 
-int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const int *sym_p,
+/* Every JSON integer in v becomes a real (0 and 0.0 print alike in the canonical form). */
+static void reals(json_t *v)
+{
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *it = json_array_get(v, i);
+            if (json_is_integer(it))
+                json_array_set_new(v, i, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *it;
+        json_object_foreach(v, key, it)
+        {
+            if (json_is_integer(it))
+                json_object_set_new(v, key, json_real((double)json_integer_value(it)));
+            else
+                reals(it);
+        }
+    }
+}
+
+/* h = |n x a| = sqrt(1 - (n.a)^2). When n.a is +-cos(u) or +-sin(u) (a disk tilted
+ * by one angle), h is sin(u) or cos(u) on the branch where that is positive, which
+ * is the branch of a disk above its contact (checked at the test configurations of
+ * zero_on_branch); the equations then keep their trigonometric form instead of
+ * sqrt(sin(u)^2). */
+static expr *contact_h(struct bctx *b, expr *na)
+{
+    expr_ctx *c = b->c;
+    expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+    expr *rest = NULL;
+    double k = expr_split_coeff(c, na, &rest);
+    if (fabs(k) != 1.0 || !rest || rest->kind != EXPR_FUN || (rest->fn != FN_SIN && rest->fn != FN_COS))
+        return h;
+    expr *alt = expr_fun(c, rest->fn == FN_SIN ? FN_COS : FN_SIN, rest->args[0]);
+    /* the same value as the sqrt, and positive, at the branch's test points */
+    if (!zero_on_branch(b, expr_sub(c, h, alt)))
+        return h;
+    return alt;
+}
+
+int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const int *sym_p,
                  const double *param_values, int np, json_t *problem, bodies_result *out)
 {
     memset(out, 0, sizeof *out);
     out->T = expr_num(c, 0.0);
     out->V = expr_num(c, 0.0);
     for (int i = 0; bodies_keys[i]; i++)
-        if (json_object_get(model, bodies_keys[i]))
+        if (json_object_get(given, bodies_keys[i]))
             out->present = 1;
     if (!out->present)
         return 0;
+    /* Work on a copy of the bodies keys whose expressions are replaced by their
+     * canonical prints as they are parsed: the model's canonical form. */
+    out->canonical = json_object();
+    if (!out->canonical)
+        return -1;
+    for (int i = 0; bodies_keys[i]; i++) {
+        const json_t *v = json_object_get(given, bodies_keys[i]);
+        if (v)
+            json_object_set_new(out->canonical, bodies_keys[i], json_deep_copy(v));
+    }
+    reals(out->canonical);
+    const json_t *model = out->canonical;
     struct bctx b = {0};
     b.c = c;
     b.max_chars = max_expr_chars;
@@ -561,14 +692,16 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
     /* N and O */
     struct frame *N = &b.frames[b.nf++];
     strcpy(N->name, "N");
+    N->parent = -1;
     for (int i = 0; i < 9; i++)
-        N->R[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
+        N->R[i] = N->E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
     for (int i = 0; i < 3; i++)
         N->w[i] = expr_num(c, 0.0);
     struct point *O = &b.points[b.npt++];
     strcpy(O->name, "O");
+    O->parent = -1;
     for (int i = 0; i < 3; i++)
-        O->r[i] = O->v[i] = expr_num(c, 0.0);
+        O->p[i] = O->r[i] = O->v[i] = expr_num(c, 0.0);
 
     parse_frames(&b, json_object_get(model, "frames"));
     parse_points(&b, json_object_get(model, "points"));
@@ -581,8 +714,14 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
         int f = json_is_object(gj) ? ref_frame(&b, gj, "frame", "N", "model.gravity") : -1;
         if (!json_is_object(gj))
             err(&b, "model.gravity", "must be an object {\"frame\", \"vector\": [gx, gy, gz]}");
-        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0)
+        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0) {
             matvec(c, b.frames[f].R, gv, g);
+            for (int i = 0; i < 3; i++)
+                if (expr_depends_class(c, g[i], SYM_COORD) || expr_depends_class(c, g[i], SYM_TIME)) {
+                    err(&b, "model.gravity", "must be constant in N: give it in N or in a frame fixed in N");
+                    break;
+                }
+        }
     }
 
     int nT = 0, nV = 0;
@@ -612,6 +751,20 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
             if (parse_inertia(&b, bj, path, I) < 0 || !m || p < 0 || f < 0)
                 continue;
             expr **v = velocity(&b, p), **w = b.frames[f].w;
+            /* A body symmetric about the one axis its frame turns about (a wheel) has the
+             * same inertia tensor in its parent's axes: take w there, free of the spin
+             * angle. */
+            int k = b.frames[f].spin_axis;
+            if (k >= 0) {
+                int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
+                int sym = I[3 * i1 + i1] == I[3 * i2 + i2];
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++)
+                        if (i != j && !expr_is_num(I[3 * i + j], 0.0))
+                            sym = 0;
+                if (sym)
+                    w = b.frames[f].w_par;
+            }
             expr *Iw[3];
             matvec(c, I, w, Iw);
             expr *half = expr_num(c, 0.5);
@@ -675,43 +828,68 @@ int bodies_build(expr_ctx *c, const json_t *model, size_t max_expr_chars, const 
                 err(&b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
             snprintf(p, sizeof p, "%s.radius", path);
             expr *r = parse_expr(&b, json_object_get(dj, "radius"), p);
+            expr *rho = expr_num(c, 0.0);
+            if (json_object_get(dj, "tube_radius")) {
+                snprintf(p, sizeof p, "%s.tube_radius", path);
+                rho = parse_expr(&b, json_object_get(dj, "tube_radius"), p);
+            }
             const json_t *dep = json_object_get(dj, "dependent");
             snprintf(p, sizeof p, "%s.dependent", path);
             if (dep && !json_is_string(dep))
                 err(&b, p, "must be the name of a coordinate");
-            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || (dep && !json_is_string(dep)))
+            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || !rho || (dep && !json_is_string(dep)))
                 continue;
             const char *name = json_string_value(nm);
             const struct frame *W = &b.frames[f];
             /* a: the spin axis in N; n.a; h = |n x a| = sqrt(1 - (n.a)^2) */
-            expr *a[3] = {W->R[axis], W->R[3 + axis], W->R[6 + axis]};
+            expr *a[3];
+            for (int i = 0; i < 3; i++)
+                a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
             expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
-            expr *h = expr_fun(c, FN_SQRT, expr_sub(c, expr_num(c, 1.0), expr_powi(c, na, 2)));
+            expr *h = contact_h(&b, na);
             expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
-            expr *fpos = expr_sub(c, C, expr_mul(c, r, h));
+            expr *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
             /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
              * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
              * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
              * = -r h (w.a) and t2.(w x rc) = -r w.(n x a), to
              *   t1.v = (a x n).v_C / h - r w.a,   t2.v = (a - (n.a) n).v_C / h - r w.(n x a),
              * where w.a and w.(n x a) are taken in the disk's own components. */
-            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3];
+            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3], *nG[3], *aG[3];
             for (int i = 0; i < 3; i++) {
                 nN[i] = expr_num(c, i == nk ? nsign : 0.0);
-                nW[i] = nsign > 0 ? W->R[3 * nk + i] : expr_neg(c, W->R[3 * nk + i]);
                 aW[i] = expr_num(c, i == axis ? sign : 0.0);
             }
-            cross3(c, a, nN, axn);
-            for (int i = 0; i < 3; i++)
-                lat[i] = expr_sub(c, a[i], expr_mul(c, na, nN[i]));
-            cross3(c, nW, aW, nxaW);
+            /* v_C comes in the components of the center's frame G: n and a there too */
             expr **vc = velocity(&b, cp);
+            int G = b.points[cp].frame;
+            express(&b, nN, 0, G, nG);
+            express(&b, aW, f, G, aG);
+            /* w.(n x a): in the parent's axes when the disk's frame spins about its axis
+             * (then a has the same components there and w has no spin angle in it) */
+            int spin = W->spin_axis == axis;
+            expr *const *wW = spin ? W->w_par : W->w;
+            express(&b, nN, 0, spin ? W->parent : f, nW);
+            cross3(c, aG, nG, axn);
+            for (int i = 0; i < 3; i++)
+                lat[i] = expr_sub(c, aG[i], expr_mul(c, na, nG[i]));
+            cross3(c, nW, aW, nxaW);
             expr *inv_h = expr_powi(c, h, -1);
             expr *wa = sign > 0 ? W->w[axis] : expr_neg(c, W->w[axis]);
             expr *slip[2] = {
                 expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
-                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, W->w, nxaW))),
+                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW))),
             };
+            /* A torus (tube radius rho) touches at rc - rho n: with n x t1 = t2 and n x t2 =
+             * -t1, w x (-rho n) adds -rho w.t2 and +rho w.t1, i.e. -rho (w.a - (n.a) w.n) / h
+             * and -rho w.(n x a) / h. */
+            if (!expr_is_num(rho, 0.0)) {
+                expr *wn = dot3(c, wW, nW), *wa2 = dot3(c, wW, aW);
+                expr *wt2 = expr_mul(c, expr_sub(c, wa2, expr_mul(c, na, wn)), inv_h);
+                expr *wt1 = expr_mul(c, dot3(c, wW, nxaW), inv_h);
+                slip[0] = expr_sub(c, slip[0], expr_mul(c, rho, wt2));
+                slip[1] = expr_sub(c, slip[1], expr_mul(c, rho, wt1));
+            }
             static const char *const dir[2] = {"rolling", "lateral"};
             for (int i = 0; i < 2; i++) {
                 if (zero_on_branch(&b, slip[i]))
@@ -753,6 +931,7 @@ oom:
 
 void bodies_result_free(bodies_result *r)
 {
+    json_decref(r->canonical);
     free(r->vel);
     free(r->pos);
     memset(r, 0, sizeof *r);

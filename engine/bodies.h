@@ -33,12 +33,15 @@ typedef struct bodies_result {
     int n_vel, n_pos;
     bodies_constraint *vel; /* [n_vel] no-slip constraints, linear in q' */
     bodies_constraint *pos; /* [n_pos] holonomic contact conditions f(q, t) = 0 */
+    json_t *canonical;      /* the bodies keys with every expression printed canonically and
+                             * every number a real (owned; NULL without bodies) */
 } bodies_result;
 
 /* The JSON keys this module reads from a model (NULL-terminated). */
 extern const char *const bodies_keys[];
 
-/* Reads the bodies keys of `model` (borrowed) and builds T, V and the rolling
+/* Reads the bodies keys of `model` (borrowed; expressions are parsed from a copy,
+ * out->canonical) and builds T, V and the rolling
  * constraints in context c, which must already hold the model's parameters, t,
  * coordinates, velocities and definitions. `param_values[i]` is the value of the
  * parameter with symbol index sym_p[i] (np of them), used only to check masses and

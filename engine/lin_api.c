@@ -7,6 +7,7 @@
  * Eigenvalues are sorted by real part, largest first, then by imaginary part, largest
  * first (so a conjugate pair lists +im before -im); real ones have im exactly 0.
  */
+#include <gsl/gsl_complex_math.h>
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 
 #include "engine.h"
 #include "hamel.h"
+#include "holo.h"
 #include "linalg.h"
 #include "linearize.h"
 #include "model.h"
@@ -29,6 +31,7 @@
 #define LIN_MAX_TANGENT_DOUBLES ((size_t)1 << 22)
 #define LIN_DEFAULT_STEADY_TOL 1e-8
 #define LIN_CONSTRAINT_TOL 1e-8 /* as the simulate request's initial.qdot check */
+#define LIN_POSITION_TOL 1e-10  /* position-level constraints, as a simulation's initial solve */
 
 static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -60,12 +63,148 @@ typedef struct lin_state {
     double t;
     double *q, *u, *qd; /* [n], [k], [n] */
     int from_speeds;    /* given as speeds (else as qdot) */
+    int dep[8];         /* position-level constraints: the solved coordinates (first 8) */
 } lin_state;
 
-/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; checks that
- * qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
-static void read_state(const struct engine_model *m, hamel_ws *hw, const json_t *js, const char *prefix,
-                       lin_state *st, json_t **problem)
+static json_t *matrix_json(const double *a, int rows, int cols);
+static json_t *eigen_json(int N, const double *A, const char *const *names, int vectors);
+
+/* Position-level constraints f(q, t) = 0: their dependent coordinates are solved by
+ * Newton from the given q (a guess), as for a simulation's initial state. Returns 0, or
+ * -1 with an error at <prefix>q.<coordinate> naming the guess and the residual. */
+static int solve_position(const struct engine_model *m, const double *params, lin_state *st,
+                          const char *prefix, json_t **problem)
+{
+    int h = m->npos, rc = -1, iters = 0;
+    holo_ws *w = holo_ws_new(m, params);
+    int *dep = calloc(h, sizeof *dep);
+    double resid = 0.0;
+    char path[160];
+    if (!w || !dep) {
+        bad(problem, HAMEL_E_INTERNAL, "", "out of memory");
+        goto done;
+    }
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (holo_choose(w, st->t, st->q, dep) < 0) {
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "the gradients of the position-level constraints are linearly dependent here: no coordinates can "
+            "be solved for");
+        goto done;
+    }
+    char guess[512] = "";
+    for (int j = 0; j < h; j++) {
+        size_t a = strlen(guess);
+        snprintf(guess + a, sizeof guess - a, "%s%s = %.17g", j ? ", " : "", m->coords[dep[j]],
+                 st->q[dep[j]]);
+    }
+    if (holo_solve(w, st->t, st->q, dep, LIN_POSITION_TOL, &resid, &iters) < 0) {
+        snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[dep[0]]);
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "Newton's method on the position-level constraints from the guess %s did not converge: max |f| = "
+            "%.3g after %d iterations (tolerance %.1g); give a better guess",
+            guess, resid, iters, LIN_POSITION_TOL);
+        goto done;
+    }
+    for (int j = 0; j < h && j < 8; j++)
+        st->dep[j] = dep[j];
+    rc = 0;
+done:
+    holo_ws_free(w);
+    free(dep);
+    return rc;
+}
+
+/* A on the independent coordinates and the speeds, for a model with position-level
+ * constraints f(q, t) = 0: the dependent coordinates follow the independent ones on
+ * the constraint manifold (dq_dep = -(df/dq_dep)^-1 df/dq_ind dq_ind), so with E that
+ * map and P the rows of the independent states, A_red = P A E (the manifold is
+ * invariant under the linearized flow: A E = E A_red). B_red = P B. Returns the
+ * {"states", "A", "B"?, "eigenvalues"} object, or NULL where df/dq_dep is singular. */
+static json_t *reduced_json(const struct engine_model *m, const double *params, const lin_state *st,
+                            const double *A, const double *B, int ni, int vectors)
+{
+    int n = m->n, k = m->k, h = m->npos, N = n + k, Nr = N - h;
+    if (h > 8 || h >= n)
+        return NULL;
+    double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_pos->n_ins + 1, sizeof *work);
+    double *out = calloc((size_t)h * (n + 1), sizeof *out), *D = calloc((size_t)h * h, sizeof *D);
+    double *E = calloc((size_t)N * Nr, sizeof *E), *Ar = calloc((size_t)Nr * Nr, sizeof *Ar);
+    double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br);
+    double z[8];
+    int piv[8], *rows = calloc(Nr, sizeof *rows);
+    unsigned char isdep[256] = {0};
+    json_t *res = NULL;
+    if (!in || !work || !out || !D || !E || !Ar || !Br || !rows || n > 256)
+        goto done;
+    memcpy(in, params, m->np * sizeof *in);
+    in[model_input_t(m)] = st->t;
+    memcpy(in + model_input_q(m), st->q, n * sizeof *in);
+    tape_eval(m->tape_pos, in, work, out);
+    const double *G = out + h; /* d f_j / d q_i at G[j * n + i] */
+    for (int j = 0; j < h; j++) {
+        isdep[st->dep[j]] = 1;
+        for (int l = 0; l < h; l++)
+            D[j * h + l] = G[j * n + st->dep[l]];
+    }
+    if (linalg_lu(h, D, piv) < 0)
+        goto done;
+    for (int i = 0, a = 0; i < n; i++) {
+        if (isdep[i])
+            continue;
+        rows[a] = i;
+        E[(size_t)i * Nr + a] = 1.0;
+        for (int j = 0; j < h; j++)
+            z[j] = -G[j * n + i];
+        linalg_lu_solve(h, D, piv, z);
+        for (int j = 0; j < h; j++)
+            E[(size_t)st->dep[j] * Nr + a] = z[j];
+        a++;
+    }
+    for (int r = 0; r < k; r++) {
+        rows[n - h + r] = n + r;
+        E[(size_t)(n + r) * Nr + n - h + r] = 1.0;
+    }
+    for (int i = 0; i < Nr; i++) {
+        for (int a = 0; a < Nr; a++) {
+            double v = 0.0;
+            for (int j = 0; j < N; j++)
+                v += A[(size_t)rows[i] * N + j] * E[(size_t)j * Nr + a];
+            Ar[(size_t)i * Nr + a] = v;
+        }
+        for (int c = 0; c < ni; c++)
+            Br[(size_t)i * ni + c] = B[(size_t)rows[i] * ni + c];
+    }
+    const char *rn[256];
+    json_t *names = json_array();
+    for (int i = 0; i < Nr; i++) {
+        rn[i] = rows[i] < n ? m->coords[rows[i]] : m->speeds[rows[i] - n];
+        json_array_append_new(names, json_string(rn[i]));
+    }
+    json_t *eig = eigen_json(Nr, Ar, rn, vectors);
+    if (!eig) {
+        json_decref(names);
+        goto done;
+    }
+    res = json_pack("{s:o, s:o, s:o}", "states", names, "A", matrix_json(Ar, Nr, Nr), "eigenvalues", eig);
+    if (ni)
+        json_object_set_new(res, "B", matrix_json(Br, Nr, ni));
+done:
+    free(in);
+    free(work);
+    free(out);
+    free(D);
+    free(E);
+    free(Ar);
+    free(Br);
+    free(rows);
+    return res;
+}
+
+/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
+ * position-level constraints for their dependent coordinates (q is the guess); checks
+ * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
+static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
+                       const char *prefix, lin_state *st, json_t **problem)
 {
     char path[160];
     int n = m->n, k = m->k, all_linear = m->nlin == m->nc, before = *problem != NULL;
@@ -168,6 +307,8 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const json_t 
     }
     int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
     if ((before && errs > errs0) || (!before && *problem))
+        return;
+    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
         return;
 
     /* Consistency, as for a simulation's initial state. */
@@ -356,7 +497,7 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
             continue;
         }
         if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
-            read_state(m, hw, sj, prefix, &st[i], problem);
+            read_state(m, hw, params, sj, prefix, &st[i], problem);
     }
     if (*problem) {
         rc = hamel_problem_code(*problem);
@@ -441,6 +582,7 @@ done:
 
 typedef struct lin_eig {
     double re, im;
+    int k; /* index in GSL's order (its eigenvector's column) */
 } lin_eig;
 
 static int eig_cmp(const void *pa, const void *pb)
@@ -453,7 +595,7 @@ static int eig_cmp(const void *pa, const void *pb)
     return 0;
 }
 
-int lin_eigenvalues(int N, const double *A, double *re, double *im)
+int lin_eigen(int N, const double *A, double *re, double *im, double *vre, double *vim)
 {
     if (N < 1)
         return 0;
@@ -472,11 +614,30 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im)
                 gsl_complex z = gsl_vector_complex_get(ev, i);
                 e[i].re = GSL_REAL(z);
                 e[i].im = GSL_IMAG(z);
+                e[i].k = i;
             }
             qsort(e, N, sizeof *e, eig_cmp);
             for (int i = 0; i < N; i++) {
                 re[i] = e[i].re;
                 im[i] = e[i].im;
+                if (!vre || !vim)
+                    continue;
+                /* eigenvector i, scaled so that its largest component is exactly 1 */
+                int big = 0;
+                double bigabs = -1.0;
+                for (int s = 0; s < N; s++) {
+                    double m = gsl_complex_abs(gsl_matrix_complex_get(vec, s, e[i].k));
+                    if (m > bigabs) {
+                        bigabs = m;
+                        big = s;
+                    }
+                }
+                gsl_complex piv = gsl_matrix_complex_get(vec, big, e[i].k);
+                for (int s = 0; s < N; s++) {
+                    gsl_complex z = gsl_complex_div(gsl_matrix_complex_get(vec, s, e[i].k), piv);
+                    vre[(size_t)i * N + s] = s == big ? 1.0 : GSL_REAL(z);
+                    vim[(size_t)i * N + s] = s == big ? 0.0 : GSL_IMAG(z);
+                }
             }
             rc = 0;
         }
@@ -493,11 +654,46 @@ int lin_eigenvalues(int N, const double *A, double *re, double *im)
     return rc;
 }
 
+int lin_eigenvalues(int N, const double *A, double *re, double *im)
+{
+    return lin_eigen(N, A, re, im, NULL, NULL);
+}
+
+/* The eigenvalues of the N x N matrix A as [{re, im, vector?}], with each eigenvector
+ * (when `vectors`) as {state name: {re, im}}; NULL when they do not converge. */
+static json_t *eigen_json(int N, const double *A, const char *const *names, int vectors)
+{
+    double *re = calloc(N + 1, sizeof *re), *im = calloc(N + 1, sizeof *im);
+    double *vre = vectors ? calloc((size_t)N * N + 1, sizeof *vre) : NULL;
+    double *vim = vectors ? calloc((size_t)N * N + 1, sizeof *vim) : NULL;
+    json_t *arr = NULL;
+    if (re && im && (!vectors || (vre && vim)) && lin_eigen(N, A, re, im, vre, vim) == 0) {
+        arr = json_array();
+        for (int i = 0; i < N; i++) {
+            json_t *o = json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i]));
+            if (vectors) {
+                json_t *v = json_object();
+                for (int s = 0; s < N; s++)
+                    json_object_set_new(v, names[s],
+                                        json_pack("{s:o, s:o}", "re", num(vre[(size_t)i * N + s]), "im",
+                                                  num(vim[(size_t)i * N + s])));
+                json_object_set_new(o, "vector", v);
+            }
+            json_array_append_new(arr, o);
+        }
+    }
+    free(re);
+    free(im);
+    free(vre);
+    free(vim);
+    return arr;
+}
+
 int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
-                 double *B)
+                 double *B, double *ft)
 {
-    int n = m->n, k = m->k, N = n + k, nd = N + n_inputs, nv = 1 + N + m->np;
+    int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
     int chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
     if (chunk < 1)
         chunk = 1;
@@ -513,7 +709,7 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
         memset(seed, 0, (size_t)nv * c * sizeof *seed);
         for (int d = 0; d < c; d++) {
             int dir = d0 + d;
-            int var = dir < N ? 1 + dir : 1 + N + inputs[dir - N];
+            int var = dir < N ? 1 + dir : dir < N + n_inputs ? 1 + N + inputs[dir - N] : 0;
             seed[(size_t)var * c + d] = 1.0;
         }
         if (lin_rhs_tangent(w, t, q, u, seed, c, f, df) < 0)
@@ -523,8 +719,10 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
                 int dir = d0 + d;
                 if (dir < N)
                     A[(size_t)i * N + dir] = df[(size_t)i * c + d];
-                else
+                else if (dir < N + n_inputs)
                     B[(size_t)i * n_inputs + dir - N] = df[(size_t)i * c + d];
+                else
+                    ft[i] = df[(size_t)i * c + d];
             }
     }
     rc = 0;
@@ -547,17 +745,31 @@ static json_t *matrix_json(const double *a, int rows, int cols)
     return arr;
 }
 
-static const char *const linearize_keys[] = {
-    "model",  "model_id", "parameters",       "t",    "q",           "speeds", "qdot", "points",
-    "inputs", "steady",   "steady_tolerance", "name", "description", NULL};
+static const char *const linearize_keys[] = {"model",
+                                             "model_id",
+                                             "parameters",
+                                             "t",
+                                             "q",
+                                             "speeds",
+                                             "qdot",
+                                             "points",
+                                             "inputs",
+                                             "steady",
+                                             "steady_tolerance",
+                                             "select",
+                                             "eigenvectors",
+                                             "name",
+                                             "description",
+                                             NULL};
 #define LINEARIZE_KEYS                                                                                       \
-    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance"
+    "model, model_id, parameters, t, q, speeds, qdot, points, inputs, steady, steady_tolerance, select, "    \
+    "eigenvectors"
 
-/* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f = 0 along the
- * motion, against tol times their rounding scales. Adds an error naming the speed. */
+/* The steady-motion test of one point: u' = 0 and d(u')/dt = A_u f + du'/dt = 0 along
+ * the motion, against tol times their rounding scales. Adds an error naming the speed. */
 static void check_steady(const struct engine_model *m, const lin_state *st, const double *f, const double *A,
-                         double tol, int check, const char *prefix, json_t **problem, double *max_ud,
-                         double *max_drift)
+                         const double *ft, double tol, int check, const char *prefix, json_t **problem,
+                         double *max_ud, double *max_drift)
 {
     int n = m->n, k = m->k, N = n + k;
     double scale = 1.0;
@@ -565,7 +777,7 @@ static void check_steady(const struct engine_model *m, const lin_state *st, cons
         scale = fmax(scale, fmax(fabs(i < n ? f[i] : 0.0), fabs(i < n ? st->q[i] : st->u[i - n])));
     *max_ud = *max_drift = 0.0;
     for (int r = 0; r < k; r++) {
-        double ud = f[n + r], drift = 0.0, dscale = 1.0;
+        double ud = f[n + r], drift = ft[n + r], dscale = fmax(1.0, fabs(ft[n + r]));
         for (int j = 0; j < N; j++) {
             drift += A[(size_t)(n + r) * N + j] * f[j];
             dscale = fmax(dscale, fabs(A[(size_t)(n + r) * N + j] * f[j]));
@@ -647,6 +859,40 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (inp[j] == inp[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", json_string_value(v));
     }
+    /* select: state names whose block of A (rows and columns) is also reported */
+    const json_t *select = json_object_get(request, "select");
+    int nsel = json_is_array(select) ? (int)json_array_size(select) : 0;
+    int *sel = calloc(nsel + 1, sizeof *sel);
+    if (!sel) {
+        free(params);
+        free(inp);
+        return HAMEL_E_INTERNAL;
+    }
+    if (select && (!json_is_array(select) || nsel == 0))
+        bad(problem, HAMEL_E_BAD_REQUEST, "select",
+            "must be a non-empty array of state names (coordinates, speeds)");
+    for (int i = 0; i < nsel; i++) {
+        const json_t *v = json_array_get(select, i);
+        char path[48];
+        snprintf(path, sizeof path, "select[%d]", i);
+        const char *name = json_string_value(v);
+        int ci = name ? model_coord_index(m, name) : -1, si = name ? model_speed_index(m, name) : -1;
+        sel[i] = ci >= 0 ? ci : si >= 0 ? n + si : -1;
+        if (!name)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
+        else if (sel[i] < 0)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model",
+                name);
+        for (int j = 0; j < i && sel[i] >= 0; j++)
+            if (sel[j] == sel[i])
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
+    }
+    int vectors = 0;
+    const json_t *vv = json_object_get(request, "eigenvectors");
+    if (vv && !json_is_boolean(vv))
+        bad(problem, HAMEL_E_BAD_REQUEST, "eigenvectors", "must be true or false");
+    else if (vv)
+        vectors = json_is_true(vv);
     int check = 1;
     const json_t *sv = json_object_get(request, "steady");
     if (sv && !json_is_boolean(sv))
@@ -661,13 +907,13 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         tol = json_number_value(tv);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
-    double work = (double)np * (N + ni) * max_slots(m);
+    double work = (double)np * (N + ni + 1) * max_slots(m);
     if (points && (!json_is_array(points) || np == 0)) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points",
             "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
     } else if (np > limits->max_states || work > LIN_MAX_WORK) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
-            (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni) * max_slots(m))));
+            (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
     } else if (points && (json_object_get(request, "q") || json_object_get(request, "speeds") ||
                           json_object_get(request, "qdot"))) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "give points or one point (t, q, speeds), not both");
@@ -678,21 +924,24 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     if (*problem) {
         free(params);
         free(inp);
+        free(sel);
         return hamel_problem_code(*problem);
     }
     int rc = 0;
     hamel_ws *hw = hamel_ws_new(m, params);
     lin_state *st = calloc(np, sizeof *st);
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
-    double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A);
-    double *B = calloc((size_t)N * ni + 1, sizeof *B), *re = calloc(N, sizeof *re),
-           *im = calloc(N, sizeof *im);
+    double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
+    const char **state_names = calloc(N, sizeof *state_names);
+    double *B = calloc((size_t)N * ni + 1, sizeof *B);
     json_t *arr = NULL;
-    if (!hw || !st || !store || !f || !A || !B || !re || !im) {
+    if (!hw || !st || !store || !f || !A || !ft || !B || !state_names) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
     }
+    for (int i = 0; i < N; i++)
+        state_names[i] = i < n ? m->coords[i] : m->speeds[i - n];
     for (int p = 0; p < np; p++) {
         char prefix[48] = "";
         st[p].q = store + (size_t)p * (2 * n + k + 1);
@@ -709,7 +958,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (check_keys(pj, state_keys, "t, q, speeds, qdot", prefix, problem))
                 continue;
         }
-        read_state(m, hw, pj, prefix, &st[p], problem);
+        read_state(m, hw, params, pj, prefix, &st[p], problem);
     }
     if (*problem) {
         rc = hamel_problem_code(*problem);
@@ -726,7 +975,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         char prefix[48] = "";
         if (points)
             snprintf(prefix, sizeof prefix, "points[%d].", p);
-        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B) < 0) {
+        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B, ft) < 0) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the equations cannot be differentiated at this point");
             char path[64];
@@ -735,21 +984,19 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             goto done;
         }
         double max_ud = 0.0, max_drift = 0.0;
-        check_steady(m, s, f, A, tol, check, prefix, problem, &max_ud, &max_drift);
+        check_steady(m, s, f, A, ft, tol, check, prefix, problem, &max_ud, &max_drift);
         if (*problem) {
             rc = hamel_problem_code(*problem);
             json_object_set_new(*problem, "detail",
                                 json_string("the operating point is not an equilibrium or a steady motion"));
             goto done;
         }
-        if (lin_eigenvalues(N, A, re, im) < 0) {
+        json_t *eig = eigen_json(N, A, (const char *const *)state_names, vectors);
+        if (!eig) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
             goto done;
         }
-        json_t *eig = json_array();
-        for (int i = 0; i < N; i++)
-            json_array_append_new(eig, json_pack("{s:o, s:o}", "re", num(re[i]), "im", num(im[i])));
         json_t *o = json_object();
         json_object_set_new(o, "t", num(s->t));
         json_object_set_new(o, "q", named(m->coords, s->q, n));
@@ -760,6 +1007,39 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         if (ni)
             json_object_set_new(o, "B", matrix_json(B, N, ni));
         json_object_set_new(o, "eigenvalues", eig);
+        if (m->npos > 0) {
+            json_t *red = reduced_json(m, params, s, A, B, ni, vectors);
+            if (red)
+                json_object_set_new(o, "independent", red);
+        }
+        if (nsel) {
+            /* the selected block: rows and columns of the named states */
+            double *blk = calloc((size_t)nsel * nsel, sizeof *blk),
+                   *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
+            double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
+            json_t *bo = json_object();
+            if (blk && bb && bre && bim) {
+                for (int i = 0; i < nsel; i++) {
+                    for (int j = 0; j < nsel; j++)
+                        blk[i * nsel + j] = A[(size_t)sel[i] * N + sel[j]];
+                    for (int j = 0; j < ni; j++)
+                        bb[i * ni + j] = B[(size_t)sel[i] * ni + j];
+                }
+                json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
+                if (ni)
+                    json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
+                const char *sn[256];
+                for (int i = 0; i < nsel && i < 256; i++)
+                    sn[i] = sel[i] < n ? m->coords[sel[i]] : m->speeds[sel[i] - n];
+                json_t *be = nsel <= 256 ? eigen_json(nsel, blk, sn, vectors) : NULL;
+                json_object_set_new(bo, "eigenvalues", be ? be : json_array());
+            }
+            free(blk);
+            free(bb);
+            free(bre);
+            free(bim);
+            json_object_set_new(o, "selected", bo);
+        }
         json_object_set_new(o, "steady",
                             json_pack("{s:b, s:o, s:o}", "checked", check, "max_abs_speeds_dot", num(max_ud),
                                       "max_abs_drift", num(max_drift)));
@@ -779,6 +1059,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names,
                         "coordinates", cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
                         "real part descending, then imaginary part descending", "points", arr);
+    if (nsel)
+        json_object_set_new(*result, "select", json_deep_copy(select));
 done:
     json_decref(arr);
     hamel_ws_free(hw);
@@ -786,10 +1068,11 @@ done:
     free(store);
     free(f);
     free(A);
+    free(ft);
+    free(state_names);
     free(B);
-    free(re);
-    free(im);
     free(params);
     free(inp);
+    free(sel);
     return rc;
 }

@@ -34,11 +34,12 @@ int lin_rhs_tangent(lin_ws *w, double t, const double *q, const double *u, const
 
 /* The Jacobians at (t, q, u) of the model with parameter values params[np]: f[N] =
  * [q', u'], A[N*N] = df/d(q, u) row-major (N = n + k), and B[N*n_inputs] = df/dp for
- * the parameters of index inputs[0..n_inputs) (B may be NULL when n_inputs is 0).
- * numeric != 0 ignores the reduced tape. Returns 0, or -1 (singular or out of memory). */
+ * the parameters of index inputs[0..n_inputs) (B may be NULL when n_inputs is 0), and
+ * ft[N] = df/dt when ft is not NULL. numeric != 0 ignores the reduced tape. Returns 0,
+ * or -1 (singular or out of memory). */
 int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
-                 double *B);
+                 double *B, double *ft);
 
 /* The eigenvalues of the N x N row-major matrix A (gsl_eigen_nonsymmv), sorted by real
  * part descending, then imaginary part descending, into re[N], im[N]. Returns 0, or

@@ -233,7 +233,7 @@ static model_constraint *append_constraint(struct engine_model *m, const char *n
 /* A position-level constraint pos(q, t) = 0: checked free of velocities and of
  * constant value, and appended as its time derivative (a linear velocity constraint). */
 static int add_position(struct engine_model *m, const char *name, expr *pos, const char *dep, int from_bodies,
-                        const char *path, json_t *problem)
+                        const char *path, const char *dep_path, json_t *problem)
 {
     expr_ctx *c = m->ctx;
     if (expr_depends_class(c, pos, SYM_VELOCITY)) {
@@ -251,16 +251,12 @@ static int add_position(struct engine_model *m, const char *name, expr *pos, con
     if (dep) {
         di = model_coord_index(m, dep);
         if (di < 0) {
-            char p[128];
-            snprintf(p, sizeof p, "%s.dependent", path);
-            add_error(problem, p, -1, "'%s' is not a coordinate", dep);
+            add_error(problem, dep_path, -1, "'%s' is not a coordinate", dep);
             return 0;
         }
         if (!expr_depends(pos, m->sym_q[di]) || expr_is_zero(c, expr_diff(c, pos, m->sym_q[di]))) {
-            char p[128];
-            snprintf(p, sizeof p, "%s.dependent", path);
-            add_error(problem, p, -1, "constraint %s does not depend on %s: it cannot be solved for it", name,
-                      dep);
+            add_error(problem, dep_path, -1,
+                      "constraint %s does not depend on %s: it cannot be solved for it", name, dep);
             return 0;
         }
     }
@@ -286,11 +282,14 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
         mc->f = br->vel[i].f;
         mc->from_bodies = 1;
     }
-    for (int i = 0; i < br->n_pos; i++)
+    for (int i = 0; i < br->n_pos; i++) {
+        char dpath[128];
+        snprintf(dpath, sizeof dpath, "%s.dependent", br->pos[i].path);
         if (add_position(m, br->pos[i].name, br->pos[i].f,
-                         br->pos[i].dependent[0] ? br->pos[i].dependent : NULL, 1, br->pos[i].path,
+                         br->pos[i].dependent[0] ? br->pos[i].dependent : NULL, 1, br->pos[i].path, dpath,
                          problem) < 0)
             return -1;
+    }
     const json_t *pc = json_object_get(js, "position_constraints");
     if (pc && !json_is_array(pc)) {
         add_error(problem, "model.position_constraints", -1,
@@ -325,8 +324,10 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
             add_error(problem, epath, -1, "required: the constraint f(q, t) (= 0)");
             continue;
         }
+        char dpath[112];
+        snprintf(dpath, sizeof dpath, "%s.dependent", path);
         expr *pos = parse_field(m, ex, epath, 1, lim, problem);
-        if (pos && add_position(m, name, pos, dep, 0, epath, problem) < 0)
+        if (pos && add_position(m, name, pos, dep, 0, epath, dpath, problem) < 0)
             return -1;
     }
     return 0;
@@ -481,14 +482,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         m->T = expr_add(m->ctx, m->T_hand, br.T);
     if (m->V_hand)
         m->V = expr_add(m->ctx, m->V_hand, br.V);
-    if (br.present) {
-        m->bodies_js = json_object();
-        for (int i = 0; bodies_keys[i]; i++) {
-            const json_t *bv = json_object_get(js, bodies_keys[i]);
-            if (bv)
-                json_object_set_new(m->bodies_js, bodies_keys[i], json_deep_copy(bv));
-        }
-    }
+    if (br.present)
+        m->bodies_js = json_incref(br.canonical);
 
     for (int i = 0; i < n; i++)
         m->Q[i] = expr_num(m->ctx, 0.0);

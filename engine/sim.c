@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "hamel.h"
+#include "holo.h"
 #include "integ.h"
 #include "jit.h"
 #include "mult.h"
@@ -18,7 +19,10 @@
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
-#define SIM_MAX_GAMMA_WORK 5e8 /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
+#define SIM_DEFAULT_POS_TOL 1e-9  /* position_tolerance */
+#define SIM_INITIAL_POS_TOL 1e-10 /* the initial solve must reach at least this */
+#define SIM_PROJECT 2             /* on_sample: stop, the state was projected: restart */
+#define SIM_MAX_GAMMA_WORK 5e8    /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
 
 static void bad(json_t **problem, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -59,6 +63,8 @@ void sim_request_free(sim_request *r)
     free(r->u0);
     free(r->qd0);
     free(r->times);
+    free(r->pos_dep);
+    free(r->q_guess);
     for (int i = 0; i < r->n_inv; i++)
         free(r->inv_names[i]);
     free(r->inv_names);
@@ -281,8 +287,66 @@ static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request 
 }
 
 static const char *const known_request_keys[] = {
-    "model",       "model_id",   "parameters", "initial", "t_end",       "output", "integrator",
-    "formulation", "invariants", "hamel",      "name",    "description", NULL};
+    "model",  "model_id",    "parameters",         "initial",    "t_end",
+    "output", "integrator",  "formulation",        "invariants", "hamel",
+    "name",   "description", "position_tolerance", "projection", NULL};
+
+/* Solves the position-level constraints for their dependent coordinates at the
+ * initial time, from r->q0 as a guess. Returns 0, -1 (out of memory) or an error with
+ * *problem naming the coordinates, the guess and the residual. */
+static int initial_position(const struct engine_model *m, sim_request *r, json_t **problem)
+{
+    int h = m->npos, n = m->n;
+    holo_ws *w = holo_ws_new(m, r->params);
+    r->pos_dep = calloc(h, sizeof *r->pos_dep);
+    r->q_guess = malloc(n * sizeof *r->q_guess);
+    double *f = calloc(h, sizeof *f);
+    if (!w || !r->pos_dep || !r->q_guess || !f) {
+        holo_ws_free(w);
+        free(f);
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    memcpy(r->q_guess, r->q0, n * sizeof *r->q0);
+    int rc = 0;
+    char names[256] = "", guess[512] = "";
+    if (holo_choose(w, r->t0, r->q0, r->pos_dep) < 0) {
+        *problem =
+            hamel_problem_new(HAMEL_E_BAD_INITIAL, "the position-level constraints are dependent here");
+        hamel_problem_add(*problem, "initial.q", -1,
+                          "the gradients of the position-level constraints are linearly dependent at "
+                          "this guess: no coordinates can be solved for; start from another guess");
+        rc = HAMEL_E_BAD_INITIAL;
+        goto done;
+    }
+    for (int j = 0; j < h; j++) {
+        size_t a = strlen(names), b = strlen(guess);
+        snprintf(names + a, sizeof names - a, "%s%s", j ? ", " : "", m->coords[r->pos_dep[j]]);
+        snprintf(guess + b, sizeof guess - b, "%s%s = %.17g", j ? ", " : "", m->coords[r->pos_dep[j]],
+                 r->q0[r->pos_dep[j]]);
+    }
+    double tol = r->pos_tol < SIM_INITIAL_POS_TOL ? r->pos_tol : SIM_INITIAL_POS_TOL;
+    if (holo_solve(w, r->t0, r->q0, r->pos_dep, tol, &r->pos_resid0, &r->pos_iters) < 0) {
+        holo_residual(w, r->t0, r->q0, f);
+        int worst = 0;
+        for (int j = 1; j < h; j++)
+            if (!(fabs(f[j]) <= fabs(f[worst])))
+                worst = j;
+        char path[128], msg[1024];
+        snprintf(path, sizeof path, "initial.q.%s", m->coords[r->pos_dep[0]]);
+        snprintf(msg, sizeof msg,
+                 "Newton's method on %s from the guess %s did not converge: max |f| = %.3g after %d "
+                 "iterations (constraint %s; tolerance %.1g); give a better guess",
+                 names, guess, r->pos_resid0, r->pos_iters, m->cons[m->pos_con[worst]].name, tol);
+        *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, "the position-level constraints cannot be solved");
+        hamel_problem_add(*problem, path, -1, msg);
+        rc = HAMEL_E_BAD_INITIAL;
+    }
+done:
+    holo_ws_free(w);
+    free(f);
+    return rc;
+}
 
 int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
                       sim_request *r, json_t **problem)
@@ -305,7 +369,8 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             if (!known)
                 bad(problem, key,
                     "unknown field (expected one of model, model_id, parameters, "
-                    "initial, t_end, output, integrator, formulation, invariants, hamel)");
+                    "initial, t_end, output, integrator, formulation, invariants, hamel, "
+                    "position_tolerance, projection)");
         }
     }
     r->params = calloc(m->np + 1, sizeof *r->params);
@@ -517,6 +582,26 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
     if (*problem)
         goto out;
 
+    /* Position-level constraints: the dependent coordinates of the initial q by
+     * Newton's method from the values given (a guess), the others held. */
+    r->pos_tol = SIM_DEFAULT_POS_TOL;
+    r->pos_project = 1;
+    {
+        const json_t *pt = json_object_get(js, "position_tolerance"), *pp = json_object_get(js, "projection");
+        if (pt && (!json_is_number(pt) || !(json_number_value(pt) > 0) || !isfinite(json_number_value(pt))))
+            bad(problem, "position_tolerance", "must be a positive number (max |f(q, t)| before projection)");
+        else if (pt)
+            r->pos_tol = json_number_value(pt);
+        if (pp && !json_is_boolean(pp))
+            bad(problem, "projection", "must be true or false");
+        else if (pp)
+            r->pos_project = json_is_true(pp);
+        if (*problem)
+            goto out;
+    }
+    if (m->npos > 0 && initial_position(m, r, problem) != 0)
+        goto out;
+
     /* The initial state must be consistent: q' from the speeds, or the speeds from q'
      * after checking the constraints. */
     hamel_ws *w = hamel_ws_new(m, r->params);
@@ -643,7 +728,51 @@ struct run {
     double *gamma, *gamma_t;
     unsigned char *have_qd; /* [n_times] qd stored at the sample (speeds re-chosen) */
     sim_watch *wt;          /* the singularity watch (hamel formulation), or NULL */
+    holo_ws *hw;            /* position-level constraints (NULL without them) */
+    double *pres;           /* [n_times * npos] max |f| before any projection at each sample */
+    double *yproj;          /* [2n] the projected state to restart from */
+    double *qtmp;           /* [n] */
+    int projections, projection_failures;
 };
+
+/* At a sample: the position-level residuals, and past the tolerance the projection of
+ * q back onto f = 0 (Newton on the dependent coordinates). Returns SIM_PROJECT when the
+ * state changed and the integration must restart from R->yproj. */
+static int project_sample(struct run *R, double t, const double *y)
+{
+    const struct engine_model *m = R->m;
+    int n = R->n, h = m->npos, i = R->ns;
+    double *f = R->pres + (size_t)i * h;
+    holo_residual(R->hw, t, y, f);
+    double worst = 0.0;
+    for (int j = 0; j < h; j++)
+        if (!(fabs(f[j]) <= worst))
+            worst = fabs(f[j]);
+    if (!R->req->pos_project || worst <= R->req->pos_tol)
+        return 0;
+    memcpy(R->qtmp, y, n * sizeof *y);
+    double resid;
+    int iters;
+    int dep_ok = holo_solve(R->hw, t, R->qtmp, R->req->pos_dep, R->req->pos_tol, &resid, &iters) == 0;
+    if (!dep_ok) { /* the initial choice may have become singular: choose again here */
+        int *dep = malloc(h * sizeof *dep);
+        memcpy(R->qtmp, y, n * sizeof *y);
+        dep_ok = dep && holo_choose(R->hw, t, y, dep) == 0 &&
+                 holo_solve(R->hw, t, R->qtmp, dep, R->req->pos_tol, &resid, &iters) == 0;
+        free(dep);
+    }
+    if (!dep_ok) {
+        R->projection_failures++;
+        return 0;
+    }
+    R->projections++;
+    size_t dim = R->req->formulation == SIM_HAMEL ? (size_t)(n + R->k) : (size_t)(2 * n);
+    memcpy(R->yproj, y, dim * sizeof *y);
+    memcpy(R->yproj, R->qtmp, n * sizeof *y);
+    if (R->req->formulation == SIM_MULTIPLIERS)
+        mult_project(R->mw, t, R->yproj);
+    return SIM_PROJECT;
+}
 
 /* Called by the integrator at each output time: keeps the state. Everything derived
  * from it (q', energy, residuals, invariants, multipliers, gammas) is computed after
@@ -652,6 +781,9 @@ static int on_sample(double t, const double *y, void *ctx)
 {
     struct run *R = ctx;
     int n = R->n, i = R->ns;
+    int projected = R->hw ? project_sample(R, t, y) : 0;
+    if (projected)
+        y = R->yproj;
     R->t[i] = t;
     memcpy(R->q + (size_t)i * n, y, n * sizeof *y);
     if (R->req->formulation == SIM_HAMEL && (watch_selected(R->wt) || R->m->nl_reduced)) {
@@ -667,7 +799,7 @@ static int on_sample(double t, const double *y, void *ctx)
     else
         memcpy(R->qd + (size_t)i * n, y + n, n * sizeof *y);
     R->ns++;
-    return 0;
+    return projected && R->ns < R->req->n_times ? SIM_PROJECT : 0;
 }
 
 static int post_sample(struct run *R, int i)
@@ -723,6 +855,10 @@ static void run_free(struct run *R)
     free(R->gamma_t);
     free(R->have_qd);
     watch_free(R->wt);
+    holo_ws_free(R->hw);
+    free(R->pres);
+    free(R->yproj);
+    free(R->qtmp);
     json_decref(R->hamel_points);
 }
 
@@ -760,6 +896,53 @@ static json_t *trajectory_json(const struct run *R)
         json_object_set_new(tr, "multipliers", lam);
     }
     return tr;
+}
+
+/* checks.constraints.position: the position-level residuals along the run (before
+ * projection), the initial solve and the projections. */
+static json_t *position_json(const struct run *R)
+{
+    const struct engine_model *m = R->m;
+    int h = m->npos;
+    json_t *pos = json_object(), *per = json_object(), *solved = json_array();
+    double *series_max = calloc(R->ns + 1, sizeof *series_max), worst = 0.0;
+    for (int j = 0; j < h; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < R->ns; i++) {
+            double v = fabs(R->pres[(size_t)i * h + j]);
+            if (!(v <= mx))
+                mx = v;
+            if (series_max && !(v <= series_max[i]))
+                series_max[i] = v;
+        }
+        json_object_set_new(per, m->cons[m->pos_con[j]].name, num(mx));
+        if (!(mx <= worst))
+            worst = mx;
+    }
+    for (int j = 0; j < h; j++)
+        json_array_append_new(solved, json_string(m->coords[R->req->pos_dep[j]]));
+    json_object_set_new(pos, "max_abs_residual", num(worst));
+    json_object_set_new(pos, "per_constraint", per);
+    if (series_max)
+        json_object_set_new(pos, "max_abs_series", series(series_max, R->ns, 1, 0));
+    free(series_max);
+    json_object_set_new(pos, "tolerance", num(R->req->pos_tol));
+    json_object_set_new(pos, "projection", json_boolean(R->req->pos_project));
+    json_object_set_new(pos, "projections", json_integer(R->projections));
+    if (R->projection_failures)
+        json_object_set_new(pos, "projection_failures", json_integer(R->projection_failures));
+    json_t *init = json_object();
+    json_object_set_new(init, "solved_for", solved);
+    json_object_set_new(init, "iterations", json_integer(R->req->pos_iters));
+    json_object_set_new(init, "residual", num(R->req->pos_resid0));
+    json_t *guess = json_object();
+    for (int j = 0; j < h; j++) {
+        int c = R->req->pos_dep[j];
+        json_object_set_new(guess, m->coords[c], num(R->req->q_guess[c]));
+    }
+    json_object_set_new(init, "guess", guess);
+    json_object_set_new(pos, "initial", init);
+    return pos;
 }
 
 static json_t *checks_json(const struct run *R)
@@ -803,6 +986,8 @@ static json_t *checks_json(const struct run *R)
         json_object_set_new(cons, "max_abs_series", series(per_sample, R->ns, 1, 0));
     free(per_sample);
 
+    if (m->npos > 0 && R->pres)
+        json_object_set_new(cons, "position", position_json(R));
     json_t *checks = json_pack("{s:o, s:o}", "energy", energy, "constraints", cons);
     if (R->req->n_inv) {
         json_t *inv = json_object();
@@ -856,6 +1041,17 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     R.have_qd = calloc(nt, 1);
     double *y0 = calloc(2 * n + 1, sizeof *y0);
     int rc;
+    if (m->npos > 0) {
+        R.hw = holo_ws_new(m, req->params);
+        R.pres = calloc((size_t)nt * m->npos, sizeof *R.pres);
+        R.yproj = calloc(2 * n, sizeof *R.yproj);
+        R.qtmp = calloc(n, sizeof *R.qtmp);
+        if (!R.hw || !R.pres || !R.yproj || !R.qtmp || !req->pos_dep) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "out of memory");
+            goto done;
+        }
+    }
     if (!R.w || !R.t || !R.q || !R.u || !R.qd || !R.energy || !R.res || !R.lam || !R.inv || !R.inv_in ||
         !R.inv_work || !R.obs || !R.gamma || !R.gamma_t || !R.hamel_points || !R.have_qd || !y0) {
         rc = HAMEL_E_INTERNAL;
@@ -909,6 +1105,32 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     }
     rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns,
                          on_sample, &R, &st, reason, sizeof reason);
+    /* a projected sample (position-level constraints) restarts the integration from the
+     * projected state */
+    double *u_restart = rc == SIM_PROJECT ? malloc(sys.dim * sizeof *u_restart) : NULL;
+    while (rc == SIM_PROJECT) {
+        integ_stats part;
+        memset(&part, 0, sizeof part);
+        if (!u_restart) {
+            rc = HAMEL_E_INTERNAL;
+            break;
+        }
+        memcpy(y0, R.yproj, sys.dim * sizeof *y0);
+        memcpy(u_restart, y0 + n, (sys.dim - n) * sizeof *y0);
+        rc = watch_integrate(R.wt, m, &sys, &opt, R.t[R.ns - 1], y0, u_restart, req->times, req->n_times,
+                             &R.ns, on_sample, &R, &part, reason, sizeof reason);
+        st.steps += part.steps;
+        st.failed_steps += part.failed_steps;
+        st.rhs_evals += part.rhs_evals;
+        st.jac_evals += part.jac_evals;
+        st.jac_rhs_evals += part.jac_rhs_evals;
+        st.samples += part.samples;
+        st.t = part.t;
+        st.h = part.h;
+        st.wall_ms += part.wall_ms;
+        memcpy(st.reason, part.reason, sizeof st.reason);
+    }
+    free(u_restart);
     if (R.wt)
         hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
     struct timespec c0, c1;

@@ -123,6 +123,20 @@ run_to "$W/gamma2" "$recipes/hamel.sh" "$C" '{"theta": 1.0}'
 check "hamel.sh with q override: gamma^slip_y_wd,Omega = -r cos(phi)/sin(theta)" jqe "$W/gamma2" \
   '.points[0].gamma | any(.[]; .j == "slip_y" and .r == "wd" and .l == "Omega" and close(.value; -0.5 / (1.0 | sin)))'
 
+# evaluate.sh at the case's reference samples: Greenwood (5.194) solved for thd'.
+run_to "$W/eval" "$recipes/evaluate.sh" "$C"
+check "evaluate.sh: thd' = 4/5 (wd^2 cot/4 - 3/2 wd Omega - g/r cos theta) at every sample" jqe "$W/eval" \
+  '(.states | length) == ($case[0].expected.samples | length) and (.states | all(.[]; .q.theta as $th |
+     .speeds.wd as $w | .speeds.Omega as $W | close(.speeds_dot.thd;
+     0.8 * (0.25 * $w * $w * ($th | cos) / ($th | sin) - 1.5 * $w * $W - 9.81 / 0.5 * ($th | cos)))))'
+# linearize.sh: the upright disk at spin 4: +-i sqrt((12 Omega^2 - 4 g/r)/5)
+run_to "$W/lin" "$recipes/linearize.sh" "$C" '{"q": {"phi": 0, "theta": 1.5707963267948966, "psi": 0, "x": 0, "y": 0}, "speeds": {"wd": 0, "thd": 0, "Omega": 4}}'
+check "linearize.sh: the upright rolling disk's eigenvalues +-4.76487i" jqe "$W/lin" \
+  '(.points[0].eigenvalues | map(.im) | max) as $w | close($w; ((12 * 16 - 4 * 9.81 / 0.5) / 5 | sqrt)) and (.states | length) == 8'
+run_to "$W/lin-bad" "$recipes/linearize.sh" "$C" '{"q": {"phi": 0, "theta": 1.2, "psi": 0, "x": 0, "y": 0}, "speeds": {"wd": 0, "thd": 0, "Omega": 0}}'
+check "linearize.sh of a falling disk fails with 422 at speeds.thd" jqe "$W/lin-bad" \
+  '.status == 422 and any(.errors[]; .path == "speeds.thd")'
+
 # simulate.sh: the case within its tolerance, then the same request from the cache.
 SAMPLES='. as $r | $case[0].expected.samples | to_entries | all(.[]; .key as $k | .value as $s |
   (["q", "speeds", "qdot"] | all(.[]; . as $grp | $s[$grp] | to_entries |

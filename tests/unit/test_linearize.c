@@ -267,8 +267,8 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
             y[i] = getd(smp, "q", m->coords[i]);
         for (int r = 0; r < k; r++)
             y[n + r] = getd(smp, "speeds", m->speeds[r]);
-        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 0, f, A, NULL), 0);
-        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 1, fn, An, NULL), 0);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 0, f, A, NULL, NULL), 0);
+        cr_assert_eq(lin_jacobian(m, m->param_values, t, y, y + n, NULL, 0, 1, fn, An, NULL, NULL), 0);
         hamel_rhs(t, y, fp, hw);
         for (int i = 0; i < N; i++) {
             cr_assert(fabs(f[i] - fp[i]) <= 1e-12 * (1 + fabs(fp[i])), "%s: f[%d] %.17g vs hamel_rhs %.17g",
@@ -352,6 +352,59 @@ Test(linearize, pendulum, .init = setup)
     engine_model_release(m);
 }
 
+static json_t *rolling_disk_model(void);
+
+/* eigenvectors: A v = lambda v, scaled so that the largest component is exactly 1 */
+Test(linearize, eigenvectors, .init = setup)
+{
+    engine_model *m = compile_text(pendulum);
+    json_t *res = linearize_ok(m, "{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"eigenvectors\": true}");
+    const json_t *e0 =
+        json_array_get(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues"), 0);
+    const json_t *v = json_object_get(e0, "vector");
+    double w = sqrt(9.81 / 2.0);
+    /* for +i w: v = (1, i w) / (i w) = (-i/w, 1) */
+    cr_assert(getd(v, "th'", "re") == 1.0 && getd(v, "th'", "im") == 0.0,
+              "the largest component is exactly 1");
+    cr_assert(fabs(getd(v, "th", "re")) < 1e-15 && fabs(getd(v, "th", "im") + 1 / w) < 1e-14,
+              "th component %g%+gi", getd(v, "th", "re"), getd(v, "th", "im"));
+    json_decref(res);
+    engine_model_release(m);
+
+    /* on the upright rolling disk (8 states): A v = lambda v for every eigenvalue */
+    json_t *mj = rolling_disk_model();
+    m = compile_json(mj);
+    json_decref(mj);
+    res = linearize_ok(
+        m, "{\"q\": {\"phi\": 0.3, \"theta\": 1.5707963267948966, \"psi\": 0, \"x\": 0, \"y\": 0},"
+           " \"speeds\": {\"wd\": 0, \"thd\": 0, \"Omega\": 4}, \"eigenvectors\": true}");
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
+    const json_t *A = json_object_get(pt, "A"), *states = json_object_get(res, "states");
+    const json_t *ev = json_object_get(pt, "eigenvalues");
+    for (size_t k = 0; k < json_array_size(ev); k++) {
+        const json_t *e = json_array_get(ev, k), *vec = json_object_get(e, "vector");
+        double lr = json_number_value(json_object_get(e, "re")),
+               li = json_number_value(json_object_get(e, "im"));
+        if (hypot(lr, li) < 1e-6)
+            continue; /* the zero eigenvalues are defective: their vectors are not unique */
+        for (size_t i = 0; i < 8; i++) {
+            double sr = 0, si = 0;
+            for (size_t j = 0; j < 8; j++) {
+                double a = json_number_value(json_array_get(json_array_get(A, i), j));
+                const char *nj = json_string_value(json_array_get(states, j));
+                sr += a * getd(vec, nj, "re");
+                si += a * getd(vec, nj, "im");
+            }
+            const char *ni = json_string_value(json_array_get(states, i));
+            double vr = getd(vec, ni, "re"), vi = getd(vec, ni, "im");
+            cr_assert(fabs(sr - (lr * vr - li * vi)) < 1e-12 && fabs(si - (lr * vi + li * vr)) < 1e-12,
+                      "eigenvector %zu, row %zu: A v != lambda v", k, i);
+        }
+    }
+    json_decref(res);
+    engine_model_release(m);
+}
+
 Test(linearize, not_steady, .init = setup)
 {
     engine_model *m = compile_text(pendulum);
@@ -383,6 +436,7 @@ Test(linearize, not_steady, .init = setup)
         {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"steady_tolerance\": -1}", "steady_tolerance"},
         {"{\"points\": [], \"q\": {\"th\": 0}}", "points"},
         {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"wat\": 1}", "wat"},
+        {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"select\": [\"th\", \"nope\"]}", "select[1]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         req = loads(bad[i][0]);
@@ -593,8 +647,8 @@ static void bike_jacobian(struct bike *b, double v)
     memset(b->y, 0, b->N * sizeof *b->y);
     b->y[b->N - 1] = -v / BIKE_RR; /* thetaRd, the last speed */
     cr_assert_eq(
-        lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL), 0,
-        "A at v = %g", v);
+        lin_jacobian(b->m, b->m->param_values, 0.0, b->y, b->y + b->m->n, NULL, 0, 0, b->f, b->A, NULL, NULL),
+        0, "A at v = %g", v);
 }
 
 /* The largest real part among the eigenvalues of the roll/steer block of A (the other
@@ -681,6 +735,24 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
               "v = 5: nonzero eigenvalues %s, want capsize, weave pair and castor of the paper to 1e-9",
               json_dumps(ev, 0));
     json_decref(res);
+    /* "select": the roll/steer block alone has exactly these four, in the documented order */
+    json_t *sreq = json_deep_copy(json_object_get(doc, "linearize"));
+    json_object_set_new(sreq, "select", json_pack("[s, s, s, s]", "phi", "delta", "phid", "deltad"));
+    rc = engine_linearize(b.m, sreq, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "linearize with select: %s", problem ? json_dumps(problem, 0) : "");
+    const json_t *sel = json_object_get(json_array_get(json_object_get(res, "points"), 0), "selected");
+    const json_t *sev = json_object_get(sel, "eigenvalues");
+    const int order[4] = {0, 1, 2, 3}; /* capsize, weave +im, weave -im, castor: real part descending */
+    cr_assert_eq(json_array_size(sev), 4);
+    for (int k = 0; k < 4; k++) {
+        double re = json_number_value(json_object_get(json_array_get(sev, k), "re"));
+        double im = json_number_value(json_object_get(json_array_get(sev, k), "im"));
+        cr_assert(fabs(re - want[order[k]][0]) < 1e-9 && fabs(im - want[order[k]][1]) < 1e-9,
+                  "selected block eigenvalue %d: %.17g%+.17gi", k, re, im);
+    }
+    cr_assert_eq(json_array_size(json_object_get(sel, "A")), 4);
+    json_decref(res);
+    json_decref(sreq);
 
     /* the roll/steer block of A = [[0, I], [-M^-1 (g K0 + v^2 K2), -M^-1 v C1]] */
     double det = bike_M[0][0] * bike_M[1][1] - bike_M[0][1] * bike_M[1][0];
@@ -747,4 +819,166 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     free(b.y);
     engine_model_release(b.m);
     json_decref(doc);
+}
+
+/* ---- evaluate with a nonlinear (Chetaev) constraint: the multipliers formulation ---- */
+
+Test(evaluate, nonlinear_constraint, .init = setup)
+{
+    /* a particle held at speed v under gravity: lambda = m g sin(heading)/(2 v) at the
+     * start (heading with sin = 0.6), q'' = (0, -g) + 2 lambda q'/m, perpendicular to q' */
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
+        " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
+    json_t *req =
+        loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "evaluate: %s", problem ? json_dumps(problem, 0) : "");
+    cr_assert_str_eq(json_string_value(json_object_get(res, "formulation")), "multipliers");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double lam = getd(st, "multipliers", "speed"), want = 2.0 * 9.81 * 0.6 / 6.0;
+    cr_assert(fabs(lam - want) < 1e-12, "lambda %.17g, closed form %.17g", lam, want);
+    double ax = getd(st, "qddot", "x"), ay = getd(st, "qddot", "y");
+    cr_assert(fabs(ax - want * 2.4) < 1e-12 && fabs(ay - (-9.81 + want * 1.8)) < 1e-12, "q'' = (%g, %g)", ax,
+              ay);
+    cr_assert_null(json_object_get(st, "speeds_dot"), "no speeds in the multipliers formulation");
+    json_decref(res);
+    json_decref(req);
+    /* linearize needs linear constraints */
+    req = loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_FORMULATION);
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+        "model.constraints[0]");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* A rheonomic system: a bead on a hoop spinning at a rate given as a parameter is steady
+ * at its relative equilibria, but a hoop driven by an explicit t is not. */
+Test(linearize, time_dependence_in_the_steady_check, .init = setup)
+{
+    engine_model *m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
+    /* at t = 0 the bead at the bottom (th = 0) is in equilibrium, and stays: u' = 0 and
+     * d(u')/dt = 0 even though the hoop accelerates */
+    json_t *req = loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL, *problem = NULL;
+    int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    /* A[1][0] = (w^2 - g/R) at t = 0 (d/dth of sin cos w^2 - g/R sin) */
+    const json_t *A = json_object_get(json_array_get(json_object_get(res, "points"), 0), "A");
+    double a10 = json_number_value(json_array_get(json_array_get(A, 1), 0));
+    cr_assert(fabs(a10 - (4.0 - 9.81)) < 1e-13, "A[1][0] %.17g", a10);
+    json_decref(res);
+    json_decref(req);
+    /* the off-axis relative equilibrium cos(th) = g/(R w^2) at t = 0 has u' = 0 there, but
+     * the hoop speeds up (a = 0.5), so u' does not stay 0: d(u')/dt = du'/dt != 0 */
+    char text[200];
+    snprintf(text, sizeof text, "{\"q\": {\"th\": %.17g}, \"speeds\": {\"th'\": 0}}", acos(9.81 / 16.0));
+    engine_model_release(m);
+    m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "an accelerating hoop's off-axis point is not steady");
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
+    cr_assert_not_null(strstr(why, "changes along the motion"), "%s", why);
+    json_decref(problem);
+    /* with a = 0 it is a relative equilibrium: eigenvalues +-i w sin(th0) */
+    json_decref(req);
+    engine_model_release(m);
+    m = compile_text(
+        "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
+        " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
+        " \"potential_energy\": \"-g*R*cos(th)\"}");
+    req = loads(text);
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    double w = 4.0 * sin(acos(9.81 / 16.0));
+    cr_assert(fabs(eig(res, 0, 0, "im") - w) < 1e-12, "frequency %.17g, want w sin(th0) = %.17g",
+              eig(res, 0, 0, "im"), w);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* ---- position-level constraints (engine/holo.h): the Cartesian pendulum ---- */
+
+Test(linearize, cartesian_pendulum, .init = setup)
+{
+    json_error_t err;
+    json_t *doc = json_load_file("tests/golden/bodies/pendulum-xy.json", 0, &err);
+    cr_assert_not_null(doc, "%s", err.text);
+    engine_model *m = compile_json(json_object_get(doc, "model"));
+    json_decref(doc);
+    /* evaluate at x = 0.6 with the guess y = -0.5: y is solved to -0.8 (the rod, L = 1);
+     * at rest theta'' = -g sin(theta), so x'' = cos(theta) theta'', y'' = sin(theta) theta'', and
+     * the rod's multiplier (J = (2x, 2y)) is -m g cos(theta)/2 */
+    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.6, \"y\": -0.5}, \"speeds\": {\"x'\": 0}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double thdd = -9.81 * 0.6;
+    cr_assert(fabs(getd(st, "q", "y") + 0.8) < 1e-15, "y solved to %.17g", getd(st, "q", "y"));
+    cr_assert(fabs(getd(st, "qddot", "x") - 0.8 * thdd) < 1e-12, "x'' %.17g", getd(st, "qddot", "x"));
+    cr_assert(fabs(getd(st, "qddot", "y") - 0.6 * thdd) < 1e-12, "y'' %.17g", getd(st, "qddot", "y"));
+    cr_assert(fabs(getd(st, "multipliers", "rod") + 1.5 * 9.81 * 0.8 / 2) < 1e-12, "rod multiplier %.17g",
+              getd(st, "multipliers", "rod"));
+    json_decref(res);
+    json_decref(req);
+    /* linearize at the bottom (guess y = -0.9): +-i sqrt(g/L), and a zero for the
+     * dependent coordinate y, which stays in the state */
+    res = linearize_ok(m, "{\"q\": {\"x\": 0, \"y\": -0.9}, \"speeds\": {\"x'\": 0}}");
+    double w = sqrt(9.81);
+    cr_assert_eq(
+        json_array_size(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues")),
+        3);
+    int plus = 0, minus = 0, zero = 0;
+    for (int i = 0; i < 3; i++) {
+        double re = eig(res, 0, i, "re"), im = eig(res, 0, i, "im");
+        plus += fabs(re) < 1e-12 && fabs(im - w) < 1e-12;
+        minus += fabs(re) < 1e-12 && fabs(im + w) < 1e-12;
+        zero += hypot(re, im) < 1e-12;
+    }
+    cr_assert(plus == 1 && minus == 1 && zero == 1, "eigenvalues +-i sqrt(g/L) and 0");
+    /* on the independent coordinate x and the speed x': the pendulum's [[0, 1], [-g/L, 0]] */
+    const json_t *ind = json_object_get(json_array_get(json_object_get(res, "points"), 0), "independent");
+    cr_assert_not_null(ind, "the independent-coordinate linearization");
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(ind, "states"), 0)), "x");
+    const json_t *Ai = json_object_get(ind, "A");
+    const double wantA[2][2] = {{0, 1}, {-9.81, 0}};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double a = json_number_value(json_array_get(json_array_get(Ai, i), j));
+            cr_assert(fabs(a - wantA[i][j]) < 1e-13, "independent A[%d][%d] = %.17g", i, j, a);
+        }
+    double im0 =
+        json_number_value(json_object_get(json_array_get(json_object_get(ind, "eigenvalues"), 0), "im"));
+    cr_assert(fabs(im0 - w) < 1e-12 && json_array_size(json_object_get(ind, "eigenvalues")) == 2,
+              "independent eigenvalues");
+    json_decref(res);
+    /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
+    req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
+    rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
+    const char *path =
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path"));
+    cr_assert(path && !strncmp(path, "q", 1), "path %s", path);
+    char *text = json_dumps(problem, 0);
+    int names_guess = text && strstr(text, "guess") != NULL;
+    free(text);
+    cr_assert(names_guess, "the problem names the guess");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
 }

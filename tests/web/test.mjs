@@ -103,11 +103,11 @@ async function runAndWait(p) {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 10 shipped examples and a healthy server", async () => {
+await check("page loads with the 12 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 10, `expected 10 examples (the 7 shared cases and 3 closed-form systems), found ${n}`);
+  assert(n === 12, `expected 12 examples (the 7 shared cases, 3 closed-form systems, the rolling disk and the bicycle with bodies), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -311,6 +311,58 @@ await check("linearization: eigenvalues of the upright rolling disk against its 
     assert(/points\[0\]\.speeds\./.test(shown) && /steady/.test(shown), `the problem shown: ${shown}`);
   } finally {
     await p4.close();
+  }
+});
+
+await check("bodies: the rolling disk built from a body runs, shows its equations, and stands up above sqrt(g r/3)", async () => {
+  const p5 = await context.newPage();
+  p5.on("pageerror", (e) => pageErrors.push("bodies: " + e));
+  try {
+    await p5.goto(`${BASE}/?example=rolling-disk-bodies`);
+    await p5.waitForFunction(() => document.body.dataset.ready === "1");
+    const model = JSON.parse(await p5.locator("#model-editor textarea").inputValue());
+    assert(Array.isArray(model.bodies) && model.rolling_disks && !model.kinetic_energy, "the example is not written with bodies");
+    const id = await runAndWait(p5);
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    assert(r.status === 200 && r.body.status === "done", `job ${id}: ${r.status}`);
+    assert(r.body.checks.energy.max_rel_drift < 1e-8, `energy drift ${r.body.checks.energy.max_rel_drift}`);
+    await p5.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
+    const eq = await api("GET", `/v1/models/${r.body.model_id}/equations`);
+    const want = Object.keys(eq.body.kinematics || {}).length + (eq.body.mass_matrix || []).length;
+    const maths = await p5.locator("#equations math").count();
+    assert(want === 8 && maths >= want, `${maths} equations rendered; the API derives ${want} (5 kinematic, 3 dynamic expected)`);
+    // linearization against the forward speed v = -r theta'
+    await p5.click('[data-testid="lin-run"]');
+    await p5.locator('[data-testid="plot-eig-im"] svg').waitFor({ state: "visible" });
+    const from = Number(await p5.locator("#linearize").getAttribute("data-stable-from"));
+    assert(Math.abs(from - 1.3) < 1e-9, `stable from v = ${from}, expected 1.3 (sqrt(g r/3) = ${Math.sqrt(9.81 * 0.5 / 3).toFixed(4)})`);
+    const maxIm = Number(await p5.locator('[data-testid="plot-eig-im"]').getAttribute("data-max-im"));
+    near(maxIm, Math.sqrt((12 * 144 - 4 * 9.81 / 0.5) / 5), 1e-12, "largest frequency at theta' = -12 vs the closed form");
+    await p5.screenshot({ path: join(ARTIFACTS, "web-bodies.png"), fullPage: true });
+  } finally {
+    await p5.close();
+  }
+});
+
+await check("bicycle: roll/steer eigenvalues against v, stable between the weave and capsize speeds", async () => {
+  const p6 = await context.newPage();
+  p6.on("pageerror", (e) => pageErrors.push("bicycle: " + e));
+  try {
+    await p6.goto(`${BASE}/?example=whipple-bicycle`);
+    await p6.waitForFunction(() => document.body.dataset.ready === "1");
+    await p6.click('[data-testid="lin-run"]');
+    // the bicycle compiles in several seconds on the server
+    await p6.locator('[data-testid="plot-eig-re"] svg').waitFor({ state: "visible", timeout: Math.max(TIMEOUT, 120000) });
+    assert(await p6.locator('[data-testid="lin-problem"]').isHidden(), "the linearization showed a problem");
+    const from = Number(await p6.locator("#linearize").getAttribute("data-stable-from"));
+    const to = Number(await p6.locator("#linearize").getAttribute("data-stable-to"));
+    // v in steps of 0.1: the paper's weave speed 4.2924 and capsize speed 6.0243
+    assert(Math.abs(from - 4.3) < 1e-9 && Math.abs(to - 6.0) < 1e-9, `stable from v = ${from} to ${to}, expected 4.3 to 6.0`);
+    const dots = await p6.locator('[data-testid="plot-eig-re"] svg g.dots circle').count();
+    assert(dots >= 4 * 101 - 4, `${dots} dots for 101 points of 4 eigenvalues`);
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-bicycle.png") });
+  } finally {
+    await p6.close();
   }
 });
 

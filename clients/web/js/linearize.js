@@ -31,7 +31,8 @@ export function setupLinearize({ getApi, getModel }) {
   const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
   let presets = {};
   let axis = { label: "", factor: 1 };
-  const ready = fetch("examples/linearize.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
+  let select = null; // state names whose block of A is analysed instead of all of A
+  const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
   function sweepOptions(point) {
     const sel = $("lin-sweep");
@@ -44,7 +45,8 @@ export function setupLinearize({ getApi, getModel }) {
 
   async function load(example, file) {
     await ready;
-    const preset = example.linearize ? { point: example.linearize, sweep: example.linearize_sweep } : presets[file];
+    const preset = example.linearize ? { point: example.linearize, sweep: example.linearize_sweep, select: example.linearize_select } : presets[file];
+    select = (preset && preset.select) || null;
     const init = (example.simulation && example.simulation.initial) || {};
     const point = preset ? preset.point : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
     const p = {};
@@ -98,6 +100,7 @@ export function setupLinearize({ getApi, getModel }) {
       return p;
     });
     const req = { model: model.value, points, steady: $("lin-steady").checked };
+    if (select) req.select = select;
     $("lin-run").disabled = true;
     $("lin-summary").textContent = "linearizing…";
     let res;
@@ -114,9 +117,11 @@ export function setupLinearize({ getApi, getModel }) {
   }
 
   function draw(res, xs) {
-    const N = res.states.length;
+    // with "select", the eigenvalues of that block of A (e.g. a bicycle's roll and steer)
+    const eigs = res.points.map((p) => (p.selected ? p.selected.eigenvalues : p.eigenvalues));
+    const N = eigs[0].length;
     let big = 0;
-    for (const p of res.points) for (const e of p.eigenvalues) big = Math.max(big, Math.hypot(e.re, e.im));
+    for (const list of eigs) for (const e of list) big = Math.max(big, Math.hypot(e.re, e.im));
     const zero = ZERO_REL * Math.max(1, big);
     // eigenvalue k of each point (sorted by real part, as the API gives them)
     const re = [], im = [];
@@ -124,8 +129,8 @@ export function setupLinearize({ getApi, getModel }) {
     for (let k = 0; k < N; k++) {
       const r = [], i = [];
       let any = false;
-      res.points.forEach((p) => {
-        const e = p.eigenvalues[k];
+      eigs.forEach((list) => {
+        const e = list[k];
         const show = e && Math.hypot(e.re, e.im) > zero;
         r.push(show ? e.re : NaN);
         i.push(show ? e.im : NaN);
@@ -136,7 +141,7 @@ export function setupLinearize({ getApi, getModel }) {
       im.push({ name: `λ${k + 1}`, x: xs, y: i, dots: true, noLegend: true, color: PALETTE[1] });
     }
     // where no mode grows
-    const stable = res.points.map((p) => Math.max(...p.eigenvalues.map((e) => e.re)) <= STABLE_REL * Math.max(1, big));
+    const stable = eigs.map((list) => Math.max(...list.map((e) => e.re)) <= STABLE_REL * Math.max(1, big));
     const runs = [];
     stable.forEach((s, j) => {
       if (!s) return;
@@ -157,7 +162,7 @@ export function setupLinearize({ getApi, getModel }) {
       f.hidden = false;
       const host = h("div", { class: "chart-host" });
       f.replaceChildren(host);
-      f.append(h("figcaption", {}, `${res.points.length} operating points; every nonzero eigenvalue of A at each is a dot. ` +
+      f.append(h("figcaption", {}, `${res.points.length} operating points; every nonzero eigenvalue of ${select ? "the block of A on " + select.join(", ") : "A"} at each is a dot. ` +
         `Zero eigenvalues (|λ| below ${ZERO_REL} of the largest: coordinates that do not enter the equations, such as a heading or a position) are not drawn.`));
       lineChart(host, { title, xLabel: axis.label, yLabel: ylab, series: [zeroLine, ...series], height: 300 });
     }
