@@ -286,8 +286,8 @@ int main(int argc, char **argv)
                  ok ? "ok" : "MISSED");
         missed |= !ok;
     }
-    printf("%-22s %4d %4d %4d %19s %10s %10s %7s %-10s %s\n", label, model->n, model->n - model->k,
-           model->k, compile, hamel_ns, sympy_ns, ratio_s, model->tape_fast ? "symbolic" : "numeric", target);
+    printf("%-22s %4d %4d %4d %19s %10s %10s %7s %-10s %s\n", label, model->n, model->n - model->k, model->k,
+           compile, hamel_ns, sympy_ns, ratio_s, model->tape_fast ? "symbolic" : "numeric", target);
     hamel_ws_free(ws);
     free(y0);
     free(yr);

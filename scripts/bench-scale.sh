@@ -19,7 +19,7 @@
 # expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C).
 # Exit status 1 when a target is missed or the two right-hand sides disagree.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 build=build/bench
 prog=$build/bench-bench_scale
