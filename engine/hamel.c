@@ -31,6 +31,8 @@ struct hamel_ws {
     double *mult;
     double *fast; /* tape_fast outputs */
     double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
+    int *minv_row, *minv_col; /* its nonzeros by row: [k+1], [k*k] */
+    double *minv_val;         /* [k*k] */
     int minv_ready;
     int numeric; /* ignore tape_fast (for cross-checks) */
 };
@@ -62,6 +64,9 @@ void hamel_ws_free(hamel_ws *w)
     free(w->mult);
     free(w->fast);
     free(w->minv);
+    free(w->minv_row);
+    free(w->minv_col);
+    free(w->minv_val);
     free(w);
 }
 
@@ -100,7 +105,10 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
-    if (!w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
+    w->minv_row = calloc(k + 1, sizeof *w->minv_row);
+    w->minv_col = calloc((size_t)k * k, sizeof *w->minv_col);
+    w->minv_val = calloc((size_t)k * k, sizeof *w->minv_val);
+    if (!w->minv_row || !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
         !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
         !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
@@ -172,16 +180,19 @@ static int solve_mass(hamel_ws *w, int k)
     return 0;
 }
 
-/* M*^-1 for a mass matrix that depends on the parameters only, from the first
- * evaluation's M* (w->Ms): column by column through solve_mass. */
+/* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
+ * first evaluation: column by column through solve_mass, kept as its nonzero entries
+ * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse). */
 static int invert_constant_mass(hamel_ws *w, int k)
 {
     double ms[64 * 64];
     if (k > 64)
         return -1;
-    memcpy(ms, w->Ms, (size_t)k * k * sizeof *ms);
-    double f[64];
-    memcpy(f, w->F, k * sizeof *f);
+    double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
+    tape_run(w->m->tape_mass, w->in, w->work, up);
+    for (int r = 0, idx = 0; r < k; r++)
+        for (int s = r; s < k; s++, idx++)
+            ms[r * k + s] = ms[s * k + r] = up[idx];
     for (int c = 0; c < k; c++) {
         memcpy(w->Ms, ms, (size_t)k * k * sizeof *ms);
         for (int r = 0; r < k; r++)
@@ -191,12 +202,22 @@ static int invert_constant_mass(hamel_ws *w, int k)
         for (int r = 0; r < k; r++)
             w->minv[r * k + c] = w->F[r];
     }
-    memcpy(w->F, f, k * sizeof *f);
+    int nz = 0;
+    for (int r = 0; r < k; r++) {
+        w->minv_row[r] = nz;
+        for (int c = 0; c < k; c++)
+            if (w->minv[r * k + c] != 0.0) {
+                w->minv_col[nz] = c;
+                w->minv_val[nz++] = w->minv[r * k + c];
+            }
+    }
+    w->minv_row[k] = nz;
     w->minv_ready = 1;
     return 0;
 }
 
-/* The symbolically reduced equations: one tape gives q', M* and F. */
+/* The symbolically reduced equations: one tape gives q', F and (unless it is
+ * constant) M*. */
 static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 {
     const struct engine_model *m = w->m;
@@ -207,27 +228,30 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         in[model_input_q(m) + i] = y[i];
     for (int r = 0; r < k; r++)
         in[m->u_slot[r]] = y[n + r];
+    if (m->fast_mass_const) {
+        if (!w->minv_ready && invert_constant_mass(w, k) < 0)
+            return GSL_EBADFUNC;
+        tape_run(m->tape_fast, in, w->work, dydt); /* q' straight into dydt */
+        const double *F = dydt + n;
+        double *ud = w->F;
+        for (int r = 0; r < k; r++) {
+            double s = 0.0;
+            for (int j = w->minv_row[r]; j < w->minv_row[r + 1]; j++)
+                s += w->minv_val[j] * F[w->minv_col[j]];
+            ud[r] = s;
+        }
+        memcpy(dydt + n, ud, k * sizeof *ud);
+        return GSL_SUCCESS;
+    }
     tape_run(m->tape_fast, in, w->work, w->fast);
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;
-    if (m->fast_mass_const && w->minv_ready) {
-        for (int r = 0; r < k; r++) {
-            double s = 0.0;
-            const double *row = w->minv + (size_t)r * k;
-            for (int c = 0; c < k; c++)
-                s += row[c] * F[c];
-            dydt[n + r] = s;
-        }
-        return GSL_SUCCESS;
-    }
     for (int r = 0, idx = 0; r < k; r++)
         for (int s = r; s < k; s++, idx++)
             w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
     for (int r = 0; r < k; r++)
         w->F[r] = F[r];
-    if (m->fast_mass_const)
-        return invert_constant_mass(w, k) < 0 ? GSL_EBADFUNC : rhs_fast(w, t, y, dydt);
     if (solve_mass(w, k) < 0)
         return GSL_EBADFUNC;
     for (int r = 0; r < k; r++)

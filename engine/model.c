@@ -120,6 +120,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
+    tape_free(m->tape_mass);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
@@ -876,13 +877,23 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
                 expr_depends(roots[i], s))
                 clean = 0;
         }
-    if (clean)
-        m->tape_fast = build_tape(m, roots, idx);
     m->fast_mass_const = 1;
     for (int i = n; i < n + k * (k + 1) / 2; i++)
         for (int s = 0; s < ns; s++)
             if (expr_sym_get(m->ctx, s)->cls != SYM_PARAM && expr_depends(roots[i], s))
                 m->fast_mass_const = 0;
+    if (clean && m->fast_mass_const) {
+        /* M* depends on the parameters only: its own tape, run once per workspace
+         * (hamel.c inverts it then), and the fast tape gives q' and F alone. */
+        int nm = k * (k + 1) / 2;
+        m->tape_mass = build_tape(m, roots + n, nm);
+        memmove(roots + n, roots + n + nm, k * sizeof *roots);
+        idx = n + k;
+        if (!m->tape_mass)
+            clean = 0;
+    }
+    if (clean)
+        m->tape_fast = build_tape(m, roots, idx);
     free(allowed);
     free(roots);
     return 0;

@@ -70,8 +70,10 @@ struct engine_model {
     tape *tape_obs;      /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
     tape *tape_mult;     /* -> J [nc*n], Df [nc] (the multipliers formulation) */
     tape *tape_dpsi;     /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
-    tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2], F [k] on (q, u, t): the
-                          * symbolically reduced equations (reduce.h), or NULL */
+    tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2] (not when fast_mass_const),
+                          * F [k] on (q, u, t): the symbolically reduced equations
+                          * (reduce.h), or NULL */
+    tape *tape_mass;     /* -> M* upper [k(k+1)/2] when fast_mass_const, else NULL */
     int *u_slot;         /* [k] input slot of speed u_r for tape_fast */
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
     int work_len;        /* doubles of scratch the largest tape needs */
