@@ -123,6 +123,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mass);
     free(m->u_slot);
     free(m->gamma_nz);
+    hamel_sparse_free(m->sparse);
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);

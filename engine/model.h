@@ -78,6 +78,8 @@ struct engine_model {
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
     int work_len;        /* doubles of scratch the largest tape needs */
 
+    struct hamel_sparse *sparse; /* Psi's block-triangular structure, M's pattern (hamel.c) */
+
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
 
