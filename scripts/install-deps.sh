@@ -8,7 +8,7 @@ run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttp
           libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates jq)
 test_pkgs=(libcriterion-dev jq clang-format cppcheck)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
-bench_pkgs=(wrk valgrind)
+bench_pkgs=(wrk valgrind python3 python3-sympy)  # sympy: the SymPy-generated C baselines of bench-scale.sh
 pkgs=("${run_pkgs[@]}")
 case "$what" in
   run) ;;

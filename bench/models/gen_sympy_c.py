@@ -22,6 +22,7 @@ straight-line code), else by an in-place Gaussian elimination with partial pivot
 Needs python3-sympy. Usage: gen_sympy_c.py CASE.json OUT.c
 """
 import json
+import random
 import re
 import sys
 
@@ -79,6 +80,43 @@ def blocks(pattern, n_rows, n_cols):
     return list(comp.values())
 
 
+def numeric_zero(e):
+    """A pivot test for symbolic LU: zero when the expression vanishes at three
+    pseudo-random points (an identity such as sin^2 + cos^2 - 1 that sympy does not
+    see must not become a pivot)."""
+    e = sm.sympify(e)
+    if e.is_zero:
+        return True
+    syms = sorted(e.free_symbols, key=str)
+    if not syms:
+        return abs(complex(e)) < 1e-12
+    f = sm.lambdify(syms, e, "math")
+    rng = random.Random(7)
+    for _ in range(3):
+        try:
+            if abs(f(*[rng.uniform(0.3, 1.2) for _ in syms])) > 1e-9:
+                return False
+        except (ZeroDivisionError, ValueError, OverflowError):
+            return False
+    return True
+
+
+def lu_solve(A, b):
+    """A^-1 b by symbolic LU with numerically tested pivots."""
+    L, U, perm = A.LUdecomposition(iszerofunc=numeric_zero)
+    pb = b.copy()
+    for i, j in perm:
+        pb.row_swap(i, j)
+    n = A.rows
+    y = [None] * n
+    for i in range(n):
+        y[i] = pb[i] - sum((L[i, j] * y[j] for j in range(i) if L[i, j] != 0), sm.Integer(0))
+    x = [None] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum((U[i, j] * x[j] for j in range(i + 1, n) if U[i, j] != 0), sm.Integer(0))) / U[i, i]
+    return x
+
+
 def derive(model):
     parse, q, qd = parser(model)
     n = len(q)
@@ -102,7 +140,7 @@ def derive(model):
         assert len(brows) == len(bcols), "Psi singular (structurally)"
         A = sm.Matrix(len(brows), len(bcols), lambda a, b: psi.get((brows[a], bcols[b]), 0))
         b = sm.Matrix([rhs[i] for i in brows])
-        x = A.LUsolve(b)
+        x = lu_solve(A, b)
         for a, j in enumerate(bcols):
             qd_expr[j] = x[a]
     phi_s = {}  # (j, r): d qd_j / d u_r
