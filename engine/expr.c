@@ -849,16 +849,87 @@ expr *expr_fun2(expr_ctx *c, expr_fn fn, expr *a, expr *b)
 
 /* ---- dependence ---- */
 
-int expr_depends(const expr *e, int s)
+/* The walk of expr_depends: a tree walk pruned by the deps masks, which is fast on
+ * ordinary expressions but exponential on a DAG whose shared nodes carry the symbol's
+ * bit without the symbol (d_i = d_{i-1} + x*d_{i-1} over 64+ symbols). Past
+ * DEPENDS_TREE_STEPS nodes the walk is redone visiting each node once. */
+#define DEPENDS_TREE_STEPS 4096
+
+static int depends_tree(const expr *e, int s, uint64_t bit, long *steps)
 {
-    if (!(e->deps & ((uint64_t)1 << (s % 64))))
+    if (!(e->deps & bit))
         return 0;
     if (e->kind == EXPR_SYM)
         return e->sym == s;
+    if (--*steps < 0)
+        return -1;
+    for (int i = 0; i < e->nargs; i++) {
+        int r = depends_tree(e->args[i], s, bit, steps);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+struct visited {
+    const expr **v; /* open-addressing set of nodes */
+    size_t cap, n;
+};
+
+/* Adds e; returns 1 if it was new, 0 if seen, -1 out of memory. */
+static int visited_add(struct visited *vs, const expr *e)
+{
+    if (2 * (vs->n + 1) > vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 1024;
+        const expr **v = calloc(cap, sizeof *v);
+        if (!v)
+            return -1;
+        for (size_t i = 0; i < vs->cap; i++)
+            if (vs->v[i]) {
+                size_t j = vs->v[i]->id & (cap - 1);
+                while (v[j])
+                    j = (j + 1) & (cap - 1);
+                v[j] = vs->v[i];
+            }
+        free(vs->v);
+        vs->v = v;
+        vs->cap = cap;
+    }
+    size_t j = e->id & (vs->cap - 1);
+    for (; vs->v[j]; j = (j + 1) & (vs->cap - 1))
+        if (vs->v[j] == e)
+            return 0;
+    vs->v[j] = e;
+    vs->n++;
+    return 1;
+}
+
+static int depends_dag(const expr *e, int s, uint64_t bit, struct visited *vs)
+{
+    if (!(e->deps & bit))
+        return 0;
+    if (e->kind == EXPR_SYM)
+        return e->sym == s;
+    int fresh = visited_add(vs, e);
+    if (fresh <= 0)
+        return fresh < 0; /* seen: already answered no; out of memory: "may depend" */
     for (int i = 0; i < e->nargs; i++)
-        if (expr_depends(e->args[i], s))
+        if (depends_dag(e->args[i], s, bit, vs))
             return 1;
     return 0;
+}
+
+int expr_depends(const expr *e, int s)
+{
+    uint64_t bit = (uint64_t)1 << (s % 64);
+    long steps = DEPENDS_TREE_STEPS;
+    int r = depends_tree(e, s, bit, &steps);
+    if (r >= 0)
+        return r;
+    struct visited vs = {NULL, 0, 0};
+    r = depends_dag(e, s, bit, &vs);
+    free(vs.v);
+    return r;
 }
 
 int expr_depends_class(const expr_ctx *c, const expr *e, sym_class cls)

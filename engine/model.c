@@ -1260,6 +1260,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             snprintf(red.why, sizeof red.why,
                      "the symbolic reduction takes longer than its share of max_compile_seconds");
         }
+        budget_stage(&bud, "equations", "model");
         if (red_rc < 0 || build_fast(m, &red) < 0 || equations_derive(m, &red) < 0) {
             reduce_result_free(&red);
             BUDGET_CHECK();

@@ -148,6 +148,11 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_MAX_STEPS")) {
         rc = config__long(name, v, 0, 1L << 40, &l);
         cfg->max_steps = l;
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_SECONDS")) {
+        rc = config__double(name, v, &cfg->max_compile_seconds);
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_BYTES")) {
+        rc = config__long(name, v, 1L << 20, 1L << 40, &l);
+        cfg->max_compile_bytes = (size_t)l;
     } else if (!strcmp(name, "HAMEL_DRAIN_SECONDS")) {
         rc = config__double(name, v, &cfg->drain_seconds);
     } else if (!strcmp(name, "HAMEL_ACCESS_LOG")) {
@@ -173,7 +178,7 @@ static const char *const config__names[] = {
     "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG",   "HAMEL_DATA",
     "HAMEL_TOKEN",         "HAMEL_STATIC",       "HAMEL_CORS_ORIGINS",
     "HAMEL_MAX_BATCH",     "HAMEL_BATCH_BYTES",  "HAMEL_STORE_BYTES",
-    "HAMEL_STORE_JOBS",
+    "HAMEL_STORE_JOBS",    "HAMEL_MAX_COMPILE_SECONDS", "HAMEL_MAX_COMPILE_BYTES",
 };
 
 static void config__usage(void)

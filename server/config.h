@@ -29,6 +29,8 @@ typedef struct server_config {
     double max_wait;               /* longest ?wait=N honoured, seconds */
     double max_wall;               /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
     long max_steps;                /* HAMEL_MAX_STEPS: steps of one job (0: engine) */
+    double max_compile_seconds;    /* HAMEL_MAX_COMPILE_SECONDS: one model compilation (0: engine) */
+    size_t max_compile_bytes;      /* HAMEL_MAX_COMPILE_BYTES: memory of one compilation (0: engine) */
     double drain_seconds;          /* HAMEL_DRAIN_SECONDS: SIGTERM grace for running jobs */
     int access_log;                /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
     char data[CONFIG_PATH_MAX];    /* HAMEL_DATA, --data: store directory */

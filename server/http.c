@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "hangup.h"
 #include "offload.h"
 #include "metrics.h"
 
@@ -75,6 +76,7 @@ struct http_server {
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
     offload *offload;   /* compilations and /v1/hamel: off the poll threads */
+    hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
     pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
@@ -133,6 +135,8 @@ typedef struct http_conn {
     json_t *pre_problem;
     json_t *stored_spec;           /* a model known by id, read from the store to compile */
     http_flight *flight;           /* the compilation this request runs for others too */
+    engine_control compile_ctl;    /* its cancel flag, set by hangups (client gone, shutdown) */
+    hangup_entry hup;
     struct http_conn *next_waiter; /* in its flight's waiters */
 
     atomic_int resumed;
@@ -224,6 +228,8 @@ static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char
 
 static enum MHD_Result http__problem(http_conn *c, json_t *problem)
 {
+    if (hamel_problem_code(problem) == HAMEL_E_UNAVAILABLE) /* a retry can succeed later */
+        return http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN);
     return http__problem_h(c, problem, NULL, NULL);
 }
 
@@ -483,6 +489,8 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
     double t0 = jobs_now();
     int rc = engine_model_compile(spec, s->d.limits, out, problem);
     metrics_derive(jobs_now() - t0);
+    if (rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
     return rc;
 }
 
@@ -497,6 +505,12 @@ static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t
     c->pre_set = 0;
     c->pre_model = NULL;
     c->pre_problem = NULL;
+    if (*rc == HAMEL_E_CANCELLED) { /* a compilation cancelled by shutdown or its first client leaving */
+        json_decref(*problem);
+        *rc = HAMEL_E_UNAVAILABLE;
+        *problem = hamel_problem_new(*rc, "the model's compilation was cancelled (the service is stopping, or "
+                                          "the client that started it went away); retry");
+    }
     return 1;
 }
 
@@ -1439,9 +1453,19 @@ static void http__run_compile(void *arg)
     http_conn *c = arg;
     double t0 = jobs_now();
     const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
-    c->pre_rc = engine_model_compile(spec, c->srv->d.limits, &c->pre_model, &c->pre_problem);
+    /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    atomic_store(&c->compile_ctl.cancel, 0);
+    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+    c->pre_rc = engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
+    hangup_forget(c->srv->hangups, &c->hup);
     c->pre_set = 1;
     metrics_derive(jobs_now() - t0);
+    if (c->pre_rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
+    else if (c->pre_rc == HAMEL_E_CANCELLED)
+        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
+                                                                           : METRICS_COMPILE_CLIENT_GONE);
 }
 
 /* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
@@ -1783,8 +1807,9 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    h->hangups = hangup_new();
     pthread_mutex_init(&h->flights_mu, NULL);
-    if (!h->memo || !h->offload)
+    if (!h->memo || !h->offload || !h->hangups)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -1820,13 +1845,18 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     return 0;
 fail:
     offload_free(h->offload);
+    hangup_free(h->hangups);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
     return -1;
 }
 
-void http_drain(http_server *h) { atomic_store(&h->ready, 0); }
+void http_drain(http_server *h)
+{
+    atomic_store(&h->ready, 0);
+    hangup_shutdown(h->hangups); /* running compilations stop now, later ones at once */
+}
 
 void http_stop(http_server *h)
 {
@@ -1842,6 +1872,7 @@ void http_stop(http_server *h)
     offload_stop(h->offload);
     MHD_stop_daemon(h->daemon);
     offload_free(h->offload);
+    hangup_free(h->hangups);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);

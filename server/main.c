@@ -8,10 +8,13 @@
  * free everything, exit 0.
  */
 #include <gsl/gsl_errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "blob.h"
@@ -24,11 +27,29 @@
 
 #define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
 #define MAIN_BATCHES_KEPT 256    /* batch records kept in memory (finished ones evicted first) */
+#define MAIN_EXIT_SLACK 0.9      /* the watchdog fires this long after the drain: within its + 1 s */
 
 static void *main__model_retain(void *v) { return engine_model_retain(v); }
 static void main__model_release(void *v) { engine_model_release(v); }
 static void *main__blob_retain(void *v) { return blob_retain(v); }
 static void main__blob_release(void *v) { blob_release(v); }
+
+/* The stop bound: SIGTERM exits within HAMEL_DRAIN_SECONDS + 1 s. Jobs are cancelled
+ * after the drain and compilations at once (hangup.h), but a request that cannot be
+ * interrupted (a long /v1/hamel) or a stalled client could hold the orderly stop up;
+ * this thread ends the process when the bound is near, whatever is still running. */
+static void *main__watchdog(void *arg)
+{
+    double s = *(const double *)arg;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    static const char msg[] = "hamel-server: the drain bound has passed; exiting with work still running\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(0);
+    return NULL;
+}
 
 static const cache_ops main__model_ops = {main__model_retain, main__model_release};
 static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
@@ -56,6 +77,10 @@ int main(int argc, char **argv)
         limits.max_wall_seconds = cfg.max_wall;
     if (cfg.max_steps > 0)
         limits.max_steps = cfg.max_steps;
+    if (cfg.max_compile_seconds > 0)
+        limits.max_compile_seconds = cfg.max_compile_seconds;
+    if (cfg.max_compile_bytes > 0)
+        limits.max_compile_bytes = cfg.max_compile_bytes;
 
     store *st = NULL;
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
@@ -96,6 +121,11 @@ int main(int argc, char **argv)
     while (sigwait(&stop, &sig) != 0)
         ;
     fprintf(stderr, "hamel-server: %s, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    static double watchdog_after;
+    watchdog_after = cfg.drain_seconds + MAIN_EXIT_SLACK;
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, main__watchdog, &watchdog_after) == 0)
+        pthread_detach(watchdog);
     http_drain(http);
     jobs_shutdown(pool, cfg.drain_seconds);
     batches_shutdown(bat);
