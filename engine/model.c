@@ -883,6 +883,8 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
         for (int s = 0; s < ns; s++)
             if (expr_sym_get(m->ctx, s)->cls != SYM_PARAM && expr_depends(roots[i], s))
                 m->fast_mass_const = 0;
+    if (clean)
+        expr_factor_sums(m->ctx, roots, idx); /* fewer multiplications in the tapes */
     if (clean && m->fast_mass_const) {
         /* M* depends on the parameters only: its own tape, run once per workspace
          * (hamel.c inverts it then), and the fast tape gives q' and F alone. */
@@ -1178,6 +1180,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             if (m->cons[j].linear)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
         budget_stage(&bud, "code generation", "model.kinetic_energy");
+        expr_factor_sums(c, roots, nm + 2 * n); /* fewer multiplications per evaluation */
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
 
         /* Observables: the energy and every constraint. */
