@@ -177,6 +177,9 @@ struct hamel_ws {
     double *phit;  /* Phi_t [n] */
     double *dpsi;  /* dPsi/dq [n^3], dPsi/dt [n^2], dPsi_t/dq [n^2] */
     double *A, *W; /* [n*n] scratch */
+    double *ent_mag, *inner;  /* [n*n], [n]: gamma_all's entries and rows */
+    int *ent_i, *ent_k, *rows; /* [n*n], [n*n], [n] */
+    unsigned char *in_rows;    /* [n] */
     double *obs;   /* tape_obs outputs */
     double *mult;
     double *fast; /* tape_fast outputs */
@@ -215,6 +218,12 @@ void hamel_ws_free(hamel_ws *w)
     free(w->dpsi);
     free(w->A);
     free(w->W);
+    free(w->ent_mag);
+    free(w->inner);
+    free(w->ent_i);
+    free(w->ent_k);
+    free(w->rows);
+    free(w->in_rows);
     free(w->obs);
     free(w->mult);
     free(w->fast);
@@ -265,6 +274,12 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->dpsi = calloc(nn * n + 2 * nn, sizeof *w->dpsi);
     w->A = calloc(nn, sizeof *w->A);
     w->W = calloc(nn, sizeof *w->W);
+    w->ent_mag = calloc(nn, sizeof *w->ent_mag);
+    w->inner = calloc(n, sizeof *w->inner);
+    w->ent_i = calloc(nn, sizeof *w->ent_i);
+    w->ent_k = calloc(nn, sizeof *w->ent_k);
+    w->rows = calloc(n, sizeof *w->rows);
+    w->in_rows = calloc(n, 1);
     w->obs = calloc(1 + m->nc + n, sizeof *w->obs);
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
@@ -277,7 +292,7 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->tmp = calloc(n, sizeof *w->tmp);
     w->xnz = calloc((size_t)n * k + 1, sizeof *w->xnz);
     w->xnz_n = calloc(k + 1, sizeof *w->xnz_n);
-    if (!w->blu || !w->bpiv || !w->tmp || !w->xnz || !w->xnz_n || !w->minv_row || !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
+    if (!w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->xnz || !w->xnz_n || !w->minv_row || !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
         !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
         !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
@@ -657,46 +672,71 @@ static void inverse_and_derivatives(hamel_ws *w)
 #define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j)*n + (i)]
 #define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
 
-/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales. */
+/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales.
+ * For each j only the entries (i, k) where dPsi_ji/dq_k or dPsi_jk/dq_i is nonzero
+ * take part (a row of Psi depends on few coordinates), and only the rows i they or
+ * the time derivatives touch: O(n^2) per row of Psi rather than O(n^3). */
 static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t)
 {
     int n = w->n;
+    double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
+    int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
+    unsigned char *in_rows = w->in_rows;
+    if (gamma)
+        memset(gamma, 0, (size_t)n * n * n * sizeof *gamma);
+    if (mag)
+        memset(mag, 0, (size_t)n * n * n * sizeof *mag);
     for (int j = 0; j < n; j++) {
-        /* A_ik = dPsi_ji/dq_k - dPsi_jk/dq_i; W = A Phi. */
-        for (int i = 0; i < n; i++)
-            for (int k = 0; k < n; k++)
-                w->A[i * n + k] = DPSI(j, i, k) - DPSI(j, k, i);
+        int ne = 0, nr = 0;
+        memset(in_rows, 0, n);
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < n; k++) {
+                double d1 = DPSI(j, i, k), d2 = DPSI(j, k, i);
+                if (d1 == 0.0 && d2 == 0.0)
+                    continue;
+                ei[ne] = i;
+                ek[ne] = k;
+                val[ne] = d1 - d2;
+                amag[ne++] = fabs(d1) + fabs(d2);
+                in_rows[i] = 1;
+            }
+            if (DPSI_T(j, i) != 0.0 || DPSIT_Q(j, i) != 0.0)
+                in_rows[i] = 1;
+            if (in_rows[i])
+                rows[nr++] = i;
+        }
         for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
             double *out = pass ? mag : gamma, *out_t = pass ? mag_t : gamma_t;
-            for (int i = 0; i < n; i++)
-                for (int l = 0; l < n; l++) {
-                    double s = 0.0;
-                    for (int k = 0; k < n; k++) {
-                        double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
-                        s += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
-                    }
-                    w->W[i * n + l] = s;
-                }
+            for (int x = 0; x < nr; x++) {
+                int i = rows[x];
+                memset(w->W + (size_t)i * n, 0, n * sizeof *w->W);
+                inner[i] = pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
+            }
+            for (int e = 0; e < ne; e++) {
+                int i = ei[e], k = ek[e];
+                double a = pass ? amag[e] : val[e];
+                double *Wi = w->W + (size_t)i * n;
+                for (int l = 0; l < n; l++)
+                    Wi[l] += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
+                inner[i] += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+            }
             for (int r = 0; r < n; r++) {
-                for (int l = 0; l < n && out; l++) {
-                    double s = 0.0;
-                    for (int i = 0; i < n; i++)
-                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[i * n + l];
-                    out[((size_t)j * n + r) * n + l] = s;
-                }
-                if (out_t) {
-                    double s = 0.0;
-                    for (int i = 0; i < n; i++) {
-                        double inner = 0.0;
-                        for (int k = 0; k < n; k++) {
-                            double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
-                            inner += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+                if (out)
+                    for (int l = 0; l < n; l++) {
+                        double v = 0.0;
+                        for (int x = 0; x < nr; x++) {
+                            int i = rows[x];
+                            v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[(size_t)i * n + l];
                         }
-                        inner +=
-                            pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
-                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner;
+                        out[((size_t)j * n + r) * n + l] = v;
                     }
-                    out_t[(size_t)j * n + r] = s;
+                if (out_t) {
+                    double v = 0.0;
+                    for (int x = 0; x < nr; x++) {
+                        int i = rows[x];
+                        v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner[i];
+                    }
+                    out_t[(size_t)j * n + r] = v;
                 }
             }
         }
