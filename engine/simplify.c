@@ -215,6 +215,8 @@ size_t expr_tree_size(expr_ctx *c, const expr *e)
 
 /* ---- greedy factoring of sums (Horner's scheme, multivariate) ---- */
 
+#define FACTOR_MAX_PAIRS 4096 /* (term, factor) pairs of a sum that horner() looks at */
+
 struct factorer {
     expr_ctx *c;
     expr **memo; /* by node id, for this batch */
@@ -255,6 +257,10 @@ static expr *horner(struct factorer *f, expr **terms, int n)
     size_t nb = 0, capb = 0;
     for (int i = 0; i < n; i++)
         capb += terms[i]->kind == EXPR_MUL ? terms[i]->nargs : 1;
+    /* each level costs the factors of its terms and there are at most as many levels
+     * as factors in a term: past a bound the sum is left as it is */
+    if (capb > FACTOR_MAX_PAIRS)
+        return expr_sum(c, terms, n);
     expr **bases = malloc((capb + 1) * sizeof *bases);
     if (!bases)
         return expr_sum(c, terms, n);
