@@ -20,6 +20,8 @@
  * about 0.2 s. One row is printed; the exit status is 0, or 1 when a target is missed
  * or the right-hand sides disagree, 2 on bad input.
  *
+ * BENCH_SCALE_DEBUG=1 prints both right-hand sides when they disagree.
+ *
  * Timeouts are the caller's (scripts/bench.sh runs each model under timeout(1)).
  */
 #include <dlfcn.h>
@@ -252,6 +254,10 @@ int main(int argc, char **argv)
                     const double *y = s == 0 ? y0 : yr;
                     int r1 = hamel_rhs(0.0, y, a, ws), r2 = sf(0.0, y, b);
                     double d = (r1 == 0 && r2 == 0) ? rel_diff(a, b, dim) : INFINITY;
+                    if (!(d <= SCALE_AGREE_REL) && getenv("BENCH_SCALE_DEBUG") != NULL)
+                        for (int i = 0; i < dim; i++)
+                            fprintf(stderr, "state %d: y[%d] = %.17g  hamel %.17g  sympy %.17g\n", s, i, y[i],
+                                    a[i], b[i]);
                     if (!(d <= worst))
                         worst = d;
                 }

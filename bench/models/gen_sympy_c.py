@@ -19,6 +19,13 @@ The C code computes q' (cse), then M* and F (cse, M and the derivatives taken sp
 then u' by solving M* symbolically per diagonal block of up to 3x3 (gcc -O2 sees
 straight-line code), else by an in-place Gaussian elimination with partial pivoting.
 
+Limits: the symbolic pivots are tested at generic points only, so at a special state
+where a chosen pivot vanishes (e.g. sin(yaw) at yaw = 0) the C loses accuracy; the
+bench checks agreement with the engine at two states before it times anything. On
+whipple-hand.json it takes 3 minutes and disagrees at the case's initial state (yaw =
+0) while agreeing at a random one; the engine there matches an mpmath KKT solve and the
+benchmark, so whipple is not given a SymPy C baseline in the bench.
+
 Needs python3-sympy. Usage: gen_sympy_c.py CASE.json OUT.c
 """
 import json
