@@ -168,6 +168,12 @@ expr *expr_expand(expr_ctx *c, expr *e, int max_terms);
 #define EXPR_TREE_SIZE_MAX 1000000u
 size_t expr_tree_size(expr_ctx *c, const expr *e);
 
+/* Rewrites each root with the factors that terms of a sum share pulled out, greedily
+ * and recursively (a*b + a*c + d -> a*(b + c) + d; multivariate Horner), so that a
+ * tape needs fewer multiplications. Equal in value, not in rounding. One memo for the
+ * batch (simplify.c). */
+void expr_factor_sums(expr_ctx *c, expr **roots, int n);
+
 /* The name of a function and the function of a name (-1 if unknown). */
 const char *expr_fn_name(expr_fn fn);
 

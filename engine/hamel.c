@@ -8,6 +8,156 @@
 
 #include "linalg.h"
 #include "native.h"
+#include "reduce.h"
+
+/* ---- the sparsity of Psi and M (hamel.h) ---- */
+
+struct hamel_sparse {
+    int nblocks;
+    int *start;             /* [nblocks+1]: positions of each block in row[], col[] */
+    int *row, *col;         /* [n]: the rows in block order and their matched columns */
+    int *lu_off;            /* [nblocks]: offset of each block's LU in the packed factors */
+    int lu_len;             /* doubles of packed factors */
+    int *off_ptr, *off_col; /* [n+1], [..]: columns of earlier blocks in the row at each position */
+    int *m_ptr, *m_col;     /* [n+1], [..]: M's nonzeros, row by row (symmetric, both halves) */
+    int *m_at;              /* [..]: where each is in tape_dyn's packed upper triangle */
+    int *reach_ptr, *reach; /* [k+1], [..]: the blocks column r of Phi_S can be nonzero in */
+};
+
+void hamel_sparse_free(struct hamel_sparse *sp)
+{
+    if (!sp)
+        return;
+    free(sp->start);
+    free(sp->row);
+    free(sp->col);
+    free(sp->lu_off);
+    free(sp->off_ptr);
+    free(sp->off_col);
+    free(sp->m_ptr);
+    free(sp->m_col);
+    free(sp->m_at);
+    free(sp->reach_ptr);
+    free(sp->reach);
+    free(sp);
+}
+
+/* Nonzero unless output o of tape t is the constant 0. */
+static int output_nonzero(const tape *t, int o)
+{
+    const tape_ins *ins = &t->ins[t->outputs[o]];
+    return !(ins->op == TAPE_CONST && ins->c == 0.0);
+}
+
+static struct hamel_sparse *sparse_new(const struct engine_model *m)
+{
+    int n = m->n;
+    size_t nn = (size_t)n * n;
+    struct hamel_sparse *sp = calloc(1, sizeof *sp);
+    unsigned char *nz = calloc(nn, 1);
+    int *block = calloc(n, sizeof *block), *col_of = calloc(n, sizeof *col_of), *pos = calloc(n, sizeof *pos);
+    if (!sp || !nz || !block || !col_of || !pos)
+        goto fail;
+    for (size_t i = 0; i < nn; i++)
+        nz[i] = (unsigned char)output_nonzero(m->tape_psi, (int)i);
+    int nb = reduce_block_triangular(n, nz, block, col_of);
+    if (nb <= 0)
+        goto fail;
+    sp->nblocks = nb;
+    sp->start = calloc(nb + 1, sizeof *sp->start);
+    sp->lu_off = calloc(nb, sizeof *sp->lu_off);
+    sp->row = calloc(n, sizeof *sp->row);
+    sp->col = calloc(n, sizeof *sp->col);
+    sp->off_ptr = calloc(n + 1, sizeof *sp->off_ptr);
+    sp->off_col = calloc(nn + 1, sizeof *sp->off_col);
+    sp->m_ptr = calloc(n + 1, sizeof *sp->m_ptr);
+    sp->m_col = calloc(nn + 1, sizeof *sp->m_col);
+    sp->m_at = calloc(nn + 1, sizeof *sp->m_at);
+    if (!sp->start || !sp->lu_off || !sp->row || !sp->col || !sp->off_ptr || !sp->off_col || !sp->m_ptr ||
+        !sp->m_col || !sp->m_at)
+        goto fail;
+    int p = 0;
+    for (int b = 0; b < nb; b++) {
+        sp->start[b] = p;
+        for (int i = 0; i < n; i++)
+            if (block[i] == b) {
+                pos[i] = p;
+                sp->row[p] = i;
+                sp->col[p++] = col_of[i];
+            }
+        int size = p - sp->start[b];
+        sp->lu_off[b] = sp->lu_len;
+        sp->lu_len += size * size;
+    }
+    sp->start[nb] = n;
+    /* the column of each position's block, to tell off-block entries */
+    int *col_block = pos; /* reuse: block of each column */
+    for (int i = 0; i < n; i++)
+        col_block[col_of[i]] = block[i];
+    int t = 0;
+    for (int q = 0; q < n; q++) {
+        int i = sp->row[q];
+        sp->off_ptr[q] = t;
+        for (int j = 0; j < n; j++)
+            if (nz[i * n + j] && col_block[j] != block[i])
+                sp->off_col[t++] = j;
+    }
+    sp->off_ptr[n] = t;
+    t = 0;
+    for (int i = 0; i < n; i++) {
+        sp->m_ptr[i] = t;
+        for (int l = 0; l < n; l++) {
+            int a = i < l ? i : l, c = i < l ? l : i;
+            int at = a * n - a * (a - 1) / 2 + (c - a); /* packed upper triangle, row a */
+            if (output_nonzero(m->tape_dyn, at)) {
+                sp->m_col[t] = l;
+                sp->m_at[t++] = at;
+            }
+        }
+    }
+    sp->m_ptr[n] = t;
+    /* Phi_S e_r = Psi^-1 e_r is nonzero only in the blocks reached from row r */
+    int k = m->k;
+    sp->reach_ptr = calloc(k + 1, sizeof *sp->reach_ptr);
+    sp->reach = calloc((size_t)k * nb + 1, sizeof *sp->reach);
+    unsigned char *hit = calloc(n, 1); /* by column */
+    if (!sp->reach_ptr || !sp->reach || !hit) {
+        free(hit);
+        goto fail;
+    }
+    t = 0;
+    for (int r = 0; r < k; r++) {
+        sp->reach_ptr[r] = t;
+        memset(hit, 0, n);
+        for (int b = 0; b < nb; b++) {
+            int reached = 0;
+            for (int q = sp->start[b]; q < sp->start[b + 1] && !reached; q++) {
+                reached = sp->row[q] == r;
+                for (int x = sp->off_ptr[q]; x < sp->off_ptr[q + 1] && !reached; x++)
+                    reached = hit[sp->off_col[x]];
+            }
+            if (!reached)
+                continue;
+            sp->reach[t++] = b;
+            for (int q = sp->start[b]; q < sp->start[b + 1]; q++)
+                hit[sp->col[q]] = 1;
+        }
+    }
+    sp->reach_ptr[k] = t;
+    free(hit);
+    free(nz);
+    free(block);
+    free(col_of);
+    free(pos);
+    return sp;
+fail:
+    hamel_sparse_free(sp);
+    free(nz);
+    free(block);
+    free(col_of);
+    free(pos);
+    return NULL;
+}
 
 struct hamel_ws {
     const struct engine_model *m;
@@ -21,23 +171,33 @@ struct hamel_ws {
     double *M;   /* full M [n*n] */
     double *X;   /* Phi_S, column r at X + r*n */
     double *a, *h, *vec;
-    double *MX;    /* M Phi_S, column r at MX + r*n */
-    double *Ms;    /* [k*k] */
-    double *F;     /* [k] */
-    double *Phi;   /* full inverse, column l at Phi + l*n */
-    double *phit;  /* Phi_t [n] */
-    double *dpsi;  /* dPsi/dq [n^3], dPsi/dt [n^2], dPsi_t/dq [n^2] */
-    double *A, *W; /* [n*n] scratch */
-    double *obs;   /* tape_obs outputs */
+    double *MX;                /* M Phi_S, column r at MX + r*n */
+    double *Ms;                /* [k*k] */
+    double *F;                 /* [k] */
+    double *Phi;               /* full inverse, column l at Phi + l*n */
+    double *phit;              /* Phi_t [n] */
+    double *dpsi;              /* dPsi/dq [n^3], dPsi/dt [n^2], dPsi_t/dq [n^2] */
+    double *A, *W;             /* [n*n] scratch */
+    double *ent_mag, *inner;   /* [n*n], [n]: gamma_all's entries and rows */
+    int *ent_i, *ent_k, *rows; /* [n*n], [n*n], [n] */
+    unsigned char *in_rows;    /* [n] */
+    double *obs;               /* tape_obs outputs */
     double *mult;
-    double *fast; /* tape_fast outputs */
-    double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
+    double *fast;             /* tape_fast outputs */
+    double *minv;             /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
+    int *minv_row, *minv_col; /* its nonzeros by row: [k+1], [k*k] */
+    double *minv_val;         /* [k*k] */
     int minv_ready;
     int numeric;         /* ignore tape_fast (for cross-checks) */
     native_code *native; /* the optimizing tier (a reference), or NULL */
     double *guess;       /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
     int *sel;            /* [k] q' components used as speeds instead of the model's rows */
     int sel_on;          /* sel is in force (hamel_ws_select) */
+    double *blu;         /* Psi's diagonal blocks, LU-factored (sparse) */
+    int *bpiv;           /* [n] their pivots */
+    double *tmp;         /* [n] */
+    int *xnz, *xnz_n;    /* [k*n], [k]: the nonzero rows of each column of Phi_S */
+    int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -63,6 +223,12 @@ void hamel_ws_free(hamel_ws *w)
     free(w->dpsi);
     free(w->A);
     free(w->W);
+    free(w->ent_mag);
+    free(w->inner);
+    free(w->ent_i);
+    free(w->ent_k);
+    free(w->rows);
+    free(w->in_rows);
     free(w->obs);
     free(w->mult);
     free(w->fast);
@@ -70,10 +236,22 @@ void hamel_ws_free(hamel_ws *w)
     native_release(w->native);
     free(w->sel);
     free(w->guess);
+    free(w->minv_row);
+    free(w->minv_col);
+    free(w->minv_val);
+    free(w->blu);
+    free(w->bpiv);
+    free(w->tmp);
+    free(w->xnz);
+    free(w->xnz_n);
     free(w);
 }
 
-void hamel_ws_set_numeric(hamel_ws *w, int numeric) { w->numeric = numeric; }
+void hamel_ws_set_numeric(hamel_ws *w, int numeric)
+{
+    w->numeric = numeric != 0;
+    w->dense = numeric > 1;
+}
 
 hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
 {
@@ -104,15 +282,31 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->dpsi = calloc(nn * n + 2 * nn, sizeof *w->dpsi);
     w->A = calloc(nn, sizeof *w->A);
     w->W = calloc(nn, sizeof *w->W);
+    w->ent_mag = calloc(nn, sizeof *w->ent_mag);
+    w->inner = calloc(n, sizeof *w->inner);
+    w->ent_i = calloc(nn, sizeof *w->ent_i);
+    w->ent_k = calloc(nn, sizeof *w->ent_k);
+    w->rows = calloc(n, sizeof *w->rows);
+    w->in_rows = calloc(n, 1);
     w->obs = calloc(1 + m->nc + n, sizeof *w->obs);
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
     w->sel = calloc(k + 1, sizeof *w->sel);
     w->guess = calloc(n, sizeof *w->guess);
-    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv ||
-        !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi ||
-        !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
+    w->minv_row = calloc(k + 1, sizeof *w->minv_row);
+    w->minv_col = calloc((size_t)k * k, sizeof *w->minv_col);
+    w->minv_val = calloc((size_t)k * k, sizeof *w->minv_val);
+    w->blu = calloc(m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
+    w->bpiv = calloc(n, sizeof *w->bpiv);
+    w->tmp = calloc(n, sizeof *w->tmp);
+    w->xnz = calloc((size_t)n * k + 1, sizeof *w->xnz);
+    w->xnz_n = calloc(k + 1, sizeof *w->xnz_n);
+    if (!w->sel || !w->guess || !w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows ||
+        !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->xnz || !w->xnz_n || !w->minv_row ||
+        !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu ||
+        !w->piv || !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F ||
+        !w->Phi || !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
@@ -284,16 +478,19 @@ static int solve_mass(hamel_ws *w, int k)
     return 0;
 }
 
-/* M*^-1 for a mass matrix that depends on the parameters only, from the first
- * evaluation's M* (w->Ms): column by column through solve_mass. */
+/* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
+ * first evaluation: column by column through solve_mass, kept as its nonzero entries
+ * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse). */
 static int invert_constant_mass(hamel_ws *w, int k)
 {
     double ms[64 * 64];
     if (k > 64)
         return -1;
-    memcpy(ms, w->Ms, (size_t)k * k * sizeof *ms);
-    double f[64];
-    memcpy(f, w->F, k * sizeof *f);
+    double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
+    tape_run(w->m->tape_mass, w->in, w->work, up);
+    for (int r = 0, idx = 0; r < k; r++)
+        for (int s = r; s < k; s++, idx++)
+            ms[r * k + s] = ms[s * k + r] = up[idx];
     for (int c = 0; c < k; c++) {
         memcpy(w->Ms, ms, (size_t)k * k * sizeof *ms);
         for (int r = 0; r < k; r++)
@@ -303,12 +500,22 @@ static int invert_constant_mass(hamel_ws *w, int k)
         for (int r = 0; r < k; r++)
             w->minv[r * k + c] = w->F[r];
     }
-    memcpy(w->F, f, k * sizeof *f);
+    int nz = 0;
+    for (int r = 0; r < k; r++) {
+        w->minv_row[r] = nz;
+        for (int c = 0; c < k; c++)
+            if (w->minv[r * k + c] != 0.0) {
+                w->minv_col[nz] = c;
+                w->minv_val[nz++] = w->minv[r * k + c];
+            }
+    }
+    w->minv_row[k] = nz;
     w->minv_ready = 1;
     return 0;
 }
 
-/* The symbolically reduced equations: one tape gives q', M* and F. */
+/* The symbolically reduced equations: one tape gives q', F and (unless it is
+ * constant) M*. */
 static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 {
     const struct engine_model *m = w->m;
@@ -323,6 +530,21 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         in[model_input_q(m) + i] = y[i];
     for (int r = 0; r < k; r++)
         in[m->u_slot[r]] = y[n + r];
+    if (m->fast_mass_const) {
+        if (!w->minv_ready && invert_constant_mass(w, k) < 0)
+            return GSL_EBADFUNC;
+        tape_run(m->tape_fast, in, w->work, dydt); /* q' straight into dydt */
+        const double *F = dydt + n;
+        double *ud = w->F;
+        for (int r = 0; r < k; r++) {
+            double s = 0.0;
+            for (int j = w->minv_row[r]; j < w->minv_row[r + 1]; j++)
+                s += w->minv_val[j] * F[w->minv_col[j]];
+            ud[r] = s;
+        }
+        memcpy(dydt + n, ud, k * sizeof *ud);
+        return GSL_SUCCESS;
+    }
     if (w->native)
         w->native->fast(in, w->fast);
     else
@@ -330,27 +552,148 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;
-    if (m->fast_mass_const && w->minv_ready) {
-        for (int r = 0; r < k; r++) {
-            double s = 0.0;
-            const double *row = w->minv + (size_t)r * k;
-            for (int c = 0; c < k; c++)
-                s += row[c] * F[c];
-            dydt[n + r] = s;
-        }
-        return GSL_SUCCESS;
-    }
     for (int r = 0, idx = 0; r < k; r++)
         for (int s = r; s < k; s++, idx++)
             w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
     for (int r = 0; r < k; r++)
         w->F[r] = F[r];
-    if (m->fast_mass_const)
-        return invert_constant_mass(w, k) < 0 ? GSL_EBADFUNC : rhs_fast(w, t, y, dydt);
     if (solve_mass(w, k) < 0)
         return GSL_EBADFUNC;
     for (int r = 0; r < k; r++)
         dydt[n + r] = w->F[r];
+    return GSL_SUCCESS;
+}
+
+/* Factors Psi's diagonal blocks (w->psi holds Psi). Returns 0 or -1 (singular). */
+static int sparse_factor(hamel_ws *w)
+{
+    const struct hamel_sparse *sp = w->m->sparse;
+    int n = w->n;
+    for (int b = 0; b < sp->nblocks; b++) {
+        int p0 = sp->start[b], size = sp->start[b + 1] - p0;
+        double *a = w->blu + sp->lu_off[b];
+        for (int x = 0; x < size; x++)
+            for (int y = 0; y < size; y++)
+                a[x * size + y] = w->psi[(size_t)sp->row[p0 + x] * n + sp->col[p0 + y]];
+        if (size == 1) {
+            if (a[0] == 0.0 || !isfinite(a[0]))
+                return -1;
+            a[0] = 1.0 / a[0]; /* kept as its reciprocal */
+        } else if (linalg_lu(size, a, w->bpiv + p0) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Solves Psi's block b into x (the rhs of its rows in r). */
+static inline void solve_block(hamel_ws *w, const struct hamel_sparse *sp, int b, const double *r, double *x)
+{
+    int n = w->n, p0 = sp->start[b], size = sp->start[b + 1] - p0;
+    const double *a = w->blu + sp->lu_off[b];
+    if (size == 1) {
+        int i = sp->row[p0];
+        double v = r[i];
+        const double *pi = w->psi + (size_t)i * n;
+        for (int q = sp->off_ptr[p0]; q < sp->off_ptr[p0 + 1]; q++)
+            v -= pi[sp->off_col[q]] * x[sp->off_col[q]];
+        x[sp->col[p0]] = v * a[0];
+        return;
+    }
+    for (int p = p0; p < p0 + size; p++) {
+        int i = sp->row[p];
+        double v = r[i];
+        const double *pi = w->psi + (size_t)i * n;
+        for (int q = sp->off_ptr[p]; q < sp->off_ptr[p + 1]; q++)
+            v -= pi[sp->off_col[q]] * x[sp->off_col[q]];
+        w->tmp[p - p0] = v;
+    }
+    linalg_lu_solve(size, a, w->bpiv + p0, w->tmp);
+    for (int p = p0; p < p0 + size; p++)
+        x[sp->col[p]] = w->tmp[p - p0];
+}
+
+/* x = Psi^-1 r (r by row, x by column; they may not alias): block by block, each
+ * block's rows minus what the earlier blocks' columns contribute. */
+static void sparse_solve(hamel_ws *w, const double *r, double *x)
+{
+    const struct hamel_sparse *sp = w->m->sparse;
+    for (int b = 0; b < sp->nblocks; b++)
+        solve_block(w, sp, b, r, x);
+}
+
+/* x = Psi^-1 e_r = column r of Phi, visiting only the blocks it can be nonzero in
+ * (x is zeroed first). */
+static void sparse_column(hamel_ws *w, int r, double *x)
+{
+    const struct hamel_sparse *sp = w->m->sparse;
+    memset(x, 0, w->n * sizeof *x);
+    memset(w->vec, 0, w->n * sizeof *w->vec);
+    w->vec[r] = 1.0;
+    for (int j = sp->reach_ptr[r]; j < sp->reach_ptr[r + 1]; j++)
+        solve_block(w, sp, sp->reach[j], w->vec, x);
+}
+
+/* The numeric right-hand side on Psi's block structure and M's pattern: one
+ * factorization of Psi's diagonal blocks, k + 2 block substitutions, and the
+ * projections Phi_S^T M Phi_S and Phi_S^T h through the nonzeros only. */
+static int rhs_sparse(hamel_ws *w, double t, const double *y, double *dydt)
+{
+    const struct engine_model *m = w->m;
+    const struct hamel_sparse *sp = m->sparse;
+    int n = w->n, k = w->k;
+    const double *q = y, *u = y + n;
+    double *qd = dydt, *ud = dydt + n;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
+    if (sparse_factor(w) < 0)
+        return GSL_EBADFUNC;
+    const double *psit = w->psi + (size_t)n * n;
+    for (int i = 0; i < n; i++)
+        w->vec[i] = (i < k ? u[i] : 0.0) - psit[i];
+    sparse_solve(w, w->vec, qd);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
+    sparse_solve(w, b, w->a);
+    /* h = g + M a */
+    for (int i = 0; i < n; i++) {
+        double v = g[i];
+        for (int j = sp->m_ptr[i]; j < sp->m_ptr[i + 1]; j++)
+            v += up[sp->m_at[j]] * w->a[sp->m_col[j]];
+        w->h[i] = v;
+    }
+    /* columns of Phi_S, their nonzeros, M Phi_S; F and M* */
+    for (int r = 0; r < k; r++) {
+        double *x = w->X + (size_t)r * n, *mx = w->MX + (size_t)r * n;
+        sparse_column(w, r, x);
+        int *nzr = w->xnz + (size_t)r * n, cnt = 0;
+        for (int i = 0; i < n; i++)
+            if (x[i] != 0.0)
+                nzr[cnt++] = i;
+        w->xnz_n[r] = cnt;
+        memset(mx, 0, n * sizeof *mx);
+        double f = 0.0;
+        for (int c = 0; c < cnt; c++) {
+            int l = nzr[c];
+            double xl = x[l];
+            f += xl * w->h[l];
+            for (int j = sp->m_ptr[l]; j < sp->m_ptr[l + 1]; j++)
+                mx[sp->m_col[j]] += up[sp->m_at[j]] * xl;
+        }
+        w->F[r] = f;
+        for (int s2 = 0; s2 <= r; s2++) {
+            const double *ms = w->MX + (size_t)s2 * n;
+            double v = 0.0;
+            for (int c = 0; c < cnt; c++)
+                v += x[nzr[c]] * ms[nzr[c]];
+            w->Ms[r * k + s2] = w->Ms[s2 * k + r] = v;
+        }
+    }
+    if (solve_mass(w, k) < 0)
+        return GSL_EBADFUNC;
+    memcpy(ud, w->F, k * sizeof *ud);
     return GSL_SUCCESS;
 }
 
@@ -359,6 +702,10 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
     hamel_ws *w = params;
     if (w->m->tape_fast && !w->numeric && !w->sel_on)
         return rhs_fast(w, t, y, dydt);
+    /* the sparse path knows neither re-chosen speeds (the watch) nor the nonlinear
+     * constraints' Newton solve: those take the dense one */
+    if (w->m->sparse && !w->dense && !w->sel_on && !w->m->nl_reduced)
+        return rhs_sparse(w, t, y, dydt);
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
@@ -449,46 +796,71 @@ static void inverse_and_derivatives(hamel_ws *w)
 #define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j)*n + (i)]
 #define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
 
-/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales. */
+/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales.
+ * For each j only the entries (i, k) where dPsi_ji/dq_k or dPsi_jk/dq_i is nonzero
+ * take part (a row of Psi depends on few coordinates), and only the rows i they or
+ * the time derivatives touch: O(n^2) per row of Psi rather than O(n^3). */
 static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t)
 {
     int n = w->n;
+    double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
+    int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
+    unsigned char *in_rows = w->in_rows;
+    if (gamma)
+        memset(gamma, 0, (size_t)n * n * n * sizeof *gamma);
+    if (mag)
+        memset(mag, 0, (size_t)n * n * n * sizeof *mag);
     for (int j = 0; j < n; j++) {
-        /* A_ik = dPsi_ji/dq_k - dPsi_jk/dq_i; W = A Phi. */
-        for (int i = 0; i < n; i++)
-            for (int k = 0; k < n; k++)
-                w->A[i * n + k] = DPSI(j, i, k) - DPSI(j, k, i);
+        int ne = 0, nr = 0;
+        memset(in_rows, 0, n);
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < n; k++) {
+                double d1 = DPSI(j, i, k), d2 = DPSI(j, k, i);
+                if (d1 == 0.0 && d2 == 0.0)
+                    continue;
+                ei[ne] = i;
+                ek[ne] = k;
+                val[ne] = d1 - d2;
+                amag[ne++] = fabs(d1) + fabs(d2);
+                in_rows[i] = 1;
+            }
+            if (DPSI_T(j, i) != 0.0 || DPSIT_Q(j, i) != 0.0)
+                in_rows[i] = 1;
+            if (in_rows[i])
+                rows[nr++] = i;
+        }
         for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
             double *out = pass ? mag : gamma, *out_t = pass ? mag_t : gamma_t;
-            for (int i = 0; i < n; i++)
-                for (int l = 0; l < n; l++) {
-                    double s = 0.0;
-                    for (int k = 0; k < n; k++) {
-                        double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
-                        s += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
-                    }
-                    w->W[i * n + l] = s;
-                }
+            for (int x = 0; x < nr; x++) {
+                int i = rows[x];
+                memset(w->W + (size_t)i * n, 0, n * sizeof *w->W);
+                inner[i] = pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
+            }
+            for (int e = 0; e < ne; e++) {
+                int i = ei[e], k = ek[e];
+                double a = pass ? amag[e] : val[e];
+                double *Wi = w->W + (size_t)i * n;
+                for (int l = 0; l < n; l++)
+                    Wi[l] += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
+                inner[i] += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+            }
             for (int r = 0; r < n; r++) {
-                for (int l = 0; l < n && out; l++) {
-                    double s = 0.0;
-                    for (int i = 0; i < n; i++)
-                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[i * n + l];
-                    out[((size_t)j * n + r) * n + l] = s;
-                }
-                if (out_t) {
-                    double s = 0.0;
-                    for (int i = 0; i < n; i++) {
-                        double inner = 0.0;
-                        for (int k = 0; k < n; k++) {
-                            double a = pass ? fabs(DPSI(j, i, k)) + fabs(DPSI(j, k, i)) : w->A[i * n + k];
-                            inner += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+                if (out)
+                    for (int l = 0; l < n; l++) {
+                        double v = 0.0;
+                        for (int x = 0; x < nr; x++) {
+                            int i = rows[x];
+                            v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[(size_t)i * n + l];
                         }
-                        inner +=
-                            pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
-                        s += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner;
+                        out[((size_t)j * n + r) * n + l] = v;
                     }
-                    out_t[(size_t)j * n + r] = s;
+                if (out_t) {
+                    double v = 0.0;
+                    for (int x = 0; x < nr; x++) {
+                        int i = rows[x];
+                        v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner[i];
+                    }
+                    out_t[(size_t)j * n + r] = v;
                 }
             }
         }
@@ -506,6 +878,8 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
 
 int hamel_structure(struct engine_model *m)
 {
+    if (!m->sparse)
+        m->sparse = sparse_new(m); /* NULL: the dense path (no structure found, or no memory) */
     int n = m->n;
     size_t n3 = (size_t)n * n * n, n2 = (size_t)n * n;
     m->gamma_nz = calloc(n3, 1);

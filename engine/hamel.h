@@ -36,7 +36,8 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params);
 void hamel_ws_free(hamel_ws *w);
 
 /* With numeric != 0, hamel_rhs ignores the symbolically reduced equations and
- * inverts Psi numerically at every evaluation (the two must agree; tests compare). */
+ * inverts Psi numerically at every evaluation (the two must agree; tests compare);
+ * with numeric == 2 it also ignores the sparsity (dense LU of Psi, dense products). */
 void hamel_ws_set_numeric(hamel_ws *w, int numeric);
 
 /* The code tier the right-hand side of w runs on: "native", "tcc" or "interp". */
@@ -51,6 +52,12 @@ int hamel_const_mass_inverse(const struct engine_model *m, const double *params,
  * at pseudo-random states (1 also when there is no tape_fast). The model compiler drops
  * a reduction that does not: a wrong simplification must never reach a user. */
 int hamel_fast_agrees(const struct engine_model *m);
+/* The sparsity the numeric right-hand side exploits: Psi's block-triangular form
+ * (reduce_block_triangular on the entries of tape_psi that are not the constant 0)
+ * and the pattern of M. With it each evaluation factors only Psi's diagonal blocks
+ * (dense LU with partial pivoting in each, exact substitution between them) and the
+ * products with M and Phi_S skip their zeros. Called by hamel_structure. */
+void hamel_sparse_free(struct hamel_sparse *sp);
 
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets

@@ -370,7 +370,7 @@ static int check_keys(const json_t *js, const char *const *known, const char *li
 static int max_slots(const struct engine_model *m)
 {
     int s = 1;
-    const tape *t[] = {m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_mult};
+    const tape *t[] = {m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_mult, m->tape_mass};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i] && t[i]->n_ins > s)
             s = t[i]->n_ins;

@@ -33,15 +33,16 @@ struct lin_ws {
     /* per-direction scratch */
     double *dPsi, *dM, *da, *dh, *dX, *dMX, *tmp, *dF, *dMs;
     double *dpsis; /* tangents of Psi, Psi_t [(n*n + n) * nd_max] */
+    double *dmup;  /* tangents of tape_mass's M* (upper) [k(k+1)/2 * nd_max] */
 };
 
 void lin_ws_free(lin_ws *w)
 {
     if (!w)
         return;
-    double *bufs[] = {w->in, w->din, w->s,  w->ds, w->o,   w->dout, w->psi, w->lu,  w->qd,   w->dqd,
-                      w->M,  w->a,   w->h,  w->X,  w->MX,  w->Ms,   w->Mf,  w->F,   w->ud,   w->dPsi,
-                      w->dM, w->da,  w->dh, w->dX, w->dMX, w->tmp,  w->dF,  w->dMs, w->dpsis};
+    double *bufs[] = {w->in, w->din, w->s,  w->ds, w->o,   w->dout, w->psi, w->lu,  w->qd,    w->dqd,
+                      w->M,  w->a,   w->h,  w->X,  w->MX,  w->Ms,   w->Mf,  w->F,   w->ud,    w->dPsi,
+                      w->dM, w->da,  w->dh, w->dX, w->dMX, w->tmp,  w->dF,  w->dMs, w->dpsis, w->dmup};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(w->piv);
@@ -75,6 +76,10 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
         slots = tape_size(m->tape_fast, 0);
     if (tape_size(m->tape_fast, 1) > outs)
         outs = tape_size(m->tape_fast, 1);
+    if (tape_size(m->tape_mass, 0) > slots)
+        slots = tape_size(m->tape_mass, 0);
+    if (tape_size(m->tape_mass, 1) > outs)
+        outs = tape_size(m->tape_mass, 1);
     w->in = calloc(m->n_in, sizeof *w->in);
     w->din = calloc((size_t)m->n_in * nd, sizeof *w->din);
     w->s = calloc(slots + 1, sizeof *w->s);
@@ -105,6 +110,7 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->tmp = calloc(n + k + 1, sizeof *w->tmp);
     w->dF = calloc(k + 1, sizeof *w->dF);
     w->dMs = calloc((size_t)k * k + 1, sizeof *w->dMs);
+    w->dmup = calloc((size_t)k * (k + 1) / 2 * nd + 1, sizeof *w->dmup);
     w->dpsis = calloc((nn + n) * nd, sizeof *w->dpsis);
     if (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
         !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf ||
@@ -168,17 +174,30 @@ static int rhs_fast(lin_ws *w, double t, const double *q, const double *u, const
         w->in[m->u_slot[r]] = u[r];
         memcpy(w->din + (size_t)m->u_slot[r] * nd, seed + (size_t)(1 + n + r) * nd, nd * sizeof *w->din);
     }
+    size_t nm = (size_t)k * (k + 1) / 2;
+    if (m->fast_mass_const) {
+        /* M* (parameters only) has a tape of its own, and tape_fast gives q', F: M*'s
+         * tangents (non-zero only along parameter directions, for B) are kept apart */
+        if (tape_eval_tangent(m->tape_mass, w->in, w->din, nd, w->s, w->ds, w->o, w->dout) < 0)
+            return -1;
+        for (int r = 0, idx = 0; r < k; r++)
+            for (int s = r; s < k; s++, idx++)
+                w->Ms[r * k + s] = w->Ms[s * k + r] = w->o[idx];
+        memcpy(w->dmup, w->dout, nm * nd * sizeof *w->dmup);
+    }
     if (tape_eval_tangent(m->tape_fast, w->in, w->din, nd, w->s, w->ds, w->o, w->dout) < 0)
         return -1;
-    const double *up = w->o + n, *F = up + k * (k + 1) / 2;
-    const double *dup = w->dout + (size_t)n * nd, *dFo = dup + (size_t)(k * (k + 1) / 2) * nd;
+    const double *up = w->o + n, *F = m->fast_mass_const ? up : up + nm;
+    const double *dup = m->fast_mass_const ? w->dmup : w->dout + (size_t)n * nd;
+    const double *dFo = w->dout + (size_t)n * nd + (m->fast_mass_const ? 0 : nm * nd);
     for (int i = 0; i < n; i++) {
         f[i] = w->o[i];
         memcpy(df + (size_t)i * nd, w->dout + (size_t)i * nd, nd * sizeof *df);
     }
-    for (int r = 0, idx = 0; r < k; r++)
-        for (int s = r; s < k; s++, idx++)
-            w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
+    if (!m->fast_mass_const)
+        for (int r = 0, idx = 0; r < k; r++)
+            for (int s = r; s < k; s++, idx++)
+                w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
     if (factor_mass(w) < 0)
         return -1;
     memcpy(w->ud, F, k * sizeof *F);

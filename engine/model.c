@@ -129,8 +129,10 @@ static void model_free(struct engine_model *m)
     free(m->pos_con);
     json_decref(m->bodies_js);
     tape_free(m->tape_det);
+    tape_free(m->tape_mass);
     free(m->u_slot);
     free(m->gamma_nz);
+    hamel_sparse_free(m->sparse);
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);
@@ -1047,13 +1049,25 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
                 expr_depends(roots[i], s))
                 clean = 0;
         }
-    if (clean)
-        m->tape_fast = build_tape(m, roots, idx);
     m->fast_mass_const = 1;
     for (int i = n; i < n + k * (k + 1) / 2; i++)
         for (int s = 0; s < ns; s++)
             if (expr_sym_get(m->ctx, s)->cls != SYM_PARAM && expr_depends(roots[i], s))
                 m->fast_mass_const = 0;
+    if (clean)
+        expr_factor_sums(m->ctx, roots, idx); /* fewer multiplications in the tapes */
+    if (clean && m->fast_mass_const) {
+        /* M* depends on the parameters only: its own tape, run once per workspace
+         * (hamel.c inverts it then), and the fast tape gives q' and F alone. */
+        int nm = k * (k + 1) / 2;
+        m->tape_mass = build_tape(m, roots + n, nm);
+        memmove(roots + n, roots + n + nm, k * sizeof *roots);
+        idx = n + k;
+        if (!m->tape_mass)
+            clean = 0;
+    }
+    if (clean)
+        m->tape_fast = build_tape(m, roots, idx);
     free(allowed);
     free(roots);
     return 0;
@@ -1362,6 +1376,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             if (m->cons[j].row >= 0)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
         budget_stage(&bud, "code generation", "model.kinetic_energy");
+        expr_factor_sums(c, roots, nm + 2 * n); /* fewer multiplications per evaluation */
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
 
         /* Observables: the energy and every constraint. */

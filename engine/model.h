@@ -87,14 +87,18 @@ struct engine_model {
     tape *tape_obs;      /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
     tape *tape_mult;     /* -> J [nc*n], Df [nc] (the multipliers formulation) */
     tape *tape_dpsi;     /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
-    tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2], F [k] on (q, u, t): the
-                          * symbolically reduced equations (reduce.h), or NULL */
+    tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2] (not when fast_mass_const),
+                          * F [k] on (q, u, t): the symbolically reduced equations
+                          * (reduce.h), or NULL */
+    tape *tape_mass;     /* -> M* upper [k(k+1)/2] when fast_mass_const, else NULL */
     int *u_slot;         /* [k] input slot of speed u_r for tape_fast */
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
     tape *tape_det;      /* -> det Psi up to a nonzero number (one expression pivot), or NULL */
     int psi_det_const;   /* det Psi is a nonzero number (every pivot of the symbolic inverse
                           * was one): Psi is never singular, the run needs no watch */
     int work_len;        /* doubles of scratch the largest tape needs */
+
+    struct hamel_sparse *sparse; /* Psi's block-triangular structure, M's pattern (hamel.c) */
 
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */

@@ -152,7 +152,7 @@ static char *native__source(const struct engine_model *m)
         size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
         epi = malloc(cap);
         if (epi) {
-            int f0 = n + k * (k + 1) / 2;
+            int f0 = m->fast_mass_const ? n : n + k * (k + 1) / 2; /* tape_fast: q', [M*], F */
             for (int i = 0; i < n; i++)
                 len += (size_t)snprintf(epi + len, cap - len, "dydt[%d] = s%d;\n", i, t->outputs[i]);
             for (int r = 0; r < k; r++) {

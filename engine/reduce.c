@@ -151,13 +151,7 @@ static void strong(struct tarjan *t, int v)
     }
 }
 
-/* Finds the block-triangular form of the pattern nz (Dulmage–Mendelsohn's fine
- * decomposition for a square matrix with a perfect matching: a maximum matching, then
- * the strongly connected components of the graph it induces). block[i] is the block
- * of row i, numbered in the order the blocks can be eliminated; col_of[i] the column
- * matched to row i. Returns the number of blocks, 0 when the pattern is structurally
- * singular, -1 on allocation failure. */
-static int block_triangular(int n, const unsigned char *nz, int *block, int *col_of)
+int reduce_block_triangular(int n, const unsigned char *nz, int *block, int *col_of)
 {
     int *row_of = malloc(n * sizeof *row_of), *ws = malloc(5 * (size_t)n * sizeof *ws);
     unsigned char *seen = malloc(n);
@@ -286,7 +280,7 @@ static int invert(struct engine_model *m, const struct reduce_budget *budget, re
         b[i] = expr_num(c, i / n == i % n ? 1.0 : 0.0);
         nz[i] = !expr_is_num(a[i], 0.0);
     }
-    int nblocks = block_triangular(n, nz, block, matched);
+    int nblocks = reduce_block_triangular(n, nz, block, matched);
     if (nblocks <= 0) {
         rc = nblocks < 0 ? -2 : -1;
         goto done;

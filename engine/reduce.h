@@ -38,6 +38,15 @@ typedef struct reduce_result {
  * (free with reduce_result_free). Returns 0, or -1 on allocation failure. */
 int reduce_derive(struct engine_model *m, size_t budget, reduce_result *out);
 
+/* The block-triangular form of an n x n sparsity pattern nz (row-major, nonzero =
+ * structurally nonzero): a maximum matching, then the strongly connected components
+ * of the graph it induces (Dulmage–Mendelsohn's fine decomposition). block[i] is the
+ * block of row i, numbered in an order in which the blocks can be eliminated one after
+ * the other (the rows of a block have nonzeros only in its own columns and those of
+ * earlier blocks); col_of[i] is the column matched to row i. Returns the number of
+ * blocks, 0 when the pattern is structurally singular, -1 on allocation failure. */
+int reduce_block_triangular(int n, const unsigned char *nz, int *block, int *col_of);
+
 /* Frees the arrays of a result (the nodes belong to the model's context). */
 void reduce_result_free(reduce_result *r);
 

@@ -212,3 +212,172 @@ size_t expr_tree_size(expr_ctx *c, const expr *e)
     c->tree_size[e->id] = (uint32_t)n + 1;
     return n;
 }
+
+/* ---- greedy factoring of sums (Horner's scheme, multivariate) ---- */
+
+#define FACTOR_MAX_PAIRS 4096 /* (term, factor) pairs of a sum that horner() looks at */
+
+struct factorer {
+    expr_ctx *c;
+    expr **memo; /* by node id, for this batch */
+    size_t cap;
+};
+
+static expr *factor_rec(struct factorer *f, expr *e);
+
+/* The base a factor contributes to counting: x for x and x^k (k a positive integer). */
+static expr *factor_base(expr *x)
+{
+    if (x->kind == EXPR_NUM)
+        return NULL;
+    if (x->kind == EXPR_POW) {
+        const expr *k = x->args[1];
+        if (k->kind == EXPR_NUM && k->num >= 1 && k->num == floor(k->num))
+            return x->args[0];
+        return NULL;
+    }
+    return x;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    const expr *x = *(expr *const *)a, *y = *(expr *const *)b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* sum of terms[0..n) (already factored inside), with the factor that most terms share
+ * pulled out, recursively: a*b + a*c + d -> a*(b + c) + d. */
+static expr *horner(struct factorer *f, expr **terms, int n)
+{
+    expr_ctx *c = f->c;
+    if (n < 2 || budget_tick(c->budget)) /* budget: stop factoring */
+        return expr_sum(c, terms, n);
+    /* every (term, base) once: bases of each term are distinct (a product's factors
+     * have distinct bases) */
+    size_t nb = 0, capb = 0;
+    for (int i = 0; i < n; i++)
+        capb += terms[i]->kind == EXPR_MUL ? terms[i]->nargs : 1;
+    /* each level costs the factors of its terms and there are at most as many levels
+     * as factors in a term: past a bound the sum is left as it is */
+    if (capb > FACTOR_MAX_PAIRS)
+        return expr_sum(c, terms, n);
+    expr **bases = malloc((capb + 1) * sizeof *bases);
+    if (!bases)
+        return expr_sum(c, terms, n);
+    for (int i = 0; i < n; i++) {
+        expr *t = terms[i];
+        int m = t->kind == EXPR_MUL ? t->nargs : 1;
+        for (int j = 0; j < m; j++) {
+            expr *b = factor_base(t->kind == EXPR_MUL ? t->args[j] : t);
+            if (b)
+                bases[nb++] = b;
+        }
+    }
+    qsort(bases, nb, sizeof *bases, cmp_id);
+    expr *best = NULL;
+    size_t best_count = 1;
+    for (size_t i = 0; i < nb;) {
+        size_t j = i;
+        while (j < nb && bases[j] == bases[i])
+            j++;
+        if (j - i > best_count) {
+            best_count = j - i;
+            best = bases[i];
+        }
+        i = j;
+    }
+    free(bases);
+    if (!best)
+        return expr_sum(c, terms, n);
+    expr **with = malloc(n * sizeof *with), **without = malloc(n * sizeof *without);
+    if (!with || !without) {
+        free(with);
+        free(without);
+        return expr_sum(c, terms, n);
+    }
+    int nw = 0, no = 0;
+    for (int i = 0; i < n; i++) {
+        expr *t = terms[i];
+        int has = 0, m = t->kind == EXPR_MUL ? t->nargs : 1;
+        for (int j = 0; j < m && !has; j++)
+            has = factor_base(t->kind == EXPR_MUL ? t->args[j] : t) == best;
+        if (has)
+            with[nw++] = expr_div(c, t, best);
+        else
+            without[no++] = t;
+    }
+    expr *inner = horner(f, with, nw);
+    expr *r = expr_add(c, expr_mul(c, best, inner), horner(f, without, no));
+    free(with);
+    free(without);
+    return r;
+}
+
+static expr *factor_uncached(struct factorer *f, expr *e)
+{
+    expr_ctx *c = f->c;
+    switch (e->kind) {
+    case EXPR_NUM:
+    case EXPR_SYM: return e;
+    case EXPR_FUN:
+        if (e->nargs == 2)
+            return expr_fun2(c, e->fn, factor_rec(f, e->args[0]), factor_rec(f, e->args[1]));
+        return expr_fun(c, e->fn, factor_rec(f, e->args[0]));
+    case EXPR_POW: return expr_pow(c, factor_rec(f, e->args[0]), e->args[1]);
+    case EXPR_MUL: {
+        expr **a = malloc((e->nargs + 1) * sizeof *a);
+        if (!a)
+            return e;
+        for (int i = 0; i < e->nargs; i++)
+            a[i] = factor_rec(f, e->args[i]);
+        a[e->nargs] = expr_num(c, e->num);
+        expr *r = expr_product(c, a, e->nargs + 1);
+        free(a);
+        return r;
+    }
+    case EXPR_ADD: {
+        expr **t = malloc((e->nargs + 1) * sizeof *t);
+        if (!t)
+            return e;
+        /* factor the terms' insides first; the sum's own constant stays apart */
+        for (int i = 0; i < e->nargs; i++)
+            t[i] = factor_rec(f, e->args[i]);
+        expr *r = horner(f, t, e->nargs);
+        free(t);
+        return e->num != 0.0 ? expr_add(c, r, expr_num(c, e->num)) : r;
+    }
+    default: return e;
+    }
+}
+
+static expr *factor_rec(struct factorer *f, expr *e)
+{
+    if (e->nargs == 0)
+        return e;
+    if (e->id >= f->cap) {
+        size_t cap = f->cap ? f->cap : 1024;
+        while (cap <= e->id)
+            cap *= 2;
+        expr **m = realloc(f->memo, cap * sizeof *m);
+        if (!m)
+            return e;
+        memset(m + f->cap, 0, (cap - f->cap) * sizeof *m);
+        f->memo = m;
+        f->cap = cap;
+    }
+    if (f->memo[e->id])
+        return f->memo[e->id];
+    expr *r = factor_uncached(f, e);
+    if (e->id >= f->cap) /* cannot happen: ids only grow past cap for new nodes */
+        return r;
+    f->memo[e->id] = r;
+    return r;
+}
+
+void expr_factor_sums(expr_ctx *c, expr **roots, int n)
+{
+    struct factorer f = {c, NULL, 0};
+    for (int i = 0; i < n && !budget_stopped(c->budget); i++)
+        roots[i] = factor_rec(&f, roots[i]);
+    free(f.memo);
+}

@@ -126,3 +126,93 @@ Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
     engine_model_release(m);
     json_decref(js);
 }
+
+/* The numeric path on Psi's block structure and M's pattern (hamel.c rhs_sparse)
+ * agrees with the dense one (numeric 2: LU of the whole Psi, dense products) and with
+ * the symbolic reduction, on the bench families, the bicycle and the shared cases. */
+Test(reduce, sparse_numeric_path_matches_dense, .init = setup)
+{
+    static const char *const files[] = {"disk-chain-5.json",
+                                        "car-trailers-3.json",
+                                        "whipple-hand.json",
+                                        "../../../shared/cases/greenwood-5.3-rolling-disk.json",
+                                        "../../../shared/cases/lemos-rolling-sphere.json",
+                                        "../../../shared/cases/greenwood-5.1-knife-edge-body.json"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        engine_model *m = load_model(files[f]);
+        cr_assert_not_null(m->sparse, "%s: Psi's structure was found", files[f]);
+        hamel_ws *sparse = hamel_ws_new(m, m->param_values), *dense = hamel_ws_new(m, m->param_values);
+        hamel_ws_set_numeric(sparse, 1);
+        hamel_ws_set_numeric(dense, 2);
+        int N = m->n + m->k, compared = 0;
+        double *in = calloc(m->n_in, sizeof *in), *y = calloc(N, sizeof *y);
+        double *d1 = calloc(N, sizeof *d1), *d2 = calloc(N, sizeof *d2);
+        for (int trial = 0; trial < 10; trial++) {
+            model_test_point(m, 400 + trial, in);
+            for (int i = 0; i < m->n; i++)
+                y[i] = 3.0 * in[model_input_q(m) + i] - 1.5;
+            for (int r = 0; r < m->k; r++)
+                y[m->n + r] = 4.0 * in[model_input_qd(m) + r % m->n] - 2.5;
+            double t = in[model_input_t(m)];
+            int r1 = hamel_rhs(t, y, d1, sparse), r2 = hamel_rhs(t, y, d2, dense);
+            cr_expect_eq(r1, r2, "%s: both paths see the same regularity at trial %d", files[f], trial);
+            if (r1 || r2)
+                continue;
+            compared++;
+            for (int i = 0; i < N; i++)
+                cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])),
+                                   "%s: component %d at trial %d: %g vs %g", files[f], i, trial, d1[i],
+                                   d2[i]);
+        }
+        cr_expect_geq(compared, 8, "%s", files[f]);
+        free(in);
+        free(y);
+        free(d1);
+        free(d2);
+        hamel_ws_free(sparse);
+        hamel_ws_free(dense);
+        engine_model_release(m);
+    }
+}
+
+/* expr_factor_sums pulls shared factors out of sums (multivariate Horner) and keeps
+ * the value: a*b + a*c + a*d*e becomes a*(b + c + d*e); an expanded polynomial in
+ * sines evaluates to the same numbers with fewer multiplications on its tape. */
+Test(reduce, factor_sums_keeps_values, .init = setup)
+{
+    expr_ctx *c = expr_ctx_new(0);
+    const char *names[] = {"a", "b", "cc", "d", "e", "x", "y", "z"};
+    for (int i = 0; i < 8; i++)
+        expr_sym_add(c, names[i], SYM_PARAM, i);
+    expr_parse_opts o = {0, 0, 0, "test"};
+    expr_error err;
+    expr *e = expr_parse(c, "a*b + a*cc + a*d*e", &o, &err);
+    cr_assert_not_null(e);
+    expr *roots[2] = {e, NULL};
+    expr_factor_sums(c, roots, 1);
+    char *s = expr_print(c, roots[0]);
+    cr_expect_str_eq(s, "a*(b + cc + d*e)");
+    free(s);
+    expr *p = expr_parse(c, "(x + y*sin(z) + a*cos(x))^4*(1 + b*x) - 3*x*y*sin(z)^2", &o, &err);
+    cr_assert_not_null(p);
+    roots[0] = expr_expand(c, p, 4000);
+    roots[1] = roots[0];
+    expr_factor_sums(c, roots + 1, 1);
+    cr_expect_neq(roots[0], roots[1], "something was factored");
+    double vals[16];
+    for (int trial = 0; trial < 5; trial++) {
+        for (int i = 0; i < 8; i++)
+            vals[i] = 0.3 + 0.17 * i + 0.41 * trial;
+        double v0 = expr_eval(c, roots[0], vals), v1 = expr_eval(c, roots[1], vals);
+        cr_expect_float_eq(v0, v1, 1e-12 * (1 + fabs(v0)), "trial %d: %g vs %g", trial, v0, v1);
+    }
+    int sym[8];
+    for (int i = 0; i < 8; i++)
+        sym[i] = i;
+    tape *t0 = tape_build(c, roots, 1, sym, 8), *t1 = tape_build(c, roots + 1, 1, sym, 8);
+    cr_assert(t0 && t1);
+    cr_expect_lt(t1->n_ins, t0->n_ins, "fewer instructions: %d vs %d", t1->n_ins, t0->n_ins);
+    tape_free(t0);
+    tape_free(t1);
+    expr_ctx_free(c);
+}
