@@ -11,7 +11,7 @@
 
 #define HOL_POINTS 3
 #define HOL_MAX_TERMS 2000   /* expansion cap of one bracket component */
-#define HOL_MAX_SECONDS 0.25 /* the brackets stop here ("complete": false) */
+#define HOL_MAX_SECONDS 0.03 /* the brackets stop here ("complete": false) */
 #define HOL_MAX_N 24         /* larger models: only the per-constraint flags */
 #define HOL_RANK_TOL 1e-8    /* a field adds to the span past this relative residual */
 #define HOL_CONST_TOL 1e-8   /* coefficients equal at every point: constant */

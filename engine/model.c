@@ -25,7 +25,8 @@
 
 #define MODEL_NAME_MAX 128
 #define MODEL_TEST_POINTS 3
-#define MODEL_REDUCE_SHARE 0.25 /* of max_compile_seconds the symbolic reduction may use */
+#define MODEL_HOLONOMY_SECONDS 0.04 /* the Lie brackets past this: "complete": false */
+#define MODEL_REDUCE_SHARE 0.25     /* of max_compile_seconds the symbolic reduction may use */
 
 /* ---- small helpers ---- */
 
@@ -1509,12 +1510,15 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         /* The holonomy analysis (Lie brackets) is optional too: past its share of the
          * budget it is reported as not done rather than failing the model. */
         budget_stage(&bud, "holonomy analysis", "model.constraints");
-        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
+        budget_soft_begin(&bud, bud.seconds > 0 ? fmin(MODEL_HOLONOMY_SECONDS,
+                                                       MODEL_REDUCE_SHARE * (bud.deadline - bud.start))
+                                                : MODEL_HOLONOMY_SECONDS);
         json_t *holonomy = holonomy_analyse(m, &red);
         if (budget_soft_end(&bud)) {
             json_decref(holonomy);
-            holonomy = json_pack("{s:b, s:s}", "complete", 0, "reason",
-                                 "the holonomy analysis takes longer than its share of max_compile_seconds");
+            holonomy =
+                json_pack("{s:b, s:s}", "complete", 0, "reason",
+                          "the holonomy analysis takes longer than its 40 ms share of the compilation");
         }
         json_object_set_new(m->summary, "holonomy", holonomy);
         if (m->nlin != m->nc)
