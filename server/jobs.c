@@ -344,7 +344,7 @@ static void *jobs__worker(void *arg)
         j->refs++;
         pthread_mutex_unlock(&p->lock);
         if (p->st)
-            store_put_job(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
+            store_put_job_async(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
         jobs__run(p, j);
         job_release(p, j);
         pthread_mutex_lock(&p->lock);
