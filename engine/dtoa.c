@@ -198,6 +198,37 @@ int dtoa_decimal(double v, unsigned long long *digits, int *exp10, int *neg)
     return 0;
 }
 
+/* "00".."99" */
+static const char dtoa_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                    "8081828384858687888990919293949596979899";
+
+/* Writes the n decimal digits of f (f < 10^n) at p[0..n), two at a time from the right. */
+static void dtoa__digits(char *p, uint64_t f, int n)
+{
+    char *q = p + n;
+    while (f >= 100) {
+        unsigned r = (unsigned)(f % 100);
+        f /= 100;
+        q -= 2;
+        memcpy(q, dtoa_pairs + 2 * r, 2);
+    }
+    if (f >= 10) {
+        q -= 2;
+        memcpy(q, dtoa_pairs + 2 * f, 2);
+    } else {
+        *--q = (char)('0' + f);
+    }
+}
+
+static int dtoa__count(uint64_t f)
+{
+    int n = 1;
+    for (uint64_t p = 10; n < 20 && f >= p; p *= 10)
+        n++;
+    return n;
+}
+
 int dtoa_shortest(double v, char *buf)
 {
     unsigned long long f;
@@ -213,54 +244,55 @@ int dtoa_shortest(double v, char *buf)
         memcpy(p, "0.0", 4);
         return (int)(p - buf) + 3;
     }
-    char d[20];
-    int n = 0;
-    for (unsigned long long x = f; x; x /= 10)
-        d[n++] = (char)('0' + x % 10);
-    /* d holds the digits reversed; the value is 0.D1..Dn x 10^E */
+    int n = dtoa__count(f);
+    /* the value is 0.D1..Dn x 10^E */
     int E = e + n, x = E - 1;
     if (x >= -5 && x < 17) {
-        if (E <= 0) {
+        if (E <= 0) { /* 0.000ddd */
             *p++ = '0';
             *p++ = '.';
-            for (int i = 0; i < -E; i++)
-                *p++ = '0';
-            for (int i = n - 1; i >= 0; i--)
-                *p++ = d[i];
-        } else if (E >= n) {
-            for (int i = n - 1; i >= 0; i--)
-                *p++ = d[i];
-            for (int i = 0; i < E - n; i++)
-                *p++ = '0';
+            memset(p, '0', (size_t)-E);
+            p += -E;
+            dtoa__digits(p, f, n);
+            p += n;
+        } else if (E >= n) { /* ddd000.0 */
+            dtoa__digits(p, f, n);
+            p += n;
+            memset(p, '0', (size_t)(E - n));
+            p += E - n;
             *p++ = '.';
             *p++ = '0';
-        } else {
-            for (int i = n - 1; i >= 0; i--) {
-                *p++ = d[i];
-                if (i == n - E)
-                    *p++ = '.';
-            }
+        } else { /* dd.ddd: the digits, then the integer part moved left by one */
+            dtoa__digits(p + 1, f, n);
+            memmove(p, p + 1, (size_t)E);
+            p[E] = '.';
+            p += n + 1;
         }
-    } else {
-        *p++ = d[n - 1];
+    } else { /* d.ddde-x */
+        dtoa__digits(p + 1, f, n);
+        p[0] = p[1];
         if (n > 1) {
-            *p++ = '.';
-            for (int i = n - 2; i >= 0; i--)
-                *p++ = d[i];
+            p[1] = '.';
+            p += n + 1;
+        } else {
+            p += 1;
         }
         *p++ = 'e';
         if (x < 0) {
             *p++ = '-';
             x = -x;
         }
-        char xe[6];
-        int m = 0;
-        do {
-            xe[m++] = (char)('0' + x % 10);
-            x /= 10;
-        } while (x);
-        while (m)
-            *p++ = xe[--m];
+        if (x >= 100) {
+            *p++ = (char)('0' + x / 100);
+            x %= 100;
+            memcpy(p, dtoa_pairs + 2 * x, 2);
+            p += 2;
+        } else if (x >= 10) {
+            memcpy(p, dtoa_pairs + 2 * x, 2);
+            p += 2;
+        } else {
+            *p++ = (char)('0' + x);
+        }
     }
     *p = 0;
     return (int)(p - buf);

@@ -102,6 +102,14 @@ json_t *engine_model_summary(const engine_model *m);
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem);
 
+/* engine_simulate with the result written straight to compact JSON text (shortest
+ * round-trip numbers, engine/jsonout.h) instead of a jansson tree: the members of
+ * `head` (an object, may be NULL; borrowed) come first, then the result's members of
+ * other names. On success *text (malloc'd, NUL-terminated; caller frees) and *len; on
+ * failure as engine_simulate (the problem's "partial" is a jansson document). */
+int engine_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
+                         engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem);
+
 /* Validates a simulation request against the model without running it (the checks
  * engine_simulate makes first: fields, initial state, constraints at the initial
  * state). Returns 0, or an error code with *problem. */

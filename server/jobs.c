@@ -250,9 +250,17 @@ static int jobs__problem_status(const json_t *problem, int code)
 /* Runs one job to its end. No lock held on entry or exit. */
 static void jobs__run(jobs *p, job *j)
 {
-    json_t *result = NULL, *problem = NULL;
+    json_t *problem = NULL;
     double t0 = jobs_now();
-    int rc = engine_simulate(j->model, j->request, &p->cfg.limits, &j->ctl, &result, &problem);
+    /* the result is written straight to text after these members (engine_simulate_text) */
+    json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", j->id, "status", "done", "model_id", j->model_id,
+                             "progress", 1.0);
+    char *text = NULL;
+    size_t text_len = 0;
+    int rc = head ? engine_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text, &text_len,
+                                         &problem)
+                  : HAMEL_E_INTERNAL;
+    json_decref(head);
     metrics_integrate(jobs_now() - t0);
     /* A finished record keeps only its body: the parsed request (with an inline model,
      * several times the result's size) and the model reference go now, so the memory of
@@ -266,13 +274,8 @@ static void jobs__run(jobs *p, job *j)
     job_state s = JOB_DONE;
     int status = 200;
     if (rc == 0) {
-        json_object_set_new(result, "job_id", json_string(j->id));
-        json_object_set_new(result, "status", json_string("done"));
-        json_object_set_new(result, "model_id", json_string(j->model_id));
-        json_object_set_new(result, "progress", json_real(1.0));
-        json_object_del(result, "cached");
-        body = blob_take(jsonout_dumps(result, NULL));
-        json_decref(result);
+        body = blob_new(text, text_len);
+        free(text);
         if (!body) {
             rc = HAMEL_E_INTERNAL;
             problem = hamel_problem_new(rc, "out of memory serialising the result");
