@@ -5,6 +5,7 @@
 #include "jobs.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 
 #include "jsonout.h"
 #include "metrics.h"
+
+/* Results at least this large are followed by malloc_trim (memory back to the system). */
+#define JOBS_TRIM_BYTES ((size_t)4 << 20)
 
 #define JOBS_TABLE_MIN 1024
 #define JOBS_CANCEL_POLL_NS 10000000L /* drain polling: 10 ms */
@@ -273,6 +277,7 @@ static void jobs__run(jobs *p, job *j)
     blob *body = NULL;
     job_state s = JOB_DONE;
     int status = 200;
+    size_t body_bytes = text_len;
     if (rc == 0) {
         body = blob_new(text, text_len);
         free(text);
@@ -325,6 +330,10 @@ static void jobs__run(jobs *p, job *j)
         jobs__destroy(dead);
         dead = n;
     }
+    /* A big run leaves its work arrays (several times the result) free in this
+     * thread's malloc arena; glibc keeps them mapped. Give them back to the system. */
+    if (body_bytes >= JOBS_TRIM_BYTES)
+        malloc_trim(0);
 }
 
 static void *jobs__worker(void *arg)
