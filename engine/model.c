@@ -1182,10 +1182,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                                                        : "numeric"));
         reduce_result_free(&red);
     }
-    jit_compile(m->tape_psi);
-    jit_compile(m->tape_dyn);
-    if (m->tape_fast)
-        jit_compile(m->tape_fast);
+    jit_compile_many((tape *[]){m->tape_psi, m->tape_dyn, m->tape_fast}, 3); /* one libtcc state */
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);
