@@ -6,6 +6,7 @@
  */
 #include "native.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@ static native_job *native_head, *native_tail;
 static int native_queued, native_worker_started;
 static char native_dir[1024];
 static atomic_uint native_seq;
+static atomic_uint native_builds; /* compiler runs: the directory is pruned every 64 */
 
 static int native__disabled(void)
 {
@@ -286,6 +288,67 @@ static native_code *native__load(const struct engine_model *m, const char *so_pa
     return c;
 }
 
+typedef struct native_file {
+    char name[256];
+    double mtime;
+} native_file;
+
+static int native__older(const void *a, const void *b)
+{
+    double x = ((const native_file *)a)->mtime, y = ((const native_file *)b)->mtime;
+    return (x > y) - (x < y);
+}
+
+/* Keeps dir within NATIVE_MAX_FILES shared objects (oldest deleted first) and removes
+ * temporary files a killed process left more than an hour ago. */
+static void native__prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    native_file *files = NULL;
+    size_t n = 0, cap = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || len >= sizeof files[0].name)
+            continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!strncmp(e->d_name, ".tmp-", 5)) {
+            if (now - st.st_mtime > 3600)
+                unlink(path);
+            continue;
+        }
+        if (strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            native_file *nf = realloc(files, nc * sizeof *nf);
+            if (!nf)
+                break;
+            files = nf;
+            cap = nc;
+        }
+        snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+        files[n++].mtime = (double)st.st_mtime;
+    }
+    closedir(d);
+    if (n > NATIVE_MAX_FILES) {
+        qsort(files, n, sizeof *files, native__older);
+        for (size_t i = 0; i < n - NATIVE_MAX_FILES * 3 / 4; i++) {
+            char path[1400];
+            snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+            unlink(path); /* a process that has it loaded keeps its mapping */
+        }
+    }
+    free(files);
+}
+
 static int native__build(struct engine_model *m, const char *dir)
 {
     char *src = native__source(m);
@@ -328,6 +391,8 @@ static int native__build(struct engine_model *m, const char *dir)
             c = native__load(m, so_path);
         unlink(tmp_c);
         unlink(tmp_so);
+        if (atomic_fetch_add(&native_builds, 1) % 64 == 0)
+            native__prune(dir);
     }
     free(src);
     if (!c)

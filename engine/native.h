@@ -52,6 +52,9 @@ enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };
 #define NATIVE_MAX_INS 20000
 /* Right-hand side evaluations after which a model is hot even in its first run. */
 #define NATIVE_HOT_EVALS 100000
+/* Most shared objects kept in the cache directory: past it the least recently
+ * modified are deleted (down to three quarters) after a build. */
+#define NATIVE_MAX_FILES 1024
 /* Most models waiting for a build. */
 #define NATIVE_MAX_QUEUE 64
 

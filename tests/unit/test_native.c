@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "engine.h"
 #include "model.h"
@@ -189,4 +191,39 @@ Test(native, off_without_cache_dir)
     cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE, "no cache directory, no build");
     engine_model_release(m);
     json_decref(c);
+}
+
+Test(native, cache_directory_is_pruned, .timeout = 120)
+{
+    nt_fresh_dir();
+    /* 1100 old objects and a temporary file a killed process left two hours ago */
+    struct utimbuf old = {time(NULL) - 7200, time(NULL) - 7200};
+    for (int i = 0; i < 1100; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/old%04d.so", nt_dir, i);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fclose(f);
+        utime(path, &old);
+    }
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s/.tmp-1-1.c", nt_dir);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    utime(tmp, &old);
+    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
+    cr_assert_eq(native_wait(m, 90), NATIVE_READY);
+    int n = nt_count_so();
+    cr_expect_leq(n, NATIVE_MAX_FILES, "the directory is kept within its cap (%d files)", n);
+    cr_expect_geq(n, 1);
+    cr_expect_neq(access(tmp, F_OK), 0, "the stale temporary file is gone");
+    json_decref(nt_run(m, json_object_get(c, "simulation"), "native"));
+    engine_model_release(m);
+    json_decref(c);
+    nt_cleanup();
 }
