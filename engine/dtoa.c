@@ -199,34 +199,73 @@ int dtoa_decimal(double v, unsigned long long *digits, int *exp10, int *neg)
 }
 
 /* "00".."99" */
-static const char dtoa_pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                    "8081828384858687888990919293949596979899";
+static const char dtoa_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
-/* Writes the n decimal digits of f (f < 10^n) at p[0..n), two at a time from the right. */
+/* Writes the 8 digits of x < 10^8 at p, 32-bit arithmetic. */
+static void dtoa__digits8(char *p, uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(p, dtoa_pairs + 2 * (hi / 100), 2);
+    memcpy(p + 2, dtoa_pairs + 2 * (hi % 100), 2);
+    memcpy(p + 4, dtoa_pairs + 2 * (lo / 100), 2);
+    memcpy(p + 6, dtoa_pairs + 2 * (lo % 100), 2);
+}
+
+/* Writes the n decimal digits of f (10^(n-1) <= f < 10^n) at p[0..n), from the right:
+ * 8 at a time in 32-bit pieces, what is left (at most 4: f < 10^20) pairwise. */
 static void dtoa__digits(char *p, uint64_t f, int n)
 {
     char *q = p + n;
-    while (f >= 100) {
-        unsigned r = (unsigned)(f % 100);
-        f /= 100;
-        q -= 2;
-        memcpy(q, dtoa_pairs + 2 * r, 2);
+    int left = n;
+    while (left > 8) {
+        q -= 8;
+        dtoa__digits8(q, (uint32_t)(f % 100000000));
+        f /= 100000000;
+        left -= 8;
     }
-    if (f >= 10) {
+    uint32_t x = (uint32_t)f;
+    while (x >= 100) {
         q -= 2;
-        memcpy(q, dtoa_pairs + 2 * f, 2);
+        memcpy(q, dtoa_pairs + 2 * (x % 100), 2);
+        x /= 100;
+    }
+    if (x >= 10) {
+        q -= 2;
+        memcpy(q, dtoa_pairs + 2 * x, 2);
     } else {
-        *--q = (char)('0' + f);
+        *--q = (char)('0' + x);
     }
 }
 
+/* The number of decimal digits of f > 0. */
 static int dtoa__count(uint64_t f)
 {
-    int n = 1;
-    for (uint64_t p = 10; n < 20 && f >= p; p *= 10)
-        n++;
-    return n;
+    static const uint64_t pow10[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    int bits = 64 - __builtin_clzll(f); /* f in [2^(bits-1), 2^bits) */
+    int t = (bits * 1233) >> 12;        /* floor(bits log10 2): digits are t or t + 1 */
+    return t + (f >= pow10[t]);
 }
 
 int dtoa_shortest(double v, char *buf)
@@ -262,9 +301,10 @@ int dtoa_shortest(double v, char *buf)
             p += E - n;
             *p++ = '.';
             *p++ = '0';
-        } else { /* dd.ddd: the digits, then the integer part moved left by one */
-            dtoa__digits(p + 1, f, n);
-            memmove(p, p + 1, (size_t)E);
+        } else { /* dd.ddd: the digits, then the fraction moved right by one */
+            dtoa__digits(p, f, n);
+            for (int i = n; i > E; i--)
+                p[i] = p[i - 1];
             p[E] = '.';
             p += n + 1;
         }
