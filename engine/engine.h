@@ -75,6 +75,11 @@ int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, e
  * it off (the default). Returns 0, or -1 if the directory cannot be made. */
 int engine_code_cache(const char *dir);
 
+/* Stops the engine's background work (the optimizing tier's builds: queued ones are
+ * dropped, a running compiler is killed) so that the process can exit with every model
+ * released. Call once, last, before exit. */
+void engine_shutdown(void);
+
 /* Adds a reference. */
 engine_model *engine_model_retain(engine_model *m);
 

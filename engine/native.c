@@ -42,6 +42,9 @@ static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t native_cond = PTHREAD_COND_INITIALIZER;
 static native_job *native_head, *native_tail;
 static int native_queued, native_worker_started;
+static int native_stopping; /* native_shutdown: the worker ends, nothing more is queued */
+static pthread_t native_thread;
+static atomic_int native_child; /* pid of the running compiler, or 0 */
 static char native_dir[1024];
 static atomic_uint native_seq;
 static atomic_uint native_builds; /* compiler runs: the directory is pruned every 64 */
@@ -230,6 +233,7 @@ static int native__cc(const char *c_path, const char *so_path)
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return -1;
+    atomic_store(&native_child, (int)pid);
     double deadline = native__now() + NATIVE_MAX_SECONDS;
     int status = 0;
     for (;;) {
@@ -241,11 +245,13 @@ static int native__cc(const char *c_path, const char *so_path)
         if (native__now() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
+            atomic_store(&native_child, 0);
             return -1;
         }
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
+    atomic_store(&native_child, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
@@ -410,8 +416,12 @@ static void *native__worker(void *arg)
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     for (;;) {
         pthread_mutex_lock(&native_lock);
-        while (!native_head)
+        while (!native_head && !native_stopping)
             pthread_cond_wait(&native_cond, &native_lock);
+        if (native_stopping) {
+            pthread_mutex_unlock(&native_lock);
+            return NULL;
+        }
         native_job *j = native_head;
         native_head = j->next;
         if (!native_head)
@@ -426,8 +436,37 @@ static void *native__worker(void *arg)
         engine_model_release(j->m);
         free(j);
     }
-    return NULL;
 }
+
+void native_shutdown(void)
+{
+    pthread_mutex_lock(&native_lock);
+    native_stopping = 1;
+    native_job *list = native_head;
+    native_head = native_tail = NULL;
+    native_queued = 0;
+    int started = native_worker_started;
+    pthread_cond_broadcast(&native_cond);
+    pthread_mutex_unlock(&native_lock);
+    for (native_job *j = list, *next; j; j = next) {
+        next = j->next;
+        atomic_store(&j->m->native_state, NATIVE_FAILED);
+        engine_model_release(j->m);
+        free(j);
+    }
+    if (!started)
+        return;
+    /* a build in progress: stop its compiler, then the worker ends after it */
+    int pid = atomic_load(&native_child);
+    if (pid > 0)
+        kill((pid_t)pid, SIGKILL);
+    pthread_join(native_thread, NULL);
+    pthread_mutex_lock(&native_lock);
+    native_worker_started = 0;
+    pthread_mutex_unlock(&native_lock);
+}
+
+void engine_shutdown(void) { native_shutdown(); }
 
 void native_note_run(const struct engine_model *m, long rhs_evals)
 {
@@ -449,19 +488,17 @@ void native_schedule(struct engine_model *m)
         return;
     pthread_mutex_lock(&native_lock);
     int none = NATIVE_NONE;
-    if (!native_dir[0] || native_queued >= NATIVE_MAX_QUEUE ||
+    if (!native_dir[0] || native_stopping || native_queued >= NATIVE_MAX_QUEUE ||
         !atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
         pthread_mutex_unlock(&native_lock);
         free(j);
         return;
     }
     if (!native_worker_started) {
-        pthread_t th;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, (size_t)8 << 20); /* generation, tape_eval checks */
-        if (pthread_create(&th, &attr, native__worker, NULL) != 0) {
+        if (pthread_create(&native_thread, &attr, native__worker, NULL) != 0) {
             pthread_attr_destroy(&attr);
             pthread_mutex_unlock(&native_lock);
             free(j);

@@ -76,6 +76,11 @@ native_code *native_acquire(const struct engine_model *m, const double *params);
 /* Drops a reference; the last unloads the code. Accepts NULL. */
 void native_release(native_code *c);
 
+/* Stops the tier for good: queued builds are dropped (their models released), a running
+ * compiler is killed and the worker thread joined. For a clean exit (no model left
+ * referenced by the queue). engine_shutdown calls it. */
+void native_shutdown(void);
+
 /* Waits up to `seconds` for m's build to finish; returns its NATIVE_* state. */
 int native_wait(const struct engine_model *m, double seconds);
 

@@ -120,6 +120,7 @@ int main(int argc, char **argv)
     jobs_free(pool);
     cache_free(results);
     cache_free(models);
+    engine_shutdown(); /* background code builds: their model references */
     store_close(st);
     fprintf(stderr, "hamel-server: stopped\n");
     return 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <utime.h>
@@ -223,6 +224,38 @@ Test(native, cache_directory_is_pruned, .timeout = 120)
     cr_expect_geq(n, 1);
     cr_expect_neq(access(tmp, F_OK), 0, "the stale temporary file is gone");
     json_decref(nt_run(m, json_object_get(c, "simulation"), "native"));
+    engine_model_release(m);
+    json_decref(c);
+    nt_cleanup();
+}
+
+Test(native, shutdown_kills_a_running_build, .timeout = 60)
+{
+    nt_fresh_dir();
+    char script[400];
+    snprintf(script, sizeof script, "%s/slow-cc.sh", nt_dir);
+    FILE *f = fopen(script, "w");
+    cr_assert_not_null(f);
+    fputs("#!/bin/sh\nexec sleep 30\n", f);
+    fclose(f);
+    chmod(script, 0755);
+    setenv("HAMEL_CC", script, 1);
+    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
+    usleep(300000); /* the compiler is running */
+    cr_expect_eq(native_wait(m, 0), NATIVE_QUEUED);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    engine_shutdown();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+    cr_expect_lt(s, 2.0, "shutdown took %.2f s", s);
+    cr_expect_eq(atomic_load(&m->native_state), NATIVE_FAILED);
+    cr_expect_eq(atomic_load(&m->refs), 1, "the worker's reference was dropped");
+    json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
     engine_model_release(m);
     json_decref(c);
     nt_cleanup();
