@@ -469,8 +469,8 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
     free(b.p);
     if (rc < 0)
         return rc;
-    t->fn = fn;
     t->jit = jit;
+    atomic_store_explicit(&t->fn, fn, memory_order_release); /* after jit: see tape.h */
     return 0;
 }
 
@@ -515,8 +515,10 @@ int jit_compile_many(tape **ts, int n)
         return worst;
     }
     for (int i = 0; i < m; i++) {
-        memcpy(&todo[i]->fn, &syms[i], sizeof todo[i]->fn);
+        tape_fn f;
+        memcpy(&f, &syms[i], sizeof f);
         todo[i]->jit = jit;
+        atomic_store_explicit(&todo[i]->fn, f, memory_order_release);
     }
     return 0;
 }

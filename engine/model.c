@@ -1182,7 +1182,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                                                        : "numeric"));
         reduce_result_free(&red);
     }
-    jit_compile_many((tape *[]){m->tape_psi, m->tape_dyn, m->tape_fast}, 3); /* one libtcc state */
+    /* libtcc, in one state: in the background when the tiers are on (native.h). The
+     * background job holds a reference: no failure path (model_free) may follow. */
+    native_jit(m);
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);

@@ -438,8 +438,120 @@ static void *native__worker(void *arg)
     }
 }
 
+/* ---- the first tier in the background ------------------------------------------ */
+
+/* libtcc for a model's tapes, on a thread of its own (never behind a cc build). */
+static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t first_cond = PTHREAD_COND_INITIALIZER;
+static native_job *first_head, *first_tail;
+static int first_queued, first_started, first_stopping;
+static pthread_t first_thread;
+
+static void native__jit_now(struct engine_model *m)
+{
+    jit_compile_many((tape *[]){m->tape_psi, m->tape_dyn, m->tape_fast}, 3);
+    atomic_store(&m->jit_done, 1);
+}
+
+static void *native__first_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&first_lock);
+        while (!first_head && !first_stopping)
+            pthread_cond_wait(&first_cond, &first_lock);
+        if (first_stopping) {
+            pthread_mutex_unlock(&first_lock);
+            return NULL;
+        }
+        native_job *j = first_head;
+        first_head = j->next;
+        if (!first_head)
+            first_tail = NULL;
+        first_queued--;
+        pthread_mutex_unlock(&first_lock);
+        native__jit_now(j->m);
+        engine_model_release(j->m);
+        free(j);
+    }
+}
+
+void native_jit(struct engine_model *m)
+{
+    pthread_mutex_lock(&native_lock);
+    int background = native_dir[0] != 0 && !native_stopping;
+    pthread_mutex_unlock(&native_lock);
+    native_job *j = background ? malloc(sizeof *j) : NULL;
+    if (!j) {
+        native__jit_now(m);
+        return;
+    }
+    pthread_mutex_lock(&first_lock);
+    if (first_stopping || first_queued >= NATIVE_MAX_QUEUE) {
+        pthread_mutex_unlock(&first_lock);
+        free(j);
+        native__jit_now(m);
+        return;
+    }
+    if (!first_started) {
+        if (pthread_create(&first_thread, NULL, native__first_worker, NULL) != 0) {
+            pthread_mutex_unlock(&first_lock);
+            free(j);
+            native__jit_now(m);
+            return;
+        }
+        first_started = 1;
+    }
+    j->m = engine_model_retain(m);
+    j->next = NULL;
+    if (first_tail)
+        first_tail->next = j;
+    else
+        first_head = j;
+    first_tail = j;
+    first_queued++;
+    pthread_cond_signal(&first_cond);
+    pthread_mutex_unlock(&first_lock);
+}
+
+int native_wait_jit(const struct engine_model *m, double seconds)
+{
+    double end = native__now() + seconds;
+    while (!atomic_load(&((struct engine_model *)m)->jit_done) && native__now() < end) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&((struct engine_model *)m)->jit_done);
+}
+
+/* Ends the background libtcc thread: what is queued is compiled here, now (it is
+ * quick), so no model is left referenced and none loses its tier. */
+static void native__first_shutdown(void)
+{
+    pthread_mutex_lock(&first_lock);
+    first_stopping = 1;
+    native_job *list = first_head;
+    first_head = first_tail = NULL;
+    first_queued = 0;
+    int started = first_started;
+    pthread_cond_broadcast(&first_cond);
+    pthread_mutex_unlock(&first_lock);
+    for (native_job *j = list, *next; j; j = next) {
+        next = j->next;
+        native__jit_now(j->m);
+        engine_model_release(j->m);
+        free(j);
+    }
+    if (started)
+        pthread_join(first_thread, NULL);
+    pthread_mutex_lock(&first_lock);
+    first_started = 0;
+    pthread_mutex_unlock(&first_lock);
+}
+
 void native_shutdown(void)
 {
+    native__first_shutdown();
     pthread_mutex_lock(&native_lock);
     native_stopping = 1;
     native_job *list = native_head;

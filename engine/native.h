@@ -62,6 +62,16 @@ enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };
  * Returns 0, or -1 if the directory cannot be created. */
 int native_configure(const char *dir);
 
+/* The first tier's machine code (libtcc, jit_compile_many on m's tapes): when a cache
+ * directory is configured, compiled on a background thread of its own, so that m's
+ * first runs start at once on the interpreter and switch to tcc's code when it is
+ * published (tape.h); otherwise, as in the CLI, compiled here and now. Sets
+ * m->jit_done when finished. Called by the model compiler. */
+void native_jit(struct engine_model *m);
+
+/* Waits up to `seconds` for native_jit's work on m; returns 1 when it is done. */
+int native_wait_jit(const struct engine_model *m, double seconds);
+
 /* Queues m for a native build if the tier is on, m has reduced equations and was not
  * queued before. */
 void native_schedule(struct engine_model *m);

@@ -1,7 +1,7 @@
 /* test_tiers.c — the optimizing code tier through the real server: a model's first runs
- * report stats.code_tier "tcc"; once it is hot (its second run) the server builds native
- * code in the background under HAMEL_DATA/native, and a later run reports "native"
- * with the same trajectory (to 1e-12) while the server keeps answering.
+ * report stats.code_tier "interp" or "tcc" (tcc's code is made in the background); once it is hot (its second
+ * run) the server builds native code in the background under HAMEL_DATA/native, and a later run reports
+ * "native" with the same trajectory (to 1e-12) while the server keeps answering.
  */
 #include <criterion/criterion.h>
 
@@ -62,7 +62,9 @@ Test(tiers, hot_model_moves_to_native, .timeout = 180)
 
     json_t *req = tiers_request(c, 0.3);
     harness_resp first = tiers_post(&s, req);
-    cr_expect_str_eq(tiers_tier(&first), "tcc", "a new model runs on tcc");
+    const char *t1 = tiers_tier(&first);
+    cr_expect(t1 && (!strcmp(t1, "tcc") || !strcmp(t1, "interp")), "a new model runs on interp/tcc, not %s",
+              t1);
     json_decref(req);
 
     harness_resp last = {0};
