@@ -6,6 +6,8 @@
  * median, 10th and 90th percentiles of the whole request (connect to last byte).
  *
  * Usage: http_cold PORT [N]   (HAMEL_CASES_DIR as for the other benchmarks)
+ * With BENCH_PORT_B set, requests alternate between PORT and that second server (say, an
+ * older build), so that both see the same machine load, and both are reported.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -86,7 +88,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "http_cold: cannot load %s\n", path);
         return 2;
     }
-    double *ms = calloc((size_t)n, sizeof *ms);
+    const char *pb = getenv("BENCH_PORT_B");
+    int port_b = pb ? atoi(pb) : 0;
+    double *ms = calloc((size_t)n, sizeof *ms), *ms_b = calloc((size_t)n, sizeof *ms_b);
     unsigned seed = (unsigned)time(NULL);
     size_t bytes = 0;
     for (int i = 0; i < n; i++) {
@@ -110,6 +114,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "request %d: status %d\n", i, st);
             return 1;
         }
+        if (port_b) {
+            size_t bytes_b = 0;
+            t0 = now_ms();
+            st = post(port_b, body, strlen(body), &bytes_b);
+            ms_b[i] = now_ms() - t0;
+            if (st != 200) {
+                fprintf(stderr, "request %d (port %d): status %d\n", i, port_b, st);
+                return 1;
+            }
+        }
         free(body);
         json_decref(req);
     }
@@ -117,7 +131,13 @@ int main(int argc, char **argv)
     printf("%d cold requests (%s), 1001 samples, response %zu bytes: median %.2f ms, p10 %.2f, p90 %.2f\n", n,
            same ? "one model, distinct requests" : "distinct models", bytes, ms[n / 2], ms[n / 10],
            ms[n * 9 / 10]);
+    if (port_b) {
+        qsort(ms_b, (size_t)n, sizeof *ms_b, cmp_double);
+        printf("  port %d, alternating: median %.2f ms, p10 %.2f, p90 %.2f\n", port_b, ms_b[n / 2],
+               ms_b[n / 10], ms_b[n * 9 / 10]);
+    }
     free(ms);
+    free(ms_b);
     json_decref(c);
     return 0;
 }
