@@ -524,8 +524,9 @@ int native_wait_jit(const struct engine_model *m, double seconds)
     return atomic_load(&((struct engine_model *)m)->jit_done);
 }
 
-/* Ends the background libtcc thread: what is queued is compiled here, now (it is
- * quick), so no model is left referenced and none loses its tier. */
+/* Ends the background libtcc thread: what is queued is dropped (those models keep the
+ * interpreter, which gives the same numbers) so that no model is left referenced and
+ * shutting down costs at most the one compile in progress. */
 static void native__first_shutdown(void)
 {
     pthread_mutex_lock(&first_lock);
@@ -538,7 +539,6 @@ static void native__first_shutdown(void)
     pthread_mutex_unlock(&first_lock);
     for (native_job *j = list, *next; j; j = next) {
         next = j->next;
-        native__jit_now(j->m);
         engine_model_release(j->m);
         free(j);
     }
