@@ -257,12 +257,12 @@ static void jobs__run(jobs *p, job *j)
     json_t *problem = NULL;
     double t0 = jobs_now();
     /* the result is written straight to text after these members (engine_simulate_text) */
-    json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", j->id, "status", "done", "model_id", j->model_id,
-                             "progress", 1.0);
+    json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", j->id, "status", "done", "model_id",
+                             j->model_id, "progress", 1.0);
     char *text = NULL;
     size_t text_len = 0;
-    int rc = head ? engine_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text, &text_len,
-                                         &problem)
+    int rc = head ? engine_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
+                                         &text_len, &problem)
                   : HAMEL_E_INTERNAL;
     json_decref(head);
     metrics_integrate(jobs_now() - t0);

@@ -1,7 +1,8 @@
 /* main.c — hamel-server: configuration, start-up, and a graceful stop on SIGTERM/SIGINT.
  *
  * Start-up order: config, engine_init (which turns the GSL error handler off), the store
- * under HAMEL_DATA, the code cache (HAMEL_CACHE_DIR or HAMEL_DATA/native), the model and result caches, the job pool, the batches, the HTTP daemon. Stop
+ * under HAMEL_DATA, the code cache (HAMEL_CACHE_DIR or HAMEL_DATA/native), the model and
+ * result caches, the job pool, the batches, the HTTP daemon. Stop
  * order on a signal: stop accepting connections, let running jobs finish for up to
  * HAMEL_DRAIN_SECONDS (then cancel them), cancel what batches have left, answer every
  * long-poll and end every batch stream, close connections,
