@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,5 +266,47 @@ Test(native, shutdown_kills_a_running_build, .timeout = 60)
     json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
     engine_model_release(m);
     json_decref(c);
+    nt_cleanup();
+}
+
+/* Folding keeps the IEEE operations (no FMA contraction, no reassociation, the constant
+ * M*^-1 by its bits, a zero entry only where it adds +-0): on every shared case the
+ * native trajectory is the tcc one to the bit, so a result does not depend on the tier
+ * it ran on (the batch tests compare runs bit for bit). */
+Test(native, shared_cases_bit_identical_to_tcc, .timeout = 180)
+{
+    glob_t g;
+    char pattern[600];
+    snprintf(pattern, sizeof pattern, "%s/*.json", nt_cases_dir());
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0);
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        json_t *c = json_load_file(g.gl_pathv[f], 0, NULL);
+        cr_assert_not_null(c);
+        json_t *req = json_object_get(c, "simulation"), *problem = NULL;
+        engine_code_cache(NULL);
+        engine_model *m0 = NULL;
+        cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m0, &problem), 0);
+        json_t *r0 = nt_run(m0, req, NULL);
+        if (f == 0)
+            nt_fresh_dir();
+        else
+            engine_code_cache(nt_dir);
+        engine_model *m = NULL;
+        cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+        native_schedule(m);
+        if (native_wait(m, 90) == NATIVE_READY) {
+            json_t *r1 = nt_run(m, req, "native");
+            cr_expect(json_equal(json_object_get(r0, "trajectory"), json_object_get(r1, "trajectory")),
+                      "%s: the native trajectory differs from tcc's", g.gl_pathv[f]);
+            json_decref(r1);
+        } else {
+            cr_expect(m->tape_fast == NULL, "%s: a reduced model got no native code", g.gl_pathv[f]);
+        }
+        json_decref(r0);
+        engine_model_release(m);
+        engine_model_release(m0);
+        json_decref(c);
+    }
+    globfree(&g);
     nt_cleanup();
 }
