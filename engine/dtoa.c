@@ -198,6 +198,76 @@ int dtoa_decimal(double v, unsigned long long *digits, int *exp10, int *neg)
     return 0;
 }
 
+/* "00".."99" */
+static const char dtoa_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Writes the 8 digits of x < 10^8 at p, 32-bit arithmetic. */
+static void dtoa__digits8(char *p, uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(p, dtoa_pairs + 2 * (hi / 100), 2);
+    memcpy(p + 2, dtoa_pairs + 2 * (hi % 100), 2);
+    memcpy(p + 4, dtoa_pairs + 2 * (lo / 100), 2);
+    memcpy(p + 6, dtoa_pairs + 2 * (lo % 100), 2);
+}
+
+/* Writes the n decimal digits of f (10^(n-1) <= f < 10^n) at p[0..n), from the right:
+ * 8 at a time in 32-bit pieces, what is left (at most 4: f < 10^20) pairwise. */
+static void dtoa__digits(char *p, uint64_t f, int n)
+{
+    char *q = p + n;
+    int left = n;
+    while (left > 8) {
+        q -= 8;
+        dtoa__digits8(q, (uint32_t)(f % 100000000));
+        f /= 100000000;
+        left -= 8;
+    }
+    uint32_t x = (uint32_t)f;
+    while (x >= 100) {
+        q -= 2;
+        memcpy(q, dtoa_pairs + 2 * (x % 100), 2);
+        x /= 100;
+    }
+    if (x >= 10) {
+        q -= 2;
+        memcpy(q, dtoa_pairs + 2 * x, 2);
+    } else {
+        *--q = (char)('0' + x);
+    }
+}
+
+/* The number of decimal digits of f > 0. */
+static int dtoa__count(uint64_t f)
+{
+    static const uint64_t pow10[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    int bits = 64 - __builtin_clzll(f); /* f in [2^(bits-1), 2^bits) */
+    int t = (bits * 1233) >> 12;        /* floor(bits log10 2): digits are t or t + 1 */
+    return t + (f >= pow10[t]);
+}
+
 int dtoa_shortest(double v, char *buf)
 {
     unsigned long long f;
@@ -213,54 +283,56 @@ int dtoa_shortest(double v, char *buf)
         memcpy(p, "0.0", 4);
         return (int)(p - buf) + 3;
     }
-    char d[20];
-    int n = 0;
-    for (unsigned long long x = f; x; x /= 10)
-        d[n++] = (char)('0' + x % 10);
-    /* d holds the digits reversed; the value is 0.D1..Dn x 10^E */
+    int n = dtoa__count(f);
+    /* the value is 0.D1..Dn x 10^E */
     int E = e + n, x = E - 1;
     if (x >= -5 && x < 17) {
-        if (E <= 0) {
+        if (E <= 0) { /* 0.000ddd */
             *p++ = '0';
             *p++ = '.';
-            for (int i = 0; i < -E; i++)
-                *p++ = '0';
-            for (int i = n - 1; i >= 0; i--)
-                *p++ = d[i];
-        } else if (E >= n) {
-            for (int i = n - 1; i >= 0; i--)
-                *p++ = d[i];
-            for (int i = 0; i < E - n; i++)
-                *p++ = '0';
+            memset(p, '0', (size_t)-E);
+            p += -E;
+            dtoa__digits(p, f, n);
+            p += n;
+        } else if (E >= n) { /* ddd000.0 */
+            dtoa__digits(p, f, n);
+            p += n;
+            memset(p, '0', (size_t)(E - n));
+            p += E - n;
             *p++ = '.';
             *p++ = '0';
-        } else {
-            for (int i = n - 1; i >= 0; i--) {
-                *p++ = d[i];
-                if (i == n - E)
-                    *p++ = '.';
-            }
+        } else { /* dd.ddd: the digits, then the fraction moved right by one */
+            dtoa__digits(p, f, n);
+            for (int i = n; i > E; i--)
+                p[i] = p[i - 1];
+            p[E] = '.';
+            p += n + 1;
         }
-    } else {
-        *p++ = d[n - 1];
+    } else { /* d.ddde-x */
+        dtoa__digits(p + 1, f, n);
+        p[0] = p[1];
         if (n > 1) {
-            *p++ = '.';
-            for (int i = n - 2; i >= 0; i--)
-                *p++ = d[i];
+            p[1] = '.';
+            p += n + 1;
+        } else {
+            p += 1;
         }
         *p++ = 'e';
         if (x < 0) {
             *p++ = '-';
             x = -x;
         }
-        char xe[6];
-        int m = 0;
-        do {
-            xe[m++] = (char)('0' + x % 10);
-            x /= 10;
-        } while (x);
-        while (m)
-            *p++ = xe[--m];
+        if (x >= 100) {
+            *p++ = (char)('0' + x / 100);
+            x %= 100;
+            memcpy(p, dtoa_pairs + 2 * x, 2);
+            p += 2;
+        } else if (x >= 10) {
+            memcpy(p, dtoa_pairs + 2 * x, 2);
+            p += 2;
+        } else {
+            *p++ = (char)('0' + x);
+        }
     }
     *p = 0;
     return (int)(p - buf);

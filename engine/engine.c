@@ -50,6 +50,20 @@ int engine_simulate(const engine_model *m, const json_t *request, const engine_l
     return rc;
 }
 
+int engine_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
+                         engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem)
+{
+    sim_request req;
+    *text = NULL;
+    *len = 0;
+    int rc = sim_request_parse(m, request, limits ? limits : &engine_default_limits, &req, problem);
+    if (rc)
+        return rc;
+    rc = sim_run_text(m, &req, limits, ctl, head, text, len, problem);
+    sim_request_free(&req);
+    return rc;
+}
+
 int engine_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
                             json_t **problem)
 {

@@ -78,6 +78,11 @@ int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, e
  * it off (the default). Returns 0, or -1 if the directory cannot be made. */
 int engine_code_cache(const char *dir);
 
+/* Stops the engine's background work (the optimizing tier's builds: queued ones are
+ * dropped, a running compiler is killed) so that the process can exit with every model
+ * released. Call once, last, before exit. */
+void engine_shutdown(void);
+
 /* Adds a reference. */
 engine_model *engine_model_retain(engine_model *m);
 
@@ -104,6 +109,14 @@ json_t *engine_model_summary(const engine_model *m);
  * under "partial" and the reason. `ctl` may be NULL. */
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem);
+
+/* engine_simulate with the result written straight to compact JSON text (shortest
+ * round-trip numbers, engine/jsonout.h) instead of a jansson tree: the members of
+ * `head` (an object, may be NULL; borrowed) come first, then the result's members of
+ * other names. On success *text (malloc'd, NUL-terminated; caller frees) and *len; on
+ * failure as engine_simulate (the problem's "partial" is a jansson document). */
+int engine_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
+                         engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem);
 
 /* Validates a simulation request against the model without running it (the checks
  * engine_simulate makes first: fields, initial state, constraints at the initial

@@ -14,6 +14,7 @@
 #include <libtcc.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -357,17 +358,31 @@ static void jit__set_msg(char *err, size_t err_size, const char *msg)
         snprintf(err, err_size, "%s", msg);
 }
 
-int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, size_t err_size)
+/* What t->jit points to: one libtcc state, shared by the tapes compiled in it. */
+typedef struct jit_state {
+    TCCState *s;
+    atomic_int refs; /* tapes (or callers) using its code */
+} jit_state;
+
+/* Compiles src and looks up the n functions names[i] into fns[i]; on success *jit is a
+ * state with n references. Same returns and err as jit_compile_msg. */
+static int jit__compile_names(const char *src, const char *const *names, void **fns, int n, void **jit,
+                              char *err, size_t err_size)
 {
-    *fn = NULL;
     *jit = NULL;
     jit_errctx ctx = {err, err_size, 0};
     jit__set_msg(err, err_size, "");
+    jit_state *st = malloc(sizeof *st);
+    if (!st) {
+        jit__set_msg(err, err_size, "out of memory");
+        return JIT_E_NOMEM;
+    }
 
     pthread_mutex_lock(&jit_lock);
     TCCState *s = tcc_new();
     if (!s) {
         pthread_mutex_unlock(&jit_lock);
+        free(st);
         jit__set_msg(err, err_size, "tcc_new failed");
         return JIT_E_NOMEM;
     }
@@ -380,20 +395,35 @@ int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, siz
         rc = tcc_add_symbol(s, jit_funcs[j].name, jit_funcs[j].addr);
     if (rc == 0)
         rc = tcc_relocate(s, TCC_RELOCATE_AUTO);
-    void *sym = rc == 0 ? tcc_get_symbol(s, "f") : NULL;
-    if (!sym) {
+    for (int i = 0; i < n; i++) {
+        fns[i] = rc == 0 ? tcc_get_symbol(s, names[i]) : NULL;
+        if (!fns[i])
+            rc = -1;
+    }
+    if (rc != 0) {
         tcc_delete(s);
         pthread_mutex_unlock(&jit_lock);
+        free(st);
         if (!ctx.seen)
             jit__set_msg(err, err_size, "tcc: compilation failed");
         return JIT_E_COMPILE;
     }
     pthread_mutex_unlock(&jit_lock);
-
-    /* POSIX guarantees object and function pointers convert; ISO C does not. */
-    memcpy(fn, &sym, sizeof *fn);
-    *jit = s;
+    st->s = s;
+    atomic_init(&st->refs, n);
+    *jit = st;
     return 0;
+}
+
+int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, size_t err_size)
+{
+    *fn = NULL;
+    const char *name = "f";
+    void *sym = NULL;
+    int rc = jit__compile_names(src, &name, &sym, 1, jit, err, err_size);
+    if (rc == 0) /* POSIX guarantees object and function pointers convert; ISO C does not. */
+        memcpy(fn, &sym, sizeof *fn);
+    return rc;
 }
 
 static int jit__disabled(void)
@@ -439,18 +469,67 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
     free(b.p);
     if (rc < 0)
         return rc;
-    t->fn = fn;
     t->jit = jit;
+    atomic_store_explicit(&t->fn, fn, memory_order_release); /* after jit: see tape.h */
     return 0;
 }
 
 int jit_compile(tape *t) { return jit_compile_msg(t, NULL, 0); }
 
+int jit_compile_many(tape **ts, int n)
+{
+    if (jit__disabled())
+        return JIT_E_DISABLED;
+    tape *todo[16];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (ts[i] && !ts[i]->fn && m < 16 && jit__check(ts[i]) == 0)
+            todo[m++] = ts[i];
+    if (m == 0)
+        return 0;
+    jit_buf b = {malloc(4096), 0, 4096, 0};
+    if (!b.p)
+        return JIT_E_NOMEM;
+    jit__prelude(&b);
+    char names[16][8];
+    const char *np[16];
+    for (int i = 0; i < m && !b.err; i++) {
+        snprintf(names[i], sizeof names[i], "f%d", i);
+        np[i] = names[i];
+        jit__buf_printf(&b, "void f%d(const double *in, double *out)\n{\n", i);
+        jit__body(todo[i], NULL, &b);
+        for (int k = 0; k < todo[i]->n_outputs; k++)
+            jit__buf_printf(&b, "out[%d] = s%d;\n", k, todo[i]->outputs[k]);
+        jit__buf_printf(&b, "}\n");
+    }
+    void *syms[16], *jit = NULL;
+    int rc = b.err ? b.err : jit__compile_names(b.p, np, syms, m, &jit, NULL, 0);
+    free(b.p);
+    if (rc < 0) { /* one at a time: a tape that defeats tcc costs only itself */
+        int worst = 0;
+        for (int i = 0; i < m; i++) {
+            int r = jit_compile(todo[i]);
+            if (r < 0)
+                worst = r;
+        }
+        return worst;
+    }
+    for (int i = 0; i < m; i++) {
+        tape_fn f;
+        memcpy(&f, &syms[i], sizeof f);
+        todo[i]->jit = jit;
+        atomic_store_explicit(&todo[i]->fn, f, memory_order_release);
+    }
+    return 0;
+}
+
 void jit_release(void *jit)
 {
-    if (!jit)
+    jit_state *st = jit;
+    if (!st || atomic_fetch_sub(&st->refs, 1) != 1)
         return;
     pthread_mutex_lock(&jit_lock);
-    tcc_delete(jit);
+    tcc_delete(st->s);
     pthread_mutex_unlock(&jit_lock);
+    free(st);
 }

@@ -13,6 +13,8 @@ int jsonout_init(jsonout *o, size_t reserve)
     o->err = 0;
     o->indent = 0;
     o->depth = 0;
+    o->hook = NULL;
+    o->hook_ctx = NULL;
     o->cap = reserve ? reserve : 4096;
     o->p = malloc(o->cap);
     if (!o->p) {
@@ -179,7 +181,13 @@ void jsonout_value(jsonout *o, const json_t *j)
         jsonout_raw(o, "]", 1);
         break;
     }
-    case JSON_STRING: jsonout_string(o, json_string_value(j), json_string_length(j)); break;
+    case JSON_STRING: {
+        const char *s = json_string_value(j);
+        size_t len = json_string_length(j);
+        if (!(o->hook && len && s[0] == 1 && o->hook(o, s, len, o->hook_ctx)))
+            jsonout_string(o, s, len);
+        break;
+    }
     case JSON_INTEGER: jsonout__integer(o, json_integer_value(j)); break;
     case JSON_REAL: jsonout_double(o, json_real_value(j)); break;
     case JSON_TRUE: jsonout_raw(o, "true", 4); break;

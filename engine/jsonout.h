@@ -24,6 +24,11 @@ typedef struct jsonout {
     int err;    /* nonzero once an allocation failed or the cap was hit */
     int indent; /* 0: compact; n: newlines and n spaces a level, ": " (json_dumps JSON_INDENT(n)) */
     int depth;
+    /* Optional: called for every string value that starts with byte 0x01; returning 1
+     * means it wrote something in the string's place (sim.c writes a series of numbers
+     * there without a jansson node per number), 0 writes the string. */
+    int (*hook)(struct jsonout *o, const char *s, size_t len, void *ctx);
+    void *hook_ctx;
 } jsonout;
 
 /* An empty writer with `reserve` bytes preallocated (0: a default). Returns 0, or -1

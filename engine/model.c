@@ -1543,16 +1543,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         reduce_result_free(&red);
     }
     budget_stage(&bud, "machine code", "model");
-    jit_compile(m->tape_psi);
-    BUDGET_CHECK();
-    jit_compile(m->tape_dyn);
-    BUDGET_CHECK();
-    if (m->tape_fast)
-        jit_compile(m->tape_fast);
-    if (m->tape_det)
-        jit_compile(m->tape_det);
     BUDGET_CHECK();
     expr_ctx_set_budget(c, NULL); /* bud ends here; the model's context is read-only now */
+    /* libtcc, in one state: in the background when the tiers are on (native.h). The
+     * background job holds a reference: no failure path (model_free) may follow. */
+    native_jit(m);
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);

@@ -106,6 +106,7 @@ struct engine_model {
     struct native_code *_Atomic native; /* the optimizing tier once built (native.h), or NULL */
     atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */
     atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
+    atomic_int jit_done;                /* the first tier's libtcc work finished (native_jit) */
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
     json_t *summary;

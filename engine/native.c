@@ -6,6 +6,7 @@
  */
 #include "native.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,8 +42,12 @@ static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t native_cond = PTHREAD_COND_INITIALIZER;
 static native_job *native_head, *native_tail;
 static int native_queued, native_worker_started;
+static int native_stopping; /* native_shutdown: the worker ends, nothing more is queued */
+static pthread_t native_thread;
+static atomic_int native_child; /* pid of the running compiler, or 0 */
 static char native_dir[1024];
 static atomic_uint native_seq;
+static atomic_uint native_builds; /* compiler runs: the directory is pruned every 64 */
 
 static int native__disabled(void)
 {
@@ -228,6 +233,7 @@ static int native__cc(const char *c_path, const char *so_path)
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         return -1;
+    atomic_store(&native_child, (int)pid);
     double deadline = native__now() + NATIVE_MAX_SECONDS;
     int status = 0;
     for (;;) {
@@ -239,11 +245,13 @@ static int native__cc(const char *c_path, const char *so_path)
         if (native__now() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
+            atomic_store(&native_child, 0);
             return -1;
         }
         struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
+    atomic_store(&native_child, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
@@ -284,6 +292,67 @@ static native_code *native__load(const struct engine_model *m, const char *so_pa
     atomic_init(&c->refs, 1);
     c->dl = dl;
     return c;
+}
+
+typedef struct native_file {
+    char name[256];
+    double mtime;
+} native_file;
+
+static int native__older(const void *a, const void *b)
+{
+    double x = ((const native_file *)a)->mtime, y = ((const native_file *)b)->mtime;
+    return (x > y) - (x < y);
+}
+
+/* Keeps dir within NATIVE_MAX_FILES shared objects (oldest deleted first) and removes
+ * temporary files a killed process left more than an hour ago. */
+static void native__prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    native_file *files = NULL;
+    size_t n = 0, cap = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || len >= sizeof files[0].name)
+            continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (!strncmp(e->d_name, ".tmp-", 5)) {
+            if (now - st.st_mtime > 3600)
+                unlink(path);
+            continue;
+        }
+        if (strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            native_file *nf = realloc(files, nc * sizeof *nf);
+            if (!nf)
+                break;
+            files = nf;
+            cap = nc;
+        }
+        snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+        files[n++].mtime = (double)st.st_mtime;
+    }
+    closedir(d);
+    if (n > NATIVE_MAX_FILES) {
+        qsort(files, n, sizeof *files, native__older);
+        for (size_t i = 0; i < n - NATIVE_MAX_FILES * 3 / 4; i++) {
+            char path[1400];
+            snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+            unlink(path); /* a process that has it loaded keeps its mapping */
+        }
+    }
+    free(files);
 }
 
 static int native__build(struct engine_model *m, const char *dir)
@@ -328,6 +397,8 @@ static int native__build(struct engine_model *m, const char *dir)
             c = native__load(m, so_path);
         unlink(tmp_c);
         unlink(tmp_so);
+        if (atomic_fetch_add(&native_builds, 1) % 64 == 0)
+            native__prune(dir);
     }
     free(src);
     if (!c)
@@ -345,8 +416,12 @@ static void *native__worker(void *arg)
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     for (;;) {
         pthread_mutex_lock(&native_lock);
-        while (!native_head)
+        while (!native_head && !native_stopping)
             pthread_cond_wait(&native_cond, &native_lock);
+        if (native_stopping) {
+            pthread_mutex_unlock(&native_lock);
+            return NULL;
+        }
         native_job *j = native_head;
         native_head = j->next;
         if (!native_head)
@@ -361,8 +436,149 @@ static void *native__worker(void *arg)
         engine_model_release(j->m);
         free(j);
     }
-    return NULL;
 }
+
+/* ---- the first tier in the background ------------------------------------------ */
+
+/* libtcc for a model's tapes, on a thread of its own (never behind a cc build). */
+static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t first_cond = PTHREAD_COND_INITIALIZER;
+static native_job *first_head, *first_tail;
+static int first_queued, first_started, first_stopping;
+static pthread_t first_thread;
+
+static void native__jit_now(struct engine_model *m)
+{
+    jit_compile_many((tape *[]){m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_det}, 4);
+    atomic_store(&m->jit_done, 1);
+}
+
+static void *native__first_worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&first_lock);
+        while (!first_head && !first_stopping)
+            pthread_cond_wait(&first_cond, &first_lock);
+        if (first_stopping) {
+            pthread_mutex_unlock(&first_lock);
+            return NULL;
+        }
+        native_job *j = first_head;
+        first_head = j->next;
+        if (!first_head)
+            first_tail = NULL;
+        first_queued--;
+        pthread_mutex_unlock(&first_lock);
+        native__jit_now(j->m);
+        engine_model_release(j->m);
+        free(j);
+    }
+}
+
+void native_jit(struct engine_model *m)
+{
+    pthread_mutex_lock(&native_lock);
+    int background = native_dir[0] != 0 && !native_stopping;
+    pthread_mutex_unlock(&native_lock);
+    native_job *j = background ? malloc(sizeof *j) : NULL;
+    if (!j) {
+        native__jit_now(m);
+        return;
+    }
+    pthread_mutex_lock(&first_lock);
+    if (first_stopping || first_queued >= NATIVE_MAX_QUEUE) {
+        pthread_mutex_unlock(&first_lock);
+        free(j);
+        native__jit_now(m);
+        return;
+    }
+    if (!first_started) {
+        if (pthread_create(&first_thread, NULL, native__first_worker, NULL) != 0) {
+            pthread_mutex_unlock(&first_lock);
+            free(j);
+            native__jit_now(m);
+            return;
+        }
+        first_started = 1;
+    }
+    j->m = engine_model_retain(m);
+    j->next = NULL;
+    if (first_tail)
+        first_tail->next = j;
+    else
+        first_head = j;
+    first_tail = j;
+    first_queued++;
+    pthread_cond_signal(&first_cond);
+    pthread_mutex_unlock(&first_lock);
+}
+
+int native_wait_jit(const struct engine_model *m, double seconds)
+{
+    double end = native__now() + seconds;
+    while (!atomic_load(&((struct engine_model *)m)->jit_done) && native__now() < end) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&((struct engine_model *)m)->jit_done);
+}
+
+/* Ends the background libtcc thread: what is queued is dropped (those models keep the
+ * interpreter, which gives the same numbers) so that no model is left referenced and
+ * shutting down costs at most the one compile in progress. */
+static void native__first_shutdown(void)
+{
+    pthread_mutex_lock(&first_lock);
+    first_stopping = 1;
+    native_job *list = first_head;
+    first_head = first_tail = NULL;
+    first_queued = 0;
+    int started = first_started;
+    pthread_cond_broadcast(&first_cond);
+    pthread_mutex_unlock(&first_lock);
+    for (native_job *j = list, *next; j; j = next) {
+        next = j->next;
+        engine_model_release(j->m);
+        free(j);
+    }
+    if (started)
+        pthread_join(first_thread, NULL);
+    pthread_mutex_lock(&first_lock);
+    first_started = 0;
+    pthread_mutex_unlock(&first_lock);
+}
+
+void native_shutdown(void)
+{
+    native__first_shutdown();
+    pthread_mutex_lock(&native_lock);
+    native_stopping = 1;
+    native_job *list = native_head;
+    native_head = native_tail = NULL;
+    native_queued = 0;
+    int started = native_worker_started;
+    pthread_cond_broadcast(&native_cond);
+    pthread_mutex_unlock(&native_lock);
+    for (native_job *j = list, *next; j; j = next) {
+        next = j->next;
+        atomic_store(&j->m->native_state, NATIVE_FAILED);
+        engine_model_release(j->m);
+        free(j);
+    }
+    if (!started)
+        return;
+    /* a build in progress: stop its compiler, then the worker ends after it */
+    int pid = atomic_load(&native_child);
+    if (pid > 0)
+        kill((pid_t)pid, SIGKILL);
+    pthread_join(native_thread, NULL);
+    pthread_mutex_lock(&native_lock);
+    native_worker_started = 0;
+    pthread_mutex_unlock(&native_lock);
+}
+
+void engine_shutdown(void) { native_shutdown(); }
 
 void native_note_run(const struct engine_model *m, long rhs_evals)
 {
@@ -384,19 +600,17 @@ void native_schedule(struct engine_model *m)
         return;
     pthread_mutex_lock(&native_lock);
     int none = NATIVE_NONE;
-    if (!native_dir[0] || native_queued >= NATIVE_MAX_QUEUE ||
+    if (!native_dir[0] || native_stopping || native_queued >= NATIVE_MAX_QUEUE ||
         !atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
         pthread_mutex_unlock(&native_lock);
         free(j);
         return;
     }
     if (!native_worker_started) {
-        pthread_t th;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, (size_t)8 << 20); /* generation, tape_eval checks */
-        if (pthread_create(&th, &attr, native__worker, NULL) != 0) {
+        if (pthread_create(&native_thread, &attr, native__worker, NULL) != 0) {
             pthread_attr_destroy(&attr);
             pthread_mutex_unlock(&native_lock);
             free(j);

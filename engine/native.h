@@ -52,12 +52,25 @@ enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };
 #define NATIVE_MAX_INS 20000
 /* Right-hand side evaluations after which a model is hot even in its first run. */
 #define NATIVE_HOT_EVALS 100000
+/* Most shared objects kept in the cache directory: past it the least recently
+ * modified are deleted (down to three quarters) after a build. */
+#define NATIVE_MAX_FILES 1024
 /* Most models waiting for a build. */
 #define NATIVE_MAX_QUEUE 64
 
 /* Sets the cache directory (created if missing; NULL or "" turns the tier off).
  * Returns 0, or -1 if the directory cannot be created. */
 int native_configure(const char *dir);
+
+/* The first tier's machine code (libtcc, jit_compile_many on m's tapes): when a cache
+ * directory is configured, compiled on a background thread of its own, so that m's
+ * first runs start at once on the interpreter and switch to tcc's code when it is
+ * published (tape.h); otherwise, as in the CLI, compiled here and now. Sets
+ * m->jit_done when finished. Called by the model compiler. */
+void native_jit(struct engine_model *m);
+
+/* Waits up to `seconds` for native_jit's work on m; returns 1 when it is done. */
+int native_wait_jit(const struct engine_model *m, double seconds);
 
 /* Queues m for a native build if the tier is on, m has reduced equations and was not
  * queued before. */
@@ -72,6 +85,11 @@ native_code *native_acquire(const struct engine_model *m, const double *params);
 
 /* Drops a reference; the last unloads the code. Accepts NULL. */
 void native_release(native_code *c);
+
+/* Stops the tier for good: queued builds are dropped (their models released), a running
+ * compiler is killed and the worker thread joined. For a clean exit (no model left
+ * referenced by the queue). engine_shutdown calls it. */
+void native_shutdown(void);
 
 /* Waits up to `seconds` for m's build to finish; returns its NATIVE_* state. */
 int native_wait(const struct engine_model *m, double seconds);

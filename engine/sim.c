@@ -13,6 +13,7 @@
 #include "holo.h"
 #include "integ.h"
 #include "jit.h"
+#include "jsonout.h"
 #include "mult.h"
 #include "native.h"
 #include "watch.h"
@@ -862,8 +863,56 @@ static void run_free(struct run *R)
     json_decref(R->hamel_points);
 }
 
+/* Text mode (sim_run_text): a series is copied out of the run and stands in the
+ * document as a marker string "\x01<index>", which the writer replaces with the numbers,
+ * so that no jansson node is made (and freed) per number. The registry is per thread:
+ * one run at a time on a thread. */
+typedef struct sim_text {
+    double **v;
+    int *count;
+    int n, cap;
+} sim_text;
+
+static _Thread_local sim_text *sim_text_mode;
+
+static json_t *series_marker(sim_text *T, const double *v, int count, int stride, int offset)
+{
+    if (T->n == T->cap) {
+        int cap = T->cap ? 2 * T->cap : 32;
+        double **nv = realloc(T->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return NULL;
+        T->v = nv;
+        int *nc = realloc(T->count, (size_t)cap * sizeof *nc);
+        if (!nc)
+            return NULL;
+        T->count = nc;
+        T->cap = cap;
+    }
+    double *copy = malloc((size_t)(count > 0 ? count : 1) * sizeof *copy);
+    if (!copy)
+        return NULL;
+    for (int i = 0; i < count; i++)
+        copy[i] = v[(size_t)i * stride + offset];
+    char mark[16];
+    snprintf(mark, sizeof mark, "\x01%d", T->n);
+    json_t *s = json_string(mark);
+    if (!s) {
+        free(copy);
+        return NULL;
+    }
+    T->v[T->n] = copy;
+    T->count[T->n++] = count;
+    return s;
+}
+
 static json_t *series(const double *v, int count, int stride, int offset)
 {
+    if (sim_text_mode) {
+        json_t *s = series_marker(sim_text_mode, v, count, stride, offset);
+        if (s)
+            return s;
+    } /* out of memory for the marker: a real array */
     json_t *a = json_array();
     for (int i = 0; i < count; i++)
         json_array_append_new(a, num(v[(size_t)i * stride + offset]));
@@ -1199,5 +1248,122 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
 done:
     free(y0);
     run_free(&R);
+    return rc;
+}
+
+/* ---- the result as text ---- */
+
+/* The series of marker string s (NULL if s is not one). */
+static int sim__marker(const sim_text *T, const char *s, size_t len)
+{
+    if (len < 2 || s[0] != '\x01')
+        return -1;
+    int i = atoi(s + 1);
+    return i >= 0 && i < T->n ? i : -1;
+}
+
+/* jsonout's hook: writes the numbers of a marker. */
+static int sim__write_series(jsonout *o, const char *s, size_t len, void *ctx)
+{
+    const sim_text *T = ctx;
+    int i = sim__marker(T, s, len);
+    if (i < 0)
+        return 0;
+    jsonout_raw(o, "[", 1);
+    for (int k = 0; k < T->count[i]; k++) {
+        if (k)
+            jsonout_raw(o, ",", 1);
+        jsonout_double(o, T->v[i][k]);
+    }
+    jsonout_raw(o, "]", 1);
+    return 1;
+}
+
+/* Replaces every marker in j by its array (for a failed run's partial document). */
+static void sim__materialize(json_t *j, const sim_text *T)
+{
+    if (json_is_object(j)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(j, key, v)
+        {
+            if (json_is_string(v)) {
+                int i = sim__marker(T, json_string_value(v), json_string_length(v));
+                if (i >= 0)
+                    json_object_set_new(j, key, series(T->v[i], T->count[i], 1, 0));
+            } else {
+                sim__materialize(v, T);
+            }
+        }
+    } else if (json_is_array(j)) {
+        for (size_t k = 0; k < json_array_size(j); k++) {
+            json_t *v = json_array_get(j, k);
+            int i = json_is_string(v) ? sim__marker(T, json_string_value(v), json_string_length(v)) : -1;
+            if (i >= 0)
+                json_array_set_new(j, k, series(T->v[i], T->count[i], 1, 0));
+            else
+                sim__materialize(v, T);
+        }
+    }
+}
+
+int sim_run_text(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
+                 engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem)
+{
+    *text = NULL;
+    *len = 0;
+    sim_text T = {0};
+    json_t *body = NULL;
+    sim_text_mode = &T;
+    int rc = sim_run(m, req, lim, ctl, &body, problem);
+    sim_text_mode = NULL;
+    if (rc == 0) {
+        jsonout o;
+        /* numbers are most of it: ~20 bytes each */
+        size_t guess = 4096;
+        for (int i = 0; i < T.n; i++)
+            guess += (size_t)T.count[i] * 20;
+        if (jsonout_init(&o, guess) == 0) {
+            o.hook = sim__write_series;
+            o.hook_ctx = &T;
+            jsonout_raw(&o, "{", 1);
+            int first = 1;
+            const char *key;
+            json_t *v;
+            json_object_foreach((json_t *)head, key, v)
+            {
+                jsonout_raw(&o, ",", first ? 0 : 1);
+                first = 0;
+                jsonout_string(&o, key, strlen(key));
+                jsonout_raw(&o, ":", 1);
+                jsonout_value(&o, v);
+            }
+            json_object_foreach(body, key, v)
+            {
+                if (head && json_object_get(head, key))
+                    continue;
+                jsonout_raw(&o, ",", first ? 0 : 1);
+                first = 0;
+                jsonout_string(&o, key, strlen(key));
+                jsonout_raw(&o, ":", 1);
+                jsonout_value(&o, v);
+            }
+            jsonout_raw(&o, "}", 1);
+            *text = jsonout_finish(&o, len);
+        }
+        if (!*text) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "out of memory writing the result");
+        }
+    } else if (*problem) {
+        json_t *partial = json_object_get(*problem, "partial");
+        if (partial)
+            sim__materialize(partial, &T);
+    }
+    json_decref(body);
+    for (int i = 0; i < T.n; i++)
+        free(T.v[i]);
+    free(T.v);
+    free(T.count);
     return rc;
 }

@@ -54,6 +54,11 @@ void sim_request_free(sim_request *req);
 int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
             engine_control *ctl, json_t **result, json_t **problem);
 
+/* sim_run with the result written as JSON text (engine_simulate_text): `head` members
+ * first (may be NULL; borrowed), then the result's members not in head. */
+int sim_run_text(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
+                 engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem);
+
 /* The /v1/hamel point object {t, q, gamma: [...], gamma_t: [...]} from the values
  * gamma [n^3] and gamma_t [n^2], listing the entries not identically zero. */
 json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q, const double *gamma,

@@ -12,6 +12,7 @@
 #ifndef HAMEL_TAPE_H
 #define HAMEL_TAPE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 typedef enum tape_op {
@@ -56,8 +57,12 @@ typedef struct tape {
     tape_ins *ins;
     int n_outputs;
     int32_t *outputs; /* slot of each output */
-    tape_fn fn;       /* compiled code, or NULL */
-    void *jit;        /* owned by jit.c */
+    /* Compiled code, or NULL. Atomic: the code may be published by another thread
+     * (jit.c, with release order, after `jit`) while runs read it; a run that finds it
+     * switches from the interpreter to it between two evaluations (the two agree to
+     * the bit, jit.h). */
+    _Atomic(tape_fn) fn;
+    void *jit; /* owned by jit.c */
 } tape;
 
 /* Frees a tape and its compiled code. Accepts NULL. */
@@ -69,8 +74,9 @@ void tape_eval(const tape *t, const double *in, double *work, double *out);
 /* Evaluates with compiled code if present, else the interpreter (work as above). */
 static inline void tape_run(const tape *t, const double *in, double *work, double *out)
 {
-    if (t->fn)
-        t->fn(in, out);
+    tape_fn f = atomic_load_explicit(&((tape *)t)->fn, memory_order_acquire);
+    if (f)
+        f(in, out);
     else
         tape_eval(t, in, work, out);
 }

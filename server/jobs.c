@@ -14,6 +14,7 @@
 #include "jobs.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 
 #include "jsonout.h"
 #include "metrics.h"
+
+/* Results at least this large are followed by malloc_trim (memory back to the system). */
+#define JOBS_TRIM_BYTES ((size_t)4 << 20)
 
 #define JOBS_TABLE_MIN 1024
 #define JOBS_CANCEL_POLL_NS 10000000L       /* drain polling: 10 ms */
@@ -271,9 +275,17 @@ static int jobs__problem_status(const json_t *problem, int code)
 /* Runs one job to its end. No lock held on entry or exit. */
 static void jobs__run(jobs *p, job *j)
 {
-    json_t *result = NULL, *problem = NULL;
+    json_t *problem = NULL;
     double t0 = jobs_now();
-    int rc = engine_simulate(j->model, j->request, &p->cfg.limits, &j->ctl, &result, &problem);
+    /* the result is written straight to text after these members (engine_simulate_text) */
+    json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", j->id, "status", "done", "model_id",
+                             j->model_id, "progress", 1.0);
+    char *text = NULL;
+    size_t text_len = 0;
+    int rc = head ? engine_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
+                                         &text_len, &problem)
+                  : HAMEL_E_INTERNAL;
+    json_decref(head);
     metrics_integrate(jobs_now() - t0);
     /* A finished record keeps only its body: the parsed request (with an inline model,
      * several times the result's size) and the model reference go now, so the memory of
@@ -294,14 +306,10 @@ static void jobs__run(jobs *p, job *j)
         handover = p->stopping && j->state == JOB_RUNNING && atomic_load(&j->ctl.cancel);
         pthread_mutex_unlock(&p->lock);
     }
+    size_t body_bytes = text_len;
     if (rc == 0) {
-        json_object_set_new(result, "job_id", json_string(j->id));
-        json_object_set_new(result, "status", json_string("done"));
-        json_object_set_new(result, "model_id", json_string(j->model_id));
-        json_object_set_new(result, "progress", json_real(1.0));
-        json_object_del(result, "cached");
-        body = blob_take(jsonout_dumps(result, NULL));
-        json_decref(result);
+        body = blob_new(text, text_len);
+        free(text);
         if (!body) {
             rc = HAMEL_E_INTERNAL;
             problem = hamel_problem_new(rc, "out of memory serialising the result");
@@ -358,6 +366,10 @@ static void jobs__run(jobs *p, job *j)
         jobs__destroy(dead);
         dead = n;
     }
+    /* A big run leaves its work arrays (several times the result) free in this
+     * thread's malloc arena; glibc keeps them mapped. Give them back to the system. */
+    if (body_bytes >= JOBS_TRIM_BYTES)
+        malloc_trim(0);
 }
 
 static void *jobs__worker(void *arg)
@@ -380,7 +392,7 @@ static void *jobs__worker(void *arg)
         j->refs++;
         pthread_mutex_unlock(&p->lock);
         if (p->st)
-            store_put_job(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
+            store_put_job_async(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
         jobs__run(p, j);
         job_release(p, j);
         pthread_mutex_lock(&p->lock);

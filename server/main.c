@@ -9,6 +9,7 @@
  */
 #include <gsl/gsl_errno.h>
 #include <pthread.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,14 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    /* Fixed malloc thresholds: glibc raises its mmap threshold to the size of the largest
+     * block freed (up to 32 MiB) and the trim threshold to twice that, after which the
+     * memory of big results stays in thread arenas for good (malloc_trim does not trim
+     * their tops). Fixed, blocks of 256 KiB and more are mapped and unmapped on free, and
+     * arena tops past 4 MiB are returned. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
 
     engine_init();
     gsl_set_error_handler_off(); /* engine_init does it too; the default handler aborts */
@@ -147,6 +156,7 @@ int main(int argc, char **argv)
     jobs_free(pool);
     cache_free(results);
     cache_free(models);
+    engine_shutdown(); /* background code builds: their model references */
     store_close(st);
     fprintf(stderr, "hamel-server: stopped\n");
     return 0;

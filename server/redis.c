@@ -354,9 +354,16 @@ static void rstore__close(void *impl)
     free(s);
 }
 
-static const store_ops redis__store_ops = {rstore__put_model, rstore__get_model,  rstore__put_job,
-                                           rstore__put_done,  rstore__get_result, rstore__get_job,
-                                           rstore__counts,    rstore__close};
+static const store_ops redis__store_ops = {rstore__put_model,
+                                           rstore__get_model,
+                                           rstore__put_job,
+                                           rstore__put_done,
+                                           rstore__get_result,
+                                           rstore__get_job,
+                                           rstore__counts,
+                                           rstore__close,
+                                           NULL,
+                                           NULL};
 
 /* PING through the pool: 0 when Redis answers. */
 static int redis__ping(redis_pool *p)

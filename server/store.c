@@ -69,12 +69,32 @@ static const char store__schema[] =
  * every write. */
 static const char store__upgrade[] = "UPDATE results SET bytes = length(CAST(body AS BLOB)) WHERE bytes = 0;";
 
+/* One write waiting for the group commit: a job record, or a done job with its result. */
+typedef struct store_write {
+    int done_kind; /* 1: store_put_done, 0: store_put_job */
+    const char *id, *status, *model_id, *key, *doc;
+    const blob *body;
+    double created;
+    int async;    /* nobody waits: the strings are owned copies, freed once written */
+    int finished; /* under qlock */
+    int rc;
+    struct store_write *next;
+} store_write;
+
+/* Group commit. Lock order: qlock, then lock (the leader takes lock with qlock
+ * released; nothing takes qlock while holding lock). */
 struct store {
     pthread_mutex_t lock;
     sqlite3 *db;
     sqlite3_stmt *stmt[STMT_COUNT_];
     store_limits lim;
     long long result_bytes, results, jobs; /* kept now (under lock) */
+
+    pthread_mutex_t qlock; /* the queue of writes and the leader flag */
+    pthread_cond_t qcond;  /* a group was committed */
+    store_write *qhead, *qtail;
+    int writing;                /* a leader is committing a group */
+    long long commits, grouped; /* transactions and writes in them (under lock) */
 };
 
 static int store__mkdirs(const char *dir)
@@ -133,6 +153,8 @@ int store_open(const char *dir, const store_limits *lim, store **out)
     if (!s)
         return -1;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->qlock, NULL);
+    pthread_cond_init(&s->qcond, NULL);
     s->lim = *lim;
     int rc =
         sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -167,10 +189,16 @@ int store_open(const char *dir, const store_limits *lim, store **out)
     return 0;
 }
 
+static void store__flush(store *s);
+
 void store_close(store *s)
 {
     if (!s)
         return;
+    if (s->stmt[STMT_COMMIT])
+        store__flush(s); /* asynchronous writes still queued */
+    pthread_cond_destroy(&s->qcond);
+    pthread_mutex_destroy(&s->qlock);
     for (int i = 0; i < STMT_COUNT_; i++)
         sqlite3_finalize(s->stmt[i]);
     sqlite3_close(s->db);
@@ -293,49 +321,184 @@ static int store__trim_locked(store *s)
     return 0;
 }
 
+/* One queued write inside the group's transaction. Caller holds lock. */
+static int store__apply_locked(store *s, const store_write *w)
+{
+    if (!w->done_kind)
+        return store__put_job_locked(s, w->id, w->status, w->model_id, w->key, w->doc, w->created);
+    sqlite3_stmt *st = s->stmt[STMT_PUT_RESULT];
+    store__text(st, 1, w->key);
+    store__text(st, 2, w->model_id);
+    store__text(st, 3, w->id);
+    sqlite3_bind_int64(st, 4, (long long)w->body->len);
+    sqlite3_bind_text(st, 5, w->body->data, (int)w->body->len, SQLITE_STATIC);
+    int rc = store__exec(s, st);
+    if (rc == 0 && sqlite3_changes(s->db) == 1) {
+        s->result_bytes += (long long)w->body->len;
+        s->results++;
+    }
+    if (rc == 0)
+        rc = store__put_job_locked(s, w->id, "done", w->model_id, w->key, NULL, w->created);
+    return rc;
+}
+
+/* Writes ws[0..n) in one transaction (then trims). Caller holds lock. On failure the
+ * transaction is rolled back and the counts are read again. */
+static int store__commit_locked(store *s, store_write *const *ws, int n)
+{
+    int rc = store__exec(s, s->stmt[STMT_BEGIN]);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = store__apply_locked(s, ws[i]);
+    if (rc == 0)
+        rc = store__trim_locked(s);
+    if (rc == 0)
+        rc = store__exec(s, s->stmt[STMT_COMMIT]);
+    if (rc == 0) {
+        s->commits++;
+        s->grouped += n;
+        return 0;
+    }
+    /* the counts may now be off by this transaction: read them again */
+    store__exec(s, s->stmt[STMT_ROLLBACK]);
+    s->result_bytes = store__int(s->db, "SELECT coalesce(sum(bytes), 0) FROM results");
+    s->results = store__int(s->db, "SELECT count(*) FROM results");
+    s->jobs = store__int(s->db, "SELECT count(*) FROM jobs");
+    return -1;
+}
+
+/* The leader: writes every queued write (a group) in one transaction; if that fails,
+ * each in its own, so one bad write fails alone. Called and returns with qlock held;
+ * releases it meanwhile. */
+static void store__lead(store *s)
+{
+    s->writing = 1;
+    store_write *list = s->qhead;
+    s->qhead = s->qtail = NULL;
+    pthread_mutex_unlock(&s->qlock);
+
+    int n = 0;
+    for (store_write *w = list; w; w = w->next)
+        n++;
+    store_write *small[64] = {0}, **ws = n <= 64 ? small : malloc((size_t)n * sizeof *ws);
+    pthread_mutex_lock(&s->lock);
+    if (ws) {
+        int i = 0;
+        for (store_write *w = list; w; w = w->next)
+            ws[i++] = w;
+        int rc = store__commit_locked(s, ws, n);
+        for (i = 0; i < n; i++)
+            ws[i]->rc = rc == 0 ? 0 : store__commit_locked(s, &ws[i], 1);
+        if (ws != small)
+            free(ws);
+    } else {
+        for (store_write *w = list; w; w = w->next)
+            w->rc = store__commit_locked(s, &w, 1);
+    }
+    pthread_mutex_unlock(&s->lock);
+
+    pthread_mutex_lock(&s->qlock);
+    for (store_write *w = list, *next; w; w = next) {
+        next = w->next;
+        if (w->async)
+            free(w); /* one block with its strings */
+        else
+            w->finished = 1;
+    }
+    s->writing = 0;
+    pthread_cond_broadcast(&s->qcond);
+}
+
+/* Queues w; unless it is asynchronous, returns only once it is committed (leading a
+ * group when no one else is), with its result. */
+static int store__submit(store *s, store_write *w)
+{
+    w->next = NULL;
+    pthread_mutex_lock(&s->qlock);
+    if (s->qtail)
+        s->qtail->next = w;
+    else
+        s->qhead = w;
+    s->qtail = w;
+    if (w->async) { /* written with the next group */
+        pthread_mutex_unlock(&s->qlock);
+        return 0;
+    }
+    while (!w->finished) {
+        if (!s->writing)
+            store__lead(s);
+        else
+            pthread_cond_wait(&s->qcond, &s->qlock);
+    }
+    int rc = w->rc;
+    pthread_mutex_unlock(&s->qlock);
+    return rc;
+}
+
+/* Commits whatever asynchronous writes are queued. */
+static void store__flush(store *s)
+{
+    pthread_mutex_lock(&s->qlock);
+    while (s->qhead || s->writing) {
+        if (!s->writing)
+            store__lead(s);
+        else
+            pthread_cond_wait(&s->qcond, &s->qlock);
+    }
+    pthread_mutex_unlock(&s->qlock);
+}
+
 int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
                   const char *doc, double created)
 {
-    pthread_mutex_lock(&s->lock);
-    int rc = store__put_job_locked(s, id, status, model_id, key, doc, created);
-    if (rc == 0)
-        rc = store__trim_locked(s);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
+    store_write w = {0, id, status, model_id, key, doc, NULL, created, 0, 0, 0, NULL};
+    return store__submit(s, &w);
+}
+
+/* A copy of s at *p (advanced), or NULL for NULL. */
+static const char *store__copy(char **p, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*p, s, n);
+    const char *out = *p;
+    *p += n;
+    return out;
+}
+
+int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                        const char *doc, double created)
+{
+    size_t need = sizeof(store_write);
+    const char *strs[] = {id, status, model_id, key, doc};
+    for (int i = 0; i < 5; i++)
+        need += strs[i] ? strlen(strs[i]) + 1 : 0;
+    store_write *w = malloc(need);
+    if (!w)
+        return store_put_job(s, id, status, model_id, key, doc, created);
+    char *p = (char *)(w + 1);
+    *w = (store_write){0, NULL, NULL, NULL, NULL, NULL, NULL, created, 1, 0, 0, NULL};
+    w->id = store__copy(&p, id);
+    w->status = store__copy(&p, status);
+    w->model_id = store__copy(&p, model_id);
+    w->key = store__copy(&p, key);
+    w->doc = store__copy(&p, doc);
+    return store__submit(s, w);
 }
 
 int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,
                    double created)
 {
+    store_write w = {1, id, "done", model_id, key, NULL, body, created, 0, 0, 0, NULL};
+    return store__submit(s, &w);
+}
+
+void store_commit_counts(store *s, long long *commits, long long *writes)
+{
     pthread_mutex_lock(&s->lock);
-    int rc = store__exec(s, s->stmt[STMT_BEGIN]);
-    if (rc == 0) {
-        sqlite3_stmt *st = s->stmt[STMT_PUT_RESULT];
-        store__text(st, 1, key);
-        store__text(st, 2, model_id);
-        store__text(st, 3, id);
-        sqlite3_bind_int64(st, 4, (long long)body->len);
-        sqlite3_bind_text(st, 5, body->data, (int)body->len, SQLITE_STATIC);
-        rc = store__exec(s, st);
-        if (rc == 0 && sqlite3_changes(s->db) == 1) {
-            s->result_bytes += (long long)body->len;
-            s->results++;
-        }
-    }
-    if (rc == 0)
-        rc = store__put_job_locked(s, id, "done", model_id, key, NULL, created);
-    if (rc == 0)
-        rc = store__trim_locked(s);
-    if (rc == 0) {
-        rc = store__exec(s, s->stmt[STMT_COMMIT]);
-    } else { /* the counts may now be off by this transaction: read them again */
-        store__exec(s, s->stmt[STMT_ROLLBACK]);
-        s->result_bytes = store__int(s->db, "SELECT coalesce(sum(bytes), 0) FROM results");
-        s->results = store__int(s->db, "SELECT count(*) FROM results");
-        s->jobs = store__int(s->db, "SELECT count(*) FROM jobs");
-    }
+    *commits = s->commits;
+    *writes = s->grouped;
     pthread_mutex_unlock(&s->lock);
-    return rc;
 }
 
 void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs)

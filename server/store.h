@@ -21,6 +21,14 @@
  *
  * Thread-safe: one connection guarded by one mutex (a leaf in the lock order). Writes
  * happen on worker threads when jobs finish; reads only on in-memory cache misses.
+ *
+ * Group commit: writes are queued; a writer that finds no commit in progress becomes
+ * the leader and commits every write queued so far in one transaction (one writer at
+ * a time), the others wait until the group that holds theirs has committed. So a
+ * write call still returns only once its rows are committed (a job is marked done
+ * only after that: no result is lost to a kill -9 once a job is reported done), but
+ * concurrent jobs share transactions. store_put_job_async queues without waiting
+ * (for states a crash makes "failed" anyway): it is committed with the next group.
  */
 #ifndef HAMEL_SERVER_STORE_H
 #define HAMEL_SERVER_STORE_H
@@ -64,6 +72,14 @@ int store_get_model(store *s, const char *model_id, char **json);
 int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
                   const char *doc, double created);
 
+/* As store_put_job, but returns at once: the record is committed with the next group
+ * (a synchronous write or store_close). Copies its arguments. Returns 0 or -1. */
+int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                        const char *doc, double created);
+
+/* Transactions committed and writes in them, since open (group commit statistics). */
+void store_commit_counts(store *s, long long *commits, long long *writes);
+
 /* Records a done job and its result body in one transaction (a result already stored
  * under `key` is kept: it is the same answer), then drops the oldest results and job
  * records past the limits. Borrows everything. Returns 0 or -1. */
@@ -93,6 +109,10 @@ typedef struct store_ops {
     int (*get_job)(void *impl, const char *id, store_job *out);
     void (*counts)(void *impl, size_t *result_bytes, size_t *results, size_t *jobs);
     void (*close)(void *impl);
+    /* optional (NULL: put_job, and no statistics) */
+    int (*put_job_async)(void *impl, const char *id, const char *status, const char *model_id,
+                         const char *key, const char *doc, double created);
+    void (*commit_counts)(void *impl, long long *commits, long long *writes);
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

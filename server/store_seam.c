@@ -56,6 +56,21 @@ int store_put_done(store *s, const char *id, const char *model_id, const char *k
     return s->ops->put_done(s->impl, id, model_id, key, body, created);
 }
 
+int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                        const char *doc, double created)
+{
+    if (s->ops->put_job_async)
+        return s->ops->put_job_async(s->impl, id, status, model_id, key, doc, created);
+    return s->ops->put_job(s->impl, id, status, model_id, key, doc, created);
+}
+
+void store_commit_counts(store *s, long long *commits, long long *writes)
+{
+    *commits = *writes = 0;
+    if (s->ops->commit_counts)
+        s->ops->commit_counts(s->impl, commits, writes);
+}
+
 int store_get_result(store *s, const char *key, blob **out) { return s->ops->get_result(s->impl, key, out); }
 
 int store_get_job(store *s, const char *id, store_job *out) { return s->ops->get_job(s->impl, id, out); }
@@ -101,8 +116,20 @@ static void seam__counts(void *impl, size_t *result_bytes, size_t *results, size
 
 static void seam__close(void *impl) { store_sqlite_close(impl); }
 
-static const store_ops seam__sqlite = {seam__put_model,  seam__get_model, seam__put_job, seam__put_done,
-                                       seam__get_result, seam__get_job,   seam__counts,  seam__close};
+static int seam__put_job_async(void *impl, const char *id, const char *status, const char *model_id,
+                               const char *key, const char *doc, double created)
+{
+    return store_sqlite_put_job_async(impl, id, status, model_id, key, doc, created);
+}
+
+static void seam__commit_counts(void *impl, long long *commits, long long *writes)
+{
+    store_sqlite_commit_counts(impl, commits, writes);
+}
+
+static const store_ops seam__sqlite = {seam__put_model,     seam__get_model,    seam__put_job, seam__put_done,
+                                       seam__get_result,    seam__get_job,      seam__counts,  seam__close,
+                                       seam__put_job_async, seam__commit_counts};
 
 int store_open(const char *dir, const store_limits *lim, store **out)
 {

@@ -594,3 +594,44 @@ Test(jit, concurrent_compile_and_run)
     for (int i = 0; i < N; i++)
         cr_assert_eq(ws[i].failures, 0, "%d failures; last: %s", ws[i].failures, ws[i].msg);
 }
+
+/* Several tapes in one libtcc state: each matches the interpreter, and the shared code
+ * stays valid until the last of them is freed. */
+Test(jit, many_tapes_share_one_state)
+{
+    tape *ts[3];
+    for (int k = 0; k < 3; k++) {
+        ts[k] = tt_new(2, 8);
+        int a = tt_push(ts[k], TAPE_MUL, 0, 1, 0.0);
+        int b = tt_push(ts[k], TAPE_SIN, a, 0, 0.0);
+        int c = tt_push(ts[k], TAPE_CONST, 0, 0, 1.5 + k);
+        tt_push(ts[k], k == 1 ? TAPE_DIV : TAPE_ADD, b, c, 0.0);
+        tt_all_outputs(ts[k]);
+    }
+    cr_assert_eq(jit_compile_many((tape *[]){ts[0], NULL, ts[1], ts[2]}, 4), 0);
+    for (int k = 0; k < 3; k++) {
+        cr_assert_not_null(ts[k]->fn, "tape %d compiled", k);
+        cr_assert_eq(ts[k]->jit, ts[0]->jit, "tape %d shares the state", k);
+    }
+    uint64_t s = 7;
+    for (int r = 0; r < 200; r++) {
+        double in[2] = {rng_unit(&s) * 4 - 2, rng_unit(&s) * 4 - 2};
+        for (int k = 0; k < 3; k++)
+            expect_match(ts[k], in, "jit_compile_many");
+    }
+    /* free the first two: the third still runs */
+    tape_free(ts[0]);
+    tape_free(ts[1]);
+    double in[2] = {0.25, -1.5};
+    expect_match(ts[2], in, "after the others were freed");
+    tape_free(ts[2]);
+    /* a compiled tape is left alone */
+    tape *t = tt_new(1, 3);
+    tt_push(t, TAPE_COS, 0, 0, 0.0);
+    tt_all_outputs(t);
+    compile_ok(t);
+    tape_fn before = t->fn;
+    cr_assert_eq(jit_compile_many(&t, 1), 0);
+    cr_assert(t->fn == before);
+    tape_free(t);
+}

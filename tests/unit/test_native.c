@@ -7,11 +7,15 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "engine.h"
 #include "model.h"
@@ -115,9 +119,14 @@ Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
     nt_fresh_dir();
     engine_model *m = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
-    json_decref(nt_run(m, req, "tcc"));
+    /* at once: on the interpreter, switching to tcc's code when it arrives — the same
+     * numbers to the bit either way */
+    json_t *early = nt_run(m, req, NULL);
+    cr_expect_eq(nt_diff(ref, early), 0.0, "a run that starts before tcc's code differs from one on tcc");
+    json_decref(early);
     cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE, "one short run does not make a model hot");
-    json_decref(nt_run(m, req, NULL)); /* the second run does */
+    cr_assert(native_wait_jit(m, 30), "tcc's code arrives from the background");
+    json_decref(nt_run(m, req, "tcc")); /* the second run does */
     cr_assert_eq(native_wait(m, 90), NATIVE_READY, "the native build finished");
     cr_assert_eq(nt_count_so(), 1, "one shared object in the cache");
     json_t *res = nt_run(m, req, "native");
@@ -161,6 +170,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
     native_schedule(m);
     cr_assert_eq(native_wait(m, 30), NATIVE_FAILED);
+    cr_assert(native_wait_jit(m, 30));
     json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
     cr_expect_eq(nt_count_so(), 0, "nothing left in the cache");
     setenv("HAMEL_CC", "/nonexistent/cc", 1);
@@ -189,4 +199,114 @@ Test(native, off_without_cache_dir)
     cr_expect_eq(atomic_load(&m->native_state), NATIVE_NONE, "no cache directory, no build");
     engine_model_release(m);
     json_decref(c);
+}
+
+Test(native, cache_directory_is_pruned, .timeout = 120)
+{
+    nt_fresh_dir();
+    /* 1100 old objects and a temporary file a killed process left two hours ago */
+    struct utimbuf old = {time(NULL) - 7200, time(NULL) - 7200};
+    for (int i = 0; i < 1100; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/old%04d.so", nt_dir, i);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fclose(f);
+        utime(path, &old);
+    }
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s/.tmp-1-1.c", nt_dir);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    utime(tmp, &old);
+    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
+    cr_assert_eq(native_wait(m, 90), NATIVE_READY);
+    int n = nt_count_so();
+    cr_expect_leq(n, NATIVE_MAX_FILES, "the directory is kept within its cap (%d files)", n);
+    cr_expect_geq(n, 1);
+    cr_expect_neq(access(tmp, F_OK), 0, "the stale temporary file is gone");
+    json_decref(nt_run(m, json_object_get(c, "simulation"), "native"));
+    engine_model_release(m);
+    json_decref(c);
+    nt_cleanup();
+}
+
+Test(native, shutdown_kills_a_running_build, .timeout = 60)
+{
+    nt_fresh_dir();
+    char script[400];
+    snprintf(script, sizeof script, "%s/slow-cc.sh", nt_dir);
+    FILE *f = fopen(script, "w");
+    cr_assert_not_null(f);
+    fputs("#!/bin/sh\nexec sleep 30\n", f);
+    fclose(f);
+    chmod(script, 0755);
+    setenv("HAMEL_CC", script, 1);
+    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
+    usleep(300000); /* the compiler is running */
+    cr_expect_eq(native_wait(m, 0), NATIVE_QUEUED);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    engine_shutdown();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+    cr_expect_lt(s, 2.0, "shutdown took %.2f s", s);
+    cr_expect_eq(atomic_load(&m->native_state), NATIVE_FAILED);
+    cr_expect_eq(atomic_load(&m->refs), 1, "the workers' references were dropped");
+    cr_expect(native_wait_jit(m, 0), "the first tier was finished at shutdown");
+    json_decref(nt_run(m, json_object_get(c, "simulation"), "tcc"));
+    engine_model_release(m);
+    json_decref(c);
+    nt_cleanup();
+}
+
+/* Folding keeps the IEEE operations (no FMA contraction, no reassociation, the constant
+ * M*^-1 by its bits, a zero entry only where it adds +-0): on every shared case the
+ * native trajectory is the tcc one to the bit, so a result does not depend on the tier
+ * it ran on (the batch tests compare runs bit for bit). */
+Test(native, shared_cases_bit_identical_to_tcc, .timeout = 180)
+{
+    glob_t g;
+    char pattern[600];
+    snprintf(pattern, sizeof pattern, "%s/*.json", nt_cases_dir());
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0);
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        json_t *c = json_load_file(g.gl_pathv[f], 0, NULL);
+        cr_assert_not_null(c);
+        json_t *req = json_object_get(c, "simulation"), *problem = NULL;
+        engine_code_cache(NULL);
+        engine_model *m0 = NULL;
+        cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m0, &problem), 0);
+        json_t *r0 = nt_run(m0, req, NULL);
+        if (f == 0)
+            nt_fresh_dir();
+        else
+            engine_code_cache(nt_dir);
+        engine_model *m = NULL;
+        cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+        native_schedule(m);
+        if (native_wait(m, 90) == NATIVE_READY) {
+            json_t *r1 = nt_run(m, req, "native");
+            cr_expect(json_equal(json_object_get(r0, "trajectory"), json_object_get(r1, "trajectory")),
+                      "%s: the native trajectory differs from tcc's", g.gl_pathv[f]);
+            json_decref(r1);
+        } else {
+            cr_expect(m->tape_fast == NULL, "%s: a reduced model got no native code", g.gl_pathv[f]);
+        }
+        json_decref(r0);
+        engine_model_release(m);
+        engine_model_release(m0);
+        json_decref(c);
+    }
+    globfree(&g);
+    nt_cleanup();
 }
