@@ -26,7 +26,7 @@
  * last call — JSON depth cap, parse, dispatch. A long-poll adds one more call after the
  * connection is resumed. The completion callback logs the access line and counts metrics.
  */
-#include "http.h"
+#include "http_conn.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -51,232 +51,17 @@
 #include "metrics.h"
 
 #define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
-#define HTTP_LOG_PATH_MAX 256        /* request path kept for the access log */
-#define HTTP_ID_MAX 128              /* longest {id} path segment */
 #define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
-#define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
-#define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
 #define HTTP_CORS_MAX_AGE "600"
-#define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STREAM_BLOCK 4096 /* NDJSON bytes handed to MHD per read (fits HTTP_CONN_MEMORY) */
 #define HTTP_NDJSON "application/x-ndjson"
 #define HTTP_STOP_STREAM_SECONDS 2.0 /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L   /* ... polling every 5 ms */
 
-struct http_server {
-    http_deps d;
-    struct MHD_Daemon *daemon;
-    atomic_int ready;
-    /* SHA-256 of a POST /v1/simulations body, exactly as received -> its simulation key
-     * (a blob). Identical bytes are an identical request, so a repeat is answered from
-     * the result cache without parsing or canonicalising the JSON (the cache-hit path
-     * of a polling or batch client). Requests equal only after canonicalisation still
-     * take the full path and still hit the result cache. */
-    cache *memo;
-    atomic_int streams; /* batch streams whose response MHD still holds */
-    offload *offload;   /* compilations and /v1/hamel: off the poll threads */
-    hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
-    /* Compilations in flight by spec key: a request for a model that is being compiled
-     * waits for that compilation instead of starting another (http__compile_first). */
-    pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
-    struct http_flight *flights;
-};
-
-/* A compilation in flight. It stays listed after it ends, holding its outcome for
- * latecomers, until its owner has put the model in the cache (http__flight_end). */
-typedef struct http_flight {
-    char key[CACHE_MAX_KEY + 1];
-    struct http_conn *waiters; /* linked by next_waiter; resumed when it ends */
-    int finished, rc;          /* ended, with engine_model_compile's outcome: */
-    engine_model *model;
-    json_t *problem;
-    struct http_flight *next;
-} http_flight;
-
-typedef enum http_method {
-    HTTP_GET,
-    HTTP_HEAD,
-    HTTP_POST,
-    HTTP_DELETE,
-    HTTP_OPTIONS,
-    HTTP_OTHER,
-} http_method;
-
-typedef struct http_conn {
-    http_server *srv;
-    struct MHD_Connection *conn;
-    metrics_route route;
-    http_method method;
-    double t0;
-    int status;
-    size_t bytes;
-    int answered;
-    char id[HTTP_ID_MAX + 1]; /* the {id} of the route, percent-decoded */
-    char *body;
-    size_t len, cap, drained;
-    int too_big;
-    job *job;             /* a long-poll's job (a reference) */
-    job_waiter waiter;    /* parked on job while suspended */
-    batch *batch;         /* a batch long-poll's batch (a reference) */
-    batch_waiter bwaiter; /* parked on batch while suspended */
-    /* Offloaded work (see http__offload): what to do on the resumed call, whether the
-     * work ran, and its inputs and outputs. */
-    enum MHD_Result (*on_resume)(struct http_conn *c);
-    int ran, off_rc, work_rc;
-    json_t *pending;                  /* the parsed body the work is for */
-    engine_model *work_model;         /* the model /v1/hamel or the equations work on */
-    json_t *out, *out_problem;        /* their result */
-    char *spec_text;                  /* the request's model spec, compact with sorted keys */
-    char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
-    int pre_set;                      /* the offloaded compilation's outcome, taken by */
-    int pre_rc;                       /* http__model_by_spec */
-    engine_model *pre_model;
-    json_t *pre_problem;
-    json_t *stored_spec;        /* a model known by id, read from the store to compile */
-    http_flight *flight;        /* the compilation this request runs for others too */
-    engine_control compile_ctl; /* its cancel flag, set by hangups (client gone, shutdown) */
-    hangup_entry hup;
-    struct http_conn *next_waiter; /* in its flight's waiters */
-
-    atomic_int resumed;
-    int suspended;
-    char method_name[16];
-    char path[HTTP_LOG_PATH_MAX];
-} http_conn;
-
 /* ---- responses ---------------------------------------------------------------------- */
-
-static const char *http__header(http_conn *c, const char *name)
-{
-    return MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, name);
-}
-
-static void http__cors(http_conn *c, struct MHD_Response *r)
-{
-    const server_config *cfg = c->srv->d.cfg;
-    const char *origin = http__header(c, "Origin");
-    if (cfg->cors_any) {
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-    } else if (origin && config_origin_allowed(cfg, origin)) {
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
-        MHD_add_response_header(r, "Vary", "Origin");
-    } else {
-        return;
-    }
-    MHD_add_response_header(r, "Access-Control-Expose-Headers", HTTP_EXPOSE_HEADERS);
-}
-
-/* Queues r with status and the common headers, and destroys our handle on it. */
-static enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
-                                  size_t bytes)
-{
-    if (!r)
-        return MHD_NO;
-    if (ctype)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    http__cors(c, r);
-    c->status = status;
-    c->bytes = bytes;
-    c->answered = 1;
-    enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static struct MHD_Response *http__text_response(char *text, size_t len)
-{
-    return MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-}
-
-/* Sends a JSON value (stolen) with status, content type and up to two extra headers
- * (a NULL name skips one). */
-static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
-                                    const char *v1, const char *h2, const char *v2)
-{
-    size_t len = 0;
-    char *text = j ? jsonout_dumps(j, &len) : NULL;
-    json_decref(j);
-    if (!text)
-        return MHD_NO;
-    struct MHD_Response *r = http__text_response(text, len);
-    if (r && h1)
-        MHD_add_response_header(r, h1, v1);
-    if (r && h2)
-        MHD_add_response_header(r, h2, v2);
-    return http__send(c, status, r, ctype, len);
-}
-
-static enum MHD_Result http__json(http_conn *c, int status, json_t *j)
-{
-    return http__json_h(c, status, j, "application/json", NULL, NULL, NULL, NULL);
-}
-
-/* Sends a problem document (stolen) with the status it carries. */
-static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1, const char *v1)
-{
-    if (!problem)
-        problem = hamel_problem_new(HAMEL_E_INTERNAL, NULL);
-    json_t *st = json_object_get(problem, "status");
-    int status = json_is_integer(st) ? (int)json_integer_value(st) : 500;
-    if (status < 400 || status > 599)
-        status = 500;
-    if (!json_object_get(problem, "instance"))
-        json_object_set_new(problem, "instance", json_string(c->path));
-    return http__json_h(c, status, problem, "application/problem+json", h1, v1, NULL, NULL);
-}
-
-static enum MHD_Result http__problem(http_conn *c, json_t *problem)
-{
-    if (hamel_problem_code(problem) == HAMEL_E_UNAVAILABLE) /* a retry can succeed later */
-        return http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN);
-    return http__problem_h(c, problem, NULL, NULL);
-}
-
-static enum MHD_Result http__error(http_conn *c, int code, const char *detail)
-{
-    return http__problem(c, hamel_problem_new(code, detail));
-}
-
-static enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const char *reason)
-{
-    json_t *p = hamel_problem_new(code, NULL);
-    hamel_problem_add(p, path, -1, reason);
-    return http__problem(c, p);
-}
-
-static void http__blob_free(void *cls) { blob_release(cls); }
-
-/* Sends a result blob (borrowed; the response keeps its own reference) as
- * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
-static enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag)
-{
-    static const char yes[] = "{\"cached\":true,";
-    static const char no[] = "{\"cached\":false,";
-    const char *prefix = cached ? yes : no;
-    size_t plen = cached ? sizeof yes - 1 : sizeof no - 1;
-    if (b->len < 2 || b->data[0] != '{')
-        return http__error(c, HAMEL_E_INTERNAL, "stored result is not an object");
-    int empty = b->data[1] == '}';
-    struct MHD_IoVec iov[2] = {{prefix, empty ? plen - 1 : plen}, {b->data + 1, b->len - 1}};
-    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    if (etag && inm && !strcmp(inm, etag)) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        if (r)
-            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
-        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
-    }
-    struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, http__blob_free, blob_retain(b));
-    if (!r) {
-        blob_release(b);
-        return MHD_NO;
-    }
-    if (etag)
-        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
-    return http__send(c, MHD_HTTP_OK, r, "application/json", iov[0].iov_len + iov[1].iov_len);
-}
 
 /* ---- requests ----------------------------------------------------------------------- */
 

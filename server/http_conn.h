@@ -1,0 +1,144 @@
+/* http_conn.h — what the pieces of the HTTP face share (internal to server/http*.c,
+ * respond.c, routes.c, resolve.c and the h_*.c endpoint files; nothing else includes it).
+ *
+ * Owns the types of the running server (http_server) and of one request (http_conn),
+ * and declares the functions the pieces call across files. Names are http__*: internal
+ * to the HTTP face (the libuv convention of uv__ for what is shared but not public).
+ *   http.c      the libmicrohttpd daemon, the request lifecycle (headers, body, suspend
+ *               and resume, offload), dispatch through the route table
+ *   respond.c   responses: JSON, problem documents, result blobs, CORS headers
+ *   routes.c    the route table: method + path pattern -> handler, 405/Allow, preflight
+ *   resolve.c   the model a request names (inline or model_id), compiled off the poll
+ *               threads (offload pool) with one compilation per spec in flight
+ *   h_*.c       one file per resource
+ */
+#ifndef HAMEL_SERVER_HTTP_CONN_H
+#define HAMEL_SERVER_HTTP_CONN_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "hangup.h"
+#include "http.h"
+#include "metrics.h"
+#include "offload.h"
+
+#define HTTP_LOG_PATH_MAX 256        /* request path kept for the access log */
+#define HTTP_ID_MAX 128              /* longest {id} path segment */
+#define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
+#define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
+
+struct http_server {
+    http_deps d;
+    struct MHD_Daemon *daemon;
+    atomic_int ready;
+    /* SHA-256 of a POST /v1/simulations body, exactly as received -> its simulation key
+     * (a blob). Identical bytes are an identical request, so a repeat is answered from
+     * the result cache without parsing or canonicalising the JSON (the cache-hit path
+     * of a polling or batch client). Requests equal only after canonicalisation still
+     * take the full path and still hit the result cache. */
+    cache *memo;
+    atomic_int streams; /* batch streams whose response MHD still holds */
+    offload *offload;   /* compilations and /v1/hamel: off the poll threads */
+    hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
+    /* Compilations in flight by spec key: a request for a model that is being compiled
+     * waits for that compilation instead of starting another (http__compile_first). */
+    pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
+    struct http_flight *flights;
+};
+
+/* A compilation in flight. It stays listed after it ends, holding its outcome for
+ * latecomers, until its owner has put the model in the cache (http__flight_end). */
+typedef struct http_flight {
+    char key[CACHE_MAX_KEY + 1];
+    struct http_conn *waiters; /* linked by next_waiter; resumed when it ends */
+    int finished, rc;          /* ended, with engine_model_compile's outcome: */
+    engine_model *model;
+    json_t *problem;
+    struct http_flight *next;
+} http_flight;
+
+typedef enum http_method {
+    HTTP_GET,
+    HTTP_HEAD,
+    HTTP_POST,
+    HTTP_DELETE,
+    HTTP_OPTIONS,
+    HTTP_OTHER,
+} http_method;
+
+typedef struct http_conn {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    metrics_route route;
+    http_method method;
+    double t0;
+    int status;
+    size_t bytes;
+    int answered;
+    char id[HTTP_ID_MAX + 1]; /* the {id} of the route, percent-decoded */
+    char *body;
+    size_t len, cap, drained;
+    int too_big;
+    job *job;             /* a long-poll's job (a reference) */
+    job_waiter waiter;    /* parked on job while suspended */
+    batch *batch;         /* a batch long-poll's batch (a reference) */
+    batch_waiter bwaiter; /* parked on batch while suspended */
+    /* Offloaded work (see http__offload): what to do on the resumed call, whether the
+     * work ran, and its inputs and outputs. */
+    enum MHD_Result (*on_resume)(struct http_conn *c);
+    int ran, off_rc, work_rc;
+    json_t *pending;                  /* the parsed body the work is for */
+    engine_model *work_model;         /* the model /v1/hamel or the equations work on */
+    json_t *out, *out_problem;        /* their result */
+    char *spec_text;                  /* the request's model spec, compact with sorted keys */
+    char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
+    int pre_set;                      /* the offloaded compilation's outcome, taken by */
+    int pre_rc;                       /* http__model_by_spec */
+    engine_model *pre_model;
+    json_t *pre_problem;
+    json_t *stored_spec;        /* a model known by id, read from the store to compile */
+    http_flight *flight;        /* the compilation this request runs for others too */
+    engine_control compile_ctl; /* its cancel flag, set by hangups (client gone, shutdown) */
+    hangup_entry hup;
+    struct http_conn *next_waiter; /* in its flight's waiters */
+
+    atomic_int resumed;
+    int suspended;
+    char method_name[16];
+    char path[HTTP_LOG_PATH_MAX];
+} http_conn;
+
+/* ---- respond.c ---- */
+
+/* The value of a request header, or NULL (borrowed from MHD for the request's life). */
+const char *http__header(http_conn *c, const char *name);
+
+/* Queues r with status and the common headers, and destroys our handle on it. */
+enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
+                                  size_t bytes);
+
+struct MHD_Response *http__text_response(char *text, size_t len);
+
+/* Sends a JSON value (stolen) with status, content type and up to two extra headers
+ * (a NULL name skips one). */
+enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
+                                    const char *v1, const char *h2, const char *v2);
+
+enum MHD_Result http__json(http_conn *c, int status, json_t *j);
+
+/* Sends a problem document (stolen) with the status it carries. */
+enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1, const char *v1);
+
+enum MHD_Result http__problem(http_conn *c, json_t *problem);
+
+enum MHD_Result http__error(http_conn *c, int code, const char *detail);
+
+enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const char *reason);
+
+/* Sends a result blob (borrowed; the response keeps its own reference) as
+ * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
+enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag);
+
+#endif

@@ -1,0 +1,145 @@
+/* respond.c — responses: how every answer of the HTTP face is queued.
+ *
+ * Owns the common headers (CORS, Content-Type), JSON bodies, problem documents (RFC 9457:
+ * status from the document, "instance" = the request path, Retry-After for a 503), and the
+ * zero-copy answer of a stored result blob ({"cached":...} + the blob, with ETag and
+ * 304 on If-None-Match). Every answer records its status and size on the http_conn for
+ * the access log and metrics.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "blob.h"
+#include "http_conn.h"
+#include "jsonout.h"
+
+#define HTTP_EXPOSE_HEADERS "Location, ETag, Retry-After"
+
+const char *http__header(http_conn *c, const char *name)
+{
+    return MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, name);
+}
+
+static void http__cors(http_conn *c, struct MHD_Response *r)
+{
+    const server_config *cfg = c->srv->d.cfg;
+    const char *origin = http__header(c, "Origin");
+    if (cfg->cors_any) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    } else if (origin && config_origin_allowed(cfg, origin)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+        MHD_add_response_header(r, "Vary", "Origin");
+    } else {
+        return;
+    }
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", HTTP_EXPOSE_HEADERS);
+}
+
+/* Queues r with status and the common headers, and destroys our handle on it. */
+enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
+                                  size_t bytes)
+{
+    if (!r)
+        return MHD_NO;
+    if (ctype)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    http__cors(c, r);
+    c->status = status;
+    c->bytes = bytes;
+    c->answered = 1;
+    enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+struct MHD_Response *http__text_response(char *text, size_t len)
+{
+    return MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+}
+
+/* Sends a JSON value (stolen) with status, content type and up to two extra headers
+ * (a NULL name skips one). */
+enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
+                                    const char *v1, const char *h2, const char *v2)
+{
+    size_t len = 0;
+    char *text = j ? jsonout_dumps(j, &len) : NULL;
+    json_decref(j);
+    if (!text)
+        return MHD_NO;
+    struct MHD_Response *r = http__text_response(text, len);
+    if (r && h1)
+        MHD_add_response_header(r, h1, v1);
+    if (r && h2)
+        MHD_add_response_header(r, h2, v2);
+    return http__send(c, status, r, ctype, len);
+}
+
+enum MHD_Result http__json(http_conn *c, int status, json_t *j)
+{
+    return http__json_h(c, status, j, "application/json", NULL, NULL, NULL, NULL);
+}
+
+/* Sends a problem document (stolen) with the status it carries. */
+enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char *h1, const char *v1)
+{
+    if (!problem)
+        problem = hamel_problem_new(HAMEL_E_INTERNAL, NULL);
+    json_t *st = json_object_get(problem, "status");
+    int status = json_is_integer(st) ? (int)json_integer_value(st) : 500;
+    if (status < 400 || status > 599)
+        status = 500;
+    if (!json_object_get(problem, "instance"))
+        json_object_set_new(problem, "instance", json_string(c->path));
+    return http__json_h(c, status, problem, "application/problem+json", h1, v1, NULL, NULL);
+}
+
+enum MHD_Result http__problem(http_conn *c, json_t *problem)
+{
+    if (hamel_problem_code(problem) == HAMEL_E_UNAVAILABLE) /* a retry can succeed later */
+        return http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN);
+    return http__problem_h(c, problem, NULL, NULL);
+}
+
+enum MHD_Result http__error(http_conn *c, int code, const char *detail)
+{
+    return http__problem(c, hamel_problem_new(code, detail));
+}
+
+enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const char *reason)
+{
+    json_t *p = hamel_problem_new(code, NULL);
+    hamel_problem_add(p, path, -1, reason);
+    return http__problem(c, p);
+}
+
+static void http__blob_free(void *cls) { blob_release(cls); }
+
+/* Sends a result blob (borrowed; the response keeps its own reference) as
+ * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
+enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag)
+{
+    static const char yes[] = "{\"cached\":true,";
+    static const char no[] = "{\"cached\":false,";
+    const char *prefix = cached ? yes : no;
+    size_t plen = cached ? sizeof yes - 1 : sizeof no - 1;
+    if (b->len < 2 || b->data[0] != '{')
+        return http__error(c, HAMEL_E_INTERNAL, "stored result is not an object");
+    int empty = b->data[1] == '}';
+    struct MHD_IoVec iov[2] = {{prefix, empty ? plen - 1 : plen}, {b->data + 1, b->len - 1}};
+    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (etag && inm && !strcmp(inm, etag)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
+    }
+    struct MHD_Response *r = MHD_create_response_from_iovec(iov, 2, http__blob_free, blob_retain(b));
+    if (!r) {
+        blob_release(b);
+        return MHD_NO;
+    }
+    if (etag)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    return http__send(c, MHD_HTTP_OK, r, "application/json", iov[0].iov_len + iov[1].iov_len);
+}
