@@ -443,45 +443,6 @@ static int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Res
                                       enum MHD_Result *ret);
 static enum MHD_Result http__get_model(http_conn *c, int equations);
 
-static enum MHD_Result http__health(http_conn *c)
-{
-    return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
-}
-
-static enum MHD_Result http__readyz(http_conn *c)
-{
-    http_server *s = c->srv;
-    if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
-        return http__json(c, 200, json_pack("{s:s}", "status", "ready"));
-    return http__error(c, HAMEL_E_UNAVAILABLE, "not accepting work");
-}
-
-static enum MHD_Result http__metrics(http_conn *c)
-{
-    http_server *s = c->srv;
-    metrics_gauges g = {0};
-    jobs_counts(s->d.jobs, &g.queue_depth, &g.queue_capacity, &g.jobs_running, &g.jobs_kept);
-    g.workers = (size_t)s->d.cfg->workers;
-    cache_stats_get(s->d.models, &g.models);
-    cache_stats_get(s->d.results, &g.results);
-    /* The daemon from the connection: h->daemon is assigned after MHD_start_daemon returns,
-     * when its threads may already be serving (ThreadSanitizer saw that race). */
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_DAEMON);
-    const union MHD_DaemonInfo *info =
-        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-    g.connections = info ? (long)info->num_connections : -1;
-    batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
-    offload_counts(s->offload, &g.offload_queued, &g.offload_running);
-    if (s->d.st)
-        store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
-    size_t len = 0;
-    char *text = metrics_render(&g, &len);
-    if (!text)
-        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
-    return http__send(c, 200, http__text_response(text, len), "text/plain; version=0.0.4; charset=utf-8",
-                      len);
-}
-
 static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
 {
     json_t *summary = engine_model_summary(m);
@@ -999,85 +960,6 @@ static enum MHD_Result http__batch(http_conn *c)
     return http__batch_answer(c, 0, 0);
 }
 
-static const char *http__mime(const char *path)
-{
-    static const char *const map[][2] = {
-        {".html", "text/html; charset=utf-8"},
-        {".js", "text/javascript; charset=utf-8"},
-        {".mjs", "text/javascript; charset=utf-8"},
-        {".css", "text/css; charset=utf-8"},
-        {".json", "application/json"},
-        {".svg", "image/svg+xml"},
-        {".png", "image/png"},
-        {".ico", "image/x-icon"},
-        {".wasm", "application/wasm"},
-        {".map", "application/json"},
-        {".txt", "text/plain; charset=utf-8"},
-    };
-    const char *dot = strrchr(path, '.');
-    for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++)
-        if (!strcasecmp(dot, map[i][0]))
-            return map[i][1];
-    return "application/octet-stream";
-}
-
-/* Whether the file open on fd lies under directory root once every symbolic link is
- * resolved: the path the kernel opened (/proc/self/fd) against realpath(root). Checking
- * the opened file, not the name, leaves no window for a link swapped in between. */
-static int http__inside(const char *root, int fd)
-{
-    char base[PATH_MAX], link[64], got[PATH_MAX];
-    if (!realpath(root, base))
-        return 0;
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, got, sizeof got - 1);
-    if (n <= 0)
-        return 0;
-    got[n] = '\0';
-    size_t b = strlen(base);
-    if (b == 1) /* root is "/" */
-        return 1;
-    return strncmp(got, base, b) == 0 && got[b] == '/';
-}
-
-static enum MHD_Result http__static(http_conn *c, const char *url)
-{
-    const char *root = c->srv->d.cfg->statics;
-    if (!root[0]) {
-        if (!strcmp(url, "/"))
-            return http__json(c, 200,
-                              json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s]}", "service", "hamel", "version",
-                                        ENGINE_VERSION, "endpoints", "/v1/health", "/v1/models", "/v1/hamel",
-                                        "/v1/simulations", "/v1/jobs/{id}", "/v1/batches", "/metrics",
-                                        "/readyz"));
-        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
-    }
-    char rel[CONFIG_PATH_MAX];
-    const char *u = !strcmp(url, "/") ? "/index.html" : url;
-    if (strstr(u, "..") || strlen(u) >= sizeof rel)
-        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
-    snprintf(rel, sizeof rel, "%s", u);
-    char full[2 * CONFIG_PATH_MAX + 2];
-    snprintf(full, sizeof full, "%s%s", root, rel);
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && !http__inside(root, fd)) { /* a symbolic link out of HAMEL_STATIC */
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        return http__error(c, HAMEL_E_NOT_FOUND, NULL);
-    }
-    struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
-    if (!r) {
-        close(fd);
-        return MHD_NO;
-    }
-    return http__send(c, 200, r, http__mime(rel), (size_t)st.st_size);
-}
-
 /* ---- routing ------------------------------------------------------------------------ */
 
 typedef struct http_route_match {
@@ -1220,7 +1102,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     }
     switch (m.route) {
     case METRICS_ROUTE_HEALTH: *ret = http__health(c); break;
-    case METRICS_ROUTE_LIVEZ: *ret = http__json(c, 200, json_pack("{s:s}", "status", "alive")); break;
+    case METRICS_ROUTE_LIVEZ: *ret = http__livez(c); break;
     case METRICS_ROUTE_READYZ: *ret = http__readyz(c); break;
     case METRICS_ROUTE_METRICS: *ret = http__metrics(c); break;
     case METRICS_ROUTE_MODEL: *ret = http__get_model(c, 0); break;

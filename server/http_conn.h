@@ -24,10 +24,10 @@
 #include "metrics.h"
 #include "offload.h"
 
-#define HTTP_LOG_PATH_MAX 256        /* request path kept for the access log */
-#define HTTP_ID_MAX 128              /* longest {id} path segment */
-#define HTTP_RETRY_AFTER_FULL "1"    /* seconds, queue full */
-#define HTTP_RETRY_AFTER_DOWN "5"    /* seconds, shutting down */
+#define HTTP_LOG_PATH_MAX 256     /* request path kept for the access log */
+#define HTTP_ID_MAX 128           /* longest {id} path segment */
+#define HTTP_RETRY_AFTER_FULL "1" /* seconds, queue full */
+#define HTTP_RETRY_AFTER_DOWN "5" /* seconds, shutting down */
 
 struct http_server {
     http_deps d;
@@ -116,15 +116,14 @@ typedef struct http_conn {
 const char *http__header(http_conn *c, const char *name);
 
 /* Queues r with status and the common headers, and destroys our handle on it. */
-enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
-                                  size_t bytes);
+enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype, size_t bytes);
 
 struct MHD_Response *http__text_response(char *text, size_t len);
 
 /* Sends a JSON value (stolen) with status, content type and up to two extra headers
  * (a NULL name skips one). */
 enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
-                                    const char *v1, const char *h2, const char *v2);
+                             const char *v1, const char *h2, const char *v2);
 
 enum MHD_Result http__json(http_conn *c, int status, json_t *j);
 
@@ -140,5 +139,20 @@ enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const c
 /* Sends a result blob (borrowed; the response keeps its own reference) as
  * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
 enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag);
+
+/* ---- h_health.c ---- */
+
+enum MHD_Result http__health(http_conn *c);
+
+enum MHD_Result http__readyz(http_conn *c);
+
+enum MHD_Result http__metrics(http_conn *c);
+
+enum MHD_Result http__livez(http_conn *c);
+
+/* ---- h_static.c ---- */
+
+/* GET of a path outside /v1: a file of HAMEL_STATIC (url is the request's, unlimited). */
+enum MHD_Result http__static(http_conn *c, const char *url);
 
 #endif

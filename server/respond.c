@@ -36,8 +36,7 @@ static void http__cors(http_conn *c, struct MHD_Response *r)
 }
 
 /* Queues r with status and the common headers, and destroys our handle on it. */
-enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype,
-                                  size_t bytes)
+enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, const char *ctype, size_t bytes)
 {
     if (!r)
         return MHD_NO;
@@ -60,7 +59,7 @@ struct MHD_Response *http__text_response(char *text, size_t len)
 /* Sends a JSON value (stolen) with status, content type and up to two extra headers
  * (a NULL name skips one). */
 enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
-                                    const char *v1, const char *h2, const char *v2)
+                             const char *v1, const char *h2, const char *v2)
 {
     size_t len = 0;
     char *text = j ? jsonout_dumps(j, &len) : NULL;

@@ -1,0 +1,49 @@
+/* h_health.c — the probes and the metrics: GET /v1/health, /livez, /readyz, /metrics.
+ *
+ * Owns what a load balancer or Prometheus asks: liveness, readiness (503 while draining
+ * or not accepting work) and the text exposition of metrics.h with the gauges read from
+ * the job pool, caches, batches, offload pool, store and the daemon's connection count.
+ * All of it reads memory only.
+ */
+#include "http_conn.h"
+
+enum MHD_Result http__health(http_conn *c)
+{
+    return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
+}
+
+enum MHD_Result http__readyz(http_conn *c)
+{
+    http_server *s = c->srv;
+    if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
+        return http__json(c, 200, json_pack("{s:s}", "status", "ready"));
+    return http__error(c, HAMEL_E_UNAVAILABLE, "not accepting work");
+}
+
+enum MHD_Result http__metrics(http_conn *c)
+{
+    http_server *s = c->srv;
+    metrics_gauges g = {0};
+    jobs_counts(s->d.jobs, &g.queue_depth, &g.queue_capacity, &g.jobs_running, &g.jobs_kept);
+    g.workers = (size_t)s->d.cfg->workers;
+    cache_stats_get(s->d.models, &g.models);
+    cache_stats_get(s->d.results, &g.results);
+    /* The daemon from the connection: h->daemon is assigned after MHD_start_daemon returns,
+     * when its threads may already be serving (ThreadSanitizer saw that race). */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_DAEMON);
+    const union MHD_DaemonInfo *info =
+        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+    g.connections = info ? (long)info->num_connections : -1;
+    batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
+    offload_counts(s->offload, &g.offload_queued, &g.offload_running);
+    if (s->d.st)
+        store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
+    size_t len = 0;
+    char *text = metrics_render(&g, &len);
+    if (!text)
+        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+    return http__send(c, 200, http__text_response(text, len), "text/plain; version=0.0.4; charset=utf-8",
+                      len);
+}
+
+enum MHD_Result http__livez(http_conn *c) { return http__json(c, 200, json_pack("{s:s}", "status", "alive")); }
