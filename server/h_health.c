@@ -46,4 +46,7 @@ enum MHD_Result http__metrics(http_conn *c)
                       len);
 }
 
-enum MHD_Result http__livez(http_conn *c) { return http__json(c, 200, json_pack("{s:s}", "status", "alive")); }
+enum MHD_Result http__livez(http_conn *c)
+{
+    return http__json(c, 200, json_pack("{s:s}", "status", "alive"));
+}

@@ -174,16 +174,6 @@ static enum MHD_Result http__bad_wait(http_conn *c)
     return http__error_at(c, HAMEL_E_BAD_REQUEST, "?wait", "must be a number of seconds");
 }
 
-static void http__hex(const unsigned char *d, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* ---- the body memo ---------------------------------------------------------------- */
 
 static void *http__memo_retain(void *v) { return blob_retain(v); }
@@ -240,207 +230,8 @@ static void http__memo_put(http_conn *c, const char *key)
 
 /* ---- models ------------------------------------------------------------------------- */
 
-/* Caches m under "m:<id>" and, given the key of the spec text it came from, points that
- * key at the id in the memo (the model's bytes are charged to the model cache once). */
-static void http__model_remember(http_server *s, engine_model *m, const char *bkey)
-{
-    char key[CACHE_MAX_KEY + 1];
-    snprintf(key, sizeof key, "m:%s", engine_model_id(m));
-    cache_put(s->d.models, key, m, engine_model_bytes(m));
-    blob *id = bkey ? blob_new(engine_model_id(m), strlen(engine_model_id(m))) : NULL;
-    if (id)
-        cache_put(s->memo, bkey, id, sizeof *id + id->len + 1 + strlen(bkey));
-    blob_release(id);
-}
-
-/* The cached model of a spec text key ("b:<sha256>"), a new reference, or NULL. A miss
- * is counted in the model cache's metrics only when `count` is set. */
-static engine_model *http__model_by_text(http_server *s, const char *bkey, int count)
-{
-    blob *id = cache_peek(s->memo, bkey);
-    char key[CACHE_MAX_KEY + 1];
-    if (id)
-        snprintf(key, sizeof key, "m:%s", id->data);
-    blob_release(id);
-    engine_model *m = NULL;
-    if (id)
-        m = count ? cache_get(s->d.models, key) : cache_peek(s->d.models, key);
-    else if (count)
-        cache_get(s->d.models, bkey); /* counts the miss */
-    return m;
-}
-
-/* Compiles spec (borrowed); on success *out is a new model reference. */
-static int http__compile(http_server *s, const json_t *spec, engine_model **out, json_t **problem)
-{
-    double t0 = jobs_now();
-    int rc = engine_model_compile(spec, s->d.limits, out, problem);
-    metrics_derive(jobs_now() - t0);
-    if (rc == HAMEL_E_COMPILE_LIMIT)
-        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
-    return rc;
-}
-
-/* Takes the outcome of the request's offloaded compilation, if there is one (returns 1). */
-static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t **problem)
-{
-    if (!c->pre_set)
-        return 0;
-    *rc = c->pre_rc;
-    *out = c->pre_model;
-    *problem = c->pre_problem;
-    c->pre_set = 0;
-    c->pre_model = NULL;
-    c->pre_problem = NULL;
-    if (*rc == HAMEL_E_CANCELLED) { /* a compilation cancelled by shutdown or its first client leaving */
-        json_decref(*problem);
-        *rc = HAMEL_E_UNAVAILABLE;
-        *problem =
-            hamel_problem_new(*rc, "the model's compilation was cancelled (the service is stopping, or "
-                                   "the client that started it went away); retry");
-    }
-    return 1;
-}
-
-/* The "m:<id>" key of a model id into key; returns 0 if the id is too long to be one. */
-static int http__id_key(const char *id, char key[CACHE_MAX_KEY + 1])
-{
-    if (strlen(id) + 2 > CACHE_MAX_KEY)
-        return 0;
-    snprintf(key, CACHE_MAX_KEY + 1, "m:%s", id);
-    return 1;
-}
-
-/* The stored JSON of the model with this id (a new reference), or NULL. */
-static json_t *http__stored_spec(http_server *s, const char *id)
-{
-    char *text = NULL;
-    if (!s->d.st || store_get_model(s->d.st, id, &text) != 0)
-        return NULL;
-    json_t *spec = json_loads(text, 0, NULL);
-    free(text);
-    return spec;
-}
-
-/* The model with this id from the cache or the store (compiled again from its stored
- * JSON: on the offload pool when http__compile_stored_first ran before, else here).
- * Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
-static int http__model_by_id(http_conn *c, const char *id, engine_model **out, json_t **problem)
-{
-    http_server *s = c->srv;
-    char key[CACHE_MAX_KEY + 1];
-    *out = NULL;
-    if (!http__id_key(id, key))
-        return HAMEL_E_NOT_FOUND;
-    *out = cache_get(s->d.models, key);
-    if (*out)
-        return 0;
-    int rc;
-    if (!http__take_compiled(c, &rc, out, problem)) {
-        json_t *spec = http__stored_spec(s, id);
-        if (!spec)
-            return HAMEL_E_NOT_FOUND;
-        rc = http__compile(s, spec, out, problem);
-        json_decref(spec);
-    }
-    if (rc != 0)
-        return rc;
-    if (strcmp(engine_model_id(*out), id) != 0) { /* the canonical form changed since */
-        engine_model_release(*out);
-        *out = NULL;
-        return HAMEL_E_NOT_FOUND;
-    }
-    http__model_remember(s, *out, NULL);
-    return 0;
-}
-
-/* Sets c->spec_text and c->spec_key for spec (once per request). Returns 0 or -1. */
-static int http__spec_key(http_conn *c, const json_t *spec)
-{
-    if (c->spec_text)
-        return 0;
-    c->spec_text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!c->spec_text)
-        return -1;
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)c->spec_text, strlen(c->spec_text), d);
-    snprintf(c->spec_key, sizeof c->spec_key, "b:");
-    http__hex(d, sizeof d, c->spec_key + 2);
-    return 0;
-}
-
-/* The model of a spec object: a hit on the hash of its JSON text skips the engine;
- * otherwise it is the outcome of the request's compilation (run on the compile pool
- * before the handler, see http__compile_first) or, failing that, compiled here; if its
- * id is new it is remembered in the store. *created says whether the service had never
- * seen this model id. */
-static int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, int *created,
-                               json_t **problem)
-{
-    http_server *s = c->srv;
-    *out = NULL;
-    *created = 0;
-    if (http__spec_key(c, spec) != 0)
-        return HAMEL_E_INTERNAL;
-    *out = http__model_by_text(s, c->spec_key, 1);
-    if (*out)
-        return 0;
-    int rc;
-    if (!http__take_compiled(c, &rc, out, problem))
-        rc = http__compile(s, spec, out, problem);
-    if (rc != 0)
-        return rc;
-    char mkey[CACHE_MAX_KEY + 1];
-    snprintf(mkey, sizeof mkey, "m:%s", engine_model_id(*out));
-    engine_model *known = cache_peek(s->d.models, mkey);
-    if (known) { /* same model, other formatting: share the compiled one */
-        engine_model_release(*out);
-        *out = known;
-    } else if (s->d.st) {
-        char *stored = NULL;
-        int found = store_get_model(s->d.st, engine_model_id(*out), &stored);
-        free(stored);
-        if (found == 1) {
-            *created = 1;
-            store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
-        }
-    } else {
-        *created = 1;
-    }
-    http__model_remember(s, *out, c->spec_key);
-    return 0;
-}
-
-/* The model a request body names with "model" or "model_id". */
-static int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem)
-{
-    const json_t *spec = json_object_get(body, "model");
-    const json_t *id = json_object_get(body, "model_id");
-    int created = 0;
-    if (json_is_object(spec))
-        return http__model_by_spec(c, spec, out, &created, problem);
-    if (json_is_string(id)) {
-        int rc = http__model_by_id(c, json_string_value(id), out, problem);
-        if (rc == HAMEL_E_NOT_FOUND) {
-            *problem = hamel_problem_new(rc, "no model has this id; POST it to /v1/models");
-            hamel_problem_add(*problem, "model_id", -1, "unknown model id");
-        }
-        return rc;
-    }
-    *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-    hamel_problem_add(*problem, spec || id ? (spec ? "model" : "model_id") : "model", -1,
-                      spec ? "must be an object"
-                      : id ? "must be a string"
-                           : "either model or model_id is required");
-    return HAMEL_E_BAD_REQUEST;
-}
-
 /* ---- endpoints ---------------------------------------------------------------------- */
 
-static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
-                                     enum MHD_Result (*resume)(http_conn *));
-static int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
-                                      enum MHD_Result *ret);
 static enum MHD_Result http__get_model(http_conn *c, int equations);
 
 static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
@@ -1115,7 +906,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 }
 
 /* A parsed POST body (a JSON object) to its route's handler. */
-static enum MHD_Result http__dispatch(http_conn *c, json_t *body)
+enum MHD_Result http__dispatch(http_conn *c, json_t *body)
 {
     switch (c->route) {
     case METRICS_ROUTE_MODELS: return http__post_model(c, body);
@@ -1127,16 +918,7 @@ static enum MHD_Result http__dispatch(http_conn *c, json_t *body)
     }
 }
 
-/* The model spec object a POST body carries, or NULL (a model_id, or nothing). */
-static const json_t *http__spec_of(const http_conn *c, const json_t *body)
-{
-    const json_t *inner = json_object_get(body, "model");
-    if (c->route == METRICS_ROUTE_MODELS)
-        return json_is_object(inner) && !json_object_get(body, "coordinates") ? inner : body;
-    return json_is_object(inner) ? inner : NULL;
-}
-
-static void http__offloaded(void *arg, int ran)
+void http__offloaded(void *arg, int ran)
 {
     http_conn *c = arg;
     c->ran = ran;
@@ -1147,8 +929,8 @@ static void http__offloaded(void *arg, int ran)
 /* Suspends the connection and runs run(c) on the offload pool, then done(c, ran) (which
  * must end in http__offloaded); the resumed call answers with resume(c). Past the queue
  * (or while stopping) the answer is a 503. */
-static enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
-                                          enum MHD_Result (*resume)(http_conn *))
+enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
+                                   enum MHD_Result (*resume)(http_conn *))
 {
     c->on_resume = resume;
     c->ran = 0;
@@ -1161,8 +943,7 @@ static enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), voi
     return MHD_YES;
 }
 
-static enum MHD_Result http__offload(http_conn *c, void (*run)(void *),
-                                     enum MHD_Result (*resume)(http_conn *))
+enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *))
 {
     return http__offload_with(c, run, http__offloaded, resume);
 }
@@ -1178,189 +959,6 @@ static enum MHD_Result http__resume_offloaded(http_conn *c)
     return http__problem_h(c, hamel_problem_new(rc, "no thread is free for this request; retry"),
                            MHD_HTTP_HEADER_RETRY_AFTER,
                            rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
-}
-
-/* Offloaded: compile the model of c->pending. */
-static void http__run_compile(void *arg)
-{
-    http_conn *c = arg;
-    double t0 = jobs_now();
-    const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
-    /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    atomic_store(&c->compile_ctl.cancel, 0);
-    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
-    c->pre_rc =
-        engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
-    hangup_forget(c->srv->hangups, &c->hup);
-    c->pre_set = 1;
-    metrics_derive(jobs_now() - t0);
-    if (c->pre_rc == HAMEL_E_COMPILE_LIMIT)
-        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
-    else if (c->pre_rc == HAMEL_E_CANCELLED)
-        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
-                                                                            : METRICS_COMPILE_CLIENT_GONE);
-}
-
-/* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
-static void http__flight_copy(const http_flight *f, http_conn *w)
-{
-    w->pre_set = 1;
-    w->pre_rc = f->rc;
-    w->pre_model = engine_model_retain(f->model);
-    w->pre_problem = f->problem ? json_deep_copy(f->problem) : NULL;
-}
-
-/* Unlists and frees c's flight (once the model is cached, or c is gone). */
-static void http__flight_end(http_conn *c)
-{
-    http_server *s = c->srv;
-    http_flight *f = c->flight;
-    if (!f)
-        return;
-    c->flight = NULL;
-    pthread_mutex_lock(&s->flights_mu);
-    http_flight **pp = &s->flights;
-    while (*pp && *pp != f)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = f->next;
-    http_conn *w = f->waiters; /* none unless it never ran */
-    f->waiters = NULL;
-    pthread_mutex_unlock(&s->flights_mu);
-    while (w) {
-        http_conn *next = w->next_waiter;
-        w->next_waiter = NULL;
-        w->off_rc = c->off_rc ? c->off_rc : HAMEL_E_UNAVAILABLE; /* the owner's refusal */
-        http__offloaded(w, 0);
-        w = next;
-    }
-    if (f->model)
-        engine_model_release(f->model);
-    json_decref(f->problem);
-    free(f);
-}
-
-/* The end of the owner's compilation: the flight keeps the outcome, every request that
- * waited on it gets a copy and is resumed, then the owner. A task that never ran (queue
- * full, shutting down) ends its flight at once, refusing the waiters too, so that no
- * connection stays suspended on it. */
-static void http__compile_done(void *arg, int ran)
-{
-    http_conn *c = arg;
-    http_server *s = c->srv;
-    http_flight *f = c->flight;
-    http_conn *w = NULL;
-    if (f && !ran)
-        http__flight_end(c);
-    if (f && ran) {
-        pthread_mutex_lock(&s->flights_mu);
-        f->finished = 1;
-        f->rc = c->pre_rc;
-        f->model = engine_model_retain(c->pre_model);
-        f->problem = c->pre_problem ? json_deep_copy(c->pre_problem) : NULL;
-        for (http_conn *x = f->waiters; x; x = x->next_waiter)
-            http__flight_copy(f, x);
-        w = f->waiters;
-        f->waiters = NULL;
-        pthread_mutex_unlock(&s->flights_mu);
-    }
-    while (w) {
-        http_conn *next = w->next_waiter; /* w may be gone once resumed */
-        w->next_waiter = NULL;
-        http__offloaded(w, 1);
-        w = next;
-    }
-    http__offloaded(c, ran);
-}
-
-static enum MHD_Result http__resume_compiled(http_conn *c)
-{
-    json_t *body = c->pending;
-    c->pending = NULL;
-    enum MHD_Result ret = http__dispatch(c, body);
-    json_decref(body);
-    http__flight_end(c); /* the model is in the cache now */
-    return ret;
-}
-
-/* When the model with this id is not in the cache but in the store (after a restart,
- * or evicted), compiles its stored JSON on the offload pool and answers with resume(c)
- * when that ends (returns 1 with *ret). Returns 0 to go on now. */
-static int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
-                                      enum MHD_Result *ret)
-{
-    char key[CACHE_MAX_KEY + 1];
-    if (!id || !http__id_key(id, key))
-        return 0;
-    engine_model *hit = cache_peek(c->srv->d.models, key);
-    if (hit) {
-        engine_model_release(hit);
-        return 0;
-    }
-    c->stored_spec = http__stored_spec(c->srv, id);
-    if (!c->stored_spec)
-        return 0;
-    *ret = http__offload(c, http__run_compile, resume);
-    return 1;
-}
-
-/* When the body's model is not in the cache, compiles it (or, for a model_id, its stored
- * JSON) on the offload pool and dispatches the body when that ends (returns 1 with
- * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
-static int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
-{
-    const json_t *spec = http__spec_of(c, body);
-    if (!spec) {
-        c->pending = json_incref(body);
-        if (http__compile_stored_first(c, json_string_value(json_object_get(body, "model_id")),
-                                       http__resume_compiled, ret))
-            return 1;
-        json_decref(c->pending);
-        c->pending = NULL;
-        return 0;
-    }
-    if (http__spec_key(c, spec) != 0)
-        return 0;
-    http_server *s = c->srv;
-    engine_model *hit = http__model_by_text(s, c->spec_key, 0);
-    if (hit) {
-        engine_model_release(hit);
-        return 0;
-    }
-    c->pending = json_incref(body);
-    *ret = MHD_YES;
-    pthread_mutex_lock(&s->flights_mu);
-    http_flight *f = s->flights;
-    while (f && strcmp(f->key, c->spec_key) != 0)
-        f = f->next;
-    if (f && f->finished) { /* compiled, not yet cached: take the outcome and go on */
-        http__flight_copy(f, c);
-        pthread_mutex_unlock(&s->flights_mu);
-        json_decref(c->pending);
-        c->pending = NULL;
-        return 0;
-    }
-    if (f) { /* being compiled: wait for it (suspended under the lock, so not yet resumable) */
-        c->on_resume = http__resume_compiled;
-        c->ran = 0;
-        MHD_suspend_connection(c->conn);
-        c->suspended = 1;
-        c->next_waiter = f->waiters;
-        f->waiters = c;
-        pthread_mutex_unlock(&s->flights_mu);
-        return 1;
-    }
-    f = calloc(1, sizeof *f);
-    if (f) {
-        snprintf(f->key, sizeof f->key, "%s", c->spec_key);
-        f->next = s->flights;
-        s->flights = f;
-        c->flight = f;
-    }
-    pthread_mutex_unlock(&s->flights_mu);
-    *ret = http__offload_with(c, http__run_compile, http__compile_done, http__resume_compiled);
-    return 1;
 }
 
 /* The whole body has arrived: parse and dispatch. */

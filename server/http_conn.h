@@ -110,6 +110,24 @@ typedef struct http_conn {
     char path[HTTP_LOG_PATH_MAX];
 } http_conn;
 
+/* ---- http.c ---- */
+
+/* The resume callback of offloaded work (offload.h's done): records whether it ran and
+ * resumes the connection. */
+void http__offloaded(void *arg, int ran);
+
+/* Suspends the connection and runs run(c) on the offload pool, then done(c, ran) (which
+ * must end in http__offloaded); the resumed call answers with resume(c). Past the queue
+ * (or while stopping) the answer is a 503. */
+enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
+                                   enum MHD_Result (*resume)(http_conn *));
+
+/* http__offload_with with http__offloaded as done. */
+enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *));
+
+/* A parsed POST body (a JSON object) to its route's handler. */
+enum MHD_Result http__dispatch(http_conn *c, json_t *body);
+
 /* ---- respond.c ---- */
 
 /* The value of a request header, or NULL (borrowed from MHD for the request's life). */
@@ -154,5 +172,39 @@ enum MHD_Result http__livez(http_conn *c);
 
 /* GET of a path outside /v1: a file of HAMEL_STATIC (url is the request's, unlimited). */
 enum MHD_Result http__static(http_conn *c, const char *url);
+
+/* ---- resolve.c ---- */
+
+/* The lowercase hex of n bytes into out[2n + 1]. */
+void http__hex(const unsigned char *d, size_t n, char *out);
+
+/* The model with this id from the cache or the store (compiled again from its stored
+ * JSON: on the offload pool when http__compile_stored_first ran before, else here).
+ * Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */
+int http__model_by_id(http_conn *c, const char *id, engine_model **out, json_t **problem);
+
+/* The model of a spec object: a hit on the hash of its JSON text skips the engine;
+ * otherwise it is the outcome of the request's compilation (run on the compile pool
+ * before the handler, see http__compile_first) or, failing that, compiled here; if its
+ * id is new it is remembered in the store. *created says whether the service had never
+ * seen this model id. */
+int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, int *created, json_t **problem);
+
+/* The model a request body names with "model" or "model_id". */
+int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem);
+
+/* Unlists and frees c's flight (once the model is cached, or c is gone). */
+void http__flight_end(http_conn *c);
+
+/* When the model with this id is not in the cache but in the store (after a restart,
+ * or evicted), compiles its stored JSON on the offload pool and answers with resume(c)
+ * when that ends (returns 1 with *ret). Returns 0 to go on now. */
+int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
+                               enum MHD_Result *ret);
+
+/* When the body's model is not in the cache, compiles it (or, for a model_id, its stored
+ * JSON) on the offload pool and dispatches the body when that ends (returns 1 with
+ * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
+int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret);
 
 #endif
