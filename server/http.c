@@ -232,128 +232,6 @@ static void http__memo_put(http_conn *c, const char *key)
 
 /* ---- endpoints ---------------------------------------------------------------------- */
 
-static enum MHD_Result http__get_model(http_conn *c, int equations);
-
-static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
-{
-    json_t *summary = engine_model_summary(m);
-    char etag[CACHE_MAX_KEY + 3], location[CACHE_MAX_KEY + 16];
-    snprintf(etag, sizeof etag, "\"%s\"", engine_model_id(m));
-    snprintf(location, sizeof location, "/v1/models/%s", engine_model_id(m));
-    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    if (status == 200 && inm && !strcmp(inm, etag) && c->method != HTTP_POST) {
-        json_decref(summary);
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        if (r)
-            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
-        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
-    }
-    if (!summary)
-        return http__error(c, HAMEL_E_INTERNAL, "no summary");
-    return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
-                        status == 201 ? MHD_HTTP_HEADER_LOCATION : NULL, location);
-}
-
-static enum MHD_Result http__post_model(http_conn *c, json_t *body)
-{
-    const json_t *spec = body;
-    json_t *inner = json_object_get(body, "model");
-    if (json_is_object(inner) && !json_object_get(body, "coordinates"))
-        spec = inner; /* {"model": {...}} is accepted as well as the bare model */
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int created = 0;
-    int rc = http__model_by_spec(c, spec, &m, &created, &problem);
-    if (rc != 0)
-        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
-    enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200);
-    engine_model_release(m);
-    return ret;
-}
-
-static enum MHD_Result http__resume_get_model(http_conn *c)
-{
-    return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS);
-}
-
-static enum MHD_Result http__get_model(http_conn *c, int equations)
-{
-    enum MHD_Result ret;
-    if (!c->pre_set && http__compile_stored_first(c, c->id, http__resume_get_model, &ret))
-        return ret;
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = http__model_by_id(c, c->id, &m, &problem);
-    if (rc == HAMEL_E_NOT_FOUND) {
-        json_decref(problem);
-        return http__error(c, rc, "no model has this id");
-    }
-    if (rc != 0)
-        return http__problem(c, problem);
-    if (!equations) {
-        ret = http__model_summary(c, m, 200);
-    } else {
-        json_t *eq = NULL;
-        const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
-        rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
-        ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
-    }
-    engine_model_release(m);
-    return ret;
-}
-
-/* Offloaded: the Hamel coefficients of c->work_model at the points of c->pending. */
-static void http__run_hamel(void *arg)
-{
-    http_conn *c = arg;
-    c->work_rc = engine_hamel(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
-}
-
-static enum MHD_Result http__resume_hamel(http_conn *c)
-{
-    json_t *out = c->out, *problem = c->out_problem;
-    c->out = c->out_problem = NULL;
-    return c->work_rc == 0 ? http__json(c, 200, out) : http__problem(c, problem);
-}
-
-static enum MHD_Result http__post_hamel(http_conn *c, json_t *body)
-{
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = http__model_of(c, body, &m, &problem);
-    if (rc != 0)
-        return http__problem(c, problem);
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
-    return http__offload(c, http__run_hamel, http__resume_hamel);
-}
-
-/* Offloaded: /v1/evaluate or /v1/linearize on c->work_model (engine_evaluate,
- * engine_linearize); answered like /v1/hamel. */
-static void http__run_lin(void *arg)
-{
-    http_conn *c = arg;
-    if (c->route == METRICS_ROUTE_EVALUATE)
-        c->work_rc = engine_evaluate(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
-    else
-        c->work_rc =
-            engine_linearize(c->work_model, c->pending, c->srv->d.limits, NULL, &c->out, &c->out_problem);
-}
-
-static enum MHD_Result http__post_lin(http_conn *c, json_t *body)
-{
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = http__model_of(c, body, &m, &problem);
-    if (rc != 0)
-        return http__problem(c, problem);
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
-    return http__offload(c, http__run_lin, http__resume_hamel);
-}
-
 /* The body of a job that is still queued or running. */
 static json_t *http__pending_doc(const job_view *v)
 {
@@ -911,8 +789,8 @@ enum MHD_Result http__dispatch(http_conn *c, json_t *body)
     switch (c->route) {
     case METRICS_ROUTE_MODELS: return http__post_model(c, body);
     case METRICS_ROUTE_HAMEL: return http__post_hamel(c, body);
-    case METRICS_ROUTE_EVALUATE:
-    case METRICS_ROUTE_LINEARIZE: return http__post_lin(c, body);
+    case METRICS_ROUTE_EVALUATE: return http__post_evaluate(c, body);
+    case METRICS_ROUTE_LINEARIZE: return http__post_linearize(c, body);
     case METRICS_ROUTE_BATCHES: return http__post_batch(c, body);
     default: return http__post_simulation(c, body);
     }

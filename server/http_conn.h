@@ -207,4 +207,28 @@ int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*r
  * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
 int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret);
 
+/* ---- h_models.c ---- */
+
+/* POST /v1/models. */
+enum MHD_Result http__post_model(http_conn *c, json_t *body);
+
+/* GET /v1/models/{id} (or its /equations when `equations` is set). */
+enum MHD_Result http__get_model(http_conn *c, int equations);
+
+/* Resolves the model of body (borrowed) into c->work_model, keeps body as c->pending and
+ * runs run(c) on the offload pool; run fills c->work_rc and c->out or c->out_problem,
+ * answered as 200 + c->out or the problem (/v1/hamel, /v1/evaluate, /v1/linearize). */
+enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(void *));
+
+/* ---- h_hamel.c, h_evaluate.c, h_linearize.c ---- */
+
+/* POST /v1/hamel: the Hamel coefficients at the body's points. */
+enum MHD_Result http__post_hamel(http_conn *c, json_t *body);
+
+/* POST /v1/evaluate: accelerations and multipliers at the body's states. */
+enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
+
+/* POST /v1/linearize: the linearization about the body's operating point. */
+enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
+
 #endif

@@ -159,8 +159,7 @@ static int http__spec_key(http_conn *c, const json_t *spec)
  * before the handler, see http__compile_first) or, failing that, compiled here; if its
  * id is new it is remembered in the store. *created says whether the service had never
  * seen this model id. */
-int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, int *created,
-                               json_t **problem)
+int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, int *created, json_t **problem)
 {
     http_server *s = c->srv;
     *out = NULL;
@@ -337,7 +336,7 @@ static enum MHD_Result http__resume_compiled(http_conn *c)
  * or evicted), compiles its stored JSON on the offload pool and answers with resume(c)
  * when that ends (returns 1 with *ret). Returns 0 to go on now. */
 int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*resume)(http_conn *),
-                                      enum MHD_Result *ret)
+                               enum MHD_Result *ret)
 {
     char key[CACHE_MAX_KEY + 1];
     if (!id || !http__id_key(id, key))
@@ -410,4 +409,26 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
     pthread_mutex_unlock(&s->flights_mu);
     *ret = http__offload_with(c, http__run_compile, http__compile_done, http__resume_compiled);
     return 1;
+}
+
+/* The resumed call of work offloaded by http__offload_on_model: 200 and c->out, or the
+ * problem c->out_problem. */
+static enum MHD_Result http__resume_work(http_conn *c)
+{
+    json_t *out = c->out, *problem = c->out_problem;
+    c->out = c->out_problem = NULL;
+    return c->work_rc == 0 ? http__json(c, 200, out) : http__problem(c, problem);
+}
+
+enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(void *))
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, run, http__resume_work);
 }

@@ -1,0 +1,18 @@
+/* h_evaluate.c — POST /v1/evaluate: the equations of motion evaluated at given states.
+ *
+ * Owns the request's work: engine_evaluate on the resolved model, run on the offload pool;
+ * the answer is resolve.c's http__offload_on_model's (as /v1/hamel).
+ */
+#include "http_conn.h"
+
+/* Offloaded: engine_evaluate of c->work_model at c->pending. */
+static void http__run_evaluate(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = engine_evaluate(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+}
+
+enum MHD_Result http__post_evaluate(http_conn *c, json_t *body)
+{
+    return http__offload_on_model(c, body, http__run_evaluate);
+}

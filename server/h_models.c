@@ -1,0 +1,80 @@
+/* h_models.c — the models resource: POST /v1/models, GET /v1/models/{id} and
+ * GET /v1/models/{id}/equations.
+ *
+ * Owns the model answers: the summary (201 + Location for a model new to the service,
+ * ETag = the model id, 304 on If-None-Match) and the derived equations (?form= chooses a
+ * printed form). Resolution and compilation are resolve.c's; a model known only to the
+ * store is compiled on the offload pool before the answer.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "http_conn.h"
+
+static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
+{
+    json_t *summary = engine_model_summary(m);
+    char etag[CACHE_MAX_KEY + 3], location[CACHE_MAX_KEY + 16];
+    snprintf(etag, sizeof etag, "\"%s\"", engine_model_id(m));
+    snprintf(location, sizeof location, "/v1/models/%s", engine_model_id(m));
+    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    if (status == 200 && inm && !strcmp(inm, etag) && c->method != HTTP_POST) {
+        json_decref(summary);
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        if (r)
+            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
+        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
+    }
+    if (!summary)
+        return http__error(c, HAMEL_E_INTERNAL, "no summary");
+    return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
+                        status == 201 ? MHD_HTTP_HEADER_LOCATION : NULL, location);
+}
+
+enum MHD_Result http__post_model(http_conn *c, json_t *body)
+{
+    const json_t *spec = body;
+    json_t *inner = json_object_get(body, "model");
+    if (json_is_object(inner) && !json_object_get(body, "coordinates"))
+        spec = inner; /* {"model": {...}} is accepted as well as the bare model */
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int created = 0;
+    int rc = http__model_by_spec(c, spec, &m, &created, &problem);
+    if (rc != 0)
+        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+    enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200);
+    engine_model_release(m);
+    return ret;
+}
+
+static enum MHD_Result http__resume_get_model(http_conn *c)
+{
+    return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS);
+}
+
+enum MHD_Result http__get_model(http_conn *c, int equations)
+{
+    enum MHD_Result ret;
+    if (!c->pre_set && http__compile_stored_first(c, c->id, http__resume_get_model, &ret))
+        return ret;
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_by_id(c, c->id, &m, &problem);
+    if (rc == HAMEL_E_NOT_FOUND) {
+        json_decref(problem);
+        return http__error(c, rc, "no model has this id");
+    }
+    if (rc != 0)
+        return http__problem(c, problem);
+    if (!equations) {
+        ret = http__model_summary(c, m, 200);
+    } else {
+        json_t *eq = NULL;
+        const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
+        rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
+        ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
+    }
+    engine_model_release(m);
+    return ret;
+}
