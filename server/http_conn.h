@@ -128,6 +128,18 @@ enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result
 /* A parsed POST body (a JSON object) to its route's handler. */
 enum MHD_Result http__dispatch(http_conn *c, json_t *body);
 
+/* The number in ?wait=N, capped at HAMEL_MAX_WAIT; -1 when malformed. */
+double http__wait(http_conn *c);
+
+/* The 400 answer to a malformed ?wait (http__wait returned -1). */
+enum MHD_Result http__bad_wait(http_conn *c);
+
+/* The value of a flag in the query string: ?name, ?name=1 or ?name=true. */
+int http__flag(http_conn *c, const char *name);
+
+/* The wake of a long-poll's waiter (job_waiter, batch_waiter): resumes the connection. */
+void http__wake(void *arg);
+
 /* ---- respond.c ---- */
 
 /* The value of a request header, or NULL (borrowed from MHD for the request's life). */
@@ -230,5 +242,21 @@ enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
 
 /* POST /v1/linearize: the linearization about the body's operating point. */
 enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
+
+/* ---- h_simulations.c ---- */
+
+/* Answers a POST /v1/simulations whose exact body was seen before and whose result is
+ * still cached; returns 1 if it answered. */
+int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
+
+/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
+ * a still-running job is 202 with Location; a failed one is its problem document. */
+enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
+
+/* POST /v1/simulations. */
+enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
+
+/* GET and DELETE /v1/jobs/{id}. */
+enum MHD_Result http__job(http_conn *c);
 
 #endif

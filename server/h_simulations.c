@@ -1,0 +1,267 @@
+/* h_simulations.c — simulations and their jobs: POST /v1/simulations, GET and DELETE
+ * /v1/jobs/{id}.
+ *
+ * Owns the simulation answers: a cached result at once (200, {"cached":true}, ETag = the
+ * simulation key; a repeat of the exact body is answered from the body memo without
+ * parsing), else a job on the pool (202 + Location, or a long-poll with ?wait parked on
+ * the job), and a job's state, result or problem; a job only in the store (evicted or
+ * from before a restart) is answered from its stored record.
+ */
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "http_conn.h"
+#include "jsonout.h"
+
+/* The memo key of a body: "s:" and the hex SHA-256 of its bytes. */
+static void http__memo_key(const http_conn *c, char out[CACHE_MAX_KEY + 1])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)c->body, c->len, d);
+    memcpy(out, "s:", 2);
+    http__hex(d, sizeof d, out + 2);
+}
+
+/* Answers a POST /v1/simulations whose exact body was seen before and whose result is
+ * still cached; returns 1 if it answered. */
+int http__simulation_memo(http_conn *c, enum MHD_Result *ret)
+{
+    http_server *s = c->srv;
+    char mkey[CACHE_MAX_KEY + 1];
+    http__memo_key(c, mkey);
+    blob *key = cache_peek(s->memo, mkey);
+    if (!key)
+        return 0;
+    /* peek first so that a miss here is not counted twice (the full path counts it) */
+    blob *seen = cache_peek(s->d.results, key->data);
+    blob *hit = seen ? cache_get(s->d.results, key->data) : NULL;
+    blob_release(seen);
+    if (hit) {
+        char etag[CACHE_MAX_KEY + 3];
+        snprintf(etag, sizeof etag, "\"%s\"", key->data);
+        metrics_job(METRICS_JOB_CACHED);
+        *ret = http__result(c, hit, 1, etag);
+        blob_release(hit);
+    }
+    blob_release(key);
+    return hit != NULL;
+}
+
+/* Remembers the simulation key of the current body. */
+static void http__memo_put(http_conn *c, const char *key)
+{
+    char mkey[CACHE_MAX_KEY + 1];
+    http__memo_key(c, mkey);
+    blob *b = blob_new(key, strlen(key));
+    if (b)
+        cache_put(c->srv->memo, mkey, b, sizeof *b + b->len + 1 + strlen(mkey));
+    blob_release(b);
+}
+
+/* The body of a job that is still queued or running. */
+static json_t *http__pending_doc(const job_view *v)
+{
+    return json_pack("{s:s, s:s, s:s, s:f}", "job_id", v->id, "status", job_state_name(v->state), "model_id",
+                     v->model_id, "progress", v->progress);
+}
+
+/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
+ * a still-running job is 202 with Location; a failed one is its problem document. */
+enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
+{
+    job_view v;
+    jobs_view_get(c->srv->d.jobs, j, &v);
+    enum MHD_Result ret;
+    char etag[JOB_ID_LEN + 3];
+    snprintf(etag, sizeof etag, "\"%s\"", v.id);
+    if (v.state == JOB_DONE && v.body) {
+        ret = http__result(c, v.body, 0, etag);
+    } else if ((v.state == JOB_FAILED || v.state == JOB_CANCELLED) && v.body) {
+        json_t *doc = json_loadb(v.body->data, v.body->len, 0, NULL);
+        json_t *problem = json_object_get(doc, "problem");
+        if (sync && json_is_object(problem)) {
+            json_object_set_new(problem, "job_id", json_string(v.id));
+            json_object_set_new(problem, "job_status", json_string(job_state_name(v.state)));
+            ret = http__problem(c, json_incref(problem));
+            json_decref(doc);
+        } else {
+            ret = http__json(c, 200, doc);
+        }
+    } else {
+        char location[JOB_ID_LEN + 16];
+        snprintf(location, sizeof location, "/v1/jobs/%s", v.id);
+        ret = sync ? http__json_h(c, 202, http__pending_doc(&v), "application/json", MHD_HTTP_HEADER_LOCATION,
+                                  location, NULL, NULL)
+                   : http__json(c, 200, http__pending_doc(&v));
+    }
+    blob_release(v.body);
+    return ret;
+}
+
+/* The answer to a POST /v1/simulations without ?wait: always 202 with Location, as the
+ * contract says, even when a quick job has already finished by now (the body then shows
+ * the state it was accepted in: queued, progress 0); the result is at Location. */
+static enum MHD_Result http__job_accepted(http_conn *c, job *j)
+{
+    job_view v;
+    jobs_view_get(c->srv->d.jobs, j, &v);
+    blob_release(v.body);
+    v.body = NULL;
+    if (v.state != JOB_QUEUED && v.state != JOB_RUNNING) {
+        v.state = JOB_QUEUED;
+        v.progress = 0;
+    }
+    char location[JOB_ID_LEN + 16];
+    snprintf(location, sizeof location, "/v1/jobs/%s", v.id);
+    return http__json_h(c, 202, http__pending_doc(&v), "application/json", MHD_HTTP_HEADER_LOCATION, location,
+                        NULL, NULL);
+}
+
+/* Parks the connection on c->job until it finishes or `wait` seconds pass. */
+static enum MHD_Result http__park(http_conn *c, double wait)
+{
+    c->waiter.wake = http__wake;
+    c->waiter.arg = c;
+    c->waiter.deadline = jobs_now() + wait;
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+    if (jobs_wait(c->srv->d.jobs, c->job, &c->waiter) != 0)
+        http__wake(c); /* already finished: resume at once */
+    return MHD_YES;
+}
+
+enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
+{
+    http_server *s = c->srv;
+    double wait = http__wait(c);
+    if (wait < 0)
+        return http__bad_wait(c);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    char key[80];
+    rc = engine_simulation_key(m, body, key, &problem);
+    if (rc != 0) {
+        engine_model_release(m);
+        return http__problem(c, problem);
+    }
+    http__memo_put(c, key);
+    char etag[sizeof key + 2];
+    snprintf(etag, sizeof etag, "\"%s\"", key);
+    blob *hit = cache_get(s->d.results, key);
+    if (!hit && s->d.st && store_get_result(s->d.st, key, &hit) == 0)
+        cache_put(s->d.results, key, hit, hit->len);
+    if (hit) {
+        engine_model_release(m);
+        metrics_job(METRICS_JOB_CACHED);
+        enum MHD_Result ret = http__result(c, hit, 1, etag);
+        blob_release(hit);
+        return ret;
+    }
+    /* A cache hit was valid when it was computed; anything else is checked here, so a
+     * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
+    rc = engine_simulation_check(m, body, s->d.limits, &problem);
+    if (rc != 0) {
+        engine_model_release(m);
+        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+    }
+    job *j = NULL;
+    rc = jobs_submit(s->d.jobs, m, body, key, &j);
+    engine_model_release(m);
+    if (rc != 0) {
+        if (rc == HAMEL_E_QUEUE_FULL)
+            metrics_job(METRICS_JOB_REJECTED);
+        /* Not shutting down: the shared queue (HAMEL_REDIS) is out of reach for now. */
+        const char *lost = rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs)
+                               ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+                               : NULL;
+        return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
+                               rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
+                                                                : HTTP_RETRY_AFTER_DOWN);
+    }
+    c->job = j;
+    if (wait > 0)
+        return http__park(c, wait);
+    return http__job_accepted(c, j);
+}
+
+/* A job that is only in the store (evicted from memory, or from before a restart). */
+static enum MHD_Result http__stored_job(http_conn *c)
+{
+    store *st = c->srv->d.st;
+    store_job sj;
+    int rc = st ? store_get_job(st, c->id, &sj) : 1;
+    if (rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
+        return http__problem_h(
+            c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
+            MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
+    if (rc != 0)
+        return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
+    enum MHD_Result ret;
+    if (c->method == HTTP_DELETE) {
+        ret = !strcmp(sj.status, "cancelled")
+                  ? http__json(c, 200, sj.doc ? json_loads(sj.doc, 0, NULL) : NULL)
+                  : http__error(c, HAMEL_E_CONFLICT, "the job has already finished");
+    } else if (!strcmp(sj.status, "done") && sj.key) {
+        blob *b = NULL;
+        int got = store_get_result(st, sj.key, &b);
+        if (got == 1) {
+            ret = http__error(c, HAMEL_E_GONE,
+                              "the job finished, but its result was dropped to keep the store within "
+                              "HAMEL_STORE_BYTES; POST the same request again to compute it");
+        } else if (got != 0) {
+            ret = http__error(c, HAMEL_E_INTERNAL, "the job's result could not be read from the store");
+        } else {
+            json_t *doc = json_loadb(b->data, b->len, 0, NULL);
+            json_t *jid = json_object_get(doc, "job_id");
+            if (doc && (!json_is_string(jid) || strcmp(json_string_value(jid), c->id) != 0)) {
+                /* the result row was written by an identical job: answer as this one */
+                json_object_set_new(doc, "job_id", json_string(c->id));
+                blob_release(b);
+                b = blob_take(jsonout_dumps(doc, NULL));
+            }
+            json_decref(doc);
+            char etag[HTTP_ID_MAX + 3];
+            snprintf(etag, sizeof etag, "\"%s\"", c->id);
+            ret = b ? http__result(c, b, 0, etag) : http__error(c, HAMEL_E_INTERNAL, NULL);
+            blob_release(b);
+        }
+    } else if (sj.doc) {
+        ret = http__json(c, 200, json_loads(sj.doc, 0, NULL));
+    } else {
+        ret = http__json(
+            c, 200,
+            json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status, "model_id", sj.model_id));
+    }
+    store_job_clear(&sj);
+    return ret;
+}
+
+enum MHD_Result http__job(http_conn *c)
+{
+    jobs *p = c->srv->d.jobs;
+    job *j = jobs_find(p, c->id);
+    if (!j)
+        return http__stored_job(c);
+    if (c->method == HTTP_DELETE) {
+        int rc = jobs_cancel(p, j);
+        enum MHD_Result ret =
+            rc == 0 ? http__job_answer(c, j, 0) : http__error(c, rc, "the job has already finished");
+        job_release(p, j);
+        return ret;
+    }
+    double wait = http__wait(c);
+    if (wait < 0) {
+        job_release(p, j);
+        return http__bad_wait(c);
+    }
+    c->job = j;
+    if (wait > 0)
+        return http__park(c, wait);
+    return http__job_answer(c, j, 0);
+}
