@@ -259,4 +259,16 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
 /* GET and DELETE /v1/jobs/{id}. */
 enum MHD_Result http__job(http_conn *c);
 
+/* ---- h_batches.c ---- */
+
+/* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
+ * answer carries Location. A finished batch carries "results" unless `bare`. */
+enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare);
+
+/* POST /v1/batches. */
+enum MHD_Result http__post_batch(http_conn *c, json_t *body);
+
+/* GET and DELETE /v1/batches/{id}. */
+enum MHD_Result http__batch(http_conn *c);
+
 #endif

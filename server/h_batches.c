@@ -1,0 +1,190 @@
+/* h_batches.c — the batches resource: POST /v1/batches, GET and DELETE /v1/batches/{id}.
+ *
+ * Owns the batch answers: the status document (202 + Location while unfinished, with
+ * "results" when finished), long-polls with ?wait parked on the batch, and NDJSON streams
+ * (Accept: application/x-ndjson or ?stream=1): a content reader that suspends its
+ * connection while no line is ready, so a stream never blocks a poll thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http_conn.h"
+
+#define HTTP_STREAM_BLOCK 4096 /* NDJSON bytes handed to MHD per read (fits HTTP_CONN_MEMORY) */
+#define HTTP_NDJSON "application/x-ndjson"
+
+/* A streamed batch: the content reader's state, freed by MHD through http__stream_free. */
+typedef struct http_stream {
+    http_server *srv;
+    struct MHD_Connection *conn;
+    batch *b;
+    batch_cursor cur;
+    batch_waiter w;
+} http_stream;
+
+static void http__stream_wake(void *arg)
+{
+    http_stream *st = arg;
+    MHD_resume_connection(st->conn);
+}
+
+/* MHD's content reader for an NDJSON stream. With MHD_USE_EPOLL_INTERNAL_THREAD a reader
+ * that returns 0 is called again at once (MHD's documentation: 0 is only for use with
+ * MHD_suspend_connection, else it busy-waits), and blocking here would stall every
+ * connection of this poll thread. So when no line is ready the reader suspends its
+ * connection (allowed from a content reader; it takes effect when we return) and parks
+ * a waiter on the batch; the batch's wake (a worker finishing a run, or shutdown) resumes
+ * it and MHD calls the reader again. The suspend comes before the park, so a resume can
+ * never precede its suspend; when a line arrived in between, park refuses and we resume
+ * at once. Lines are copied in pieces of at most `max` bytes (MHD's buffer, bounded by
+ * HTTP_STREAM_BLOCK), so a line of any size streams through a fixed buffer. */
+static ssize_t http__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    http_stream *st = cls;
+    batches *bs = st->srv->d.batches;
+    ssize_t n = batch_read(bs, st->b, &st->cur, buf, max);
+    if (n < 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n > 0)
+        return n;
+    MHD_suspend_connection(st->conn);
+    if (batch_stream_park(bs, st->b, &st->cur, &st->w) != 0)
+        MHD_resume_connection(st->conn);
+    return 0;
+}
+
+static void http__stream_free(void *cls)
+{
+    http_stream *st = cls;
+    batches *bs = st->srv->d.batches;
+    batch_unpark(bs, &st->w);
+    batch_release(bs, st->b);
+    atomic_fetch_sub(&st->srv->streams, 1);
+    free(st);
+}
+
+/* Whether the client asked for NDJSON: Accept: application/x-ndjson (or
+ * application/ndjson), or ?stream=1. */
+static int http__wants_stream(http_conn *c)
+{
+    const char *accept = http__header(c, MHD_HTTP_HEADER_ACCEPT);
+    if (accept && (strcasestr(accept, HTTP_NDJSON) || strcasestr(accept, "application/ndjson")))
+        return 1;
+    return http__flag(c, "stream");
+}
+
+/* Streams b's lines (completion order) as chunked NDJSON; takes the reference on b. */
+static enum MHD_Result http__batch_stream(http_conn *c, batch *b)
+{
+    http_stream *st = calloc(1, sizeof *st);
+    if (!st) {
+        batch_release(c->srv->d.batches, b);
+        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+    }
+    st->srv = c->srv;
+    st->conn = c->conn;
+    st->b = b;
+    atomic_fetch_add(&c->srv->streams, 1);
+    st->cur.summary = http__flag(c, "summary");
+    st->w.wake = http__stream_wake;
+    st->w.arg = st;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
+                                                               http__stream_read, st, http__stream_free);
+    if (!r) {
+        http__stream_free(st);
+        return MHD_NO;
+    }
+    char location[BATCH_ID_LEN + 16];
+    snprintf(location, sizeof location, "/v1/batches/%s", batch_id(b));
+    MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    MHD_add_response_header(r, "X-Batch-Id", batch_id(b));
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* proxies: pass lines on at once */
+    return http__send(c, MHD_HTTP_OK, r, HTTP_NDJSON, 0);
+}
+
+/* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
+ * answer carries Location. A finished batch carries "results" unless `bare`. */
+enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
+{
+    batches *bs = c->srv->d.batches;
+    batch *b = c->batch;
+    int done = batch_finished(bs, b);
+    size_t len = 0;
+    char *text = batch_render(bs, b, !bare, &len);
+    if (!text)
+        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+    struct MHD_Response *r = http__text_response(text, len);
+    char location[BATCH_ID_LEN + 16];
+    snprintf(location, sizeof location, "/v1/batches/%s", batch_id(b));
+    if (r && sync)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    return http__send(c, sync && !done ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, r, "application/json", len);
+}
+
+/* Parks the connection on c->batch until it finishes or `wait` seconds pass. */
+static enum MHD_Result http__park_batch(http_conn *c, double wait)
+{
+    c->bwaiter.wake = http__wake;
+    c->bwaiter.arg = c;
+    c->bwaiter.deadline = jobs_now() + wait;
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+    if (batch_wait(c->srv->d.batches, c->batch, &c->bwaiter) != 0)
+        http__wake(c); /* already finished: resume at once */
+    return MHD_YES;
+}
+
+enum MHD_Result http__post_batch(http_conn *c, json_t *body)
+{
+    http_server *s = c->srv;
+    int stream = http__wants_stream(c);
+    double wait = http__wait(c);
+    if (wait < 0)
+        return http__bad_wait(c);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0) {
+        metrics_batch(METRICS_BATCH_INVALID);
+        return http__problem(c, problem);
+    }
+    batch *b = NULL;
+    rc = batch_create(s->d.batches, m, body, &b, &problem);
+    engine_model_release(m);
+    if (rc != 0)
+        return rc == HAMEL_E_UNAVAILABLE
+                   ? http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN)
+                   : http__problem(c, problem);
+    if (stream)
+        return http__batch_stream(c, b);
+    c->batch = b;
+    if (wait > 0)
+        return http__park_batch(c, wait);
+    return http__batch_answer(c, 1, 0);
+}
+
+enum MHD_Result http__batch(http_conn *c)
+{
+    batches *bs = c->srv->d.batches;
+    batch *b = batches_find(bs, c->id);
+    if (!b)
+        return http__error(c, HAMEL_E_NOT_FOUND, "no batch has this id (batches are kept in memory only)");
+    if (c->method == HTTP_DELETE) {
+        c->batch = b;
+        int rc = batch_cancel(bs, b);
+        return rc == 0 ? http__batch_answer(c, 0, 1) : http__error(c, rc, "the batch has already finished");
+    }
+    if (http__wants_stream(c))
+        return http__batch_stream(c, b);
+    c->batch = b;
+    double wait = http__wait(c);
+    if (wait < 0)
+        return http__bad_wait(c);
+    if (wait > 0)
+        return http__park_batch(c, wait);
+    return http__batch_answer(c, 0, 0);
+}
