@@ -48,15 +48,12 @@ enum MHD_Result http__post_model(http_conn *c, json_t *body)
     return ret;
 }
 
-static enum MHD_Result http__resume_get_model(http_conn *c)
-{
-    return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS);
-}
+enum MHD_Result http__model(http_conn *c) { return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS); }
 
 enum MHD_Result http__get_model(http_conn *c, int equations)
 {
     enum MHD_Result ret;
-    if (!c->pre_set && http__compile_stored_first(c, c->id, http__resume_get_model, &ret))
+    if (!c->pre_set && http__compile_stored_first(c, c->id, http__model, &ret))
         return ret;
     engine_model *m = NULL;
     json_t *problem = NULL;

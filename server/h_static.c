@@ -58,8 +58,9 @@ static int http__inside(const char *root, int fd)
     return strncmp(got, base, b) == 0 && got[b] == '/';
 }
 
-enum MHD_Result http__static(http_conn *c, const char *url)
+enum MHD_Result http__static(http_conn *c)
 {
+    const char *url = c->url;
     const char *root = c->srv->d.cfg->statics;
     if (!root[0]) {
         if (!strcmp(url, "/"))

@@ -54,7 +54,6 @@
 #define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
-#define HTTP_CORS_MAX_AGE "600"
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STOP_STREAM_SECONDS 2.0           /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L             /* ... polling every 5 ms */
@@ -62,40 +61,6 @@
 /* ---- responses ---------------------------------------------------------------------- */
 
 /* ---- requests ----------------------------------------------------------------------- */
-
-static int http__hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes src (n bytes) into dst[cap]. Returns 0, or -1 if it does not fit or
- * decodes to a NUL or a '/'. */
-static int http__decode(const char *src, size_t n, char *dst, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = src[i];
-        if (ch == '%' && i + 2 < n) {
-            int hi = http__hexval(src[i + 1]);
-            int lo = http__hexval(src[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                ch = (char)(hi * 16 + lo);
-                i += 2;
-            }
-        }
-        if (ch == '\0' || ch == '/' || o + 1 >= cap)
-            return -1;
-        dst[o++] = ch;
-    }
-    dst[o] = '\0';
-    return 0;
-}
 
 /* Whether the nesting of the JSON text stays within max (strings skipped). */
 static int http__depth_ok(const char *s, size_t n, int max)
@@ -205,97 +170,12 @@ int http__flag(http_conn *c, const char *name)
 
 /* ---- routing ------------------------------------------------------------------------ */
 
-typedef struct http_route_match {
-    metrics_route route;
-    const char *allow; /* methods, for 405 and preflight */
-} http_route_match;
-
-/* Matches a path to a route and fills c->id. Returns 0, or -1 for an unknown or
- * malformed /v1 path. */
-static int http__match(http_conn *c, const char *url, http_route_match *m)
-{
-    static const char models[] = "/v1/models/", jobs_[] = "/v1/jobs/", batches_[] = "/v1/batches/";
-    m->allow = "GET, HEAD, OPTIONS";
-    if (!strcmp(url, "/v1/health")) {
-        m->route = METRICS_ROUTE_HEALTH;
-    } else if (!strcmp(url, "/v1/models")) {
-        m->route = METRICS_ROUTE_MODELS;
-        m->allow = "POST, OPTIONS";
-    } else if (!strcmp(url, "/v1/hamel")) {
-        m->route = METRICS_ROUTE_HAMEL;
-        m->allow = "POST, OPTIONS";
-    } else if (!strcmp(url, "/v1/evaluate") || !strcmp(url, "/v1/linearize")) {
-        m->route = url[4] == 'e' ? METRICS_ROUTE_EVALUATE : METRICS_ROUTE_LINEARIZE;
-        m->allow = "POST, OPTIONS";
-    } else if (!strcmp(url, "/v1/simulations")) {
-        m->route = METRICS_ROUTE_SIMULATIONS;
-        m->allow = "POST, OPTIONS";
-    } else if (!strcmp(url, "/v1/batches")) {
-        m->route = METRICS_ROUTE_BATCHES;
-        m->allow = "POST, OPTIONS";
-    } else if (!strncmp(url, batches_, sizeof batches_ - 1)) {
-        const char *id = url + sizeof batches_ - 1;
-        if (!*id || strchr(id, '/') || http__decode(id, strlen(id), c->id, sizeof c->id) != 0)
-            return -1;
-        m->route = METRICS_ROUTE_BATCH;
-        m->allow = "GET, HEAD, DELETE, OPTIONS";
-    } else if (!strncmp(url, models, sizeof models - 1)) {
-        const char *id = url + sizeof models - 1;
-        const char *slash = strchr(id, '/');
-        size_t n = slash ? (size_t)(slash - id) : strlen(id);
-        if (slash && strcmp(slash, "/equations") != 0)
-            return -1;
-        if (n == 0 || http__decode(id, n, c->id, sizeof c->id) != 0)
-            return -1;
-        m->route = slash ? METRICS_ROUTE_EQUATIONS : METRICS_ROUTE_MODEL;
-    } else if (!strncmp(url, jobs_, sizeof jobs_ - 1)) {
-        const char *id = url + sizeof jobs_ - 1;
-        if (!*id || strchr(id, '/') || http__decode(id, strlen(id), c->id, sizeof c->id) != 0)
-            return -1;
-        m->route = METRICS_ROUTE_JOB;
-        m->allow = "GET, HEAD, DELETE, OPTIONS";
-    } else if (!strcmp(url, "/metrics")) {
-        m->route = METRICS_ROUTE_METRICS;
-    } else if (!strcmp(url, "/livez")) {
-        m->route = METRICS_ROUTE_LIVEZ;
-    } else if (!strcmp(url, "/readyz")) {
-        m->route = METRICS_ROUTE_READYZ;
-    } else if (!strncmp(url, "/v1/", 4) || !strcmp(url, "/v1")) {
-        return -1;
-    } else {
-        m->route = METRICS_ROUTE_STATIC;
-    }
-    return 0;
-}
-
-static int http__allows(const char *allow, http_method m)
-{
-    static const char *const names[] = {"GET", "HEAD", "POST", "DELETE", "OPTIONS"};
-    if (m == HTTP_OTHER)
-        return 0;
-    const char *p = strstr(allow, names[m]);
-    return p != NULL;
-}
-
-static enum MHD_Result http__preflight(http_conn *c, const char *allow)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
-    const char *req = http__header(c, "Access-Control-Request-Headers");
-    MHD_add_response_header(r, "Access-Control-Allow-Headers",
-                            req && strlen(req) < 512 ? req : "Authorization, Content-Type");
-    MHD_add_response_header(r, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
-    return http__send(c, MHD_HTTP_NO_CONTENT, r, NULL, 0);
-}
-
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */
 static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 {
     http_route_match m;
-    if (http__match(c, url, &m) != 0) {
+    c->url = url;
+    if (http__route(c, url, &m) != 0) {
         c->route = METRICS_ROUTE_OTHER;
         *ret = c->method == HTTP_OPTIONS ? http__preflight(c, "GET, POST, DELETE, OPTIONS")
                                          : http__error(c, HAMEL_E_NOT_FOUND, NULL);
@@ -306,14 +186,12 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
         *ret = http__preflight(c, m.allow);
         return 1;
     }
-    if (m.route == METRICS_ROUTE_STATIC && c->method != HTTP_GET && c->method != HTTP_HEAD)
-        m.allow = "GET, HEAD, OPTIONS";
     if (!strncmp(url, "/v1/", 4) && !http__token_ok(c)) {
         *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL),
                                MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
         return 1;
     }
-    if (!http__allows(m.allow, c->method)) {
+    if (!m.row) {
         char detail[96];
         snprintf(detail, sizeof detail, "allowed: %s", m.allow);
         *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail), MHD_HTTP_HEADER_ALLOW, m.allow);
@@ -341,33 +219,11 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
             }
             c->too_big = 1;
         }
+        c->row = m.row;
         return 0; /* the body follows */
     }
-    switch (m.route) {
-    case METRICS_ROUTE_HEALTH: *ret = http__health(c); break;
-    case METRICS_ROUTE_LIVEZ: *ret = http__livez(c); break;
-    case METRICS_ROUTE_READYZ: *ret = http__readyz(c); break;
-    case METRICS_ROUTE_METRICS: *ret = http__metrics(c); break;
-    case METRICS_ROUTE_MODEL: *ret = http__get_model(c, 0); break;
-    case METRICS_ROUTE_EQUATIONS: *ret = http__get_model(c, 1); break;
-    case METRICS_ROUTE_JOB: *ret = http__job(c); break;
-    case METRICS_ROUTE_BATCH: *ret = http__batch(c); break;
-    default: *ret = http__static(c, url); break;
-    }
+    *ret = http__answer(c, m.row);
     return 1;
-}
-
-/* A parsed POST body (a JSON object) to its route's handler. */
-enum MHD_Result http__dispatch(http_conn *c, json_t *body)
-{
-    switch (c->route) {
-    case METRICS_ROUTE_MODELS: return http__post_model(c, body);
-    case METRICS_ROUTE_HAMEL: return http__post_hamel(c, body);
-    case METRICS_ROUTE_EVALUATE: return http__post_evaluate(c, body);
-    case METRICS_ROUTE_LINEARIZE: return http__post_linearize(c, body);
-    case METRICS_ROUTE_BATCHES: return http__post_batch(c, body);
-    default: return http__post_simulation(c, body);
-    }
 }
 
 void http__offloaded(void *arg, int ran)

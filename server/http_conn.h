@@ -68,11 +68,23 @@ typedef enum http_method {
     HTTP_OTHER,
 } http_method;
 
+/* A row of the route table (routes.c). */
+typedef struct http_route http_route;
+
+/* What the route table says about a path and the request's method (http__route). */
+typedef struct http_route_match {
+    metrics_route route;   /* the path's, for the metrics */
+    const http_route *row; /* the row for the request's method; NULL: 405 */
+    char allow[48];        /* the path's methods, for 405 and preflight */
+} http_route_match;
+
 typedef struct http_conn {
     http_server *srv;
     struct MHD_Connection *conn;
     metrics_route route;
     http_method method;
+    const http_route *row; /* a POST's route, for http__dispatch */
+    const char *url;       /* MHD's, set by the call that routes the request */
     double t0;
     int status;
     size_t bytes;
@@ -125,9 +137,6 @@ enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*don
 /* http__offload_with with http__offloaded as done. */
 enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *));
 
-/* A parsed POST body (a JSON object) to its route's handler. */
-enum MHD_Result http__dispatch(http_conn *c, json_t *body);
-
 /* The number in ?wait=N, capped at HAMEL_MAX_WAIT; -1 when malformed. */
 double http__wait(http_conn *c);
 
@@ -139,6 +148,21 @@ int http__flag(http_conn *c, const char *name);
 
 /* The wake of a long-poll's waiter (job_waiter, batch_waiter): resumes the connection. */
 void http__wake(void *arg);
+
+/* ---- routes.c ---- */
+
+/* Matches url against the route table: fills m and c->id. Returns 0, or -1 when no row
+ * matches (an unknown or malformed /v1 path). */
+int http__route(http_conn *c, const char *url, http_route_match *m);
+
+/* Answers a request without a body by its row's handler. */
+enum MHD_Result http__answer(http_conn *c, const http_route *row);
+
+/* A parsed POST body (a JSON object) to its route's handler (c->row). */
+enum MHD_Result http__dispatch(http_conn *c, json_t *body);
+
+/* The 204 answer to a CORS preflight (OPTIONS) for a path allowing `allow`. */
+enum MHD_Result http__preflight(http_conn *c, const char *allow);
 
 /* ---- respond.c ---- */
 
@@ -183,7 +207,7 @@ enum MHD_Result http__livez(http_conn *c);
 /* ---- h_static.c ---- */
 
 /* GET of a path outside /v1: a file of HAMEL_STATIC (url is the request's, unlimited). */
-enum MHD_Result http__static(http_conn *c, const char *url);
+enum MHD_Result http__static(http_conn *c);
 
 /* ---- resolve.c ---- */
 
@@ -223,6 +247,9 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret);
 
 /* POST /v1/models. */
 enum MHD_Result http__post_model(http_conn *c, json_t *body);
+
+/* GET /v1/models/{id} or /v1/models/{id}/equations (by c->route). */
+enum MHD_Result http__model(http_conn *c);
 
 /* GET /v1/models/{id} (or its /equations when `equations` is set). */
 enum MHD_Result http__get_model(http_conn *c, int equations);

@@ -1,0 +1,152 @@
+/* routes.c — the route table: which handler answers a method on a path.
+ *
+ * Owns the one table of (method, path pattern) -> handler and everything derived from it:
+ * the route a path counts under in the metrics, the {id} segment (percent-decoded into
+ * c->id), the Allow header of a 405 and of a CORS preflight (the methods of every row
+ * whose pattern matches, HEAD wherever GET, and OPTIONS), and the dispatch of a request
+ * to its row's handler. A path under /v1 that no row matches is a 404; any other path is
+ * the static front end's (the last row).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "http_conn.h"
+
+#define HTTP_CORS_MAX_AGE "600"
+
+/* One row: a method on a path pattern. A pattern is literal text with at most one {id}
+ * (a non-empty segment without '/'), or "*" (any other path outside /v1: the last rows,
+ * tried only when no row before matched the path). The first row matching the path and
+ * the method answers. A GET row also
+ * answers HEAD. `answer` serves a request without a body (answered from the headers),
+ * `post` a POST with its parsed body. */
+struct http_route {
+    http_method method;
+    const char *pattern;
+    metrics_route route;
+    enum MHD_Result (*answer)(http_conn *c);
+    enum MHD_Result (*post)(http_conn *c, json_t *body);
+};
+
+static const http_route http__routes[] = {
+    {HTTP_GET, "/v1/health", METRICS_ROUTE_HEALTH, http__health, NULL},
+    {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, NULL, http__post_model},
+    {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, http__model, NULL},
+    {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL},
+    {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel},
+    {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate},
+    {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize},
+    {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, NULL, http__post_simulation},
+    {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL},
+    {HTTP_DELETE, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL},
+    {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, NULL, http__post_batch},
+    {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
+    {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
+    {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, http__metrics, NULL},
+    {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, http__livez, NULL},
+    {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, http__readyz, NULL},
+    {HTTP_GET, "*", METRICS_ROUTE_STATIC, http__static, NULL},
+};
+
+/* The methods named in Allow, in this order (http_method's first five). */
+static const char *const http__method_names[] = {"GET", "HEAD", "POST", "DELETE", "OPTIONS"};
+
+static int http__hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes src (n bytes) into dst[cap]. Returns 0, or -1 if it does not fit or
+ * decodes to a NUL or a '/'. */
+static int http__decode(const char *src, size_t n, char *dst, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = src[i];
+        if (ch == '%' && i + 2 < n) {
+            int hi = http__hexval(src[i + 1]);
+            int lo = http__hexval(src[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                ch = (char)(hi * 16 + lo);
+                i += 2;
+            }
+        }
+        if (ch == '\0' || ch == '/' || o + 1 >= cap)
+            return -1;
+        dst[o++] = ch;
+    }
+    dst[o] = '\0';
+    return 0;
+}
+
+/* Whether url matches pattern; an {id} segment is decoded into id[cap]. */
+static int http__pattern_match(const char *pattern, const char *url, char *id, size_t cap)
+{
+    if (!strcmp(pattern, "*"))
+        return strcmp(url, "/v1") != 0 && strncmp(url, "/v1/", 4) != 0;
+    const char *brace = strchr(pattern, '{');
+    size_t lit = brace ? (size_t)(brace - pattern) : strlen(pattern);
+    if (strncmp(pattern, url, lit) != 0)
+        return 0;
+    if (!brace)
+        return url[lit] == '\0';
+    url += lit;
+    size_t n = strcspn(url, "/");
+    if (n == 0 || http__decode(url, n, id, cap) != 0)
+        return 0;
+    return !strcmp(url + n, strchr(brace, '}') + 1);
+}
+
+int http__route(http_conn *c, const char *url, http_route_match *m)
+{
+    unsigned allowed = 0;
+    int found = 0;
+    m->row = NULL;
+    for (size_t i = 0; i < sizeof http__routes / sizeof http__routes[0]; i++) {
+        const http_route *r = &http__routes[i];
+        if ((found && !strcmp(r->pattern, "*")) || !http__pattern_match(r->pattern, url, c->id, sizeof c->id))
+            continue;
+        if (!found)
+            m->route = r->route;
+        found = 1;
+        allowed |= 1u << r->method;
+        if (r->method == HTTP_GET)
+            allowed |= 1u << HTTP_HEAD;
+        if (!m->row && (r->method == c->method || (r->method == HTTP_GET && c->method == HTTP_HEAD)))
+            m->row = r;
+    }
+    if (!found)
+        return -1;
+    allowed |= 1u << HTTP_OPTIONS;
+    size_t o = 0;
+    m->allow[0] = '\0';
+    for (int k = HTTP_GET; k <= HTTP_OPTIONS; k++)
+        if (allowed & (1u << k))
+            o += (size_t)snprintf(m->allow + o, sizeof m->allow - o, "%s%s", o ? ", " : "",
+                                  http__method_names[k]);
+    return 0;
+}
+
+enum MHD_Result http__answer(http_conn *c, const http_route *row) { return row->answer(c); }
+
+enum MHD_Result http__dispatch(http_conn *c, json_t *body) { return c->row->post(c, body); }
+
+enum MHD_Result http__preflight(http_conn *c, const char *allow)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+    const char *req = http__header(c, "Access-Control-Request-Headers");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            req && strlen(req) < 512 ? req : "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", HTTP_CORS_MAX_AGE);
+    return http__send(c, MHD_HTTP_NO_CONTENT, r, NULL, 0);
+}
