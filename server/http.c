@@ -1,4 +1,10 @@
-/* http.c — libmicrohttpd daemon, request lifecycle, routing and the v1 endpoints.
+/* http.c — the libmicrohttpd daemon and the request lifecycle.
+ *
+ * Owns the daemon (start, drain, stop), the access handler's calls per request (framing,
+ * header checks, body collection, parse), suspend and resume (long-polls, the offload
+ * pool) and the completion callback (access log, metrics). Which handler answers is the
+ * route table's (routes.c); the endpoints are the h_*.c files, model resolution is
+ * resolve.c's and every answer is queued by respond.c.
  *
  * Threading model: MHD_USE_EPOLL_INTERNAL_THREAD with a small thread pool
  * (MHD_OPTION_THREAD_POOL_SIZE, default one per core). Thread-per-connection would
@@ -9,14 +15,14 @@
  * block: simulations run on the job pool, and ?wait long-polls suspend the connection
  * (MHD_ALLOW_SUSPEND_RESUME) and are resumed by the pool's worker or timer thread.
  * Batch streams (POST /v1/batches with Accept: application/x-ndjson) suspend the same way
- * from inside their content reader while no line is ready (see http__stream_read).
+ * from inside their content reader while no line is ready (see h_batches.c).
  * Work that can take seconds runs on the offload pool (offload.h) while its connection
  * is suspended, so it holds up no other connection: compiling a model that is not in the
  * cache (a POST carrying a new "model", or a model known only to the store, after a
  * restart, on its first use by id; the request then goes on as if the model had been
- * cached) and /v1/hamel's coefficients. Still on the poll thread, bounded by
- * engine_limits and cheap: engine_simulation_check. (The derived equations are printed
- * when the model is compiled; serving them is a copy.)
+ * cached) and /v1/hamel's, /v1/evaluate's and /v1/linearize's engine calls. Still on the poll thread, bounded
+ * by engine_limits and cheap: engine_simulation_check. (The derived equations are printed when the model is
+ * compiled; serving them is a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -29,10 +35,7 @@
 #include "http_conn.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <microhttpd.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 
 #include <stdatomic.h>
@@ -40,13 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "blob.h"
 #include "hangup.h"
-#include "jsonout.h"
 #include "offload.h"
 #include "metrics.h"
 
@@ -57,8 +57,6 @@
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STOP_STREAM_SECONDS 2.0           /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L             /* ... polling every 5 ms */
-
-/* ---- responses ---------------------------------------------------------------------- */
 
 /* ---- requests ----------------------------------------------------------------------- */
 
@@ -144,20 +142,18 @@ static void http__memo_release(void *v) { blob_release(v); }
 static const cache_ops http__memo_ops = {http__memo_retain, http__memo_release};
 
 /* The memo maps request text to what it stands for: "s:<sha256 of a simulation body>" to
- * its simulation key, "b:<sha256 of a model spec>" to its model id. */
+ * its simulation key (h_simulations.c), "b:<sha256 of a model spec>" to its model id
+ * (resolve.c). */
 
-/* ---- models ------------------------------------------------------------------------- */
+/* ---- suspend and resume ------------------------------------------------------------- */
 
-/* ---- endpoints ---------------------------------------------------------------------- */
-
+/* The wake of a long-poll's waiter: resumes its connection. */
 void http__wake(void *arg)
 {
     http_conn *c = arg;
     atomic_store(&c->resumed, 1);
     MHD_resume_connection(c->conn);
 }
-
-/* ---- batches ----------------------------------------------------------------------- */
 
 /* The value of a flag in the query string: ?name, ?name=1 or ?name=true. */
 int http__flag(http_conn *c, const char *name)
@@ -168,7 +164,7 @@ int http__flag(http_conn *c, const char *name)
     return !*v || !strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes");
 }
 
-/* ---- routing ------------------------------------------------------------------------ */
+/* ---- the request lifecycle ---------------------------------------------------------- */
 
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */
 static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)

@@ -1,4 +1,5 @@
-/* http.h — the HTTP face of the service: libmicrohttpd daemon, routing and endpoints.
+/* http.h — the HTTP face of the service: libmicrohttpd daemon, routing and endpoints
+ * (http.c; the pieces it is split into share server/http_conn.h).
  *
  * Owns the daemon and every endpoint of API.md §2–5 plus /livez, /readyz, /metrics and
  * the static web front end. The state it serves from (caches, store, job pool) is
