@@ -144,6 +144,20 @@ static void jobs__table_add(jobs *p, job *j)
     p->kept++;
 }
 
+/* Takes a record that is not finished out of the table again (its submission failed
+ * after it was added). Caller holds p->lock and another reference. */
+static void jobs__table_remove_locked(jobs *p, job *j)
+{
+    job **pp = &p->table[jobs__hash(j->id) & (p->nbuckets - 1)];
+    while (*pp && *pp != j)
+        pp = &(*pp)->hash_next;
+    if (*pp)
+        *pp = j->hash_next;
+    j->hash_next = NULL;
+    p->kept--;
+    j->refs--;
+}
+
 /* Caller holds p->lock. */
 static job *jobs__table_find(jobs *p, const char *id)
 {
@@ -891,20 +905,27 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
         store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);
 
     job *dead = NULL;
-    if (p->shared) { /* into the stream; the record stays here, marked remote */
+    if (p->shared) {
+        /* Into the stream; the record stays here, marked remote. It is in the table
+         * before the entry is in the stream, so a worker here that takes the entry at
+         * once finds it (and runs it) instead of building a second record. */
         char *text = json_dumps(j->request, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        pthread_mutex_lock(&p->lock);
+        j->remote = 1;
+        jobs__table_add(p, j);
+        pthread_mutex_unlock(&p->lock);
         rc = text ? redis_queue_push(p->shared, j->id, j->model_id, j->key, engine_model_canonical(m), text,
                                      j->created)
                   : HAMEL_E_INTERNAL;
         free(text);
+        pthread_mutex_lock(&p->lock);
         if (rc == 0) {
-            pthread_mutex_lock(&p->lock);
-            j->remote = 1;
-            jobs__table_add(p, j);
             j->refs++; /* the caller's */
             jobs__evict_locked(p, &dead);
-            pthread_mutex_unlock(&p->lock);
+        } else {
+            jobs__table_remove_locked(p, j);
         }
+        pthread_mutex_unlock(&p->lock);
     }
     pthread_mutex_lock(&p->lock);
     if (p->shared) {

@@ -632,3 +632,51 @@ Test(cluster, a_batch_through_one_instance_runs_on_every_instance)
     harness_resp_free(&r);
     json_decref(body);
 }
+
+Test(cluster, shared_results_keep_their_byte_and_time_bounds)
+{
+    /* Two instances with small bounds replace the three (the runner's settings apply). */
+    for (int i = 0; i < CLUSTER_N; i++)
+        harness_stop(&srv[i]);
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url, "HAMEL_STORE_BYTES=40000", "HAMEL_REDIS_TTL=4", "HAMEL_ACCESS_LOG=0",
+                               NULL};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(harness_start(&srv[i], env), 0);
+    enum { N = 30 };
+    char ids[N][64];
+    double t0 = harness_now();
+    for (int i = 0; i < N; i++) {
+        json_t *req = rolling_request(1.0 + 1e-3 * i, 20);
+        harness_resp r = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+        cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+        snprintf(ids[i], sizeof ids[i], "%s", str(r.json, "job_id"));
+        harness_resp_free(&r);
+        json_decref(req);
+    }
+    double t_last = harness_now();
+    fprintf(stderr, "cluster: %d results written in %.2f s\n", N, t_last - t0);
+    /* A third instance holds none of these jobs in memory: it answers from Redis. */
+    cr_assert_eq(harness_start(&srv[2], env), 0);
+    harness_resp m = call(&srv[2], "GET", "/metrics", NULL);
+    double bytes = harness_metric(&m, "hamel_store_result_bytes");
+    harness_resp_free(&m);
+    cr_assert(bytes > 0 && bytes <= 40000, "results in Redis: %.0f bytes, the bound is 40000", bytes);
+    /* The oldest result was dropped: its job is gone; the newest is there. */
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[0]);
+    harness_resp r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 410, "the oldest job: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[N - 1]);
+    r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 200, "the newest job: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+    /* After HAMEL_REDIS_TTL the records themselves expire. */
+    while (harness_now() < t_last + 5.0)
+        harness_nap(100);
+    r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 404, "after the TTL: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+}
