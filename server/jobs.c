@@ -1026,6 +1026,33 @@ static int jobs__cancel(jobs *p, job *j, int announce)
     return rc;
 }
 
+int jobs_cancel_stored(jobs *p, const char *id, const store_job *sj, char **doc)
+{
+    *doc = NULL;
+    if (!p->shared || !p->st)
+        return HAMEL_E_CONFLICT;
+    if (strcmp(sj->status, "queued") != 0 && strcmp(sj->status, "running") != 0)
+        return HAMEL_E_CONFLICT;
+    job tmp;
+    memset(&tmp, 0, sizeof tmp);
+    snprintf(tmp.id, sizeof tmp.id, "%.*s", JOB_ID_LEN, id);
+    snprintf(tmp.model_id, sizeof tmp.model_id, "%s", sj->model_id ? sj->model_id : "");
+    snprintf(tmp.key, sizeof tmp.key, "%s", sj->key ? sj->key : "");
+    tmp.created = sj->created;
+    atomic_init(&tmp.ctl.progress, 0.0);
+    blob *b =
+        jobs__failure_doc(&tmp, JOB_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
+    if (!b)
+        return HAMEL_E_INTERNAL;
+    int rc = store_put_job(p->st, tmp.id, "cancelled", tmp.model_id, tmp.key, b->data, tmp.created);
+    if (rc == 0)
+        rc = redis_queue_publish(p->shared, "cancel", tmp.id);
+    if (rc == 0)
+        *doc = strdup(b->data);
+    blob_release(b);
+    return rc == 0 ? 0 : HAMEL_E_UNAVAILABLE;
+}
+
 int jobs_wait(jobs *p, job *j, job_waiter *w)
 {
     pthread_mutex_lock(&p->lock);

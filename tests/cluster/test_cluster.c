@@ -419,6 +419,57 @@ Test(cluster, a_job_whose_instance_dies_is_finished_by_another)
     harness_stop(&alone);
 }
 
+/* The instance whose hamel_jobs_running is at least 1 (waiting up to 5 s), or -1. */
+static int running_on(void)
+{
+    for (int k = 0; k < 500; k++) {
+        for (int i = 0; i < CLUSTER_N; i++) {
+            if (srv[i].pid <= 0)
+                continue;
+            harness_resp r = call(&srv[i], "GET", "/metrics", NULL);
+            double v = harness_metric(&r, "hamel_jobs_running");
+            harness_resp_free(&r);
+            if (v >= 1)
+                return i;
+        }
+        harness_nap(10);
+    }
+    return -1;
+}
+
+Test(cluster, a_job_cancelled_through_any_instance_stops_where_it_runs)
+{
+    json_t *req = rolling_request(CLUSTER_LONG_T_END * 100, 2);
+    harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(sub.json, "job_id"));
+    harness_resp_free(&sub);
+    int runner = running_on();
+    cr_assert(runner >= 0, "no instance ran the job");
+    int other = runner == 2 ? 1 : 2; /* neither the runner nor the submitter (0), if possible */
+    harness_resp del = call(&srv[other], "DELETE", path, NULL);
+    cr_assert_eq(del.status, 200, "DELETE through instance %d: %ld %s", other, del.status, del.body);
+    cr_assert_str_eq(str(del.json, "status"), "cancelled");
+    harness_resp_free(&del);
+    double t0 = harness_now();
+    for (;;) {
+        harness_resp r = call(&srv[runner], "GET", "/metrics", NULL);
+        double v = harness_metric(&r, "hamel_jobs_running");
+        harness_resp_free(&r);
+        if (v == 0)
+            break;
+        cr_assert(harness_now() - t0 < 5.0, "instance %d still runs the cancelled job", runner);
+        harness_nap(20);
+    }
+    for (int i = 0; i < CLUSTER_N; i++) {
+        harness_resp r = wait_job(&srv[i], path + strlen("/v1/jobs/"), 5.0);
+        cr_assert_str_eq(str(r.json, "status"), "cancelled", "instance %d: %.200s", i, r.body);
+        harness_resp_free(&r);
+    }
+    json_decref(req);
+}
+
 /* ---- 1,000 jobs --------------------------------------------------------------------- */
 
 typedef struct load {
