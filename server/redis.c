@@ -440,8 +440,23 @@ static void redis__running_set(redis_queue *q, const char *entry, int on)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Renews the leases of the running entries every lease/3: XCLAIM to ourselves with
- * min-idle 0 resets their idle time, so XAUTOCLAIM elsewhere leaves them alone. */
+/* Renews the leases of the entries still pending on this consumer: XCLAIM to ourselves
+ * with min-idle 0 resets their idle time. An entry another consumer has taken over
+ * meanwhile (this process stalled past its lease) is left to it. KEYS[1] the stream;
+ * ARGV[1] the group, ARGV[2] this consumer, ARGV[3...] the entries. */
+static const char redis__renew_lua[] =
+    "local n = 0\n"
+    "for i = 3, #ARGV do\n"
+    "  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
+    "  if p[1] and p[1][2] == ARGV[2] then\n"
+    "    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')\n"
+    "    n = n + 1\n"
+    "  end\n"
+    "end\n"
+    "return n\n";
+
+/* Renews the leases of the running entries every lease/3 (redis__renew_lua), so
+ * XAUTOCLAIM elsewhere leaves them alone. */
 static void *redis__renew(void *arg)
 {
     redis_queue *q = arg;
@@ -462,14 +477,14 @@ static void *redis__renew(void *arg)
         pthread_mutex_unlock(&q->mu);
         if (n > 0) {
             int argc = 0;
-            argv[argc++] = "XCLAIM";
+            argv[argc++] = "EVAL";
+            argv[argc++] = redis__renew_lua;
+            argv[argc++] = "1";
             argv[argc++] = REDIS_STREAM;
             argv[argc++] = REDIS_GROUP;
             argv[argc++] = q->consumer;
-            argv[argc++] = "0";
             for (int i = 0; i < n; i++)
                 argv[argc++] = ids[i];
-            argv[argc++] = "JUSTID";
             freeReplyObject(redis__cmd(&q->pool, argc, argv, NULL));
         }
         pthread_mutex_lock(&q->mu);

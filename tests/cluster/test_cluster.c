@@ -6,9 +6,10 @@
  * and nginx running docker/nginx.conf — the file compose ships — with the upstream
  * addresses and the listen port replaced (after `nginx -t` accepts it). Checked:
  * a result computed through one instance is a cache hit through another and any
- * instance answers for any job; kill -9 of the instance running a long job, and the job
- * is taken over after its lease and finishes elsewhere with the result a standalone
- * server computes; 1,000 jobs through nginx with none lost and none run twice (the
+ * instance answers for any job; a job running longer than its lease stays with its
+ * instance (which renews the lease), and after kill -9 of that instance it is taken over
+ * and finishes elsewhere with the result a standalone server computes; a job cancelled
+ * through any instance stops where it runs; 1,000 jobs through nginx with none lost and none run twice (the
  * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
  * answers a clear 503 (unavailable, Retry-After) and, once Redis is back, the same
  * servers accept and finish jobs again; a batch posted to one instance runs on several.
@@ -41,7 +42,7 @@
 #define CLUSTER_LEASE "2"         /* HAMEL_REDIS_LEASE, seconds */
 #define CLUSTER_JOBS 1000         /* the lost-and-duplicated test */
 #define CLUSTER_THREADS 8         /* clients submitting them */
-#define CLUSTER_LONG_T_END 3000.0 /* rolling disk: a few seconds of integration */
+#define CLUSTER_LONG_T_END 9000.0 /* rolling disk: about 3.3 s of integration here */
 #define CLUSTER_WAIT_SECONDS 30.0
 
 typedef struct proc {
@@ -390,7 +391,16 @@ Test(cluster, a_job_whose_instance_dies_is_finished_by_another)
         harness_nap(10);
     }
     cr_assert(victim >= 0, "no instance ran the job");
-    harness_nap(300); /* well into the run */
+    /* Longer than the lease: the running instance renews it, nobody takes the job. */
+    harness_nap(2600);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char cmd[PATH_MAX + 128];
+        snprintf(cmd, sizeof cmd, "grep -q 'job %s: taken over' '%s'", id, srv[i].log);
+        cr_assert(system(cmd) != 0, "instance %d took the job over from a live instance", i);
+    }
+    harness_resp still = call(&srv[victim], "GET", "/metrics", NULL);
+    cr_assert_eq(harness_metric(&still, "hamel_jobs_running"), 1, "instance %d still runs it", victim);
+    harness_resp_free(&still);
     kill(srv[victim].pid, SIGKILL);
     waitpid(srv[victim].pid, NULL, 0);
     srv[victim].pid = 0;
@@ -439,7 +449,7 @@ static int running_on(void)
 
 Test(cluster, a_job_cancelled_through_any_instance_stops_where_it_runs)
 {
-    json_t *req = rolling_request(CLUSTER_LONG_T_END * 100, 2);
+    json_t *req = rolling_request(CLUSTER_LONG_T_END * 30, 2);
     harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
     cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
     char path[128];
