@@ -549,9 +549,15 @@ static job *jobs__task_job(jobs *p, const redis_task *t)
     j->local_run = 1;
     atomic_init(&j->ctl.cancel, 0);
     atomic_init(&j->ctl.progress, 0.0);
-    j->model = cache_get(p->models, t->model_id);
     json_t *problem = NULL;
-    if (!j->model) {
+    if (t->deliveries >= REDIS_MAX_DELIVERIES) {
+        char why[160];
+        snprintf(why, sizeof why, "%d instances stopped while running this job; it is not run again",
+                 t->deliveries - 1);
+        problem = hamel_problem_new(HAMEL_E_INTERNAL, why);
+    }
+    j->model = problem ? NULL : cache_get(p->models, t->model_id);
+    if (!j->model && !problem) {
         json_error_t err;
         json_t *spec = json_loads(t->model, 0, &err);
         int rc = spec ? engine_model_compile(spec, &p->cfg.limits, &j->model, &problem) : HAMEL_E_BAD_JSON;

@@ -689,6 +689,14 @@ int redis_queue_take(redis_queue *q, double block, redis_task *t)
     int got = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 ? redis__first(q, r->element[1], t) : 1;
     freeReplyObject(r);
     if (got == 0) {
+        /* How many instances it has gone through: one that makes every instance die
+         * would otherwise go round all of them. */
+        r = REDIS_CMD(&q->pool, "XPENDING", REDIS_STREAM, REDIS_GROUP, t->entry, t->entry, "1");
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+            r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 4 &&
+            r->element[0]->element[3]->type == REDIS_REPLY_INTEGER)
+            t->deliveries = (int)r->element[0]->element[3]->integer;
+        freeReplyObject(r);
         fprintf(stderr, "hamel-server: job %s: taken over from an instance that stopped renewing it\n",
                 t->id);
         redis__running_set(q, t->entry, 1);

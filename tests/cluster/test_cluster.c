@@ -480,6 +480,30 @@ Test(cluster, a_job_cancelled_through_any_instance_stops_where_it_runs)
     json_decref(req);
 }
 
+Test(cluster, a_job_that_outlives_its_instances_twice_fails_instead_of_running_again)
+{
+    json_t *req = rolling_request(CLUSTER_LONG_T_END, 2);
+    harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
+    char id[64];
+    snprintf(id, sizeof id, "%s", str(sub.json, "job_id"));
+    harness_resp_free(&sub);
+    for (int k = 0; k < 2; k++) { /* the instance running it dies, twice */
+        int victim = running_on();
+        cr_assert(victim >= 0, "round %d: no instance ran the job", k);
+        kill(srv[victim].pid, SIGKILL);
+        waitpid(srv[victim].pid, NULL, 0);
+        srv[victim].pid = 0;
+    }
+    harness_resp r = wait_job(&front, id, CLUSTER_WAIT_SECONDS);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_str_eq(str(r.json, "status"), "failed", "%.300s", r.body);
+    const char *detail = str(json_object_get(r.json, "problem"), "detail");
+    cr_assert(detail && strstr(detail, "2 instances stopped"), "the problem says why: %s", detail);
+    harness_resp_free(&r);
+    json_decref(req);
+}
+
 /* ---- 1,000 jobs --------------------------------------------------------------------- */
 
 typedef struct load {
