@@ -1086,7 +1086,13 @@ void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, siz
     *running = p->running;
     *kept = p->kept;
     pthread_mutex_unlock(&p->lock);
+    if (p->shared) {
+        long n = redis_queue_length(p->shared);
+        *queued = n > 0 ? (size_t)n : 0;
+    }
 }
+
+int jobs_reachable(jobs *p) { return !p->shared || redis_queue_length(p->shared) >= 0; }
 
 int jobs_accepting(jobs *p)
 {

@@ -126,10 +126,14 @@ int jobs_cancel_stored(jobs *p, const char *id, const store_job *sj, char **doc)
  * is shutting down (wake will not be called). Borrows both. */
 int jobs_wait(jobs *p, job *j, job_waiter *w);
 
-/* Queue length, queue capacity, running jobs, job records kept in memory. */
+/* Queue length, queue capacity, running jobs, job records kept in memory. With a shared
+ * queue the length and capacity are the stream's (0 while Redis cannot be reached). */
 void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, size_t *kept);
 
 /* Whether the pool takes new jobs. */
 int jobs_accepting(jobs *p);
+
+/* Whether the shared queue (HAMEL_REDIS) answers now; 1 without one. */
+int jobs_reachable(jobs *p);
 
 #endif

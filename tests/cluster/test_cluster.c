@@ -11,7 +11,7 @@
  * and finishes elsewhere with the result a standalone server computes; a job cancelled
  * through any instance stops where it runs; 1,000 jobs through nginx with none lost and none run twice (the
  * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
- * answers a clear 503 (unavailable, Retry-After) and, once Redis is back, the same
+ * answers a clear 503 (unavailable, Retry-After; /readyz too) and, once Redis is back, the same
  * servers accept and finish jobs again; a batch posted to one instance runs on several.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
@@ -645,10 +645,17 @@ Test(cluster, a_redis_restart_is_a_clear_503_then_recovery)
     harness_nap(1000);
     double down = harness_now();
     redis_stop();
-    harness_nap(1500);
+    harness_nap(700);
+    harness_resp ready = call(&srv[1], "GET", "/readyz", NULL);
+    cr_assert_eq(ready.status, 503, "/readyz while Redis is down: %ld %s", ready.status, ready.body);
+    harness_resp_free(&ready);
+    harness_nap(800);
     redis_start();
     double up = harness_now();
     harness_nap(3000);
+    ready = call(&srv[1], "GET", "/readyz", NULL);
+    cr_assert_eq(ready.status, 200, "/readyz once Redis is back: %ld %s", ready.status, ready.body);
+    harness_resp_free(&ready);
     atomic_store(&l.stop, 1);
     pthread_join(th, NULL);
 
