@@ -90,12 +90,15 @@ static void redis__pool_clear(redis_pool *p)
     pthread_mutex_destroy(&p->mu);
 }
 
-/* A connection: an idle one, or a new one. NULL when Redis cannot be reached. */
-static redisContext *redis__get(redis_pool *p)
+/* A connection: an idle one (*reused set), or a new one. NULL when Redis cannot be
+ * reached. `reused` may be NULL. */
+static redisContext *redis__get_any(redis_pool *p, int *reused)
 {
     pthread_mutex_lock(&p->mu);
     redisContext *c = p->nidle ? p->idle[--p->nidle] : NULL;
     pthread_mutex_unlock(&p->mu);
+    if (reused)
+        *reused = c != NULL;
     if (c)
         return c;
     c = redisConnectWithTimeout(p->host, p->port, p->timeout);
@@ -106,6 +109,22 @@ static redisContext *redis__get(redis_pool *p)
     }
     redisSetTimeout(c, p->timeout);
     return c;
+}
+
+static redisContext *redis__get(redis_pool *p) { return redis__get_any(p, NULL); }
+
+/* Closes every idle connection: after one failed, Redis has likely restarted, and the
+ * others would each fail one request in turn. */
+static void redis__drop_idle(redis_pool *p)
+{
+    redisContext *old[REDIS_POOL_MAX];
+    pthread_mutex_lock(&p->mu);
+    int n = p->nidle;
+    memcpy(old, p->idle, (size_t)n * sizeof old[0]);
+    p->nidle = 0;
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; i++)
+        redisFree(old[i]);
 }
 
 /* Gives a connection back; one that failed is closed (the next get connects anew). */
@@ -132,10 +151,24 @@ static void redis__put(redis_pool *p, redisContext *c)
  * (logged). */
 static redisReply *redis__cmd(redis_pool *p, int argc, const char **argv, const size_t *lens)
 {
-    redisContext *c = redis__get(p);
+    int reused = 0;
+    redisContext *c = redis__get_any(p, &reused);
     if (!c)
         return NULL;
     redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    int closed =
+        c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (!r && reused && closed) {
+        /* An idle connection that Redis closed (it restarted): the command never reached
+         * a server that is running, so it is sent once more on a new connection. A timeout
+         * is not retried: the command may have run. */
+        redisFree(c);
+        redis__drop_idle(p);
+        c = redis__get(p);
+        if (!c)
+            return NULL;
+        r = redisCommandArgv(c, argc, argv, lens);
+    }
     redis__put(p, c);
     if (r && r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "hamel-server: redis: %s: %s\n", argv[0], r->str);
