@@ -31,6 +31,9 @@
 #define JOBS_REFRESH_SECONDS 0.5            /* remote records with waiters read again */
 #define JOBS_REFRESH_MAX 64                 /* ... at most this many per round */
 #define JOBS_MODEL_CACHE ((size_t)64 << 20) /* models of other instances' jobs */
+#define JOBS_LOST_LEASES                                                                                     \
+    4 /* a remote record unknown to the store this many                                                      \
+         leases after submission was lost */
 
 struct job {
     char id[JOB_ID_LEN + 1];
@@ -445,8 +448,31 @@ static void jobs__refresh(jobs *p, job *j)
     if (!look)
         return;
     store_job sj;
-    if (store_get_job(p->st, id, &sj) != 0)
+    int got = store_get_job(p->st, id, &sj);
+    if (got < 0)
         return;
+    if (got == 1) {
+        /* Its record was written before it was queued: a record long missing was lost
+         * (Redis restarted without its data, or the TTL passed). */
+        if (jobs__wall() - j->created < JOBS_LOST_LEASES * p->cfg.redis->lease)
+            return;
+        blob *doc = jobs__failure_doc(
+            j, JOB_FAILED,
+            hamel_problem_new(HAMEL_E_INTERNAL, "the shared store (HAMEL_REDIS) no longer knows this job"));
+        job_waiter *fired = NULL;
+        job *dead = NULL;
+        pthread_mutex_lock(&p->lock);
+        if (doc && !jobs__terminal(j->state) && !j->local_run) {
+            jobs__finish_locked(p, j, JOB_FAILED, doc, hamel_error_status(HAMEL_E_INTERNAL), &fired);
+            doc = NULL;
+            jobs__evict_locked(p, &dead);
+        }
+        pthread_mutex_unlock(&p->lock);
+        blob_release(doc);
+        jobs__fire(fired);
+        jobs__destroy_all(dead);
+        return;
+    }
     blob *body = NULL;
     job_state s = JOB_DONE;
     int status = 200, running = 0;

@@ -475,12 +475,13 @@ static void redis__running_set(redis_queue *q, const char *entry, int on)
 
 /* Renews the leases of the entries still pending on this consumer: XCLAIM to ourselves
  * with min-idle 0 resets their idle time. An entry another consumer has taken over
- * meanwhile (this process stalled past its lease) is left to it. KEYS[1] the stream;
+ * meanwhile (this process stalled past its lease) is left to it, and so is one whose
+ * stream is gone (Redis lost its data: pcall, no error). KEYS[1] the stream;
  * ARGV[1] the group, ARGV[2] this consumer, ARGV[3...] the entries. */
 static const char redis__renew_lua[] =
     "local n = 0\n"
     "for i = 3, #ARGV do\n"
-    "  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
+    "  local p = redis.pcall('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
     "  if p[1] and p[1][2] == ARGV[2] then\n"
     "    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')\n"
     "    n = n + 1\n"

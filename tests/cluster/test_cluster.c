@@ -12,7 +12,9 @@
  * through any instance stops where it runs; 1,000 jobs through nginx with none lost and none run twice (the
  * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
  * answers a clear 503 (unavailable, Retry-After; /readyz too) and, once Redis is back, the same
- * servers accept and finish jobs again; a batch posted to one instance runs on several.
+ * servers accept and finish jobs again; a batch posted to one instance runs on several;
+ * after Redis loses its data (FLUSHALL) a job that waited in the stream fails saying so,
+ * the running one finishes and new ones run; results in Redis keep their bounds.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
  * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
@@ -800,4 +802,53 @@ Test(cluster, shared_results_keep_their_byte_and_time_bounds)
     r = call(&srv[2], "GET", path, NULL);
     cr_assert_eq(r.status, 404, "after the TTL: %ld %.200s", r.status, r.body);
     harness_resp_free(&r);
+}
+
+/* Sends one inline command to Redis (FLUSHALL, ...) and returns whether it answered +OK. */
+static int redis_say(const char *cmd)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)redis.port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    char line[128], buf[64] = "";
+    snprintf(line, sizeof line, "%s\r\n", cmd);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line) &&
+             recv(fd, buf, sizeof buf - 1, 0) > 0 && !strncmp(buf, "+OK", 3);
+    close(fd);
+    return ok;
+}
+
+Test(cluster, jobs_lost_with_the_redis_data_fail_and_new_ones_run)
+{
+    /* One instance with one worker, so a second job waits in the stream. */
+    for (int i = 0; i < CLUSTER_N; i++)
+        harness_stop(&srv[i]);
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url, "HAMEL_WORKERS=1", "HAMEL_REDIS_LEASE=0.5", "HAMEL_ACCESS_LOG=0", NULL};
+    cr_assert_eq(harness_start(&srv[0], env), 0);
+    json_t *req = rolling_request(CLUSTER_LONG_T_END / 3, 2); /* about a second */
+    harness_resp a = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(running_on(), 0, "the first job runs");
+    json_object_set_new(req, "t_end", json_real(1.0));
+    harness_resp b = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert(a.status == 202 && b.status == 202);
+    cr_assert(redis_say("FLUSHALL"), "FLUSHALL");
+    /* The waiting job went with the data: it fails, saying so, after four leases. */
+    harness_resp rb = wait_job(&srv[0], str(b.json, "job_id"), CLUSTER_WAIT_SECONDS);
+    cr_assert_str_eq(str(rb.json, "status"), "failed", "%.300s", rb.body);
+    const char *detail = str(json_object_get(rb.json, "problem"), "detail");
+    cr_assert(detail && strstr(detail, "no longer knows"), "%s", detail);
+    /* The running one finishes, and new jobs run (the stream and group are made again). */
+    harness_resp ra = wait_job(&srv[0], str(a.json, "job_id"), CLUSTER_WAIT_SECONDS);
+    cr_assert_str_eq(str(ra.json, "status"), "done", "%.300s", ra.body);
+    harness_resp c = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(c.status, 200, "a new job after the data was lost: %ld %.300s", c.status, c.body);
+    harness_resp_free(&a);
+    harness_resp_free(&b);
+    harness_resp_free(&ra);
+    harness_resp_free(&rb);
+    harness_resp_free(&c);
+    json_decref(req);
 }
