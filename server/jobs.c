@@ -31,9 +31,9 @@
 #define JOBS_REFRESH_SECONDS 0.5            /* remote records with waiters read again */
 #define JOBS_REFRESH_MAX 64                 /* ... at most this many per round */
 #define JOBS_MODEL_CACHE ((size_t)64 << 20) /* models of other instances' jobs */
-#define JOBS_LOST_LEASES                                                                                     \
-    4 /* a remote record unknown to the store this many                                                      \
-         leases after submission was lost */
+/* A remote record the store has not known for this many leases after it was submitted
+ * was lost. */
+#define JOBS_LOST_LEASES 4
 
 struct job {
     char id[JOB_ID_LEN + 1];
