@@ -21,7 +21,7 @@ WERROR ?=
 PKG_CONFIG ?= pkg-config
 
 ENGINE_PKGS := gsl jansson libcrypto
-SERVER_PKGS := libmicrohttpd
+SERVER_PKGS := libmicrohttpd hiredis
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 
@@ -43,6 +43,7 @@ SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 CLIENT_SRC := $(wildcard clients/c/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 SRVTEST_SRC := $(wildcard tests/server/*.c)
+CLUSTER_SRC := $(wildcard tests/cluster/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
@@ -52,7 +53,7 @@ LIBSERVER := $(BUILD)/libhamelserver.a
 LIBCLIENT := $(BUILD)/libhamelclient.a
 
 BINS := $(BUILD)/hamel $(BUILD)/hamel-server
-TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server)
+TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
 .PHONY: all test test-fast run bench fmt lint clean deps
 all: $(BINS) $(TESTS)
@@ -84,6 +85,10 @@ $(BUILD)/test-unit: $(call obj,$(UNIT_SRC)) $(LIBENGINE)
 
 $(BUILD)/test-server: $(call obj,$(SRVTEST_SRC)) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBSERVER) $(LIBENGINE) | $(BUILD)/hamel-server
 	$(CC) $(LDFLAGS) $^ -o $@ $(TEST_LIBS) $(CLIENT_LIBS) $(SERVER_LIBS) $(ENGINE_LIBS)
+
+# Three servers on Redis behind nginx (tests/cluster), with the server tests' harness.
+$(BUILD)/test-cluster: $(call obj,$(CLUSTER_SRC) tests/server/harness.c) | $(BUILD)/hamel-server
+	$(CC) $(LDFLAGS) $^ -o $@ $(TEST_LIBS) $(CLIENT_LIBS) $(ENGINE_LIBS)
 
 # $< and the library, not $^: the -MMD dependency file adds the included sources.
 $(BUILD)/bench-%: bench/%.c $(LIBENGINE)

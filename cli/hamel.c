@@ -20,12 +20,14 @@
 #include <string.h>
 
 #include "engine.h"
+#include "jsonout.h"
 #include "hamelclient.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: hamel run FILE | check FILE | gamma FILE [--q name=value,...] [--t T] |\n"
-          "             equations FILE | linearize FILE | evaluate FILE | remote ... | --version\n"
+          "             equations FILE [--form hamel|appell|kane|maggi|voronec] |\n"
+          "             linearize FILE | evaluate FILE | remote ... | --version\n"
           "FILE: a model, a simulation request with \"model\", or a case file with \"model\" and\n"
           "\"simulation\" (as in ../shared/cases); - reads standard input.\n",
           f);
@@ -41,7 +43,14 @@ static int fail(json_t *problem)
 
 static int print(json_t *j)
 {
-    json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    size_t len = 0;
+    char *text = jsonout_dumps_indent(j, 1, &len);
+    if (text) {
+        fwrite(text, 1, len, stdout);
+        free(text);
+    } else {
+        json_dumpf(j, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    }
     fputc('\n', stdout);
     json_decref(j);
     return 0;
@@ -124,14 +133,14 @@ static int cmd_check(const char *path)
     return print(s);
 }
 
-static int cmd_equations(const char *path)
+static int cmd_equations(const char *path, const char *form)
 {
     engine_model *m;
     json_t *req, *eq, *problem;
     if (compile(path, &m, &req))
         return 1;
     json_decref(req);
-    int rc = engine_equations(m, &eq, &problem);
+    int rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
     engine_model_release(m);
     return rc ? fail(problem) : print(eq);
 }
@@ -179,6 +188,10 @@ static int cmd_gamma(int argc, char **argv)
         }
     }
     json_t *hreq = json_pack("{s:f, s:o}", "t", t, "q", q);
+    if (init && json_object_get(init, "qdot")) /* velocity-dependent coefficients (nonlinear) */
+        json_object_set(hreq, "qdot", json_object_get(init, "qdot"));
+    else if (init && json_object_get(init, "speeds"))
+        json_object_set(hreq, "speeds", json_object_get(init, "speeds"));
     if (req && json_object_get(req, "parameters"))
         json_object_set(hreq, "parameters", json_object_get(req, "parameters"));
     json_decref(req);
@@ -238,7 +251,9 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "check") == 0 && argc == 3)
         return cmd_check(argv[2]);
     if (strcmp(argv[1], "equations") == 0 && argc == 3)
-        return cmd_equations(argv[2]);
+        return cmd_equations(argv[2], NULL);
+    if (strcmp(argv[1], "equations") == 0 && argc == 5 && strcmp(argv[3], "--form") == 0)
+        return cmd_equations(argv[2], argv[4]);
     if (strcmp(argv[1], "gamma") == 0)
         return cmd_gamma(argc - 2, argv + 2);
     if ((strcmp(argv[1], "linearize") == 0 || strcmp(argv[1], "evaluate") == 0) && argc == 3)

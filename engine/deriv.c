@@ -72,6 +72,8 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
 
 static expr *diff_rec(expr_ctx *c, expr *e, int s)
 {
+    if (budget_tick(c->budget)) /* budget: unwind */
+        return c->nan;
     if (!expr_depends(e, s))
         return c->zero;
     if (e->kind == EXPR_SYM)
@@ -163,8 +165,9 @@ expr *expr_dt(expr_ctx *c, expr *e)
         const expr_symbol *sym = expr_sym_get(c, s);
         if (sym->cls == SYM_TIME) {
             terms[m++] = expr_diff(c, e, s);
-        } else if (sym->cls == SYM_COORD) {
-            /* the velocity symbol of coordinate `index` */
+        } else if (sym->cls == SYM_COORD && expr_depends(e, s)) {
+            /* the velocity symbol of coordinate `index` (only looked for when e depends
+             * on the coordinate: a scan per coordinate is quadratic with many symbols) */
             for (int v = 0; v < n; v++) {
                 const expr_symbol *vs = expr_sym_get(c, v);
                 if (vs->cls == SYM_VELOCITY && vs->index == sym->index) {
@@ -182,6 +185,8 @@ expr *expr_dt(expr_ctx *c, expr *e)
 
 static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mask, expr **memo)
 {
+    if (budget_tick(c->budget)) /* budget: unwind */
+        return c->nan;
     if (!(e->deps & mask))
         return e;
     if (memo[e->id])
@@ -217,6 +222,8 @@ expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub)
             mask |= (uint64_t)1 << (s % 64);
     if (!mask)
         return e;
+    if (budget_stopped(c->budget)) /* budget: nothing more to substitute */
+        return c->nan;
     size_t n = expr_ctx_nodes(c);
     expr **memo = calloc(n, sizeof *memo);
     if (!memo)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "equations.h"
+#include "forms.h"
 #include "hamel.h"
 #include "model.h"
 #include "sim.h"
@@ -29,6 +30,9 @@ const engine_limits engine_default_limits = {
     .max_compile_seconds = 2.0,
     .max_compile_bytes = (size_t)256 << 20,
     .max_states = 10000,
+    .max_parameters = 10000,
+    .max_definitions = 10000,
+    .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
 void engine_init(void) { gsl_set_error_handler_off(); }
@@ -151,6 +155,61 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
     }
 }
 
+/* Nonlinear constraints in the reduced form: the point's velocities, from "qdot" (then
+ * put on the constraints through its speeds) or "speeds", solved by Newton's method;
+ * on return w holds Psi at (q, q'). Returns 0, or -1 with an error in *problem. */
+static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *pt, const char *path, double t,
+                             const double *q, double *qd, json_t **problem)
+{
+    int n = m->n, k = m->k;
+    const json_t *qv = json_object_get(pt, "qdot"), *sv = json_object_get(pt, "speeds");
+    double u[256], guess[256];
+    char p[160];
+    if (!json_is_object(qv) && !json_is_object(sv)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        snprintf(p, sizeof p, "%sspeeds", path);
+        hamel_problem_add(*problem, p, -1,
+                          "required: the coefficients of a model with nonlinear constraints depend on the "
+                          "velocities: give \"speeds\" or \"qdot\" with the configuration");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        guess[i] = 0.5 + 0.37 * ((i * 7) % 5);
+    if (json_is_object(qv)) {
+        for (int i = 0; i < n; i++) {
+            const json_t *v = json_object_get(qv, m->coords[i]);
+            if (!json_is_number(v)) {
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+                snprintf(p, sizeof p, "%sqdot.%s", path, m->coords[i]);
+                hamel_problem_add(*problem, p, -1, "missing or not a number");
+                return -1;
+            }
+            guess[i] = json_number_value(v);
+        }
+        hamel_speeds(w, t, q, guess, u);
+    } else {
+        for (int r = 0; r < k; r++) {
+            const json_t *v = json_object_get(sv, m->speeds[r]);
+            if (!json_is_number(v)) {
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+                snprintf(p, sizeof p, "%sspeeds.%s", path, m->speeds[r]);
+                hamel_problem_add(*problem, p, -1, "missing or not a number");
+                return -1;
+            }
+            u[r] = json_number_value(v);
+        }
+    }
+    hamel_ws_set_guess(w, guess);
+    if (hamel_qdot(w, t, q, u, qd) < 0) {
+        *problem =
+            hamel_problem_new(HAMEL_E_NUMERIC, "no velocities satisfy the constraints with these speeds");
+        snprintf(p, sizeof p, "%s%s", path, json_is_object(qv) ? "qdot" : "speeds");
+        hamel_problem_add(*problem, p, -1, "Newton's method found no q' on the constraints");
+        return -1;
+    }
+    return 0;
+}
+
 int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
                  json_t **problem)
 {
@@ -162,9 +221,10 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
     }
-    if (m->nlin != m->nc) {
+    if (m->nlin != m->nc && !m->nl_reduced) {
         *problem = hamel_problem_new(HAMEL_E_FORMULATION,
-                                     "Hamel coefficients need constraints linear in the velocities");
+                                     "Hamel coefficients need constraints linear in the velocities, or n - m "
+                                     "speeds for nonlinear ones (m counting every constraint)");
         return HAMEL_E_FORMULATION;
     }
     int n = m->n;
@@ -216,6 +276,19 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     }
     json_t *arr = json_array();
     for (int p = 0; p < np; p++) {
+        double qd[256];
+        if (m->nl_reduced) {
+            /* velocity-dependent coefficients: Psi at (q, q'), q' on the constraints */
+            char path[48] = "";
+            if (points)
+                snprintf(path, sizeof path, "points[%d].", p);
+            if (n > 256 || nl_point_velocity(m, w, points ? json_array_get(points, p) : request, path, t[p],
+                                             q + (size_t)p * n, qd, problem) < 0) {
+                json_decref(arr);
+                rc = *problem ? hamel_problem_code(*problem) : HAMEL_E_BAD_REQUEST;
+                goto done;
+            }
+        }
         if (hamel_gamma(w, t[p], q + (size_t)p * n, g, gt) < 0) {
             json_decref(arr);
             rc = HAMEL_E_NUMERIC;
@@ -226,9 +299,18 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
             hamel_problem_add(*problem, path, -1, "Psi is singular here");
             goto done;
         }
-        json_array_append_new(arr, sim_gamma_point(m, t[p], q + (size_t)p * n, g, gt));
+        json_t *pt = sim_gamma_point(m, t[p], q + (size_t)p * n, g, gt);
+        if (m->nl_reduced) {
+            json_t *qo = json_object();
+            for (int i = 0; i < n; i++)
+                json_object_set_new(qo, m->coords[i], json_real(qd[i]));
+            json_object_set_new(pt, "qdot", qo);
+        }
+        json_array_append_new(arr, pt);
     }
     *result = json_pack("{s:s, s:o, s:o}", "model_id", m->id, "order", sim_gamma_order(m), "points", arr);
+    if (m->nl_reduced)
+        json_object_set_new(*result, "velocity_dependent", json_true());
 done:
     hamel_ws_free(w);
     free(params);
@@ -256,8 +338,37 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     if (!form)
         return engine_equations(m, result, problem);
     *result = NULL;
-    *problem = hamel_problem_new(HAMEL_E_NOT_IMPLEMENTED, "equation forms are not implemented yet");
-    return HAMEL_E_NOT_IMPLEMENTED;
+    *problem = NULL;
+    int f = forms_index(form);
+    if (f < 0) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "form", -1, "unknown form: one of hamel, appell, kane, maggi, voronec");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    /* A form is derived once, on first request, into the model's expression context:
+     * the only mutation of a compiled model, under its own lock (nothing else reads the
+     * context after compilation). */
+    struct engine_model *mm = (struct engine_model *)m;
+    int rc = 0;
+    pthread_mutex_lock(&mm->forms_lock);
+    if (!mm->forms[f]) {
+        json_t *doc = NULL;
+        rc = forms_build(mm, form, &doc, NULL, NULL, problem);
+        if (rc == 0) {
+            mm->forms[f] = json_dumps(doc, JSON_COMPACT);
+            json_decref(doc);
+        }
+    }
+    pthread_mutex_unlock(&mm->forms_lock);
+    if (rc)
+        return rc;
+    json_error_t err;
+    *result = mm->forms[f] ? json_loads(mm->forms[f], 0, &err) : NULL;
+    if (!*result) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the form is not available");
+        return HAMEL_E_INTERNAL;
+    }
+    return 0;
 }
 
 /* engine_evaluate and engine_linearize: lin_api.c. */

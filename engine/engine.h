@@ -29,16 +29,19 @@ typedef struct engine_model engine_model;
 
 /* Caps on what one request may make the engine do. Every growable thing has one. */
 typedef struct engine_limits {
-    size_t max_expr_chars;   /* length of one expression string */
-    size_t max_nodes;        /* expression nodes in a model after differentiation */
-    int max_coordinates;     /* n */
-    int max_samples;         /* output samples of one simulation */
-    long max_steps;          /* integrator steps of one simulation (upper bound) */
-    double max_wall_seconds; /* wall time of one simulation (upper bound) */
-    int max_points;          /* points of one /v1/hamel request */
+    size_t max_expr_chars;      /* length of one expression string */
+    size_t max_nodes;           /* expression nodes in a model after differentiation */
+    int max_coordinates;        /* n */
+    int max_samples;            /* output samples of one simulation */
+    long max_steps;             /* integrator steps of one simulation (upper bound) */
+    double max_wall_seconds;    /* wall time of one simulation (upper bound) */
+    int max_points;             /* points of one /v1/hamel request */
     double max_compile_seconds; /* wall time of one model compilation */
     size_t max_compile_bytes;   /* memory one model compilation may hold */
     int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
+    int max_parameters;         /* entries of model.parameters */
+    int max_definitions;        /* entries of model.definitions */
+    size_t max_output_values;   /* samples x series of one simulation's result (0: no cap) */
 } engine_limits;
 
 /* The defaults used when a caller passes NULL limits. */
@@ -68,6 +71,12 @@ int engine_model_compile(const json_t *model, const engine_limits *limits, engin
  * ctl->max_wall_seconds when that is set and smaller). `ctl` may be NULL. */
 int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                              engine_model **out, json_t **problem);
+
+/* Turns on the optimizing code tier (engine/native.h): models compiled afterwards are
+ * also compiled by the system C compiler in a background thread, cached as shared
+ * objects in `dir` (created if missing), and later runs use that code. NULL or "" turns
+ * it off (the default). Returns 0, or -1 if the directory cannot be made. */
+int engine_code_cache(const char *dir);
 
 /* Adds a reference. */
 engine_model *engine_model_retain(engine_model *m);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#define EQ_MAX_TERMS 4000
+#define EQ_MAX_TERMS 64
 #define EQ_GAMMA_MAX_SECONDS 0.2 /* the gamma expressions stop here ("complete": false) */
 
 static double seconds(void)
@@ -20,17 +20,48 @@ static double seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static json_t *str(const expr_ctx *c, const expr *e)
+/* Printing walks an expression as a tree, and a DAG of shared sub-expressions can be
+ * exponentially larger as a tree than as a graph: each expression's tree size is
+ * counted first (expr_tree_size, linear in the DAG). One larger than
+ * EQ_MAX_PRINT_NODES, or past EQ_MAX_PRINTED_NODES printed in all, is shown as null
+ * with "complete": false, so that the equations of a large model cost a bounded part
+ * of its compilation. */
+#define EQ_MAX_PRINT_NODES 20000
+#define EQ_MAX_PRINTED_NODES 50000
+#define EQ_EXPAND_TREE 400 /* larger expressions (as trees) are not expanded */
+
+struct printer {
+    expr_ctx *c;
+    size_t left; /* tree nodes that may still be printed */
+    int too_big; /* an expression was left out */
+};
+
+static int printable(struct printer *p, const expr *e)
 {
-    char *s = expr_print(c, e);
+    size_t size = expr_tree_size(p->c, e);
+    if (size <= EQ_MAX_PRINT_NODES && size <= p->left) {
+        p->left -= size;
+        return 1;
+    }
+    p->too_big = 1;
+    return 0;
+}
+
+static json_t *str(struct printer *p, const expr *e)
+{
+    if (!printable(p, e))
+        return json_null();
+    char *s = expr_print(p->c, e);
     json_t *j = json_string(s ? s : "");
     free(s);
     return j;
 }
 
-static json_t *latex(const expr_ctx *c, const expr *e)
+static json_t *latex(struct printer *p, const expr *e)
 {
-    char *s = expr_print_latex(c, e);
+    if (!printable(p, e))
+        return json_null();
+    char *s = expr_print_latex(p->c, e);
     json_t *j = json_string(s ? s : "");
     free(s);
     return j;
@@ -38,7 +69,8 @@ static json_t *latex(const expr_ctx *c, const expr *e)
 
 static expr *simp(expr_ctx *c, expr *e)
 {
-    e = expr_expand(c, e, EQ_MAX_TERMS);
+    if (expr_tree_size(c, e) <= EQ_EXPAND_TREE)
+        e = expr_expand(c, e, EQ_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 
@@ -46,6 +78,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
 {
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
+    struct printer pr = {c, EQ_MAX_PRINTED_NODES, 0};
     json_t *eq = json_object();
     json_object_set_new(eq, "model_id", json_string(m->id));
     json_object_set_new(eq, "formulation", json_string(m->nlin == m->nc ? "hamel" : "multipliers"));
@@ -67,8 +100,8 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     }
     json_t *kj = json_object(), *kl = json_object();
     for (int i = 0; i < n; i++) {
-        json_object_set_new(kj, m->coords[i], str(c, red->kin[i]));
-        json_object_set_new(kl, m->coords[i], latex(c, red->kin[i]));
+        json_object_set_new(kj, m->coords[i], str(&pr, red->kin[i]));
+        json_object_set_new(kl, m->coords[i], latex(&pr, red->kin[i]));
     }
     json_object_set_new(eq, "kinematics", kj);
     json_object_set_new(eq, "kinematics_latex", kl);
@@ -81,8 +114,8 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
             goto fail;
         for (int s = 0; s < k; s++) {
             expr *mrs = red->mass[r * k + s];
-            json_array_append_new(row, str(c, mrs));
-            json_array_append_new(rowl, latex(c, mrs));
+            json_array_append_new(row, str(&pr, mrs));
+            json_array_append_new(rowl, latex(&pr, mrs));
             /* the acceleration symbol u_s' */
             char name[96];
             snprintf(name, sizeof name, "%s'", m->speeds[s]);
@@ -97,10 +130,12 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
         free(terms);
         json_array_append_new(mm, row);
         json_array_append_new(ml, rowl);
-        json_array_append_new(fj, str(c, red->forcing[r]));
-        json_array_append_new(fl, latex(c, red->forcing[r]));
-        char *ls = expr_print(c, lhs), *rs = expr_print(c, red->forcing[r]);
-        char *ll = expr_print_latex(c, lhs), *rl = expr_print_latex(c, red->forcing[r]);
+        json_array_append_new(fj, str(&pr, red->forcing[r]));
+        json_array_append_new(fl, latex(&pr, red->forcing[r]));
+        int whole = printable(&pr, lhs) && printable(&pr, red->forcing[r]);
+        char *ls = whole ? expr_print(c, lhs) : NULL, *rs = whole ? expr_print(c, red->forcing[r]) : NULL;
+        char *ll = whole ? expr_print_latex(c, lhs) : NULL;
+        char *rl = whole ? expr_print_latex(c, red->forcing[r]) : NULL;
         size_t len = (ls ? strlen(ls) : 0) + (rs ? strlen(rs) : 0) + 4;
         size_t lenl = (ll ? strlen(ll) : 0) + (rl ? strlen(rl) : 0) + 4;
         char *line = malloc(len), *linel = malloc(lenl);
@@ -108,8 +143,8 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
             snprintf(line, len, "%s = %s", ls ? ls : "", rs ? rs : "");
         if (linel)
             snprintf(linel, lenl, "%s = %s", ll ? ll : "", rl ? rl : "");
-        json_array_append_new(eqs, json_string(line ? line : ""));
-        json_array_append_new(eql, json_string(linel ? linel : ""));
+        json_array_append_new(eqs, whole ? json_string(line ? line : "") : json_null());
+        json_array_append_new(eql, whole ? json_string(linel ? linel : "") : json_null());
         free(ls);
         free(rs);
         free(ll);
@@ -123,8 +158,8 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     json_object_set_new(eq, "forcing_latex", fl);
     json_object_set_new(eq, "equations", eqs);
     json_object_set_new(eq, "equations_latex", eql);
-    json_object_set_new(eq, "kinetic_energy_in_speeds", str(c, red->tstar));
-    json_object_set_new(eq, "kinetic_energy_in_speeds_latex", latex(c, red->tstar));
+    json_object_set_new(eq, "kinetic_energy_in_speeds", str(&pr, red->tstar));
+    json_object_set_new(eq, "kinetic_energy_in_speeds_latex", latex(&pr, red->tstar));
 
     json_t *gj = json_array();
     size_t nn = (size_t)n * n;
@@ -138,7 +173,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
             for (int l = 0; l < n && !cut; l++) {
                 if (!m->gamma_nz[((size_t)j * n + r) * n + l])
                     continue;
-                if (seconds() > deadline) {
+                if (seconds() > deadline || pr.left == 0) {
                     cut = 1;
                     break;
                 }
@@ -154,13 +189,17 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                     }
                 expr *gm = simp(c, expr_sum(c, terms, t));
                 json_array_append_new(gj, json_pack("{s:s, s:s, s:s, s:o, s:o}", "j", m->row_names[j], "r",
-                                                    m->row_names[r], "l", m->row_names[l], "expr", str(c, gm),
-                                                    "latex", latex(c, gm)));
+                                                    m->row_names[r], "l", m->row_names[l], "expr",
+                                                    str(&pr, gm), "latex", latex(&pr, gm)));
             }
     free(terms);
     json_object_set_new(eq, "gamma", gj);
-    json_object_set_new(eq, "complete", json_boolean(!expr_ctx_overflow(c) && !cut));
-    if (cut)
+    json_object_set_new(eq, "complete", json_boolean(!expr_ctx_overflow(c) && !cut && !pr.too_big));
+    if (pr.too_big)
+        json_object_set_new(eq, "reason",
+                            json_string("expressions larger than the print limit are shown as null "
+                                        "(the integrator evaluates them as shared sub-expressions)"));
+    else if (cut)
         json_object_set_new(eq, "reason",
                             json_string("the gamma expressions were cut short by the time budget; "
                                         "POST /v1/hamel gives every value"));

@@ -35,7 +35,8 @@
     X(GONE, 410, "gone", "The result is no longer kept")                                                     \
     X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                                       \
     X(NOT_IMPLEMENTED, 501, "not-implemented", "Not implemented")                                            \
-    X(INTERNAL, 500, "internal", "Internal error")
+    X(INTERNAL, 500, "internal", "Internal error")                                                           \
+    X(BAD_HTTP, 400, "bad-http", "The request is not well-formed HTTP")
 
 typedef enum hamel_error {
     HAMEL_OK = 0,

@@ -66,11 +66,14 @@ void expr_ctx_free(expr_ctx *c)
     for (int i = 0; i < c->nsyms; i++)
         free(c->syms[i].name);
     free(c->syms);
+    free(c->sym_table);
     free(c->table);
     free(c->nodes);
     free(c->memo);
     free(c->zero_vals);
     free(c->zero_done);
+    free(c->expand_memo);
+    free(c->tree_size);
     free(c);
 }
 
@@ -81,22 +84,73 @@ size_t expr_ctx_nodes(const expr_ctx *c) { return c->nnodes; }
 size_t expr_ctx_bytes(const expr_ctx *c)
 {
     return c->bytes + c->cap * sizeof *c->table + c->nodes_cap * sizeof *c->nodes +
-           c->memo_cap * sizeof *c->memo;
+           c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo +
+           c->tree_cap * sizeof *c->tree_size;
 }
+
+size_t expr__held_bytes(const expr_ctx *c)
+{
+    return expr_ctx_bytes(c) + c->zero_cap * (ZERO_POINTS * 2 * sizeof(double) + 1) +
+           (size_t)c->syms_cap * sizeof *c->syms + c->sym_table_cap * sizeof *c->sym_table;
+}
+
+void expr_ctx_set_budget(expr_ctx *c, struct budget *b)
+{
+    c->budget = b;
+    if (b)
+        b->ctx = c;
+}
+
+struct budget *expr_ctx_budget(const expr_ctx *c) { return c->budget; }
 
 /* ---- symbols ---- */
 
+/* Symbols are found by name through an open-addressing table (FNV-1a), so that a model
+ * with 100,000 parameters is read in linear time. */
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static int sym_table_grow(expr_ctx *c)
+{
+    size_t cap = c->sym_table_cap ? 2 * c->sym_table_cap : 256;
+    int32_t *t = malloc(cap * sizeof *t);
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        t[i] = -1;
+    for (int s = 0; s < c->nsyms; s++) {
+        size_t j = name_hash(c->syms[s].name) & (cap - 1);
+        while (t[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        t[j] = s;
+    }
+    free(c->sym_table);
+    c->sym_table = t;
+    c->sym_table_cap = cap;
+    return 0;
+}
+
 int expr_sym_find(const expr_ctx *c, const char *name)
 {
-    for (int i = 0; i < c->nsyms; i++)
-        if (strcmp(c->syms[i].name, name) == 0)
-            return i;
+    if (!c->sym_table)
+        return -1;
+    size_t mask = c->sym_table_cap - 1;
+    for (size_t j = name_hash(name) & mask; c->sym_table[j] >= 0; j = (j + 1) & mask)
+        if (strcmp(c->syms[c->sym_table[j]].name, name) == 0)
+            return c->sym_table[j];
     return -1;
 }
 
 int expr_sym_add(expr_ctx *c, const char *name, sym_class cls, int index)
 {
     if (expr_sym_find(c, name) >= 0)
+        return -1;
+    if (2 * ((size_t)c->nsyms + 1) > c->sym_table_cap && sym_table_grow(c) < 0)
         return -1;
     if (c->nsyms == c->syms_cap) {
         int cap = c->syms_cap ? 2 * c->syms_cap : 32;
@@ -106,13 +160,22 @@ int expr_sym_add(expr_ctx *c, const char *name, sym_class cls, int index)
         c->syms = s;
         c->syms_cap = cap;
     }
+    char *copy = strdup(name);
+    if (!copy)
+        return -1;
     int s = c->nsyms++;
-    c->syms[s].name = strdup(name);
+    c->syms[s].name = copy;
     c->syms[s].cls = cls;
     c->syms[s].index = index;
     c->syms[s].node = NULL;
     if (cls != SYM_DEF)
         c->syms[s].node = expr_sym(c, s);
+    size_t j = name_hash(copy) & (c->sym_table_cap - 1);
+    while (c->sym_table[j] >= 0)
+        j = (j + 1) & (c->sym_table_cap - 1);
+    c->sym_table[j] = s;
+    if ((unsigned)cls <= SYM_OTHER)
+        c->class_deps[cls] |= (uint64_t)1 << (s % 64);
     return s;
 }
 
@@ -157,6 +220,13 @@ static uint32_t node_hash(int kind, int fn, int sym, double num, expr **args, in
     h = mix(h, num_bits(num));
     for (int i = 0; i < nargs; i++)
         h = mix(h, args[i]->id);
+    /* the table is indexed by the low bits: finish with an avalanche (murmur3's), or
+     * nodes with nearby argument ids cluster and linear probing degrades */
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     return h;
 }
 
@@ -196,6 +266,10 @@ static int table_grow(expr_ctx *c)
 /* Finds or creates the node with these fields; args are copied. */
 static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **args, int nargs)
 {
+    if (budget_tick(c->budget) && c->nan) { /* budget: out of time or memory, or cancelled */
+        c->overflow = 1;
+        return c->nan;
+    }
     if (kind == EXPR_NUM && num == 0.0)
         num = 0.0;
     uint32_t h = node_hash(kind, fn, sym, num, args, nargs);
@@ -422,6 +496,10 @@ static int sum_collect(expr_ctx *c, struct tvec *tv, double *constant, expr *e, 
 
 expr *expr_sum(expr_ctx *c, expr **terms, int n)
 {
+    if (budget_stopped(c->budget)) { /* budget: unwind without sorting */
+        c->overflow = 1;
+        return c->nan;
+    }
     struct tvec tv;
     tvec_init(&tv);
     double constant = 0.0;
@@ -546,6 +624,10 @@ static int prod_collect(expr_ctx *c, struct fvec *fv, double *coef, expr *e)
 
 expr *expr_product(expr_ctx *c, expr **factors, int n)
 {
+    if (budget_stopped(c->budget)) { /* budget: unwind without sorting */
+        c->overflow = 1;
+        return c->nan;
+    }
     struct fvec fv = {.n = 0, .cap = 16};
     fv.v = fv.local;
     double coef = 1.0;
@@ -767,20 +849,93 @@ expr *expr_fun2(expr_ctx *c, expr_fn fn, expr *a, expr *b)
 
 /* ---- dependence ---- */
 
-int expr_depends(const expr *e, int s)
+/* The walk of expr_depends: a tree walk pruned by the deps masks, which is fast on
+ * ordinary expressions but exponential on a DAG whose shared nodes carry the symbol's
+ * bit without the symbol (d_i = d_{i-1} + x*d_{i-1} over 64+ symbols). Past
+ * DEPENDS_TREE_STEPS nodes the walk is redone visiting each node once. */
+#define DEPENDS_TREE_STEPS 4096
+
+static int depends_tree(const expr *e, int s, uint64_t bit, long *steps)
 {
-    if (!(e->deps & ((uint64_t)1 << (s % 64))))
+    if (!(e->deps & bit))
         return 0;
     if (e->kind == EXPR_SYM)
         return e->sym == s;
+    if (--*steps < 0)
+        return -1;
+    for (int i = 0; i < e->nargs; i++) {
+        int r = depends_tree(e->args[i], s, bit, steps);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+struct visited {
+    const expr **v; /* open-addressing set of nodes */
+    size_t cap, n;
+};
+
+/* Adds e; returns 1 if it was new, 0 if seen, -1 out of memory. */
+static int visited_add(struct visited *vs, const expr *e)
+{
+    if (2 * (vs->n + 1) > vs->cap) {
+        size_t cap = vs->cap ? 2 * vs->cap : 1024;
+        const expr **v = calloc(cap, sizeof *v);
+        if (!v)
+            return -1;
+        for (size_t i = 0; i < vs->cap; i++)
+            if (vs->v[i]) {
+                size_t j = vs->v[i]->id & (cap - 1);
+                while (v[j])
+                    j = (j + 1) & (cap - 1);
+                v[j] = vs->v[i];
+            }
+        free(vs->v);
+        vs->v = v;
+        vs->cap = cap;
+    }
+    size_t j = e->id & (vs->cap - 1);
+    for (; vs->v[j]; j = (j + 1) & (vs->cap - 1))
+        if (vs->v[j] == e)
+            return 0;
+    vs->v[j] = e;
+    vs->n++;
+    return 1;
+}
+
+static int depends_dag(const expr *e, int s, uint64_t bit, struct visited *vs)
+{
+    if (!(e->deps & bit))
+        return 0;
+    if (e->kind == EXPR_SYM)
+        return e->sym == s;
+    int fresh = visited_add(vs, e);
+    if (fresh <= 0)
+        return fresh < 0; /* seen: already answered no; out of memory: "may depend" */
     for (int i = 0; i < e->nargs; i++)
-        if (expr_depends(e->args[i], s))
+        if (depends_dag(e->args[i], s, bit, vs))
             return 1;
     return 0;
 }
 
+int expr_depends(const expr *e, int s)
+{
+    uint64_t bit = (uint64_t)1 << (s % 64);
+    long steps = DEPENDS_TREE_STEPS;
+    int r = depends_tree(e, s, bit, &steps);
+    if (r >= 0)
+        return r;
+    struct visited vs = {NULL, 0, 0};
+    r = depends_dag(e, s, bit, &vs);
+    free(vs.v);
+    return r;
+}
+
 int expr_depends_class(const expr_ctx *c, const expr *e, sym_class cls)
 {
+    if ((unsigned)cls <= SYM_OTHER && !(e->deps & c->class_deps[cls]))
+        return 0; /* no symbol of the class shares a deps bit with e */
     for (int s = 0; s < c->nsyms; s++)
         if (c->syms[s].cls == cls && expr_depends(e, s))
             return 1;

@@ -97,6 +97,14 @@ int expr_ctx_overflow(const expr_ctx *c);
 size_t expr_ctx_nodes(const expr_ctx *c);
 size_t expr_ctx_bytes(const expr_ctx *c);
 
+/* Attaches a compile budget (budget.h) that the constructors and the long loops of
+ * expansion, differentiation, substitution, printing and tape building tick; once it
+ * has stopped, constructors return the NaN node and set the overflow flag. NULL
+ * detaches. The budget is borrowed and must outlive its attachment. */
+struct budget;
+void expr_ctx_set_budget(expr_ctx *c, struct budget *b);
+struct budget *expr_ctx_budget(const expr_ctx *c);
+
 /* Adds a symbol (the name is copied) and returns its index; -1 if the name exists. */
 int expr_sym_add(expr_ctx *c, const char *name, sym_class cls, int index);
 
@@ -153,6 +161,12 @@ expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub);
  * cancel, and collects like terms (simplify.c). A sub-expression that would exceed
  * max_terms terms is kept unexpanded. */
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms);
+
+/* The number of nodes of e written out as a tree (shared sub-expressions counted each
+ * time they occur), saturating at EXPR_TREE_SIZE_MAX: what printing or expanding e
+ * would walk. Memoised per node in the context, so linear in the DAG. */
+#define EXPR_TREE_SIZE_MAX 1000000u
+size_t expr_tree_size(expr_ctx *c, const expr *e);
 
 /* The name of a function and the function of a name (-1 if unknown). */
 const char *expr_fn_name(expr_fn fn);

@@ -3,6 +3,7 @@
 #ifndef HAMEL_EXPR_INTERNAL_H
 #define HAMEL_EXPR_INTERNAL_H
 
+#include "budget.h"
 #include "expr.h"
 
 #define ZERO_POINTS 6
@@ -26,16 +27,27 @@ struct expr_ctx {
     int overflow;
     expr_symbol *syms;
     int nsyms, syms_cap;
+    int32_t *sym_table; /* open-addressing hash of symbol names -> index; -1 = empty */
+    size_t sym_table_cap;
+    uint64_t class_deps[SYM_OTHER + 1]; /* per class: the deps bits of its symbols */
     expr *nan, *zero, *one, *minus_one;
     struct memo_entry *memo; /* derivative memo: (node, symbol) -> derivative */
     size_t memo_cap, memo_used;
     double *zero_vals; /* per node: ZERO_POINTS values then ZERO_POINTS magnitudes */
     unsigned char *zero_done;
     size_t zero_cap;
+    expr **expand_memo; /* expr_expand results by node id (for expand_terms), simplify.c */
+    size_t expand_cap;
+    int expand_terms;
+    uint32_t *tree_size; /* expr_tree_size by node id, + 1; 0 = not yet counted */
+    size_t tree_cap;
+    budget *budget; /* the compile budget ticked by the constructors; NULL: none (budget.h) */
 };
 
 int expr__cmp(const expr *a, const expr *b);
 double expr__apply(expr_fn fn, double a, double b);
+/* Every byte the context holds (arena, tables, memo, zero-test values). */
+size_t expr__held_bytes(const expr_ctx *c);
 int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags);
 
 #endif

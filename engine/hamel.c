@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "linalg.h"
+#include "native.h"
 
 struct hamel_ws {
     const struct engine_model *m;
@@ -32,7 +33,11 @@ struct hamel_ws {
     double *fast; /* tape_fast outputs */
     double *minv; /* [k*k] M*^-1 when M* is constant (fast_mass_const) */
     int minv_ready;
-    int numeric; /* ignore tape_fast (for cross-checks) */
+    int numeric;         /* ignore tape_fast (for cross-checks) */
+    native_code *native; /* the optimizing tier (a reference), or NULL */
+    double *guess;       /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
+    int *sel;            /* [k] q' components used as speeds instead of the model's rows */
+    int sel_on;          /* sel is in force (hamel_ws_select) */
 };
 
 void hamel_ws_free(hamel_ws *w)
@@ -62,6 +67,9 @@ void hamel_ws_free(hamel_ws *w)
     free(w->mult);
     free(w->fast);
     free(w->minv);
+    native_release(w->native);
+    free(w->sel);
+    free(w->guess);
     free(w);
 }
 
@@ -100,15 +108,54 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
     w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
     w->minv = calloc((size_t)k * k, sizeof *w->minv);
-    if (!w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
-        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
-        !w->A || !w->W || !w->obs || !w->mult) {
+    w->sel = calloc(k + 1, sizeof *w->sel);
+    w->guess = calloc(n, sizeof *w->guess);
+    if (!w->sel || !w->guess || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv ||
+        !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi ||
+        !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
     if (m->np)
         memcpy(w->in, params, m->np * sizeof *params);
+    if (m->tape_fast)
+        w->native = native_acquire(m, params);
     return w;
+}
+
+static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt);
+
+const char *hamel_ws_tier(const hamel_ws *w)
+{
+    const struct engine_model *m = w->m;
+    if (m->tape_fast && !w->numeric)
+        return w->native ? "native" : m->tape_fast->fn ? "tcc" : "interp";
+    return m->tape_dyn->fn ? "tcc" : "interp";
+}
+
+int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv)
+{
+    if (!m->tape_fast || !m->fast_mass_const || m->k > 64)
+        return -1;
+    hamel_ws *w = hamel_ws_new(m, params);
+    double *in = calloc(m->n_in + 1, sizeof *in), *y = calloc(m->n + m->k + 1, sizeof *y),
+           *dy = calloc(m->n + m->k + 1, sizeof *dy);
+    int rc = -1;
+    if (w && in && y && dy) {
+        native_release(w->native); /* the tape's M*, not a folded one */
+        w->native = NULL;
+        model_test_point(m, 0, in);
+        memcpy(y, in + model_input_q(m), m->n * sizeof *y);
+        if (rhs_fast(w, in[model_input_t(m)], y, dy) == GSL_SUCCESS && w->minv_ready) {
+            memcpy(minv, w->minv, (size_t)m->k * m->k * sizeof *minv);
+            rc = 0;
+        }
+    }
+    free(in);
+    free(y);
+    free(dy);
+    hamel_ws_free(w);
+    return rc;
 }
 
 /* Evaluates Psi, Psi_t at (t, q) and LU-factors Psi. */
@@ -119,6 +166,12 @@ static int factor_psi(hamel_ws *w, double t, const double *q)
     w->in[model_input_t(m)] = t;
     memcpy(w->in + model_input_q(m), q, n * sizeof *q);
     tape_run(m->tape_psi, w->in, w->work, w->psi);
+    if (w->sel_on)
+        for (int r = 0; r < w->k; r++) {
+            memset(w->psi + (size_t)r * n, 0, n * sizeof *w->psi);
+            w->psi[(size_t)r * n + w->sel[r]] = 1.0;
+            w->psi[(size_t)n * n + r] = 0.0;
+        }
     memcpy(w->lu, w->psi, (size_t)n * n * sizeof *w->lu);
     return linalg_lu(n, w->lu, w->piv);
 }
@@ -133,8 +186,67 @@ static void solve_qdot(hamel_ws *w, const double *u, double *qd)
     linalg_lu_solve(n, w->lu, w->piv, qd);
 }
 
+#define HAMEL_NEWTON_MAX 40
+
+/* Nonlinear constraints (m->nl_reduced): q' from u_r = Psi_r q' + Psi_rt, the linear
+ * constraints and f_j(q, q', t) = 0 by Newton's method, whose Jacobian is Psi itself
+ * (its last rows are df_j/dq'), from the last solution. On success Psi is factored at
+ * the solution and w->in holds it. */
+static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *res = w->vec;
+    memcpy(qd, w->guess, n * sizeof *qd);
+    if (m->tape_fast) {
+        /* explicit kinematics (nonlin.h): q' = K(q, u, t) is the first output */
+        w->in[model_input_t(m)] = t;
+        memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+        for (int r = 0; r < k; r++)
+            w->in[m->u_slot[r]] = u[r];
+        tape_run(m->tape_fast, w->in, w->work, w->fast);
+        memcpy(qd, w->fast, n * sizeof *qd);
+    }
+    for (int it = 0; it < HAMEL_NEWTON_MAX; it++) {
+        memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+        if (factor_psi(w, t, q) < 0)
+            return -1;
+        tape_run(m->tape_obs, w->in, w->work, w->obs);
+        for (int r = 0; r < n; r++) {
+            double s = w->psi[(size_t)n * n + r] - (r < k ? u[r] : 0.0);
+            for (int i = 0; i < n; i++)
+                s += w->psi[(size_t)r * n + i] * qd[i];
+            res[r] = s;
+        }
+        for (int j = 0; j < m->nc; j++)
+            if (!m->cons[j].linear)
+                res[m->cons[j].row] = w->obs[1 + j];
+        linalg_lu_solve(n, w->lu, w->piv, res);
+        double dn = 0.0, qn = 0.0;
+        for (int i = 0; i < n; i++) {
+            qd[i] -= res[i];
+            dn = fmax(dn, fabs(res[i]));
+            qn = fmax(qn, fabs(qd[i]));
+        }
+        if (!isfinite(dn))
+            return -1;
+        if (dn <= 4e-16 * (1.0 + qn) || (it > 0 && dn <= 1e-13 * (1.0 + qn))) {
+            memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+            if (factor_psi(w, t, q) < 0)
+                return -1;
+            memcpy(w->guess, qd, n * sizeof *qd);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
+
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
 {
+    if (w->m->nl_reduced)
+        return newton_qdot(w, t, q, u, qd);
     if (factor_psi(w, t, q) < 0)
         return -1;
     solve_qdot(w, u, qd);
@@ -201,13 +313,20 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 {
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
+    if (w->native && w->native->rhs) {
+        w->native->rhs(t, y, dydt);
+        return GSL_SUCCESS;
+    }
     double *in = w->in;
     in[model_input_t(m)] = t;
     for (int i = 0; i < n; i++)
         in[model_input_q(m) + i] = y[i];
     for (int r = 0; r < k; r++)
         in[m->u_slot[r]] = y[n + r];
-    tape_run(m->tape_fast, in, w->work, w->fast);
+    if (w->native)
+        w->native->fast(in, w->fast);
+    else
+        tape_run(m->tape_fast, in, w->work, w->fast);
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;
@@ -238,17 +357,18 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
 int hamel_rhs(double t, const double *y, double *dydt, void *params)
 {
     hamel_ws *w = params;
-    if (w->m->tape_fast && !w->numeric)
+    if (w->m->tape_fast && !w->numeric && !w->sel_on)
         return rhs_fast(w, t, y, dydt);
     const struct engine_model *m = w->m;
     int n = w->n, k = w->k;
     const double *q = y, *u = y + n;
     double *qd = dydt, *ud = dydt + n;
-    if (factor_psi(w, t, q) < 0)
+    if (hamel_qdot(w, t, q, u, qd) < 0)
         return GSL_EBADFUNC;
-    solve_qdot(w, u, qd);
     memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    if (w->sel_on) /* the rows of selected speeds are constant: D(q_c') = 0 */
+        memset(w->dyn + n * (n + 1) / 2 + n, 0, k * sizeof *w->dyn);
     const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
     double *M = w->M;
     for (int i = 0, idx = 0; i < n; i++)
@@ -404,6 +524,8 @@ int hamel_structure(struct engine_model *m)
         goto done;
     for (int p = 0; p < 3; p++) {
         model_test_point(m, 11 + p, in);
+        /* Psi may depend on q' (nonlinear constraints): at the test point's q' */
+        memcpy(w->in + model_input_qd(m), in + model_input_qd(m), n * sizeof *in);
         if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
             continue;
         inverse_and_derivatives(w);
@@ -417,7 +539,7 @@ int hamel_structure(struct engine_model *m)
     }
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
-        mc->holonomic = 0;
+        mc->gamma_free = 0;
         if (!mc->linear)
             continue;
         int j = mc->row, any = 0;
@@ -426,7 +548,7 @@ int hamel_structure(struct engine_model *m)
             for (int l = 0; l < m->k; l++)
                 any |= m->gamma_nz[((size_t)j * n + r) * n + l];
         }
-        mc->holonomic = !any;
+        mc->gamma_free = !any;
     }
     rc = 0;
 done:
@@ -538,4 +660,172 @@ done:
     free(dpsidt);
     free(dqd);
     return rc;
+}
+
+/* The symbolically reduced equations against the numeric path at three pseudo-random
+ * states. Each path's rounding scale is estimated by the spread of the two answers'
+ * magnitudes; a disagreement beyond 1e-7 relative (or NaN on one side only) means the
+ * reduction is wrong for this model (or cancels catastrophically), and it is not used. */
+int hamel_fast_agrees(const struct engine_model *m)
+{
+    if (!m->tape_fast)
+        return 1;
+    int n = m->n, k = m->k, N = n + k, agree = 1, compared = 0;
+    double *params = calloc(m->np + 1, sizeof *params), *in = calloc(m->n_in + 1, sizeof *in);
+    double *y = calloc(N + 1, sizeof *y), *fa = calloc(N + 1, sizeof *fa), *fb = calloc(N + 1, sizeof *fb);
+    hamel_ws *fast = NULL, *num = NULL;
+    if (!params || !in || !y || !fa || !fb)
+        goto done;
+    if (m->np)
+        memcpy(params, m->param_values, m->np * sizeof *params);
+    fast = hamel_ws_new(m, params);
+    num = hamel_ws_new(m, params);
+    if (!fast || !num)
+        goto done;
+    native_release(fast->native); /* the tape itself, not a folded copy */
+    fast->native = NULL;
+    hamel_ws_set_numeric(num, 1);
+    for (int p = 0; p < 3 && agree; p++) {
+        model_test_point(m, 21 + p, in);
+        memcpy(y, in + model_input_q(m), n * sizeof *y);
+        for (int r = 0; r < k; r++)
+            y[n + r] = in[model_input_qd(m) + r % n] - 0.85; /* speeds of both signs */
+        double t = in[model_input_t(m)];
+        if (hamel_rhs(t, y, fb, num) != GSL_SUCCESS)
+            continue; /* singular here for the numeric path: no verdict */
+        if (hamel_rhs(t, y, fa, fast) != GSL_SUCCESS) {
+            agree = 0;
+            break;
+        }
+        double scale = 0.0;
+        for (int i = 0; i < N; i++)
+            if (isfinite(fb[i]) && fabs(fb[i]) > scale)
+                scale = fabs(fb[i]);
+        for (int i = 0; i < N; i++)
+            if (isfinite(fa[i]) != isfinite(fb[i]) ||
+                (isfinite(fb[i]) && fabs(fa[i] - fb[i]) > 1e-7 * (scale + 1e-300) + 1e-300))
+                agree = 0;
+        compared++;
+    }
+done:
+    hamel_ws_free(fast);
+    hamel_ws_free(num);
+    free(params);
+    free(in);
+    free(y);
+    free(fa);
+    free(fb);
+    return agree;
+}
+
+/* ---- the singularity watch (sim.c) ---- */
+
+void hamel_ws_select(hamel_ws *w, const int *cols)
+{
+    w->sel_on = cols != NULL;
+    if (cols)
+        memcpy(w->sel, cols, w->k * sizeof *cols);
+}
+
+int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, double *det)
+{
+    int n = w->n;
+    int rc = factor_psi(w, t, q);
+    double d = 1.0;
+    for (int i = 0; i < n; i++) {
+        d *= w->lu[(size_t)i * n + i];
+        if (w->piv[i] != i)
+            d = -d;
+    }
+    *det = d;
+    if (rc < 0 || !(d != 0.0) || !isfinite(d)) {
+        *cond = INFINITY;
+        return -1;
+    }
+    /* 1-norm condition number ||Psi||_1 ||Psi^-1||_1, the inverse column by column. */
+    double na = 0.0, ni = 0.0;
+    for (int l = 0; l < n; l++) {
+        double *col = w->Phi + (size_t)l * n, sa = 0.0, si = 0.0;
+        memset(col, 0, n * sizeof *col);
+        col[l] = 1.0;
+        linalg_lu_solve(n, w->lu, w->piv, col);
+        for (int i = 0; i < n; i++) {
+            sa += fabs(w->psi[(size_t)i * n + l]);
+            si += fabs(col[i]);
+        }
+        na = fmax(na, sa);
+        ni = fmax(ni, si);
+    }
+    *cond = na * ni;
+    return isfinite(*cond) ? 0 : -1;
+}
+
+int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k, r = n - k;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
+    /* The constraint rows k..n-1, columns scaled to the largest entry of their row so
+     * that the choice does not depend on the rows' units; then QR with column pivoting
+     * (largest remaining column first) picks the r dependent velocities. */
+    double *a = w->A; /* r x n, row-major */
+    for (int i = 0; i < r; i++) {
+        double mx = 0.0;
+        for (int c = 0; c < n; c++)
+            mx = fmax(mx, fabs(w->psi[(size_t)(k + i) * n + c]));
+        for (int c = 0; c < n; c++)
+            a[(size_t)i * n + c] = mx > 0 ? w->psi[(size_t)(k + i) * n + c] / mx : 0.0;
+    }
+    unsigned char dep[256] = {0};
+    if (n > 256)
+        return -1;
+    for (int step = 0; step < r; step++) {
+        int best = -1;
+        double bnorm = 0.0;
+        for (int c = 0; c < n; c++) {
+            if (dep[c])
+                continue;
+            double s = 0.0;
+            for (int i = 0; i < r; i++)
+                s += a[(size_t)i * n + c] * a[(size_t)i * n + c];
+            if (s > bnorm * (1.0 + 1e-12)) {
+                bnorm = s;
+                best = c;
+            }
+        }
+        if (best < 0 || !(bnorm > 1e-24))
+            return -1;
+        dep[best] = 1;
+        double nb = sqrt(bnorm), v[256];
+        for (int i = 0; i < r; i++)
+            v[i] = a[(size_t)i * n + best] / nb;
+        for (int c = 0; c < n; c++) {
+            if (dep[c])
+                continue;
+            double d = 0.0;
+            for (int i = 0; i < r; i++)
+                d += v[i] * a[(size_t)i * n + c];
+            for (int i = 0; i < r; i++)
+                a[(size_t)i * n + c] -= d * v[i];
+        }
+        for (int i = 0; i < r; i++)
+            a[(size_t)i * n + best] = 0.0;
+    }
+    for (int c = 0, j = 0; c < n; c++)
+        if (!dep[c])
+            cols[j++] = c;
+    return 0;
+}
+
+int hamel_det_pivot(hamel_ws *w, double t, const double *q, double *d)
+{
+    const struct engine_model *m = w->m;
+    if (!m->tape_det || w->sel_on)
+        return -1;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, w->n * sizeof *q);
+    tape_run(m->tape_det, w->in, w->work, d);
+    return 0;
 }

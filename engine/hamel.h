@@ -39,17 +39,37 @@ void hamel_ws_free(hamel_ws *w);
  * inverts Psi numerically at every evaluation (the two must agree; tests compare). */
 void hamel_ws_set_numeric(hamel_ws *w, int numeric);
 
+/* The code tier the right-hand side of w runs on: "native", "tcc" or "interp". */
+const char *hamel_ws_tier(const hamel_ws *w);
+
+/* M*^-1 (k x k, row-major) of a model whose M* depends on the parameters only, computed
+ * exactly as hamel_rhs computes it at its first evaluation. Returns 0, or -1 (no such
+ * M*, or singular). For the native tier, which folds it into the code. */
+int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv);
+
+/* Whether the symbolically reduced equations (tape_fast) agree with the numeric path
+ * at pseudo-random states (1 also when there is no tape_fast). The model compiler drops
+ * a reduction that does not: a wrong simplification must never reach a user. */
+int hamel_fast_agrees(const struct engine_model *m);
+
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
- * each linear constraint's holonomic flag. Called by the model compiler. */
+ * each linear constraint's gamma_free flag (a first-order test, not integrability:
+ * see holonomy.h). Called by the model compiler. */
 int hamel_structure(struct engine_model *m);
 
 /* The Hamel coefficients at (t, q): gamma[(j*n + r)*n + l], gamma_t[j*n + r]. Either
  * output may be NULL. Returns 0, or -1 where Psi is singular. */
 int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t);
 
-/* The kinematics q' = Phi [u; 0] + Phi_t at (t, q). Returns 0 or -1 (Psi singular). */
+/* The kinematics q' = Phi [u; 0] + Phi_t at (t, q). With nonlinear constraints in the
+ * reduced form (m->nl_reduced) q' solves u = Psi_S q' + Psi_St, the linear
+ * constraints and f(q, q', t) = 0 by Newton's method from the last solution (or the
+ * one set by hamel_ws_set_guess). Returns 0 or -1 (Psi singular, no convergence). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd);
+
+/* Newton's starting point for the next hamel_qdot (nonlinear constraints): q' [n]. */
+void hamel_ws_set_guess(hamel_ws *w, const double *qd);
 
 /* The speeds u_r = Psi_r q' + Psi_rt for a given q'. Returns 0. */
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u);
@@ -64,5 +84,24 @@ void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, dou
 /* The residual of the Boltzmann–Hamel equations (5.94) written out with the gammas,
  * at state y and speed derivatives udot (k): res[r] for r < k. For checks. */
 int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot, double *res);
+
+/* The singularity watch. hamel_ws_select makes the workspace use the velocities
+ * q'_cols[r] (k of them) as the speeds instead of the model's own speed rows (NULL
+ * restores them); the symbolically reduced tape is then not used. Copies cols. */
+void hamel_ws_select(hamel_ws *w, const int *cols);
+
+/* The 1-norm condition number of Psi (with the selection in force) and its
+ * determinant at (t, q). Returns 0, or -1 (cond = inf) where Psi is singular. */
+int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, double *det);
+
+/* The best-conditioned choice of k velocities as speeds at (t, q): QR with column
+ * pivoting on the linear-constraint rows (each scaled to its largest entry) picks the
+ * dependent velocities; cols[k] receives the others, increasing. Returns 0 or -1. */
+int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols);
+
+/* det Psi up to a nonzero number, from the model's one expression pivot (model.h:
+ * tape_det), at (t, q): the watch's cheap test in the model's own chart. Returns 0, or
+ * -1 when there is no such pivot or a selection is in force. */
+int hamel_det_pivot(hamel_ws *w, double t, const double *q, double *d);
 
 #endif

@@ -296,6 +296,12 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
                                d->y[i]);
     if (d->opt.progress)
         atomic_store_explicit(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0), memory_order_relaxed);
+    if (d->opt.step_check) {
+        int rc = d->opt.step_check(r->t, d->y, d->opt.step_ctx);
+        if (rc != HAMEL_OK)
+            return integ__fail(r->reason, INTEG_REASON_MAX, rc,
+                               "the run was stopped after the step to t = %.17g", r->t);
+    }
     return HAMEL_OK;
 }
 

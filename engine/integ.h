@@ -40,6 +40,11 @@ typedef int (*integ_rhs_fn)(double t, const double *y, double *dydt, void *param
  * integ_driver_apply unchanged (so return an engine error code, e.g. HAMEL_E_LIMIT). */
 typedef int (*integ_sample_fn)(double t, const double *y, void *ctx);
 
+/* Called after every accepted step with the state there (borrowed for the call).
+ * Returns 0 to go on; any other value stops the run and is returned by
+ * integ_driver_apply unchanged (the singularity watch of sim.c uses it). */
+typedef int (*integ_step_fn)(double t, const double *y, void *ctx);
+
 typedef struct integ_system {
     size_t dim; /* > 0 */
     integ_rhs_fn rhs;
@@ -54,6 +59,8 @@ typedef struct integ_options {
     double max_wall_seconds;  /* wall time of one run */
     atomic_int *cancel;       /* nonzero stops the run between steps; may be NULL */
     _Atomic double *progress; /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
+    integ_step_fn step_check; /* after each accepted step; may be NULL */
+    void *step_ctx;           /* passed to step_check; borrowed */
 } integ_options;
 
 /* What one run did. On failure `reason` says what went wrong, where, in plain words. */

@@ -59,6 +59,23 @@ int jit_compile_msg(tape *t, char *err, size_t err_size);
  * The tape's fn must not be called afterwards; tape_free calls this. */
 void jit_release(void *jit);
 
+/* How generated code reads each input of a tape (for the native tier, native.h):
+ * expr[a] is a C expression for input a (e.g. "y[2]"), or NULL to fold the constant
+ * value[a] into the code. */
+typedef struct jit_input_map {
+    const char *const *expr; /* [n_inputs] */
+    const double *value;     /* [n_inputs] */
+} jit_inputs;
+
+/* C source of one function `signature` (e.g. "void g(double t, const double *y, double
+ * *dydt)") whose body computes every slot of t as jit_compile's code does (locals
+ * s<slot>), reading inputs through map (NULL: in[a]), then runs `epilogue` (statements
+ * that may use s<slot>; may be NULL). With with_prelude, the libm prototypes the body
+ * may call come first. Returns malloc'd text (length in *len if not NULL), or NULL if
+ * the tape is malformed or too large. */
+char *jit_source(const tape *t, const jit_inputs *map, const char *signature, const char *epilogue,
+                 int with_prelude, size_t *len);
+
 /* Internal, for tests: compiles arbitrary generated source `src` the way
  * jit_compile does and returns its function `f` in *fn and the state to pass to
  * jit_release in *jit. Borrows src. Same return codes and err as jit_compile_msg. */

@@ -12,15 +12,20 @@
 #include <string.h>
 
 #include "bodies.h"
+#include "budget.h"
 #include "equations.h"
 #include "reduce.h"
 #include "hamel.h"
+#include "holonomy.h"
+#include "nonlin.h"
 #include <time.h>
 #include "jit.h"
+#include "native.h"
 #include "linalg.h"
 
 #define MODEL_NAME_MAX 128
 #define MODEL_TEST_POINTS 3
+#define MODEL_REDUCE_SHARE 0.25 /* of max_compile_seconds the symbolic reduction may use */
 
 /* ---- small helpers ---- */
 
@@ -70,12 +75,13 @@ int model_speed_index(const struct engine_model *m, const char *name)
     return -1;
 }
 
+static int cmp_str(const void *a, const void *b);
+
 int model_param_index(const struct engine_model *m, const char *name)
 {
-    for (int i = 0; i < m->np; i++)
-        if (strcmp(m->params[i], name) == 0)
-            return i;
-    return -1;
+    /* m->params is sorted by name (parse_model): a binary search, not a scan */
+    char *const *hit = m->np ? bsearch(&name, m->params, m->np, sizeof *m->params, cmp_str) : NULL;
+    return hit ? (int)(hit - m->params) : -1;
 }
 
 /* ---- freeing ---- */
@@ -118,14 +124,21 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
+    native_release(m->native);
     tape_free(m->tape_pos);
     free(m->pos_con);
     json_decref(m->bodies_js);
+    tape_free(m->tape_det);
     free(m->u_slot);
     free(m->gamma_nz);
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);
+    free(m->red_kin);
+    free(m->red_phi);
+    for (int i = 0; i < 5; i++)
+        free(m->forms[i]);
+    pthread_mutex_destroy(&m->forms_lock);
     free(m->canonical);
     free(m->name);
     expr_ctx_free(m->ctx);
@@ -172,6 +185,7 @@ static expr *parse_field(struct engine_model *m, const json_t *v, const char *pa
         add_error(problem, path, -1, "must be an expression string");
         return NULL;
     }
+    budget_stage(expr_ctx_budget(m->ctx), "parsing", path);
     expr_parse_opts o = {allow_velocity, 1, lim->max_expr_chars, path};
     expr_error err;
     expr *e = expr_parse(m->ctx, text, &o, &err);
@@ -241,8 +255,8 @@ static int add_position(struct engine_model *m, const char *name, expr *pos, con
             return 0;
         }
         if (!expr_depends(pos, m->sym_q[di]) || expr_is_zero(c, expr_diff(c, pos, m->sym_q[di]))) {
-            add_error(problem, dep_path, -1, "constraint %s does not depend on %s: it cannot be solved for it", name,
-                      dep);
+            add_error(problem, dep_path, -1,
+                      "constraint %s does not depend on %s: it cannot be solved for it", name, dep);
             return 0;
         }
     }
@@ -271,8 +285,9 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
     for (int i = 0; i < br->n_pos; i++) {
         char dpath[128];
         snprintf(dpath, sizeof dpath, "%s.dependent", br->pos[i].path);
-        if (add_position(m, br->pos[i].name, br->pos[i].f, br->pos[i].dependent[0] ? br->pos[i].dependent : NULL,
-                         1, br->pos[i].path, dpath, problem) < 0)
+        if (add_position(m, br->pos[i].name, br->pos[i].f,
+                         br->pos[i].dependent[0] ? br->pos[i].dependent : NULL, 1, br->pos[i].path, dpath,
+                         problem) < 0)
             return -1;
     }
     const json_t *pc = json_object_get(js, "position_constraints");
@@ -364,6 +379,12 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     if (params && !json_is_object(params))
         add_error(problem, "model.parameters", -1, "must be an object of name: number");
     m->np = params && json_is_object(params) ? (int)json_object_size(params) : 0;
+    if (lim->max_parameters > 0 && m->np > lim->max_parameters) {
+        budget_exceed(expr_ctx_budget(m->ctx), "model.parameters", "max_parameters", lim->max_parameters,
+                      m->np);
+        m->np = 0;
+        return -1;
+    }
     m->params = calloc(m->np + 1, sizeof *m->params);
     m->param_values = calloc(m->np + 1, sizeof *m->param_values);
     m->sym_p = calloc(m->np + 1, sizeof *m->sym_p);
@@ -386,6 +407,8 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
     }
     for (int i = 0; i < m->np; i++) {
+        if (budget_tick(expr_ctx_budget(m->ctx)))
+            return -1;
         snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
         if (name_free(m, m->params[i], path, problem))
             m->sym_p[i] = expr_sym_add(m->ctx, m->params[i], SYM_PARAM, i);
@@ -407,6 +430,12 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     const json_t *defs = json_object_get(js, "definitions");
     if (defs && !json_is_array(defs))
         add_error(problem, "model.definitions", -1, "must be an array of {\"name\", \"expr\"}");
+    if (json_is_array(defs) && lim->max_definitions > 0 &&
+        (int)json_array_size(defs) > lim->max_definitions) {
+        budget_exceed(expr_ctx_budget(m->ctx), "model.definitions", "max_definitions", lim->max_definitions,
+                      (double)json_array_size(defs));
+        return -1;
+    }
     for (size_t i = 0; defs && json_is_array(defs) && i < json_array_size(defs); i++) {
         const json_t *d = json_array_get(defs, i);
         snprintf(path, sizeof path, "model.definitions[%zu]", i);
@@ -429,6 +458,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
             if (dtexts)
                 m->def_texts = dtexts;
             if (dnames && dtexts) {
+                budget_stage(expr_ctx_budget(m->ctx), "printing", epath);
                 m->def_names[m->ndefs] = strdup(json_string_value(dn));
                 m->def_texts[m->ndefs] = expr_print(m->ctx, e);
                 m->ndefs++;
@@ -729,9 +759,15 @@ static int setup_speeds(struct engine_model *m, const json_t *speeds_js, const e
     }
     int count = (int)json_array_size(speeds_js);
     if (count != m->k) {
-        add_error(problem, "model.speeds", -1,
-                  "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n, m->nlin,
-                  m->k, count);
+        if (m->nlin != m->nc)
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (m counting every constraint: the reduced "
+                      "nonlinear form), or %d - %d = %d (the linear constraints only: multipliers), got %d",
+                      m->n, m->nc, m->n - m->nc, m->n, m->nlin, m->k, count);
+        else
+            add_error(problem, "model.speeds", -1,
+                      "expected n - m = %d - %d = %d speeds (one per degree of freedom), got %d", m->n,
+                      m->nlin, m->k, count);
         return -1;
     }
     for (int r = 0; r < m->k; r++) {
@@ -871,8 +907,12 @@ static int make_canonical(struct engine_model *m)
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(js, "parameters", params);
+    budget *bg = expr_ctx_budget(c);
+    budget_stage(bg, "printing", "model.kinetic_energy");
     json_object_set_new(js, "kinetic_energy", printed(c, m->T_hand));
+    budget_stage(bg, "printing", "model.potential_energy");
     json_object_set_new(js, "potential_energy", printed(c, m->V_hand));
+    budget_stage(bg, "printing", "model");
     if (m->bodies_js)
         json_object_update(js, m->bodies_js);
     json_t *forces = json_object();
@@ -944,9 +984,10 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *cons = json_array();
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
-        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b}", "name", mc->name, "expr",
+        json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b, s:b}", "name", mc->name, "expr",
                                               printed(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
-                                              mc->rheonomic, "holonomic", mc->holonomic));
+                                              mc->rheonomic, "holonomic", mc->holonomic, "gamma_free",
+                                              mc->gamma_free));
     }
     json_object_set_new(s, "constraints", cons);
     json_object_set_new(s, "scleronomic", json_boolean(m->scleronomic));
@@ -957,7 +998,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     for (int i = 0; i < m->np; i++)
         json_object_set_new(params, m->params[i], json_real(m->param_values[i]));
     json_object_set_new(s, "parameters", params);
-    int all_linear = m->nlin == m->nc;
+    int all_linear = m->nlin == m->nc || m->nl_reduced;
     json_object_set_new(s, "formulations",
                         all_linear ? json_pack("[s, s]", "hamel", "multipliers")
                                    : json_pack("[s]", "multipliers"));
@@ -1046,10 +1087,9 @@ int engine_model_compile(const json_t *js, const engine_limits *lim, engine_mode
     return engine_model_compile_ctl(js, lim, NULL, out, problem);
 }
 
-int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
-                             json_t **problem)
+int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
+                             engine_model **out, json_t **problem)
 {
-    (void)ctl; /* cancellation and the compile budgets are checked inside: issue 8 */
     *out = NULL;
     *problem = NULL;
     if (!lim)
@@ -1061,6 +1101,19 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     }
     struct timespec t_start;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
+    /* The compile budget: every stage below ticks it from inside its loops (budget.h);
+     * BUDGET_CHECK after each stage turns a stop into a 422 compile-limit (or a
+     * cancellation) naming the stage and the expression. */
+    budget bud;
+    double budget_seconds = lim->max_compile_seconds;
+    if (ctl && ctl->max_wall_seconds > 0 && (budget_seconds <= 0 || ctl->max_wall_seconds < budget_seconds))
+        budget_seconds = ctl->max_wall_seconds;
+    budget_init(&bud, budget_seconds, lim->max_compile_bytes, ctl ? &ctl->cancel : NULL);
+#define BUDGET_CHECK()                                                                                       \
+    do {                                                                                                     \
+        if (budget_check(&bud))                                                                              \
+            goto over;                                                                                       \
+    } while (0)
     json_t *prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
     json_t *warnings = json_array();
     struct engine_model *m = calloc(1, sizeof *m);
@@ -1069,9 +1122,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     if (!m || !prob || !warnings)
         goto oom;
     atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->forms_lock, NULL);
     m->ctx = expr_ctx_new(lim->max_nodes);
     if (!m->ctx)
         goto oom;
+    expr_ctx_set_budget(m->ctx, &bud);
     {
         const char *key;
         const json_t *val;
@@ -1088,7 +1143,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         }
     }
     const json_t *speeds_js = NULL;
-    if (parse_model(m, js, lim, prob, &speeds_js) < 0)
+    int parsed = parse_model(m, js, lim, prob, &speeds_js);
+    BUDGET_CHECK();
+    if (parsed < 0)
         goto fail;
 
     expr_ctx *c = m->ctx;
@@ -1114,6 +1171,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                       mc->name);
             continue;
         }
+        budget_stage(&bud, "differentiation", path);
         mc->linear = velocity_gradient(m, mc->f, cgrad + (size_t)j * n, &bi, &bl);
         if (mc->linear) {
             for (int i = 0; i < n; i++)
@@ -1123,8 +1181,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         mc->rheonomic =
             expr_depends(mc->f, m->sym_t) || (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
     }
-    if (count_errors(prob)) {
+    if (budget_check(&bud) || count_errors(prob)) {
         free(lin_grad);
+        if (budget_stopped(&bud))
+            goto over;
         goto fail;
     }
     for (int j = 0; j < m->nc; j++)
@@ -1137,17 +1197,26 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                     break;
                 }
     m->k = n - m->nlin;
+    if (speeds_js && m->nlin != m->nc && (int)json_array_size(speeds_js) == n - m->nc && n - m->nc >= 1) {
+        /* n - m speeds with m counting every constraint: the reduced nonlinear form */
+        m->nl_reduced = 1;
+        m->k = n - m->nc;
+    }
     if (m->k < 1) {
         add_error(prob, "model.constraints", -1,
                   "%d linear constraints leave no degree of freedom among %d coordinates", m->nlin, n);
         free(lin_grad);
         goto fail;
     }
+    budget_stage(&bud, "choice of speeds", "model.constraints");
     if (setup_speeds(m, speeds_js, lim, prob, lin_grad) < 0) {
         free(lin_grad);
+        if (budget_stopped(&bud))
+            goto over;
         goto fail;
     }
     free(lin_grad);
+    BUDGET_CHECK();
     for (int j = 0; j < m->nc; j++)
         for (int r = 0; r < m->k; r++)
             if (strcmp(m->cons[j].name, m->speeds[r]) == 0) {
@@ -1169,6 +1238,9 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     }
     for (int r = 0; r < m->k; r++) {
         int bi = 0, bl = 0;
+        char spath[96];
+        snprintf(spath, sizeof spath, "model.speeds[%d].expr", r);
+        budget_stage(&bud, "differentiation", spath);
         if (!velocity_gradient(m, m->speed_f[r], sgrad, &bi, &bl)) {
             char path[96];
             snprintf(path, sizeof path, "model.speeds[%d].expr", r);
@@ -1183,6 +1255,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         m->row_names[r] = m->speeds[r];
     }
     free(sgrad);
+    BUDGET_CHECK();
     if (count_errors(prob)) {
         goto fail;
     }
@@ -1199,6 +1272,18 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             m->row_names[row] = mc->name;
             row++;
         }
+        for (int j = 0; j < m->nc && m->nl_reduced; j++) {
+            /* nonlinear constraints: their velocity gradient, a row depending on q' */
+            model_constraint *mc = &m->cons[j];
+            if (mc->linear)
+                continue;
+            mc->row = row;
+            for (int i = 0; i < n; i++)
+                m->psi[row * n + i] = cgrad[(size_t)j * n + i];
+            m->psi_t[row] = expr_num(c, 0.0);
+            m->row_names[row] = mc->name;
+            row++;
+        }
     }
     m->scleronomic = 1;
     for (int j = 0; j < m->nc; j++)
@@ -1212,8 +1297,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             goto oom;
         memcpy(roots, m->psi, (size_t)n * n * sizeof *roots);
         memcpy(roots + n * n, m->psi_t, n * sizeof *roots);
+        budget_stage(&bud, "code generation", m->default_speeds ? "model.constraints" : "model.speeds");
         m->tape_psi = build_tape(m, roots, n * n + n);
         free(roots);
+        BUDGET_CHECK();
         if (!m->tape_psi) {
             add_error(prob, "model", -1, "Psi depends on the velocities");
             goto fail;
@@ -1252,6 +1339,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             free(p);
             goto oom;
         }
+        budget_stage(&bud, "differentiation", "model.kinetic_energy");
         for (int i = 0; i < n; i++)
             p[i] = expr_diff(c, m->T, m->sym_qd[i]);
         int idx = 0;
@@ -1259,19 +1347,25 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             for (int l = i; l < n; l++)
                 roots[idx++] = expr_diff(c, p[i], m->sym_qd[l]);
         for (int i = 0; i < n; i++) {
+            budget_stage(&bud, "differentiation", "model.potential_energy");
             expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
+            budget_stage(&bud, "differentiation", "model.kinetic_energy");
             g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
             g = expr_sub(c, g, expr_dt(c, p[i]));
             roots[nm + i] = g;
         }
+        budget_stage(&bud, "differentiation", "model.speeds");
         for (int r = 0; r < m->k; r++)
             roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
+        budget_stage(&bud, "differentiation", "model.constraints");
         for (int j = 0; j < m->nc; j++)
-            if (m->cons[j].linear)
+            if (m->cons[j].row >= 0)
                 roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
+        budget_stage(&bud, "code generation", "model.kinetic_energy");
         m->tape_dyn = build_tape(m, roots, nm + 2 * n);
 
         /* Observables: the energy and every constraint. */
+        budget_stage(&bud, "energy", "model.kinetic_energy");
         expr **obs = calloc(m->nc + 1 + n, sizeof *obs);
         if (obs) {
             obs[0] = energy_expr(m, p);
@@ -1283,6 +1377,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             free(obs);
         }
         /* Multipliers formulation: J = df/dq', Df = sum df/dq q' + df/dt. */
+        budget_stage(&bud, "differentiation", "model.constraints");
         expr **mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *mult);
         if (mult) {
             for (int j = 0; j < m->nc; j++) {
@@ -1295,6 +1390,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         }
         free(roots);
         free(p);
+        BUDGET_CHECK();
     }
     /* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
     {
@@ -1309,8 +1405,10 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                 roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
                 roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
             }
+        budget_stage(&bud, "differentiation", m->default_speeds ? "model.constraints" : "model.speeds");
         m->tape_dpsi = build_tape(m, roots, (int)cnt);
         free(roots);
+        BUDGET_CHECK();
     }
     /* Position-level constraints: their values and gradients, for the initial solve,
      * the checks and the projection (sim.c). */
@@ -1343,18 +1441,80 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         code = HAMEL_E_LIMIT;
         goto fail;
     }
+    budget_stage(&bud, "simplification", "model.kinetic_energy");
     decide_energy(m);
-    if (hamel_structure(m) < 0)
+    budget_stage(&bud, "Hamel coefficients", m->default_speeds ? "model.constraints" : "model.speeds");
+    if (hamel_structure(m) < 0 || holonomy_flags(m) < 0)
         goto oom;
-    if (make_canonical(m) < 0)
+    BUDGET_CHECK();
+    if (make_canonical(m) < 0) {
+        BUDGET_CHECK();
         goto oom;
+    }
+    BUDGET_CHECK();
+    budget_stage(&bud, "printing", "model");
     make_summary(m, warnings);
+    BUDGET_CHECK();
     {
         reduce_result red;
-        if (reduce_derive(m, lim->max_nodes / 4, &red) < 0 || build_fast(m, &red) < 0 ||
-            equations_derive(m, &red) < 0) {
+        /* The reduction is optional (the numeric path needs none of it): it gets a share
+         * of what is left of the budget, and past it the model is compiled without it. */
+        budget_stage(&bud, "symbolic reduction", "model");
+        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
+        int red_rc = reduce_derive(m, lim->max_nodes / 4, &red);
+        int red_late = budget_soft_end(&bud);
+        if (red_rc == 0 && red_late) {
+            reduce_result_free(&red); /* past its share: the numeric path */
+            memset(&red, 0, sizeof red);
+            snprintf(red.why, sizeof red.why,
+                     "the symbolic reduction takes longer than its share of max_compile_seconds");
+        }
+        budget_stage(&bud, "equations", "model");
+        if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0 ||
+            (!m->nl_reduced && equations_derive(m, &red) < 0)) {
             reduce_result_free(&red);
+            BUDGET_CHECK();
             goto oom;
+        }
+        if (budget_check(&bud)) {
+            reduce_result_free(&red);
+            goto over;
+        }
+        int rejected = m->tape_fast && !m->nl_reduced && !hamel_fast_agrees(m);
+        if (rejected) {
+            /* A reduction that disagrees with the numeric path is a bug of ours (a wrong
+             * simplification) or catastrophic cancellation: integrate without it. */
+            tape_free(m->tape_fast);
+            m->tape_fast = NULL;
+            m->fast_mass_const = 0;
+            json_object_set_new(m->summary, "reduction_rejected",
+                                json_string("the symbolically reduced equations disagreed with the "
+                                            "numeric path at a test state"));
+        }
+        /* The holonomy analysis (Lie brackets) is optional too: past its share of the
+         * budget it is reported as not done rather than failing the model. */
+        budget_stage(&bud, "holonomy analysis", "model.constraints");
+        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
+        json_t *holonomy = holonomy_analyse(m, &red);
+        if (budget_soft_end(&bud)) {
+            json_decref(holonomy);
+            holonomy = json_pack("{s:b, s:s}", "complete", 0, "reason",
+                                 "the holonomy analysis takes longer than its share of max_compile_seconds");
+        }
+        json_object_set_new(m->summary, "holonomy", holonomy);
+        if (m->nlin != m->nc)
+            json_object_set_new(m->summary, "nonlinear_form",
+                                json_string(m->nl_reduced ? "reduced" : "multipliers"));
+        m->psi_det_const = red.have_phi && red.pivots_expr == 0 && m->nlin == m->nc;
+        if (red.have_phi && red.pivots_expr == 1 && red.pivot_expr && m->nlin == m->nc)
+            m->tape_det = build_tape(m, &red.pivot_expr, 1); /* the watch's cheap test */
+        if (red.have_phi && red.exact && !rejected) {        /* kept for the classical forms (forms.h) */
+            m->red_kin = red.kin;
+            red.kin = NULL;
+            if (m->nlin == m->nc) {
+                m->red_phi = red.phi;
+                red.phi = NULL;
+            }
         }
         json_object_set_new(m->summary, "reduction",
                             json_string(m->tape_fast   ? "symbolic"
@@ -1363,10 +1523,17 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                                                        : "numeric"));
         reduce_result_free(&red);
     }
+    budget_stage(&bud, "machine code", "model");
     jit_compile(m->tape_psi);
+    BUDGET_CHECK();
     jit_compile(m->tape_dyn);
+    BUDGET_CHECK();
     if (m->tape_fast)
         jit_compile(m->tape_fast);
+    if (m->tape_det)
+        jit_compile(m->tape_det);
+    BUDGET_CHECK();
+    expr_ctx_set_budget(c, NULL); /* bud ends here; the model's context is read-only now */
     m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
                (size_t)n * n * n;
     free(cgrad);
@@ -1379,6 +1546,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     *out = m;
     return 0;
 
+over:
+    code = budget_error(&bud);
+    json_decref(prob);
+    prob = budget_problem(&bud);
+    goto fail;
 oom:
     code = HAMEL_E_INTERNAL;
     json_decref(prob);
@@ -1390,4 +1562,5 @@ fail:
     hamel_problem_recode(prob, code);
     *problem = prob;
     return code;
+#undef BUDGET_CHECK
 }

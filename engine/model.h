@@ -13,6 +13,7 @@
 #ifndef HAMEL_MODEL_H
 #define HAMEL_MODEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "engine.h"
@@ -21,17 +22,18 @@
 
 typedef struct model_constraint {
     char *name;
-    expr *f;       /* f(q, q', t) = 0 */
-    int linear;    /* linear in q' */
-    int rheonomic; /* depends on t, or has a velocity-free part */
-    int holonomic; /* Frobenius: its Hamel coefficients on the speeds vanish */
-    int row;       /* row of Psi (linear ones), else -1 */
-    expr *pos;     /* a position-level constraint pos(q, t) = 0 whose time derivative is f,
-                    * else NULL */
-    int generated; /* made by the engine (rolling disks, position constraints): not
-                    * part of the canonical "constraints" */
+    expr *f;         /* f(q, q', t) = 0 */
+    int linear;      /* linear in q' */
+    int rheonomic;   /* depends on t, or has a velocity-free part */
+    int holonomic;   /* integrable by itself: omega ^ d omega = 0 (holonomy.h) */
+    int gamma_free;  /* its Hamel coefficients on the speeds vanish (first order only) */
+    int row;         /* row of Psi (linear ones), else -1 */
+    expr *pos;       /* a position-level constraint pos(q, t) = 0 whose time derivative is f,
+                      * else NULL */
+    int generated;   /* made by the engine (rolling disks, position constraints): not
+                      * part of the canonical "constraints" */
     int from_bodies; /* made from the bodies keys (bodies.h) */
-    int pos_dep;   /* position level: the coordinate the model names to solve for, or -1 */
+    int pos_dep;     /* position level: the coordinate the model names to solve for, or -1 */
 } model_constraint;
 
 struct engine_model {
@@ -55,6 +57,10 @@ struct engine_model {
     int *sym_q, *sym_qd, *sym_p, sym_t; /* symbol indices */
     int *sym_u;                         /* [k] speed symbols (for printed equations) */
     int default_speeds;                 /* speeds were chosen by the engine */
+    int nl_reduced; /* nonlinear constraints with n - m speeds (m: all constraints): Psi's last
+                     * rows are their gradients df/dq'(q, q', t), q' is solved from (q, u) by
+                     * Newton's method and the Boltzmann–Hamel (Poincare–Chetaev) equations
+                     * are integrated on (q, u) (hamel.h) */
     int ndefs;
     char **def_names, **def_texts; /* [ndefs], to re-parse in a fresh context */
     double compile_ms;
@@ -65,10 +71,10 @@ struct engine_model {
     int npos;              /* position-level constraints */
     int *pos_con;          /* [npos] their index in cons */
     tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */
-    expr **Q;         /* [n] generalized forces (0 where absent) */
-    expr **psi;       /* [n*n] row-major; rows = speeds then linear constraints */
-    expr **psi_t;     /* [n] */
-    char **row_names; /* [n] speeds then linear constraints */
+    expr **Q;              /* [n] generalized forces (0 where absent) */
+    expr **psi;            /* [n*n] row-major; rows = speeds then linear constraints */
+    expr **psi_t;          /* [n] */
+    char **row_names;      /* [n] speeds then linear constraints */
 
     int scleronomic;
     int energy_conserved;
@@ -85,13 +91,25 @@ struct engine_model {
                           * symbolically reduced equations (reduce.h), or NULL */
     int *u_slot;         /* [k] input slot of speed u_r for tape_fast */
     int fast_mass_const; /* M* depends on the parameters only: factor it once per run */
+    tape *tape_det;      /* -> det Psi up to a nonzero number (one expression pivot), or NULL */
+    int psi_det_const;   /* det Psi is a nonzero number (every pivot of the symbolic inverse
+                          * was one): Psi is never singular, the run needs no watch */
     int work_len;        /* doubles of scratch the largest tape needs */
 
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
 
+    struct native_code *_Atomic native; /* the optimizing tier once built (native.h), or NULL */
+    atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */
+    atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
+    atomic_long native_evals;           /* right-hand side evaluations in them */
+
     json_t *summary;
-    char *equations; /* API.md §5 JSON text, made at compile time */
+    char *equations;            /* API.md §5 JSON text, made at compile time */
+    expr **red_kin;             /* [n] q' = K(q, u, t) when symbolic (reduce.h, nonlin.h), else NULL */
+    expr **red_phi;             /* [n*n] Phi = Psi^-1 when symbolic (linear constraints), else NULL */
+    pthread_mutex_t forms_lock; /* held while a form (forms.h) adds nodes to ctx */
+    char *forms[5];             /* the forms' JSON text, made on first request */
     size_t bytes;
 };
 

@@ -16,12 +16,17 @@ struct sb {
     char *s;
     size_t len, cap;
     int failed;
+    budget *bg; /* the context's compile budget: the text's bytes count, its time too */
 };
 
 static void sb_put(struct sb *b, const char *t, size_t n)
 {
     if (b->failed)
         return;
+    if (budget_tick(b->bg)) { /* budget: a text too long to print in time */
+        b->failed = 1;
+        return;
+    }
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->len + n + 1)
@@ -31,8 +36,13 @@ static void sb_put(struct sb *b, const char *t, size_t n)
             b->failed = 1;
             return;
         }
+        budget_hold(b->bg, (long)(cap - b->cap)); /* budget: the text's bytes */
         b->s = s;
         b->cap = cap;
+        if (b->bg && cap >= 65536 && budget_check(b->bg)) {
+            b->failed = 1;
+            return;
+        }
     }
     memcpy(b->s + b->len, t, n);
     b->len += n;
@@ -295,6 +305,8 @@ static int term_negative(const expr *t)
 
 static void print_rec(struct printer *p, const expr *e, int prec)
 {
+    if (p->b.failed) /* budget: a stopped print does not walk the rest of the tree */
+        return;
     switch (e->kind) {
     case EXPR_NUM: print_number(p, e->num, prec); return;
     case EXPR_SYM: print_name(p, expr_sym_get(p->c, e->sym)->name); return;
@@ -378,8 +390,9 @@ static void print_rec(struct printer *p, const expr *e, int prec)
 
 static char *print_any(const expr_ctx *c, const expr *e, int latex)
 {
-    struct printer p = {c, {NULL, 0, 0, 0}, latex};
+    struct printer p = {c, {NULL, 0, 0, 0, c->budget}, latex};
     print_rec(&p, e, 0);
+    budget_hold(c->budget, -(long)p.b.cap);
     if (p.b.failed) {
         free(p.b.s);
         return NULL;

@@ -6,7 +6,14 @@
 #include <string.h>
 #include <time.h>
 
-#define REDUCE_MAX_TERMS 4000
+/* Expansion into monomials is what makes trigonometric identities cancel and small
+ * results read like a textbook's, but its cost grows with the product of the sizes of
+ * the factors: it is applied only to expressions of at most REDUCE_EXPAND_TREE nodes
+ * written out as a tree, and stops at REDUCE_MAX_TERMS terms per product. Larger
+ * expressions stay DAGs of shared sub-expressions (the tapes evaluate each once);
+ * zeros are decided numerically whatever the form (expr_is_zero). */
+#define REDUCE_MAX_TERMS 64
+#define REDUCE_EXPAND_TREE 400
 #define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
 #define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 
@@ -14,7 +21,8 @@ static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
 
 static expr *simp(expr_ctx *c, expr *e)
 {
-    e = expr_expand(c, e, REDUCE_MAX_TERMS);
+    if (expr_tree_size(c, e) <= REDUCE_EXPAND_TREE)
+        e = expr_expand(c, e, REDUCE_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 
@@ -76,182 +84,319 @@ static double seconds(void)
 
 /* Past the node budget or the time budget (both keep compilation of a hostile model
  * bounded; the numeric path needs neither). */
-struct budget {
+struct reduce_budget {
     size_t nodes;    /* the context may grow to this many nodes */
     double deadline; /* monotonic seconds */
 };
 
-static int over_budget(expr_ctx *c, const struct budget *b)
+static int over_budget(expr_ctx *c, const struct reduce_budget *b)
 {
     return expr_ctx_overflow(c) || expr_ctx_nodes(c) > b->nodes || seconds() > b->deadline;
 }
 
-/* Gauss–Jordan with numeric pivots first. Returns 0, -1 (singular), -2 (budget). */
-static int invert(struct engine_model *m, const struct budget *budget, reduce_result *r)
+/* ---- the block-triangular structure of Psi ---- */
+
+/* Kuhn's augmenting path from row i; match_col[j] = row matched to column j. */
+static int augment(int n, const unsigned char *nz, int i, int *match_col, unsigned char *seen)
+{
+    for (int j = 0; j < n; j++) {
+        if (!nz[i * n + j] || seen[j])
+            continue;
+        seen[j] = 1;
+        if (match_col[j] < 0 || augment(n, nz, match_col[j], match_col, seen)) {
+            match_col[j] = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct tarjan {
+    int n;
+    const unsigned char *nz;
+    const int *col_of; /* the column matched to each row */
+    const int *row_of; /* the row matched to each column */
+    int *index, *low, *stack, *on_stack, *block;
+    int next, sp, nblocks;
+};
+
+/* Rows are nodes; row i -> row r when row i has a nonzero in the column matched to r.
+ * Components come out sinks first: a component's rows have nonzeros only in its own
+ * columns and those of components already out. */
+static void strong(struct tarjan *t, int v)
+{
+    t->index[v] = t->low[v] = t->next++;
+    t->stack[t->sp++] = v;
+    t->on_stack[v] = 1;
+    for (int j = 0; j < t->n; j++) {
+        if (!t->nz[v * t->n + j])
+            continue;
+        int w = t->row_of[j];
+        if (t->index[w] < 0) {
+            strong(t, w);
+            if (t->low[w] < t->low[v])
+                t->low[v] = t->low[w];
+        } else if (t->on_stack[w] && t->index[w] < t->low[v]) {
+            t->low[v] = t->index[w];
+        }
+    }
+    if (t->low[v] == t->index[v]) {
+        int w;
+        do {
+            w = t->stack[--t->sp];
+            t->on_stack[w] = 0;
+            t->block[w] = t->nblocks;
+        } while (w != v);
+        t->nblocks++;
+    }
+}
+
+/* Finds the block-triangular form of the pattern nz (Dulmage–Mendelsohn's fine
+ * decomposition for a square matrix with a perfect matching: a maximum matching, then
+ * the strongly connected components of the graph it induces). block[i] is the block
+ * of row i, numbered in the order the blocks can be eliminated; col_of[i] the column
+ * matched to row i. Returns the number of blocks, 0 when the pattern is structurally
+ * singular, -1 on allocation failure. */
+static int block_triangular(int n, const unsigned char *nz, int *block, int *col_of)
+{
+    int *row_of = malloc(n * sizeof *row_of), *ws = malloc(5 * (size_t)n * sizeof *ws);
+    unsigned char *seen = malloc(n);
+    int rc = -1;
+    if (!row_of || !ws || !seen)
+        goto done;
+    for (int j = 0; j < n; j++)
+        row_of[j] = -1;
+    /* rows with a single nonzero first is what Kuhn's algorithm does anyway; a perfect
+     * matching exists iff every row augments */
+    rc = 0;
+    for (int i = 0; i < n; i++) {
+        memset(seen, 0, n);
+        if (!augment(n, nz, i, row_of, seen))
+            goto done;
+    }
+    for (int j = 0; j < n; j++)
+        col_of[row_of[j]] = j;
+    struct tarjan t = {n, nz, col_of, row_of, ws, ws + n, ws + 2 * n, ws + 3 * n, block, 0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        t.index[i] = -1;
+        t.on_stack[i] = 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (t.index[i] < 0)
+            strong(&t, i);
+    rc = t.nblocks;
+done:
+    free(row_of);
+    free(ws);
+    free(seen);
+    return rc;
+}
+
+/* Row i of [a | b] -= f * row p, skipping the zeros of row p. */
+static void row_update(expr_ctx *c, int n, expr **a, expr **b, int i, int p, expr *f)
+{
+    for (int j = 0; j < n; j++) {
+        if (!expr_is_num(a[p * n + j], 0.0))
+            a[i * n + j] = simp(c, expr_sub(c, a[i * n + j], expr_mul(c, f, a[p * n + j])));
+        if (!expr_is_num(b[p * n + j], 0.0))
+            b[i * n + j] = simp(c, expr_sub(c, b[i * n + j], expr_mul(c, f, b[p * n + j])));
+    }
+}
+
+/* Inverts the s x s sub-block (rows[], cols[]) of a through its adjugate, so that the
+ * only division is by its determinant, and eliminates its columns from every other
+ * row. Returns 0, -1 (determinant identically zero) or -2 (allocation). */
+static int adjugate_step(expr_ctx *c, int n, expr **a, expr **b, int s, const int *rows, const int *cols,
+                         int *det_numeric)
+{
+    expr *S[REDUCE_MAX_ADJUGATE * REDUCE_MAX_ADJUGATE];
+    for (int x = 0; x < s; x++)
+        for (int y = 0; y < s; y++)
+            S[x * s + y] = a[rows[x] * n + cols[y]];
+    expr *det = simp(c, determinant(c, S, s));
+    if (expr_is_num(det, 0.0))
+        return -1;
+    *det_numeric = det->kind == EXPR_NUM;
+    expr *inv_det = expr_powi(c, det, -1);
+    expr *Sinv[REDUCE_MAX_ADJUGATE * REDUCE_MAX_ADJUGATE];
+    for (int x = 0; x < s; x++)
+        for (int y = 0; y < s; y++)
+            Sinv[x * s + y] = simp(c, expr_mul(c, cofactor(c, S, s, y, x), inv_det));
+    expr **na = malloc((size_t)s * n * sizeof *na), **nb = malloc((size_t)s * n * sizeof *nb);
+    expr *terms[REDUCE_MAX_ADJUGATE];
+    if (!na || !nb) {
+        free(na);
+        free(nb);
+        return -2;
+    }
+    for (int x = 0; x < s; x++)
+        for (int j = 0; j < n; j++) {
+            for (int y = 0; y < s; y++)
+                terms[y] = expr_mul(c, Sinv[x * s + y], a[rows[y] * n + j]);
+            na[x * n + j] = simp(c, expr_sum(c, terms, s));
+            for (int y = 0; y < s; y++)
+                terms[y] = expr_mul(c, Sinv[x * s + y], b[rows[y] * n + j]);
+            nb[x * n + j] = simp(c, expr_sum(c, terms, s));
+        }
+    for (int x = 0; x < s; x++)
+        for (int j = 0; j < n; j++) {
+            a[rows[x] * n + j] = na[x * n + j];
+            b[rows[x] * n + j] = nb[x * n + j];
+        }
+    free(na);
+    free(nb);
+    for (int i = 0; i < n; i++) {
+        int inblock = 0;
+        for (int x = 0; x < s; x++)
+            inblock |= rows[x] == i;
+        if (inblock)
+            continue;
+        for (int x = 0; x < s; x++) {
+            expr *f = a[i * n + cols[x]];
+            if (!expr_is_num(f, 0.0))
+                row_update(c, n, a, b, i, rows[x], f);
+        }
+    }
+    return 0;
+}
+
+/* Gauss–Jordan block by block in the block-triangular order of Psi's pattern: within
+ * a block, nonzero numeric pivots first, then (at most REDUCE_MAX_ADJUGATE rows left)
+ * the adjugate of what remains, else the simplest expression pivot. A block's rows
+ * have, after the blocks before it, nonzeros only in its own columns, so its pivots
+ * multiply to its own determinant: with at most one expression pivot (or one
+ * adjugate) per block, every division is by a factor of det Psi. Returns 0, -1
+ * (singular), -2 (budget). */
+static int invert(struct engine_model *m, const struct reduce_budget *budget, reduce_result *r)
 {
     expr_ctx *c = m->ctx;
     int n = m->n;
     size_t nn = (size_t)n * n;
     expr **a = malloc(nn * sizeof *a), **b = malloc(nn * sizeof *b);
     int *row_used = calloc(n, sizeof *row_used), *col_of_row = calloc(n, sizeof *col_of_row);
+    int *col_used = calloc(n, sizeof *col_used), *block = calloc(n, sizeof *block);
+    int *matched = calloc(n, sizeof *matched), *brows = calloc(n, sizeof *brows),
+        *bcols = calloc(n, sizeof *bcols);
+    unsigned char *nz = calloc(nn, 1);
     int rc = -1;
-    if (!a || !b || !row_used || !col_of_row)
+    if (!a || !b || !row_used || !col_of_row || !col_used || !block || !matched || !nz || !brows || !bcols)
         goto done;
     for (size_t i = 0; i < nn; i++) {
         a[i] = simp(c, m->psi[i]);
         b[i] = expr_num(c, i / n == i % n ? 1.0 : 0.0);
+        nz[i] = !expr_is_num(a[i], 0.0);
     }
-    int *col_used = calloc(n, sizeof *col_used);
-    if (!col_used)
+    int nblocks = block_triangular(n, nz, block, matched);
+    if (nblocks <= 0) {
+        rc = nblocks < 0 ? -2 : -1;
         goto done;
-    for (int step = 0; step < n; step++) {
-        int pr = -1, pc = -1;
-        size_t best = (size_t)-1;
-        /* a numeric pivot if there is one (largest magnitude), else the simplest
-         * expression that is not identically zero */
-        double big = 0.0;
-        for (int i = 0; i < n; i++) {
-            if (row_used[i])
-                continue;
-            for (int j = 0; j < n; j++) {
-                expr *e = a[i * n + j];
-                if (col_used[j] || e->kind != EXPR_NUM || e->num == 0.0)
-                    continue;
-                double v = e->num < 0 ? -e->num : e->num;
-                if (v > big) {
-                    big = v;
-                    pr = i;
-                    pc = j;
-                }
+    }
+    r->blocks = nblocks;
+    for (int blk = 0; blk < nblocks; blk++) {
+        int size = 0; /* the block's rows and their matched columns */
+        for (int i = 0; i < n; i++)
+            if (block[i] == blk) {
+                brows[size] = i;
+                bcols[size++] = matched[i];
             }
-        }
-        if (pr < 0 && n - step <= REDUCE_MAX_ADJUGATE) {
-            /* What is left is an s x s block of expressions: invert it through its
-             * adjugate, so that the only division is by its determinant. */
-            int s = n - step, rows[REDUCE_MAX_ADJUGATE] = {0}, cols[REDUCE_MAX_ADJUGATE] = {0};
-            for (int i = 0, t = 0; i < n; i++)
-                if (!row_used[i])
-                    rows[t++] = i;
-            for (int j = 0, t = 0; j < n; j++)
-                if (!col_used[j])
-                    cols[t++] = j;
-            expr *S[REDUCE_MAX_ADJUGATE * REDUCE_MAX_ADJUGATE];
-            for (int x = 0; x < s; x++)
-                for (int y = 0; y < s; y++)
-                    S[x * s + y] = a[rows[x] * n + cols[y]];
-            expr *det = simp(c, determinant(c, S, s));
-            if (expr_is_num(det, 0.0)) {
-                rc = -1;
-                free(col_used);
-                goto done;
-            }
-            if (!(det->kind == EXPR_NUM))
-                r->pivots_expr++;
-            expr *inv_det = expr_powi(c, det, -1);
-            expr *Sinv[REDUCE_MAX_ADJUGATE * REDUCE_MAX_ADJUGATE];
-            for (int x = 0; x < s; x++)
-                for (int y = 0; y < s; y++)
-                    Sinv[x * s + y] = simp(c, expr_mul(c, cofactor(c, S, s, y, x), inv_det));
-            /* rows of the block: multiply by Sinv */
-            expr **na = malloc((size_t)s * n * sizeof *na), **nb = malloc((size_t)s * n * sizeof *nb);
-            expr *terms[REDUCE_MAX_ADJUGATE];
-            if (!na || !nb) {
-                free(na);
-                free(nb);
-                free(col_used);
-                goto done;
-            }
-            for (int x = 0; x < s; x++)
-                for (int j = 0; j < n; j++) {
-                    for (int y = 0; y < s; y++)
-                        terms[y] = expr_mul(c, Sinv[x * s + y], a[rows[y] * n + j]);
-                    na[x * n + j] = simp(c, expr_sum(c, terms, s));
-                    for (int y = 0; y < s; y++)
-                        terms[y] = expr_mul(c, Sinv[x * s + y], b[rows[y] * n + j]);
-                    nb[x * n + j] = simp(c, expr_sum(c, terms, s));
-                }
-            for (int x = 0; x < s; x++)
-                for (int j = 0; j < n; j++) {
-                    a[rows[x] * n + j] = na[x * n + j];
-                    b[rows[x] * n + j] = nb[x * n + j];
-                }
-            free(na);
-            free(nb);
-            /* eliminate the block's columns from the other rows */
-            for (int i = 0; i < n; i++) {
-                if (!row_used[i] && i != rows[0]) {
-                    int inblock = 0;
-                    for (int x = 0; x < s; x++)
-                        inblock |= rows[x] == i;
-                    if (inblock)
-                        continue;
-                }
-                if (!row_used[i])
-                    continue;
-                for (int x = 0; x < s; x++) {
-                    expr *f = a[i * n + cols[x]];
-                    if (expr_is_num(f, 0.0))
-                        continue;
-                    for (int j = 0; j < n; j++) {
-                        a[i * n + j] = simp(c, expr_sub(c, a[i * n + j], expr_mul(c, f, a[rows[x] * n + j])));
-                        b[i * n + j] = simp(c, expr_sub(c, b[i * n + j], expr_mul(c, f, b[rows[x] * n + j])));
-                    }
-                }
-            }
-            for (int x = 0; x < s; x++) {
-                row_used[rows[x]] = 1;
-                col_used[cols[x]] = 1;
-                col_of_row[rows[x]] = cols[x];
-            }
-            break;
-        }
-        if (pr < 0) {
-            for (int i = 0; i < n; i++) {
+        if (size > r->largest_block)
+            r->largest_block = size;
+        int expr_pivots = 0;
+        for (int left = size; left > 0;) {
+            int pr = -1, pc = -1;
+            double big = 0.0;
+            for (int x = 0; x < size; x++) {
+                int i = brows[x];
                 if (row_used[i])
                     continue;
-                for (int j = 0; j < n; j++) {
+                for (int y = 0; y < size; y++) {
+                    int j = bcols[y];
                     expr *e = a[i * n + j];
-                    if (col_used[j] || expr_is_num(e, 0.0) || expr_is_zero(c, e))
+                    if (col_used[j] || e->kind != EXPR_NUM || e->num == 0.0)
                         continue;
-                    size_t w = weight(e);
-                    if (w < best) {
-                        best = w;
+                    double v = e->num < 0 ? -e->num : e->num;
+                    if (v > big) {
+                        big = v;
                         pr = i;
                         pc = j;
                     }
                 }
             }
+            if (pr < 0 && left > 1 && left <= REDUCE_MAX_ADJUGATE) {
+                int rows[REDUCE_MAX_ADJUGATE], cols[REDUCE_MAX_ADJUGATE], t = 0, u = 0;
+                for (int x = 0; x < size; x++) {
+                    if (!row_used[brows[x]])
+                        rows[t++] = brows[x];
+                    if (!col_used[bcols[x]])
+                        cols[u++] = bcols[x];
+                }
+                int det_numeric = 0;
+                int ar = adjugate_step(c, n, a, b, left, rows, cols, &det_numeric);
+                if (ar < 0) {
+                    rc = ar;
+                    goto done;
+                }
+                if (!det_numeric) {
+                    expr_pivots++;
+                    r->pivots_expr++;
+                }
+                for (int x = 0; x < left; x++) {
+                    row_used[rows[x]] = 1;
+                    col_used[cols[x]] = 1;
+                    col_of_row[rows[x]] = cols[x];
+                }
+                left = 0;
+                break;
+            }
             if (pr < 0) {
-                rc = -1;
-                free(col_used);
+                size_t best = (size_t)-1;
+                for (int x = 0; x < size; x++) {
+                    int i = brows[x];
+                    if (row_used[i])
+                        continue;
+                    for (int y = 0; y < size; y++) {
+                        int j = bcols[y];
+                        expr *e = a[i * n + j];
+                        if (col_used[j] || expr_is_num(e, 0.0) || expr_is_zero(c, e))
+                            continue;
+                        size_t w = weight(e);
+                        if (w < best) {
+                            best = w;
+                            pr = i;
+                            pc = j;
+                        }
+                    }
+                }
+                if (pr < 0)
+                    goto done;
+                expr_pivots++;
+                r->pivots_expr++;
+                r->pivot_expr = a[pr * n + pc];
+            }
+            row_used[pr] = 1;
+            col_used[pc] = 1;
+            col_of_row[pr] = pc;
+            left--;
+            expr *inv = expr_powi(c, a[pr * n + pc], -1);
+            for (int j = 0; j < n; j++) {
+                if (!expr_is_num(a[pr * n + j], 0.0))
+                    a[pr * n + j] = simp(c, expr_mul(c, a[pr * n + j], inv));
+                if (!expr_is_num(b[pr * n + j], 0.0))
+                    b[pr * n + j] = simp(c, expr_mul(c, b[pr * n + j], inv));
+            }
+            for (int i = 0; i < n; i++) {
+                expr *f = a[i * n + pc];
+                if (i != pr && !expr_is_num(f, 0.0))
+                    row_update(c, n, a, b, i, pr, f);
+            }
+            if (over_budget(c, budget)) {
+                rc = -2;
                 goto done;
             }
-            r->pivots_expr++;
         }
-        row_used[pr] = 1;
-        col_used[pc] = 1;
-        col_of_row[pr] = pc;
-        expr *inv = expr_powi(c, a[pr * n + pc], -1);
-        for (int j = 0; j < n; j++) {
-            a[pr * n + j] = simp(c, expr_mul(c, a[pr * n + j], inv));
-            b[pr * n + j] = simp(c, expr_mul(c, b[pr * n + j], inv));
-        }
-        for (int i = 0; i < n; i++) {
-            expr *f = a[i * n + pc];
-            if (i == pr || expr_is_num(f, 0.0))
-                continue;
-            for (int j = 0; j < n; j++) {
-                a[i * n + j] = simp(c, expr_sub(c, a[i * n + j], expr_mul(c, f, a[pr * n + j])));
-                b[i * n + j] = simp(c, expr_sub(c, b[i * n + j], expr_mul(c, f, b[pr * n + j])));
-            }
-        }
-        if (over_budget(c, budget)) {
-            free(col_used);
-            rc = -2;
-            goto done;
-        }
+        if (expr_pivots > r->worst_block_pivots)
+            r->worst_block_pivots = expr_pivots;
     }
-    free(col_used);
     /* B Psi = P (the pivots' permutation): Phi row col_of_row[i] = B row i. */
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
@@ -262,6 +407,12 @@ done:
     free(b);
     free(row_used);
     free(col_of_row);
+    free(col_used);
+    free(block);
+    free(matched);
+    free(brows);
+    free(bcols);
+    free(nz);
     return rc;
 }
 
@@ -270,8 +421,8 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     memset(r, 0, sizeof *r);
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
-    struct budget bud = {expr_ctx_nodes(c) + node_budget, seconds() + REDUCE_MAX_SECONDS};
-    const struct budget *budget = &bud;
+    struct reduce_budget bud = {expr_ctx_nodes(c) + node_budget, seconds() + REDUCE_MAX_SECONDS};
+    const struct reduce_budget *budget = &bud;
     r->phi = calloc((size_t)n * n, sizeof *r->phi);
     r->kin = calloc(n, sizeof *r->kin);
     r->mass = calloc((size_t)k * k, sizeof *r->mass);
@@ -298,7 +449,7 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
         goto done;
     }
     r->have_phi = 1;
-    r->exact = r->pivots_expr <= 1;
+    r->exact = r->worst_block_pivots <= 1;
 
     /* kinematics */
     for (int i = 0; i < n; i++) {

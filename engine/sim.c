@@ -14,13 +14,15 @@
 #include "integ.h"
 #include "jit.h"
 #include "mult.h"
+#include "native.h"
+#include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
 #define SIM_DEFAULT_MAX_STEPS 1000000L
-#define SIM_DEFAULT_POS_TOL 1e-9 /* position_tolerance */
+#define SIM_DEFAULT_POS_TOL 1e-9  /* position_tolerance */
 #define SIM_INITIAL_POS_TOL 1e-10 /* the initial solve must reach at least this */
-#define SIM_PROJECT 1            /* on_sample: stop, the state was projected: restart */
-#define SIM_MAX_GAMMA_WORK 5e8 /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
+#define SIM_PROJECT 2             /* on_sample: stop, the state was projected: restart */
+#define SIM_MAX_GAMMA_WORK 5e8    /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
 
 static void bad(json_t **problem, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -264,10 +266,30 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
     }
 }
 
+/* Nonlinear constraints, initial speeds only: a starting point for Newton's method
+ * that converges (zero velocities can make df/dq' vanish, as sqrt does at 0): q' of
+ * growing size along a fixed direction until one converges. */
+static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request *r)
+{
+    double scale = 1.0, g[256];
+    if (m->n > 256)
+        return -1;
+    for (int s = 0; s < m->k; s++)
+        scale = fmax(scale, fabs(r->u0[s]));
+    for (int attempt = 0; attempt < 6; attempt++) {
+        for (int i = 0; i < m->n; i++)
+            g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
+        hamel_ws_set_guess(w, g);
+        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) == 0)
+            return 0;
+    }
+    return -1;
+}
+
 static const char *const known_request_keys[] = {
-    "model",       "model_id",   "parameters", "initial", "t_end",       "output", "integrator",
-    "formulation", "invariants", "hamel",      "name",    "description", "position_tolerance",
-    "projection",  NULL};
+    "model",  "model_id",    "parameters",         "initial",    "t_end",
+    "output", "integrator",  "formulation",        "invariants", "hamel",
+    "name",   "description", "position_tolerance", "projection", NULL};
 
 /* Solves the position-level constraints for their dependent coordinates at the
  * initial time, from r->q0 as a guess. Returns 0, -1 (out of memory) or an error with
@@ -289,7 +311,8 @@ static int initial_position(const struct engine_model *m, sim_request *r, json_t
     int rc = 0;
     char names[256] = "", guess[512] = "";
     if (holo_choose(w, r->t0, r->q0, r->pos_dep) < 0) {
-        *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, "the position-level constraints are dependent here");
+        *problem =
+            hamel_problem_new(HAMEL_E_BAD_INITIAL, "the position-level constraints are dependent here");
         hamel_problem_add(*problem, "initial.q", -1,
                           "the gradients of the position-level constraints are linearly dependent at "
                           "this guess: no coordinates can be solved for; start from another guess");
@@ -390,7 +413,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         }
     }
     const json_t *sp = json_object_get(init, "speeds"), *qd = json_object_get(init, "qdot");
-    int all_linear = m->nlin == m->nc;
+    int all_linear = m->nlin == m->nc || m->nl_reduced; /* speeds and the hamel formulation */
     if (sp && qd) {
         bad(problem, "initial", "give speeds or qdot, not both");
     } else if (sp) {
@@ -504,8 +527,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                         snprintf(path, sizeof path, "model.constraints[%d]", j);
                         hamel_problem_add(*problem, path, -1,
                                           "this constraint is nonlinear in the velocities (Chetaev "
-                                          "type); the Boltzmann–Hamel formulation needs linear ones: "
-                                          "use \"formulation\": \"multipliers\"");
+                                          "type); the Boltzmann–Hamel formulation needs linear ones, or "
+                                          "n - m speeds in the model (m counting every constraint: the "
+                                          "reduced form): use \"formulation\": \"multipliers\"");
                     }
             }
             r->formulation = SIM_HAMEL;
@@ -528,7 +552,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         else
             bad(problem, "hamel", "must be \"none\", \"initial\" or \"samples\"");
     }
-    if (!all_linear)
+    if (m->nlin != m->nc && !m->nl_reduced)
         r->hamel_mode = SIM_HAMEL_NONE;
     if (r->hamel_mode == SIM_HAMEL_SAMPLES && r->n_times > 0 &&
         (double)r->n_times * n * n * n * n > SIM_MAX_GAMMA_WORK)
@@ -538,6 +562,23 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             r->n_times, n);
     if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
         goto oom;
+    if (!*problem && lim->max_output_values > 0) {
+        /* Every sample carries t, q, qdot, the speeds (linear constraints), the
+         * multipliers (that formulation), the energy, the worst constraint residual and
+         * each invariant: the result's size is samples x series numbers. */
+        long series = 1 + 2L * n + (all_linear ? k : 0) + (r->formulation == SIM_MULTIPLIERS ? m->nc : 0) +
+                      2 + r->n_inv;
+        double values = (double)r->n_times * (double)series;
+        if (values > (double)lim->max_output_values) {
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "%d samples x %ld series = %.0f output values; at most %zu values per simulation "
+                     "(ask for fewer samples)",
+                     r->n_times, series, values, lim->max_output_values);
+            *problem = hamel_problem_new(HAMEL_E_LIMIT, msg);
+            hamel_problem_add(*problem, "output", -1, msg);
+        }
+    }
     if (*problem)
         goto out;
 
@@ -572,7 +613,13 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         goto oom;
     }
     if (!r->have_qd0) {
-        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
+        if (m->nl_reduced && initial_guess(m, w, r) < 0) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                         "no velocities satisfy the constraints with these speeds");
+            hamel_problem_add(*problem, "initial.speeds", -1,
+                              "Newton's method found no q' with these speeds on the nonlinear constraints: "
+                              "give initial.qdot");
+        } else if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
             *problem = hamel_problem_new(
                 HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
             hamel_problem_add(*problem, "initial.q", -1,
@@ -597,6 +644,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             }
         if (!*problem && all_linear) {
             hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
+            hamel_ws_set_guess(w, r->qd0);
             double *check = calloc(n, sizeof *check);
             if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
                 *problem = hamel_problem_new(
@@ -678,10 +726,12 @@ struct run {
     double *obs;
     json_t *hamel_points;
     double *gamma, *gamma_t;
-    holo_ws *hw;   /* position-level constraints (NULL without them) */
-    double *pres;  /* [n_times * npos] max |f| before any projection at each sample */
-    double *yproj; /* [2n] the projected state to restart from */
-    double *qtmp;  /* [n] */
+    unsigned char *have_qd; /* [n_times] qd stored at the sample (speeds re-chosen) */
+    sim_watch *wt;          /* the singularity watch (hamel formulation), or NULL */
+    holo_ws *hw;            /* position-level constraints (NULL without them) */
+    double *pres;           /* [n_times * npos] max |f| before any projection at each sample */
+    double *yproj;          /* [2n] the projected state to restart from */
+    double *qtmp;           /* [n] */
     int projections, projection_failures;
 };
 
@@ -736,7 +786,15 @@ static int on_sample(double t, const double *y, void *ctx)
         y = R->yproj;
     R->t[i] = t;
     memcpy(R->q + (size_t)i * n, y, n * sizeof *y);
-    if (R->req->formulation == SIM_HAMEL)
+    if (R->req->formulation == SIM_HAMEL && (watch_selected(R->wt) || R->m->nl_reduced)) {
+        /* speeds re-chosen: keep q' now, report the model's own speeds */
+        double *qd = R->qd + (size_t)i * n;
+        if (hamel_qdot(R->w, t, y, y + n, qd) < 0)
+            return HAMEL_E_NUMERIC;
+        for (int r = 0; r < R->k; r++)
+            R->u[(size_t)i * R->k + r] = watch_movable(R->wt) ? qd[watch_own_columns(R->wt)[r]] : y[n + r];
+        R->have_qd[i] = 1;
+    } else if (R->req->formulation == SIM_HAMEL)
         memcpy(R->u + (size_t)i * R->k, y + n, R->k * sizeof *y);
     else
         memcpy(R->qd + (size_t)i * n, y + n, n * sizeof *y);
@@ -751,13 +809,13 @@ static int post_sample(struct run *R, int i)
     double t = R->t[i];
     double *q = R->q + (size_t)i * n, *qd = R->qd + (size_t)i * n, *u = R->u + (size_t)i * k;
     if (R->req->formulation == SIM_HAMEL) {
-        if (hamel_qdot(R->w, t, q, u, qd) < 0)
+        if (!R->have_qd[i] && hamel_qdot(R->w, t, q, u, qd) < 0)
             return HAMEL_E_NUMERIC;
     } else {
         double y[256];
         memcpy(y, q, n * sizeof *y);
         memcpy(y + n, qd, n * sizeof *y);
-        if (m->nlin == m->nc)
+        if (m->nlin == m->nc || m->nl_reduced)
             hamel_speeds(R->w, t, q, qd, u);
         mult_lambda(R->mw, t, y, R->lam + (size_t)i * R->nc);
     }
@@ -795,6 +853,8 @@ static void run_free(struct run *R)
     free(R->obs);
     free(R->gamma);
     free(R->gamma_t);
+    free(R->have_qd);
+    watch_free(R->wt);
     holo_ws_free(R->hw);
     free(R->pres);
     free(R->yproj);
@@ -821,7 +881,7 @@ static json_t *trajectory_json(const struct run *R)
         json_object_set_new(qd, m->coords[i], series(R->qd, R->ns, R->n, i));
     }
     json_object_set_new(tr, "q", q);
-    if (m->nlin == m->nc) {
+    if (m->nlin == m->nc || m->nl_reduced) {
         for (int r = 0; r < R->k; r++)
             json_object_set_new(u, m->speeds[r], series(R->u, R->ns, R->k, r));
         json_object_set_new(tr, "speeds", u);
@@ -978,6 +1038,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     R.gamma = calloc((size_t)n * n * n, sizeof *R.gamma);
     R.gamma_t = calloc((size_t)n * n, sizeof *R.gamma_t);
     R.hamel_points = json_array();
+    R.have_qd = calloc(nt, 1);
     double *y0 = calloc(2 * n + 1, sizeof *y0);
     int rc;
     if (m->npos > 0) {
@@ -992,12 +1053,13 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         }
     }
     if (!R.w || !R.t || !R.q || !R.u || !R.qd || !R.energy || !R.res || !R.lam || !R.inv || !R.inv_in ||
-        !R.inv_work || !R.obs || !R.gamma || !R.gamma_t || !R.hamel_points || !y0) {
+        !R.inv_work || !R.obs || !R.gamma || !R.gamma_t || !R.hamel_points || !R.have_qd || !y0) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
     }
     integ_system sys;
+    hamel_ws_set_guess(R.w, req->qd0);
     memcpy(y0, req->q0, n * sizeof *y0);
     if (req->formulation == SIM_HAMEL) {
         memcpy(y0 + n, req->u0, R.k * sizeof *y0);
@@ -1028,33 +1090,49 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         opt.cancel = &ctl->cancel;
         opt.progress = &ctl->progress;
     }
-    integ_driver *drv = NULL;
     char reason[INTEG_REASON_MAX] = "";
-    rc = integ_driver_new(&sys, &opt, &drv, reason, sizeof reason);
     integ_stats st;
     memset(&st, 0, sizeof st);
-    if (rc == 0) {
-        rc = integ_driver_apply(drv, req->t0, y0, req->times, (size_t)req->n_times, on_sample, &R, &st);
-        /* a projected sample restarts the integration from the projected state */
-        while (rc == SIM_PROJECT) {
-            integ_stats part;
-            memset(&part, 0, sizeof part);
-            memcpy(y0, R.yproj, sys.dim * sizeof *y0);
-            rc = integ_driver_apply(drv, R.t[R.ns - 1], y0, req->times + R.ns, (size_t)(req->n_times - R.ns),
-                                    on_sample, &R, &part);
-            st.steps += part.steps;
-            st.failed_steps += part.failed_steps;
-            st.rhs_evals += part.rhs_evals;
-            st.jac_evals += part.jac_evals;
-            st.jac_rhs_evals += part.jac_rhs_evals;
-            st.samples += part.samples;
-            st.t = part.t;
-            st.h = part.h;
-            st.wall_ms += part.wall_ms;
-            memcpy(st.reason, part.reason, sizeof st.reason);
+    if (req->formulation == SIM_HAMEL && !m->psi_det_const) {
+        R.wt = watch_new(m, R.w);
+        if (!R.wt) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "out of memory");
+            goto done;
         }
+        opt.step_check = watch_step;
+        opt.step_ctx = R.wt;
     }
-    integ_driver_free(drv);
+    rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns,
+                         on_sample, &R, &st, reason, sizeof reason);
+    /* a projected sample (position-level constraints) restarts the integration from the
+     * projected state */
+    double *u_restart = rc == SIM_PROJECT ? malloc(sys.dim * sizeof *u_restart) : NULL;
+    while (rc == SIM_PROJECT) {
+        integ_stats part;
+        memset(&part, 0, sizeof part);
+        if (!u_restart) {
+            rc = HAMEL_E_INTERNAL;
+            break;
+        }
+        memcpy(y0, R.yproj, sys.dim * sizeof *y0);
+        memcpy(u_restart, y0 + n, (sys.dim - n) * sizeof *y0);
+        rc = watch_integrate(R.wt, m, &sys, &opt, R.t[R.ns - 1], y0, u_restart, req->times, req->n_times,
+                             &R.ns, on_sample, &R, &part, reason, sizeof reason);
+        st.steps += part.steps;
+        st.failed_steps += part.failed_steps;
+        st.rhs_evals += part.rhs_evals;
+        st.jac_evals += part.jac_evals;
+        st.jac_rhs_evals += part.jac_rhs_evals;
+        st.samples += part.samples;
+        st.t = part.t;
+        st.h = part.h;
+        st.wall_ms += part.wall_ms;
+        memcpy(st.reason, part.reason, sizeof st.reason);
+    }
+    free(u_restart);
+    if (R.wt)
+        hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
     struct timespec c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &c0);
     for (int i = 0; i < R.ns; i++) {
@@ -1073,6 +1151,8 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     double checks_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
     if (ctl && rc == 0)
         ctl->progress = 1.0;
+    if (req->formulation == SIM_HAMEL)
+        native_note_run(m, st.rhs_evals); /* a hot model gets the optimizing tier */
 
     json_t *stats =
         json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps, "rhs_evals",
@@ -1080,7 +1160,13 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                   (json_int_t)R.ns, "compile_ms", m->compile_ms, "integrate_ms", st.wall_ms, "method",
                   req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
+    if (R.wt)
+        json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R.wt)));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
+    json_object_set_new(stats, "code_tier",
+                        json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                                    : m->tape_dyn->fn             ? "tcc"
+                                                                  : "interp"));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"
@@ -1101,7 +1187,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (rc == 0) {
         *result = body;
     } else {
-        const char *why = st.reason[0] ? st.reason : reason[0] ? reason : hamel_error_title(rc);
+        const char *why = watch_reason(R.wt) ? watch_reason(R.wt)
+                          : st.reason[0]     ? st.reason
+                          : reason[0]        ? reason
+                                             : hamel_error_title(rc);
         *problem = hamel_problem_new(rc, why);
         json_object_set_new(*problem, "reason", json_string(why));
         json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));

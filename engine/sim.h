@@ -22,14 +22,14 @@ typedef struct sim_request {
     char method[16];
     double rtol, atol, h0;
     long max_steps;
-    int formulation; /* enum sim_formulation */
-    int hamel_mode;  /* enum sim_hamel_mode */
-    int *pos_dep;       /* [npos] coordinates solved for by the position-level constraints */
-    double pos_tol;     /* past this max |f| a sample is projected back (position_tolerance) */
-    int pos_project;    /* "projection": project drift (default true) */
-    int pos_iters;      /* Newton iterations of the initial solve */
-    double pos_resid0;  /* max |f| after the initial solve */
-    double *q_guess;    /* [n] the initial q as given */
+    int formulation;   /* enum sim_formulation */
+    int hamel_mode;    /* enum sim_hamel_mode */
+    int *pos_dep;      /* [npos] coordinates solved for by the position-level constraints */
+    double pos_tol;    /* past this max |f| a sample is projected back (position_tolerance) */
+    int pos_project;   /* "projection": project drift (default true) */
+    int pos_iters;     /* Newton iterations of the initial solve */
+    double pos_resid0; /* max |f| after the initial solve */
+    double *q_guess;   /* [n] the initial q as given */
     int n_inv;
     char **inv_names;
     expr_ctx *inv_ctx;

@@ -14,12 +14,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct expander {
     expr_ctx *c;
     int max_terms;
-    expr **memo;
-    size_t memo_n;
 };
 
 static expr *expand(struct expander *x, expr *e);
@@ -57,6 +56,11 @@ static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
     int k = 0;
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++) {
+            if (budget_tick(c->budget)) { /* budget: stop multiplying out */
+                free(t);
+                *ok = 0;
+                return c->nan;
+            }
             expr *p = expr_mul(c, term_at(c, a, i), term_at(c, b, j));
             /* a product may itself need expanding (cos^2 appearing, say) */
             if (p->kind == EXPR_MUL || p->kind == EXPR_POW)
@@ -135,23 +139,76 @@ static expr *expand_uncached(struct expander *x, expr *e)
     }
 }
 
+/* The context keeps every expansion (nodes never change), so expanding an expression
+ * that shares sub-expressions with one expanded before costs only the new part: a
+ * reduction that simplifies thousands of overlapping entries expands each node once. */
+static expr **memo_slot(expr_ctx *c, const expr *e)
+{
+    if (e->id >= c->expand_cap) {
+        size_t cap = c->expand_cap ? c->expand_cap : 1024;
+        while (cap <= e->id)
+            cap *= 2;
+        expr **m = realloc(c->expand_memo, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        memset(m + c->expand_cap, 0, (cap - c->expand_cap) * sizeof *m);
+        c->expand_memo = m;
+        c->expand_cap = cap;
+    }
+    return &c->expand_memo[e->id];
+}
+
 static expr *expand(struct expander *x, expr *e)
 {
-    if (e->id < x->memo_n && x->memo[e->id])
-        return x->memo[e->id];
+    if (e->kind == EXPR_NUM || e->kind == EXPR_SYM)
+        return e;
+    if (budget_tick(x->c->budget)) /* budget: unwind */
+        return x->c->nan;
+    expr **slot = memo_slot(x->c, e);
+    if (slot && *slot)
+        return *slot;
     expr *r = expand_uncached(x, e);
-    if (e->id < x->memo_n)
-        x->memo[e->id] = r;
+    slot = memo_slot(x->c, e); /* the memo may have moved */
+    if (slot)
+        *slot = r;
     return r;
 }
 
 expr *expr_expand(expr_ctx *c, expr *e, int max_terms)
 {
-    struct expander x = {c, max_terms, NULL, expr_ctx_nodes(c)};
-    x.memo = calloc(x.memo_n, sizeof *x.memo);
-    if (!x.memo)
-        return e;
-    expr *r = expand(&x, e);
-    free(x.memo);
-    return r;
+    if (budget_stopped(c->budget)) /* budget: nothing more to expand */
+        return c->nan;
+    if (c->expand_terms != max_terms) {
+        if (c->expand_memo)
+            memset(c->expand_memo, 0, c->expand_cap * sizeof *c->expand_memo);
+        c->expand_terms = max_terms;
+    }
+    struct expander x = {c, max_terms};
+    return expand(&x, e);
+}
+
+size_t expr_tree_size(expr_ctx *c, const expr *e)
+{
+    if (e->nargs == 0)
+        return 1;
+    if (e->id >= c->tree_cap) {
+        size_t cap = c->tree_cap ? c->tree_cap : 1024;
+        while (cap <= e->id)
+            cap *= 2;
+        uint32_t *t = realloc(c->tree_size, cap * sizeof *t);
+        if (!t)
+            return EXPR_TREE_SIZE_MAX;
+        memset(t + c->tree_cap, 0, (cap - c->tree_cap) * sizeof *t);
+        c->tree_size = t;
+        c->tree_cap = cap;
+    }
+    if (c->tree_size[e->id])
+        return c->tree_size[e->id] - 1;
+    size_t n = 1;
+    for (int i = 0; i < e->nargs && n < EXPR_TREE_SIZE_MAX; i++)
+        n += expr_tree_size(c, e->args[i]);
+    if (n > EXPR_TREE_SIZE_MAX)
+        n = EXPR_TREE_SIZE_MAX;
+    c->tree_size[e->id] = (uint32_t)n + 1;
+    return n;
 }

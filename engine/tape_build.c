@@ -61,6 +61,10 @@ static int emit(struct builder *b, int op, int a, int bb, double c)
 {
     if (b->failed)
         return 0;
+    if (budget_tick(b->c->budget)) { /* budget: give up on this tape */
+        b->failed = 1;
+        return 0;
+    }
     if ((op == TAPE_ADD || op == TAPE_MUL) && a > bb) {
         int t = a;
         a = bb;
@@ -248,6 +252,7 @@ tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *
         t->outputs[i] = lower(&b, roots[i]);
     if (b.failed)
         goto fail;
+    budget_hold(c->budget, (long)((size_t)b.n * sizeof *b.ins)); /* budget: the tape's bytes */
     t->n_inputs = n_inputs;
     t->n_ins = b.n;
     t->ins = b.ins;

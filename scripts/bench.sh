@@ -5,7 +5,8 @@
 #    with OPT=-O2 into build/bench/ (its own engine library, so the flags are known) and
 #    runs it. If the engine library does not build or has no engine_simulate yet, the
 #    baseline is measured alone and the engine is reported as not available.
-# 2. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# 2. The scaling families against SymPy-generated C (issue 8): scripts/bench-scale.sh.
+# 3. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
 #
 # Environment: HAMEL_CASES_DIR (default ../shared/cases), BENCH_RUNS, BENCH_SAMPLES,
 # BENCH_STRICT=1 (exit 1 when a budget is missed) — see bench/bench_engine.c.
@@ -41,6 +42,10 @@ else
     $(pkg-config --cflags --libs gsl jansson) -lm
   "$build/bench-baseline-only" || status=$?
 fi
+
+# ---- scaling families (issue 8, item 6) ----------------------------------------------
+echo
+scripts/bench-scale.sh || status=$?
 
 # ---- server benchmarks (issue 3: wrk against the running server) -------------------
 # scripts/bench-server.sh is owned by the server work; its output is appended here.

@@ -5,10 +5,11 @@
 set -euo pipefail
 what=${1:-test}
 run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
-          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev curl ca-certificates jq)
-test_pkgs=(libcriterion-dev jq clang-format cppcheck)
+          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev curl ca-certificates jq)
+# redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
+test_pkgs=(libcriterion-dev jq clang-format cppcheck redis-server nginx)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
-bench_pkgs=(wrk valgrind)
+bench_pkgs=(wrk valgrind python3 python3-sympy)  # sympy: the SymPy-generated C baselines of bench-scale.sh
 pkgs=("${run_pkgs[@]}")
 case "$what" in
   run) ;;

@@ -7,6 +7,8 @@
 #      -fsanitize=thread (build-tsan/; Criterion itself cannot run under ThreadSanitizer,
 #      so the test binary is the plain one and the server stops at its first data race);
 #   4. runs the curl recipes and the browser tests against the real server.
+# Step 1 includes the cluster test (tests/cluster: redis-server, three servers, nginx),
+# once, with the plain build.
 #
 # HAMEL_TEST_FAST=1 skips steps 2 to 4. The shared cases must be at ../shared/cases
 # (or $HAMEL_CASES): the validation suite fails loudly without them.
@@ -82,6 +84,8 @@ note "build"
 if build all; then
   run_suite criterion "engine (unit + validation)" build/test-unit --jobs "$jobs"
   [ -x build/test-server ] && run_suite criterion "server (loopback)" build/test-server --jobs 1
+  # Three servers on one Redis behind nginx (skipped without redis-server and nginx).
+  [ -x build/test-cluster ] && run_suite criterion "cluster (Redis, nginx, 3 servers)" build/test-cluster --jobs 1
 fi
 
 if [ -z "${HAMEL_TEST_FAST:-}" ]; then

@@ -14,6 +14,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "jsonout.h"
 #include "metrics.h"
 
 #define BATCH_CLAIM_MAX 64         /* runs claimed per pass of the feeder */
@@ -246,11 +247,11 @@ static void batch__fire(batch_waiter *w)
 
 static blob *batch__dump_line(json_t *line)
 {
-    char *text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    size_t n = 0;
+    char *text = jsonout_dumps(line, &n);
     json_decref(line);
     if (!text)
         return NULL;
-    size_t n = strlen(text);
     blob *b = malloc(sizeof *b + n + 2);
     if (b) {
         atomic_init(&b->refs, 1);
@@ -925,11 +926,11 @@ char *batch_render(batches *bs, batch *b, int results, size_t *len)
                             b->count ? (double)b->finished / (double)b->count : 1.0, "fields", fields,
                             "elapsed_ms", ((done ? b->t1 : jobs_now()) - b->t0) * 1e3);
     pthread_mutex_unlock(&bs->lock);
-    char *head = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    size_t hlen = 0;
+    char *head = doc ? jsonout_dumps(doc, &hlen) : NULL;
     json_decref(doc);
     if (!head)
         return NULL;
-    size_t hlen = strlen(head);
     if (!results || !done) {
         *len = hlen;
         return head;

@@ -19,7 +19,15 @@
 #define CONFIG_DEFAULT_MAX_BATCH 10000
 #define CONFIG_DEFAULT_BATCH_BYTES ((size_t)256 << 20)
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 1024
+/* One address may hold an eighth of the connections, so slow or idle connections from
+ * one client (or a few) cannot take every slot: others still get in. Behind a proxy,
+ * where every connection comes from the proxy, set it to 0 (the proxy limits clients). */
+#define CONFIG_DEFAULT_MAX_PER_IP 128
+#define CONFIG_DEFAULT_MAX_OUTPUT_VALUES ((size_t)2000000) /* about 58 MB of result JSON */
 #define CONFIG_DEFAULT_CONN_TIMEOUT 30
+#define CONFIG_DEFAULT_REDIS_LEASE 15.0
+#define CONFIG_DEFAULT_REDIS_TIMEOUT 2.0
+#define CONFIG_DEFAULT_REDIS_TTL (7L * 86400) /* a week */
 #define CONFIG_MAX_WAIT_SECONDS 300.0
 #define CONFIG_DEFAULT_DRAIN_SECONDS 10.0
 
@@ -119,6 +127,12 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_MAX_CONNECTIONS")) {
         rc = config__long(name, v, 1, 1000000, &l);
         cfg->max_connections = (int)l;
+    } else if (!strcmp(name, "HAMEL_MAX_CONNECTIONS_PER_IP")) {
+        rc = config__long(name, v, 0, 1000000, &l);
+        cfg->max_per_ip = (int)l;
+    } else if (!strcmp(name, "HAMEL_MAX_OUTPUT_VALUES")) {
+        rc = config__long(name, v, 1000, 1L << 40, &l);
+        cfg->max_output_values = (size_t)l;
     } else if (!strcmp(name, "HAMEL_CONN_TIMEOUT")) {
         rc = config__long(name, v, 1, 86400, &l);
         cfg->conn_timeout = (int)l;
@@ -148,6 +162,11 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_MAX_STEPS")) {
         rc = config__long(name, v, 0, 1L << 40, &l);
         cfg->max_steps = l;
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_SECONDS")) {
+        rc = config__double(name, v, &cfg->max_compile_seconds);
+    } else if (!strcmp(name, "HAMEL_MAX_COMPILE_BYTES")) {
+        rc = config__long(name, v, 1L << 20, 1L << 40, &l);
+        cfg->max_compile_bytes = (size_t)l;
     } else if (!strcmp(name, "HAMEL_DRAIN_SECONDS")) {
         rc = config__double(name, v, &cfg->drain_seconds);
     } else if (!strcmp(name, "HAMEL_ACCESS_LOG")) {
@@ -159,6 +178,23 @@ static int config__set(server_config *cfg, const char *name, const char *v)
         rc = config__copy(name, cfg->token, sizeof cfg->token, v);
     } else if (!strcmp(name, "HAMEL_STATIC")) {
         rc = config__copy(name, cfg->statics, sizeof cfg->statics, v);
+    } else if (!strcmp(name, "HAMEL_REDIS")) {
+        rc = config__copy(name, cfg->redis, sizeof cfg->redis, v);
+    } else if (!strcmp(name, "HAMEL_REDIS_LEASE")) {
+        rc = config__double(name, v, &cfg->redis_lease);
+        if (rc == 0 && cfg->redis_lease < 0.3) {
+            fprintf(stderr, "hamel-server: HAMEL_REDIS_LEASE=%s: at least 0.3 seconds\n", v);
+            rc = -1;
+        }
+    } else if (!strcmp(name, "HAMEL_REDIS_TIMEOUT")) {
+        rc = config__double(name, v, &cfg->redis_timeout);
+        if (rc == 0 && cfg->redis_timeout < 0.05) {
+            fprintf(stderr, "hamel-server: HAMEL_REDIS_TIMEOUT=%s: at least 0.05 seconds\n", v);
+            rc = -1;
+        }
+    } else if (!strcmp(name, "HAMEL_REDIS_TTL")) {
+        rc = config__long(name, v, 1, 1L << 40, &l);
+        cfg->redis_ttl = l;
     } else if (!strcmp(name, "HAMEL_CORS_ORIGINS")) {
         rc = config__origins(cfg, v);
     }
@@ -166,15 +202,44 @@ static int config__set(server_config *cfg, const char *name, const char *v)
 }
 
 static const char *const config__names[] = {
-    "HAMEL_ADDR",          "HAMEL_PORT",         "HAMEL_WORKERS",
-    "HAMEL_QUEUE",         "HAMEL_HTTP_THREADS", "HAMEL_MAX_CONNECTIONS",
-    "HAMEL_CONN_TIMEOUT",  "HAMEL_MAX_BODY",     "HAMEL_CACHE_BYTES",
-    "HAMEL_MAX_JOBS",      "HAMEL_MAX_WALL",     "HAMEL_MAX_STEPS",
-    "HAMEL_DRAIN_SECONDS", "HAMEL_ACCESS_LOG",   "HAMEL_DATA",
-    "HAMEL_TOKEN",         "HAMEL_STATIC",       "HAMEL_CORS_ORIGINS",
-    "HAMEL_MAX_BATCH",     "HAMEL_BATCH_BYTES",  "HAMEL_STORE_BYTES",
+    "HAMEL_ADDR",
+    "HAMEL_PORT",
+    "HAMEL_WORKERS",
+    "HAMEL_QUEUE",
+    "HAMEL_HTTP_THREADS",
+    "HAMEL_MAX_CONNECTIONS",
+    "HAMEL_CONN_TIMEOUT",
+    "HAMEL_MAX_BODY",
+    "HAMEL_CACHE_BYTES",
+    "HAMEL_MAX_JOBS",
+    "HAMEL_MAX_WALL",
+    "HAMEL_MAX_STEPS",
+    "HAMEL_DRAIN_SECONDS",
+    "HAMEL_ACCESS_LOG",
+    "HAMEL_DATA",
+    "HAMEL_TOKEN",
+    "HAMEL_STATIC",
+    "HAMEL_CORS_ORIGINS",
+    "HAMEL_MAX_BATCH",
+    "HAMEL_BATCH_BYTES",
+    "HAMEL_STORE_BYTES",
     "HAMEL_STORE_JOBS",
+    "HAMEL_MAX_CONNECTIONS_PER_IP",
+    "HAMEL_MAX_OUTPUT_VALUES",
+    "HAMEL_REDIS",
+    "HAMEL_REDIS_LEASE",
+    "HAMEL_REDIS_TIMEOUT",
+    "HAMEL_REDIS_TTL",
+    "HAMEL_MAX_COMPILE_SECONDS",
+    "HAMEL_MAX_COMPILE_BYTES",
 };
+
+/* Whether an empty value of this setting is a value of its own, not "use the default". */
+static int config__empty_is_value(const char *name)
+{
+    return !strcmp(name, "HAMEL_TOKEN") || !strcmp(name, "HAMEL_STATIC") ||
+           !strcmp(name, "HAMEL_CORS_ORIGINS");
+}
 
 static void config__usage(void)
 {
@@ -193,6 +258,11 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->queue = CONFIG_DEFAULT_QUEUE;
     cfg->http_threads = cfg->workers < 2 ? 2 : cfg->workers;
     cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
+    cfg->max_per_ip = CONFIG_DEFAULT_MAX_PER_IP;
+    cfg->max_output_values = CONFIG_DEFAULT_MAX_OUTPUT_VALUES;
+    cfg->redis_lease = CONFIG_DEFAULT_REDIS_LEASE;
+    cfg->redis_timeout = CONFIG_DEFAULT_REDIS_TIMEOUT;
+    cfg->redis_ttl = CONFIG_DEFAULT_REDIS_TTL;
     cfg->conn_timeout = CONFIG_DEFAULT_CONN_TIMEOUT;
     cfg->max_body = CONFIG_DEFAULT_MAX_BODY;
     cfg->cache_bytes = CONFIG_DEFAULT_CACHE_BYTES;
@@ -213,7 +283,9 @@ int config_load(server_config *cfg, int argc, char **argv)
 
     for (size_t i = 0; i < sizeof config__names / sizeof config__names[0]; i++) {
         const char *v = getenv(config__names[i]);
-        if (v && config__set(cfg, config__names[i], v) != 0)
+        if (!v || (!*v && !config__empty_is_value(config__names[i])))
+            continue;
+        if (config__set(cfg, config__names[i], v) != 0)
             return -1;
     }
 

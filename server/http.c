@@ -30,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -44,6 +45,8 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "hangup.h"
+#include "jsonout.h"
 #include "offload.h"
 #include "metrics.h"
 
@@ -75,6 +78,7 @@ struct http_server {
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
     offload *offload;   /* compilations and /v1/hamel: off the poll threads */
+    hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
     pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
@@ -131,8 +135,10 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    json_t *stored_spec;           /* a model known by id, read from the store to compile */
-    http_flight *flight;           /* the compilation this request runs for others too */
+    json_t *stored_spec;        /* a model known by id, read from the store to compile */
+    http_flight *flight;        /* the compilation this request runs for others too */
+    engine_control compile_ctl; /* its cancel flag, set by hangups (client gone, shutdown) */
+    hangup_entry hup;
     struct http_conn *next_waiter; /* in its flight's waiters */
 
     atomic_int resumed;
@@ -190,11 +196,11 @@ static struct MHD_Response *http__text_response(char *text, size_t len)
 static enum MHD_Result http__json_h(http_conn *c, int status, json_t *j, const char *ctype, const char *h1,
                                     const char *v1, const char *h2, const char *v2)
 {
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    size_t len = 0;
+    char *text = j ? jsonout_dumps(j, &len) : NULL;
     json_decref(j);
     if (!text)
         return MHD_NO;
-    size_t len = strlen(text);
     struct MHD_Response *r = http__text_response(text, len);
     if (r && h1)
         MHD_add_response_header(r, h1, v1);
@@ -224,6 +230,8 @@ static enum MHD_Result http__problem_h(http_conn *c, json_t *problem, const char
 
 static enum MHD_Result http__problem(http_conn *c, json_t *problem)
 {
+    if (hamel_problem_code(problem) == HAMEL_E_UNAVAILABLE) /* a retry can succeed later */
+        return http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN);
     return http__problem_h(c, problem, NULL, NULL);
 }
 
@@ -483,6 +491,8 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
     double t0 = jobs_now();
     int rc = engine_model_compile(spec, s->d.limits, out, problem);
     metrics_derive(jobs_now() - t0);
+    if (rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
     return rc;
 }
 
@@ -497,6 +507,13 @@ static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t
     c->pre_set = 0;
     c->pre_model = NULL;
     c->pre_problem = NULL;
+    if (*rc == HAMEL_E_CANCELLED) { /* a compilation cancelled by shutdown or its first client leaving */
+        json_decref(*problem);
+        *rc = HAMEL_E_UNAVAILABLE;
+        *problem =
+            hamel_problem_new(*rc, "the model's compilation was cancelled (the service is stopping, or "
+                                   "the client that started it went away); retry");
+    }
     return 1;
 }
 
@@ -740,7 +757,8 @@ static enum MHD_Result http__get_model(http_conn *c, int equations)
         ret = http__model_summary(c, m, 200);
     } else {
         json_t *eq = NULL;
-        rc = engine_equations(m, &eq, &problem);
+        const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
+        rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
         ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
     }
     engine_model_release(m);
@@ -921,8 +939,13 @@ static enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
-        return http__problem_h(c, hamel_problem_new(rc, NULL), MHD_HTTP_HEADER_RETRY_AFTER,
-                               rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
+        /* Not shutting down: the shared queue (HAMEL_REDIS) is out of reach for now. */
+        const char *lost = rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs)
+                               ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+                               : NULL;
+        return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
+                               rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
+                                                                : HTTP_RETRY_AFTER_DOWN);
     }
     c->job = j;
     if (wait > 0)
@@ -936,6 +959,10 @@ static enum MHD_Result http__stored_job(http_conn *c)
     store *st = c->srv->d.st;
     store_job sj;
     int rc = st ? store_get_job(st, c->id, &sj) : 1;
+    if (rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
+        return http__problem_h(
+            c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
+            MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     if (rc != 0)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
     enum MHD_Result ret;
@@ -959,7 +986,7 @@ static enum MHD_Result http__stored_job(http_conn *c)
                 /* the result row was written by an identical job: answer as this one */
                 json_object_set_new(doc, "job_id", json_string(c->id));
                 blob_release(b);
-                b = blob_take(json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+                b = blob_take(jsonout_dumps(doc, NULL));
             }
             json_decref(doc);
             char etag[HTTP_ID_MAX + 3];
@@ -1209,6 +1236,25 @@ static const char *http__mime(const char *path)
     return "application/octet-stream";
 }
 
+/* Whether the file open on fd lies under directory root once every symbolic link is
+ * resolved: the path the kernel opened (/proc/self/fd) against realpath(root). Checking
+ * the opened file, not the name, leaves no window for a link swapped in between. */
+static int http__inside(const char *root, int fd)
+{
+    char base[PATH_MAX], link[64], got[PATH_MAX];
+    if (!realpath(root, base))
+        return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, got, sizeof got - 1);
+    if (n <= 0)
+        return 0;
+    got[n] = '\0';
+    size_t b = strlen(base);
+    if (b == 1) /* root is "/" */
+        return 1;
+    return strncmp(got, base, b) == 0 && got[b] == '/';
+}
+
 static enum MHD_Result http__static(http_conn *c, const char *url)
 {
     const char *root = c->srv->d.cfg->statics;
@@ -1230,6 +1276,10 @@ static enum MHD_Result http__static(http_conn *c, const char *url)
     snprintf(full, sizeof full, "%s%s", root, rel);
     int fd = open(full, O_RDONLY | O_CLOEXEC);
     struct stat st;
+    if (fd >= 0 && !http__inside(root, fd)) { /* a symbolic link out of HAMEL_STATIC */
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
             close(fd);
@@ -1469,9 +1519,20 @@ static void http__run_compile(void *arg)
     http_conn *c = arg;
     double t0 = jobs_now();
     const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
-    c->pre_rc = engine_model_compile(spec, c->srv->d.limits, &c->pre_model, &c->pre_problem);
+    /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    atomic_store(&c->compile_ctl.cancel, 0);
+    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+    c->pre_rc =
+        engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
+    hangup_forget(c->srv->hangups, &c->hup);
     c->pre_set = 1;
     metrics_derive(jobs_now() - t0);
+    if (c->pre_rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
+    else if (c->pre_rc == HAMEL_E_CANCELLED)
+        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
+                                                                            : METRICS_COMPILE_CLIENT_GONE);
 }
 
 /* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
@@ -1672,6 +1733,55 @@ static enum MHD_Result http__body(http_conn *c)
     return ret;
 }
 
+/* What the framing headers of a request say (http__framing). */
+typedef struct http_framing {
+    int lengths, conflict; /* Content-Length headers, and whether their values differ */
+    const char *length;
+    int codings; /* Transfer-Encoding headers */
+    int chunked_only;
+} http_framing;
+
+static enum MHD_Result http__framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                            const char *value)
+{
+    (void)kind;
+    http_framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->lengths++ && strcmp(f->length, value ? value : "") != 0)
+            f->conflict = 1;
+        f->length = value ? value : "";
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->chunked_only = f->codings++ == 0 && value && !strcasecmp(value, "chunked");
+    }
+    return MHD_YES;
+}
+
+/* Refuses a request whose body cannot be delimited safely, before any of it is read
+ * (libmicrohttpd takes the first Content-Length and reads a body of an unknown coding
+ * until the client closes): Content-Length headers that disagree, or one beside
+ * Transfer-Encoding, are a 400 (request smuggling); a transfer coding other than
+ * "chunked" alone is a 501. Returns 1 when it answered (the connection then closes). */
+static int http__framing(http_conn *c, enum MHD_Result *ret)
+{
+    http_framing f = {0};
+    MHD_get_connection_values(c->conn, MHD_HEADER_KIND, http__framing_header, &f);
+    if (f.conflict) {
+        *ret =
+            http__error(c, HAMEL_E_BAD_HTTP, "Content-Length is given more than once with different values");
+        return 1;
+    }
+    if (f.codings && f.lengths) {
+        *ret = http__error(c, HAMEL_E_BAD_HTTP, "Content-Length and Transfer-Encoding together");
+        return 1;
+    }
+    if (f.codings && !f.chunked_only) {
+        *ret = http__error(c, HAMEL_E_NOT_IMPLEMENTED,
+                           "Transfer-Encoding: only \"chunked\" is supported (no other transfer coding)");
+        return 1;
+    }
+    return 0;
+}
+
 static http_method http__method(const char *m)
 {
     if (!strcmp(m, "GET"))
@@ -1710,6 +1820,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
          * connection, so only a POST (whose body may be refused unread) is answered on
          * this first call; everything else waits for the next one, keeping keep-alive. */
         enum MHD_Result ret = MHD_YES;
+        if (http__framing(c, &ret))
+            return ret;
         if (c->method == HTTP_POST && http__headers(c, url, &ret))
             return ret;
         return MHD_YES;
@@ -1813,8 +1925,9 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    h->hangups = hangup_new();
     pthread_mutex_init(&h->flights_mu, NULL);
-    if (!h->memo || !h->offload)
+    if (!h->memo || !h->offload || !h->hangups)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -1838,7 +1951,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned int)cfg->max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
         goto fail;
@@ -1850,13 +1964,18 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     return 0;
 fail:
     offload_free(h->offload);
+    hangup_free(h->hangups);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
     return -1;
 }
 
-void http_drain(http_server *h) { atomic_store(&h->ready, 0); }
+void http_drain(http_server *h)
+{
+    atomic_store(&h->ready, 0);
+    hangup_shutdown(h->hangups); /* running compilations stop now, later ones at once */
+}
 
 void http_stop(http_server *h)
 {
@@ -1872,6 +1991,7 @@ void http_stop(http_server *h)
     offload_stop(h->offload);
     MHD_stop_daemon(h->daemon);
     offload_free(h->offload);
+    hangup_free(h->hangups);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);

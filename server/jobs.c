@@ -1,7 +1,16 @@
 /* jobs.c — the worker pool, its queue, the job table and the long-poll timer.
  *
- * Lock order: p->lock is the only lock here. Store and cache calls (with their own
- * leaf locks) and wake callbacks are made without holding it. */
+ * With a shared queue (HAMEL_REDIS, jobs_config.redis) the in-memory FIFO is not used:
+ * jobs_submit appends to the Redis stream and keeps the job in the table as a "remote"
+ * record; a worker takes the next entry of the stream, runs this instance's own record
+ * when the entry is one of ours, or else builds a job from the entry (model compiled
+ * from its canonical JSON, cached here by id); a finished job is written to the store,
+ * acknowledged and announced ("done"). A remote record learns its outcome from the
+ * store: on the "done" event, when it is looked at, and from the timer thread while a
+ * long-poll waits on it (events are lost while Redis restarts).
+ *
+ * Lock order: p->lock is the only lock here. Store, cache and Redis calls (with their
+ * own leaf locks) and wake callbacks are made without holding it. */
 #include "jobs.h"
 
 #include <errno.h>
@@ -11,11 +20,18 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "jsonout.h"
 #include "metrics.h"
 
 #define JOBS_TABLE_MIN 1024
-#define JOBS_CANCEL_POLL_NS 10000000L /* drain polling: 10 ms */
+#define JOBS_CANCEL_POLL_NS 10000000L       /* drain polling: 10 ms */
+#define JOBS_TAKE_SECONDS 0.5               /* a worker's wait on the shared queue */
+#define JOBS_RETRY_NS 200000000L            /* ... and its pause when Redis is unreachable */
+#define JOBS_REFRESH_SECONDS 0.5            /* remote records with waiters read again */
+#define JOBS_REFRESH_MAX 64                 /* ... at most this many per round */
+#define JOBS_MODEL_CACHE ((size_t)64 << 20) /* models of other instances' jobs */
 
 struct job {
     char id[JOB_ID_LEN + 1];
@@ -28,6 +44,9 @@ struct job {
     json_t *request;
     engine_control ctl;
     blob *body;               /* done: the result; failed/cancelled: the job document */
+    int remote;               /* shared queue: submitted here, in the stream */
+    int local_run;            /* shared queue: a worker here runs it */
+    char entry[REDIS_ID_MAX]; /* shared queue: the stream entry a worker here runs */
     double created;           /* wall clock, for the store */
     job *hash_next;           /* table chain */
     job *queue_next;          /* FIFO of queued jobs */
@@ -53,6 +72,9 @@ struct jobs {
     size_t nbuckets;
     job *fin_head, *fin_tail;
     job_waiter *waiters;
+    double next_refresh; /* shared queue: when the timer next reads waited-on remote records */
+    redis_queue *shared; /* NULL: the in-memory queue */
+    cache *models;       /* shared queue: compiled models of other instances' jobs */
 };
 
 double jobs_now(void)
@@ -264,13 +286,21 @@ static void jobs__run(jobs *p, job *j)
     blob *body = NULL;
     job_state s = JOB_DONE;
     int status = 200;
+    /* Shared queue: a job stopped by a shutdown (not by a request) is left to another
+     * instance, which takes its entry over when the lease runs out. */
+    int handover = 0;
+    if (p->shared && rc != 0) {
+        pthread_mutex_lock(&p->lock);
+        handover = p->stopping && j->state == JOB_RUNNING && atomic_load(&j->ctl.cancel);
+        pthread_mutex_unlock(&p->lock);
+    }
     if (rc == 0) {
         json_object_set_new(result, "job_id", json_string(j->id));
         json_object_set_new(result, "status", json_string("done"));
         json_object_set_new(result, "model_id", json_string(j->model_id));
         json_object_set_new(result, "progress", json_real(1.0));
         json_object_del(result, "cached");
-        body = blob_take(json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+        body = blob_take(jsonout_dumps(result, NULL));
         json_decref(result);
         if (!body) {
             rc = HAMEL_E_INTERNAL;
@@ -286,7 +316,8 @@ static void jobs__run(jobs *p, job *j)
         s = atomic_load(&j->ctl.cancel) || rc == HAMEL_E_CANCELLED ? JOB_CANCELLED : JOB_FAILED;
         status = jobs__problem_status(problem, rc);
         body = jobs__failure_doc(j, s, problem);
-        jobs__store_failure(p, j, s, body);
+        if (!handover)
+            jobs__store_failure(p, j, s, body);
     }
 
     job_waiter *fired = NULL;
@@ -314,6 +345,12 @@ static void jobs__run(jobs *p, job *j)
         metrics_job(s == JOB_DONE        ? METRICS_JOB_DONE
                     : s == JOB_CANCELLED ? METRICS_JOB_CANCELLED
                                          : METRICS_JOB_FAILED);
+    }
+    if (j->entry[0] && handover) {
+        redis_queue_forget(p->shared, j->entry);
+    } else if (j->entry[0]) { /* the outcome is in the store: the entry is done with */
+        redis_queue_ack(p->shared, j->entry);
+        redis_queue_publish(p->shared, "done", j->id);
     }
     jobs__fire(fired);
     while (dead) {
@@ -352,6 +389,237 @@ static void *jobs__worker(void *arg)
     return NULL;
 }
 
+/* ---- the shared queue --------------------------------------------------------------- */
+
+/* The body of a stored result as job `id`'s: a result written by an identical job
+ * carries that job's id. Takes ownership of b. */
+static blob *jobs__as_job(blob *b, const char *id)
+{
+    char needle[JOB_ID_LEN + 16];
+    snprintf(needle, sizeof needle, "\"job_id\":\"%s\"", id);
+    if (!b || strstr(b->data, needle))
+        return b;
+    json_t *doc = json_loadb(b->data, b->len, 0, NULL);
+    blob_release(b);
+    if (!doc)
+        return NULL;
+    json_object_set_new(doc, "job_id", json_string(id));
+    b = blob_take(json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)));
+    json_decref(doc);
+    return b;
+}
+
+static void jobs__destroy_all(job *dead)
+{
+    while (dead) {
+        job *n = dead->hash_next;
+        jobs__destroy(dead);
+        dead = n;
+    }
+}
+
+/* A remote record (submitted here, run elsewhere) takes the outcome the store has for
+ * it, if any. No lock held. */
+static void jobs__refresh(jobs *p, job *j)
+{
+    if (!p->shared || !p->st)
+        return;
+    char id[JOB_ID_LEN + 1];
+    pthread_mutex_lock(&p->lock);
+    int look = j->remote && !j->local_run && !jobs__terminal(j->state);
+    memcpy(id, j->id, sizeof id);
+    pthread_mutex_unlock(&p->lock);
+    if (!look)
+        return;
+    store_job sj;
+    if (store_get_job(p->st, id, &sj) != 0)
+        return;
+    blob *body = NULL;
+    job_state s = JOB_DONE;
+    int status = 200, running = 0;
+    if (!strcmp(sj.status, "done") && sj.key) {
+        if (store_get_result(p->st, sj.key, &body) == 0)
+            body = jobs__as_job(body, id);
+    } else if ((!strcmp(sj.status, "failed") || !strcmp(sj.status, "cancelled")) && sj.doc) {
+        s = !strcmp(sj.status, "failed") ? JOB_FAILED : JOB_CANCELLED;
+        json_t *doc = json_loads(sj.doc, 0, NULL);
+        status = jobs__problem_status(json_object_get(doc, "problem"), HAMEL_E_INTERNAL);
+        json_decref(doc);
+        body = blob_new(sj.doc, strlen(sj.doc));
+    } else if (!strcmp(sj.status, "running")) {
+        running = 1;
+    }
+    store_job_clear(&sj);
+    job_waiter *fired = NULL;
+    job *dead = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (running && j->state == JOB_QUEUED)
+        j->state = JOB_RUNNING;
+    if (body && !jobs__terminal(j->state) && !j->local_run) {
+        jobs__finish_locked(p, j, s, body, status, &fired);
+        body = NULL;
+        jobs__evict_locked(p, &dead);
+    }
+    pthread_mutex_unlock(&p->lock);
+    blob_release(body);
+    jobs__fire(fired);
+    jobs__destroy_all(dead);
+}
+
+/* Fails a taken entry whose model cannot be compiled here: the failure is stored,
+ * the entry acknowledged and the outcome announced. Takes ownership of problem. */
+static void jobs__task_failed(jobs *p, job *j, json_t *problem)
+{
+    blob *doc = jobs__failure_doc(j, JOB_FAILED, problem);
+    jobs__store_failure(p, j, JOB_FAILED, doc);
+    blob_release(doc);
+    redis_queue_ack(p->shared, j->entry);
+    redis_queue_publish(p->shared, "done", j->id);
+    metrics_job(METRICS_JOB_FAILED);
+}
+
+/* The job to run for a taken entry, with a reference for the worker, counted running;
+ * or NULL when there is nothing to run (the entry is then acknowledged, or left to its
+ * lease). No lock held on entry. */
+static job *jobs__task_job(jobs *p, const redis_task *t)
+{
+    pthread_mutex_lock(&p->lock);
+    job *j = jobs__table_find(p, t->id);
+    if (j) {
+        /* One of ours, queued (or shown running because another instance had begun it
+         * before it died): run it here. */
+        if (j->remote && !j->local_run && !jobs__terminal(j->state) && j->model && j->request) {
+            j->local_run = 1;
+            j->state = JOB_RUNNING;
+            snprintf(j->entry, sizeof j->entry, "%s", t->entry);
+            p->running++;
+            j->refs++;
+            pthread_mutex_unlock(&p->lock);
+            return j;
+        }
+        int over = jobs__terminal(j->state);
+        pthread_mutex_unlock(&p->lock);
+        if (over) /* cancelled here before it ran */
+            redis_queue_ack(p->shared, t->entry);
+        else /* running here already */
+            redis_queue_forget(p->shared, t->entry);
+        return NULL;
+    }
+    pthread_mutex_unlock(&p->lock);
+
+    /* Another instance's job, or one whose instance died: is it still to be run? */
+    store_job sj;
+    int got = store_get_job(p->st, t->id, &sj);
+    if (got < 0) {
+        redis_queue_forget(p->shared, t->entry);
+        return NULL;
+    }
+    int over = got == 0 && (!strcmp(sj.status, "done") || !strcmp(sj.status, "failed") ||
+                            !strcmp(sj.status, "cancelled"));
+    if (got == 0)
+        store_job_clear(&sj);
+    if (over) {
+        redis_queue_ack(p->shared, t->entry);
+        return NULL;
+    }
+    j = calloc(1, sizeof *j);
+    if (!j) {
+        redis_queue_forget(p->shared, t->entry);
+        return NULL;
+    }
+    snprintf(j->id, sizeof j->id, "%.*s", JOB_ID_LEN, t->id);
+    snprintf(j->model_id, sizeof j->model_id, "%s", t->model_id);
+    snprintf(j->key, sizeof j->key, "%s", t->key);
+    snprintf(j->entry, sizeof j->entry, "%s", t->entry);
+    j->created = t->created;
+    j->state = JOB_RUNNING;
+    j->local_run = 1;
+    atomic_init(&j->ctl.cancel, 0);
+    atomic_init(&j->ctl.progress, 0.0);
+    j->model = cache_get(p->models, t->model_id);
+    json_t *problem = NULL;
+    if (!j->model) {
+        json_error_t err;
+        json_t *spec = json_loads(t->model, 0, &err);
+        int rc = spec ? engine_model_compile(spec, &p->cfg.limits, &j->model, &problem) : HAMEL_E_BAD_JSON;
+        json_decref(spec);
+        if (rc != 0 && !problem)
+            problem = hamel_problem_new(rc, "the queued model could not be read");
+        if (rc == 0)
+            cache_put(p->models, t->model_id, j->model, engine_model_bytes(j->model));
+    }
+    j->request = problem ? NULL : json_loads(t->request, 0, NULL);
+    if (!problem && !j->request)
+        problem = hamel_problem_new(HAMEL_E_INTERNAL, "the queued request could not be read");
+    if (problem) {
+        jobs__task_failed(p, j, problem);
+        jobs__destroy(j);
+        return NULL;
+    }
+    job *dead = NULL;
+    pthread_mutex_lock(&p->lock);
+    jobs__table_add(p, j);
+    j->refs++; /* the worker's */
+    p->running++;
+    jobs__evict_locked(p, &dead);
+    pthread_mutex_unlock(&p->lock);
+    jobs__destroy_all(dead);
+    return j;
+}
+
+/* A worker on the shared queue: takes entries until the pool stops taking jobs. */
+static void *jobs__shared_worker(void *arg)
+{
+    jobs *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        int stop = p->stopping || p->exiting;
+        pthread_mutex_unlock(&p->lock);
+        if (stop)
+            break;
+        redis_task t;
+        int rc = redis_queue_take(p->shared, JOBS_TAKE_SECONDS, &t);
+        if (rc < 0)
+            nanosleep(&(struct timespec){0, JOBS_RETRY_NS}, NULL);
+        if (rc != 0)
+            continue;
+        job *j = jobs__task_job(p, &t);
+        redis_task_clear(&t);
+        if (!j)
+            continue;
+        store_put_job(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
+        jobs__run(p, j);
+        job_release(p, j);
+    }
+    return NULL;
+}
+
+static void jobs__cancel_one(jobs *p, job *j, int announce);
+static int jobs__cancel(jobs *p, job *j, int announce);
+
+/* An event from another instance (the subscriber thread; no lock held). */
+static void jobs__on_event(void *arg, const char *event, const char *id)
+{
+    jobs *p = arg;
+    job *j = jobs_find(p, id);
+    if (!j)
+        return;
+    if (!strcmp(event, "done"))
+        jobs__refresh(p, j);
+    else if (!strcmp(event, "cancel"))
+        jobs__cancel_one(p, j, 0);
+    job_release(p, j);
+}
+
+/* A name for this process in the consumer group: host, pid and random bits. */
+static void jobs__consumer(char *out, size_t cap)
+{
+    char host[64] = "host", rnd[JOB_ID_LEN + 1];
+    gethostname(host, sizeof host - 1);
+    jobs__make_id(rnd);
+    snprintf(out, cap, "%s-%ld-%.8s", host, (long)getpid(), rnd);
+}
+
 static void *jobs__timer(void *arg)
 {
     jobs *p = arg;
@@ -383,6 +651,27 @@ static void *jobs__timer(void *arg)
             pthread_mutex_lock(&p->lock);
             continue;
         }
+        if (p->shared && p->waiters && now >= p->next_refresh) {
+            /* Remote records with waiters: their "done" event may have been lost. */
+            job *look[JOBS_REFRESH_MAX];
+            int n = 0;
+            for (w = p->waiters; w && n < JOBS_REFRESH_MAX; w = w->next) {
+                if (w->job->remote && !w->job->local_run && !jobs__terminal(w->job->state)) {
+                    w->job->refs++;
+                    look[n++] = w->job;
+                }
+            }
+            p->next_refresh = now + JOBS_REFRESH_SECONDS;
+            pthread_mutex_unlock(&p->lock);
+            for (int i = 0; i < n; i++) {
+                jobs__refresh(p, look[i]);
+                job_release(p, look[i]);
+            }
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
+        if (p->shared && p->waiters && (next == 0 || p->next_refresh < next))
+            next = p->next_refresh;
         if (next == 0) {
             pthread_cond_wait(&p->timer, &p->lock);
         } else {
@@ -395,6 +684,9 @@ static void *jobs__timer(void *arg)
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
+
+static void *jobs__model_retain(void *v) { return engine_model_retain(v); }
+static void jobs__model_release(void *v) { engine_model_release(v); }
 
 jobs *jobs_new(const jobs_config *cfg, store *st, cache *results)
 {
@@ -420,8 +712,18 @@ jobs *jobs_new(const jobs_config *cfg, store *st, cache *results)
         jobs_free(p);
         return NULL;
     }
+    if (cfg->redis) {
+        static const cache_ops model_ops = {jobs__model_retain, jobs__model_release};
+        char consumer[128];
+        jobs__consumer(consumer, sizeof consumer);
+        p->models = cache_new(JOBS_MODEL_CACHE, &model_ops);
+        if (!p->models || !st || redis_queue_open(cfg->redis, consumer, jobs__on_event, p, &p->shared) != 0) {
+            jobs_free(p);
+            return NULL;
+        }
+    }
     for (int i = 0; i < cfg->workers; i++) {
-        if (pthread_create(&p->threads[i], NULL, jobs__worker, p) != 0) {
+        if (pthread_create(&p->threads[i], NULL, p->shared ? jobs__shared_worker : jobs__worker, p) != 0) {
             jobs_free(p);
             return NULL;
         }
@@ -519,6 +821,9 @@ void jobs_free(jobs *p)
     if (!p)
         return;
     jobs_shutdown(p, 0);
+    redis_queue_free(p->shared); /* joins the subscriber: no event comes after this */
+    p->shared = NULL;
+    cache_free(p->models);
     for (size_t b = 0; b < p->nbuckets && p->table; b++) {
         job *j = p->table[b];
         while (j) {
@@ -587,8 +892,25 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
         store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);
 
     job *dead = NULL;
+    if (p->shared) { /* into the stream; the record stays here, marked remote */
+        char *text = json_dumps(j->request, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        rc = text ? redis_queue_push(p->shared, j->id, j->model_id, j->key, engine_model_canonical(m), text,
+                                     j->created)
+                  : HAMEL_E_INTERNAL;
+        free(text);
+        if (rc == 0) {
+            pthread_mutex_lock(&p->lock);
+            j->remote = 1;
+            jobs__table_add(p, j);
+            j->refs++; /* the caller's */
+            jobs__evict_locked(p, &dead);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
     pthread_mutex_lock(&p->lock);
-    if (p->stopping || p->queued >= (size_t)p->cfg.queue) {
+    if (p->shared) {
+        /* done above */
+    } else if (p->stopping || p->queued >= (size_t)p->cfg.queue) {
         rc = p->stopping ? HAMEL_E_UNAVAILABLE : HAMEL_E_QUEUE_FULL;
     } else {
         jobs__table_add(p, j);
@@ -633,6 +955,7 @@ job *jobs_find(jobs *p, const char *id)
 
 void jobs_view_get(jobs *p, job *j, job_view *v)
 {
+    jobs__refresh(p, j); /* a remote record: what the store knows by now */
     pthread_mutex_lock(&p->lock);
     memcpy(v->id, j->id, sizeof v->id);
     memcpy(v->model_id, j->model_id, sizeof v->model_id);
@@ -644,16 +967,23 @@ void jobs_view_get(jobs *p, job *j, job_view *v)
     pthread_mutex_unlock(&p->lock);
 }
 
-int jobs_cancel(jobs *p, job *j)
+int jobs_cancel(jobs *p, job *j) { return jobs__cancel(p, j, 1); }
+
+/* For jobs__on_event. */
+static void jobs__cancel_one(jobs *p, job *j, int announce) { jobs__cancel(p, j, announce); }
+
+/* Cancels j; with a shared queue and `announce`, tells every instance (the one running
+ * it stops it). */
+static int jobs__cancel(jobs *p, job *j, int announce)
 {
     job_waiter *fired = NULL;
     int rc = 0, store_it = 0, queued = 0;
     pthread_mutex_lock(&p->lock);
-    queued = j->state == JOB_QUEUED;
+    queued = j->state == JOB_QUEUED && !j->remote;
     if (queued) {
         jobs__cancel_queued_locked(p, j, "cancelled by request", &fired);
         store_it = 1;
-    } else if (j->state == JOB_RUNNING) {
+    } else if (j->state == JOB_RUNNING || j->state == JOB_QUEUED) { /* running, or in the stream */
         atomic_store(&j->ctl.cancel, 1);
         blob *doc =
             jobs__failure_doc(j, JOB_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
@@ -670,6 +1000,8 @@ int jobs_cancel(jobs *p, job *j)
             metrics_job(METRICS_JOB_CANCELLED);
     }
     blob_release(doc);
+    if (store_it && announce && p->shared)
+        redis_queue_publish(p->shared, "cancel", j->id);
     jobs__fire(fired);
     return rc;
 }

@@ -25,6 +25,7 @@
 #include "blob.h"
 #include "cache.h"
 #include "engine.h"
+#include "redis.h"
 #include "store.h"
 
 #define JOB_ID_LEN 32
@@ -67,6 +68,12 @@ typedef struct jobs_config {
     int queue;
     size_t max_jobs;
     engine_limits limits;
+    /* When set (HAMEL_REDIS), the queue is the shared one of redis.h: jobs_submit appends
+     * to it, the workers take any instance's jobs from it, and a job submitted here but
+     * run elsewhere is kept here as a record that learns its outcome from the store
+     * (woken by the "done" event, or read again when looked at). The store must then be
+     * the Redis one. Borrowed for the lifetime of jobs_new. */
+    const redis_config *redis;
 } jobs_config;
 
 /* Seconds on the monotonic clock. */

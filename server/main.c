@@ -1,17 +1,20 @@
 /* main.c — hamel-server: configuration, start-up, and a graceful stop on SIGTERM/SIGINT.
  *
  * Start-up order: config, engine_init (which turns the GSL error handler off), the store
- * under HAMEL_DATA, the model and result caches, the job pool, the batches, the HTTP daemon. Stop
- * order on a signal: stop accepting connections, let running jobs finish for up to
- * HAMEL_DRAIN_SECONDS (then cancel them), cancel what batches have left, answer every
+ * under HAMEL_DATA, the code cache (HAMEL_CACHE_DIR or HAMEL_DATA/native), the model and result caches, the
+ * job pool, the batches, the HTTP daemon. Stop order on a signal: stop accepting connections, let running
+ * jobs finish for up to HAMEL_DRAIN_SECONDS (then cancel them), cancel what batches have left, answer every
  * long-poll and end every batch stream, close connections,
  * free everything, exit 0.
  */
 #include <gsl/gsl_errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "batch.h"
 #include "blob.h"
@@ -20,15 +23,34 @@
 #include "engine.h"
 #include "http.h"
 #include "jobs.h"
+#include "redis.h"
 #include "store.h"
 
 #define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
 #define MAIN_BATCHES_KEPT 256    /* batch records kept in memory (finished ones evicted first) */
+#define MAIN_EXIT_SLACK 0.9      /* the watchdog fires this long after the drain: within its + 1 s */
 
 static void *main__model_retain(void *v) { return engine_model_retain(v); }
 static void main__model_release(void *v) { engine_model_release(v); }
 static void *main__blob_retain(void *v) { return blob_retain(v); }
 static void main__blob_release(void *v) { blob_release(v); }
+
+/* The stop bound: SIGTERM exits within HAMEL_DRAIN_SECONDS + 1 s. Jobs are cancelled
+ * after the drain and compilations at once (hangup.h), but a request that cannot be
+ * interrupted (a long /v1/hamel) or a stalled client could hold the orderly stop up;
+ * this thread ends the process when the bound is near, whatever is still running. */
+static void *main__watchdog(void *arg)
+{
+    double s = *(const double *)arg;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    static const char msg[] = "hamel-server: the drain bound has passed; exiting with work still running\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(0);
+    return NULL;
+}
 
 static const cache_ops main__model_ops = {main__model_retain, main__model_release};
 static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
@@ -56,15 +78,31 @@ int main(int argc, char **argv)
         limits.max_wall_seconds = cfg.max_wall;
     if (cfg.max_steps > 0)
         limits.max_steps = cfg.max_steps;
+    limits.max_output_values = cfg.max_output_values;
+    if (cfg.max_compile_seconds > 0)
+        limits.max_compile_seconds = cfg.max_compile_seconds;
+    if (cfg.max_compile_bytes > 0)
+        limits.max_compile_bytes = cfg.max_compile_bytes;
 
     store *st = NULL;
     store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
-    if (store_open(cfg.data, &store_lim, &st) != 0)
+    /* HAMEL_REDIS: the store and the job queue are shared with the other instances. */
+    redis_config rcfg = {cfg.redis,     cfg.redis_timeout, cfg.redis_lease,
+                         cfg.redis_ttl, (size_t)cfg.queue, store_lim};
+    int shared = cfg.redis[0] != '\0';
+    if ((shared ? redis_store_open(&rcfg, &st) : store_open(cfg.data, &store_lim, &st)) != 0)
         return 1;
+    /* The optimizing code tier (engine/native.h): shared objects cached in
+     * HAMEL_CACHE_DIR, else <data>/native; HAMEL_NO_NATIVE=1 turns the tier off. */
+    char code_dir[CONFIG_PATH_MAX + 16];
+    const char *cd = getenv("HAMEL_CACHE_DIR");
+    snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
+    if (engine_code_cache(code_dir) != 0)
+        fprintf(stderr, "hamel-server: code cache %s cannot be made: the native tier is off\n", code_dir);
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
-    jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits};
+    jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits, shared ? &rcfg : NULL};
     jobs *pool = models && results ? jobs_new(&jc, st, results) : NULL;
     if (!pool) {
         fprintf(stderr, "hamel-server: cannot start the worker pool\n");
@@ -89,13 +127,18 @@ int main(int argc, char **argv)
     fprintf(stderr,
             "hamel-server %s: %d workers, queue %d, data %s, cache %zu bytes, token %s, "
             "static %s\n",
-            ENGINE_VERSION, cfg.workers, cfg.queue, cfg.data, cfg.cache_bytes,
+            ENGINE_VERSION, cfg.workers, cfg.queue, shared ? cfg.redis : cfg.data, cfg.cache_bytes,
             cfg.token[0] ? "required" : "off", cfg.statics[0] ? cfg.statics : "(none)");
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;
     fprintf(stderr, "hamel-server: %s, draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    static double watchdog_after;
+    watchdog_after = cfg.drain_seconds + MAIN_EXIT_SLACK;
+    pthread_t watchdog;
+    if (pthread_create(&watchdog, NULL, main__watchdog, &watchdog_after) == 0)
+        pthread_detach(watchdog);
     http_drain(http);
     jobs_shutdown(pool, cfg.drain_seconds);
     batches_shutdown(bat);

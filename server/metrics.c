@@ -33,6 +33,8 @@ static atomic_uint_fast64_t metrics__jobs[METRICS_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__batches[METRICS_BATCH_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__runs[METRICS_RUN_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__derive_ns, metrics__derive_n;
+static atomic_uint_fast64_t metrics__compile_stops[METRICS_COMPILE_STOP_COUNT_];
+static const char *const metrics__compile_stop_labels[] = {"limit", "client_gone", "shutdown"};
 static atomic_uint_fast64_t metrics__integrate_ns, metrics__integrate_n;
 
 static uint64_t metrics__ns(double s) { return s > 0 ? (uint64_t)(s * 1e9) : 0; }
@@ -68,6 +70,12 @@ void metrics_batch_run(metrics_run_outcome outcome)
 {
     if ((unsigned)outcome < METRICS_RUN_OUTCOME_COUNT_)
         atomic_fetch_add_explicit(&metrics__runs[outcome], 1, memory_order_relaxed);
+}
+
+void metrics_compile_stopped(metrics_compile_stop why)
+{
+    if ((unsigned)why < METRICS_COMPILE_STOP_COUNT_)
+        atomic_fetch_add_explicit(&metrics__compile_stops[why], 1, memory_order_relaxed);
 }
 
 void metrics_derive(double seconds)
@@ -230,6 +238,13 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                     (unsigned long long)metrics__load(&metrics__derive_n),
                     metrics__load(&metrics__integrate_ns) / 1e9,
                     (unsigned long long)metrics__load(&metrics__integrate_n));
+    metrics__printf(&b, "# HELP hamel_compiles_stopped_total Model compilations stopped before their end "
+                        "(limit: past the compile budget, 422; client_gone, shutdown: cancelled).\n"
+                        "# TYPE hamel_compiles_stopped_total counter\n");
+    for (int i = 0; i < METRICS_COMPILE_STOP_COUNT_; i++)
+        metrics__printf(&b, "hamel_compiles_stopped_total{reason=\"%s\"} %llu\n",
+                        metrics__compile_stop_labels[i],
+                        (unsigned long long)metrics__load(&metrics__compile_stops[i]));
     metrics__printf(&b, "# HELP hamel_cache_hits_total Cache lookups that found an entry.\n"
                         "# TYPE hamel_cache_hits_total counter\n"
                         "# TYPE hamel_cache_misses_total counter\n"

@@ -86,6 +86,17 @@ void metrics_batch(metrics_batch_outcome outcome);
 /* Counts one batch run reaching an outcome. */
 void metrics_batch_run(metrics_run_outcome outcome);
 
+/* Why a model compilation stopped before its end. */
+typedef enum metrics_compile_stop {
+    METRICS_COMPILE_LIMIT,       /* 422 compile-limit: past the compile budget */
+    METRICS_COMPILE_CLIENT_GONE, /* cancelled: the client hung up */
+    METRICS_COMPILE_SHUTDOWN,    /* cancelled: the server is stopping */
+    METRICS_COMPILE_STOP_COUNT_
+} metrics_compile_stop;
+
+/* Counts one compilation stopped before its end. */
+void metrics_compile_stopped(metrics_compile_stop why);
+
 /* Adds the wall time of one engine_model_compile. */
 void metrics_derive(double seconds);
 

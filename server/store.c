@@ -1,5 +1,6 @@
 /* store.c — SQLite tables models, results and jobs. */
-#include "store.h"
+#define STORE_SQLITE_IMPL /* this file is the SQLite backend: store_sqlite.h */
+#include "store_sqlite.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,4 +1,9 @@
-/* store.h — the on-disk record of models, finished results and jobs.
+/* store.h — the record of models, finished results and jobs, and the seam between the
+ * server and where that record lives.
+ *
+ * Two backends implement the functions below (store_ops): SQLite on local disk, the
+ * default for one machine (store_open; store.c, described next), and Redis, shared by
+ * several instances (redis_store_open, redis.h). Callers see one `store` either way.
  *
  * One SQLite database, <data>/hamel.db, in WAL mode. SQLite was chosen over a
  * content-addressed file store because its commits are atomic and its recovery after a
@@ -73,5 +78,26 @@ int store_get_job(store *s, const char *id, store_job *out);
 
 /* Frees the strings of a store_job. */
 void store_job_clear(store_job *j);
+
+/* The seam: what a backend implements, on its own state `impl`. Each function has the
+ * contract of the store_ function of the same name; results are -1 when the backend
+ * cannot be reached. */
+typedef struct store_ops {
+    int (*put_model)(void *impl, const char *model_id, const char *json);
+    int (*get_model)(void *impl, const char *model_id, char **json);
+    int (*put_job)(void *impl, const char *id, const char *status, const char *model_id, const char *key,
+                   const char *doc, double created);
+    int (*put_done)(void *impl, const char *id, const char *model_id, const char *key, const blob *body,
+                    double created);
+    int (*get_result)(void *impl, const char *key, blob **out);
+    int (*get_job)(void *impl, const char *id, store_job *out);
+    void (*counts)(void *impl, size_t *result_bytes, size_t *results, size_t *jobs);
+    void (*close)(void *impl);
+} store_ops;
+
+/* A store over a backend's state; takes ownership of impl (released with ops->close by
+ * store_close). `ops` is borrowed and must be static. NULL when out of memory (impl is
+ * closed then). */
+store *store_new(const store_ops *ops, void *impl);
 
 #endif

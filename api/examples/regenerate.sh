@@ -120,6 +120,11 @@ ex model-nonlinear-speed.422 POST /v1/models "${json[@]}" --data-binary @"$work/
 jq -n '{coordinates: ["x", "y"], kinetic_energy: "1/2*(x'"'"'^2 + y'"'"'^2)",
   speeds: [{name: "u", expr: "x'"'"' + y'"'"'"}, {name: "v", expr: "2*x'"'"' + 2*y'"'"'"}]}' >"$work/singular.json"
 ex model-singular.422 POST /v1/models "${json[@]}" --data-binary @"$work/singular.json"
+# 30 chained definitions d_i = d_{i-1} + x*d_{i-1}: past the 2 s compile budget
+jq -n '{coordinates: ["x"], kinetic_energy: "1/2*d30*x'"'"'^2",
+  definitions: ([{name: "d0", expr: "x"}] + [range(1; 31) | {name: "d\(.)", expr: "d\(. - 1) + x*d\(. - 1)"}])}' \
+  >"$work/chain.json"
+ex model-compile-limit.422 POST /v1/models "${json[@]}" --data-binary @"$work/chain.json"
 printf '{"coordinates": ["x", "y"],\n "kinetic_energy": }' >"$work/bad.json"
 ex bad-json.400 POST /v1/models "${json[@]}" --data-binary @"$work/bad.json"
 ex unsupported-media-type.415 POST /v1/models -H 'Content-Type: text/plain' --data-binary @"$here/model.json"

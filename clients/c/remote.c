@@ -557,7 +557,7 @@ static int remote_check(hamelclient *c, const remote_args *a)
         printf("  constraint %s: %s, %s, %s\n", remote_str(con, "name", "?"),
                json_is_true(json_object_get(con, "linear")) ? "linear" : "nonlinear",
                json_is_true(json_object_get(con, "rheonomic")) ? "rheonomic" : "scleronomic",
-               json_is_true(json_object_get(con, "holonomic")) ? "holonomic" : "nonholonomic");
+               json_is_true(json_object_get(con, "holonomic")) ? "holonomic" : "not integrable alone");
     }
     json_decref(sum);
     json_decref(doc);

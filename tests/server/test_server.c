@@ -318,6 +318,20 @@ SERVER_TEST(server, models_submit_get_equations)
     cr_assert(json_is_array(json_object_get(g.json, "mass_matrix")), "a mass matrix");
     harness_resp_free(&g);
 
+    /* The classical forms (issue 10): ?form=kane, and a form that does not exist. */
+    snprintf(path, sizeof path, "/v1/models/%s/equations?form=kane", model_id);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    cr_assert_str_eq(str(g.json, "form"), "kane");
+    cr_assert(json_is_object(json_object_get(g.json, "partial_velocities")), "Kane's partial velocities");
+    cr_assert_eq(json_array_size(json_object_get(g.json, "equations")), 2, "one equation per speed");
+    harness_resp_free(&g);
+    snprintf(path, sizeof path, "/v1/models/%s/equations?form=lagrange", model_id);
+    g = request("GET", path, NULL, NULL);
+    assert_problem(&g, 422, NULL);
+    cr_assert(strstr(g.body, "\"form\""), "the problem names the form: %s", g.body);
+    harness_resp_free(&g);
+
     g = request("GET", "/v1/models/sha256:0000000000000000000000000000000000000000000000000000000000000000",
                 NULL, NULL);
     assert_problem(&g, 404, "not-found");

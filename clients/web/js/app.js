@@ -374,19 +374,31 @@ function badge(text, cls, title) {
   return h("span", { class: "badge " + (cls || ""), title }, text);
 }
 
+// The holonomy analysis: rank of the involutive closure and the integrable combinations.
+function holonomyFact(hol) {
+  if (!hol) return null;
+  if (!hol.complete) return fact("integrable combinations", "?", hol.reason || "analysis incomplete");
+  const combos = (hol.combinations || []).map((c) =>
+    c.expr ? c.expr + " = 0" + (c.integral ? "  ⇒  " + c.integral + " = const" : "") : (c.note || "")).join("; ");
+  return fact("integrable combinations", String(hol.integrable_combinations),
+    "closure of the constraint distribution: rank " + hol.closure_rank + " of " + (hol.space || []).length +
+    " (brackets to order " + hol.bracket_order + ")" + (combos ? "; " + combos : ""));
+}
+
 function renderSummary(s, result) {
   const box = $("summary");
   const cons = (s.constraints || []).map((c) =>
     h("li", {},
       h("b", {}, c.name), " ",
-      badge(c.holonomic ? "holonomic" : "nonholonomic", c.holonomic ? "muted" : "accent", "Frobenius test on the constraint's Hamel coefficients"),
+      badge(c.holonomic ? "holonomic" : (c.linear ? "not integrable alone" : "nonholonomic"), c.holonomic ? "muted" : "accent", "Frobenius test on the constraint's own form: omega ^ d omega = 0"),
       badge(c.linear ? "linear in q̇" : "nonlinear (Chetaev)", "muted"),
       badge(c.rheonomic ? "rheonomic" : "scleronomic", "muted")));
   const facts = h("div", { class: "facts" },
     fact("coordinates", String(s.n), (s.coordinates || []).join(", ")),
     fact("constraints", String(s.m), ""),
     fact("degrees of freedom", String(s.dof), (s.speeds || []).join(", ")),
-    fact("energy", s.energy_conserved ? "conserved" : "not conserved", s.energy_reason || (s.scleronomic ? "scleronomic system" : "rheonomic system")));
+    fact("energy", s.energy_conserved ? "conserved" : "not conserved", s.energy_reason || (s.scleronomic ? "scleronomic system" : "rheonomic system")),
+    holonomyFact(s.holonomy));
   const checks = result ? renderChecks(result) : h("p", { class: "hint" }, "Run the simulation to see the trajectory and its checks.");
   box.replaceChildren(
     h("div", { class: "summary-head" },

@@ -1,0 +1,452 @@
+/* native.c — the optimizing tier: C for the reduced equations, compiled by the system
+ * compiler in a background thread, cached on disk, loaded with dlopen (see native.h).
+ *
+ * Lock order: native_lock guards the queue, the worker's existence and the directory
+ * name; it is only held for those, never across a build, a model call or dlopen.
+ */
+#include "native.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "hamel.h"
+#include "jit.h"
+#include "model.h"
+
+extern char **environ;
+
+typedef struct native_job {
+    struct engine_model *m;
+    struct native_job *next;
+} native_job;
+
+static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t native_cond = PTHREAD_COND_INITIALIZER;
+static native_job *native_head, *native_tail;
+static int native_queued, native_worker_started;
+static char native_dir[1024];
+static atomic_uint native_seq;
+
+static int native__disabled(void)
+{
+    const char *v = getenv("HAMEL_NO_NATIVE");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int native_configure(const char *dir)
+{
+    if (dir && *dir) {
+        if (strlen(dir) >= sizeof native_dir - 200)
+            return -1;
+        /* the directory and its parent (e.g. <data>/native under a new data dir) */
+        char parent[1024];
+        snprintf(parent, sizeof parent, "%s", dir);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = 0;
+            mkdir(parent, 0755);
+        }
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return -1;
+        struct stat st;
+        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+            return -1;
+    }
+    pthread_mutex_lock(&native_lock);
+    snprintf(native_dir, sizeof native_dir, "%s", dir ? dir : "");
+    pthread_mutex_unlock(&native_lock);
+    return 0;
+}
+
+int engine_code_cache(const char *dir) { return native_configure(dir); }
+
+/* ---- the generated source ------------------------------------------------------- */
+
+/* The translation unit for m: f (tape_fast with the parameters folded) and, when M* is
+ * constant and invertible, g (the whole right-hand side with M*^-1 folded). NULL if
+ * the tape reads an input the native code does not provide. Caller frees. */
+static char *native__source(const struct engine_model *m)
+{
+    const tape *t = m->tape_fast;
+    int n = m->n, k = m->k, ni = t->n_inputs;
+    char **ex_in = calloc(ni, sizeof *ex_in), **ex_y = calloc(ni, sizeof *ex_y);
+    double *val = calloc(ni, sizeof *val);
+    char *used = calloc(ni, 1);
+    char *src = NULL, *src_f = NULL, *src_g = NULL, *epi = NULL;
+    if (!ex_in || !ex_y || !val || !used)
+        goto out;
+    /* which inputs the computation reads */
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *p = &t->ins[i];
+        if (p->op == TAPE_INPUT || p->op == TAPE_CONST)
+            continue;
+        if (p->a >= 0 && p->a < t->n_ins && t->ins[p->a].op == TAPE_INPUT)
+            used[t->ins[p->a].a] = 1;
+        if (p->op == TAPE_ADD || p->op == TAPE_SUB || p->op == TAPE_MUL || p->op == TAPE_DIV ||
+            p->op == TAPE_POW || p->op == TAPE_ATAN2)
+            if (p->b >= 0 && p->b < t->n_ins && t->ins[p->b].op == TAPE_INPUT)
+                used[t->ins[p->b].a] = 1;
+    }
+    for (int o = 0; o < t->n_outputs; o++)
+        if (t->ins[t->outputs[o]].op == TAPE_INPUT)
+            used[t->ins[t->outputs[o]].a] = 1;
+    for (int a = 0; a < ni; a++) {
+        char buf[32];
+        if (a < m->np) {
+            val[a] = m->param_values[a]; /* folded: ex_* stay NULL */
+            continue;
+        }
+        snprintf(buf, sizeof buf, "in[%d]", a);
+        ex_in[a] = strdup(buf);
+        if (a == model_input_t(m))
+            snprintf(buf, sizeof buf, "t");
+        else if (a >= model_input_q(m) && a < model_input_q(m) + n)
+            snprintf(buf, sizeof buf, "y[%d]", a - model_input_q(m));
+        else
+            snprintf(buf, sizeof buf, "0.0");
+        for (int r = 0; r < k; r++)
+            if (m->u_slot[r] == a)
+                snprintf(buf, sizeof buf, "y[%d]", n + r);
+        if (strcmp(buf, "0.0") == 0 && used[a])
+            goto out; /* an input g cannot provide */
+        ex_y[a] = strdup(buf);
+        if (!ex_in[a] || !ex_y[a])
+            goto out;
+    }
+    /* f: the same outputs as the tape */
+    {
+        size_t cap = (size_t)t->n_outputs * 32 + 1, len = 0;
+        epi = malloc(cap);
+        if (!epi)
+            goto out;
+        epi[0] = 0;
+        for (int o = 0; o < t->n_outputs; o++)
+            len += (size_t)snprintf(epi + len, cap - len, "out[%d] = s%d;\n", o, t->outputs[o]);
+        jit_inputs map = {(const char *const *)ex_in, val};
+        src_f = jit_source(t, &map, "void f(const double *in, double *out)", epi, 1, NULL);
+        free(epi);
+        epi = NULL;
+        if (!src_f)
+            goto out;
+    }
+    /* g: dydt = (q', M*^-1 F), the products in hamel.c's order */
+    double *minv = m->fast_mass_const && k <= 64 ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
+    if (minv && hamel_const_mass_inverse(m, m->param_values, minv) == 0) {
+        size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
+        epi = malloc(cap);
+        if (epi) {
+            int f0 = n + k * (k + 1) / 2;
+            for (int i = 0; i < n; i++)
+                len += (size_t)snprintf(epi + len, cap - len, "dydt[%d] = s%d;\n", i, t->outputs[i]);
+            for (int r = 0; r < k; r++) {
+                len += (size_t)snprintf(epi + len, cap - len, "{ double a = 0.0;");
+                for (int c = 0; c < k; c++) {
+                    uint64_t bits;
+                    double v = minv[(size_t)r * k + c];
+                    /* a zero entry adds +-0 to a sum that starts at +0.0: no change for a
+                     * finite F (a non-finite F fails the run on either tier) */
+                    if (v == 0.0)
+                        continue;
+                    memcpy(&bits, &v, sizeof bits);
+                    /* the constant by its bits: exact whatever the printing */
+                    len += (size_t)snprintf(epi + len, cap - len,
+                                            " { union jit_k kk = {0x%016llxULL}; a += kk.d * s%d; }",
+                                            (unsigned long long)bits, t->outputs[f0 + c]);
+                }
+                len += (size_t)snprintf(epi + len, cap - len, " dydt[%d] = a; }\n", n + r);
+            }
+            jit_inputs map = {(const char *const *)ex_y, val};
+            src_g = jit_source(t, &map, "void g(double t, const double *y, double *dydt)", epi, 0, NULL);
+        }
+    }
+    free(minv);
+    {
+        size_t lf = strlen(src_f), lg = src_g ? strlen(src_g) : 0;
+        src = malloc(lf + lg + 64);
+        if (src) {
+            memcpy(src, src_f, lf);
+            memcpy(src + lf, src_g ? src_g : "", lg + 1);
+        }
+    }
+out:
+    for (int a = 0; a < ni && ex_in; a++)
+        free(ex_in[a]);
+    for (int a = 0; a < ni && ex_y; a++)
+        free(ex_y[a]);
+    free(ex_in);
+    free(ex_y);
+    free(val);
+    free(used);
+    free(epi);
+    free(src_f);
+    free(src_g);
+    return src;
+}
+
+/* ---- building -------------------------------------------------------------------- */
+
+static double native__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Runs the compiler on c_path into so_path; 0 on success. */
+static int native__cc(const char *c_path, const char *so_path)
+{
+    const char *cc = getenv("HAMEL_CC");
+    if (!cc || !*cc)
+        cc = "cc";
+    char *argv[] = {(char *)cc,        "-O2", "-fPIC", "-shared", "-ffp-contract=off",
+                    "-fno-math-errno", "-w",  "-pipe", "-o",      (char *)so_path,
+                    (char *)c_path,    "-lm", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        return -1;
+    double deadline = native__now() + NATIVE_MAX_SECONDS;
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (native__now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Loads so_path and checks f against the interpreter at a test point. */
+static native_code *native__load(const struct engine_model *m, const char *so_path)
+{
+    void *dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl)
+        return NULL;
+    void *f = dlsym(dl, "f"), *g = dlsym(dl, "g");
+    native_code *c = f ? calloc(1, sizeof *c) : NULL;
+    const tape *t = m->tape_fast;
+    double *in = calloc(m->n_in + 1, sizeof *in), *work = calloc(t->n_ins + 1, sizeof *work);
+    double *a = calloc(t->n_outputs + 1, sizeof *a), *b = calloc(t->n_outputs + 1, sizeof *b);
+    int ok = c && in && work && a && b;
+    if (ok) {
+        memcpy(&c->fast, &f, sizeof c->fast);
+        if (g)
+            memcpy(&c->rhs, &g, sizeof c->rhs);
+        model_test_point(m, 1, in);
+        tape_eval(t, in, work, a);
+        c->fast(in, b);
+        for (int o = 0; o < t->n_outputs && ok; o++) {
+            double s = fabs(a[o]) > 1.0 ? fabs(a[o]) : 1.0;
+            if (!(fabs(a[o] - b[o]) <= 1e-12 * s) && !(isnan(a[o]) && isnan(b[o])))
+                ok = 0;
+        }
+    }
+    free(in);
+    free(work);
+    free(a);
+    free(b);
+    if (!ok) {
+        free(c);
+        dlclose(dl);
+        return NULL;
+    }
+    atomic_init(&c->refs, 1);
+    c->dl = dl;
+    return c;
+}
+
+static int native__build(struct engine_model *m, const char *dir)
+{
+    char *src = native__source(m);
+    if (!src)
+        return -1;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    /* the compiler and its flags are part of what the file holds */
+    const char *cc = getenv("HAMEL_CC");
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+             EVP_DigestUpdate(ctx, cc ? cc : "cc", strlen(cc ? cc : "cc")) &&
+             EVP_DigestUpdate(ctx, "-O2 v1\n", 7) && EVP_DigestUpdate(ctx, src, strlen(src)) &&
+             EVP_DigestFinal_ex(ctx, md, &mdlen);
+    EVP_MD_CTX_free(ctx);
+    if (!ok) {
+        free(src);
+        return -1;
+    }
+    const char *id = strchr(m->id, ':');
+    id = id ? id + 1 : m->id;
+    char so_path[1400], tmp_c[1400], tmp_so[1400];
+    snprintf(so_path, sizeof so_path, "%s/%.64s-%02x%02x%02x%02x%02x%02x%02x%02x.so", dir, id, md[0], md[1],
+             md[2], md[3], md[4], md[5], md[6], md[7]);
+    native_code *c = NULL;
+    if (access(so_path, R_OK) == 0) {
+        c = native__load(m, so_path);
+        if (!c)
+            unlink(so_path); /* damaged: build it again */
+    }
+    if (!c) {
+        unsigned seq = atomic_fetch_add(&native_seq, 1);
+        snprintf(tmp_c, sizeof tmp_c, "%s/.tmp-%ld-%u.c", dir, (long)getpid(), seq);
+        snprintf(tmp_so, sizeof tmp_so, "%s/.tmp-%ld-%u.so", dir, (long)getpid(), seq);
+        FILE *fp = fopen(tmp_c, "w");
+        int wrote = fp && fputs(src, fp) >= 0;
+        if (fp && fclose(fp) != 0)
+            wrote = 0;
+        if (wrote && native__cc(tmp_c, tmp_so) == 0 && rename(tmp_so, so_path) == 0)
+            c = native__load(m, so_path);
+        unlink(tmp_c);
+        unlink(tmp_so);
+    }
+    free(src);
+    if (!c)
+        return -1;
+    native_code *expected = NULL;
+    if (!atomic_compare_exchange_strong(&m->native, &expected, c))
+        native_release(c);
+    return 0;
+}
+
+static void *native__worker(void *arg)
+{
+    (void)arg;
+    /* Linux: the nice value is per thread, and the compiler inherits it */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    for (;;) {
+        pthread_mutex_lock(&native_lock);
+        while (!native_head)
+            pthread_cond_wait(&native_cond, &native_lock);
+        native_job *j = native_head;
+        native_head = j->next;
+        if (!native_head)
+            native_tail = NULL;
+        native_queued--;
+        char dir[sizeof native_dir];
+        snprintf(dir, sizeof dir, "%s", native_dir);
+        pthread_mutex_unlock(&native_lock);
+
+        int rc = dir[0] ? native__build(j->m, dir) : -1;
+        atomic_store(&j->m->native_state, rc == 0 ? NATIVE_READY : NATIVE_FAILED);
+        engine_model_release(j->m);
+        free(j);
+    }
+    return NULL;
+}
+
+void native_note_run(const struct engine_model *m, long rhs_evals)
+{
+    struct engine_model *mm = (struct engine_model *)m; /* only its atomic counters */
+    if (!m->tape_fast || atomic_load(&mm->native_state) != NATIVE_NONE)
+        return;
+    int runs = atomic_fetch_add(&mm->native_runs, 1) + 1;
+    long evals = atomic_fetch_add(&mm->native_evals, rhs_evals) + rhs_evals;
+    if (runs >= 2 || evals >= NATIVE_HOT_EVALS)
+        native_schedule(mm);
+}
+
+void native_schedule(struct engine_model *m)
+{
+    if (!m->tape_fast || m->tape_fast->n_ins > NATIVE_MAX_INS || native__disabled())
+        return;
+    native_job *j = malloc(sizeof *j);
+    if (!j)
+        return;
+    pthread_mutex_lock(&native_lock);
+    int none = NATIVE_NONE;
+    if (!native_dir[0] || native_queued >= NATIVE_MAX_QUEUE ||
+        !atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
+        pthread_mutex_unlock(&native_lock);
+        free(j);
+        return;
+    }
+    if (!native_worker_started) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, (size_t)8 << 20); /* generation, tape_eval checks */
+        if (pthread_create(&th, &attr, native__worker, NULL) != 0) {
+            pthread_attr_destroy(&attr);
+            pthread_mutex_unlock(&native_lock);
+            free(j);
+            return;
+        }
+        pthread_attr_destroy(&attr);
+        native_worker_started = 1;
+    }
+    j->m = engine_model_retain(m);
+    j->next = NULL;
+    if (native_tail)
+        native_tail->next = j;
+    else
+        native_head = j;
+    native_tail = j;
+    native_queued++;
+    pthread_cond_signal(&native_cond);
+    pthread_mutex_unlock(&native_lock);
+}
+
+native_code *native_acquire(const struct engine_model *m, const double *params)
+{
+    if (atomic_load(&m->native_state) != NATIVE_READY)
+        return NULL;
+    native_code *c = atomic_load(&((struct engine_model *)m)->native);
+    if (!c)
+        return NULL;
+    if (m->np && memcmp(params, m->param_values, (size_t)m->np * sizeof *params) != 0)
+        return NULL;
+    /* m holds a reference until it is freed, and the caller holds m: c is alive */
+    atomic_fetch_add(&c->refs, 1);
+    return c;
+}
+
+void native_release(native_code *c)
+{
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    dlclose(c->dl);
+    free(c);
+}
+
+int native_wait(const struct engine_model *m, double seconds)
+{
+    double end = native__now() + seconds;
+    for (;;) {
+        int s = atomic_load(&m->native_state);
+        if (s != NATIVE_QUEUED || native__now() > end)
+            return s;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}

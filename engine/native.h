@@ -1,0 +1,79 @@
+/* native.h — the optimizing code tier: generated C compiled by the system compiler.
+ *
+ * Tiers (engine/DESIGN.md "Code tiers"): a model runs at once on the tape interpreter
+ * or on libtcc's code (jit.h, made during engine_model_compile); when a cache
+ * directory is configured (engine_code_cache) and the model is hot (its second run,
+ * or NATIVE_HOT_EVALS right-hand side evaluations in its runs so far), it is queued
+ * for this tier, so that one-off models cost no compiler time. A background thread generates C for the
+ * reduced equations (tape_fast) with the model's parameter values folded in as constants and, when M* depends
+ * on the parameters only, its inverse folded too (the whole right-hand side becomes one function), compiles
+ * it with `cc -O2 -shared -fPIC` into <dir>/<model id hex>-<source hash>.so (written under a temporary name
+ * and renamed, so a file that exists is complete; a later process with the same model loads it instead of
+ * compiling), dlopens it and publishes it on the model with one atomic store. Runs that start afterwards with
+ * the default parameters use it (stats.code_tier "native"); runs in flight keep the code they started with,
+ * and the loaded object is reference counted (the model holds one reference, each workspace using it
+ * another), so it is unloaded only when the last user is gone. A failed build (no compiler, compiler error,
+ * time limit) leaves the model on its first tier.
+ *
+ * The build never blocks a caller: a run only enqueues (a bounded queue; a full queue
+ * skips the model). One build runs at a time, at nice 10 (the worker thread and the
+ * compiler it starts), so it yields the CPU to requests.
+ *
+ * Environment: HAMEL_NO_NATIVE (anything but "" or "0") disables the tier; HAMEL_CC
+ * names the compiler (default "cc").
+ *
+ * Threads: everything here may be called from any thread. Lock order: native_lock
+ * (the queue) is never held while calling out of this file.
+ */
+#ifndef HAMEL_NATIVE_H
+#define HAMEL_NATIVE_H
+
+#include <stdatomic.h>
+
+#include "tape.h"
+
+struct engine_model;
+
+/* The right-hand side of the reduced Boltzmann–Hamel system, y = (q, u). */
+typedef void (*native_rhs_fn)(double t, const double *y, double *dydt);
+
+typedef struct native_code {
+    atomic_int refs;
+    void *dl;          /* dlopen handle */
+    tape_fn fast;      /* tape_fast's outputs, parameters folded (reads the same in[]) */
+    native_rhs_fn rhs; /* dydt directly (constant M*^-1 folded), or NULL */
+} native_code;
+
+enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };
+
+/* Longest a compiler run may take before it is killed, seconds. */
+#define NATIVE_MAX_SECONDS 60
+/* Largest tape (instructions) sent to the compiler; bigger ones stay on tcc. */
+#define NATIVE_MAX_INS 20000
+/* Right-hand side evaluations after which a model is hot even in its first run. */
+#define NATIVE_HOT_EVALS 100000
+/* Most models waiting for a build. */
+#define NATIVE_MAX_QUEUE 64
+
+/* Sets the cache directory (created if missing; NULL or "" turns the tier off).
+ * Returns 0, or -1 if the directory cannot be created. */
+int native_configure(const char *dir);
+
+/* Queues m for a native build if the tier is on, m has reduced equations and was not
+ * queued before. */
+void native_schedule(struct engine_model *m);
+
+/* Notes a finished run of m with `rhs_evals` evaluations; schedules m once it is hot. */
+void native_note_run(const struct engine_model *m, long rhs_evals);
+
+/* The model's native code, with a new reference, when it is ready and `params`
+ * (np values) are the model's own; else NULL. Release with native_release. */
+native_code *native_acquire(const struct engine_model *m, const double *params);
+
+/* Drops a reference; the last unloads the code. Accepts NULL. */
+void native_release(native_code *c);
+
+/* Waits up to `seconds` for m's build to finish; returns its NATIVE_* state. */
+int native_wait(const struct engine_model *m, double seconds);
+
+#endif

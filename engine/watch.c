@@ -1,0 +1,253 @@
+/* watch.c — the singularity watch of Boltzmann–Hamel runs (watch.h): Psi's condition
+ * after every accepted step, the re-choice of default speeds, and the integration in
+ * segments between re-choices. */
+#include "watch.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* (see watch.h) Along a Boltzmann–Hamel run, Psi (the speeds and the linear constraints) must stay
+ * regular. After every accepted step the watch evaluates its 1-norm condition number
+ * and determinant. With speeds the engine chose (velocities q'_c), a condition number
+ * grown past SIM_WATCH_SWITCH times that of the best choice, or a determinant that
+ * changed sign within a step (the step crossed a singular configuration), makes the
+ * run stop and continue from the last good state with velocities re-chosen there
+ * (hamel_choose_speeds): the trajectory goes on correctly and the samples report the
+ * model's own speeds (components of q'). With speeds the user gave, the same events
+ * past SIM_WATCH_FAIL end the run with a failure naming the time and configuration.
+ * When det Psi is a nonzero number (model.h: psi_det_const) there is nothing to watch. */
+#define SIM_WATCH_SWITCH 10.0
+#define SIM_WATCH_FAIL 1e8
+#define SIM_WATCH_MAX_SWITCHES 10000
+#define SIM_WATCH_STOP 1 /* private return of the step check: not an engine error */
+
+struct sim_watch {
+    hamel_ws *w;
+    int n, k;
+    int movable;     /* default speeds: the choice may change */
+    int *orig;       /* [k] the model's own choice (movable) */
+    int *cur;        /* [k] the choice in force */
+    int on;          /* cur differs from orig */
+    int nl;          /* nonlinear constraints in the reduced form: Psi depends on q' */
+    double cond_ref; /* condition number of the chart at its start */
+    double det_prev; /* determinant at the last accepted step */
+    double det_ref;  /* |det Psi| at the chart's start (the cheap test, hamel_det_pivot) */
+    double t_prev;   /* the last accepted step */
+    double *y_prev;  /* [n + k] */
+    double t_hit, cond_hit, *y_hit;
+    int crossed; /* the determinant changed sign (or vanished) in the last step */
+    int switches;
+    char reason[640]; /* why the watch ended the run, or "" */
+};
+
+int watch_step(double t, const double *y, void *ctx)
+{
+    sim_watch *W = ctx;
+    double cond = INFINITY, det = 0.0, qd[256];
+    int sing;
+    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0)) {
+        sing = 1; /* Psi is evaluated at (q, q'(q, u)): no q' there */
+    } else if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
+        /* the model's own chart with one expression pivot: det Psi up to a number,
+         * its decay against the chart's start stands for the condition number */
+        sing = !(det != 0.0) || !isfinite(det);
+        cond = sing ? INFINITY : W->det_ref / fabs(det);
+    } else {
+        sing = hamel_psi_condition(W->w, t, y, &cond, &det) < 0;
+    }
+    int crossed = sing || (det > 0) != (W->det_prev > 0);
+    double limit = W->movable ? SIM_WATCH_SWITCH : SIM_WATCH_FAIL;
+    if (crossed || cond > limit * W->cond_ref) {
+        W->t_hit = t;
+        W->cond_hit = cond;
+        W->crossed = crossed;
+        memcpy(W->y_hit, y, (W->n + W->k) * sizeof *y);
+        return SIM_WATCH_STOP;
+    }
+    W->t_prev = t;
+    W->det_prev = det;
+    memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
+    return 0;
+}
+
+/* Starts a chart at (t, y): records its condition number and determinant. */
+static int watch_start(sim_watch *W, double t, const double *y)
+{
+    double cond, det, qd[256];
+    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+        return -1;
+    if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
+        if (!(det != 0.0) || !isfinite(det))
+            return -1;
+        W->det_ref = fabs(det);
+        W->cond_ref = 1.0;
+        W->det_prev = det;
+        W->t_prev = t;
+        memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
+        return 0;
+    }
+    if (hamel_psi_condition(W->w, t, y, &cond, &det) < 0)
+        return -1;
+    W->cond_ref = cond > 1.0 ? cond : 1.0;
+    W->det_prev = det;
+    W->t_prev = t;
+    memcpy(W->y_prev, y, (W->n + W->k) * sizeof *y);
+    return 0;
+}
+
+/* Re-chooses the speeds at state y (in the current chart; overwritten with the state
+ * in the new chart). Returns 1 if the choice changed, 0 if it is already the best,
+ * -1 if no choice is regular there. */
+static int watch_rechoose(sim_watch *W, double t, double *y)
+{
+    int n = W->n, k = W->k, cols[256], changed = 0;
+    double qd[256];
+    if (n > 256 || hamel_qdot(W->w, t, y, y + n, qd) < 0 || hamel_choose_speeds(W->w, t, y, cols) < 0)
+        return -1;
+    for (int r = 0; r < k; r++)
+        changed |= cols[r] != W->cur[r];
+    if (!changed)
+        return 0;
+    memcpy(W->cur, cols, k * sizeof *cols);
+    W->on = 0;
+    for (int r = 0; r < k; r++)
+        W->on |= cols[r] != W->orig[r];
+    hamel_ws_select(W->w, W->on ? W->cur : NULL);
+    for (int r = 0; r < k; r++)
+        y[n + r] = qd[cols[r]];
+    W->switches++;
+    return 1;
+}
+
+void watch_free(sim_watch *W)
+{
+    if (!W)
+        return;
+    free(W->orig);
+    free(W->cur);
+    free(W->y_prev);
+    free(W->y_hit);
+    free(W);
+}
+
+sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
+{
+    sim_watch *W = calloc(1, sizeof *W);
+    if (!W)
+        return NULL;
+    W->w = w;
+    W->n = m->n;
+    W->k = m->k;
+    W->movable = m->default_speeds;
+    W->nl = m->nl_reduced;
+    W->orig = calloc(m->k + 1, sizeof *W->orig);
+    W->cur = calloc(m->k + 1, sizeof *W->cur);
+    W->y_prev = calloc(m->n + m->k, sizeof *W->y_prev);
+    W->y_hit = calloc(m->n + m->k, sizeof *W->y_hit);
+    if (!W->orig || !W->cur || !W->y_prev || !W->y_hit) {
+        watch_free(W);
+        return NULL;
+    }
+    /* the symbol table may grow while a form is derived (forms.h): read it under the lock */
+    pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock);
+    for (int r = 0; r < m->k && W->movable; r++)
+        W->orig[r] = W->cur[r] = expr_sym_get(m->ctx, m->sym_u[r])->index;
+    pthread_mutex_unlock((pthread_mutex_t *)&m->forms_lock);
+    return W;
+}
+
+int watch_selected(const sim_watch *W) { return W && W->on; }
+int watch_movable(const sim_watch *W) { return W && W->movable; }
+const int *watch_own_columns(const sim_watch *W) { return W->orig; }
+int watch_switches(const sim_watch *W) { return W ? W->switches : 0; }
+const char *watch_reason(const sim_watch *W) { return W && W->reason[0] ? W->reason : NULL; }
+
+int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_system *sys, integ_options *opt,
+                    double t0, double *y0, const double *u0, const double *times, int n_times,
+                    const int *delivered, integ_sample_fn sample, void *ctx, integ_stats *st, char *reason,
+                    size_t reason_size)
+{
+    double wall = 0.0;
+    long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
+    int n = m->n, rc;
+    if (W && W->movable) {
+        double cond, det, best;
+        int regular = hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
+        /* start in the best chart when the model's own choice is poor here */
+        int saved[256];
+        if (W->k <= 256)
+            memcpy(saved, W->cur, W->k * sizeof *saved);
+        if (W->k <= 256 && watch_rechoose(W, t0, y0) == 1) {
+            hamel_psi_condition(W->w, t0, y0, &best, &det);
+            if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
+                /* back to the model's own choice: it is good enough */
+                memcpy(W->cur, saved, W->k * sizeof *saved);
+                W->on = 0;
+                hamel_ws_select(W->w, NULL);
+                memcpy(y0 + n, u0, W->k * sizeof *y0);
+                W->switches = 0;
+            }
+        }
+    }
+    if (W && watch_start(W, t0, y0) < 0) {
+        snprintf(reason, reason_size, "Psi is singular at the initial configuration");
+        return HAMEL_E_SINGULAR;
+    }
+    for (;;) {
+        integ_driver *drv = NULL;
+        integ_stats seg;
+        memset(&seg, 0, sizeof seg);
+        opt->max_steps = max_steps - steps > 0 ? max_steps - steps : 1;
+        rc = integ_driver_new(sys, opt, &drv, reason, reason_size);
+        if (rc == 0)
+            rc = integ_driver_apply(drv, t0, y0, times + *delivered, (size_t)(n_times - *delivered), sample,
+                                    ctx, &seg);
+        integ_driver_free(drv);
+        steps += seg.steps;
+        failed += seg.failed_steps;
+        evals += seg.rhs_evals;
+        wall += seg.wall_ms;
+        *st = seg;
+        if (!W || (rc != SIM_WATCH_STOP && !(rc == HAMEL_E_NUMERIC && W->movable)))
+            break;
+        /* the watch stopped the run (or the equations failed in the current chart) */
+        double *y = W->crossed || rc != SIM_WATCH_STOP ? W->y_prev : W->y_hit;
+        double t = W->crossed || rc != SIM_WATCH_STOP ? W->t_prev : W->t_hit;
+        int ch = W->movable && W->switches < SIM_WATCH_MAX_SWITCHES ? watch_rechoose(W, t, y) : -1;
+        if (ch == 0 && y != W->y_hit && rc == SIM_WATCH_STOP) {
+            /* already the best at the last good state: try where the watch stopped */
+            y = W->y_hit;
+            t = W->t_hit;
+            ch = watch_rechoose(W, t, y);
+        }
+        if (ch != 1 || watch_start(W, t, y) < 0) {
+            char cfg[400] = "";
+            const double *q = rc == SIM_WATCH_STOP ? W->y_hit : W->y_prev;
+            for (int i = 0, used = 0; i < n && used < (int)sizeof cfg - 100; i++)
+                used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i],
+                                 q[i]);
+            snprintf(W->reason, sizeof W->reason,
+                     "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
+                     "longer determine q'; %s",
+                     W->crossed ? "became singular" : "became ill-conditioned",
+                     rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
+                     W->crossed ? " (its determinant changed sign)" : "",
+                     W->movable ? "no other choice of velocities is regular there"
+                                : "choose speeds regular along the motion, or leave them to the engine");
+            snprintf(reason, reason_size, "%.*s", (int)reason_size - 1, W->reason);
+            st->reason[0] = '\0';
+            rc = HAMEL_E_SINGULAR;
+            break;
+        }
+        t0 = t;
+        memcpy(y0, y, (size_t)(n + W->k) * sizeof *y0);
+    }
+    st->steps = steps;
+    st->failed_steps = failed;
+    st->rhs_evals = evals;
+    st->wall_ms = wall;
+    return rc;
+}

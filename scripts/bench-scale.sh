@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The scaling families of `make bench` (issue 8, item 6), run by scripts/bench.sh.
+#
+# For each model of bench/models (disk-chain-N, car-trailers-N, whipple-hand, the hostile
+# models; written afresh by bench/models/gen_models.py into build/bench/models):
+# compile time with the engine's default limits, ns per right-hand side of the engine
+# and, where python3-sympy is installed, of the SymPy-generated C of the same system
+# (bench/models/gen_sympy_c.py, gcc -O2 -shared; cached in build/bench/sympy by the
+# case's and the generator's checksums), their ratio, and the issue's targets:
+#   whipple-hand compile <= 100 ms; car-trailers-8 compile <= 50 ms;
+#   disk-chain-8 (n = 40) hamel/SymPy C ns per RHS <= 1;
+#   whipple-hand linearised about upright running equal to the benchmark
+#   (bench/whipple_check.c);
+#   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
+#   2 s default compile deadline and a second of grace).
+# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 15 s; a
+# hostile model BENCH_ANSWER_SECONDS + 2), so a slow compile reports "> timeout"
+# instead of hanging; the larger sizes of a family whose model timed out are skipped.
+# The SymPy C takes about 2 minutes to generate the first time (car-trailers-10: 30-60
+# s), then comes from the cache.
+#
+# Environment: BENCH_MODEL_TIMEOUT, BENCH_ANSWER_SECONDS, BENCH_SCALE_ONLY (a regular
+# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C).
+# Exit status 1 when a target is missed or the two right-hand sides disagree.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+build=build/bench
+prog=$build/bench-bench_scale
+models=$build/models
+symdir=$build/sympy
+timeout_s=${BENCH_MODEL_TIMEOUT:-15}
+answer_s=${BENCH_ANSWER_SECONDS:-3}
+only=${BENCH_SCALE_ONLY:-.}
+mkdir -p "$models" "$symdir"
+
+echo "== scaling families vs SymPy-generated C (issue 8; per-model timeout ${timeout_s} s) =="
+if ! make --no-print-directory BUILD="$build" OPT=-O2 "$prog" >"$build/build-scale.log" 2>&1; then
+  echo "bench-scale: $prog does not build (make output in $build/build-scale.log)"
+  exit 1
+fi
+if ! python3 bench/models/gen_models.py --out "$models" --params; then
+  echo "bench-scale: bench/models/gen_models.py failed"
+  exit 1
+fi
+cp bench/models/whipple-hand.json "$models/"
+
+have_sympy=0
+if [ "${BENCH_NO_SYMPY:-0}" != 1 ] && python3 -c 'import sympy' 2>/dev/null &&
+  command -v gcc >/dev/null; then
+  have_sympy=1
+else
+  echo "(python3-sympy or gcc not available: the SymPy C columns are left empty;" \
+    "scripts/install-deps.sh bench installs python3-sympy)"
+fi
+
+# The SymPy C shared object of a case (path on stdout), made when missing or stale.
+sympy_so() {
+  local case=$1 name sum so
+  name=$(basename "$case" .json)
+  sum=$(cat "$case" bench/models/gen_sympy_c.py | sha256sum | cut -c1-16)
+  so=$symdir/$name-$sum.so
+  if [ ! -f "$so" ]; then
+    rm -f "$symdir/$name"-*.so
+    local t0=$SECONDS
+    if ! timeout 300 python3 bench/models/gen_sympy_c.py "$case" "$symdir/$name.c" ||
+      ! gcc -O2 -shared -fPIC "$symdir/$name.c" -o "$so" -lm; then
+      echo "bench-scale: no SymPy C for $name" >&2
+      return 1
+    fi
+    echo "  (SymPy C for $name generated and compiled in $((SECONDS - t0)) s)" >&2
+  fi
+  echo "$so"
+}
+
+status=0
+"$prog" --header
+run_family() { # family name, then "size:options" entries in increasing size
+  local family=$1 timed_out="" entry size opts case so label
+  shift
+  for entry in "$@"; do
+    size=${entry%%:*}
+    opts=${entry#*:}
+    [ "$opts" = "$entry" ] && opts=""
+    label=$family${size:+-$size}
+    [[ $label =~ $only ]] || continue
+    case=$models/$label.json
+    if [ -n "$timed_out" ]; then
+      printf '%-22s %s\n' "$label" "> ${timeout_s} s (skipped: $timed_out timed out)"
+      continue
+    fi
+    local args=()
+    # shellcheck disable=SC2206
+    [ -n "$opts" ] && args=($opts)
+    if [ $have_sympy = 1 ] && [[ $family == disk-chain || $family == car-trailers ]]; then
+      so=$(sympy_so "$case") && args+=(--sympy "$so")
+    fi
+    timeout "$timeout_s" "$prog" "${args[@]}" "$case"
+    rc=$?
+    if [ $rc = 124 ]; then
+      local miss=""
+      [ -n "$opts" ] && miss="  [MISSED: $opts]"
+      printf '%-22s %s%s\n' "$label" "> ${timeout_s} s timeout (compile did not finish)" "$miss"
+      timed_out=$label
+      status=1
+    elif [ $rc != 0 ]; then
+      status=1
+    fi
+  done
+}
+
+run_family disk-chain 1 2 5 "8:--ratio-target 1" 12
+run_family car-trailers 1 2 3 4 5 6 7 "8:--compile-target 50" 9 10
+run_family whipple-hand ":--compile-target 100"
+# the bicycle's correctness: linearised about upright running vs the benchmark's A(v)
+if [[ whipple-check =~ $only ]]; then
+  if make --no-print-directory BUILD="$build" OPT=-O2 "$build/bench-whipple_check" >>"$build/build-scale.log" 2>&1; then
+    timeout "$timeout_s" "$build/bench-whipple_check" "$models/whipple-hand.json" | sed 's/^/  /'
+    rc=${PIPESTATUS[0]}
+    if [ "$rc" = 124 ]; then
+      echo "  whipple check: > ${timeout_s} s timeout (the model did not compile in time)"
+    fi
+    [ "$rc" = 0 ] || status=1
+  else
+    echo "  whipple check: bench/whipple_check.c does not build (see $build/build-scale.log)"
+    status=1
+  fi
+fi
+# a hostile model has BENCH_ANSWER_SECONDS to answer; waiting 2 s more shows enough
+for h in hostile-product-400 hostile-chain-25 hostile-chain-30 hostile-params-100000; do
+  timeout_s=$((${answer_s%.*} + 2)) run_family "$h" ":--answer-target $answer_s"
+done
+exit $status

@@ -1,0 +1,634 @@
+/* test_cluster.c — three hamel-servers on one Redis behind nginx, all on loopback
+ * (issue 11, items 1 and 2).
+ *
+ * Each test starts its own redis-server (append-only file in a temporary directory, so
+ * a restart keeps the stream), three build/hamel-server with HAMEL_REDIS (harness.h)
+ * and nginx running docker/nginx.conf — the file compose ships — with the upstream
+ * addresses and the listen port replaced (after `nginx -t` accepts it). Checked:
+ * a result computed through one instance is a cache hit through another and any
+ * instance answers for any job; kill -9 of the instance running a long job, and the job
+ * is taken over after its lease and finishes elsewhere with the result a standalone
+ * server computes; 1,000 jobs through nginx with none lost and none run twice (the
+ * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
+ * answers a clear 503 (unavailable, Retry-After) and, once Redis is back, the same
+ * servers accept and finish jobs again; a batch posted to one instance runs on several.
+ *
+ * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
+ * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/server/harness.h"
+
+#define CLUSTER_N 3
+#define CLUSTER_LEASE "2"         /* HAMEL_REDIS_LEASE, seconds */
+#define CLUSTER_JOBS 1000         /* the lost-and-duplicated test */
+#define CLUSTER_THREADS 8         /* clients submitting them */
+#define CLUSTER_LONG_T_END 3000.0 /* rolling disk: a few seconds of integration */
+#define CLUSTER_WAIT_SECONDS 30.0
+
+typedef struct proc {
+    pid_t pid;
+    int port;
+} proc;
+
+static char dir[512];           /* the cluster's temporary directory */
+static char root[PATH_MAX + 8]; /* the repository */
+static proc redis;
+static proc nginx;
+static harness_server srv[CLUSTER_N];
+static harness_server front; /* nginx, as a harness_server for harness_request */
+static json_t *rolling;      /* the shared rolling-disk case */
+
+static int have(const char *prog)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+/* A free loopback port (bound, read, released). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    socklen_t len = sizeof a;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Whether something accepts connections on 127.0.0.1:port. */
+static int port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Starts argv (NULL-terminated) with its output in dir/log; it dies with the test. */
+static pid_t spawn(char *const argv[], const char *log)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, log);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void wait_port(int port, const char *what)
+{
+    for (int i = 0; i < 500; i++) {
+        if (port_open(port))
+            return;
+        harness_nap(10);
+    }
+    cr_assert_fail("%s did not listen on port %d (logs in %s)", what, port, dir);
+}
+
+static void redis_start(void)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", redis.port);
+    char *const argv[] = {"redis-server", "--port", port,           "--bind", "127.0.0.1",   "--dir", dir,
+                          "--save",       "",       "--appendonly", "yes",    "--daemonize", "no",    NULL};
+    redis.pid = spawn(argv, "redis.log");
+    wait_port(redis.port, "redis-server");
+}
+
+/* Stops redis-server with SIGTERM (it writes its append-only file) and reaps it. */
+static void redis_stop(void)
+{
+    if (redis.pid <= 0)
+        return;
+    kill(redis.pid, SIGTERM);
+    waitpid(redis.pid, NULL, 0);
+    redis.pid = 0;
+}
+
+/* Writes dir/nginx.conf (a main file around docker/nginx.conf with the addresses of
+ * this cluster) and checks it with nginx -t. */
+static void nginx_config(void)
+{
+    char src[PATH_MAX + 32];
+    snprintf(src, sizeof src, "%s/docker/nginx.conf", root);
+    FILE *f = fopen(src, "r");
+    cr_assert(f, "cannot read %s", src);
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, f);
+    fclose(f);
+    text[n] = '\0';
+    char site[PATH_MAX + 32], main_conf[PATH_MAX + 32];
+    snprintf(site, sizeof site, "%s/hamel.conf", dir);
+    snprintf(main_conf, sizeof main_conf, "%s/nginx.conf", dir);
+    FILE *out = fopen(site, "w");
+    cr_assert(out);
+    int replaced = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char from[32];
+        int done = 0;
+        for (int i = 0; i < CLUSTER_N && !done; i++) {
+            snprintf(from, sizeof from, "hamel%d:8080", i + 1);
+            char *at = strstr(line, from);
+            if (at) {
+                fprintf(out, "%.*s127.0.0.1:%d%s\n", (int)(at - line), line, srv[i].port, at + strlen(from));
+                done = 1;
+                replaced++;
+            }
+        }
+        if (!done && strstr(line, "listen 8080;")) {
+            fprintf(out, "    listen 127.0.0.1:%d;\n", nginx.port);
+            done = 1;
+            replaced++;
+        }
+        if (!done)
+            fprintf(out, "%s\n", line);
+    }
+    fclose(out);
+    free(text);
+    cr_assert_eq(replaced, CLUSTER_N + 1, "docker/nginx.conf: %d of the %d addresses found", replaced,
+                 CLUSTER_N + 1);
+    out = fopen(main_conf, "w");
+    cr_assert(out);
+    fprintf(out,
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid %s/nginx.pid;\n"
+            "error_log %s/nginx-error.log warn;\nevents { worker_connections 4096; }\n"
+            "http {\n  access_log off;\n  client_body_temp_path %s/nginx-body;\n"
+            "  proxy_temp_path %s/nginx-proxy;\n  fastcgi_temp_path %s/nginx-fcgi;\n"
+            "  uwsgi_temp_path %s/nginx-uwsgi;\n  scgi_temp_path %s/nginx-scgi;\n  include %s;\n}\n",
+            dir, dir, dir, dir, dir, dir, dir, site);
+    fclose(out);
+    char cmd[8 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "nginx -t -q -p '%s' -e '%s/nginx-error.log' -c '%s' >>'%s/nginx.log' 2>&1",
+             dir, dir, main_conf, dir);
+    cr_assert_eq(system(cmd), 0, "nginx -t rejects docker/nginx.conf (see %s/nginx.log)", dir);
+}
+
+static void nginx_start(void)
+{
+    char main_conf[PATH_MAX + 32], err[PATH_MAX + 32];
+    snprintf(main_conf, sizeof main_conf, "%s/nginx.conf", dir);
+    snprintf(err, sizeof err, "%s/nginx-error.log", dir);
+    char *const argv[] = {"nginx", "-p", dir, "-e", err, "-c", main_conf, NULL};
+    nginx.pid = spawn(argv, "nginx.log");
+    wait_port(nginx.port, "nginx");
+}
+
+static void server_start(int i)
+{
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url,
+                               "HAMEL_REDIS_LEASE=" CLUSTER_LEASE,
+                               "HAMEL_MAX_CONNECTIONS_PER_IP=0",
+                               "HAMEL_QUEUE=4096",
+                               "HAMEL_WORKERS=2",
+                               "HAMEL_ACCESS_LOG=0",
+                               "HAMEL_REDIS_TIMEOUT=1",
+                               NULL};
+    cr_assert_eq(harness_start(&srv[i], env), 0, "instance %d did not start (log above)", i);
+}
+
+static void setup(void)
+{
+    char path_env[4096];
+    snprintf(path_env, sizeof path_env, "%s:/usr/sbin:/sbin",
+             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", path_env, 1); /* nginx lives in /usr/sbin */
+    if (!have("redis-server") || !have("nginx"))
+        cr_skip_test("redis-server or nginx is not installed (scripts/install-deps.sh test)");
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert(n > 0);
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0'; /* build/ */
+    snprintf(root, sizeof root, "%s/..", exe);
+    snprintf(dir, sizeof dir, "%s/hamel-cluster-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    redis.port = free_port();
+    redis_start();
+    for (int i = 0; i < CLUSTER_N; i++)
+        server_start(i);
+    nginx.port = free_port();
+    nginx_config();
+    nginx_start();
+    memset(&front, 0, sizeof front);
+    front.port = nginx.port;
+    snprintf(front.url, sizeof front.url, "http://127.0.0.1:%d", nginx.port);
+    char path[PATH_MAX];
+    json_error_t jerr;
+    rolling = harness_case_load("greenwood-5.3-rolling-disk.json", path, sizeof path, &jerr);
+    cr_assert(rolling, "cannot load %s: %s", path, jerr.text);
+}
+
+static void teardown(void)
+{
+    for (int i = 0; i < CLUSTER_N; i++)
+        harness_stop(&srv[i]);
+    if (nginx.pid > 0) {
+        kill(nginx.pid, SIGTERM);
+        waitpid(nginx.pid, NULL, 0);
+        nginx.pid = 0;
+    }
+    redis_stop();
+    json_decref(rolling);
+    rolling = NULL;
+    if (dir[0] && !getenv("HAMEL_KEEP_TEST_DIRS")) {
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+    }
+    dir[0] = '\0';
+}
+
+/* The rolling-disk request ending at t_end with `samples` samples. */
+static json_t *rolling_request(double t_end, int samples)
+{
+    json_t *req = json_deep_copy(json_object_get(rolling, "simulation"));
+    json_object_set(req, "model", json_object_get(rolling, "model"));
+    json_object_set_new(req, "t_end", json_real(t_end));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", samples));
+    json_object_set_new(json_object_get(req, "integrator"), "max_steps", json_integer(1000000000));
+    return req;
+}
+
+static harness_resp call(const harness_server *s, const char *method, const char *path, const json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    harness_resp r;
+    CURLcode rc = harness_request(s, method, path, text, NULL, &r);
+    free(text);
+    cr_assert_eq(rc, CURLE_OK, "%s %s%s: %s", method, s->url, path, curl_easy_strerror(rc));
+    return r;
+}
+
+static const char *str(const json_t *j, const char *key)
+{
+    return json_string_value(json_object_get(j, key));
+}
+
+/* GET /v1/jobs/{id} through s until it is no longer queued or running; the last answer. */
+static harness_resp wait_job(const harness_server *s, const char *id, double seconds)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    double until = harness_now() + seconds;
+    for (;;) {
+        harness_resp r = call(s, "GET", path, NULL);
+        const char *st = r.json ? str(r.json, "status") : NULL;
+        int pending = r.status == 200 && st && (!strcmp(st, "queued") || !strcmp(st, "running"));
+        if (!pending || harness_now() > until)
+            return r;
+        harness_resp_free(&r);
+        harness_nap(20);
+    }
+}
+
+/* The sum of one series over the running instances' /metrics. */
+static double metric_sum(const char *series)
+{
+    double sum = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        if (srv[i].pid <= 0)
+            continue;
+        harness_resp r = call(&srv[i], "GET", "/metrics", NULL);
+        double v = harness_metric(&r, series);
+        harness_resp_free(&r);
+        sum += v > 0 ? v : 0;
+    }
+    return sum;
+}
+
+TestSuite(cluster, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(cluster, a_result_computed_through_one_instance_is_a_cache_hit_through_another)
+{
+    json_t *req = rolling_request(2.0, 50);
+    harness_resp a = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(a.status, 200, "through A: %ld %s", a.status, a.body);
+    cr_assert(json_is_false(json_object_get(a.json, "cached")), "A computed it");
+    harness_resp b = call(&srv[1], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(b.status, 200, "through B: %ld %s", b.status, b.body);
+    cr_assert(json_is_true(json_object_get(b.json, "cached")), "B answers from the shared store: %.200s",
+              b.body);
+    cr_assert(json_equal(json_object_get(a.json, "trajectory"), json_object_get(b.json, "trajectory")),
+              "the same trajectory");
+    /* Any instance answers for the job, and the model is known everywhere. */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(a.json, "job_id"));
+    harness_resp c = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(c.status, 200, "C answers for A's job: %ld %s", c.status, c.body);
+    cr_assert_str_eq(str(c.json, "status"), "done");
+    snprintf(path, sizeof path, "/v1/models/%s", str(a.json, "model_id"));
+    harness_resp m = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(m.status, 200, "C knows A's model: %ld %s", m.status, m.body);
+    harness_resp_free(&a);
+    harness_resp_free(&b);
+    harness_resp_free(&c);
+    harness_resp_free(&m);
+    json_decref(req);
+}
+
+Test(cluster, a_job_whose_instance_dies_is_finished_by_another)
+{
+    /* The reference: the same request on a standalone server (SQLite, no Redis). */
+    harness_server alone;
+    cr_assert_eq(harness_start(&alone, NULL), 0);
+    json_t *req = rolling_request(CLUSTER_LONG_T_END, 2);
+    harness_resp ref = call(&alone, "POST", "/v1/simulations", req);
+    cr_assert_eq(ref.status, 202);
+    char ref_id[64];
+    snprintf(ref_id, sizeof ref_id, "%s", str(ref.json, "job_id"));
+    harness_resp_free(&ref);
+
+    harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
+    char id[64];
+    snprintf(id, sizeof id, "%s", str(sub.json, "job_id"));
+    harness_resp_free(&sub);
+
+    /* Which instance runs it? Kill that one, without warning. */
+    int victim = -1;
+    for (int k = 0; k < 500 && victim < 0; k++) {
+        for (int i = 0; i < CLUSTER_N && victim < 0; i++) {
+            harness_resp r = call(&srv[i], "GET", "/metrics", NULL);
+            if (harness_metric(&r, "hamel_jobs_running") >= 1)
+                victim = i;
+            harness_resp_free(&r);
+        }
+        harness_nap(10);
+    }
+    cr_assert(victim >= 0, "no instance ran the job");
+    harness_nap(300); /* well into the run */
+    kill(srv[victim].pid, SIGKILL);
+    waitpid(srv[victim].pid, NULL, 0);
+    srv[victim].pid = 0;
+
+    harness_resp done = wait_job(&front, id, CLUSTER_WAIT_SECONDS);
+    cr_assert_eq(done.status, 200, "%ld %s", done.status, done.body);
+    cr_assert_str_eq(str(done.json, "status"), "done", "the job finished after instance %d died: %.300s",
+                     victim, done.body);
+    harness_resp want = wait_job(&alone, ref_id, CLUSTER_WAIT_SECONDS);
+    cr_assert_str_eq(str(want.json, "status"), "done");
+    cr_assert(json_equal(json_object_get(done.json, "trajectory"), json_object_get(want.json, "trajectory")),
+              "the taken-over run gives the standalone server's trajectory");
+    /* A survivor's log says it took the job over. */
+    int seen = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        if (i == victim)
+            continue;
+        char cmd[PATH_MAX + 128];
+        snprintf(cmd, sizeof cmd, "grep -q 'job %s: taken over' '%s'", id, srv[i].log);
+        seen |= system(cmd) == 0;
+    }
+    cr_assert(seen, "no survivor logged taking job %s over", id);
+    harness_resp_free(&done);
+    harness_resp_free(&want);
+    json_decref(req);
+    harness_stop(&alone);
+}
+
+/* ---- 1,000 jobs --------------------------------------------------------------------- */
+
+typedef struct load {
+    int first, step, n;
+    char (*ids)[64];
+    int retries;
+} load;
+
+static double load_t_end(int i) { return 0.5 + 1e-3 * i; }
+
+static void *load_submit(void *arg)
+{
+    load *l = arg;
+    for (int i = l->first; i < l->n; i += l->step) {
+        json_t *req = rolling_request(load_t_end(i), 3);
+        char *text = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        json_decref(req);
+        for (int attempt = 0; attempt < 200; attempt++) {
+            harness_resp r;
+            CURLcode rc = harness_request(&front, "POST", "/v1/simulations", text, NULL, &r);
+            int ok = rc == CURLE_OK && r.status == 202 && r.json;
+            if (ok)
+                snprintf(l->ids[i], sizeof l->ids[i], "%s", str(r.json, "job_id"));
+            harness_resp_free(&r);
+            if (ok)
+                break;
+            l->retries++;
+            harness_nap(50);
+        }
+        free(text);
+    }
+    return NULL;
+}
+
+Test(cluster, a_thousand_jobs_through_nginx_none_lost_none_duplicated)
+{
+    static char ids[CLUSTER_JOBS][64];
+    memset(ids, 0, sizeof ids);
+    pthread_t th[CLUSTER_THREADS];
+    load l[CLUSTER_THREADS];
+    double t0 = harness_now();
+    for (int k = 0; k < CLUSTER_THREADS; k++) {
+        l[k] = (load){k, CLUSTER_THREADS, CLUSTER_JOBS, ids, 0};
+        pthread_create(&th[k], NULL, load_submit, &l[k]);
+    }
+    int retries = 0;
+    for (int k = 0; k < CLUSTER_THREADS; k++) {
+        pthread_join(th[k], NULL);
+        retries += l[k].retries;
+    }
+    double submitted = harness_now() - t0;
+    for (int i = 0; i < CLUSTER_JOBS; i++) {
+        cr_assert(ids[i][0], "job %d was never accepted", i);
+        for (int k = 0; k < i; k++)
+            cr_assert(strcmp(ids[i], ids[k]) != 0, "jobs %d and %d share the id %s", k, i, ids[i]);
+    }
+    int done = 0;
+    for (int i = 0; i < CLUSTER_JOBS; i++) {
+        harness_resp r = wait_job(&front, ids[i], CLUSTER_WAIT_SECONDS);
+        cr_assert_eq(r.status, 200, "job %d: %ld %s", i, r.status, r.body);
+        cr_assert_str_eq(str(r.json, "status"), "done", "job %d: %.300s", i, r.body);
+        json_t *t = json_object_get(json_object_get(r.json, "trajectory"), "t");
+        double last = json_number_value(json_array_get(t, json_array_size(t) - 1));
+        cr_assert_float_eq(last, load_t_end(i), 1e-12,
+                           "job %d carries its own request's result (t_end %g, got %g)", i, load_t_end(i),
+                           last);
+        done++;
+        harness_resp_free(&r);
+    }
+    double finished = harness_now() - t0;
+    double runs = metric_sum("hamel_jobs_total{outcome=\"done\"}");
+    fprintf(stderr,
+            "cluster: %d jobs submitted through nginx in %.2f s (%d retries after 503), all done in %.2f s; "
+            "runs counted by the instances: %.0f\n",
+            CLUSTER_JOBS, submitted, retries, finished, runs);
+    cr_assert_eq(done, CLUSTER_JOBS);
+    cr_assert_eq((int)runs, CLUSTER_JOBS, "the instances ran %.0f jobs for %d requests (0 lost, 0 twice)",
+                 runs, CLUSTER_JOBS);
+    int busy = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        harness_resp r = call(&srv[i], "GET", "/metrics", NULL);
+        busy += harness_metric(&r, "hamel_jobs_total{outcome=\"done\"}") > 0;
+        harness_resp_free(&r);
+    }
+    cr_assert_eq(busy, CLUSTER_N, "every instance's workers took jobs (%d of %d did)", busy, CLUSTER_N);
+}
+
+/* ---- Redis restarted under load ------------------------------------------------------ */
+
+#define RESTART_MAX 4000
+
+typedef struct restart_load {
+    atomic_int stop;
+    int n;
+    char ids[RESTART_MAX][64];
+    double t[RESTART_MAX];
+    long status[RESTART_MAX];
+    int unclear; /* 503s without the unavailable problem and Retry-After, or other 5xx */
+} restart_load;
+
+static void *restart_submit(void *arg)
+{
+    restart_load *l = arg;
+    for (int i = 0; i < RESTART_MAX && !atomic_load(&l->stop); i++) {
+        json_t *req = rolling_request(0.25 + 1e-4 * i, 3);
+        char *text = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        json_decref(req);
+        harness_resp r;
+        CURLcode rc = harness_request(&front, "POST", "/v1/simulations", text, NULL, &r);
+        free(text);
+        l->t[i] = harness_now();
+        l->status[i] = rc == CURLE_OK ? r.status : -1;
+        if (rc == CURLE_OK && r.status == 202)
+            snprintf(l->ids[i], sizeof l->ids[i], "%s", str(r.json, "job_id"));
+        if (rc == CURLE_OK && r.status == 503) {
+            char ra[16];
+            const char *type = r.json ? str(r.json, "type") : NULL;
+            if (!type || !strstr(type, "unavailable") || !harness_header(&r, "Retry-After", ra, sizeof ra))
+                l->unclear++;
+        } else if (rc != CURLE_OK || (r.status >= 500 && r.status != 503)) {
+            l->unclear++;
+        }
+        harness_resp_free(&r);
+        l->n = i + 1;
+        harness_nap(5);
+    }
+    return NULL;
+}
+
+Test(cluster, a_redis_restart_is_a_clear_503_then_recovery)
+{
+    static restart_load l;
+    memset(&l, 0, sizeof l);
+    pid_t pids[CLUSTER_N];
+    for (int i = 0; i < CLUSTER_N; i++)
+        pids[i] = srv[i].pid;
+    pthread_t th;
+    pthread_create(&th, NULL, restart_submit, &l);
+    harness_nap(1000);
+    double down = harness_now();
+    redis_stop();
+    harness_nap(1500);
+    redis_start();
+    double up = harness_now();
+    harness_nap(3000);
+    atomic_store(&l.stop, 1);
+    pthread_join(th, NULL);
+
+    int before = 0, during503 = 0, after = 0;
+    double first_after = 0;
+    for (int i = 0; i < l.n; i++) {
+        if (l.t[i] < down && l.status[i] == 202)
+            before++;
+        if (l.t[i] > down + 0.2 && l.t[i] < up && l.status[i] == 503)
+            during503++;
+        if (l.t[i] > up && l.status[i] == 202) {
+            after++;
+            if (!first_after)
+                first_after = l.t[i] - up;
+        }
+    }
+    fprintf(stderr,
+            "cluster: Redis restart: %d accepted before, %d answered 503 while it was down, %d accepted "
+            "after (the first %.2f s after it was back), %d unclear answers\n",
+            before, during503, after, first_after, l.unclear);
+    cr_assert(before > 0, "jobs were accepted before the restart");
+    cr_assert(during503 > 0, "Redis down: 503");
+    cr_assert_eq(l.unclear, 0, "every failure was a 503 unavailable with Retry-After (%d were not)",
+                 l.unclear);
+    cr_assert(after > 0 && first_after < 2.0, "accepted again %.2f s after Redis came back", first_after);
+    for (int i = 0; i < CLUSTER_N; i++)
+        cr_assert_eq(srv[i].pid, pids[i], "instance %d was not restarted", i);
+    for (int i = 0; i < CLUSTER_N; i++)
+        cr_assert_eq(waitpid(srv[i].pid, NULL, WNOHANG), 0, "instance %d is still running", i);
+    /* Every job accepted, before or after, finishes. */
+    for (int i = 0; i < l.n; i++) {
+        if (l.status[i] != 202)
+            continue;
+        harness_resp r = wait_job(&front, l.ids[i], CLUSTER_WAIT_SECONDS);
+        cr_assert_eq(r.status, 200, "job %d (%s): %ld %s", i, l.ids[i], r.status, r.body);
+        cr_assert_str_eq(str(r.json, "status"), "done", "job %d: %.300s", i, r.body);
+        harness_resp_free(&r);
+    }
+}
+
+Test(cluster, a_batch_through_one_instance_runs_on_every_instance)
+{
+    enum { RUNS = 120 };
+    json_t *base = rolling_request(1.0, 3);
+    json_t *model = json_incref(json_object_get(base, "model"));
+    json_object_del(base, "model");
+    json_t *runs = json_array();
+    for (int i = 0; i < RUNS; i++)
+        json_array_append_new(runs, json_pack("{s:f}", "t_end", 1.0 + 1e-3 * i));
+    json_t *body = json_pack("{s:o, s:o, s:o}", "model", model, "base", base, "runs", runs);
+    harness_resp r = call(&srv[0], "POST", "/v1/batches?wait=60", body);
+    cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+    cr_assert_str_eq(str(r.json, "status"), "done", "%.300s", r.body);
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "succeeded")), RUNS, "%.300s", r.body);
+    int busy = 0;
+    double runs_done = 0;
+    for (int i = 0; i < CLUSTER_N; i++) {
+        harness_resp m = call(&srv[i], "GET", "/metrics", NULL);
+        double v = harness_metric(&m, "hamel_jobs_total{outcome=\"done\"}");
+        busy += v > 0;
+        runs_done += v > 0 ? v : 0;
+        harness_resp_free(&m);
+    }
+    cr_assert_eq((int)runs_done, RUNS, "%.0f runs for %d", runs_done, RUNS);
+    cr_assert(busy >= 2, "the batch's runs went to %d instance(s); more than one expected", busy);
+    harness_resp_free(&r);
+    json_decref(body);
+}

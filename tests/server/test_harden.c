@@ -1,0 +1,289 @@
+/* test_harden.c — the server's defences against large, malformed and hostile requests,
+ * against the real hamel-server (issue 11, item 4).
+ *
+ * The cap on output values per job (422 naming the figure and the cap); the per-address
+ * connection limit (slow connections from one loopback address, 127.0.0.2, do not keep
+ * 127.0.0.1 out); static files that never leave HAMEL_STATIC through a symbolic link;
+ * request framing over raw sockets (conflicting Content-Length: 400; a transfer coding
+ * other than chunked: 501 at once, not a hang); numeric settings given as an empty
+ * string (as compose passes ${VAR:-}) keep their defaults.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define HARDEN_READ_SECONDS 5 /* longest wait for a raw answer */
+#define HARDEN_PER_IP 8
+#define HARDEN_SLOW 40 /* slow connections opened from one address (more than the total cap) */
+
+static harness_server srv;
+
+static void teardown(void) { harness_stop(&srv); }
+
+static void start(const char *const *env)
+{
+    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
+}
+
+/* A TCP connection to the server from local address `from` ("127.0.0.2"), with a
+ * receive timeout; -1 on failure. */
+static int dial(const char *from)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert(fd >= 0, "socket: %s", strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &a.sin_addr);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0, "bind %s: %s", from, strerror(errno));
+    struct timeval tv = {HARDEN_READ_SECONDS, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
+    inet_pton(AF_INET, "127.0.0.1", &s.sin_addr);
+    if (connect(fd, (struct sockaddr *)&s, sizeof s) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Sends `req` on a new connection and reads until the server closes it, the reply's
+ * headers and Content-Length bytes are in, or HARDEN_READ_SECONDS pass. Returns the
+ * reply (caller frees; "" if none) and the seconds it took in *secs. */
+static char *raw(const char *req, double *secs)
+{
+    int fd = dial("127.0.0.1");
+    cr_assert(fd >= 0, "connect: %s", strerror(errno));
+    double t0 = harness_now();
+    cr_assert_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    size_t cap = 65536, len = 0;
+    char *buf = calloc(1, cap);
+    for (;;) {
+        ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (end && cl && cl < end && len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
+            break;
+        if (len + 1 >= cap)
+            break;
+    }
+    *secs = harness_now() - t0;
+    close(fd);
+    return buf;
+}
+
+/* The status code of a raw reply, or 0. */
+static int raw_status(const char *reply)
+{
+    int status = 0;
+    return sscanf(reply, "HTTP/1.%*d %d", &status) == 1 ? status : 0;
+}
+
+static json_t *rolling_request(int samples)
+{
+    char path[PATH_MAX];
+    json_error_t err;
+    json_t *c = harness_case_load("greenwood-5.3-rolling-disk.json", path, sizeof path, &err);
+    cr_assert(c, "cannot load %s: %s", path, err.text);
+    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+    json_object_set(req, "model", json_object_get(c, "model"));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", samples));
+    json_decref(c);
+    return req;
+}
+
+static harness_resp post(const char *path, const json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    harness_resp r;
+    CURLcode rc = harness_request(&srv, "POST", path, text, NULL, &r);
+    free(text);
+    cr_assert_eq(rc, CURLE_OK, "POST %s: %s", path, curl_easy_strerror(rc));
+    return r;
+}
+
+TestSuite(harden, .fini = teardown, .timeout = 120);
+
+Test(harden, output_values_are_capped_per_job)
+{
+    static const char *const env[] = {"HAMEL_MAX_OUTPUT_VALUES=20000", NULL};
+    start(env);
+    json_t *big = rolling_request(5000);
+    harness_resp r = post("/v1/simulations?wait=60", big);
+    cr_assert_eq(r.status, 422, "5000 samples of the rolling disk: %ld %s", r.status, r.body);
+    const char *type = json_string_value(json_object_get(r.json, "type"));
+    const char *detail = json_string_value(json_object_get(r.json, "detail"));
+    cr_assert(type && strstr(type, "limit-exceeded"), "type %s", type);
+    cr_assert(detail && strstr(detail, "5000 samples x") && strstr(detail, "at most 20000"),
+              "the detail names the figure and the cap: %s", detail);
+    json_t *err0 = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(err0, "path")), "output");
+    harness_resp_free(&r);
+    json_decref(big);
+
+    json_t *small = rolling_request(100);
+    r = post("/v1/simulations?wait=60", small);
+    cr_assert(r.status == 200 || r.status == 202, "100 samples are within the cap: %ld %s", r.status, r.body);
+    harness_resp_free(&r);
+    json_decref(small);
+}
+
+Test(harden, slow_connections_from_one_address_do_not_lock_out_others)
+{
+    static const char *const env[] = {"HAMEL_MAX_CONNECTIONS=32", "HAMEL_MAX_CONNECTIONS_PER_IP=8",
+                                      "HAMEL_CONN_TIMEOUT=60", NULL};
+    start(env);
+    int fds[HARDEN_SLOW];
+    int open_ = 0;
+    static const char partial[] = "GET /livez HTTP/1.1\r\nHost: x\r\n"; /* never finished */
+    for (int i = 0; i < HARDEN_SLOW; i++) {
+        fds[i] = dial("127.0.0.2");
+        if (fds[i] >= 0)
+            send(fds[i], partial, sizeof partial - 1, MSG_NOSIGNAL);
+    }
+    harness_nap(300);
+    /* The server closes every connection past the per-address limit at once. */
+    for (int i = 0; i < HARDEN_SLOW; i++) {
+        if (fds[i] < 0)
+            continue;
+        char c;
+        ssize_t n = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            open_++;
+    }
+    cr_assert_eq(open_, HARDEN_PER_IP, "127.0.0.2 holds %d connections; the limit is %d", open_,
+                 HARDEN_PER_IP);
+    double t0 = harness_now();
+    harness_resp r;
+    CURLcode rc = harness_request(&srv, "GET", "/livez", NULL, NULL, &r);
+    double secs = harness_now() - t0;
+    cr_assert_eq(rc, CURLE_OK, "127.0.0.1 is served beside them: %s", curl_easy_strerror(rc));
+    cr_assert_eq(r.status, 200);
+    cr_assert(secs < 2.0, "127.0.0.1 waited %.2f s", secs);
+    harness_resp_free(&r);
+    for (int i = 0; i < HARDEN_SLOW; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+}
+
+/* Writes `text` to path. */
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(harden, static_files_never_leave_the_static_directory)
+{
+    char dir[] = "/tmp/hamel-static-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    char web[256], path[PATH_MAX], target[PATH_MAX], env_static[300];
+    snprintf(web, sizeof web, "%s/web", dir);
+    cr_assert_eq(mkdir(web, 0700), 0);
+    snprintf(path, sizeof path, "%s/index.html", web);
+    put_file(path, "<p>inside</p>");
+    snprintf(target, sizeof target, "%s/secret.txt", dir);
+    put_file(target, "outside");
+    snprintf(path, sizeof path, "%s/leak.txt", web);
+    cr_assert_eq(symlink(target, path), 0); /* a file link out */
+    snprintf(path, sizeof path, "%s/etc", web);
+    cr_assert_eq(symlink("/etc", path), 0); /* a directory link out */
+    snprintf(path, sizeof path, "%s/alias.html", web);
+    cr_assert_eq(symlink("index.html", path), 0); /* a link that stays inside */
+    snprintf(env_static, sizeof env_static, "HAMEL_STATIC=%s", web);
+    const char *const env[] = {env_static, NULL};
+    start(env);
+
+    static const struct {
+        const char *path;
+        long status;
+    } cases[] = {
+        {"/", 200}, {"/alias.html", 200}, {"/leak.txt", 404}, {"/etc/passwd", 404}, {"/etc/hostname", 404}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        harness_resp r;
+        cr_assert_eq(harness_request(&srv, "GET", cases[i].path, NULL, NULL, &r), CURLE_OK);
+        cr_assert_eq(r.status, cases[i].status, "GET %s: %ld, expected %ld", cases[i].path, r.status,
+                     cases[i].status);
+        if (cases[i].status == 404)
+            cr_assert(!r.body || !strstr(r.body, "outside"), "GET %s leaked the file", cases[i].path);
+        harness_resp_free(&r);
+    }
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    cr_assert_eq(system(path), 0);
+}
+
+Test(harden, conflicting_content_lengths_are_a_400)
+{
+    start(NULL);
+    double secs;
+    char *reply = raw("POST /v1/simulations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}",
+                      &secs);
+    cr_assert_eq(raw_status(reply), 400, "two different Content-Lengths: %s", reply);
+    cr_assert(strstr(reply, "bad-http") && strstr(reply, "Content-Length"), "the problem says why: %s",
+              reply);
+    free(reply);
+    reply = raw("POST /v1/simulations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                &secs);
+    cr_assert_eq(raw_status(reply), 400, "Content-Length beside Transfer-Encoding: %s", reply);
+    free(reply);
+    /* The same length twice is one length (RFC 9110 §8.6): the request goes on. */
+    reply = raw("POST /v1/simulations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Content-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                &secs);
+    cr_assert_eq(raw_status(reply), 422, "a repeated equal Content-Length is read: %s", reply);
+    free(reply);
+}
+
+Test(harden, unsupported_transfer_codings_are_a_501_at_once)
+{
+    start(NULL);
+    static const char *const codings[] = {"gzip, chunked", "gzip", "chunked, chunked", "identity"};
+    for (size_t i = 0; i < sizeof codings / sizeof codings[0]; i++) {
+        char req[512];
+        snprintf(req, sizeof req,
+                 "POST /v1/simulations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: %s\r\n\r\n",
+                 codings[i]);
+        double secs;
+        char *reply = raw(req, &secs);
+        cr_assert_eq(raw_status(reply), 501, "Transfer-Encoding: %s: %s", codings[i], reply);
+        cr_assert(secs < 2.0, "Transfer-Encoding: %s answered after %.2f s", codings[i], secs);
+        free(reply);
+    }
+    /* chunked alone still works. */
+    double secs;
+    char *reply = raw("POST /v1/simulations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+                      &secs);
+    cr_assert_eq(raw_status(reply), 422, "a chunked body is read: %s", reply);
+    free(reply);
+}
+
+Test(harden, empty_numeric_settings_keep_their_defaults)
+{
+    static const char *const env[] = {
+        "HAMEL_WORKERS=", "HAMEL_QUEUE=", "HAMEL_MAX_CONNECTIONS_PER_IP=", NULL};
+    start(env);
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "GET", "/v1/health", NULL, NULL, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200, "the server started with empty settings: %ld", r.status);
+    harness_resp_free(&r);
+}

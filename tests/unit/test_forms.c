@@ -1,0 +1,207 @@
+/* test_forms.c — the classical forms of the equations of motion (issue 10, part 4;
+ * forms.h): each form's residual (lhs - rhs, in q, u, u', t) must vanish at random
+ * states (q, u) with u' from the integrated right-hand side (hamel_rhs), on the
+ * shared cases and on Appell's nonlinear example, for every form that applies; forms
+ * that do not apply are a 422 naming "form". Also GET-style access through
+ * engine_equations_form (cached per model).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "forms.h"
+#include "hamel.h"
+#include "model.h"
+
+static void setup(void) { engine_init(); }
+
+static engine_model *compile_json(json_t *js)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    if (rc)
+        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
+    return m;
+}
+
+static engine_model *compile_case(const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, "../shared/cases/%s", file);
+    json_t *c = json_load_file(path, 0, NULL);
+    cr_assert_not_null(c, "%s (run from the repository root)", path);
+    engine_model *m = compile_json(json_object_get(c, "model"));
+    json_decref(c);
+    return m;
+}
+
+static double urand(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (double)((*s >> 8) & 0xFFFFFF) / 16777216.0;
+}
+
+/* The residuals of a form at 5 random states; returns the largest |residual| relative
+ * to 1 + the largest |u'|. */
+static double check_form(engine_model *m, const char *form)
+{
+    json_t *doc = NULL, *problem = NULL;
+    expr **res = NULL;
+    int *acc = NULL;
+    pthread_mutex_lock(&m->forms_lock);
+    int rc = forms_build(m, form, &doc, &res, &acc, &problem);
+    pthread_mutex_unlock(&m->forms_lock);
+    if (rc)
+        cr_assert_fail("%s: form %s failed: %s", m->name, form, json_dumps(problem, 0));
+    cr_assert_eq(json_array_size(json_object_get(doc, "equations")), (size_t)m->k,
+                 "%s: one equation per speed", form);
+    int n = m->n, k = m->k, ns = expr_sym_count(m->ctx);
+    double *vals = calloc(ns + 1, sizeof *vals), y[64], dy[64], qd[32];
+    hamel_ws *w = hamel_ws_new(m, m->param_values);
+    cr_assert(vals && w);
+    unsigned seed = 12345;
+    double worst = 0.0;
+    for (int trial = 0; trial < 5; trial++) {
+        double t = urand(&seed);
+        for (int i = 0; i < n; i++)
+            y[i] = 0.3 + urand(&seed);
+        for (int r = 0; r < k; r++)
+            y[n + r] = 2 * urand(&seed) - 1;
+        if (m->nl_reduced) { /* Appell: keep v away from 0 */
+            for (int r = 0; r < k; r++)
+                y[n + r] = 1 + urand(&seed);
+            hamel_ws_set_guess(w, (double[]){1, 1, 1, 1, 1, 1});
+        }
+        cr_assert_eq(hamel_rhs(t, y, dy, w), 0, "%s: the right-hand side at a random state", form);
+        cr_assert_eq(hamel_qdot(w, t, y, y + n, qd), 0);
+        for (int s = 0; s < ns; s++) {
+            const expr_symbol *sym = expr_sym_get(m->ctx, s);
+            if (sym->cls == SYM_PARAM)
+                vals[s] = m->param_values[sym->index];
+            else if (sym->cls == SYM_TIME)
+                vals[s] = t;
+            else if (sym->cls == SYM_COORD)
+                vals[s] = y[sym->index];
+            else if (sym->cls == SYM_VELOCITY)
+                vals[s] = qd[sym->index];
+        }
+        double umax = 1.0;
+        for (int r = 0; r < k; r++) {
+            if (expr_sym_get(m->ctx, m->sym_u[r])->cls == SYM_SPEED)
+                vals[m->sym_u[r]] = y[n + r];
+            vals[acc[r]] = dy[n + r];
+            umax = fmax(umax, fabs(dy[n + r]));
+        }
+        for (int r = 0; r < k; r++) {
+            double v = expr_eval(m->ctx, res[r], vals);
+            cr_assert(isfinite(v), "%s %s: residual %d not finite", m->name, form, r);
+            worst = fmax(worst, fabs(v) / umax);
+        }
+    }
+    hamel_ws_free(w);
+    free(vals);
+    free(res);
+    free(acc);
+    json_decref(doc);
+    return worst;
+}
+
+static void check_all(engine_model *m, int voronec)
+{
+    static const char *const forms[] = {"hamel", "appell", "kane", "maggi", "voronec"};
+    for (int f = 0; f < 5; f++) {
+        if (f == 4 && !voronec)
+            continue;
+        if (f == 0 && m->nl_reduced)
+            continue;
+        double r = check_form(m, forms[f]);
+        if (getenv("FORMS_VERBOSE"))
+            fprintf(stderr, "%s %s %.3g\n", m->name, forms[f], r);
+        cr_expect_lt(r, 1e-9, "%s: the %s form against the integrated right-hand side: %.3g", m->name,
+                     forms[f], r);
+    }
+}
+
+Test(forms, rolling_disk, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.3-rolling-disk.json");
+    check_all(m, 0);
+    json_t *doc = NULL, *problem = NULL;
+    cr_expect_eq(engine_equations_form(m, "voronec", &doc, &problem), HAMEL_E_BAD_REQUEST,
+                 "Voronec needs Chaplygin-type speeds");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+        "form");
+    json_decref(problem);
+    engine_model_release(m);
+}
+
+Test(forms, rolling_sphere_voronec, .init = setup)
+{
+    engine_model *m = compile_case("lemos-rolling-sphere.json");
+    check_all(m, 1);
+    engine_model_release(m);
+}
+
+Test(forms, suslov_dumbbell, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.4-dumbbell-suslov.json");
+    check_all(m, 1);
+    engine_model_release(m);
+}
+
+Test(forms, knife_edge_body, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.1-knife-edge-body.json");
+    check_all(m, 0);
+    engine_model_release(m);
+}
+
+Test(forms, axle_incline, .init = setup)
+{
+    engine_model *m = compile_case("wang-pao-axle-incline.json");
+    check_all(m, 1);
+    engine_model_release(m);
+}
+
+Test(forms, appell_nonlinear, .init = setup)
+{
+    json_t *js = json_loads(
+        "{\"name\": \"appell\", \"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 1, \"g\": "
+        "9.81, "
+        "\"a\": 0.5}, \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\", "
+        "\"constraints\": [{\"name\": \"wheel\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}], \"speeds\": "
+        "[{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}",
+        0, NULL);
+    engine_model *m = compile_json(js);
+    json_decref(js);
+    check_all(m, 0);
+    json_t *doc = NULL, *problem = NULL;
+    cr_expect_eq(engine_equations_form(m, "hamel", &doc, &problem), HAMEL_E_BAD_REQUEST);
+    json_decref(problem);
+    problem = NULL;
+    cr_assert_eq(engine_equations_form(m, "appell", &doc, &problem), 0);
+    cr_expect_not_null(json_string_value(json_object_get(doc, "acceleration_energy")));
+    json_decref(doc);
+    engine_model_release(m);
+}
+
+Test(forms, unknown_form, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.2-dumbbell-hamel.json");
+    json_t *doc = NULL, *problem = NULL;
+    cr_expect_eq(engine_equations_form(m, "lagrange", &doc, &problem), HAMEL_E_BAD_REQUEST);
+    json_decref(problem);
+    /* twice: the second answer comes from the cache and is the same document */
+    json_t *a = NULL, *b = NULL;
+    cr_assert_eq(engine_equations_form(m, "kane", &a, &problem), 0);
+    cr_assert_eq(engine_equations_form(m, "kane", &b, &problem), 0);
+    cr_expect(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    engine_model_release(m);
+}

@@ -1,0 +1,128 @@
+/* test_reduce.c — the structure-aware symbolic reduction (reduce.c) on models larger
+ * than the shared cases: chains of rolling disks (Psi block-diagonal, one expression
+ * pivot sin(theta_i) per disk) and cars with trailers (Psi block-triangular, one
+ * expression pivot per axle) must stay on the symbolic path, and its right-hand side
+ * must agree with the numeric inversion of Psi at random states. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "hamel.h"
+#include "model.h"
+
+static void setup(void) { engine_init(); }
+
+static engine_model *load_model(const char *file)
+{
+    char path[600];
+    snprintf(path, sizeof path, "bench/models/%s", file);
+    json_error_t err;
+    json_t *js = json_load_file(path, 0, &err);
+    cr_assert_not_null(js, "%s: %s", path, err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(json_object_get(js, "model") ? json_object_get(js, "model") : js, NULL, &m,
+                                  &problem);
+    char *p = problem ? json_dumps(problem, 0) : NULL;
+    cr_assert_eq(rc, 0, "%s: %s", file, p ? p : "");
+    free(p);
+    json_decref(problem);
+    json_decref(js);
+    return m;
+}
+
+/* The symbolic and the numeric right-hand sides agree at random states. */
+static void expect_symbolic_matches_numeric(engine_model *m, const char *file)
+{
+    cr_assert_not_null(m->tape_fast, "%s: expected an exact symbolic reduction", file);
+    hamel_ws *sym = hamel_ws_new(m, m->param_values), *num = hamel_ws_new(m, m->param_values);
+    cr_assert(sym && num);
+    hamel_ws_set_numeric(num, 1);
+    double *in = calloc(m->n_in, sizeof *in), *y = calloc(m->n + m->k, sizeof *y);
+    double *d1 = calloc(m->n + m->k, sizeof *d1), *d2 = calloc(m->n + m->k, sizeof *d2);
+    int compared = 0;
+    for (int trial = 0; trial < 10; trial++) {
+        model_test_point(m, 300 + trial, in);
+        for (int i = 0; i < m->n; i++)
+            y[i] = 3.0 * in[model_input_q(m) + i] - 1.5;
+        for (int r = 0; r < m->k; r++)
+            y[m->n + r] = 4.0 * in[model_input_qd(m) + r % m->n] - 2.5;
+        double t = in[model_input_t(m)];
+        if (hamel_rhs(t, y, d1, sym) || hamel_rhs(t, y, d2, num))
+            continue;
+        compared++;
+        for (int i = 0; i < m->n + m->k; i++)
+            cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])),
+                               "%s: component %d at trial %d: %g vs %g", file, i, trial, d1[i], d2[i]);
+    }
+    cr_expect_geq(compared, 8, "%s: most random states are regular", file);
+    free(in);
+    free(y);
+    free(d1);
+    free(d2);
+    hamel_ws_free(sym);
+    hamel_ws_free(num);
+}
+
+Test(reduce, disk_chain_stays_symbolic, .init = setup)
+{
+    static const char *const files[] = {"disk-chain-5.json", "disk-chain-8.json"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        engine_model *m = load_model(files[f]);
+        expect_symbolic_matches_numeric(m, files[f]);
+        json_t *s = engine_model_summary(m);
+        cr_expect_str_eq(json_string_value(json_object_get(s, "reduction")), "symbolic");
+        json_decref(s);
+        engine_model_release(m);
+    }
+}
+
+Test(reduce, car_with_trailers_stays_symbolic, .init = setup)
+{
+    static const char *const files[] = {"car-trailers-1.json", "car-trailers-3.json", "car-trailers-5.json"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        engine_model *m = load_model(files[f]);
+        expect_symbolic_matches_numeric(m, files[f]);
+        engine_model_release(m);
+    }
+}
+
+/* Definitions that each use the previous one twice make expressions whose tree is
+ * exponentially larger than their DAG: the model compiles (the tapes share the
+ * sub-expressions), and the equations show what is too large to print as null with
+ * "complete": false instead of printing 2^14-node trees. */
+Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
+{
+    json_t *defs = json_array();
+    json_array_append_new(defs, json_pack("{s:s, s:s}", "name", "d0", "expr", "1 + x^2"));
+    for (int i = 1; i <= 14; i++) {
+        char name[16], ex[64];
+        snprintf(name, sizeof name, "d%d", i);
+        snprintf(ex, sizeof ex, "d%d + x*sin(d%d)", i - 1, i - 1);
+        json_array_append_new(defs, json_pack("{s:s, s:s}", "name", name, "expr", ex));
+    }
+    json_t *js = json_pack("{s:[s,s], s:{s:f}, s:o, s:s, s:s}", "coordinates", "x", "y", "parameters", "m",
+                           1.0, "definitions", defs, "kinetic_energy", "1/2*m*(x'^2 + y'^2)",
+                           "potential_energy", "d14*y^2");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    char *p = problem ? json_dumps(problem, 0) : NULL;
+    cr_assert_eq(rc, 0, "%s", p ? p : "");
+    free(p);
+    cr_expect_not_null(m->tape_fast);
+    json_t *eq = NULL;
+    cr_assert_eq(engine_equations(m, &eq, &problem), 0);
+    cr_expect(json_is_false(json_object_get(eq, "complete")), "too large to print: complete is false");
+    json_t *forcing = json_object_get(eq, "forcing");
+    cr_expect(json_is_null(json_array_get(forcing, 0)) || json_is_null(json_array_get(forcing, 1)),
+              "a forcing term too large to print is null");
+    cr_expect_str_eq(
+        json_string_value(json_array_get(json_array_get(json_object_get(eq, "mass_matrix"), 0), 0)), "m",
+        "small entries are still printed");
+    json_decref(eq);
+    engine_model_release(m);
+    json_decref(js);
+}

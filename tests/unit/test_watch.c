@@ -1,0 +1,110 @@
+/* test_watch.c — the singularity watch of sim.c (issue 10, part 3).
+ *
+ * A knife edge (T = m/2 (x'^2 + y'^2) + I/2 phi'^2, x' sin phi - y' cos phi = 0)
+ * turning at a constant rate w with speed v along the blade has the closed form
+ *   phi = phi0 + w t,  x = (v/w)(sin phi - sin phi0),  y = -(v/w)(cos phi - cos phi0).
+ * Without speeds the engine picks (x', phi'), singular at phi = pi/2 (mod pi). The
+ * watch must re-choose the speeds so that the run through three such crossings
+ * matches the closed form to 1e-9; with the same speeds given by the user the run
+ * must fail at the first crossing, naming the time and the configuration.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static void setup(void) { engine_init(); }
+
+#define KNIFE_MODEL(SPEEDS)                                                                                  \
+    "{\"name\": \"knife\", \"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 2, \"I\": "     \
+    "0.5},"                                                                                                  \
+    " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*I*phi'^2\","                                           \
+    " \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - y'*cos(phi)\"}]" SPEEDS "}"
+
+static engine_model *compile_text(const char *text)
+{
+    json_error_t err;
+    json_t *js = json_loads(text, 0, &err);
+    cr_assert_not_null(js, "test model is not JSON: %s", err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(js, NULL, &m, &problem);
+    if (rc)
+        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
+    json_decref(js);
+    return m;
+}
+
+static const double V = 0.8, W = 1.0, PHI0 = 0.3;
+
+static int simulate(engine_model *m, json_t **result, json_t **problem)
+{
+    char req[1024];
+    snprintf(
+        req, sizeof req,
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"phi\": %.17g}, \"qdot\": {\"x\": %.17g, \"y\": %.17g, "
+        "\"phi\": %.17g}}, \"t_end\": 10, \"output\": {\"samples\": 201}, \"integrator\": {\"rtol\": 1e-12, "
+        "\"atol\": 1e-14}}",
+        PHI0, V * cos(PHI0), V * sin(PHI0), W);
+    json_t *js = json_loads(req, 0, NULL);
+    cr_assert_not_null(js);
+    int rc = engine_simulate(m, js, NULL, NULL, result, problem);
+    json_decref(js);
+    return rc;
+}
+
+static double at(const json_t *tr, const char *group, const char *name, size_t i)
+{
+    return json_number_value(json_array_get(json_object_get(json_object_get(tr, group), name), i));
+}
+
+Test(watch, default_speeds_rechosen_through_singularity, .init = setup)
+{
+    engine_model *m = compile_text(KNIFE_MODEL(""));
+    json_t *result = NULL, *problem = NULL;
+    int rc = simulate(m, &result, &problem);
+    if (rc)
+        cr_assert_fail("the run failed: %s", json_dumps(problem, 0));
+    const json_t *tr = json_object_get(result, "trajectory");
+    const json_t *ts = json_object_get(tr, "t");
+    cr_assert_eq(json_array_size(ts), 201);
+    double err = 0.0, errv = 0.0;
+    for (size_t i = 0; i < json_array_size(ts); i++) {
+        double t = json_number_value(json_array_get(ts, i)), phi = PHI0 + W * t;
+        double x = V / W * (sin(phi) - sin(PHI0)), y = -V / W * (cos(phi) - cos(PHI0));
+        err = fmax(err, fabs(at(tr, "q", "x", i) - x));
+        err = fmax(err, fabs(at(tr, "q", "y", i) - y));
+        err = fmax(err, fabs(at(tr, "q", "phi", i) - phi));
+        /* the speeds reported are the model's own (x', phi'), also past the switches */
+        errv = fmax(errv, fabs(at(tr, "speeds", "x'", i) - V * cos(phi)));
+        errv = fmax(errv, fabs(at(tr, "qdot", "y", i) - V * sin(phi)));
+    }
+    cr_expect_lt(err, 1e-9, "positions against the closed form through phi = pi/2: %.3g", err);
+    cr_expect_lt(errv, 1e-9, "velocities against the closed form: %.3g", errv);
+    json_int_t sw = json_integer_value(json_object_get(json_object_get(result, "stats"), "speed_switches"));
+    /* phi runs from 0.3 to 10.3: pi/2, 3pi/2, 5pi/2 are crossed, each in and out */
+    cr_expect_geq(sw, 3, "the speeds were re-chosen at each crossing (%lld switches)", (long long)sw);
+    json_decref(result);
+    engine_model_release(m);
+}
+
+Test(watch, user_speeds_singular_mid_run_fail, .init = setup)
+{
+    engine_model *m = compile_text(KNIFE_MODEL(
+        ", \"speeds\": [{\"name\": \"vx\", \"expr\": \"x'\"}, {\"name\": \"w\", \"expr\": \"phi'\"}]"));
+    json_t *result = NULL, *problem = NULL;
+    int rc = simulate(m, &result, &problem);
+    cr_assert_neq(rc, 0, "a user's Psi going singular mid-run is a failure, not done");
+    cr_expect_eq(rc, HAMEL_E_SINGULAR);
+    const char *detail = json_string_value(json_object_get(problem, "detail"));
+    cr_assert_not_null(detail);
+    cr_expect_not_null(strstr(detail, "t = 1.27"), "names the time of the crossing: %s", detail);
+    cr_expect_not_null(strstr(detail, "phi = 1.57"), "names the configuration: %s", detail);
+    cr_expect_not_null(json_object_get(problem, "partial"), "keeps the partial trajectory");
+    json_decref(problem);
+    json_decref(result);
+    engine_model_release(m);
+}
