@@ -693,8 +693,15 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                  double *B, double *ft)
 {
+    return lin__jacobian(m, params, t, q, u, inputs, n_inputs, numeric, f, A, B, ft,
+                         (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m)));
+}
+
+int lin__jacobian(const struct engine_model *m, const double *params, double t, const double *q,
+                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
+                  double *B, double *ft, int chunk)
+{
     int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
-    int chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
     if (chunk < 1)
         chunk = 1;
     if (chunk > nd)

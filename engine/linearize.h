@@ -41,6 +41,12 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                  double *B, double *ft);
 
+/* Internal, for tests: lin_jacobian with at most `chunk` tangent directions per pass
+ * (lin_jacobian takes as many as fit in its slot-memory cap). */
+int lin__jacobian(const struct engine_model *m, const double *params, double t, const double *q,
+                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
+                  double *B, double *ft, int chunk);
+
 /* The eigenvalues of the N x N row-major matrix A (gsl_eigen_nonsymmv), sorted by real
  * part descending, then imaginary part descending, into re[N], im[N]. Returns 0, or
  * -1 (no convergence, out of memory). */

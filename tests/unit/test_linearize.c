@@ -300,6 +300,34 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
     engine_model_release(m);
 }
 
+/* Directions in passes of 1, 2, 3 (what a large tape gets) give the same A, B and
+ * df/dt as one pass: bit for bit, each direction is computed the same way. */
+Test(linearize, chunked_directions, .init = setup)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
+    json_t *mj = json_load_file(path, 0, NULL);
+    cr_assert_not_null(mj, "%s", path);
+    engine_model *m = compile_json(json_object_get(mj, "model"));
+    json_decref(mj);
+    int n = m->n, N = n + m->k, inputs[2] = {model_param_index(m, "g"), model_param_index(m, "r")};
+    double y[8] = {0.3, 1.1, 0.2, 0.1, -0.4, 0.7, -0.5, 3.0};
+    double f0[8], A0[64], B0[16], ft0[8], f1[8], A1[64], B1[16], ft1[8];
+    for (int numeric = 0; numeric < 2; numeric++) {
+        cr_assert_eq(
+            lin__jacobian(m, m->param_values, 0.0, y, y + n, inputs, 2, numeric, f0, A0, B0, ft0, 100), 0);
+        for (int chunk = 1; chunk <= 3; chunk++) {
+            cr_assert_eq(
+                lin__jacobian(m, m->param_values, 0.0, y, y + n, inputs, 2, numeric, f1, A1, B1, ft1, chunk),
+                0);
+            cr_assert(!memcmp(A0, A1, sizeof(double) * N * N) && !memcmp(B0, B1, sizeof(double) * N * 2) &&
+                          !memcmp(ft0, ft1, sizeof(double) * N),
+                      "numeric %d, chunk %d: A, B or df/dt differ from one pass", numeric, chunk);
+        }
+    }
+    engine_model_release(m);
+}
+
 /* ---- closed forms ---- */
 
 static const char pendulum[] = "{\"name\": \"pendulum\", \"coordinates\": [\"th\"],"
