@@ -851,7 +851,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
     }
-    if (m->nlin != m->nc) {
+    if (m->nlin != m->nc && !(m->nl_reduced && m->tape_fast)) {
         *problem = hamel_problem_new(HAMEL_E_FORMULATION,
                                      "linearization needs constraints linear in the velocities (the state "
                                      "is then q and the independent speeds)");

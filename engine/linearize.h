@@ -18,7 +18,8 @@ typedef struct lin_ws lin_ws;
 /* A workspace for evaluations of m with parameter values params[np] (copied), for up
  * to nd_max tangent directions per call. numeric != 0 ignores the reduced tape (for
  * cross-checks). Returns NULL when out of memory or when the model has nonlinear
- * constraints (the state is then (q, q'): see mult.h). Caller frees. */
+ * constraints, unless they are in the reduced form with explicit kinematics (a reduced
+ * tape; then numeric must be 0). Caller frees. */
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric);
 
 /* Frees a workspace. Accepts NULL. */

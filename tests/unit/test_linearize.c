@@ -1048,3 +1048,54 @@ Test(evaluate, nonlinear_reduced_form, .init = setup)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* Linearizing Appell's example in the reduced form (explicit kinematics z' = a v): A
+ * against central differences of the integrated right-hand side, and its closed form:
+ * with g_ = a g/(1 + a^2), eta' = -g_ eta/v has eigenvalues 0 (the direction of motion
+ * turns freely) and -g_/v (the speed decays); dz'/deta = a eta/v. */
+Test(linearize, nonlinear_reduced_form, .init = setup)
+{
+    json_error_t err;
+    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
+    cr_assert_not_null(mj, "%s", err.text);
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    engine_model *m = compile_json(mj);
+    json_decref(mj);
+    if (!m->nl_reduced || !m->tape_fast) {
+        engine_model_release(m);
+        cr_skip_test("no explicit reduced form for Appell's example in this engine");
+    }
+    json_t *res = linearize_ok(
+        m,
+        "{\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}, \"steady\": false}");
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0), *A = json_object_get(pt, "A");
+    double a = 0.3, g = 9.81, v = 5.0, gg = a * g / (1 + a * a);
+    double dz1 = json_number_value(json_array_get(json_array_get(A, 2), 3));
+    double d11 = json_number_value(json_array_get(json_array_get(A, 3), 3));
+    cr_assert(fabs(dz1 - a * 3 / v) < 1e-14, "dz'/deta1 %.17g", dz1);
+    cr_assert(fabs(d11 + gg * (1 / v - 9 / (v * v * v))) < 1e-13, "deta1'/deta1 %.17g", d11);
+    cr_assert(fabs(eig(res, 0, 4, "re") + gg / v) < 1e-13, "the speed's decay rate %.17g, closed form %.17g",
+              eig(res, 0, 4, "re"), -gg / v);
+    /* against central differences of hamel_rhs at a generic state */
+    hamel_ws *hw = hamel_ws_new(m, m->param_values);
+    double y[5] = {0.3, -0.2, 1.1, 1.3, -0.7}, f[5], Al[25], yp[5], fp[5], fm[5];
+    cr_assert_eq(lin_jacobian(m, m->param_values, 0.0, y, y + 3, NULL, 0, 0, f, Al, NULL, NULL), 0);
+    for (int j = 0; j < 5; j++) {
+        double h = 1e-5 * (1 + fabs(y[j]));
+        memcpy(yp, y, sizeof y);
+        yp[j] = y[j] + h;
+        hamel_rhs(0.0, yp, fp, hw);
+        yp[j] = y[j] - h;
+        hamel_rhs(0.0, yp, fm, hw);
+        for (int i = 0; i < 5; i++) {
+            double fd = (fp[i] - fm[i]) / (2 * h);
+            cr_assert(fabs(Al[i * 5 + j] - fd) <= 1e-7 * (1 + fabs(fd)), "A[%d][%d] %.17g vs %.17g", i, j,
+                      Al[i * 5 + j], fd);
+        }
+    }
+    hamel_ws_free(hw);
+    json_decref(res);
+    engine_model_release(m);
+}
