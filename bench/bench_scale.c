@@ -17,8 +17,9 @@
  * right-hand side, engine/hamel.h) at the case's initial state and at a random state
  * near it; with --sympy, it checks that both right-hand sides agree to 1e-9 relative
  * (max-norm) at both states before timing, then times each as the best of 5 loops of
- * about 0.1 s, the loops of the two interleaved. One row is printed; the exit status is 0, or 1 when a target
- * is missed or the right-hand sides disagree, 2 on bad input.
+ * about 0.1 s, the loops of the two interleaved. One row is printed; the exit status is
+ * 0, 1 when a target is missed, 2 on bad input, 3 when the right-hand sides disagree (or
+ * the SymPy C does not load, or the case has no initial state).
  *
  * BENCH_SCALE_DEBUG=1 prints both right-hand sides when they disagree.
  *
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
 {
     const char *sympy_so = NULL, *file = NULL, *label = NULL;
     double compile_target = 0, ratio_target = 0, answer_target = 0;
-    int header = 0, missed = 0;
+    int header = 0, missed = 0, broken = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--sympy") == 0 && i + 1 < argc)
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
 
     if (!state_ok || ws == NULL) {
         snprintf(target, sizeof target, "no initial state [q, speeds] in the case");
-        missed = 1;
+        broken = 1;
     } else {
         srand(12345);
         for (int i = 0; i < dim; i++)
@@ -260,7 +261,7 @@ int main(int argc, char **argv)
             sf = dl ? (sympy_fn)(uintptr_t)dlsym(dl, "sympy_rhs") : NULL;
             if (sf == NULL) {
                 snprintf(target, sizeof target, "cannot load %s: %s", sympy_so, dlerror());
-                missed = 1;
+                broken = 1;
             } else {
                 double worst = 0;
                 for (int s = 0; s < 2; s++) {
@@ -276,7 +277,7 @@ int main(int argc, char **argv)
                 }
                 if (!(worst <= SCALE_AGREE_REL)) {
                     snprintf(target, sizeof target, "RHS DISAGREE: hamel vs SymPy C %.1e relative", worst);
-                    missed = 1;
+                    broken = 1;
                 } else {
                     compare = 1;
                 }
@@ -318,5 +319,5 @@ int main(int argc, char **argv)
     free(b);
     engine_model_release(model);
     json_decref(cj);
-    return missed ? 1 : 0;
+    return broken ? 3 : missed ? 1 : 0;
 }
