@@ -189,8 +189,8 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                     }
                 expr *gm = simp(c, expr_sum(c, terms, t));
                 json_array_append_new(gj, json_pack("{s:s, s:s, s:s, s:o, s:o}", "j", m->row_names[j], "r",
-                                                    m->row_names[r], "l", m->row_names[l], "expr", str(&pr, gm),
-                                                    "latex", latex(&pr, gm)));
+                                                    m->row_names[r], "l", m->row_names[l], "expr",
+                                                    str(&pr, gm), "latex", latex(&pr, gm)));
             }
     free(terms);
     json_object_set_new(eq, "gamma", gj);

@@ -269,7 +269,8 @@ static int invert(struct engine_model *m, const struct reduce_budget *budget, re
     expr **a = malloc(nn * sizeof *a), **b = malloc(nn * sizeof *b);
     int *row_used = calloc(n, sizeof *row_used), *col_of_row = calloc(n, sizeof *col_of_row);
     int *col_used = calloc(n, sizeof *col_used), *block = calloc(n, sizeof *block);
-    int *matched = calloc(n, sizeof *matched), *brows = calloc(n, sizeof *brows), *bcols = calloc(n, sizeof *bcols);
+    int *matched = calloc(n, sizeof *matched), *brows = calloc(n, sizeof *brows),
+        *bcols = calloc(n, sizeof *bcols);
     unsigned char *nz = calloc(nn, 1);
     int rc = -1;
     if (!a || !b || !row_used || !col_of_row || !col_used || !block || !matched || !nz || !brows || !bcols)

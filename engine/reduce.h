@@ -20,17 +20,17 @@
 #include "model.h"
 
 typedef struct reduce_result {
-    int have_phi;    /* Phi was found within the budget */
-    int exact;       /* at most one expression pivot: safe for integration */
-    int pivots_expr; /* pivots that are expressions, not numbers */
-    int worst_block_pivots; /* the most expression pivots in one block of Psi */
+    int have_phi;              /* Phi was found within the budget */
+    int exact;                 /* at most one expression pivot: safe for integration */
+    int pivots_expr;           /* pivots that are expressions, not numbers */
+    int worst_block_pivots;    /* the most expression pivots in one block of Psi */
     int blocks, largest_block; /* Psi's block-triangular structure */
-    expr **phi;      /* [n*n] row-major */
-    expr **kin;      /* [n] q_i' in terms of (q, u, t) */
-    expr **mass;     /* [k*k] */
-    expr **forcing;  /* [k] */
-    expr *tstar;     /* T with the kinematics substituted */
-    char why[200];   /* when !have_phi */
+    expr **phi;                /* [n*n] row-major */
+    expr **kin;                /* [n] q_i' in terms of (q, u, t) */
+    expr **mass;               /* [k*k] */
+    expr **forcing;            /* [k] */
+    expr *tstar;               /* T with the kinematics substituted */
+    char why[200];             /* when !have_phi */
 } reduce_result;
 
 /* Derives the reduced equations within `budget` new expression nodes. Fills *out

@@ -54,8 +54,8 @@ static void expect_symbolic_matches_numeric(engine_model *m, const char *file)
             continue;
         compared++;
         for (int i = 0; i < m->n + m->k; i++)
-            cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])), "%s: component %d at trial %d: %g vs %g",
-                               file, i, trial, d1[i], d2[i]);
+            cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])),
+                               "%s: component %d at trial %d: %g vs %g", file, i, trial, d1[i], d2[i]);
     }
     cr_expect_geq(compared, 8, "%s: most random states are regular", file);
     free(in);
@@ -103,9 +103,9 @@ Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
         snprintf(ex, sizeof ex, "d%d + x*sin(d%d)", i - 1, i - 1);
         json_array_append_new(defs, json_pack("{s:s, s:s}", "name", name, "expr", ex));
     }
-    json_t *js = json_pack("{s:[s,s], s:{s:f}, s:o, s:s, s:s}", "coordinates", "x", "y", "parameters", "m", 1.0,
-                           "definitions", defs, "kinetic_energy", "1/2*m*(x'^2 + y'^2)", "potential_energy",
-                           "d14*y^2");
+    json_t *js = json_pack("{s:[s,s], s:{s:f}, s:o, s:s, s:s}", "coordinates", "x", "y", "parameters", "m",
+                           1.0, "definitions", defs, "kinetic_energy", "1/2*m*(x'^2 + y'^2)",
+                           "potential_energy", "d14*y^2");
     engine_model *m = NULL;
     json_t *problem = NULL;
     int rc = engine_model_compile(js, NULL, &m, &problem);
@@ -119,8 +119,9 @@ Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
     json_t *forcing = json_object_get(eq, "forcing");
     cr_expect(json_is_null(json_array_get(forcing, 0)) || json_is_null(json_array_get(forcing, 1)),
               "a forcing term too large to print is null");
-    cr_expect_str_eq(json_string_value(json_array_get(json_array_get(json_object_get(eq, "mass_matrix"), 0), 0)),
-                     "m", "small entries are still printed");
+    cr_expect_str_eq(
+        json_string_value(json_array_get(json_array_get(json_object_get(eq, "mass_matrix"), 0), 0)), "m",
+        "small entries are still printed");
     json_decref(eq);
     engine_model_release(m);
     json_decref(js);
@@ -131,7 +132,9 @@ Test(reduce, equations_of_a_deep_dag_are_bounded, .init = setup)
  * the symbolic reduction, on the bench families, the bicycle and the shared cases. */
 Test(reduce, sparse_numeric_path_matches_dense, .init = setup)
 {
-    static const char *const files[] = {"disk-chain-5.json", "car-trailers-3.json", "whipple-hand.json",
+    static const char *const files[] = {"disk-chain-5.json",
+                                        "car-trailers-3.json",
+                                        "whipple-hand.json",
                                         "../../../shared/cases/greenwood-5.3-rolling-disk.json",
                                         "../../../shared/cases/lemos-rolling-sphere.json",
                                         "../../../shared/cases/greenwood-5.1-knife-edge-body.json"};
@@ -157,8 +160,9 @@ Test(reduce, sparse_numeric_path_matches_dense, .init = setup)
                 continue;
             compared++;
             for (int i = 0; i < N; i++)
-                cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])), "%s: component %d at trial %d: %g vs %g",
-                                   files[f], i, trial, d1[i], d2[i]);
+                cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])),
+                                   "%s: component %d at trial %d: %g vs %g", files[f], i, trial, d1[i],
+                                   d2[i]);
         }
         cr_expect_geq(compared, 8, "%s", files[f]);
         free(in);
