@@ -450,8 +450,12 @@ static int solve_spd(int c, double *A, double *b)
 {
     double save[64 * 64];
     int piv[64];
-    if (c > 64)
-        return -1;
+    if (c > 64) { /* no room for the LU fallback */
+        if (linalg_chol(c, A) < 0)
+            return -1;
+        linalg_chol_solve(c, A, b);
+        return 0;
+    }
     memcpy(save, A, (size_t)c * c * sizeof *save);
     if (linalg_chol(c, A) == 0) {
         linalg_chol_solve(c, A, b);

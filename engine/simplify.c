@@ -168,6 +168,8 @@ static expr *expand(struct expander *x, expr *e)
     if (slot && *slot)
         return *slot;
     expr *r = expand_uncached(x, e);
+    if (budget_stopped(x->c->budget)) /* budget: a stopped expansion is not remembered */
+        return r;
     slot = memo_slot(x->c, e); /* the memo may have moved */
     if (slot)
         *slot = r;
