@@ -247,6 +247,33 @@ static int cmp_id(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* t / base, where t is base, base^k or a product with such a factor: the factor is
+ * removed or its exponent lowered, without re-collecting the product. */
+static expr *drop_factor(expr_ctx *c, expr *t, expr *base)
+{
+    if (t == base)
+        return expr_num(c, 1.0);
+    if (t->kind == EXPR_POW)
+        return expr_pow(c, base, expr_num(c, t->args[1]->num - 1));
+    expr *local[17], **a = t->nargs < 16 ? local : malloc((t->nargs + 1) * sizeof *a);
+    if (!a)
+        return expr_div(c, t, base);
+    int m = 0;
+    for (int j = 0; j < t->nargs; j++) {
+        expr *x = t->args[j];
+        if (x == base)
+            continue;
+        if (x->kind == EXPR_POW && x->args[0] == base)
+            x = expr_pow(c, base, expr_num(c, x->args[1]->num - 1));
+        a[m++] = x;
+    }
+    a[m++] = expr_num(c, t->num);
+    expr *r = expr_product(c, a, m);
+    if (a != local)
+        free(a);
+    return r;
+}
+
 /* sum of terms[0..n) (already factored inside), with the factor that most terms share
  * pulled out, recursively: a*b + a*c + d -> a*(b + c) + d. */
 static expr *horner(struct factorer *f, expr **terms, int n)
@@ -304,7 +331,7 @@ static expr *horner(struct factorer *f, expr **terms, int n)
         for (int j = 0; j < m && !has; j++)
             has = factor_base(t->kind == EXPR_MUL ? t->args[j] : t) == best;
         if (has)
-            with[nw++] = expr_div(c, t, best);
+            with[nw++] = drop_factor(c, t, best);
         else
             without[no++] = t;
     }
