@@ -165,8 +165,9 @@ static expr *expand(struct expander *x, expr *e)
     if (budget_tick(x->c->budget)) /* budget: unwind */
         return x->c->nan;
     expr **slot = memo_slot(x->c, e);
-    if (slot && *slot)
-        return *slot;
+    expr *hit = slot ? *slot : NULL;
+    if (hit)
+        return hit;
     expr *r = expand_uncached(x, e);
     if (budget_stopped(x->c->budget)) /* budget: a stopped expansion is not remembered */
         return r;
