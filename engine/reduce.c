@@ -490,26 +490,38 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
         if (over_budget(c, budget))
             goto over;
     }
-    for (int s = 0; s < k; s++) {
-        for (int i = 0; i < n; i++)
-            terms[i] = expr_mul(c, r->phi[i * n + s], h[i]);
-        r->forcing[s] = simp(c, expr_sum(c, terms, n));
-        for (int s2 = 0; s2 <= s; s2++) {
-            expr **prod = calloc((size_t)n * n + 1, sizeof *prod);
-            if (!prod)
-                goto done;
+    /* MP = M Phi_S first (n x k), then M* = Phi_S^T MP: O(n^2 k + n k^2) products
+     * instead of O(n^2 k^2), each over the nonzeros only */
+    expr **MP = calloc((size_t)n * k + 1, sizeof *MP);
+    if (!MP)
+        goto done;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < k; s++) {
             int t = 0;
-            for (int i = 0; i < n; i++)
-                for (int l = 0; l < n; l++)
-                    if (!expr_is_num(Mq[i * n + l], 0.0))
-                        prod[t++] = expr_product(
-                            c, (expr *[]){r->phi[i * n + s], Mq[i * n + l], r->phi[l * n + s2]}, 3);
-            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, prod, t));
-            free(prod);
+            for (int l = 0; l < n; l++)
+                if (!expr_is_num(Mq[i * n + l], 0.0) && !expr_is_num(r->phi[l * n + s], 0.0))
+                    terms[t++] = expr_mul(c, Mq[i * n + l], r->phi[l * n + s]);
+            MP[i * k + s] = simp(c, expr_sum(c, terms, t));
         }
-        if (over_budget(c, budget))
+    for (int s = 0; s < k; s++) {
+        int t = 0;
+        for (int i = 0; i < n; i++)
+            if (!expr_is_num(r->phi[i * n + s], 0.0))
+                terms[t++] = expr_mul(c, r->phi[i * n + s], h[i]);
+        r->forcing[s] = simp(c, expr_sum(c, terms, t));
+        for (int s2 = 0; s2 <= s; s2++) {
+            t = 0;
+            for (int i = 0; i < n; i++)
+                if (!expr_is_num(r->phi[i * n + s], 0.0) && !expr_is_num(MP[i * k + s2], 0.0))
+                    terms[t++] = expr_mul(c, r->phi[i * n + s], MP[i * k + s2]);
+            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, terms, t));
+        }
+        if (over_budget(c, budget)) {
+            free(MP);
             goto over;
+        }
     }
+    free(MP);
     rc = 0;
     goto done;
 over:
