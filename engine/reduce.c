@@ -14,7 +14,7 @@
  * zeros are decided numerically whatever the form (expr_is_zero). */
 #define REDUCE_MAX_TERMS 64
 #define REDUCE_EXPAND_TREE 400
-#define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
+#define REDUCE_MAX_SECONDS 0.3 /* CPU seconds; past them the reduction gives up: numeric Phi */
 #define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 
 static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
@@ -75,10 +75,13 @@ static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j)
     return (i + j) % 2 ? expr_neg(c, d) : d;
 }
 
+/* The thread's CPU time: whether a model reduces symbolically should not depend on
+ * how loaded the machine is (the wall-clock deadline of the compile budget, budget.h,
+ * bounds the elapsed time). */
 static double seconds(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
