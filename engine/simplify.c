@@ -1,4 +1,5 @@
-/* simplify.c — expansion into a sum of monomials with trigonometric normalisation.
+/* simplify.c — expansion into a sum of monomials with trigonometric normalisation;
+ * the tree size of an expression; factoring of sums before tapes are built.
  *
  * expr_expand distributes products over sums and multiplies out positive integer
  * powers of sums (up to the 12th), rewrites cos(x)^k (2 <= k <= 12) as
@@ -7,7 +8,13 @@
  * of the same argument then have one form, so identities such as
  * sin^2 + cos^2 = 1 cancel, and mechanical expressions (mass matrices, forcing terms)
  * shrink to what a person would write. A sub-expression whose expansion would exceed
- * max_terms terms is left as it is (still correct, only larger).
+ * max_terms terms is left as it is (still correct, only larger). Expansions are kept
+ * in the context per node (for one max_terms), so overlapping expressions cost once.
+ *
+ * expr_tree_size counts what a tree walk of an expression would visit (memoised per
+ * node, so linear in the DAG): callers expand or print only what is small as a tree.
+ * expr_factor_sums pulls the factor most terms of a sum share out of it, recursively
+ * (a greedy multivariate Horner scheme), so that tapes need fewer multiplications.
  */
 #include "expr.h"
 #include "expr_internal.h"
