@@ -33,7 +33,7 @@
     X(NUMERIC, 422, "numerical-failure", "The equations could not be evaluated")                             \
     X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")                          \
     X(GONE, 410, "gone", "The result is no longer kept")                                                     \
-    X(UNAVAILABLE, 503, "unavailable", "The service is shutting down")                                       \
+    X(UNAVAILABLE, 503, "unavailable", "The service is unavailable")                                         \
     X(NOT_IMPLEMENTED, 501, "not-implemented", "Not implemented")                                            \
     X(INTERNAL, 500, "internal", "Internal error")                                                           \
     X(BAD_HTTP, 400, "bad-http", "The request is not well-formed HTTP")

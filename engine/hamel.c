@@ -14,14 +14,18 @@
 
 struct hamel_sparse {
     int nblocks;
-    int *start;             /* [nblocks+1]: positions of each block in row[], col[] */
-    int *row, *col;         /* [n]: the rows in block order and their matched columns */
-    int *lu_off;            /* [nblocks]: offset of each block's LU in the packed factors */
-    int lu_len;             /* doubles of packed factors */
-    int *off_ptr, *off_col; /* [n+1], [..]: columns of earlier blocks in the row at each position */
-    int *m_ptr, *m_col;     /* [n+1], [..]: M's nonzeros, row by row (symmetric, both halves) */
-    int *m_at;              /* [..]: where each is in tape_dyn's packed upper triangle */
-    int *reach_ptr, *reach; /* [k+1], [..]: the blocks column r of Phi_S can be nonzero in */
+    int *start;                  /* [nblocks+1]: positions of each block in row[], col[] */
+    int *row, *col;              /* [n]: the rows in block order and their matched columns */
+    int *lu_off;                 /* [nblocks]: offset of each block's LU in the packed factors */
+    int lu_len;                  /* doubles of packed factors */
+    int *off_ptr, *off_col;      /* [n+1], [..]: columns of earlier blocks in the row at each position */
+    int *m_ptr, *m_col;          /* [n+1], [..]: M's nonzeros, row by row (symmetric, both halves) */
+    int *m_at;                   /* [..]: where each is in tape_dyn's packed upper triangle */
+    int *reach_ptr, *reach;      /* [k+1], [..]: the blocks column r of Phi_S can be nonzero in */
+    int nms, *ms_r, *ms_s;       /* the entries (r, s), s <= r, of M* that can be nonzero */
+    int nmc, *mc_start, *mc_idx; /* M*'s pattern's connected components: their speeds */
+    int *xs_ptr, *xs_idx;        /* [k+1], [..]: rows where column r of Phi_S can be nonzero */
+    int *mxs_ptr, *mxs_idx;      /* [k+1], [..]: ... and column r of M Phi_S */
 };
 
 void hamel_sparse_free(struct hamel_sparse *sp)
@@ -39,6 +43,14 @@ void hamel_sparse_free(struct hamel_sparse *sp)
     free(sp->m_at);
     free(sp->reach_ptr);
     free(sp->reach);
+    free(sp->ms_r);
+    free(sp->ms_s);
+    free(sp->mc_start);
+    free(sp->mc_idx);
+    free(sp->xs_ptr);
+    free(sp->xs_idx);
+    free(sp->mxs_ptr);
+    free(sp->mxs_idx);
     free(sp);
 }
 
@@ -47,6 +59,88 @@ static int output_nonzero(const tape *t, int o)
 {
     const tape_ins *ins = &t->ins[t->outputs[o]];
     return !(ins->op == TAPE_CONST && ins->c == 0.0);
+}
+
+static int find_root(int *parent, int a)
+{
+    while (parent[a] != a)
+        a = parent[a] = parent[parent[a]];
+    return a;
+}
+
+/* Which entries of M* = Phi_S^T M Phi_S can be nonzero (column r of Phi_S lives in
+ * the blocks reach[r] reaches, M's pattern spreads it), and the connected components
+ * of that pattern, solved one by one. */
+static int mass_pattern(struct hamel_sparse *sp, int n, int k)
+{
+    unsigned char *sx = calloc((size_t)k * n + 1, 1), *smx = calloc((size_t)k * n + 1, 1);
+    int *parent = calloc(k + 1, sizeof *parent);
+    sp->ms_r = calloc((size_t)k * (k + 1) / 2 + 1, sizeof *sp->ms_r);
+    sp->ms_s = calloc((size_t)k * (k + 1) / 2 + 1, sizeof *sp->ms_s);
+    sp->mc_start = calloc(k + 2, sizeof *sp->mc_start);
+    sp->mc_idx = calloc(k + 1, sizeof *sp->mc_idx);
+    sp->xs_ptr = calloc(k + 1, sizeof *sp->xs_ptr);
+    sp->xs_idx = calloc((size_t)k * n + 1, sizeof *sp->xs_idx);
+    sp->mxs_ptr = calloc(k + 1, sizeof *sp->mxs_ptr);
+    sp->mxs_idx = calloc((size_t)k * n + 1, sizeof *sp->mxs_idx);
+    int rc = -1;
+    if (!sx || !smx || !parent || !sp->ms_r || !sp->ms_s || !sp->mc_start || !sp->mc_idx || !sp->xs_ptr ||
+        !sp->xs_idx || !sp->mxs_ptr || !sp->mxs_idx)
+        goto done;
+    for (int r = 0; r < k; r++) {
+        unsigned char *x = sx + (size_t)r * n, *mx = smx + (size_t)r * n;
+        for (int j = sp->reach_ptr[r]; j < sp->reach_ptr[r + 1]; j++) {
+            int b = sp->reach[j];
+            for (int q = sp->start[b]; q < sp->start[b + 1]; q++)
+                x[sp->col[q]] = 1;
+        }
+        for (int l = 0; l < n; l++)
+            if (x[l])
+                for (int j = sp->m_ptr[l]; j < sp->m_ptr[l + 1]; j++)
+                    mx[sp->m_col[j]] = 1;
+        parent[r] = r;
+    }
+    int nx = 0, nmx = 0;
+    for (int r = 0; r < k; r++) {
+        sp->xs_ptr[r] = nx;
+        sp->mxs_ptr[r] = nmx;
+        for (int i = 0; i < n; i++) {
+            if (sx[(size_t)r * n + i])
+                sp->xs_idx[nx++] = i;
+            if (smx[(size_t)r * n + i])
+                sp->mxs_idx[nmx++] = i;
+        }
+    }
+    sp->xs_ptr[k] = nx;
+    sp->mxs_ptr[k] = nmx;
+    for (int r = 0; r < k; r++)
+        for (int s2 = 0; s2 <= r; s2++) {
+            const unsigned char *x = sx + (size_t)r * n, *mx = smx + (size_t)s2 * n;
+            int meet = 0;
+            for (int i = 0; i < n && !meet; i++)
+                meet = x[i] && mx[i];
+            if (!meet && s2 != r)
+                continue;
+            sp->ms_r[sp->nms] = r;
+            sp->ms_s[sp->nms++] = s2;
+            parent[find_root(parent, r)] = find_root(parent, s2);
+        }
+    int t = 0;
+    for (int root = 0; root < k; root++) {
+        if (find_root(parent, root) != root)
+            continue;
+        sp->mc_start[sp->nmc++] = t;
+        for (int r = 0; r < k; r++)
+            if (find_root(parent, r) == root)
+                sp->mc_idx[t++] = r;
+    }
+    sp->mc_start[sp->nmc] = t;
+    rc = 0;
+done:
+    free(sx);
+    free(smx);
+    free(parent);
+    return rc;
 }
 
 static struct hamel_sparse *sparse_new(const struct engine_model *m)
@@ -145,6 +239,8 @@ static struct hamel_sparse *sparse_new(const struct engine_model *m)
     }
     sp->reach_ptr[k] = t;
     free(hit);
+    if (mass_pattern(sp, n, k) < 0)
+        goto fail;
     free(nz);
     free(block);
     free(col_of);
@@ -173,6 +269,7 @@ struct hamel_ws {
     double *a, *h, *vec;
     double *MX;                /* M Phi_S, column r at MX + r*n */
     double *Ms;                /* [k*k] */
+    double *Mfull;             /* [k*k] M* (sparse path: entries that can be nonzero) */
     double *F;                 /* [k] */
     double *Phi;               /* full inverse, column l at Phi + l*n */
     double *phit;              /* Phi_t [n] */
@@ -196,7 +293,6 @@ struct hamel_ws {
     double *blu;         /* Psi's diagonal blocks, LU-factored (sparse) */
     int *bpiv;           /* [n] their pivots */
     double *tmp;         /* [n] */
-    int *xnz, *xnz_n;    /* [k*n], [k]: the nonzero rows of each column of Phi_S */
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
@@ -217,6 +313,7 @@ void hamel_ws_free(hamel_ws *w)
     free(w->vec);
     free(w->MX);
     free(w->Ms);
+    free(w->Mfull);
     free(w->F);
     free(w->Phi);
     free(w->phit);
@@ -242,8 +339,6 @@ void hamel_ws_free(hamel_ws *w)
     free(w->blu);
     free(w->bpiv);
     free(w->tmp);
-    free(w->xnz);
-    free(w->xnz_n);
     free(w);
 }
 
@@ -276,6 +371,7 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->vec = calloc(n, sizeof *w->vec);
     w->MX = calloc((size_t)n * k, sizeof *w->MX);
     w->Ms = calloc((size_t)k * k, sizeof *w->Ms);
+    w->Mfull = calloc((size_t)k * k, sizeof *w->Mfull);
     w->F = calloc(k, sizeof *w->F);
     w->Phi = calloc(nn, sizeof *w->Phi);
     w->phit = calloc(n, sizeof *w->phit);
@@ -300,13 +396,11 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->blu = calloc(m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
     w->bpiv = calloc(n, sizeof *w->bpiv);
     w->tmp = calloc(n, sizeof *w->tmp);
-    w->xnz = calloc((size_t)n * k + 1, sizeof *w->xnz);
-    w->xnz_n = calloc(k + 1, sizeof *w->xnz_n);
-    if (!w->sel || !w->guess || !w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows ||
-        !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->xnz || !w->xnz_n || !w->minv_row ||
-        !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu ||
-        !w->piv || !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F ||
-        !w->Phi || !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
+    if (!w->sel || !w->guess || !w->Mfull || !w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows ||
+        !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->minv_row || !w->minv_col || !w->minv_val ||
+        !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
+        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
+        !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
@@ -462,6 +556,29 @@ int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, doubl
 
 /* Solves Ms u' = F in place in F: Cholesky (Ms is symmetric positive definite for a
  * positive definite T), LU if rounding or an indefinite T defeats it. Ms is full. */
+/* Solves the symmetric c x c system A x = b in place in b (A overwritten):
+ * Cholesky, or LU when rounding or an indefinite T defeats it. */
+static int solve_spd(int c, double *A, double *b)
+{
+    double save[64 * 64];
+    int piv[64];
+    if (c > 64) { /* no room for the LU fallback */
+        if (linalg_chol(c, A) < 0)
+            return -1;
+        linalg_chol_solve(c, A, b);
+        return 0;
+    }
+    memcpy(save, A, (size_t)c * c * sizeof *save);
+    if (linalg_chol(c, A) == 0) {
+        linalg_chol_solve(c, A, b);
+        return 0;
+    }
+    if (linalg_lu(c, save, piv) < 0)
+        return -1;
+    linalg_lu_solve(c, save, piv, b);
+    return 0;
+}
+
 static int solve_mass(hamel_ws *w, int k)
 {
     double save[64 * 64];
@@ -668,12 +785,10 @@ static int rhs_sparse(hamel_ws *w, double t, const double *y, double *dydt)
     for (int r = 0; r < k; r++) {
         double *x = w->X + (size_t)r * n, *mx = w->MX + (size_t)r * n;
         sparse_column(w, r, x);
-        int *nzr = w->xnz + (size_t)r * n, cnt = 0;
-        for (int i = 0; i < n; i++)
-            if (x[i] != 0.0)
-                nzr[cnt++] = i;
-        w->xnz_n[r] = cnt;
-        memset(mx, 0, n * sizeof *mx);
+        const int *nzr = sp->xs_idx + sp->xs_ptr[r];
+        int cnt = sp->xs_ptr[r + 1] - sp->xs_ptr[r];
+        for (int c = sp->mxs_ptr[r]; c < sp->mxs_ptr[r + 1]; c++)
+            mx[sp->mxs_idx[c]] = 0.0;
         double f = 0.0;
         for (int c = 0; c < cnt; c++) {
             int l = nzr[c];
@@ -683,17 +798,30 @@ static int rhs_sparse(hamel_ws *w, double t, const double *y, double *dydt)
                 mx[sp->m_col[j]] += up[sp->m_at[j]] * xl;
         }
         w->F[r] = f;
-        for (int s2 = 0; s2 <= r; s2++) {
-            const double *ms = w->MX + (size_t)s2 * n;
-            double v = 0.0;
-            for (int c = 0; c < cnt; c++)
-                v += x[nzr[c]] * ms[nzr[c]];
-            w->Ms[r * k + s2] = w->Ms[s2 * k + r] = v;
-        }
     }
-    if (solve_mass(w, k) < 0)
-        return GSL_EBADFUNC;
-    memcpy(ud, w->F, k * sizeof *ud);
+    /* M* where it can be nonzero, then one dense solve per connected component */
+    for (int e = 0; e < sp->nms; e++) {
+        int r = sp->ms_r[e], s2 = sp->ms_s[e];
+        const double *x = w->X + (size_t)r * n, *ms = w->MX + (size_t)s2 * n;
+        const int *nzr = sp->xs_idx + sp->xs_ptr[r];
+        double v = 0.0;
+        for (int c = 0; c < sp->xs_ptr[r + 1] - sp->xs_ptr[r]; c++)
+            v += x[nzr[c]] * ms[nzr[c]];
+        w->Mfull[r * k + s2] = w->Mfull[s2 * k + r] = v;
+    }
+    for (int cpt = 0; cpt < sp->nmc; cpt++) {
+        const int *idx = sp->mc_idx + sp->mc_start[cpt];
+        int c = sp->mc_start[cpt + 1] - sp->mc_start[cpt];
+        for (int a = 0; a < c; a++) {
+            for (int b2 = 0; b2 < c; b2++)
+                w->Ms[a * c + b2] = w->Mfull[idx[a] * k + idx[b2]];
+            w->tmp[a] = w->F[idx[a]];
+        }
+        if (solve_spd(c, w->Ms, w->tmp) < 0)
+            return GSL_EBADFUNC;
+        for (int a = 0; a < c; a++)
+            ud[idx[a]] = w->tmp[a];
+    }
     return GSL_SUCCESS;
 }
 

@@ -491,7 +491,7 @@ int jit_compile_many(tape **ts, int n)
     if (!b.p)
         return JIT_E_NOMEM;
     jit__prelude(&b);
-    char names[16][8];
+    char names[16][16];
     const char *np[16];
     for (int i = 0; i < m && !b.err; i++) {
         snprintf(names[i], sizeof names[i], "f%d", i);

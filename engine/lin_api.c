@@ -207,7 +207,8 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
                        const char *prefix, lin_state *st, json_t **problem)
 {
     char path[160];
-    int n = m->n, k = m->k, all_linear = m->nlin == m->nc, before = *problem != NULL;
+    /* speeds: every constraint linear, or nonlinear ones in the reduced form */
+    int n = m->n, k = m->k, all_linear = m->nlin == m->nc || m->nl_reduced, before = *problem != NULL;
     int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
     st->t = 0.0;
     st->from_speeds = 0;
@@ -313,7 +314,23 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
 
     /* Consistency, as for a simulation's initial state. */
     if (st->from_speeds) {
-        if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
+        int found = !m->nl_reduced;
+        /* nonlinear constraints: Newton from q' of growing size along a fixed direction
+         * (zero velocities can make df/dq' vanish), as a simulation's initial state */
+        double scale = 1.0, g[256];
+        for (int r = 0; r < k; r++)
+            scale = fmax(scale, fabs(st->u[r]));
+        for (int attempt = 0; !found && attempt < 6 && n <= 256; attempt++) {
+            for (int i = 0; i < n; i++)
+                g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
+            hamel_ws_set_guess(hw, g);
+            found = hamel_qdot(hw, st->t, st->q, st->u, st->qd) == 0;
+        }
+        if (m->nl_reduced && !found) {
+            snprintf(path, sizeof path, "%sspeeds", prefix);
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
+        } else if (!m->nl_reduced && hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
             snprintf(path, sizeof path, "%sq", prefix);
             bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
@@ -338,6 +355,7 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
     if (*problem || !all_linear)
         return;
     hamel_speeds(hw, st->t, st->q, st->qd, st->u);
+    hamel_ws_set_guess(hw, st->qd);
     double *check = calloc(n, sizeof *check);
     if (check && hamel_qdot(hw, st->t, st->q, st->u, check) < 0) {
         snprintf(path, sizeof path, "%sq", prefix);
@@ -535,10 +553,21 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
             if (ok)
                 json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
         } else {
+            /* nonlinear constraints: q'' and the multipliers from the multipliers
+             * formulation's KKT system at (q, q'); in the reduced form also the speeds
+             * and their derivatives from the integrated right-hand side on (q, u) */
             memcpy(y, s->q, n * sizeof *y);
             memcpy(y + n, s->qd, n * sizeof *y);
             ok = mult_rhs(s->t, y, dy, mw) == 0 && mult_lambda(mw, s->t, y, lam) == 0;
             memcpy(qdd, dy + n, n * sizeof *qdd);
+            if (ok && m->nl_reduced) {
+                memcpy(y + n, s->u, k * sizeof *y);
+                hamel_ws_set_guess(hw, s->qd);
+                ok = hamel_rhs(s->t, y, dy, hw) == 0;
+                json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+                if (ok)
+                    json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+            }
             json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
         }
         if (!ok) {
@@ -558,7 +587,7 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
         json_array_append_new(arr, o);
     }
     *result = json_pack("{s:s, s:s, s:O}", "model_id", m->id, "formulation",
-                        all_linear ? "hamel" : "multipliers", "states", arr);
+                        all_linear || m->nl_reduced ? "hamel" : "multipliers", "states", arr);
 done:
     json_decref(arr);
     hamel_ws_free(hw);
@@ -693,8 +722,15 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                  double *B, double *ft)
 {
+    return lin__jacobian(m, params, t, q, u, inputs, n_inputs, numeric, f, A, B, ft,
+                         (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m)));
+}
+
+int lin__jacobian(const struct engine_model *m, const double *params, double t, const double *q,
+                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
+                  double *B, double *ft, int chunk)
+{
     int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
-    int chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
     if (chunk < 1)
         chunk = 1;
     if (chunk > nd)
@@ -815,7 +851,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
     }
-    if (m->nlin != m->nc) {
+    if (m->nlin != m->nc && !(m->nl_reduced && m->tape_fast)) {
         *problem = hamel_problem_new(HAMEL_E_FORMULATION,
                                      "linearization needs constraints linear in the velocities (the state "
                                      "is then q and the independent speeds)");

@@ -54,7 +54,10 @@ static int tape_size(const tape *t, int outputs) { return t ? (outputs ? t->n_ou
 
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
 {
-    if (m->nlin != m->nc || nd_max < 1)
+    /* nonlinear constraints: only in the reduced form with explicit kinematics (the
+     * reduced tape gives q', M*, F on (q, u, t); nonlin.h) */
+    int nl_ok = m->nl_reduced && m->tape_fast && !numeric;
+    if ((m->nlin != m->nc && !nl_ok) || nd_max < 1)
         return NULL;
     lin_ws *w = calloc(1, sizeof *w);
     if (!w)

@@ -18,7 +18,8 @@ typedef struct lin_ws lin_ws;
 /* A workspace for evaluations of m with parameter values params[np] (copied), for up
  * to nd_max tangent directions per call. numeric != 0 ignores the reduced tape (for
  * cross-checks). Returns NULL when out of memory or when the model has nonlinear
- * constraints (the state is then (q, q'): see mult.h). Caller frees. */
+ * constraints, unless they are in the reduced form with explicit kinematics (a reduced
+ * tape; then numeric must be 0). Caller frees. */
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric);
 
 /* Frees a workspace. Accepts NULL. */
@@ -40,6 +41,12 @@ int lin_rhs_tangent(lin_ws *w, double t, const double *q, const double *u, const
 int lin_jacobian(const struct engine_model *m, const double *params, double t, const double *q,
                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                  double *B, double *ft);
+
+/* Internal, for tests: lin_jacobian with at most `chunk` tangent directions per pass
+ * (lin_jacobian takes as many as fit in its slot-memory cap). */
+int lin__jacobian(const struct engine_model *m, const double *params, double t, const double *q,
+                  const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
+                  double *B, double *ft, int chunk);
 
 /* The eigenvalues of the N x N row-major matrix A (gsl_eigen_nonsymmv), sorted by real
  * part descending, then imaginary part descending, into re[N], im[N]. Returns 0, or

@@ -14,7 +14,7 @@
  * zeros are decided numerically whatever the form (expr_is_zero). */
 #define REDUCE_MAX_TERMS 64
 #define REDUCE_EXPAND_TREE 400
-#define REDUCE_MAX_SECONDS 0.3 /* past this the reduction gives up: numeric Phi instead */
+#define REDUCE_MAX_SECONDS 0.3 /* CPU seconds; past them the reduction gives up: numeric Phi */
 #define REDUCE_MAX_ADJUGATE 4  /* largest expression block inverted through its adjugate */
 
 static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j);
@@ -75,10 +75,13 @@ static expr *cofactor(expr_ctx *c, expr **S, int s, int i, int j)
     return (i + j) % 2 ? expr_neg(c, d) : d;
 }
 
+/* The thread's CPU time: whether a model reduces symbolically should not depend on
+ * how loaded the machine is (the wall-clock deadline of the compile budget, budget.h,
+ * bounds the elapsed time). */
 static double seconds(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -493,26 +496,38 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
         if (over_budget(c, budget))
             goto over;
     }
-    for (int s = 0; s < k; s++) {
-        for (int i = 0; i < n; i++)
-            terms[i] = expr_mul(c, r->phi[i * n + s], h[i]);
-        r->forcing[s] = simp(c, expr_sum(c, terms, n));
-        for (int s2 = 0; s2 <= s; s2++) {
-            expr **prod = calloc((size_t)n * n + 1, sizeof *prod);
-            if (!prod)
-                goto done;
+    /* MP = M Phi_S first (n x k), then M* = Phi_S^T MP: O(n^2 k + n k^2) products
+     * instead of O(n^2 k^2), each over the nonzeros only */
+    expr **MP = calloc((size_t)n * k + 1, sizeof *MP);
+    if (!MP)
+        goto done;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < k; s++) {
             int t = 0;
-            for (int i = 0; i < n; i++)
-                for (int l = 0; l < n; l++)
-                    if (!expr_is_num(Mq[i * n + l], 0.0))
-                        prod[t++] = expr_product(
-                            c, (expr *[]){r->phi[i * n + s], Mq[i * n + l], r->phi[l * n + s2]}, 3);
-            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, prod, t));
-            free(prod);
+            for (int l = 0; l < n; l++)
+                if (!expr_is_num(Mq[i * n + l], 0.0) && !expr_is_num(r->phi[l * n + s], 0.0))
+                    terms[t++] = expr_mul(c, Mq[i * n + l], r->phi[l * n + s]);
+            MP[i * k + s] = simp(c, expr_sum(c, terms, t));
         }
-        if (over_budget(c, budget))
+    for (int s = 0; s < k; s++) {
+        int t = 0;
+        for (int i = 0; i < n; i++)
+            if (!expr_is_num(r->phi[i * n + s], 0.0))
+                terms[t++] = expr_mul(c, r->phi[i * n + s], h[i]);
+        r->forcing[s] = simp(c, expr_sum(c, terms, t));
+        for (int s2 = 0; s2 <= s; s2++) {
+            t = 0;
+            for (int i = 0; i < n; i++)
+                if (!expr_is_num(r->phi[i * n + s], 0.0) && !expr_is_num(MP[i * k + s2], 0.0))
+                    terms[t++] = expr_mul(c, r->phi[i * n + s], MP[i * k + s2]);
+            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, terms, t));
+        }
+        if (over_budget(c, budget)) {
+            free(MP);
             goto over;
+        }
     }
+    free(MP);
     rc = 0;
     goto done;
 over:

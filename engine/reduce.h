@@ -1,18 +1,22 @@
 /* reduce.h — the equations of motion reduced symbolically to the independent speeds.
  *
- * Phi = Psi^-1 is found by Gauss–Jordan elimination on expressions, taking nonzero
- * numeric pivots first. What remains after them is a block whose pivots are
- * expressions; when that block is at most 1 x 1 its pivot is, up to constants,
- * det Psi, so it vanishes only where Psi is singular and the symbolic Phi is as
- * accurate as a numeric inverse everywhere: the reduction is then "exact" and the
- * integrator may use it. With a larger block a symbolic pivot can vanish where Psi
- * is regular (the knife edge's cos(phi) at phi = pi/2), so the integrator keeps the
- * numeric LU; the expressions are still shown to people (equations.c).
+ * Phi = Psi^-1 is found by Gauss–Jordan elimination on expressions, block by block in
+ * the block-triangular order of Psi's sparsity pattern (reduce_block_triangular).
+ * Within a block, nonzero numeric pivots come first, then the adjugate of what is
+ * left (at most 4 x 4), else expression pivots. A block's pivots multiply to its own
+ * determinant, a factor of det Psi: with at most one expression pivot (or adjugate)
+ * per block, every division is by something that vanishes only where Psi is
+ * singular, so the symbolic Phi is as accurate as a numeric inverse everywhere: the
+ * reduction is then "exact" and the integrator may use it. Otherwise a symbolic pivot
+ * can vanish where Psi is regular (the knife edge's cos(phi) at phi = pi/2), so the
+ * integrator keeps the numeric LU; the expressions are still shown to people
+ * (equations.c).
  *
  * From Phi: the kinematics q' = Phi_S u + Phi_t, the mass matrix
- * M*_rs = sum_il Phi_ir M_il Phi_ls and the forcing
+ * M* = Phi_S^T (M Phi_S) and the forcing
  * F_r = sum_i Phi_ir (Q - dV/dq + dT/dq - D(dT/dq') + M Phi b)_i, everything on the
- * kinematics and expanded (simplify.c), so that M*(q, t) u' = F(q, u, t).
+ * kinematics, so that M*(q, t) u' = F(q, u, t). Expressions of at most 400 tree nodes
+ * are expanded (simplify.c); larger ones stay shared DAGs.
  */
 #ifndef HAMEL_REDUCE_H
 #define HAMEL_REDUCE_H

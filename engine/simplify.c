@@ -1,4 +1,5 @@
-/* simplify.c — expansion into a sum of monomials with trigonometric normalisation.
+/* simplify.c — expansion into a sum of monomials with trigonometric normalisation;
+ * the tree size of an expression; factoring of sums before tapes are built.
  *
  * expr_expand distributes products over sums and multiplies out positive integer
  * powers of sums (up to the 12th), rewrites cos(x)^k (2 <= k <= 12) as
@@ -7,7 +8,13 @@
  * of the same argument then have one form, so identities such as
  * sin^2 + cos^2 = 1 cancel, and mechanical expressions (mass matrices, forcing terms)
  * shrink to what a person would write. A sub-expression whose expansion would exceed
- * max_terms terms is left as it is (still correct, only larger).
+ * max_terms terms is left as it is (still correct, only larger). Expansions are kept
+ * in the context per node (for one max_terms), so overlapping expressions cost once.
+ *
+ * expr_tree_size counts what a tree walk of an expression would visit (memoised per
+ * node, so linear in the DAG): callers expand or print only what is small as a tree.
+ * expr_factor_sums pulls the factor most terms of a sum share out of it, recursively
+ * (a greedy multivariate Horner scheme), so that tapes need fewer multiplications.
  */
 #include "expr.h"
 #include "expr_internal.h"
@@ -165,9 +172,12 @@ static expr *expand(struct expander *x, expr *e)
     if (budget_tick(x->c->budget)) /* budget: unwind */
         return x->c->nan;
     expr **slot = memo_slot(x->c, e);
-    if (slot && *slot)
-        return *slot;
+    expr *hit = slot ? *slot : NULL;
+    if (hit)
+        return hit;
     expr *r = expand_uncached(x, e);
+    if (budget_stopped(x->c->budget)) /* budget: a stopped expansion is not remembered */
+        return r;
     slot = memo_slot(x->c, e); /* the memo may have moved */
     if (slot)
         *slot = r;
@@ -245,6 +255,33 @@ static int cmp_id(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* t / base, where t is base, base^k or a product with such a factor: the factor is
+ * removed or its exponent lowered, without re-collecting the product. */
+static expr *drop_factor(expr_ctx *c, expr *t, expr *base)
+{
+    if (t == base)
+        return expr_num(c, 1.0);
+    if (t->kind == EXPR_POW)
+        return expr_pow(c, base, expr_num(c, t->args[1]->num - 1));
+    expr *local[17], **a = t->nargs < 16 ? local : malloc((t->nargs + 1) * sizeof *a);
+    if (!a)
+        return expr_div(c, t, base);
+    int m = 0;
+    for (int j = 0; j < t->nargs; j++) {
+        expr *x = t->args[j];
+        if (x == base)
+            continue;
+        if (x->kind == EXPR_POW && x->args[0] == base)
+            x = expr_pow(c, base, expr_num(c, x->args[1]->num - 1));
+        a[m++] = x;
+    }
+    a[m++] = expr_num(c, t->num);
+    expr *r = expr_product(c, a, m);
+    if (a != local)
+        free(a);
+    return r;
+}
+
 /* sum of terms[0..n) (already factored inside), with the factor that most terms share
  * pulled out, recursively: a*b + a*c + d -> a*(b + c) + d. */
 static expr *horner(struct factorer *f, expr **terms, int n)
@@ -302,7 +339,7 @@ static expr *horner(struct factorer *f, expr **terms, int n)
         for (int j = 0; j < m && !has; j++)
             has = factor_base(t->kind == EXPR_MUL ? t->args[j] : t) == best;
         if (has)
-            with[nw++] = expr_div(c, t, best);
+            with[nw++] = drop_factor(c, t, best);
         else
             without[no++] = t;
     }

@@ -13,15 +13,17 @@
 #   (bench/whipple_check.c);
 #   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
 #   2 s default compile deadline and a second of grace).
-# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 15 s; a
+# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 10 s; a
 # hostile model BENCH_ANSWER_SECONDS + 2), so a slow compile reports "> timeout"
-# instead of hanging; the larger sizes of a family whose model timed out are skipped.
+# instead of hanging. (Larger sizes are not skipped after a timeout: on landed main
+# car-trailers-9 and -10 compile in 0.3-0.6 s while -8 takes 9-20 s.)
 # The SymPy C takes about 2 minutes to generate the first time (car-trailers-10: 30-60
 # s), then comes from the cache.
 #
 # Environment: BENCH_MODEL_TIMEOUT, BENCH_ANSWER_SECONDS, BENCH_SCALE_ONLY (a regular
 # expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C).
-# Exit status 1 when a target is missed or the two right-hand sides disagree.
+# Exit status 1 when the two right-hand sides disagree (or a program fails), and, with
+# BENCH_STRICT=1, when a target is missed (as the other benchmarks of `make bench`).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
@@ -29,7 +31,7 @@ build=build/bench
 prog=$build/bench-bench_scale
 models=$build/models
 symdir=$build/sympy
-timeout_s=${BENCH_MODEL_TIMEOUT:-15}
+timeout_s=${BENCH_MODEL_TIMEOUT:-10}
 answer_s=${BENCH_ANSWER_SECONDS:-3}
 only=${BENCH_SCALE_ONLY:-.}
 mkdir -p "$models" "$symdir"
@@ -74,9 +76,10 @@ sympy_so() {
 }
 
 status=0
+missed=0
 "$prog" --header
-run_family() { # family name, then "size:options" entries in increasing size
-  local family=$1 timed_out="" entry size opts case so label
+run_family() { # family name, then "size:options" entries
+  local family=$1 entry size opts case so label
   shift
   for entry in "$@"; do
     size=${entry%%:*}
@@ -85,10 +88,6 @@ run_family() { # family name, then "size:options" entries in increasing size
     label=$family${size:+-$size}
     [[ $label =~ $only ]] || continue
     case=$models/$label.json
-    if [ -n "$timed_out" ]; then
-      printf '%-22s %s\n' "$label" "> ${timeout_s} s (skipped: $timed_out timed out)"
-      continue
-    fi
     local args=()
     # shellcheck disable=SC2206
     [ -n "$opts" ] && args=($opts)
@@ -99,12 +98,12 @@ run_family() { # family name, then "size:options" entries in increasing size
     rc=$?
     if [ $rc = 124 ]; then
       local miss=""
-      [ -n "$opts" ] && miss="  [MISSED: $opts]"
+      [ -n "$opts" ] && miss="  [MISSED: $opts]" && missed=1
       printf '%-22s %s%s\n' "$label" "> ${timeout_s} s timeout (compile did not finish)" "$miss"
-      timed_out=$label
-      status=1
+    elif [ $rc = 1 ]; then
+      missed=1
     elif [ $rc != 0 ]; then
-      status=1
+      status=1 # disagreeing right-hand sides, a SymPy C that does not load, bad input
     fi
   done
 }
@@ -120,7 +119,8 @@ if [[ whipple-check =~ $only ]]; then
     if [ "$rc" = 124 ]; then
       echo "  whipple check: > ${timeout_s} s timeout (the model did not compile in time)"
     fi
-    [ "$rc" = 0 ] || status=1
+    [ "$rc" = 0 ] || [ "$rc" = 124 ] || status=1 # a mismatch, not a slow compile
+    [ "$rc" = 124 ] && missed=1
   else
     echo "  whipple check: bench/whipple_check.c does not build (see $build/build-scale.log)"
     status=1
@@ -130,4 +130,8 @@ fi
 for h in hostile-product-400 hostile-chain-25 hostile-chain-30 hostile-params-100000; do
   timeout_s=$((${answer_s%.*} + 2)) run_family "$h" ":--answer-target $answer_s"
 done
+if [ $missed = 1 ]; then
+  echo "(targets of issue 8 missed above; BENCH_STRICT=1 makes that an error)"
+  [ "${BENCH_STRICT:-0}" = 1 ] && status=1
+fi
 exit $status

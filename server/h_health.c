@@ -15,6 +15,9 @@ enum MHD_Result http__health(http_conn *c)
 enum MHD_Result http__readyz(http_conn *c)
 {
     http_server *s = c->srv;
+    if (!jobs_reachable(s->d.jobs))
+        return http__error(c, HAMEL_E_UNAVAILABLE,
+                           "the shared store and queue (HAMEL_REDIS) cannot be reached");
     if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
         return http__json(c, 200, json_pack("{s:s}", "status", "ready"));
     return http__error(c, HAMEL_E_UNAVAILABLE, "not accepting work");

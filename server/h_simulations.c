@@ -203,7 +203,15 @@ static enum MHD_Result http__stored_job(http_conn *c)
     if (rc != 0)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
     enum MHD_Result ret;
-    if (c->method == HTTP_DELETE) {
+    char *cancelled = NULL;
+    int crc = c->method == HTTP_DELETE && strcmp(sj.status, "cancelled") != 0
+                  ? jobs_cancel_stored(c->srv->d.jobs, c->id, &sj, &cancelled)
+                  : HAMEL_E_CONFLICT;
+    if (c->method == HTTP_DELETE && crc == 0) { /* queued or running on another instance */
+        ret = http__json(c, 200, json_loads(cancelled, 0, NULL));
+    } else if (c->method == HTTP_DELETE && crc == HAMEL_E_UNAVAILABLE) {
+        ret = http__error(c, crc, "the store cannot be reached; try again");
+    } else if (c->method == HTTP_DELETE) {
         ret = !strcmp(sj.status, "cancelled")
                   ? http__json(c, 200, sj.doc ? json_loads(sj.doc, 0, NULL) : NULL)
                   : http__error(c, HAMEL_E_CONFLICT, "the job has already finished");
@@ -238,6 +246,7 @@ static enum MHD_Result http__stored_job(http_conn *c)
             c, 200,
             json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status, "model_id", sj.model_id));
     }
+    free(cancelled);
     store_job_clear(&sj);
     return ret;
 }

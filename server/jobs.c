@@ -36,6 +36,9 @@
 #define JOBS_REFRESH_SECONDS 0.5            /* remote records with waiters read again */
 #define JOBS_REFRESH_MAX 64                 /* ... at most this many per round */
 #define JOBS_MODEL_CACHE ((size_t)64 << 20) /* models of other instances' jobs */
+/* A remote record the store has not known for this many leases after it was submitted
+ * was lost. */
+#define JOBS_LOST_LEASES 4
 
 struct job {
     char id[JOB_ID_LEN + 1];
@@ -147,6 +150,20 @@ static void jobs__table_add(jobs *p, job *j)
     p->table[b] = j;
     j->refs++;
     p->kept++;
+}
+
+/* Takes a record that is not finished out of the table again (its submission failed
+ * after it was added). Caller holds p->lock and another reference. */
+static void jobs__table_remove_locked(jobs *p, job *j)
+{
+    job **pp = &p->table[jobs__hash(j->id) & (p->nbuckets - 1)];
+    while (*pp && *pp != j)
+        pp = &(*pp)->hash_next;
+    if (*pp)
+        *pp = j->hash_next;
+    j->hash_next = NULL;
+    p->kept--;
+    j->refs--;
 }
 
 /* Caller holds p->lock. */
@@ -444,8 +461,31 @@ static void jobs__refresh(jobs *p, job *j)
     if (!look)
         return;
     store_job sj;
-    if (store_get_job(p->st, id, &sj) != 0)
+    int got = store_get_job(p->st, id, &sj);
+    if (got < 0)
         return;
+    if (got == 1) {
+        /* Its record was written before it was queued: a record long missing was lost
+         * (Redis restarted without its data, or the TTL passed). */
+        if (jobs__wall() - j->created < JOBS_LOST_LEASES * p->cfg.redis->lease)
+            return;
+        blob *doc = jobs__failure_doc(
+            j, JOB_FAILED,
+            hamel_problem_new(HAMEL_E_INTERNAL, "the shared store (HAMEL_REDIS) no longer knows this job"));
+        job_waiter *fired = NULL;
+        job *dead = NULL;
+        pthread_mutex_lock(&p->lock);
+        if (doc && !jobs__terminal(j->state) && !j->local_run) {
+            jobs__finish_locked(p, j, JOB_FAILED, doc, hamel_error_status(HAMEL_E_INTERNAL), &fired);
+            doc = NULL;
+            jobs__evict_locked(p, &dead);
+        }
+        pthread_mutex_unlock(&p->lock);
+        blob_release(doc);
+        jobs__fire(fired);
+        jobs__destroy_all(dead);
+        return;
+    }
     blob *body = NULL;
     job_state s = JOB_DONE;
     int status = 200, running = 0;
@@ -548,9 +588,15 @@ static job *jobs__task_job(jobs *p, const redis_task *t)
     j->local_run = 1;
     atomic_init(&j->ctl.cancel, 0);
     atomic_init(&j->ctl.progress, 0.0);
-    j->model = cache_get(p->models, t->model_id);
     json_t *problem = NULL;
-    if (!j->model) {
+    if (t->deliveries >= REDIS_MAX_DELIVERIES) {
+        char why[160];
+        snprintf(why, sizeof why, "%d instances stopped while running this job; it is not run again",
+                 t->deliveries - 1);
+        problem = hamel_problem_new(HAMEL_E_INTERNAL, why);
+    }
+    j->model = problem ? NULL : cache_get(p->models, t->model_id);
+    if (!j->model && !problem) {
         json_error_t err;
         json_t *spec = json_loads(t->model, 0, &err);
         int rc = spec ? engine_model_compile(spec, &p->cfg.limits, &j->model, &problem) : HAMEL_E_BAD_JSON;
@@ -904,20 +950,27 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
         store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);
 
     job *dead = NULL;
-    if (p->shared) { /* into the stream; the record stays here, marked remote */
+    if (p->shared) {
+        /* Into the stream; the record stays here, marked remote. It is in the table
+         * before the entry is in the stream, so a worker here that takes the entry at
+         * once finds it (and runs it) instead of building a second record. */
         char *text = json_dumps(j->request, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        pthread_mutex_lock(&p->lock);
+        j->remote = 1;
+        jobs__table_add(p, j);
+        pthread_mutex_unlock(&p->lock);
         rc = text ? redis_queue_push(p->shared, j->id, j->model_id, j->key, engine_model_canonical(m), text,
                                      j->created)
                   : HAMEL_E_INTERNAL;
         free(text);
+        pthread_mutex_lock(&p->lock);
         if (rc == 0) {
-            pthread_mutex_lock(&p->lock);
-            j->remote = 1;
-            jobs__table_add(p, j);
             j->refs++; /* the caller's */
             jobs__evict_locked(p, &dead);
-            pthread_mutex_unlock(&p->lock);
+        } else {
+            jobs__table_remove_locked(p, j);
         }
+        pthread_mutex_unlock(&p->lock);
     }
     pthread_mutex_lock(&p->lock);
     if (p->shared) {
@@ -1018,6 +1071,33 @@ static int jobs__cancel(jobs *p, job *j, int announce)
     return rc;
 }
 
+int jobs_cancel_stored(jobs *p, const char *id, const store_job *sj, char **doc)
+{
+    *doc = NULL;
+    if (!p->shared || !p->st)
+        return HAMEL_E_CONFLICT;
+    if (strcmp(sj->status, "queued") != 0 && strcmp(sj->status, "running") != 0)
+        return HAMEL_E_CONFLICT;
+    job tmp;
+    memset(&tmp, 0, sizeof tmp);
+    snprintf(tmp.id, sizeof tmp.id, "%.*s", JOB_ID_LEN, id);
+    snprintf(tmp.model_id, sizeof tmp.model_id, "%s", sj->model_id ? sj->model_id : "");
+    snprintf(tmp.key, sizeof tmp.key, "%s", sj->key ? sj->key : "");
+    tmp.created = sj->created;
+    atomic_init(&tmp.ctl.progress, 0.0);
+    blob *b =
+        jobs__failure_doc(&tmp, JOB_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, "cancelled by request"));
+    if (!b)
+        return HAMEL_E_INTERNAL;
+    int rc = store_put_job(p->st, tmp.id, "cancelled", tmp.model_id, tmp.key, b->data, tmp.created);
+    if (rc == 0)
+        rc = redis_queue_publish(p->shared, "cancel", tmp.id);
+    if (rc == 0)
+        *doc = strdup(b->data);
+    blob_release(b);
+    return rc == 0 ? 0 : HAMEL_E_UNAVAILABLE;
+}
+
 int jobs_wait(jobs *p, job *j, job_waiter *w)
 {
     pthread_mutex_lock(&p->lock);
@@ -1045,7 +1125,13 @@ void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, siz
     *running = p->running;
     *kept = p->kept;
     pthread_mutex_unlock(&p->lock);
+    if (p->shared) {
+        long n = redis_queue_length(p->shared);
+        *queued = n > 0 ? (size_t)n : 0;
+    }
 }
+
+int jobs_reachable(jobs *p) { return !p->shared || redis_queue_length(p->shared) >= 0; }
 
 int jobs_accepting(jobs *p)
 {

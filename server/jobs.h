@@ -115,15 +115,25 @@ void jobs_view_get(jobs *p, job *j, job_view *v);
  * HAMEL_E_CONFLICT if it had already finished otherwise. */
 int jobs_cancel(jobs *p, job *j);
 
+/* Shared queue: cancels a job this instance holds no record of, known from the store as
+ * `sj` (queued or running on another instance): the store records it cancelled and every
+ * instance is told (the one running it stops it). *doc is the job document (caller
+ * frees). Returns 0, HAMEL_E_CONFLICT if it had finished, or HAMEL_E_UNAVAILABLE. */
+int jobs_cancel_stored(jobs *p, const char *id, const store_job *sj, char **doc);
+
 /* Parks w (filled by the caller: wake, arg, deadline) on job j. Returns 0 when parked
  * (wake will be called exactly once), 1 when the job has already finished or the pool
  * is shutting down (wake will not be called). Borrows both. */
 int jobs_wait(jobs *p, job *j, job_waiter *w);
 
-/* Queue length, queue capacity, running jobs, job records kept in memory. */
+/* Queue length, queue capacity, running jobs, job records kept in memory. With a shared
+ * queue the length and capacity are the stream's (0 while Redis cannot be reached). */
 void jobs_counts(jobs *p, size_t *queued, size_t *capacity, size_t *running, size_t *kept);
 
 /* Whether the pool takes new jobs. */
 int jobs_accepting(jobs *p);
+
+/* Whether the shared queue (HAMEL_REDIS) answers now; 1 without one. */
+int jobs_reachable(jobs *p);
 
 #endif

@@ -90,12 +90,15 @@ static void redis__pool_clear(redis_pool *p)
     pthread_mutex_destroy(&p->mu);
 }
 
-/* A connection: an idle one, or a new one. NULL when Redis cannot be reached. */
-static redisContext *redis__get(redis_pool *p)
+/* A connection: an idle one (*reused set), or a new one. NULL when Redis cannot be
+ * reached. `reused` may be NULL. */
+static redisContext *redis__get_any(redis_pool *p, int *reused)
 {
     pthread_mutex_lock(&p->mu);
     redisContext *c = p->nidle ? p->idle[--p->nidle] : NULL;
     pthread_mutex_unlock(&p->mu);
+    if (reused)
+        *reused = c != NULL;
     if (c)
         return c;
     c = redisConnectWithTimeout(p->host, p->port, p->timeout);
@@ -106,6 +109,22 @@ static redisContext *redis__get(redis_pool *p)
     }
     redisSetTimeout(c, p->timeout);
     return c;
+}
+
+static redisContext *redis__get(redis_pool *p) { return redis__get_any(p, NULL); }
+
+/* Closes every idle connection: after one failed, Redis has likely restarted, and the
+ * others would each fail one request in turn. */
+static void redis__drop_idle(redis_pool *p)
+{
+    redisContext *old[REDIS_POOL_MAX];
+    pthread_mutex_lock(&p->mu);
+    int n = p->nidle;
+    memcpy(old, p->idle, (size_t)n * sizeof old[0]);
+    p->nidle = 0;
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < n; i++)
+        redisFree(old[i]);
 }
 
 /* Gives a connection back; one that failed is closed (the next get connects anew). */
@@ -132,10 +151,24 @@ static void redis__put(redis_pool *p, redisContext *c)
  * (logged). */
 static redisReply *redis__cmd(redis_pool *p, int argc, const char **argv, const size_t *lens)
 {
-    redisContext *c = redis__get(p);
+    int reused = 0;
+    redisContext *c = redis__get_any(p, &reused);
     if (!c)
         return NULL;
     redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    int closed =
+        c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (!r && reused && closed) {
+        /* An idle connection that Redis closed (it restarted): the command never reached
+         * a server that is running, so it is sent once more on a new connection. A timeout
+         * is not retried: the command may have run. */
+        redisFree(c);
+        redis__drop_idle(p);
+        c = redis__get(p);
+        if (!c)
+            return NULL;
+        r = redisCommandArgv(c, argc, argv, lens);
+    }
     redis__put(p, c);
     if (r && r->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "hamel-server: redis: %s: %s\n", argv[0], r->str);
@@ -447,8 +480,24 @@ static void redis__running_set(redis_queue *q, const char *entry, int on)
     pthread_mutex_unlock(&q->mu);
 }
 
-/* Renews the leases of the running entries every lease/3: XCLAIM to ourselves with
- * min-idle 0 resets their idle time, so XAUTOCLAIM elsewhere leaves them alone. */
+/* Renews the leases of the entries still pending on this consumer: XCLAIM to ourselves
+ * with min-idle 0 resets their idle time. An entry another consumer has taken over
+ * meanwhile (this process stalled past its lease) is left to it, and so is one whose
+ * stream is gone (Redis lost its data: pcall, no error). KEYS[1] the stream;
+ * ARGV[1] the group, ARGV[2] this consumer, ARGV[3...] the entries. */
+static const char redis__renew_lua[] =
+    "local n = 0\n"
+    "for i = 3, #ARGV do\n"
+    "  local p = redis.pcall('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)\n"
+    "  if p[1] and p[1][2] == ARGV[2] then\n"
+    "    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')\n"
+    "    n = n + 1\n"
+    "  end\n"
+    "end\n"
+    "return n\n";
+
+/* Renews the leases of the running entries every lease/3 (redis__renew_lua), so
+ * XAUTOCLAIM elsewhere leaves them alone. */
 static void *redis__renew(void *arg)
 {
     redis_queue *q = arg;
@@ -469,14 +518,14 @@ static void *redis__renew(void *arg)
         pthread_mutex_unlock(&q->mu);
         if (n > 0) {
             int argc = 0;
-            argv[argc++] = "XCLAIM";
+            argv[argc++] = "EVAL";
+            argv[argc++] = redis__renew_lua;
+            argv[argc++] = "1";
             argv[argc++] = REDIS_STREAM;
             argv[argc++] = REDIS_GROUP;
             argv[argc++] = q->consumer;
-            argv[argc++] = "0";
             for (int i = 0; i < n; i++)
                 argv[argc++] = ids[i];
-            argv[argc++] = "JUSTID";
             freeReplyObject(redis__cmd(&q->pool, argc, argv, NULL));
         }
         pthread_mutex_lock(&q->mu);
@@ -681,6 +730,14 @@ int redis_queue_take(redis_queue *q, double block, redis_task *t)
     int got = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 ? redis__first(q, r->element[1], t) : 1;
     freeReplyObject(r);
     if (got == 0) {
+        /* How many instances it has gone through: one that makes every instance die
+         * would otherwise go round all of them. */
+        r = REDIS_CMD(&q->pool, "XPENDING", REDIS_STREAM, REDIS_GROUP, t->entry, t->entry, "1");
+        if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+            r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 4 &&
+            r->element[0]->element[3]->type == REDIS_REPLY_INTEGER)
+            t->deliveries = (int)r->element[0]->element[3]->integer;
+        freeReplyObject(r);
         fprintf(stderr, "hamel-server: job %s: taken over from an instance that stopped renewing it\n",
                 t->id);
         redis__running_set(q, t->entry, 1);

@@ -28,7 +28,8 @@
 
 #include "store.h"
 
-#define REDIS_ID_MAX 64 /* a stream entry id */
+#define REDIS_ID_MAX 64        /* a stream entry id */
+#define REDIS_MAX_DELIVERIES 3 /* a job handed out this often fails instead of running again */
 
 typedef struct redis_queue redis_queue;
 
@@ -56,6 +57,7 @@ typedef struct redis_task {
     char *model;
     char *request;
     double created;
+    int deliveries; /* taken over: how many times it has been handed out (else 0) */
 } redis_task;
 
 /* Called by the subscriber thread for each event, with no lock held. */

@@ -117,10 +117,10 @@ def lu_solve(A, b):
     n = A.rows
     y = [None] * n
     for i in range(n):
-        y[i] = pb[i] - sum((L[i, j] * y[j] for j in range(i) if L[i, j] != 0), sm.Integer(0))
+        y[i] = pb[i] - sm.Add(*[L[i, j] * y[j] for j in range(i) if L[i, j] != 0])
     x = [None] * n
     for i in reversed(range(n)):
-        x[i] = (y[i] - sum((U[i, j] * x[j] for j in range(i + 1, n) if U[i, j] != 0), sm.Integer(0))) / U[i, i]
+        x[i] = (y[i] - sm.Add(*[U[i, j] * x[j] for j in range(i + 1, n) if U[i, j] != 0])) / U[i, i]
     return x
 
 
@@ -158,8 +158,7 @@ def derive(model):
     # a_j = sum_l d(qd_j)/dq_l qd_l (qd as symbols)
     a = []
     for j in range(n):
-        a.append(sum((sm.diff(qd_expr[j], q[l]) * qd[l] for l in range(n) if qd_expr[j].has(q[l])),
-                     sm.Integer(0)))
+        a.append(sm.Add(*[sm.diff(qd_expr[j], q[l]) * qd[l] for l in range(n) if qd_expr[j].has(q[l])]))
     T = parse(model["kinetic_energy"])
     V = parse(model.get("potential_energy", "0"))
     Q = [sm.Integer(0)] * n
@@ -173,20 +172,15 @@ def derive(model):
             if p[i].has(qd[j]):
                 M[(i, j)] = sm.diff(p[i], qd[j])
         r = Q[i] - sm.diff(V, q[i]) + sm.diff(T, q[i])
-        r -= sum((sm.diff(p[i], q[l]) * qd[l] for l in range(n) if p[i].has(q[l])), sm.Integer(0))
+        r -= sm.Add(*[sm.diff(p[i], q[l]) * qd[l] for l in range(n) if p[i].has(q[l])])
         rest.append(r)
-    gen = [rest[i] - sum((M[(i, j)] * a[j] for j in range(n) if (i, j) in M), sm.Integer(0))
-           for i in range(n)]
+    gen = [rest[i] - sm.Add(*[M[(i, j)] * a[j] for j in range(n) if (i, j) in M]) for i in range(n)]
     cols = {r: [(j, e) for (j, rr), e in phi_s.items() if rr == r] for r in range(k)}
-    Fs = [sum((e * gen[j] for j, e in cols[r]), sm.Integer(0)) for r in range(k)]
+    Fs = [sm.Add(*[e * gen[j] for j, e in cols[r]]) for r in range(k)]
     Ms = {}
     for r in range(k):
         for s in range(r, k):
-            acc = sm.Integer(0)
-            for i, ei in cols[r]:
-                for j, ej in cols[s]:
-                    if (i, j) in M:
-                        acc += ei * M[(i, j)] * ej
+            acc = sm.Add(*[ei * M[(i, j)] * ej for i, ei in cols[r] for j, ej in cols[s] if (i, j) in M])
             if acc != 0:
                 Ms[(r, s)] = Ms[(s, r)] = acc
     return q, qd, u, qd_expr, Ms, Fs

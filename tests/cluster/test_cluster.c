@@ -6,12 +6,15 @@
  * and nginx running docker/nginx.conf — the file compose ships — with the upstream
  * addresses and the listen port replaced (after `nginx -t` accepts it). Checked:
  * a result computed through one instance is a cache hit through another and any
- * instance answers for any job; kill -9 of the instance running a long job, and the job
- * is taken over after its lease and finishes elsewhere with the result a standalone
- * server computes; 1,000 jobs through nginx with none lost and none run twice (the
+ * instance answers for any job; a job running longer than its lease stays with its
+ * instance (which renews the lease), and after kill -9 of that instance it is taken over
+ * and finishes elsewhere with the result a standalone server computes; a job cancelled
+ * through any instance stops where it runs; 1,000 jobs through nginx with none lost and none run twice (the
  * instances' hamel_jobs_total{outcome="done"} sum to 1,000); Redis stopped under load
- * answers a clear 503 (unavailable, Retry-After) and, once Redis is back, the same
- * servers accept and finish jobs again; a batch posted to one instance runs on several.
+ * answers a clear 503 (unavailable, Retry-After; /readyz too) and, once Redis is back, the same
+ * servers accept and finish jobs again; a batch posted to one instance runs on several;
+ * after Redis loses its data (FLUSHALL) a job that waited in the stream fails saying so,
+ * the running one finishes and new ones run; results in Redis keep their bounds.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
  * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
@@ -38,10 +41,10 @@
 #include "tests/server/harness.h"
 
 #define CLUSTER_N 3
-#define CLUSTER_LEASE "2"         /* HAMEL_REDIS_LEASE, seconds */
-#define CLUSTER_JOBS 1000         /* the lost-and-duplicated test */
-#define CLUSTER_THREADS 8         /* clients submitting them */
-#define CLUSTER_LONG_T_END 3000.0 /* rolling disk: a few seconds of integration */
+#define CLUSTER_LEASE "2"          /* HAMEL_REDIS_LEASE, seconds */
+#define CLUSTER_JOBS 1000          /* the lost-and-duplicated test */
+#define CLUSTER_THREADS 8          /* clients submitting them */
+#define CLUSTER_LONG_T_END 12000.0 /* rolling disk: about 4.5 s of integration here */
 #define CLUSTER_WAIT_SECONDS 30.0
 
 typedef struct proc {
@@ -116,6 +119,23 @@ static void wait_port(int port, const char *what)
     cr_assert_fail("%s did not listen on port %d (logs in %s)", what, port, dir);
 }
 
+/* Whether Redis at 127.0.0.1:port answers PING with PONG (it accepts connections while
+ * it is still loading its append-only file, and answers LOADING then). */
+static int redis_ready(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[64] = "";
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6 && recv(fd, buf, sizeof buf - 1, 0) > 0 &&
+             !strncmp(buf, "+PONG", 5);
+    close(fd);
+    return ok;
+}
+
 static void redis_start(void)
 {
     char port[16];
@@ -123,7 +143,10 @@ static void redis_start(void)
     char *const argv[] = {"redis-server", "--port", port,           "--bind", "127.0.0.1",   "--dir", dir,
                           "--save",       "",       "--appendonly", "yes",    "--daemonize", "no",    NULL};
     redis.pid = spawn(argv, "redis.log");
-    wait_port(redis.port, "redis-server");
+    for (int i = 0; i < 500 && !redis_ready(redis.port); i++)
+        harness_nap(10);
+    cr_assert(redis_ready(redis.port), "redis-server did not answer PING on port %d (logs in %s)", redis.port,
+              dir);
 }
 
 /* Stops redis-server with SIGTERM (it writes its append-only file) and reaps it. */
@@ -390,7 +413,17 @@ Test(cluster, a_job_whose_instance_dies_is_finished_by_another)
         harness_nap(10);
     }
     cr_assert(victim >= 0, "no instance ran the job");
-    harness_nap(300); /* well into the run */
+    /* Longer than the lease: the running instance renews it, nobody takes the job. */
+    harness_nap(2600);
+    for (int i = 0; i < CLUSTER_N; i++) {
+        char cmd[PATH_MAX + 128];
+        snprintf(cmd, sizeof cmd, "grep -q 'job %s: taken over' '%s'", id, srv[i].log);
+        cr_assert(system(cmd) != 0, "instance %d took the job over from a live instance", i);
+    }
+    harness_resp still = call(&srv[victim], "GET", "/metrics", NULL);
+    double running = harness_metric(&still, "hamel_jobs_running");
+    harness_resp_free(&still);
+    cr_assert_eq(running, 1, "instance %d still runs it (hamel_jobs_running %g)", victim, running);
     kill(srv[victim].pid, SIGKILL);
     waitpid(srv[victim].pid, NULL, 0);
     srv[victim].pid = 0;
@@ -417,6 +450,81 @@ Test(cluster, a_job_whose_instance_dies_is_finished_by_another)
     harness_resp_free(&want);
     json_decref(req);
     harness_stop(&alone);
+}
+
+/* The instance whose hamel_jobs_running is at least 1 (waiting up to 5 s), or -1. */
+static int running_on(void)
+{
+    for (int k = 0; k < 500; k++) {
+        for (int i = 0; i < CLUSTER_N; i++) {
+            if (srv[i].pid <= 0)
+                continue;
+            harness_resp r = call(&srv[i], "GET", "/metrics", NULL);
+            double v = harness_metric(&r, "hamel_jobs_running");
+            harness_resp_free(&r);
+            if (v >= 1)
+                return i;
+        }
+        harness_nap(10);
+    }
+    return -1;
+}
+
+Test(cluster, a_job_cancelled_through_any_instance_stops_where_it_runs)
+{
+    json_t *req = rolling_request(CLUSTER_LONG_T_END * 30, 2);
+    harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", str(sub.json, "job_id"));
+    harness_resp_free(&sub);
+    int runner = running_on();
+    cr_assert(runner >= 0, "no instance ran the job");
+    int other = runner == 2 ? 1 : 2; /* neither the runner nor the submitter (0), if possible */
+    harness_resp del = call(&srv[other], "DELETE", path, NULL);
+    cr_assert_eq(del.status, 200, "DELETE through instance %d: %ld %s", other, del.status, del.body);
+    cr_assert_str_eq(str(del.json, "status"), "cancelled");
+    harness_resp_free(&del);
+    double t0 = harness_now();
+    for (;;) {
+        harness_resp r = call(&srv[runner], "GET", "/metrics", NULL);
+        double v = harness_metric(&r, "hamel_jobs_running");
+        harness_resp_free(&r);
+        if (v == 0)
+            break;
+        cr_assert(harness_now() - t0 < 5.0, "instance %d still runs the cancelled job", runner);
+        harness_nap(20);
+    }
+    for (int i = 0; i < CLUSTER_N; i++) {
+        harness_resp r = wait_job(&srv[i], path + strlen("/v1/jobs/"), 5.0);
+        cr_assert_str_eq(str(r.json, "status"), "cancelled", "instance %d: %.200s", i, r.body);
+        harness_resp_free(&r);
+    }
+    json_decref(req);
+}
+
+Test(cluster, a_job_that_outlives_its_instances_twice_fails_instead_of_running_again)
+{
+    json_t *req = rolling_request(CLUSTER_LONG_T_END, 2);
+    harness_resp sub = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(sub.status, 202, "%ld %s", sub.status, sub.body);
+    char id[64];
+    snprintf(id, sizeof id, "%s", str(sub.json, "job_id"));
+    harness_resp_free(&sub);
+    for (int k = 0; k < 2; k++) { /* the instance running it dies, twice */
+        int victim = running_on();
+        cr_assert(victim >= 0, "round %d: no instance ran the job", k);
+        kill(srv[victim].pid, SIGKILL);
+        waitpid(srv[victim].pid, NULL, 0);
+        srv[victim].pid = 0;
+    }
+    harness_resp r = wait_job(&front, id, CLUSTER_WAIT_SECONDS);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    cr_assert_str_eq(str(r.json, "status"), "failed", "%.300s", r.body);
+    const char *detail = str(json_object_get(r.json, "problem"), "detail");
+    cr_assert(detail && strstr(detail, "2 instances stopped"), "the problem says why: %s", detail);
+    harness_resp_free(&r);
+    json_decref(req);
 }
 
 /* ---- 1,000 jobs --------------------------------------------------------------------- */
@@ -560,10 +668,17 @@ Test(cluster, a_redis_restart_is_a_clear_503_then_recovery)
     harness_nap(1000);
     double down = harness_now();
     redis_stop();
-    harness_nap(1500);
+    harness_nap(700);
+    harness_resp ready = call(&srv[1], "GET", "/readyz", NULL);
+    cr_assert_eq(ready.status, 503, "/readyz while Redis is down: %ld %s", ready.status, ready.body);
+    harness_resp_free(&ready);
+    harness_nap(800);
     redis_start();
     double up = harness_now();
     harness_nap(3000);
+    ready = call(&srv[1], "GET", "/readyz", NULL);
+    cr_assert_eq(ready.status, 200, "/readyz once Redis is back: %ld %s", ready.status, ready.body);
+    harness_resp_free(&ready);
     atomic_store(&l.stop, 1);
     pthread_join(th, NULL);
 
@@ -602,6 +717,15 @@ Test(cluster, a_redis_restart_is_a_clear_503_then_recovery)
         cr_assert_str_eq(str(r.json, "status"), "done", "job %d: %.300s", i, r.body);
         harness_resp_free(&r);
     }
+    /* A restart while nothing is asked: the first request after it is served (the idle
+     * connections from before the restart are not each worth a 503). */
+    redis_stop();
+    redis_start();
+    json_t *req = rolling_request(0.2, 3);
+    harness_resp r = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(r.status, 200, "the first request after a quiet restart: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    json_decref(req);
 }
 
 Test(cluster, a_batch_through_one_instance_runs_on_every_instance)
@@ -631,4 +755,101 @@ Test(cluster, a_batch_through_one_instance_runs_on_every_instance)
     cr_assert(busy >= 2, "the batch's runs went to %d instance(s); more than one expected", busy);
     harness_resp_free(&r);
     json_decref(body);
+}
+
+Test(cluster, shared_results_keep_their_byte_and_time_bounds)
+{
+    /* Two instances with small bounds replace the three (the runner's settings apply). */
+    for (int i = 0; i < CLUSTER_N; i++)
+        harness_stop(&srv[i]);
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url, "HAMEL_STORE_BYTES=40000", "HAMEL_REDIS_TTL=4", "HAMEL_ACCESS_LOG=0",
+                               NULL};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(harness_start(&srv[i], env), 0);
+    enum { N = 30 };
+    char ids[N][64];
+    double t0 = harness_now();
+    for (int i = 0; i < N; i++) {
+        json_t *req = rolling_request(1.0 + 1e-3 * i, 20);
+        harness_resp r = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+        cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+        snprintf(ids[i], sizeof ids[i], "%s", str(r.json, "job_id"));
+        harness_resp_free(&r);
+        json_decref(req);
+    }
+    double t_last = harness_now();
+    fprintf(stderr, "cluster: %d results written in %.2f s\n", N, t_last - t0);
+    /* A third instance holds none of these jobs in memory: it answers from Redis. */
+    cr_assert_eq(harness_start(&srv[2], env), 0);
+    harness_resp m = call(&srv[2], "GET", "/metrics", NULL);
+    double bytes = harness_metric(&m, "hamel_store_result_bytes");
+    harness_resp_free(&m);
+    cr_assert(bytes > 0 && bytes <= 40000, "results in Redis: %.0f bytes, the bound is 40000", bytes);
+    /* The oldest result was dropped: its job is gone; the newest is there. */
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[0]);
+    harness_resp r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 410, "the oldest job: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[N - 1]);
+    r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 200, "the newest job: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+    /* After HAMEL_REDIS_TTL the records themselves expire. */
+    while (harness_now() < t_last + 5.0)
+        harness_nap(100);
+    r = call(&srv[2], "GET", path, NULL);
+    cr_assert_eq(r.status, 404, "after the TTL: %ld %.200s", r.status, r.body);
+    harness_resp_free(&r);
+}
+
+/* Sends one inline command to Redis (FLUSHALL, ...) and returns whether it answered +OK. */
+static int redis_say(const char *cmd)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)redis.port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    char line[128], buf[64] = "";
+    snprintf(line, sizeof line, "%s\r\n", cmd);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line) &&
+             recv(fd, buf, sizeof buf - 1, 0) > 0 && !strncmp(buf, "+OK", 3);
+    close(fd);
+    return ok;
+}
+
+Test(cluster, jobs_lost_with_the_redis_data_fail_and_new_ones_run)
+{
+    /* One instance with one worker, so a second job waits in the stream. */
+    for (int i = 0; i < CLUSTER_N; i++)
+        harness_stop(&srv[i]);
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url, "HAMEL_WORKERS=1", "HAMEL_REDIS_LEASE=0.5", "HAMEL_ACCESS_LOG=0", NULL};
+    cr_assert_eq(harness_start(&srv[0], env), 0);
+    json_t *req = rolling_request(CLUSTER_LONG_T_END / 3, 2); /* about 1.5 s */
+    harness_resp a = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert_eq(running_on(), 0, "the first job runs");
+    json_object_set_new(req, "t_end", json_real(1.0));
+    harness_resp b = call(&srv[0], "POST", "/v1/simulations", req);
+    cr_assert(a.status == 202 && b.status == 202);
+    cr_assert(redis_say("FLUSHALL"), "FLUSHALL");
+    /* The waiting job went with the data: it fails, saying so, after four leases. */
+    harness_resp rb = wait_job(&srv[0], str(b.json, "job_id"), CLUSTER_WAIT_SECONDS);
+    cr_assert_str_eq(str(rb.json, "status"), "failed", "%.300s", rb.body);
+    const char *detail = str(json_object_get(rb.json, "problem"), "detail");
+    cr_assert(detail && strstr(detail, "no longer knows"), "%s", detail);
+    /* The running one finishes, and new jobs run (the stream and group are made again). */
+    harness_resp ra = wait_job(&srv[0], str(a.json, "job_id"), CLUSTER_WAIT_SECONDS);
+    cr_assert_str_eq(str(ra.json, "status"), "done", "%.300s", ra.body);
+    harness_resp c = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(c.status, 200, "a new job after the data was lost: %ld %.300s", c.status, c.body);
+    harness_resp_free(&a);
+    harness_resp_free(&b);
+    harness_resp_free(&ra);
+    harness_resp_free(&rb);
+    harness_resp_free(&c);
+    json_decref(req);
 }

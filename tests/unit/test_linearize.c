@@ -300,6 +300,34 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
     engine_model_release(m);
 }
 
+/* Directions in passes of 1, 2, 3 (what a large tape gets) give the same A, B and
+ * df/dt as one pass: bit for bit, each direction is computed the same way. */
+Test(linearize, chunked_directions, .init = setup)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
+    json_t *mj = json_load_file(path, 0, NULL);
+    cr_assert_not_null(mj, "%s", path);
+    engine_model *m = compile_json(json_object_get(mj, "model"));
+    json_decref(mj);
+    int n = m->n, N = n + m->k, inputs[2] = {model_param_index(m, "g"), model_param_index(m, "r")};
+    double y[8] = {0.3, 1.1, 0.2, 0.1, -0.4, 0.7, -0.5, 3.0};
+    double f0[8], A0[64], B0[16], ft0[8], f1[8], A1[64], B1[16], ft1[8];
+    for (int numeric = 0; numeric < 2; numeric++) {
+        cr_assert_eq(
+            lin__jacobian(m, m->param_values, 0.0, y, y + n, inputs, 2, numeric, f0, A0, B0, ft0, 100), 0);
+        for (int chunk = 1; chunk <= 3; chunk++) {
+            cr_assert_eq(
+                lin__jacobian(m, m->param_values, 0.0, y, y + n, inputs, 2, numeric, f1, A1, B1, ft1, chunk),
+                0);
+            cr_assert(!memcmp(A0, A1, sizeof(double) * N * N) && !memcmp(B0, B1, sizeof(double) * N * 2) &&
+                          !memcmp(ft0, ft1, sizeof(double) * N),
+                      "numeric %d, chunk %d: A, B or df/dt differ from one pass", numeric, chunk);
+        }
+    }
+    engine_model_release(m);
+}
+
 /* ---- closed forms ---- */
 
 static const char pendulum[] = "{\"name\": \"pendulum\", \"coordinates\": [\"th\"],"
@@ -980,5 +1008,94 @@ Test(linearize, cartesian_pendulum, .init = setup)
     cr_assert(names_guess, "the problem names the guess");
     json_decref(problem);
     json_decref(req);
+    engine_model_release(m);
+}
+
+/* Appell's example with its nonlinear constraint in the reduced form (speeds x', y'):
+ * evaluate takes speeds, solves q' by Newton, and the speed derivatives of the
+ * integrated equations equal the KKT system's x'', y'' (two formulations) and the
+ * closed form x'' = -a g x'/(v (1 + a^2)), v = |(x', y')| (Appell, Hussain 4.2.13). */
+Test(evaluate, nonlinear_reduced_form, .init = setup)
+{
+    json_error_t err;
+    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
+    cr_assert_not_null(mj, "%s", err.text);
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    engine_model *m = compile_json(mj);
+    json_decref(mj);
+    if (!m->nl_reduced) {
+        engine_model_release(m);
+        cr_skip_test("this engine keeps nonlinear constraints in the multipliers formulation");
+    }
+    json_t *req = loads(
+        "{\"states\": [{\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}}]}");
+    json_t *res = NULL, *problem = NULL;
+    int rc = engine_evaluate(m, req, NULL, &res, &problem);
+    cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+    const json_t *st = json_array_get(json_object_get(res, "states"), 0);
+    double a = 0.3, g = 9.81, v = 5.0;
+    cr_assert(fabs(getd(st, "qdot", "z") - a * v) < 1e-12, "z' = a v: %.17g", getd(st, "qdot", "z"));
+    double xdd = -a * g * 3.0 / (v * (1 + a * a)), ydd = -a * g * 4.0 / (v * (1 + a * a));
+    cr_assert(fabs(getd(st, "speeds_dot", "eta1") - xdd) < 1e-12 &&
+                  fabs(getd(st, "speeds_dot", "eta2") - ydd) < 1e-12,
+              "speeds' (%.17g, %.17g), closed form (%.17g, %.17g)", getd(st, "speeds_dot", "eta1"),
+              getd(st, "speeds_dot", "eta2"), xdd, ydd);
+    cr_assert(fabs(getd(st, "qddot", "x") - xdd) < 1e-12 && fabs(getd(st, "qddot", "y") - ydd) < 1e-12,
+              "KKT q'' (%.17g, %.17g)", getd(st, "qddot", "x"), getd(st, "qddot", "y"));
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* Linearizing Appell's example in the reduced form (explicit kinematics z' = a v): A
+ * against central differences of the integrated right-hand side, and its closed form:
+ * with g_ = a g/(1 + a^2), eta' = -g_ eta/v has eigenvalues 0 (the direction of motion
+ * turns freely) and -g_/v (the speed decays); dz'/deta = a eta/v. */
+Test(linearize, nonlinear_reduced_form, .init = setup)
+{
+    json_error_t err;
+    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
+    cr_assert_not_null(mj, "%s", err.text);
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    engine_model *m = compile_json(mj);
+    json_decref(mj);
+    if (!m->nl_reduced || !m->tape_fast) {
+        engine_model_release(m);
+        cr_skip_test("no explicit reduced form for Appell's example in this engine");
+    }
+    json_t *res = linearize_ok(
+        m,
+        "{\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}, \"steady\": false}");
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0), *A = json_object_get(pt, "A");
+    double a = 0.3, g = 9.81, v = 5.0, gg = a * g / (1 + a * a);
+    double dz1 = json_number_value(json_array_get(json_array_get(A, 2), 3));
+    double d11 = json_number_value(json_array_get(json_array_get(A, 3), 3));
+    cr_assert(fabs(dz1 - a * 3 / v) < 1e-14, "dz'/deta1 %.17g", dz1);
+    cr_assert(fabs(d11 + gg * (1 / v - 9 / (v * v * v))) < 1e-13, "deta1'/deta1 %.17g", d11);
+    cr_assert(fabs(eig(res, 0, 4, "re") + gg / v) < 1e-13, "the speed's decay rate %.17g, closed form %.17g",
+              eig(res, 0, 4, "re"), -gg / v);
+    /* against central differences of hamel_rhs at a generic state */
+    hamel_ws *hw = hamel_ws_new(m, m->param_values);
+    double y[5] = {0.3, -0.2, 1.1, 1.3, -0.7}, f[5], Al[25], yp[5], fp[5], fm[5];
+    cr_assert_eq(lin_jacobian(m, m->param_values, 0.0, y, y + 3, NULL, 0, 0, f, Al, NULL, NULL), 0);
+    for (int j = 0; j < 5; j++) {
+        double h = 1e-5 * (1 + fabs(y[j]));
+        memcpy(yp, y, sizeof y);
+        yp[j] = y[j] + h;
+        hamel_rhs(0.0, yp, fp, hw);
+        yp[j] = y[j] - h;
+        hamel_rhs(0.0, yp, fm, hw);
+        for (int i = 0; i < 5; i++) {
+            double fd = (fp[i] - fm[i]) / (2 * h);
+            cr_assert(fabs(Al[i * 5 + j] - fd) <= 1e-7 * (1 + fabs(fd)), "A[%d][%d] %.17g vs %.17g", i, j,
+                      Al[i * 5 + j], fd);
+        }
+    }
+    hamel_ws_free(hw);
+    json_decref(res);
     engine_model_release(m);
 }

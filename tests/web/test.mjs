@@ -314,6 +314,26 @@ await check("linearization: eigenvalues of the upright rolling disk against its 
   }
 });
 
+await check("linearization without a preset: the initial state as it is (knife edge)", async () => {
+  const p7 = await context.newPage();
+  p7.on("pageerror", (e) => pageErrors.push("knife edge linearize: " + e));
+  try {
+    await p7.goto(`${BASE}/?example=greenwood-5.1-knife-edge-body`);
+    await p7.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(!(await p7.locator("#lin-steady").isChecked()), "without a preset the steadiness check is off");
+    const point = JSON.parse(await p7.locator("#lin-point-editor textarea").inputValue());
+    const init = JSON.parse(await p7.locator("#initial-editor textarea").inputValue());
+    assert(JSON.stringify(point.q) === JSON.stringify(init.q), "the operating point is the initial state");
+    await p7.click('[data-testid="lin-run"]');
+    await p7.locator('[data-testid="plot-eig-re"] svg').waitFor({ state: "visible" });
+    assert(await p7.locator('[data-testid="lin-problem"]').isHidden(), "a problem was shown");
+    const n = Number(await p7.locator("#linearize").getAttribute("data-points"));
+    assert(n === Number(await p7.locator("#lin-n").inputValue()), `${n} points linearized`);
+  } finally {
+    await p7.close();
+  }
+});
+
 await check("bodies: the rolling disk built from a body runs, shows its equations, and stands up above sqrt(g r/3)", async () => {
   const p5 = await context.newPage();
   p5.on("pageerror", (e) => pageErrors.push("bodies: " + e));
