@@ -6,14 +6,13 @@
  * its batch from the moment it is claimed until its completion has been recorded. */
 #include "batch.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "ids.h"
 #include "jsonout.h"
 #include "metrics.h"
 
@@ -89,32 +88,6 @@ struct batches {
 };
 
 /* ---- records ------------------------------------------------------------------------ */
-
-static void batch__make_id(char out[BATCH_ID_LEN + 1])
-{
-    unsigned char r[BATCH_ID_LEN / 2];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n < 0 && errno != EINTR)
-            break;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    if (got < sizeof r) { /* no entropy source: time and address bits */
-        uint64_t x = (uint64_t)(jobs_now() * 1e9) ^ (uint64_t)(uintptr_t)out;
-        for (size_t i = 0; i < sizeof r; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            r[i] = (unsigned char)x;
-        }
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof r; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[BATCH_ID_LEN] = '\0';
-}
 
 /* Frees what a finished batch no longer needs (outside the lock: a model can be heavy). */
 static void batch__drop_inputs(engine_model *m, json_t *base, json_t *partials)
@@ -854,7 +827,7 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         return HAMEL_E_BAD_REQUEST;
     }
 
-    batch__make_id(b->id);
+    ids_random(b->id, BATCH_ID_LEN);
     snprintf(b->model_id, sizeof b->model_id, "%s", engine_model_id(m));
     b->model = engine_model_retain(m);
     b->t0 = jobs_now();

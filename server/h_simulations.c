@@ -14,6 +14,7 @@
 
 #include "blob.h"
 #include "http_conn.h"
+#include "ids.h"
 #include "jsonout.h"
 
 /* The memo key of a body: "s:" and the hex SHA-256 of its bytes. */
@@ -22,7 +23,7 @@ static void http__memo_key(const http_conn *c, char out[CACHE_MAX_KEY + 1])
     unsigned char d[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)c->body, c->len, d);
     memcpy(out, "s:", 2);
-    http__hex(d, sizeof d, out + 2);
+    ids_hex(d, sizeof d, out + 2);
 }
 
 /* Answers a POST /v1/simulations whose exact body was seen before and whose result is

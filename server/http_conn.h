@@ -211,9 +211,6 @@ enum MHD_Result http__static(http_conn *c);
 
 /* ---- resolve.c ---- */
 
-/* The lowercase hex of n bytes into out[2n + 1]. */
-void http__hex(const unsigned char *d, size_t n, char *out);
-
 /* The model with this id from the cache or the store (compiled again from its stored
  * JSON: on the offload pool when http__compile_stored_first ran before, else here).
  * Returns 0 and a new reference, HAMEL_E_NOT_FOUND, or another error + problem. */

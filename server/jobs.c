@@ -13,16 +13,15 @@
  * own leaf locks) and wake callbacks are made without holding it. */
 #include "jobs.h"
 
-#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ids.h"
 #include "jsonout.h"
 #include "metrics.h"
 
@@ -114,32 +113,6 @@ static uint64_t jobs__hash(const char *s)
         h *= 1099511628211ull;
     }
     return h;
-}
-
-static void jobs__make_id(char out[JOB_ID_LEN + 1])
-{
-    unsigned char r[JOB_ID_LEN / 2];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n < 0 && errno != EINTR)
-            break;
-        if (n > 0)
-            got += (size_t)n;
-    }
-    if (got < sizeof r) { /* no entropy source: fall back to time and address bits */
-        uint64_t x = (uint64_t)(jobs_now() * 1e9) ^ (uint64_t)(uintptr_t)out;
-        for (size_t i = 0; i < sizeof r; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            r[i] = (unsigned char)x;
-        }
-    }
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < sizeof r; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[JOB_ID_LEN] = '\0';
 }
 
 /* Caller holds p->lock. */
@@ -674,7 +647,7 @@ static void jobs__consumer(char *out, size_t cap)
 {
     char host[64] = "host", rnd[JOB_ID_LEN + 1];
     gethostname(host, sizeof host - 1);
-    jobs__make_id(rnd);
+    ids_random(rnd, JOB_ID_LEN);
     snprintf(out, cap, "%s-%ld-%.8s", host, (long)getpid(), rnd);
 }
 
@@ -923,7 +896,7 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
     job *j = calloc(1, sizeof *j);
     if (!j)
         return HAMEL_E_INTERNAL;
-    jobs__make_id(j->id);
+    ids_random(j->id, JOB_ID_LEN);
     snprintf(j->model_id, sizeof j->model_id, "%s", engine_model_id(m));
     snprintf(j->key, sizeof j->key, "%s", key);
     j->state = JOB_QUEUED;

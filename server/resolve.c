@@ -14,16 +14,7 @@
 #include <string.h>
 
 #include "http_conn.h"
-
-void http__hex(const unsigned char *d, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
+#include "ids.h"
 
 /* Caches m under "m:<id>" and, given the key of the spec text it came from, points that
  * key at the id in the memo (the model's bytes are charged to the model cache once). */
@@ -150,7 +141,7 @@ static int http__spec_key(http_conn *c, const json_t *spec)
     unsigned char d[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)c->spec_text, strlen(c->spec_text), d);
     snprintf(c->spec_key, sizeof c->spec_key, "b:");
-    http__hex(d, sizeof d, c->spec_key + 2);
+    ids_hex(d, sizeof d, c->spec_key + 2);
     return 0;
 }
 
