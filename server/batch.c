@@ -168,52 +168,10 @@ static void batch__destroy_chain(batch *dead)
 
 /* ---- waiters ------------------------------------------------------------------------ */
 
-static void batch__waiter_unlink_locked(batches *bs, batch_waiter *w)
+/* The list w is on: its batch's stream readers, or the module's long-polls. */
+static batch_waiter **batch__list(batches *bs, batch_waiter *w)
 {
-    batch_waiter **head = w->stream ? &w->b->streams : &bs->waiters;
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        *head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    w->prev = w->next = NULL;
-    w->armed = 0;
-}
-
-static void batch__waiter_link_locked(batch_waiter **head, batch_waiter *w)
-{
-    w->prev = NULL;
-    w->next = *head;
-    if (*head)
-        (*head)->prev = w;
-    *head = w;
-    w->armed = 1;
-}
-
-/* Detaches w onto the chain *fired (through next). Caller holds bs->lock. */
-static void batch__detach_locked(batches *bs, batch_waiter *w, batch_waiter **fired)
-{
-    batch__waiter_unlink_locked(bs, w);
-    w->next = *fired;
-    *fired = w;
-}
-
-/* Detaches every stream reader of b. Caller holds bs->lock. */
-static void batch__detach_streams_locked(batches *bs, batch *b, batch_waiter **fired)
-{
-    while (b->streams)
-        batch__detach_locked(bs, b->streams, fired);
-}
-
-/* Calls each detached waiter's wake; no lock held. */
-static void batch__fire(batch_waiter *w)
-{
-    while (w) {
-        batch_waiter *next = w->next; /* read first: w may be freed by its wake */
-        w->wake(w->arg);
-        w = next;
-    }
+    return w->stream ? &((batch *)w->on)->streams : &bs->waiters;
 }
 
 /* ---- lines -------------------------------------------------------------------------- */
@@ -352,13 +310,7 @@ static void batch__complete_locked(batches *bs, batch *b, batch_waiter **fired)
     b->done = 1;
     b->t1 = jobs_now();
     bs->active--;
-    batch_waiter *w = bs->waiters;
-    while (w) {
-        batch_waiter *n = w->next;
-        if (w->b == b)
-            batch__detach_locked(bs, w, fired);
-        w = n;
-    }
+    waiters_detach_on(&bs->waiters, b, fired);
     metrics_batch(b->cancel ? METRICS_BATCH_CANCELLED : METRICS_BATCH_DONE);
 }
 
@@ -403,7 +355,7 @@ static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, i
         if (b->kept)
             bs->bytes += line->len;
     }
-    batch__detach_streams_locked(bs, b, &fired);
+    waiters_detach_all(&b->streams, &fired);
     if (b->finished == b->count) {
         batch__complete_locked(bs, b, &fired);
         m = b->model;
@@ -417,7 +369,7 @@ static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, i
                       : status == RUN_DONE   ? METRICS_RUN_DONE
                       : status == RUN_FAILED ? METRICS_RUN_FAILED
                                              : METRICS_RUN_CANCELLED);
-    batch__fire(fired);
+    waiters_fire(fired);
     batch__drop_inputs(m, base, partials);
     batch__destroy_chain(dead);
 }
@@ -1007,9 +959,9 @@ int batch_wait(batches *bs, batch *b, batch_waiter *w)
         pthread_mutex_unlock(&bs->lock);
         return 1;
     }
-    w->b = b;
+    w->on = b;
     w->stream = 0;
-    batch__waiter_link_locked(&bs->waiters, w);
+    waiters_add(&bs->waiters, w);
     pthread_cond_signal(&bs->timer);
     pthread_mutex_unlock(&bs->lock);
     return 0;
@@ -1071,9 +1023,9 @@ int batch_stream_park(batches *bs, batch *b, const batch_cursor *cur, batch_wait
         pthread_mutex_unlock(&bs->lock);
         return 1;
     }
-    w->b = b;
+    w->on = b;
     w->stream = 1;
-    batch__waiter_link_locked(&b->streams, w);
+    waiters_add(&b->streams, w);
     pthread_mutex_unlock(&bs->lock);
     return 0;
 }
@@ -1082,7 +1034,7 @@ void batch_unpark(batches *bs, batch_waiter *w)
 {
     pthread_mutex_lock(&bs->lock);
     if (w->armed)
-        batch__waiter_unlink_locked(bs, w);
+        waiters_remove(batch__list(bs, w), w);
     pthread_mutex_unlock(&bs->lock);
 }
 
@@ -1096,15 +1048,9 @@ static void *batch__timer(void *arg)
     while (!bs->exiting) {
         double now = jobs_now(), next = now + BATCH_TIMER_IDLE_SECONDS;
         batch_waiter *fired = NULL;
-        batch_waiter *w = bs->waiters;
-        while (w) {
-            batch_waiter *n = w->next;
-            if (w->deadline > 0 && w->deadline <= now)
-                batch__detach_locked(bs, w, &fired);
-            else if (w->deadline > 0 && w->deadline < next)
-                next = w->deadline;
-            w = n;
-        }
+        double due = waiters_expire(&bs->waiters, now, &fired);
+        if (due > 0 && due < next)
+            next = due;
         batch *retry = NULL;
         for (batch *b = bs->head; b && !retry; b = b->next) {
             if (b->done || b->retry_at <= 0)
@@ -1119,7 +1065,7 @@ static void *batch__timer(void *arg)
         }
         if (fired || retry) {
             pthread_mutex_unlock(&bs->lock);
-            batch__fire(fired);
+            waiters_fire(fired);
             if (retry) {
                 batch__feed(bs, retry);
                 batch_release(bs, retry);
@@ -1186,13 +1132,12 @@ void batches_shutdown(batches *bs)
     batch_waiter *fired = NULL;
     pthread_mutex_lock(&bs->lock);
     bs->exiting = 1;
-    while (bs->waiters)
-        batch__detach_locked(bs, bs->waiters, &fired);
+    waiters_detach_all(&bs->waiters, &fired);
     for (batch *b = bs->head; b; b = b->next)
-        batch__detach_streams_locked(bs, b, &fired);
+        waiters_detach_all(&b->streams, &fired);
     pthread_cond_broadcast(&bs->timer);
     pthread_mutex_unlock(&bs->lock);
-    batch__fire(fired);
+    waiters_fire(fired);
     if (bs->timer_started) {
         pthread_join(bs->timer_thread, NULL);
         bs->timer_started = 0;

@@ -50,16 +50,10 @@ typedef struct batches_config {
     engine_limits limits;
 } batches_config;
 
-/* A parked long-poll or stream; owned by the caller, which keeps it alive until woken
- * (or until batch_unpark). `deadline` (monotonic seconds, jobs_now) of 0 means none. */
-typedef struct batch_waiter {
-    void (*wake)(void *arg);
-    void *arg;
-    double deadline;
-    batch *b; /* private */
-    struct batch_waiter *prev, *next;
-    int armed, stream;
-} batch_waiter;
+/* A parked long-poll or stream (waiters.h); owned by the caller, which keeps it alive
+ * until woken (or until batch_unpark). `deadline` (monotonic seconds, jobs_now) of 0
+ * means none. */
+typedef waiter batch_waiter;
 
 /* A reader's position in a batch's completion order. Start zeroed. */
 typedef struct batch_cursor {

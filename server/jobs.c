@@ -210,32 +210,7 @@ static void jobs__finish_locked(jobs *p, job *j, job_state s, blob *body, int pr
     else
         p->fin_head = j;
     p->fin_tail = j;
-    job_waiter *w = p->waiters;
-    while (w) {
-        job_waiter *next = w->next;
-        if (w->job == j) {
-            if (w->prev)
-                w->prev->next = w->next;
-            else
-                p->waiters = w->next;
-            if (w->next)
-                w->next->prev = w->prev;
-            w->armed = 0;
-            w->next = *fired;
-            *fired = w;
-        }
-        w = next;
-    }
-}
-
-/* Calls the wake function of each detached waiter. No lock held. */
-static void jobs__fire(job_waiter *w)
-{
-    while (w) {
-        job_waiter *next = w->next; /* read before waking: w may be freed after */
-        w->wake(w->arg);
-        w = next;
-    }
+    waiters_detach_on(&p->waiters, j, fired);
 }
 
 /* The JSON document of a failed or cancelled job; takes ownership of problem. */
@@ -350,7 +325,7 @@ static void jobs__run(jobs *p, job *j)
         redis_queue_ack(p->shared, j->entry);
         redis_queue_publish(p->shared, "done", j->id);
     }
-    jobs__fire(fired);
+    waiters_fire(fired);
     while (dead) {
         job *n = dead->hash_next;
         jobs__destroy(dead);
@@ -455,7 +430,7 @@ static void jobs__refresh(jobs *p, job *j)
         }
         pthread_mutex_unlock(&p->lock);
         blob_release(doc);
-        jobs__fire(fired);
+        waiters_fire(fired);
         jobs__destroy_all(dead);
         return;
     }
@@ -487,7 +462,7 @@ static void jobs__refresh(jobs *p, job *j)
     }
     pthread_mutex_unlock(&p->lock);
     blob_release(body);
-    jobs__fire(fired);
+    waiters_fire(fired);
     jobs__destroy_all(dead);
 }
 
@@ -656,29 +631,12 @@ static void *jobs__timer(void *arg)
     jobs *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->exiting) {
-        double now = jobs_now(), next = 0;
+        double now = jobs_now();
         job_waiter *fired = NULL;
-        job_waiter *w = p->waiters;
-        while (w) {
-            job_waiter *n = w->next;
-            if (w->deadline <= now) {
-                if (w->prev)
-                    w->prev->next = w->next;
-                else
-                    p->waiters = w->next;
-                if (w->next)
-                    w->next->prev = w->prev;
-                w->armed = 0;
-                w->next = fired;
-                fired = w;
-            } else if (next == 0 || w->deadline < next) {
-                next = w->deadline;
-            }
-            w = n;
-        }
+        double next = waiters_expire(&p->waiters, now, &fired);
         if (fired) {
             pthread_mutex_unlock(&p->lock);
-            jobs__fire(fired);
+            waiters_fire(fired);
             pthread_mutex_lock(&p->lock);
             continue;
         }
@@ -686,10 +644,11 @@ static void *jobs__timer(void *arg)
             /* Remote records with waiters: their "done" event may have been lost. */
             job *look[JOBS_REFRESH_MAX];
             int n = 0;
-            for (w = p->waiters; w && n < JOBS_REFRESH_MAX; w = w->next) {
-                if (w->job->remote && !w->job->local_run && !jobs__terminal(w->job->state)) {
-                    w->job->refs++;
-                    look[n++] = w->job;
+            for (job_waiter *w = p->waiters; w && n < JOBS_REFRESH_MAX; w = w->next) {
+                job *wj = w->on;
+                if (wj->remote && !wj->local_run && !jobs__terminal(wj->state)) {
+                    wj->refs++;
+                    look[n++] = wj;
                 }
             }
             p->next_refresh = now + JOBS_REFRESH_SECONDS;
@@ -807,7 +766,7 @@ void jobs_shutdown(jobs *p, double grace)
         }
     }
     pthread_mutex_unlock(&p->lock);
-    jobs__fire(fired);
+    waiters_fire(fired);
 
     /* Let running jobs finish within the grace period, then cancel them. */
     double until = jobs_now() + grace;
@@ -836,15 +795,9 @@ void jobs_shutdown(jobs *p, double grace)
     /* Whoever still waits is answered with the job as it is. */
     pthread_mutex_lock(&p->lock);
     fired = NULL;
-    while (p->waiters) {
-        job_waiter *w = p->waiters;
-        p->waiters = w->next;
-        w->armed = 0;
-        w->next = fired;
-        fired = w;
-    }
+    waiters_detach_all(&p->waiters, &fired);
     pthread_mutex_unlock(&p->lock);
-    jobs__fire(fired);
+    waiters_fire(fired);
 }
 
 void jobs_free(jobs *p)
@@ -1040,7 +993,7 @@ static int jobs__cancel(jobs *p, job *j, int announce)
     blob_release(doc);
     if (store_it && announce && p->shared)
         redis_queue_publish(p->shared, "cancel", j->id);
-    jobs__fire(fired);
+    waiters_fire(fired);
     return rc;
 }
 
@@ -1078,13 +1031,8 @@ int jobs_wait(jobs *p, job *j, job_waiter *w)
         pthread_mutex_unlock(&p->lock);
         return 1;
     }
-    w->job = j;
-    w->armed = 1;
-    w->prev = NULL;
-    w->next = p->waiters;
-    if (p->waiters)
-        p->waiters->prev = w;
-    p->waiters = w;
+    w->on = j;
+    waiters_add(&p->waiters, w);
     pthread_cond_signal(&p->timer);
     pthread_mutex_unlock(&p->lock);
     return 0;

@@ -27,6 +27,7 @@
 #include "engine.h"
 #include "redis.h"
 #include "store.h"
+#include "waiters.h"
 
 #define JOB_ID_LEN 32
 
@@ -41,15 +42,9 @@ typedef enum job_state {
 typedef struct jobs jobs;
 typedef struct job job;
 
-/* A parked long-poll; owned by the caller, which must keep it alive until woken. */
-typedef struct job_waiter {
-    void (*wake)(void *arg);
-    void *arg;
-    double deadline; /* monotonic seconds (jobs_now) */
-    job *job;        /* private: the job waited on */
-    struct job_waiter *prev, *next;
-    int armed;
-} job_waiter;
+/* A parked long-poll (waiters.h); owned by the caller, which must keep it alive until
+ * woken. Its deadline (monotonic seconds, jobs_now) must be set. */
+typedef waiter job_waiter;
 
 /* A consistent copy of a job's state. `body` (a new reference, or NULL) is the full
  * JSON body of a done job (without "cached") or of a failed/cancelled one. */
