@@ -128,11 +128,7 @@ enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
 /* Parks the connection on c->batch until it finishes or `wait` seconds pass. */
 static enum MHD_Result http__park_batch(http_conn *c, double wait)
 {
-    c->bwaiter.wake = http__wake;
-    c->bwaiter.arg = c;
-    c->bwaiter.deadline = jobs_now() + wait;
-    MHD_suspend_connection(c->conn);
-    c->suspended = 1;
+    http__suspend_on(c, &c->bwaiter, wait);
     if (batch_wait(c->srv->d.batches, c->batch, &c->bwaiter) != 0)
         http__wake(c); /* already finished: resume at once */
     return MHD_YES;

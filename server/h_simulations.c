@@ -124,11 +124,7 @@ static enum MHD_Result http__job_accepted(http_conn *c, job *j)
 /* Parks the connection on c->job until it finishes or `wait` seconds pass. */
 static enum MHD_Result http__park(http_conn *c, double wait)
 {
-    c->waiter.wake = http__wake;
-    c->waiter.arg = c;
-    c->waiter.deadline = jobs_now() + wait;
-    MHD_suspend_connection(c->conn);
-    c->suspended = 1;
+    http__suspend_on(c, &c->waiter, wait);
     if (jobs_wait(c->srv->d.jobs, c->job, &c->waiter) != 0)
         http__wake(c); /* already finished: resume at once */
     return MHD_YES;

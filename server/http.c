@@ -164,6 +164,15 @@ int http__flag(http_conn *c, const char *name)
     return !*v || !strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes");
 }
 
+void http__suspend_on(http_conn *c, waiter *w, double wait)
+{
+    w->wake = http__wake;
+    w->arg = c;
+    w->deadline = jobs_now() + wait;
+    MHD_suspend_connection(c->conn);
+    c->suspended = 1;
+}
+
 /* ---- the request lifecycle ---------------------------------------------------------- */
 
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */

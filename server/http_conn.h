@@ -149,6 +149,11 @@ int http__flag(http_conn *c, const char *name);
 /* The wake of a long-poll's waiter (job_waiter, batch_waiter): resumes the connection. */
 void http__wake(void *arg);
 
+/* Suspends c for a long-poll: w wakes it (http__wake) when its job or batch finishes or
+ * `wait` seconds on. The caller then parks w (jobs_wait, batch_wait) and, when that
+ * refuses (finished already), calls http__wake at once. */
+void http__suspend_on(http_conn *c, waiter *w, double wait);
+
 /* ---- routes.c ---- */
 
 /* Matches url against the route table: fills m and c->id. Returns 0, or -1 when no row
