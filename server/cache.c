@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ids.h"
+
 #define CACHE_MIN_BUCKETS 64
 #define CACHE_ENTRY_OVERHEAD 96 /* bookkeeping charged to each entry */
 
@@ -28,17 +30,6 @@ struct cache {
     cache_entry *head, *tail;
     uint64_t hits, misses, evictions;
 };
-
-/* FNV-1a. */
-static uint64_t cache__hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 cache *cache_new(size_t max_bytes, const cache_ops *ops)
 {
@@ -127,7 +118,7 @@ static void cache__grow(cache *c)
 
 static void *cache__lookup(cache *c, const char *key, int count)
 {
-    uint64_t h = cache__hash(key);
+    uint64_t h = ids_hash(key);
     void *v = NULL;
     pthread_mutex_lock(&c->lock);
     cache_entry *e = *cache__slot(c, key, h);
@@ -169,7 +160,7 @@ int cache_put(cache *c, const char *key, void *value, size_t bytes)
     if (!e)
         return -1;
     memcpy(e->key, key, klen + 1);
-    e->hash = cache__hash(key);
+    e->hash = ids_hash(key);
     e->bytes = cost;
     e->value = c->ops->retain(value);
 

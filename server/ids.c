@@ -1,4 +1,4 @@
-/* ids.c — random hex ids and the hex form of bytes (ids.h). */
+/* ids.c — random hex ids, the hex form of bytes and the hash of keys (ids.h). */
 #include "ids.h"
 
 #include <errno.h>
@@ -40,4 +40,14 @@ void ids_random(char *out, size_t len)
         }
     }
     ids_hex(r, want, out);
+}
+
+uint64_t ids_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
 }

@@ -105,20 +105,10 @@ const char *job_state_name(job_state s)
 
 static int jobs__terminal(job_state s) { return s >= JOB_DONE; }
 
-static uint64_t jobs__hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* Caller holds p->lock. */
 static void jobs__table_add(jobs *p, job *j)
 {
-    size_t b = jobs__hash(j->id) & (p->nbuckets - 1);
+    size_t b = ids_hash(j->id) & (p->nbuckets - 1);
     j->hash_next = p->table[b];
     p->table[b] = j;
     j->refs++;
@@ -129,7 +119,7 @@ static void jobs__table_add(jobs *p, job *j)
  * after it was added). Caller holds p->lock and another reference. */
 static void jobs__table_remove_locked(jobs *p, job *j)
 {
-    job **pp = &p->table[jobs__hash(j->id) & (p->nbuckets - 1)];
+    job **pp = &p->table[ids_hash(j->id) & (p->nbuckets - 1)];
     while (*pp && *pp != j)
         pp = &(*pp)->hash_next;
     if (*pp)
@@ -142,7 +132,7 @@ static void jobs__table_remove_locked(jobs *p, job *j)
 /* Caller holds p->lock. */
 static job *jobs__table_find(jobs *p, const char *id)
 {
-    job *j = p->table[jobs__hash(id) & (p->nbuckets - 1)];
+    job *j = p->table[ids_hash(id) & (p->nbuckets - 1)];
     while (j && strcmp(j->id, id) != 0)
         j = j->hash_next;
     return j;
@@ -182,7 +172,7 @@ static void jobs__evict_locked(jobs *p, job **dead)
             p->fin_head->fin_prev = NULL;
         else
             p->fin_tail = NULL;
-        job **pp = &p->table[jobs__hash(j->id) & (p->nbuckets - 1)];
+        job **pp = &p->table[ids_hash(j->id) & (p->nbuckets - 1)];
         while (*pp != j)
             pp = &(*pp)->hash_next;
         *pp = j->hash_next;
