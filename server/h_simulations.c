@@ -21,7 +21,7 @@
 static void http__memo_key(const http_conn *c, char out[CACHE_MAX_KEY + 1])
 {
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)c->body, c->len, d);
+    SHA256((const unsigned char *)c->body.s, c->body.len, d);
     memcpy(out, "s:", 2);
     ids_hex(d, sizeof d, out + 2);
 }

@@ -52,6 +52,7 @@
 
 #define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
 #define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
+#define HTTP_BODY_FIRST 4096         /* first allocation of a request body (then doubled up to the cap) */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
@@ -283,18 +284,18 @@ static enum MHD_Result http__body(http_conn *c)
         snprintf(detail, sizeof detail, "the body is larger than %zu bytes", cfg->max_body);
         return http__error(c, HAMEL_E_TOO_LARGE, detail);
     }
-    if (c->len == 0)
+    if (c->body.len == 0)
         return http__error(c, HAMEL_E_BAD_JSON, "the body is empty");
     enum MHD_Result fast;
     if (c->route == METRICS_ROUTE_SIMULATIONS && http__wait(c) >= 0 && http__simulation_memo(c, &fast))
         return fast;
-    if (!http__depth_ok(c->body, c->len, HTTP_MAX_JSON_DEPTH)) {
+    if (!http__depth_ok(c->body.s, c->body.len, HTTP_MAX_JSON_DEPTH)) {
         char detail[96];
         snprintf(detail, sizeof detail, "the body nests deeper than %d levels", HTTP_MAX_JSON_DEPTH);
         return http__error(c, HAMEL_E_BAD_JSON, detail);
     }
     json_error_t err;
-    json_t *body = json_loadb(c->body, c->len, JSON_REJECT_DUPLICATES, &err);
+    json_t *body = json_loadb(c->body.s, c->body.len, JSON_REJECT_DUPLICATES, &err);
     if (!body) {
         json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, NULL);
         hamel_problem_add(p, "", err.column, err.text);
@@ -389,6 +390,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         *req_cls = c;
         c->srv = s;
         c->conn = conn;
+        dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
         c->t0 = jobs_now();
         c->route = METRICS_ROUTE_OTHER;
         c->method = http__method(method);
@@ -425,26 +427,12 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         size_t cap = s->d.cfg->max_body;
-        if (c->too_big || c->len + n > cap) {
+        if (c->too_big || c->body.len + n > cap) {
             c->too_big = 1;
             c->drained += n;
             return c->drained > cap * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
         }
-        if (c->len + n > c->cap) {
-            size_t ncap = c->cap ? c->cap : 4096;
-            while (ncap < c->len + n)
-                ncap *= 2;
-            if (ncap > cap)
-                ncap = cap;
-            char *b = realloc(c->body, ncap);
-            if (!b)
-                return MHD_NO;
-            c->body = b;
-            c->cap = ncap;
-        }
-        memcpy(c->body + c->len, upload_data, n);
-        c->len += n;
-        return MHD_YES;
+        return dynbuf_add(&c->body, upload_data, n) == 0 ? MHD_YES : MHD_NO;
     }
     return http__body(c);
 }
@@ -482,7 +470,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     if (c->pre_model)
         engine_model_release(c->pre_model);
     free(c->spec_text);
-    free(c->body);
+    dynbuf_free(&c->body);
     free(c);
 }
 

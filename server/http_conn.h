@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "dynbuf.h"
 #include "hangup.h"
 #include "http.h"
 #include "metrics.h"
@@ -90,8 +91,8 @@ typedef struct http_conn {
     size_t bytes;
     int answered;
     char id[HTTP_ID_MAX + 1]; /* the {id} of the route, percent-decoded */
-    char *body;
-    size_t len, cap, drained;
+    dynbuf body;              /* up to cfg->max_body */
+    size_t drained;
     int too_big;
     job *job;             /* a long-poll's job (a reference) */
     job_waiter waiter;    /* parked on job while suspended */
