@@ -55,6 +55,7 @@ typedef struct http_flight {
     char key[CACHE_MAX_KEY + 1];
     struct http_conn *waiters; /* linked by next_waiter; resumed when it ends */
     int finished, rc;          /* ended, with engine_model_compile's outcome: */
+    int recorded;              /* the model was looked up and put in the store */
     engine_model *model;
     json_t *problem;
     struct http_flight *next;
@@ -111,9 +112,11 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    json_t *stored_spec;        /* a model known by id, read from the store to compile */
-    http_flight *flight;        /* the compilation this request runs for others too */
-    engine_control compile_ctl; /* its cancel flag, set by hangups (client gone, shutdown) */
+    int pre_recorded, pre_found;       /* the store was asked off the poll thread: found? */
+    char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
+    json_t *stored_spec;               /* ... to compile (both on the offload pool) */
+    http_flight *flight;               /* the compilation this request runs for others too */
+    engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
     hangup_entry hup;
     struct http_conn *next_waiter; /* in its flight's waiters */
 

@@ -172,12 +172,16 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
         engine_model_release(*out);
         *out = known;
     } else if (s->d.st) {
-        char *stored = NULL;
-        int found = store_get_model(s->d.st, engine_model_id(*out), &stored);
-        free(stored);
+        int found = c->pre_found; /* when pre_recorded: looked up (and put) off the poll thread */
+        if (!c->pre_recorded) {
+            char *stored = NULL;
+            found = store_get_model(s->d.st, engine_model_id(*out), &stored);
+            free(stored);
+        }
         if (found == 1) {
             *created = 1;
-            store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
+            if (!c->pre_recorded)
+                store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
         }
     } else {
         *created = 1;
@@ -232,6 +236,16 @@ static void http__run_compile(void *arg)
     c->pre_rc =
         engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
     hangup_forget(c->srv->hangups, &c->hup);
+    store *st = c->srv->d.st;
+    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
+        /* A new model is remembered here, not on the poll thread (a store round trip). */
+        char *stored = NULL;
+        c->pre_found = store_get_model(st, engine_model_id(c->pre_model), &stored);
+        free(stored);
+        if (c->pre_found == 1)
+            store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
+        c->pre_recorded = 1;
+    }
     c->pre_set = 1;
     metrics_derive(jobs_now() - t0);
     if (c->pre_rc == HAMEL_E_COMPILE_LIMIT)
@@ -241,6 +255,20 @@ static void http__run_compile(void *arg)
                                                                             : METRICS_COMPILE_CLIENT_GONE);
 }
 
+/* Offloaded: read the model c->stored_id from the store and compile it; an id the store
+ * does not know ends as HAMEL_E_NOT_FOUND (taken by http__model_by_id). */
+static void http__run_compile_stored(void *arg)
+{
+    http_conn *c = arg;
+    c->stored_spec = http__stored_spec(c->srv, c->stored_id);
+    if (c->stored_spec) {
+        http__run_compile(c);
+        return;
+    }
+    c->pre_set = 1;
+    c->pre_rc = HAMEL_E_NOT_FOUND;
+}
+
 /* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
 static void http__flight_copy(const http_flight *f, http_conn *w)
 {
@@ -248,6 +276,8 @@ static void http__flight_copy(const http_flight *f, http_conn *w)
     w->pre_rc = f->rc;
     w->pre_model = engine_model_retain(f->model);
     w->pre_problem = f->problem ? json_deep_copy(f->problem) : NULL;
+    w->pre_recorded = f->recorded; /* the owner put it in the store: known there */
+    w->pre_found = 0;
 }
 
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
@@ -298,6 +328,7 @@ static void http__compile_done(void *arg, int ran)
         f->rc = c->pre_rc;
         f->model = engine_model_retain(c->pre_model);
         f->problem = c->pre_problem ? json_deep_copy(c->pre_problem) : NULL;
+        f->recorded = c->pre_recorded;
         for (http_conn *x = f->waiters; x; x = x->next_waiter)
             http__flight_copy(f, x);
         w = f->waiters;
@@ -337,10 +368,10 @@ int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*r
         engine_model_release(hit);
         return 0;
     }
-    c->stored_spec = http__stored_spec(c->srv, id);
-    if (!c->stored_spec)
+    if (!c->srv->d.st)
         return 0;
-    *ret = http__offload(c, http__run_compile, resume);
+    snprintf(c->stored_id, sizeof c->stored_id, "%s", id);
+    *ret = http__offload(c, http__run_compile_stored, resume);
     return 1;
 }
 
