@@ -130,29 +130,15 @@ static enum MHD_Result http__park(http_conn *c, double wait)
     return MHD_YES;
 }
 
-enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
+/* The rest of a POST /v1/simulations once its result has been looked for: the cached or
+ * stored result `hit` (a reference, taken; NULL if none) or a new job. Takes the
+ * reference on m. */
+static enum MHD_Result http__simulate(http_conn *c, engine_model *m, json_t *body, const char *key, blob *hit)
 {
     http_server *s = c->srv;
     double wait = http__wait(c);
-    if (wait < 0)
-        return http__bad_wait(c);
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = http__model_of(c, body, &m, &problem);
-    if (rc != 0)
-        return http__problem(c, problem);
-    char key[80];
-    rc = engine_simulation_key(m, body, key, &problem);
-    if (rc != 0) {
-        engine_model_release(m);
-        return http__problem(c, problem);
-    }
-    http__memo_put(c, key);
-    char etag[sizeof key + 2];
+    char etag[CACHE_MAX_KEY + 3];
     snprintf(etag, sizeof etag, "\"%s\"", key);
-    blob *hit = cache_get(s->d.results, key);
-    if (!hit && s->d.st && store_get_result(s->d.st, key, &hit) == 0)
-        cache_put(s->d.results, key, hit, hit->len);
     if (hit) {
         engine_model_release(m);
         metrics_job(METRICS_JOB_CACHED);
@@ -162,7 +148,8 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     }
     /* A cache hit was valid when it was computed; anything else is checked here, so a
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    rc = engine_simulation_check(m, body, s->d.limits, &problem);
+    json_t *problem = NULL;
+    int rc = engine_simulation_check(m, body, s->d.limits, &problem);
     if (rc != 0) {
         engine_model_release(m);
         return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
@@ -185,6 +172,57 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     if (wait > 0)
         return http__park(c, wait);
     return http__job_accepted(c, j);
+}
+
+/* Offloaded: the stored result of c->sim_key, if the store has it. */
+static void http__run_stored_result(void *arg)
+{
+    http_conn *c = arg;
+    if (store_get_result(c->srv->d.st, c->sim_key, &c->sim_hit) != 0)
+        c->sim_hit = NULL;
+}
+
+static enum MHD_Result http__resume_stored_result(http_conn *c)
+{
+    engine_model *m = c->work_model;
+    json_t *body = c->pending;
+    blob *hit = c->sim_hit;
+    c->work_model = NULL;
+    c->pending = NULL;
+    c->sim_hit = NULL;
+    if (hit)
+        cache_put(c->srv->d.results, c->sim_key, hit, hit->len);
+    enum MHD_Result ret = http__simulate(c, m, body, c->sim_key, hit);
+    json_decref(body);
+    return ret;
+}
+
+enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
+{
+    http_server *s = c->srv;
+    double wait = http__wait(c);
+    if (wait < 0)
+        return http__bad_wait(c);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = http__model_of(c, body, &m, &problem);
+    if (rc != 0)
+        return http__problem(c, problem);
+    char *key = c->sim_key;
+    rc = engine_simulation_key(m, body, key, &problem);
+    if (rc != 0) {
+        engine_model_release(m);
+        return http__problem(c, problem);
+    }
+    http__memo_put(c, key);
+    blob *hit = cache_get(s->d.results, key);
+    if (hit || !s->d.st)
+        return http__simulate(c, m, body, key, hit);
+    /* Not in memory: the store is asked on the offload pool, not on this poll thread. */
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, http__run_stored_result, http__resume_stored_result);
 }
 
 /* A job that is only in the store (evicted from memory, or from before a restart). */

@@ -462,6 +462,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__flight_end(c); /* an owner that ended before its model was cached */
     json_decref(c->pending);
     json_decref(c->stored_spec);
+    blob_release(c->sim_hit);
     json_decref(c->out);
     json_decref(c->out_problem);
     if (c->work_model)

@@ -114,6 +114,8 @@ typedef struct http_conn {
     json_t *pre_problem;
     int pre_recorded, pre_found;       /* the store was asked off the poll thread: found? */
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
+    char sim_key[80];                  /* POST /v1/simulations: its simulation key (engine_simulation_key) */
+    blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
