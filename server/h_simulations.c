@@ -225,65 +225,106 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     return http__offload(c, http__run_stored_result, http__resume_stored_result);
 }
 
-/* A job that is only in the store (evicted from memory, or from before a restart). */
-static enum MHD_Result http__stored_job(http_conn *c)
-{
-    store *st = c->srv->d.st;
+/* What the store holds of a job that is not in memory, read on the offload pool. */
+struct http_stored_job {
+    int rc; /* store_get_job's: 0, 1 unknown, -1 out of reach */
     store_job sj;
-    int rc = st ? store_get_job(st, c->id, &sj) : 1;
-    if (rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
+    int crc;         /* DELETE: jobs_cancel_stored's (HAMEL_E_CONFLICT when not tried) */
+    char *cancelled; /* ... and the cancelled job's document */
+    int got;         /* GET of a done job: store_get_result's */
+    blob *b;         /* ... its result, as this job's */
+};
+
+void http__stored_job_free(http_stored_job *x)
+{
+    if (!x)
+        return;
+    store_job_clear(&x->sj);
+    free(x->cancelled);
+    blob_release(x->b);
+    free(x);
+}
+
+/* Offloaded: the store's record of job c->id, its result or its cancellation. */
+static void http__run_stored_job(void *arg)
+{
+    http_conn *c = arg;
+    http_stored_job *x = c->stored_job;
+    store *st = c->srv->d.st;
+    x->crc = HAMEL_E_CONFLICT;
+    x->rc = store_get_job(st, c->id, &x->sj);
+    if (x->rc != 0)
+        return;
+    if (c->method == HTTP_DELETE && strcmp(x->sj.status, "cancelled") != 0)
+        x->crc = jobs_cancel_stored(c->srv->d.jobs, c->id, &x->sj, &x->cancelled);
+    if (c->method == HTTP_DELETE || strcmp(x->sj.status, "done") != 0 || !x->sj.key)
+        return;
+    x->got = store_get_result(st, x->sj.key, &x->b);
+    if (x->got != 0)
+        return;
+    json_t *doc = json_loadb(x->b->data, x->b->len, 0, NULL);
+    json_t *jid = json_object_get(doc, "job_id");
+    if (doc && (!json_is_string(jid) || strcmp(json_string_value(jid), c->id) != 0)) {
+        /* the result row was written by an identical job: answer as this one */
+        json_object_set_new(doc, "job_id", json_string(c->id));
+        blob_release(x->b);
+        x->b = blob_take(jsonout_dumps(doc, NULL));
+    }
+    json_decref(doc);
+}
+
+/* The answer about a job that is only in the store (evicted from memory, or from before
+ * a restart), once http__run_stored_job has read it. */
+static enum MHD_Result http__resume_stored_job(http_conn *c)
+{
+    http_stored_job *x = c->stored_job;
+    if (x->rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
         return http__problem_h(
             c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
             MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
-    if (rc != 0)
+    if (x->rc != 0)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
+    store_job *sj = &x->sj;
     enum MHD_Result ret;
-    char *cancelled = NULL;
-    int crc = c->method == HTTP_DELETE && strcmp(sj.status, "cancelled") != 0
-                  ? jobs_cancel_stored(c->srv->d.jobs, c->id, &sj, &cancelled)
-                  : HAMEL_E_CONFLICT;
-    if (c->method == HTTP_DELETE && crc == 0) { /* queued or running on another instance */
-        ret = http__json(c, 200, json_loads(cancelled, 0, NULL));
-    } else if (c->method == HTTP_DELETE && crc == HAMEL_E_UNAVAILABLE) {
-        ret = http__error(c, crc, "the store cannot be reached; try again");
+    if (c->method == HTTP_DELETE && x->crc == 0) { /* queued or running on another instance */
+        ret = http__json(c, 200, json_loads(x->cancelled, 0, NULL));
+    } else if (c->method == HTTP_DELETE && x->crc == HAMEL_E_UNAVAILABLE) {
+        ret = http__error(c, x->crc, "the store cannot be reached; try again");
     } else if (c->method == HTTP_DELETE) {
-        ret = !strcmp(sj.status, "cancelled")
-                  ? http__json(c, 200, sj.doc ? json_loads(sj.doc, 0, NULL) : NULL)
+        ret = !strcmp(sj->status, "cancelled")
+                  ? http__json(c, 200, sj->doc ? json_loads(sj->doc, 0, NULL) : NULL)
                   : http__error(c, HAMEL_E_CONFLICT, "the job has already finished");
-    } else if (!strcmp(sj.status, "done") && sj.key) {
-        blob *b = NULL;
-        int got = store_get_result(st, sj.key, &b);
-        if (got == 1) {
+    } else if (!strcmp(sj->status, "done") && sj->key) {
+        if (x->got == 1) {
             ret = http__error(c, HAMEL_E_GONE,
                               "the job finished, but its result was dropped to keep the store within "
                               "HAMEL_STORE_BYTES; POST the same request again to compute it");
-        } else if (got != 0) {
+        } else if (x->got != 0) {
             ret = http__error(c, HAMEL_E_INTERNAL, "the job's result could not be read from the store");
         } else {
-            json_t *doc = json_loadb(b->data, b->len, 0, NULL);
-            json_t *jid = json_object_get(doc, "job_id");
-            if (doc && (!json_is_string(jid) || strcmp(json_string_value(jid), c->id) != 0)) {
-                /* the result row was written by an identical job: answer as this one */
-                json_object_set_new(doc, "job_id", json_string(c->id));
-                blob_release(b);
-                b = blob_take(jsonout_dumps(doc, NULL));
-            }
-            json_decref(doc);
             char etag[HTTP_ID_MAX + 3];
             snprintf(etag, sizeof etag, "\"%s\"", c->id);
-            ret = b ? http__result(c, b, 0, etag) : http__error(c, HAMEL_E_INTERNAL, NULL);
-            blob_release(b);
+            ret = x->b ? http__result(c, x->b, 0, etag) : http__error(c, HAMEL_E_INTERNAL, NULL);
         }
-    } else if (sj.doc) {
-        ret = http__json(c, 200, json_loads(sj.doc, 0, NULL));
+    } else if (sj->doc) {
+        ret = http__json(c, 200, json_loads(sj->doc, 0, NULL));
     } else {
         ret = http__json(
             c, 200,
-            json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj.status, "model_id", sj.model_id));
+            json_pack("{s:s, s:s, s:s?}", "job_id", c->id, "status", sj->status, "model_id", sj->model_id));
     }
-    free(cancelled);
-    store_job_clear(&sj);
     return ret;
+}
+
+/* A job that is not in memory: asked of the store on the offload pool. */
+static enum MHD_Result http__stored_job(http_conn *c)
+{
+    if (!c->srv->d.st)
+        return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
+    c->stored_job = calloc(1, sizeof *c->stored_job);
+    if (!c->stored_job)
+        return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+    return http__offload(c, http__run_stored_job, http__resume_stored_job);
 }
 
 enum MHD_Result http__job(http_conn *c)

@@ -463,6 +463,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     json_decref(c->pending);
     json_decref(c->stored_spec);
     blob_release(c->sim_hit);
+    http__stored_job_free(c->stored_job);
     json_decref(c->out);
     json_decref(c->out_problem);
     if (c->work_model)

@@ -70,6 +70,9 @@ typedef enum http_method {
     HTTP_OTHER,
 } http_method;
 
+/* A job read from the store (h_simulations.c). */
+typedef struct http_stored_job http_stored_job;
+
 /* A row of the route table (routes.c). */
 typedef struct http_route http_route;
 
@@ -115,6 +118,7 @@ typedef struct http_conn {
     int pre_recorded, pre_found;       /* the store was asked off the poll thread: found? */
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
     char sim_key[80];                  /* POST /v1/simulations: its simulation key (engine_simulation_key) */
+    http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
     http_flight *flight;               /* the compilation this request runs for others too */
@@ -287,6 +291,9 @@ int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
 /* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
  * a still-running job is 202 with Location; a failed one is its problem document. */
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
+
+/* Frees what http__stored_job read. Accepts NULL. */
+void http__stored_job_free(http_stored_job *x);
 
 /* POST /v1/simulations. */
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
