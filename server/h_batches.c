@@ -134,10 +134,39 @@ static enum MHD_Result http__park_batch(http_conn *c, double wait)
     return MHD_YES;
 }
 
+/* Offloaded: batch_create for c->pending on c->work_model. */
+static void http__run_batch_create(void *arg)
+{
+    http_conn *c = arg;
+    batch *b = NULL;
+    c->work_rc = batch_create(c->srv->d.batches, c->work_model, c->pending, &b, &c->out_problem);
+    c->batch = b;
+}
+
+/* The answer to a POST /v1/batches once its batch is created: a stream, a long-poll or
+ * the status document. */
+static enum MHD_Result http__resume_batch_create(http_conn *c)
+{
+    json_t *problem = c->out_problem;
+    c->out_problem = NULL;
+    int rc = c->work_rc;
+    if (rc != 0)
+        return rc == HAMEL_E_UNAVAILABLE
+                   ? http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN)
+                   : http__problem(c, problem);
+    if (http__wants_stream(c)) {
+        batch *b = c->batch;
+        c->batch = NULL;
+        return http__batch_stream(c, b);
+    }
+    double wait = http__wait(c);
+    if (wait > 0)
+        return http__park_batch(c, wait);
+    return http__batch_answer(c, 1, 0);
+}
+
 enum MHD_Result http__post_batch(http_conn *c, json_t *body)
 {
-    http_server *s = c->srv;
-    int stream = http__wants_stream(c);
     double wait = http__wait(c);
     if (wait < 0)
         return http__bad_wait(c);
@@ -148,19 +177,11 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
         metrics_batch(METRICS_BATCH_INVALID);
         return http__problem(c, problem);
     }
-    batch *b = NULL;
-    rc = batch_create(s->d.batches, m, body, &b, &problem);
-    engine_model_release(m);
-    if (rc != 0)
-        return rc == HAMEL_E_UNAVAILABLE
-                   ? http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN)
-                   : http__problem(c, problem);
-    if (stream)
-        return http__batch_stream(c, b);
-    c->batch = b;
-    if (wait > 0)
-        return http__park_batch(c, wait);
-    return http__batch_answer(c, 1, 0);
+    /* Validating and starting thousands of runs takes a while: on the offload pool. */
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+    return http__offload(c, http__run_batch_create, http__resume_batch_create);
 }
 
 enum MHD_Result http__batch(http_conn *c)
