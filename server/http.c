@@ -16,13 +16,18 @@
  * (MHD_ALLOW_SUSPEND_RESUME) and are resumed by the pool's worker or timer thread.
  * Batch streams (POST /v1/batches with Accept: application/x-ndjson) suspend the same way
  * from inside their content reader while no line is ready (see h_batches.c).
- * Work that can take seconds runs on the offload pool (offload.h) while its connection
- * is suspended, so it holds up no other connection: compiling a model that is not in the
- * cache (a POST carrying a new "model", or a model known only to the store, after a
- * restart, on its first use by id; the request then goes on as if the model had been
- * cached) and /v1/hamel's, /v1/evaluate's and /v1/linearize's engine calls. Still on the poll thread, bounded
- * by engine_limits and cheap: engine_simulation_check. (The derived equations are printed when the model is
- * compiled; serving them is a copy.)
+ * Work that can take seconds, and every store round trip (SQLite behind its mutex, or
+ * Redis), runs on the offload pool (offload.h) while its connection is suspended, so it
+ * holds up no other connection: compiling a model that is not in the cache (a POST
+ * carrying a new "model", or a model known only to the store, after a restart, on its
+ * first use by id; the request then goes on as if the model had been cached) and
+ * recording a new model in the store; /v1/hamel's, /v1/evaluate's and /v1/linearize's
+ * engine calls; creating a batch; a simulation result not in memory; a job known only
+ * to the store. Still on the poll thread, bounded by engine_limits, the body cap and
+ * cheap: parsing the body, engine_simulation_check and jobs_submit (with HAMEL_REDIS,
+ * jobs.c's XADD is a Redis round trip), /metrics' store counters (under the store's
+ * lock). (The derived equations are printed when the model is compiled; serving them is
+ * a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
