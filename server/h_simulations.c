@@ -5,7 +5,8 @@
  * simulation key; a repeat of the exact body is answered from the body memo without
  * parsing), else a job on the pool (202 + Location, or a long-poll with ?wait parked on
  * the job), and a job's state, result or problem; a job only in the store (evicted or
- * from before a restart) is answered from its stored record.
+ * from before a restart) is answered from its stored record. The store is asked on the
+ * offload pool (a result not in memory, a job not in memory), never on a poll thread.
  */
 #include <openssl/sha.h>
 #include <stdio.h>

@@ -41,7 +41,7 @@ struct http_server {
      * take the full path and still hit the result cache. */
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
-    offload *offload;   /* compilations and /v1/hamel: off the poll threads */
+    offload *offload;   /* slow work and store round trips: off the poll threads */
     hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
@@ -117,10 +117,10 @@ typedef struct http_conn {
     json_t *pre_problem;
     int pre_recorded, pre_found;       /* the store was asked off the poll thread: found? */
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
-    char sim_key[80];                  /* POST /v1/simulations: its simulation key (engine_simulation_key) */
-    http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
-    blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
+    char sim_key[80];                  /* POST /v1/simulations: its simulation key */
+    blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
+    http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
     hangup_entry hup;

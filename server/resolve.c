@@ -3,10 +3,10 @@
  * Owns model resolution: an inline "model" (looked up by the SHA-256 of its canonical
  * text, "b:<hash>" in the memo, then by id "m:<id>" in the model cache) or a "model_id"
  * (the cache, else the store's JSON compiled again); a new model is remembered in the
- * store. A model that is not cached is compiled on the offload pool while the connection
- * is suspended (http__compile_first), one compilation per spec in flight: requests for
- * the same spec wait for it (http_flight) instead of compiling again; a client that hangs
- * up cancels its compilation (hangup.h).
+ * store. The store is asked on the offload pool, with the compilation. A model that is not cached is compiled
+ * on the offload pool while the connection is suspended (http__compile_first), one compilation per spec in
+ * flight: requests for the same spec wait for it (http_flight) instead of compiling again; a client that
+ * hangs up cancels its compilation (hangup.h).
  */
 #include <openssl/sha.h>
 #include <stdio.h>
