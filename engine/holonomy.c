@@ -259,25 +259,27 @@ static void hd_fn(int W, int L, int op, const double *a, const double *b, double
 }
 
 /* The generators' tape in hyper-dual arithmetic at z (N hyper-duals: q, then t when
- * ext), the other inputs those of point p; out[r*n*W ...] for generator r. */
-static void hd_tape(struct hol *h, int p, int L, const double *z, double *out)
+ * ext), the other inputs those of point p; out[r*n*W ...] for generator r. Numbers
+ * are stored 2^L apart; only the first `used` infinitesimals are active in z, so
+ * only 2^used components are computed (the rest are zero). */
+static void hd_tape(struct hol *h, int p, int L, int used, const double *z, double *out)
 {
     const tape *t = h->gens;
-    int W = 1 << L, n = h->n;
+    int S = 1 << L, W = 1 << used, n = h->n;
     double *s = h->work;
     int q0 = model_input_q(h->m), t0 = model_input_t(h->m);
     for (int i = 0; i < t->n_ins; i++) {
         const tape_ins *p_ = &t->ins[i];
-        double *o = s + (size_t)i * W;
-        const double *a = p_->a >= 0 && p_->op != TAPE_INPUT ? s + (size_t)p_->a * W : NULL;
+        double *o = s + (size_t)i * S;
+        const double *a = p_->a >= 0 && p_->op != TAPE_INPUT ? s + (size_t)p_->a * S : NULL;
         const double *b = p_->b >= 0 && (p_->op == TAPE_ADD || p_->op == TAPE_SUB || p_->op == TAPE_MUL ||
                                          p_->op == TAPE_DIV || p_->op == TAPE_POW || p_->op == TAPE_ATAN2)
-                              ? s + (size_t)p_->b * W
+                              ? s + (size_t)p_->b * S
                               : NULL;
         switch ((tape_op)p_->op) {
         case TAPE_INPUT: {
-            const double *zi = p_->a >= q0 && p_->a < q0 + n ? z + (size_t)(p_->a - q0) * W
-                               : h->ext && p_->a == t0       ? z + (size_t)n * W
+            const double *zi = p_->a >= q0 && p_->a < q0 + n ? z + (size_t)(p_->a - q0) * S
+                               : h->ext && p_->a == t0       ? z + (size_t)n * S
                                                              : NULL;
             for (int m = 0; m < W; m++)
                 o[m] = zi ? zi[m] : m ? 0.0 : h->in[p][p_->a];
@@ -302,16 +304,17 @@ static void hd_tape(struct hol *h, int p, int L, const double *z, double *out)
         case TAPE_MUL: hd_mul(W, a, b, o); break;
         case TAPE_POWI: {
             double c[HOL_MAX_DEPTH + 2];
-            coef_pow(a[0], (double)p_->b, L, c);
-            hd_series(W, L, a, c, o);
+            coef_pow(a[0], (double)p_->b, used, c);
+            hd_series(W, used, a, c, o);
             break;
         }
-        default: hd_fn(W, L, p_->op, a, b, o); break;
+        default: hd_fn(W, used, p_->op, a, b, o); break;
         }
     }
+    memset(out, 0, (size_t)h->ngen * n * S * sizeof *out);
     for (int r = 0; r < h->ngen; r++)
         for (int i = 0; i < n; i++)
-            memcpy(out + ((size_t)r * n + i) * W, s + (size_t)t->outputs[r * n + i] * W, W * sizeof *out);
+            memcpy(out + ((size_t)r * n + i) * S, s + (size_t)t->outputs[r * n + i] * S, W * sizeof *out);
 }
 
 /* Field f at the hyper-dual point z (N numbers of W = 2^L, using the first `used`
@@ -327,7 +330,7 @@ static int eval_field(struct hol *h, int f, int p, int L, int used, const double
         double *all = malloc((size_t)h->ngen * n * W * sizeof *all);
         if (!all)
             return -1;
-        hd_tape(h, p, L, z, all);
+        hd_tape(h, p, L, used, z, all);
         memcpy(out, all + (size_t)fl->gen * n * W, (size_t)n * W * sizeof *out);
         if (h->ext)
             for (int m = 0; m < W; m++)
