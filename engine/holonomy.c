@@ -109,7 +109,9 @@ struct hol {
     int rank[HOL_POINTS];
     struct field *f;
     int nf;
-    double *work; /* the tape's slots, hyper-dual */
+    double *work; /* the tape's slots, hyper-dual: work_w numbers of 2^work_l */
+    size_t work_w;
+    int work_l;
 };
 
 /* Hyper-dual numbers: W = 2^L doubles, coefficient [mask] of the product of the
@@ -419,6 +421,13 @@ static int offer(struct hol *h)
 {
     struct field *fl = &h->f[h->nf];
     int N = h->N, L = fl->depth, W = 1 << L;
+    if (L > h->work_l) { /* wider numbers: more scratch */
+        double *w = realloc(h->work, h->work_w * W * sizeof *w);
+        if (!w)
+            return -1;
+        h->work = w;
+        h->work_l = L;
+    }
     double *z = calloc((size_t)N * W, sizeof *z), *out = calloc((size_t)N * W, sizeof *out);
     int saved[HOL_POINTS], adds = 0;
     if (!z || !out) {
@@ -697,8 +706,8 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     h.gens = model_tape(m, c, roots, h.ngen * n);
     if (!h.gens)
         goto done;
-    h.work = malloc(((size_t)(h.gens->n_ins > m->work_len ? h.gens->n_ins : m->work_len) + 1) * HOL_W *
-                    sizeof *h.work);
+    h.work_w = (size_t)(h.gens->n_ins > m->work_len ? h.gens->n_ins : m->work_len) + 1;
+    h.work = malloc(h.work_w * sizeof *h.work);
     if (!h.work)
         goto done;
     for (int r = 0; r < h.ngen; r++) {
