@@ -421,8 +421,27 @@ static void solve_qdot(hamel_ws *w, const double *u, double *qd)
     linalg_lu_solve(n, w->lu, w->piv, qd);
 }
 
+static int sparse_factor(hamel_ws *w);
+static void sparse_solve(hamel_ws *w, const double *r, double *x);
+
+/* Called for every output sample: on Psi's block structure when there is one (a
+ * dense LU of Psi cost more than the integration between two samples at n = 40). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
 {
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    if (m->sparse && !w->dense) {
+        w->in[model_input_t(m)] = t;
+        memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+        tape_run(m->tape_psi, w->in, w->work, w->psi);
+        if (sparse_factor(w) < 0)
+            return -1;
+        const double *psit = w->psi + (size_t)n * n;
+        for (int i = 0; i < n; i++)
+            w->vec[i] = (i < k ? u[i] : 0.0) - psit[i];
+        sparse_solve(w, w->vec, qd);
+        return 0;
+    }
     if (factor_psi(w, t, q) < 0)
         return -1;
     solve_qdot(w, u, qd);
@@ -431,8 +450,11 @@ int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *
 
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u)
 {
+    const struct engine_model *m = w->m;
     int n = w->n;
-    factor_psi(w, t, q);
+    w->in[model_input_t(m)] = t; /* Psi's values only: no factorization needed */
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
     for (int r = 0; r < w->k; r++) {
         double s = w->psi[(size_t)n * n + r];
         for (int i = 0; i < n; i++)
