@@ -244,6 +244,12 @@ Test(reduce, sparse_numeric_path_matches_dense, .init = setup)
                 cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])),
                                    "%s: component %d at trial %d: %g vs %g", files[f], i, trial, d1[i],
                                    d2[i]);
+            /* the output samples' q' (hamel_qdot) on the block structure too */
+            cr_assert_eq(hamel_qdot(sparse, t, y, y + m->n, d1), 0);
+            cr_assert_eq(hamel_qdot(dense, t, y, y + m->n, d2), 0);
+            for (int i = 0; i < m->n; i++)
+                cr_assert_float_eq(d1[i], d2[i], 1e-9 * (1 + fabs(d2[i])), "%s: q'[%d] at trial %d", files[f],
+                                   i, trial);
         }
         cr_expect_geq(compared, 8, "%s", files[f]);
         free(in);
