@@ -214,7 +214,7 @@ int main(int argc, char **argv)
             const char *detail = json_string_value(json_object_get(problem, "detail"));
             const char *slash = type ? strrchr(type, '/') : NULL;
             int ok = answer_target > 0 && el <= answer_target;
-            printf("%-22s %4s %4s %4s %19.1f  answered %s (%.120s)%s\n", label, "-", "-", "-", el * 1e3,
+            printf("%-22s %4s %4s %4s %19.2f  answered %s (%.120s)%s\n", label, "-", "-", "-", el * 1e3,
                    slash ? slash + 1 : "error", detail ? detail : "",
                    answer_target > 0 ? (ok ? "  [ok: answered in time]" : "  [MISSED: answer too slow]")
                                      : "  [compile failed]");

@@ -4,6 +4,7 @@
 #include "expr.h"
 #include "expr_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@ void expr_ctx_free(expr_ctx *c)
     free(c->memo);
     free(c->zero_vals);
     free(c->zero_done);
+    free(c->zero_lvals);
+    free(c->zero_ldone);
     free(c->expand_memo);
     free(c->tree_size);
     free(c);
@@ -91,7 +94,8 @@ size_t expr_ctx_bytes(const expr_ctx *c)
 size_t expr__held_bytes(const expr_ctx *c)
 {
     return expr_ctx_bytes(c) + c->zero_cap * (ZERO_POINTS * 2 * sizeof(double) + 1) +
-           (size_t)c->syms_cap * sizeof *c->syms + c->sym_table_cap * sizeof *c->sym_table;
+           c->zero_lcap * (ZERO_POINTS * sizeof(long double) + 1) + (size_t)c->syms_cap * sizeof *c->syms +
+           c->sym_table_cap * sizeof *c->sym_table;
 }
 
 void expr_ctx_set_budget(expr_ctx *c, struct budget *b)
@@ -1101,6 +1105,136 @@ int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags)
     return 0;
 }
 
+/* The same values in long double (11 more bits on x86-64), for the expressions whose
+ * double values all lie within 1e-9 of their magnitude. */
+static int zero_lprepare(expr_ctx *c)
+{
+    size_t need = c->nnodes;
+    if (need <= c->zero_lcap)
+        return 0;
+    size_t cap = need * 2 + 256;
+    long double *vals = realloc(c->zero_lvals, cap * ZERO_POINTS * sizeof *vals);
+    if (!vals)
+        return -1;
+    c->zero_lvals = vals;
+    unsigned char *done = realloc(c->zero_ldone, cap);
+    if (!done)
+        return -1;
+    memset(done + c->zero_lcap, 0, cap - c->zero_lcap);
+    c->zero_ldone = done;
+    c->zero_lcap = cap;
+    return 0;
+}
+
+static long double zero_lapply(expr_fn fn, long double a, long double b)
+{
+    switch (fn) {
+    case FN_SIN: return sinl(a);
+    case FN_COS: return cosl(a);
+    case FN_TAN: return tanl(a);
+    case FN_ASIN: return asinl(a);
+    case FN_ACOS: return acosl(a);
+    case FN_ATAN: return atanl(a);
+    case FN_ATAN2: return atan2l(a, b);
+    case FN_SINH: return sinhl(a);
+    case FN_COSH: return coshl(a);
+    case FN_TANH: return tanhl(a);
+    case FN_EXP: return expl(a);
+    case FN_LOG: return logl(a);
+    case FN_SQRT: return sqrtl(a);
+    case FN_ABS: return fabsl(a);
+    default: return NAN;
+    }
+}
+
+static void zero_leval(expr_ctx *c, const expr *e)
+{
+    if (c->zero_ldone[e->id])
+        return;
+    for (int i = 0; i < e->nargs; i++)
+        zero_leval(c, e->args[i]);
+    long double *out = &c->zero_lvals[(size_t)e->id * ZERO_POINTS];
+    for (int k = 0; k < ZERO_POINTS; k++) {
+        long double v;
+        switch (e->kind) {
+        case EXPR_NUM: v = e->num; break;
+        case EXPR_SYM: v = zero_point_value(e->sym, k); break;
+        case EXPR_FUN:
+            v = zero_lapply(e->fn, c->zero_lvals[(size_t)e->args[0]->id * ZERO_POINTS + k],
+                            e->nargs > 1 ? c->zero_lvals[(size_t)e->args[1]->id * ZERO_POINTS + k] : 0);
+            break;
+        case EXPR_POW:
+            v = powl(c->zero_lvals[(size_t)e->args[0]->id * ZERO_POINTS + k],
+                     c->zero_lvals[(size_t)e->args[1]->id * ZERO_POINTS + k]);
+            break;
+        case EXPR_MUL:
+            v = e->num;
+            for (int i = 0; i < e->nargs; i++)
+                v *= c->zero_lvals[(size_t)e->args[i]->id * ZERO_POINTS + k];
+            break;
+        default:
+            v = e->num;
+            for (int i = 0; i < e->nargs; i++)
+                v += c->zero_lvals[(size_t)e->args[i]->id * ZERO_POINTS + k];
+            break;
+        }
+        out[k] = v;
+    }
+    c->zero_ldone[e->id] = 1;
+}
+
+/* The scale of e's own terms at point k in extended precision: for a sum, the sum of
+ * its terms' absolute values; for a product, the product of its factors' scales (a
+ * product of sums stands for their expansion); otherwise its absolute value. */
+static long double zero_lscale(const expr_ctx *c, const expr *e, int k, int depth)
+{
+    long double s;
+    switch (e->kind) {
+    case EXPR_ADD:
+        s = fabsl((long double)e->num);
+        for (int i = 0; i < e->nargs; i++)
+            s += fabsl(c->zero_lvals[(size_t)e->args[i]->id * ZERO_POINTS + k]);
+        return s;
+    case EXPR_MUL:
+        if (depth > 0)
+            break;
+        s = fabsl((long double)e->num);
+        for (int i = 0; i < e->nargs; i++)
+            s *= zero_lscale(c, e->args[i], k, depth + 1);
+        return s;
+    default: break;
+    }
+    return fabsl(c->zero_lvals[(size_t)e->id * ZERO_POINTS + k]);
+}
+
+/* The magnitude of an expression (its value with no cancellation anywhere in it)
+ * bounds the rounding error of its double value, but it grows with every level of
+ * sums of products of sums: for the reduced forcing of a bicycle (a DAG of ~10^6 tree
+ * nodes) it is 10^9..10^21 times the value, and a comparison with the magnitude alone
+ * takes such expressions for zero. So below that threshold the expression is
+ * evaluated again in long double: a genuine value is the same in both precisions,
+ * rounding noise is not (the extended evaluation's is ~2^-11 of the double one). A
+ * point confirms "nonzero" when the two values agree to 1e-3 (noise of the double
+ * evaluation does not reproduce in the extended one) and the value is above the
+ * test's resolution (1e-9) against the scale of the expression's own terms
+ * (zero_lscale): sin(x)^2 + cos(x)^2 - 1 + 1e-13 stays zero, as with the double test
+ * alone, and so does a residue of decimal constants such as 0.1*3 - 0.3. */
+static int zero_confirmed_nonzero(expr_ctx *c, const expr *e, const double *v, const double *m)
+{
+    if (LDBL_MANT_DIG <= DBL_MANT_DIG || zero_lprepare(c) < 0)
+        return 0; /* no extra precision here: the double test decides */
+    zero_leval(c, e);
+    const long double *w = &c->zero_lvals[(size_t)e->id * ZERO_POINTS];
+    for (int k = 0; k < ZERO_POINTS; k++) {
+        if (!isfinite(v[k]) || !isfinite(m[k]) || !isfinite(w[k]) || w[k] == 0)
+            continue;
+        long double aw = fabsl(w[k]);
+        if (fabsl(w[k] - v[k]) <= 1e-3L * aw && aw > 1e-9L * zero_lscale(c, e, k, 0))
+            return 1;
+    }
+    return 0;
+}
+
 int expr_is_zero(expr_ctx *c, expr *e)
 {
     if (e->kind == EXPR_NUM)
@@ -1118,5 +1252,5 @@ int expr_is_zero(expr_ctx *c, expr *e)
         if (fabs(v[k]) > 1e-9 * m[k] + 1e-300)
             return 0;
     }
-    return valid >= 2;
+    return valid >= 2 && !zero_confirmed_nonzero(c, e, v, m);
 }

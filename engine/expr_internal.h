@@ -36,7 +36,10 @@ struct expr_ctx {
     double *zero_vals; /* per node: ZERO_POINTS values then ZERO_POINTS magnitudes */
     unsigned char *zero_done;
     size_t zero_cap;
-    expr **expand_memo; /* expr_expand results by node id (for expand_terms), simplify.c */
+    long double *zero_lvals;   /* per node: ZERO_POINTS values in extended precision, */
+    unsigned char *zero_ldone; /* computed only for expressions the double test cannot */
+    size_t zero_lcap;          /* decide (expr_is_zero) */
+    expr **expand_memo;        /* expr_expand results by node id (for expand_terms), simplify.c */
     size_t expand_cap;
     int expand_terms;
     uint32_t *tree_size; /* expr_tree_size by node id, + 1; 0 = not yet counted */

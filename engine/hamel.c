@@ -474,6 +474,9 @@ static void solve_qdot(hamel_ws *w, const double *u, double *qd)
     linalg_lu_solve(n, w->lu, w->piv, qd);
 }
 
+static int sparse_factor(hamel_ws *w);
+static void sparse_solve(hamel_ws *w, const double *r, double *x);
+
 #define HAMEL_NEWTON_MAX 40
 
 /* Nonlinear constraints (m->nl_reduced): q' from u_r = Psi_r q' + Psi_rt, the linear
@@ -531,10 +534,26 @@ static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, 
 
 void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
 
+/* Called for every output sample: on Psi's block structure when there is one (a
+ * dense LU of Psi cost more than the integration between two samples at n = 40). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
 {
-    if (w->m->nl_reduced)
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    if (m->nl_reduced)
         return newton_qdot(w, t, q, u, qd);
+    if (m->sparse && !w->dense && !w->sel_on) {
+        w->in[model_input_t(m)] = t;
+        memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+        tape_run(m->tape_psi, w->in, w->work, w->psi);
+        if (sparse_factor(w) < 0)
+            return -1;
+        const double *psit = w->psi + (size_t)n * n;
+        for (int i = 0; i < n; i++)
+            w->vec[i] = (i < k ? u[i] : 0.0) - psit[i];
+        sparse_solve(w, w->vec, qd);
+        return 0;
+    }
     if (factor_psi(w, t, q) < 0)
         return -1;
     solve_qdot(w, u, qd);
@@ -543,8 +562,11 @@ int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *
 
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u)
 {
+    const struct engine_model *m = w->m;
     int n = w->n;
-    factor_psi(w, t, q);
+    w->in[model_input_t(m)] = t; /* Psi's values only: no factorization needed */
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    tape_run(m->tape_psi, w->in, w->work, w->psi);
     for (int r = 0; r < w->k; r++) {
         double s = w->psi[(size_t)n * n + r];
         for (int i = 0; i < n; i++)

@@ -1,6 +1,7 @@
 /* holonomy.c — integrability of the linear constraints (holonomy.h): the Frobenius
  * test of each constraint's form, and the involutive closure of the constraint
- * distribution by iterated Lie brackets with the integrable combinations it leaves. */
+ * distribution by iterated Lie brackets (evaluated numerically with hyper-dual numbers)
+ * with the integrable combinations it leaves. */
 #include "holonomy.h"
 
 #include <math.h>
@@ -78,41 +79,310 @@ int holonomy_flags(struct engine_model *m)
 
 /* ---- the closure of the distribution ---- */
 
+/* The brackets are evaluated numerically, never formed as expressions: a field is a
+ * tree (a generator, or the bracket of a generator with an earlier field), and its
+ * value at a point is computed with hyper-dual numbers on the generators' tape. An
+ * argument z + eps*a (eps^2 = 0) gives a field Y's value and its derivative along a in
+ * one evaluation, so [X, Y](z) = DY(z) X(z) - DX(z) Y(z) is exact to rounding; a
+ * bracket nested d deep needs d infinitesimals (2^d components per number) and
+ * evaluates the generators O(2^d) times. Symbolic brackets of the Whipple bicycle's
+ * Phi took seconds and hundreds of megabytes; these take milliseconds. */
+#define HOL_MAX_DEPTH 6 /* infinitesimals: brackets up to order HOL_MAX_DEPTH + 1 */
+#define HOL_W (1 << HOL_MAX_DEPTH)
+
+struct field {
+    int gen;         /* generator index, or -1 for a bracket */
+    int left, right; /* the bracket [left, right] of earlier fields */
+    int depth;       /* nesting: 0 for a generator */
+    int level;       /* bracket order (1 for a generator) */
+    double v[HOL_POINTS][64];
+};
+
 struct hol {
     struct engine_model *m;
     expr_ctx *c;
     int n, N, ext;
-    int nsym;
-    double *vals[HOL_POINTS];  /* symbol values of each point */
+    int ngen;                  /* generator candidates on the tape (k + ext) */
+    tape *gens;                /* outputs: generator r's n components at r*n */
+    double *in[HOL_POINTS];    /* tape inputs of each point */
     double *basis[HOL_POINTS]; /* orthonormal rows [N*N] */
     int rank[HOL_POINTS];
-    int *zsym; /* [N] symbol of z_k: q_k, then t */
+    struct field *f;
+    int nf;
+    double *work; /* the tape's slots, hyper-dual: work_w numbers of 2^work_l */
+    size_t work_w;
+    int work_l;
 };
 
-static void point_values(struct hol *h, int p)
+/* Hyper-dual numbers: W = 2^L doubles, coefficient [mask] of the product of the
+ * infinitesimals in mask. */
+static void hd_mul(int W, const double *a, const double *b, double *out)
 {
-    struct engine_model *m = h->m;
-    double *in = calloc(m->n_in, sizeof *in);
-    if (!in)
-        return;
-    model_test_point(m, 31 + p, in);
-    for (int s = 0; s < h->nsym; s++) {
-        const expr_symbol *sym = expr_sym_get(h->c, s);
-        double v = 0.0;
-        switch (sym->cls) {
-        case SYM_PARAM: v = in[sym->index]; break;
-        case SYM_TIME: v = in[model_input_t(m)]; break;
-        case SYM_COORD: v = in[model_input_q(m) + sym->index]; break;
-        case SYM_VELOCITY: v = in[model_input_qd(m) + sym->index]; break;
-        default: v = 0.0; break;
+    for (int m = 0; m < W; m++) {
+        double s = 0.0;
+        for (int x = m;; x = (x - 1) & m) {
+            s += a[x] * b[m ^ x];
+            if (!x)
+                break;
         }
-        h->vals[p][s] = v;
+        out[m] = s;
     }
-    free(in);
 }
 
-/* Adds v (length N) to the basis of point p if it is independent; returns 1 if so. */
-static int span_add(struct hol *h, int p, const double *v0)
+/* f(a) = sum_k c[k] (a - a0)^k, c[k] = f^(k)(a0)/k! for k <= L. */
+static void hd_series(int W, int L, const double *a, const double *c, double *out)
+{
+    double d[HOL_W], pw[HOL_W], t[HOL_W];
+    memcpy(d, a, W * sizeof *d);
+    d[0] = 0.0;
+    memcpy(pw, d, W * sizeof *pw);
+    for (int m = 0; m < W; m++)
+        out[m] = 0.0;
+    out[0] = c[0];
+    for (int k = 1; k <= L; k++) {
+        for (int m = 0; m < W; m++)
+            out[m] += c[k] * pw[m];
+        if (k < L) {
+            hd_mul(W, pw, d, t);
+            memcpy(pw, t, W * sizeof *pw);
+        }
+    }
+}
+
+/* Taylor coefficients of p(h)^alpha, p(h) = p0 + p1 h + p2 h^2, to order L. */
+static void series_pow(double p0, double p1, double p2, double alpha, int L, double *q)
+{
+    const double p[3] = {p0, p1, p2};
+    q[0] = pow(p0, alpha);
+    for (int j = 1; j <= L; j++) {
+        double s = 0.0;
+        for (int i = 1; i <= j && i <= 2; i++)
+            s += ((alpha + 1.0) * i - j) * p[i] * q[j - i];
+        q[j] = s / (j * p0);
+    }
+}
+
+/* x^alpha for a constant real alpha: c_k = binom(alpha, k) x^(alpha - k). */
+static void coef_pow(double x, double alpha, int L, double *c)
+{
+    double binom = 1.0;
+    for (int k = 0; k <= L; k++) {
+        c[k] = binom == 0.0 ? 0.0 : binom * pow(x, alpha - k);
+        binom *= (alpha - k) / (k + 1);
+    }
+}
+
+static void hd_fn(int W, int L, int op, const double *a, const double *b, double *out)
+{
+    double c[HOL_MAX_DEPTH + 2], x = a[0];
+    double t1[HOL_W], t2[HOL_W];
+    switch (op) {
+    case TAPE_SIN:
+    case TAPE_COS: {
+        double s = sin(x), co = cos(x), cyc[4] = {s, co, -s, -co}, f = 1.0;
+        for (int k = 0; k <= L; k++) {
+            f = k ? f * k : 1.0;
+            c[k] = cyc[(k + (op == TAPE_COS)) % 4] / f;
+        }
+        break;
+    }
+    case TAPE_SINH:
+    case TAPE_COSH: {
+        double f = 1.0;
+        for (int k = 0; k <= L; k++) {
+            f = k ? f * k : 1.0;
+            c[k] = ((k + (op == TAPE_COSH)) % 2 ? cosh(x) : sinh(x)) / f;
+        }
+        break;
+    }
+    case TAPE_EXP: {
+        double f = 1.0;
+        for (int k = 0; k <= L; k++) {
+            f = k ? f * k : 1.0;
+            c[k] = exp(x) / f;
+        }
+        break;
+    }
+    case TAPE_LOG:
+        c[0] = log(x);
+        for (int k = 1; k <= L; k++)
+            c[k] = (k % 2 ? 1.0 : -1.0) / (k * pow(x, k));
+        break;
+    case TAPE_SQRT: coef_pow(x, 0.5, L, c); break;
+    case TAPE_ATAN:
+    case TAPE_ASIN:
+    case TAPE_ACOS: {
+        double g[HOL_MAX_DEPTH + 2];
+        if (op == TAPE_ATAN)
+            series_pow(1.0 + x * x, 2.0 * x, 1.0, -1.0, L, g);
+        else
+            series_pow(1.0 - x * x, -2.0 * x, -1.0, -0.5, L, g);
+        c[0] = op == TAPE_ATAN ? atan(x) : op == TAPE_ASIN ? asin(x) : acos(x);
+        for (int k = 1; k <= L; k++)
+            c[k] = (op == TAPE_ACOS ? -g[k - 1] : g[k - 1]) / k;
+        break;
+    }
+    case TAPE_TAN:
+    case TAPE_TANH: /* sin/cos, sinh/cosh */
+        hd_fn(W, L, op == TAPE_TAN ? TAPE_SIN : TAPE_SINH, a, NULL, t1);
+        hd_fn(W, L, op == TAPE_TAN ? TAPE_COS : TAPE_COSH, a, NULL, t2);
+        hd_fn(W, L, TAPE_DIV, t1, t2, out);
+        return;
+    case TAPE_DIV:
+        coef_pow(b[0], -1.0, L, c);
+        hd_series(W, L, b, c, t1);
+        hd_mul(W, a, t1, out);
+        return;
+    case TAPE_ABS:
+        for (int m = 0; m < W; m++)
+            out[m] = x < 0 ? -a[m] : a[m];
+        return;
+    case TAPE_POW: /* exp(b log a) */
+        hd_fn(W, L, TAPE_LOG, a, NULL, t1);
+        hd_mul(W, b, t1, t2);
+        hd_fn(W, L, TAPE_EXP, t2, NULL, out);
+        return;
+    case TAPE_ATAN2: { /* atan2(a, b) + the change of atan(a/b), or of -atan(b/a) */
+        int direct = fabs(b[0]) >= fabs(a[0]);
+        hd_fn(W, L, TAPE_DIV, direct ? a : b, direct ? b : a, t1);
+        hd_fn(W, L, TAPE_ATAN, t1, NULL, t2);
+        double base = atan2(a[0], b[0]);
+        for (int m = 0; m < W; m++)
+            out[m] = direct ? t2[m] : -t2[m];
+        out[0] = base;
+        return;
+    }
+    default:
+        for (int m = 0; m < W; m++)
+            out[m] = NAN;
+        return;
+    }
+    hd_series(W, L, a, c, out);
+}
+
+/* The generators' tape in hyper-dual arithmetic at z (N hyper-duals: q, then t when
+ * ext), the other inputs those of point p; out[r*n*W ...] for generator r. Numbers
+ * are stored 2^L apart; only the first `used` infinitesimals are active in z, so
+ * only 2^used components are computed (the rest are zero). */
+static void hd_tape(struct hol *h, int p, int L, int used, const double *z, double *out)
+{
+    const tape *t = h->gens;
+    int S = 1 << L, W = 1 << used, n = h->n;
+    double *s = h->work;
+    int q0 = model_input_q(h->m), t0 = model_input_t(h->m);
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *p_ = &t->ins[i];
+        double *o = s + (size_t)i * S;
+        const double *a = p_->a >= 0 && p_->op != TAPE_INPUT ? s + (size_t)p_->a * S : NULL;
+        const double *b = p_->b >= 0 && (p_->op == TAPE_ADD || p_->op == TAPE_SUB || p_->op == TAPE_MUL ||
+                                         p_->op == TAPE_DIV || p_->op == TAPE_POW || p_->op == TAPE_ATAN2)
+                              ? s + (size_t)p_->b * S
+                              : NULL;
+        switch ((tape_op)p_->op) {
+        case TAPE_INPUT: {
+            const double *zi = p_->a >= q0 && p_->a < q0 + n ? z + (size_t)(p_->a - q0) * S
+                               : h->ext && p_->a == t0       ? z + (size_t)n * S
+                                                             : NULL;
+            for (int m = 0; m < W; m++)
+                o[m] = zi ? zi[m] : m ? 0.0 : h->in[p][p_->a];
+            break;
+        }
+        case TAPE_CONST:
+            for (int m = 0; m < W; m++)
+                o[m] = m ? 0.0 : p_->c;
+            break;
+        case TAPE_ADD:
+            for (int m = 0; m < W; m++)
+                o[m] = a[m] + b[m];
+            break;
+        case TAPE_SUB:
+            for (int m = 0; m < W; m++)
+                o[m] = a[m] - b[m];
+            break;
+        case TAPE_NEG:
+            for (int m = 0; m < W; m++)
+                o[m] = -a[m];
+            break;
+        case TAPE_MUL: hd_mul(W, a, b, o); break;
+        case TAPE_POWI: {
+            double c[HOL_MAX_DEPTH + 2];
+            coef_pow(a[0], (double)p_->b, used, c);
+            hd_series(W, used, a, c, o);
+            break;
+        }
+        default: hd_fn(W, used, p_->op, a, b, o); break;
+        }
+    }
+    memset(out, 0, (size_t)h->ngen * n * S * sizeof *out);
+    for (int r = 0; r < h->ngen; r++)
+        for (int i = 0; i < n; i++)
+            memcpy(out + ((size_t)r * n + i) * S, s + (size_t)t->outputs[r * n + i] * S, W * sizeof *out);
+}
+
+/* Field f at the hyper-dual point z (N numbers of W = 2^L, using the first `used`
+ * infinitesimals) into out (N numbers). scale, when not NULL, gets the size of the
+ * two terms of the outermost bracket (its rounding scale). Returns -1 on allocation
+ * failure. */
+static int eval_field(struct hol *h, int f, int p, int L, int used, const double *z, double *out,
+                      double *scale)
+{
+    int N = h->N, n = h->n, W = 1 << L;
+    const struct field *fl = &h->f[f];
+    if (fl->gen >= 0) {
+        double *all = malloc((size_t)h->ngen * n * W * sizeof *all);
+        if (!all)
+            return -1;
+        hd_tape(h, p, L, used, z, all);
+        memcpy(out, all + (size_t)fl->gen * n * W, (size_t)n * W * sizeof *out);
+        if (h->ext)
+            for (int m = 0; m < W; m++)
+                out[(size_t)n * W + m] = m ? 0.0 : fl->gen == h->ngen - 1 ? 1.0 : 0.0;
+        free(all);
+        if (scale)
+            *scale = 0.0;
+        return 0;
+    }
+    size_t sz = (size_t)N * W;
+    double *buf = malloc(5 * sz * sizeof *buf);
+    if (!buf)
+        return -1;
+    double *a = buf, *b = buf + sz, *z2 = buf + 2 * sz, *db = buf + 3 * sz, *da = buf + 4 * sz;
+    int bit = 1 << used, rc = -1;
+    if (eval_field(h, fl->left, p, L, used, z, a, NULL) < 0 ||
+        eval_field(h, fl->right, p, L, used, z, b, NULL) < 0)
+        goto done;
+    /* DB a: B at z + eps a, its eps part */
+    memcpy(z2, z, sz * sizeof *z2);
+    for (int i = 0; i < N; i++)
+        for (int m = 0; m < bit; m++)
+            z2[(size_t)i * W + (m | bit)] = a[(size_t)i * W + m];
+    if (eval_field(h, fl->right, p, L, used + 1, z2, db, NULL) < 0)
+        goto done;
+    memcpy(z2, z, sz * sizeof *z2);
+    for (int i = 0; i < N; i++)
+        for (int m = 0; m < bit; m++)
+            z2[(size_t)i * W + (m | bit)] = b[(size_t)i * W + m];
+    if (eval_field(h, fl->left, p, L, used + 1, z2, da, NULL) < 0)
+        goto done;
+    double s = 0.0;
+    for (int i = 0; i < N; i++) {
+        for (int m = 0; m < W; m++)
+            out[(size_t)i * W + m] =
+                m & ~(bit - 1) ? 0.0 : db[(size_t)i * W + (m | bit)] - da[(size_t)i * W + (m | bit)];
+        s += db[(size_t)i * W + bit] * db[(size_t)i * W + bit] +
+             da[(size_t)i * W + bit] * da[(size_t)i * W + bit];
+    }
+    if (scale)
+        *scale = sqrt(s);
+    rc = 0;
+done:
+    free(buf);
+    return rc;
+}
+
+/* Adds v (length N) to the basis of point p if it is independent of it and clear of
+ * the rounding of its terms (scale); returns 1 if so. */
+static int span_add(struct hol *h, int p, const double *v0, double scale)
 {
     int N = h->N;
     double v[64], norm0 = 0.0;
@@ -120,7 +390,7 @@ static int span_add(struct hol *h, int p, const double *v0)
         v[i] = v0[i];
         norm0 += v[i] * v[i];
     }
-    if (!(norm0 > 0.0) || !isfinite(norm0))
+    if (!(norm0 > 0.0) || !isfinite(norm0) || !(sqrt(norm0) > 1e-9 * scale))
         return 0;
     for (int pass = 0; pass < 2; pass++)
         for (int b = 0; b < h->rank[p]; b++) {
@@ -134,7 +404,7 @@ static int span_add(struct hol *h, int p, const double *v0)
     double norm = 0.0;
     for (int i = 0; i < N; i++)
         norm += v[i] * v[i];
-    if (!(norm > HOL_RANK_TOL * HOL_RANK_TOL * norm0))
+    if (!(norm > HOL_RANK_TOL * HOL_RANK_TOL * norm0) || !(sqrt(norm) > 1e-9 * scale))
         return 0;
     norm = sqrt(norm);
     double *e = h->basis[p] + (size_t)h->rank[p] * N;
@@ -144,42 +414,49 @@ static int span_add(struct hol *h, int p, const double *v0)
     return 1;
 }
 
-/* Offers a field to the span at every point; kept when it adds at two points or more
- * (a generic bracket adds everywhere but on a thin set). */
-static int offer(struct hol *h, expr **field)
+/* Offers field h->f[h->nf] to the span at every point; kept (h->nf grows) when it
+ * adds at two points or more (a generic bracket adds everywhere but on a thin set).
+ * Returns 1 if kept, 0 if not, -1 on allocation failure. */
+static int offer(struct hol *h)
 {
-    double v[HOL_POINTS][64];
-    for (int p = 0; p < HOL_POINTS; p++)
-        for (int i = 0; i < h->N; i++)
-            v[p][i] = expr_eval(h->c, field[i], h->vals[p]);
-    int saved[HOL_POINTS], adds = 0;
-    for (int p = 0; p < HOL_POINTS; p++) {
-        saved[p] = h->rank[p];
-        adds += span_add(h, p, v[p]);
+    struct field *fl = &h->f[h->nf];
+    int N = h->N, L = fl->depth, W = 1 << L;
+    if (L > h->work_l) { /* wider numbers: more scratch */
+        double *w = realloc(h->work, h->work_w * W * sizeof *w);
+        if (!w)
+            return -1;
+        h->work = w;
+        h->work_l = L;
     }
-    if (adds >= 2)
+    double *z = calloc((size_t)N * W, sizeof *z), *out = calloc((size_t)N * W, sizeof *out);
+    int saved[HOL_POINTS], adds = 0;
+    if (!z || !out) {
+        free(z), free(out);
+        return -1;
+    }
+    for (int p = 0; p < HOL_POINTS; p++) {
+        for (int i = 0; i < h->n; i++)
+            z[(size_t)i * W] = h->in[p][model_input_q(h->m) + i];
+        if (h->ext)
+            z[(size_t)h->n * W] = h->in[p][model_input_t(h->m)];
+        double scale = 0.0;
+        if (eval_field(h, h->nf, p, L, 0, z, out, &scale) < 0) {
+            free(z), free(out);
+            return -1;
+        }
+        for (int i = 0; i < N; i++)
+            fl->v[p][i] = out[(size_t)i * W];
+        saved[p] = h->rank[p];
+        adds += span_add(h, p, fl->v[p], scale);
+    }
+    free(z), free(out);
+    if (adds >= 2) {
+        h->nf++;
         return 1;
+    }
     for (int p = 0; p < HOL_POINTS; p++)
         h->rank[p] = saved[p];
     return 0;
-}
-
-/* [X, Y]_i = sum_k X_k dY_i/dz_k - Y_k dX_i/dz_k. */
-static void bracket(struct hol *h, expr **X, expr **Y, expr **out)
-{
-    expr_ctx *c = h->c;
-    int N = h->N;
-    expr *terms[130];
-    for (int i = 0; i < N; i++) {
-        int nt = 0;
-        for (int k = 0; k < N; k++) {
-            if (!expr_is_num(X[k], 0.0) && expr_depends(Y[i], h->zsym[k]))
-                terms[nt++] = expr_mul(c, X[k], expr_diff(c, Y[i], h->zsym[k]));
-            if (!expr_is_num(Y[k], 0.0) && expr_depends(X[i], h->zsym[k]))
-                terms[nt++] = expr_neg(c, expr_mul(c, Y[k], expr_diff(c, X[i], h->zsym[k])));
-        }
-        out[i] = expr_expand(c, expr_sum(c, terms, nt), HOL_MAX_TERMS);
-    }
 }
 
 static double snap(double v)
@@ -197,27 +474,29 @@ static double snap(double v)
  * canonical basis of its reduced row echelon form (identity on the free columns, the
  * first nonzero coefficient positive). Returns the number of combinations written
  * to out[h * nl]. */
-static int annihilator(struct hol *h, int p, int *rows, int nl, expr ***Y, int nb, double *out)
+static int annihilator(struct hol *h, int p, int *rows, int nl, int first, int nb, double *out)
 {
     struct engine_model *m = h->m;
     int n = h->n, N = h->N;
     double *A = calloc((size_t)nl * N + 1, sizeof *A), *B = calloc((size_t)(nb + 1) * nl, sizeof *B);
+    double *psi = calloc((size_t)n * n + n, sizeof *psi);
     int *pivcol = calloc(nl + 1, sizeof *pivcol), *isp = calloc(nl + 1, sizeof *isp);
     int cnt = 0;
-    if (!A || !B || !pivcol || !isp)
+    if (!A || !B || !psi || !pivcol || !isp)
         goto done;
+    tape_run(m->tape_psi, h->in[p], h->work, psi);
     for (int j = 0; j < nl; j++) {
         for (int i = 0; i < n; i++)
-            A[j * N + i] = expr_eval(h->c, m->psi[(size_t)rows[j] * n + i], h->vals[p]);
+            A[j * N + i] = psi[(size_t)rows[j] * n + i];
         if (h->ext)
-            A[j * N + n] = expr_eval(h->c, m->psi_t[rows[j]], h->vals[p]);
+            A[j * N + n] = psi[(size_t)n * n + rows[j]];
     }
     double bmax = 0.0;
     for (int b = 0; b < nb; b++)
         for (int j = 0; j < nl; j++) {
             double s = 0.0;
             for (int i = 0; i < N; i++)
-                s += A[j * N + i] * expr_eval(h->c, Y[b][i], h->vals[p]);
+                s += A[j * N + i] * h->f[first + b].v[p][i];
             B[b * nl + j] = s;
             bmax = fmax(bmax, fabs(s));
         }
@@ -267,7 +546,7 @@ static int annihilator(struct hol *h, int p, int *rows, int nl, expr ***Y, int n
         cnt++;
     }
 done:
-    free(A), free(B), free(pivcol), free(isp);
+    free(A), free(B), free(psi), free(pivcol), free(isp);
     return cnt;
 }
 
@@ -360,7 +639,7 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     json_object_set_new(
         out, "method",
         json_string("involutive closure of the constraint distribution: iterated Lie brackets, "
-                    "symbolic, ranks at 3 generic configurations"));
+                    "evaluated numerically (hyper-dual numbers), ranks at 3 generic configurations"));
     json_object_set_new(out, "space", space);
     json_t *excl = json_array();
     for (int j = 0; j < m->nc; j++)
@@ -396,107 +675,96 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     h.n = n;
     h.N = N;
     h.ext = ext;
-    h.nsym = expr_sym_count(m->ctx);
-    int ok = 1;
-    h.zsym = calloc(N, sizeof *h.zsym);
+    int nsym = expr_sym_count(m->ctx), ok = 1;
     for (int p = 0; p < HOL_POINTS; p++) {
-        h.vals[p] = calloc(h.nsym + 1, sizeof *h.vals[p]);
+        h.in[p] = calloc(m->n_in + 1, sizeof *h.in[p]);
         h.basis[p] = calloc((size_t)N * N, sizeof *h.basis[p]);
-        ok &= h.vals[p] && h.basis[p];
+        ok &= h.in[p] && h.basis[p];
     }
-    int maxf = N + k + 2;
-    expr ***fields = calloc(maxf, sizeof *fields);
-    int *level = calloc(maxf, sizeof *level);
+    int maxf = N + k + 2, nf = 0;
+    h.f = calloc(maxf, sizeof *h.f);
     int *rows = calloc(nl + 1, sizeof *rows), *cons_of_row = calloc(nl + 1, sizeof *cons_of_row);
-    expr **sub = calloc(h.nsym + 1, sizeof *sub);
+    expr **sub = calloc(nsym + 1, sizeof *sub), **roots = calloc((size_t)(k + 1) * n + 1, sizeof *roots);
     double *cvs = calloc((size_t)HOL_POINTS * (nl + 1) * (nl + 1), sizeof *cvs);
-    if (!ok || !h.zsym || !fields || !level || !rows || !cons_of_row || !sub || !cvs)
+    if (!ok || !h.f || !rows || !cons_of_row || !sub || !roots || !cvs)
         goto done;
-    for (int i = 0; i < n; i++)
-        h.zsym[i] = m->sym_q[i];
-    if (ext)
-        h.zsym[n] = m->sym_t;
     for (int p = 0; p < HOL_POINTS; p++)
-        point_values(&h, p);
+        model_test_point(m, 31 + p, h.in[p]);
     for (int j = 0, r = 0; j < m->nc; j++)
         if (m->cons[j].linear) {
             rows[r] = m->cons[j].row;
             cons_of_row[r++] = j;
         }
 
-    /* the generators: columns of Phi_S, and (Phi_t, 1) in (q, t) */
+    /* the generators: columns of Phi_S, and (Phi_t, 1) in (q, t), on one tape */
     expr_ctx *c = m->ctx;
-    int nf = 0, ngen = 0;
-    for (int r = 0; r < k + ext; r++) {
-        expr **f = calloc(N, sizeof *f);
-        if (!f)
-            goto done;
-        if (r < k) {
-            for (int i = 0; i < n; i++)
-                f[i] = red->phi[(size_t)i * n + r];
-        } else {
-            for (int s = 0; s < k; s++)
-                sub[m->sym_u[s]] = expr_num(c, 0.0);
-            for (int i = 0; i < n; i++)
-                f[i] = expr_expand(c, expr_subst(c, red->kin[i], sub, h.nsym), HOL_MAX_TERMS);
-            f[n] = expr_num(c, 1.0);
-        }
-        if (ext && r < k)
-            f[n] = expr_num(c, 0.0);
-        if (offer(&h, f)) {
-            level[nf] = 1;
-            fields[nf++] = f;
-        } else {
-            free(f);
-        }
+    h.ngen = k + ext;
+    for (int r = 0; r < k; r++)
+        for (int i = 0; i < n; i++)
+            roots[(size_t)r * n + i] = red->phi[(size_t)i * n + r];
+    if (ext) {
+        for (int s = 0; s < k; s++)
+            sub[m->sym_u[s]] = expr_num(c, 0.0);
+        for (int i = 0; i < n; i++)
+            roots[(size_t)k * n + i] = expr_subst(c, red->kin[i], sub, nsym);
     }
-    ngen = nf;
-    int drank = nf, order = 1, complete = 1, cur0 = 0, cur1 = nf;
+    h.gens = model_tape(m, c, roots, h.ngen * n);
+    if (!h.gens)
+        goto done;
+    h.work_w = (size_t)(h.gens->n_ins > m->work_len ? h.gens->n_ins : m->work_len) + 1;
+    h.work = malloc(h.work_w * sizeof *h.work);
+    if (!h.work)
+        goto done;
+    for (int r = 0; r < h.ngen; r++) {
+        h.f[h.nf] = (struct field){.gen = r, .left = -1, .right = -1, .depth = 0, .level = 1};
+        if (offer(&h) < 0)
+            goto done;
+    }
+    nf = h.nf;
+    int ngen = nf, drank = nf, order = 1, complete = 1, cur0 = 0, cur1 = nf;
+    const char *why = "the brackets exceeded the time budget: the closure rank is a lower bound";
     double t0 = seconds();
-    while (nf < N && complete) {
+    while (h.nf < N && complete) {
         int added = 0;
-        for (int g = 0; g < ngen && nf < N && complete; g++)
-            for (int y = cur0; y < cur1 && nf < N && complete; y++) {
-                expr **b = calloc(N, sizeof *b);
-                if (!b)
-                    goto done;
-                bracket(&h, fields[g], fields[y], b);
-                if (expr_ctx_overflow(c) || seconds() - t0 > HOL_MAX_SECONDS) {
+        for (int g = 0; g < ngen && h.nf < N && complete; g++)
+            for (int y = cur0; y < cur1 && h.nf < N && complete; y++) {
+                int depth = 1 + (h.f[y].depth > h.f[g].depth ? h.f[y].depth : h.f[g].depth);
+                if (depth > HOL_MAX_DEPTH) {
                     complete = 0;
-                    free(b);
+                    why = "the closure needs brackets nested deeper than the analysis evaluates: the "
+                          "closure rank is a lower bound";
                     break;
                 }
-                if (offer(&h, b)) {
-                    level[nf] = order + 1;
-                    fields[nf++] = b;
-                    added = 1;
-                } else {
-                    free(b);
-                }
+                h.f[h.nf] =
+                    (struct field){.gen = -1, .left = g, .right = y, .depth = depth, .level = order + 1};
+                int kept = offer(&h);
+                if (kept < 0)
+                    goto done;
+                added |= kept;
+                if (seconds() - t0 > HOL_MAX_SECONDS)
+                    complete = 0;
             }
         if (!added)
             break;
         order++;
         cur0 = cur1;
-        cur1 = nf;
+        cur1 = h.nf;
     }
+    nf = h.nf;
     int hcount = N - nf;
     json_object_set_new(out, "complete", json_boolean(complete));
     if (!complete)
-        json_object_set_new(out, "reason",
-                            json_string("the brackets exceeded the time or node budget: the closure "
-                                        "rank is a lower bound"));
+        json_object_set_new(out, "reason", json_string(why));
     json_object_set_new(out, "distribution_rank", json_integer(drank));
     json_object_set_new(out, "closure_rank", json_integer(nf));
-    json_object_set_new(out, "bracket_order", json_integer(nf ? level[nf - 1] : 0));
+    json_object_set_new(out, "bracket_order", json_integer(nf ? h.f[nf - 1].level : 0));
     json_object_set_new(out, "integrable_combinations", json_integer(hcount));
     json_object_set_new(out, "nonholonomic_constraints", json_integer(nl - hcount));
     json_t *combos = json_array();
     if (complete && hcount > 0) {
         int got[HOL_POINTS];
         for (int p = 0; p < HOL_POINTS; p++)
-            got[p] =
-                annihilator(&h, p, rows, nl, fields + drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
+            got[p] = annihilator(&h, p, rows, nl, drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
         for (int q = 0; q < got[0]; q++) {
             const double *c0 = cvs + (size_t)q * nl;
             int constant = got[1] == got[0] && got[2] == got[0];
@@ -513,17 +781,16 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     }
     json_object_set_new(out, "combinations", combos);
 done:
-    for (int f = 0; fields && f < maxf; f++)
-        free(fields[f]);
-    free(fields);
-    free(level);
+    free(h.f);
     free(rows);
     free(cons_of_row);
     free(sub);
+    free(roots);
     free(cvs);
-    free(h.zsym);
+    free(h.work);
+    tape_free(h.gens);
     for (int p = 0; p < HOL_POINTS; p++) {
-        free(h.vals[p]);
+        free(h.in[p]);
         free(h.basis[p]);
     }
     return out;

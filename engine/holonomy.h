@@ -8,7 +8,8 @@
  * For the system: the constraint distribution D (the velocities the linear
  * constraints allow, spanned by the columns of Phi_S, and in (q, t) by (Phi_t, 1)
  * when a constraint is rheonomic) and its involutive closure, spanned by D and the
- * iterated Lie brackets of its fields (computed symbolically, their rank decided at
+ * iterated Lie brackets of its fields (evaluated numerically with hyper-dual numbers
+ * on a tape of the generators, their rank decided at
  * three generic configurations). The codimension of the closure is the number of
  * independent integrable combinations of the constraints: the annihilator of the
  * closure, a subspace of the constraints' forms. Each combination is shown as

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "expr.h"
+#include "expr_internal.h"
 #include "jit.h"
 #include "tape.h"
 
@@ -756,6 +757,34 @@ Test(expr, is_zero_near_misses)
     /* Below the resolution: rounding-sized residues count as zero. */
     cr_expect(expr_is_zero(c, te_parse(c, "sin(x)^2 + cos(x)^2 - 1 + 1e-13")),
               "a 1e-13 residue against terms of size 1 is below the zero test's resolution");
+    expr_ctx_free(c);
+}
+
+/* The minimal form of the Whipple bicycle's wrong reduction: nested sums of products
+ * of sums whose intermediate values stay small while their no-cancellation magnitude
+ * (the zero test's rounding scale) squares at every level. a_(k+1) = (a_k + 1)^2 -
+ * a_k^2 - 1 = 2 a_k, so a_5 = 32 x, with a magnitude of ~10^17 at x ~ 1: the double
+ * test alone called it zero (value/magnitude ~ 1e-16 at every point). */
+Test(expr, is_zero_inflated_magnitude)
+{
+    expr_ctx *c = te_ctx();
+    expr *x = te_parse(c, "x"), *one = expr_num(c, 1.0), *a = x;
+    for (int k = 0; k < 5; k++)
+        a = expr_sum(c,
+                     (expr *[]){expr_powi(c, expr_add(c, a, one), 2), expr_neg(c, expr_powi(c, a, 2)),
+                                expr_num(c, -1.0)},
+                     3);
+    double vals[ZERO_POINTS], mags[ZERO_POINTS];
+    cr_assert_eq(expr__zero_values(c, a, vals, mags), 0);
+    for (int k = 0; k < ZERO_POINTS; k++)
+        cr_expect_lt(fabs(vals[k]), 1e-9 * mags[k], "point %d: value %g, magnitude %g (the premise)", k,
+                     vals[k], mags[k]);
+    cr_expect(!expr_is_zero(c, a), "a_5 = 32 x is not zero");
+    expr *x32 = expr_mul(c, expr_num(c, 32.0), x);
+    cr_expect(expr_is_zero(c, expr_sub(c, a, x32)), "a_5 - 32 x is zero");
+    cr_expect(!expr_is_zero(c, expr_sub(c, a, expr_mul(c, expr_num(c, 32.0 + 1e-6), x))),
+              "a_5 - (32 + 1e-6) x is not zero");
+    cr_expect(!expr_is_zero(c, expr_sub(c, a, expr_num(c, 1e-3))), "a_5 - 1e-3 is not zero");
     expr_ctx_free(c);
 }
 

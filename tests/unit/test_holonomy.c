@@ -143,3 +143,34 @@ Test(holonomy, rheonomic_not_integrable, .init = setup)
     cr_expect_eq(json_array_size(sp), 4, "the analysis runs in (q, t)");
     json_decref(s);
 }
+
+/* A car with three trailers (bench/models/car-trailers-3.json, n = 7): two inputs, a
+ * Goursat flag with growth (2, 3, 4, 5, 6, 7), so the closure is everything and needs
+ * brackets of order 6 (nested 5 deep: hyper-dual numbers with 32 components). */
+Test(holonomy, car_with_three_trailers_needs_order_six, .init = setup)
+{
+    json_error_t err;
+    json_t *js = json_load_file("bench/models/car-trailers-3.json", 0, &err);
+    cr_assert_not_null(js, "%s", err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(js, "model") ? json_object_get(js, "model") : js, NULL,
+                                      &m, &problem),
+                 0);
+    json_t *s = engine_model_summary(m);
+    const char *why = json_string_value(json_object_get(json_object_get(s, "holonomy"), "reason"));
+    if (why && strstr(why, "takes longer")) { /* its wall-clock share, on a slow build */
+        cr_log_warn("car-trailers-3: %s", why);
+        json_decref(s);
+        engine_model_release(m);
+        json_decref(js);
+        return;
+    }
+    cr_expect_eq(hint(s, "distribution_rank"), 2);
+    cr_expect_eq(hint(s, "closure_rank"), 7);
+    cr_expect_eq(hint(s, "bracket_order"), 6);
+    cr_expect_eq(hint(s, "integrable_combinations"), 0);
+    json_decref(s);
+    engine_model_release(m);
+    json_decref(js);
+}
