@@ -223,7 +223,7 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     c->work_model = m;
     json_decref(c->pending);
     c->pending = json_incref(body);
-    return http__offload(c, http__run_stored_result, http__resume_stored_result);
+    return http__offload_read(c, http__run_stored_result, http__resume_stored_result);
 }
 
 /* What the store holds of a job that is not in memory, read on the offload pool. */
@@ -325,7 +325,7 @@ static enum MHD_Result http__stored_job(http_conn *c)
     c->stored_job = calloc(1, sizeof *c->stored_job);
     if (!c->stored_job)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
-    return http__offload(c, http__run_stored_job, http__resume_stored_job);
+    return http__offload_read(c, http__run_stored_job, http__resume_stored_job);
 }
 
 enum MHD_Result http__job(http_conn *c)

@@ -267,6 +267,23 @@ enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result
     return http__offload_with(c, run, http__offloaded, resume);
 }
 
+enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *))
+{
+    c->on_resume = resume;
+    c->ran = 0;
+    MHD_suspend_connection(c->conn); /* first: the pool may finish before submit returns */
+    c->suspended = 1;
+    c->off_rc = offload_submit(c->srv->offload, run, http__offloaded, c);
+    if (c->off_rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
+        c->off_rc = 0;
+        run(c);
+        http__offloaded(c, 1);
+    } else if (c->off_rc != 0) {
+        http__offloaded(c, 0);
+    }
+    return MHD_YES;
+}
+
 /* The resumed call of an offloaded request. */
 static enum MHD_Result http__resume_offloaded(http_conn *c)
 {

@@ -147,6 +147,11 @@ enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*don
 /* http__offload_with with http__offloaded as done. */
 enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *));
 
+/* As http__offload, for a store read (a result, a job record): when the offload queue is
+ * full it is done on this poll thread, as it was before reads moved to the pool, rather
+ * than answered 503; the answer is resume(c) either way. */
+enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *));
+
 /* The number in ?wait=N, capped at HAMEL_MAX_WAIT; -1 when malformed. */
 double http__wait(http_conn *c);
 
