@@ -1506,6 +1506,18 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             json_object_set_new(m->summary, "reduction_rejected",
                                 json_string("the symbolically reduced equations disagreed with the "
                                             "numeric path at a test state"));
+            /* nor are they shown: the equations document says why instead */
+            reduce_result none;
+            memset(&none, 0, sizeof none);
+            snprintf(none.why, sizeof none.why,
+                     "the symbolically reduced equations disagreed with the numeric path at a test "
+                     "state; the model is integrated on the numeric path");
+            free(m->equations);
+            m->equations = NULL;
+            if (!m->nl_reduced && equations_derive(m, &none) < 0) {
+                reduce_result_free(&red);
+                goto oom;
+            }
         }
         /* The holonomy analysis (Lie brackets) is optional too: past its share of the
          * budget it is reported as not done rather than failing the model. */
