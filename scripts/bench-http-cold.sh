@@ -35,6 +35,7 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hamel-bench-cold.XXXXXX")
 pid=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
