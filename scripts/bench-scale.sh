@@ -6,8 +6,8 @@
 # compile time with the engine's default limits, ns per right-hand side of the engine
 # on both code tiers (tcc, made during the compile; native, the optimizing tier of
 # engine/native.h built at once into a fresh code cache, its wall time the build_ms
-# column) and, where python3-sympy is installed, of the SymPy-generated C of the same system
-# (bench/models/gen_sympy_c.py, gcc -O2 -shared; cached in build/bench/sympy by the
+# column) and, where python3-sympy is installed, of the SymPy-generated C of the same
+# system (bench/models/gen_sympy_c.py, gcc -O2 -shared; cached in build/bench/sympy by the
 # case's and the generator's checksums), their ratio, and the issue's targets:
 #   whipple-hand compile <= 100 ms; car-trailers-8 compile <= 50 ms;
 #   disk-chain-8 (n = 40) hamel/SymPy C ns per RHS <= 1 (on the native tier, which
@@ -16,16 +16,17 @@
 #   (bench/whipple_check.c);
 #   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
 #   2 s default compile deadline and a second of grace).
-# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 20 s: the compiles, the native build and the timing; a
-# hostile model BENCH_ANSWER_SECONDS + 2), so a slow compile reports "> timeout"
-# instead of hanging. (Larger sizes are not skipped after a timeout: on landed main
+# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 20 s for
+# the compiles, the native build and the timing; a hostile model BENCH_ANSWER_SECONDS +
+# 2), so a slow compile reports "> timeout" instead of hanging. (Larger sizes are not skipped after a timeout: on landed main
 # car-trailers-9 and -10 compile in 0.3-0.6 s while -8 takes 9-20 s.)
 # The SymPy C takes about 2 minutes to generate the first time (car-trailers-10: 30-60
 # s), then comes from the cache.
 #
 # Environment: BENCH_MODEL_TIMEOUT, BENCH_ANSWER_SECONDS, BENCH_SCALE_ONLY (a regular
-# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C).
-# Exit status 1 when the two right-hand sides disagree (or a program fails), and, with
+# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C),
+# BENCH_NO_NATIVE=1 (skip the native tier).
+# Exit status 1 when the right-hand sides disagree (or a program fails), and, with
 # BENCH_STRICT=1, when a target is missed (as the other benchmarks of `make bench`).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
