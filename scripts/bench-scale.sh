@@ -18,8 +18,9 @@
 #   2 s default compile deadline and a second of grace).
 # Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 20 s for
 # the compiles, the native build and the timing; a hostile model BENCH_ANSWER_SECONDS +
-# 2), so a slow compile reports "> timeout" instead of hanging. (Larger sizes are not skipped after a timeout: on landed main
-# car-trailers-9 and -10 compile in 0.3-0.6 s while -8 takes 9-20 s.)
+# 2), so a slow compile reports "> timeout" instead of hanging. (Larger sizes are not
+# skipped after a timeout: before issue 8, car-trailers-9 and -10 compiled in 0.3-0.6 s
+# while -8 took 9-20 s.)
 # The SymPy C takes about 2 minutes to generate the first time (car-trailers-10: 30-60
 # s), then comes from the cache.
 #
