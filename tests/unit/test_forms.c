@@ -128,33 +128,21 @@ Test(forms, rolling_disk, .init = setup)
     engine_model_release(m);
 }
 
-Test(forms, rolling_sphere_voronec, .init = setup)
+/* Every form of a shared case (Voronec's too when `voronec`). */
+static void check_case(const char *file, int voronec)
 {
-    engine_model *m = compile_case("lemos-rolling-sphere.json");
-    check_all(m, 1);
+    engine_model *m = compile_case(file);
+    check_all(m, voronec);
     engine_model_release(m);
 }
 
-Test(forms, suslov_dumbbell, .init = setup)
-{
-    engine_model *m = compile_case("greenwood-5.4-dumbbell-suslov.json");
-    check_all(m, 1);
-    engine_model_release(m);
-}
+Test(forms, rolling_sphere_voronec, .init = setup) { check_case("lemos-rolling-sphere.json", 1); }
 
-Test(forms, knife_edge_body, .init = setup)
-{
-    engine_model *m = compile_case("greenwood-5.1-knife-edge-body.json");
-    check_all(m, 0);
-    engine_model_release(m);
-}
+Test(forms, suslov_dumbbell, .init = setup) { check_case("greenwood-5.4-dumbbell-suslov.json", 1); }
 
-Test(forms, axle_incline, .init = setup)
-{
-    engine_model *m = compile_case("wang-pao-axle-incline.json");
-    check_all(m, 1);
-    engine_model_release(m);
-}
+Test(forms, knife_edge_body, .init = setup) { check_case("greenwood-5.1-knife-edge-body.json", 0); }
+
+Test(forms, axle_incline, .init = setup) { check_case("wang-pao-axle-incline.json", 1); }
 
 Test(forms, appell_nonlinear, .init = setup)
 {

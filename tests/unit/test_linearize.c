@@ -958,20 +958,26 @@ Test(linearize, cartesian_pendulum, .init = setup)
     engine_model_release(m);
 }
 
+/* Appell's example (api/examples/model-nonlinear.json) with the speeds eta1 = x',
+ * eta2 = y', compiled. */
+static engine_model *appell_reduced(void)
+{
+    json_t *mj = support_load_file("api/examples/model-nonlinear.json");
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    engine_model *m = support_compile_json(mj);
+    json_decref(mj);
+    return m;
+}
+
 /* Appell's example with its nonlinear constraint in the reduced form (speeds x', y'):
  * evaluate takes speeds, solves q' by Newton, and the speed derivatives of the
  * integrated equations equal the KKT system's x'', y'' (two formulations) and the
  * closed form x'' = -a g x'/(v (1 + a^2)), v = |(x', y')| (Appell, Hussain 4.2.13). */
 Test(evaluate, nonlinear_reduced_form, .init = setup)
 {
-    json_error_t err;
-    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
-    cr_assert_not_null(mj, "%s", err.text);
-    json_object_set_new(
-        mj, "speeds",
-        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
-    engine_model *m = support_compile_json(mj);
-    json_decref(mj);
+    engine_model *m = appell_reduced();
     if (!m->nl_reduced) {
         engine_model_release(m);
         cr_skip_test("this engine keeps nonlinear constraints in the multipliers formulation");
@@ -1002,14 +1008,7 @@ Test(evaluate, nonlinear_reduced_form, .init = setup)
  * turns freely) and -g_/v (the speed decays); dz'/deta = a eta/v. */
 Test(linearize, nonlinear_reduced_form, .init = setup)
 {
-    json_error_t err;
-    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
-    cr_assert_not_null(mj, "%s", err.text);
-    json_object_set_new(
-        mj, "speeds",
-        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
-    engine_model *m = support_compile_json(mj);
-    json_decref(mj);
+    engine_model *m = appell_reduced();
     if (!m->nl_reduced || !m->tape_fast) {
         engine_model_release(m);
         cr_skip_test("no explicit reduced form for Appell's example in this engine");
