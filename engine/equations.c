@@ -66,6 +66,27 @@ static expr *simp(expr_ctx *c, expr *e)
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 
+json_t *equations_head(const struct engine_model *m, const char *formulation)
+{
+    json_t *eq = json_object();
+    json_object_set_new(eq, "model_id", json_string(m->id));
+    json_object_set_new(eq, "formulation", json_string(formulation));
+    json_t *order = json_array();
+    for (int j = 0; j < m->n; j++)
+        json_array_append_new(order, json_string(m->row_names[j]));
+    json_object_set_new(eq, "order", order);
+    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    return eq;
+}
+
+int equations_store(struct engine_model *m, json_t *eq)
+{
+    free(m->equations);
+    m->equations = json_dumps(eq, JSON_COMPACT);
+    json_decref(eq);
+    return m->equations ? 0 : -1;
+}
+
 expr *equations_mass_lhs(struct engine_model *m, expr *const *mass_row)
 {
     expr_ctx *c = m->ctx;
@@ -92,15 +113,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
     struct printer pr = {c, EQ_MAX_PRINTED_NODES, 0};
-    json_t *eq = json_object();
-    json_object_set_new(eq, "model_id", json_string(m->id));
-    json_object_set_new(eq, "formulation", json_string(m->nlin == m->nc ? "hamel" : "multipliers"));
-    json_object_set_new(eq, "order", json_copy(json_object_get(m->summary, "speeds")));
-    json_t *order = json_array();
-    for (int j = 0; j < n; j++)
-        json_array_append_new(order, json_string(m->row_names[j]));
-    json_object_set_new(eq, "order", order);
-    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    json_t *eq = equations_head(m, m->nlin == m->nc ? "hamel" : "multipliers");
     if (!red->have_phi) {
         json_object_set_new(eq, "complete", json_false());
         json_object_set_new(
@@ -193,9 +206,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                             json_string("Phi has expression pivots that may vanish where Psi is "
                                         "regular; the integrator inverts Psi numerically"));
 store:
-    m->equations = json_dumps(eq, JSON_COMPACT);
-    json_decref(eq);
-    return m->equations ? 0 : -1;
+    return equations_store(m, eq);
 fail:
     json_decref(eq);
     return -1;

@@ -1,4 +1,5 @@
-/* exprjson.c — expressions as JSON strings: text, LaTeX, "lhs = rhs" (exprjson.h). */
+/* exprjson.c — expressions as JSON strings: text, LaTeX, "lhs = rhs"; the source text
+ * of an expression field (exprjson.h). */
 #include "exprjson.h"
 
 #include <stdio.h>
@@ -27,4 +28,14 @@ json_t *exprjson_equation(const expr_ctx *c, const expr *lhs, const expr *rhs, i
     free(l);
     free(r);
     return take(line);
+}
+
+const char *exprjson_source(const json_t *v, char *buf, size_t size)
+{
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (!json_is_number(v))
+        return NULL;
+    snprintf(buf, size, "%.17g", json_number_value(v));
+    return buf;
 }

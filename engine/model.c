@@ -179,13 +179,8 @@ static expr *parse_field(struct engine_model *m, const json_t *v, const char *pa
                          const engine_limits *lim, json_t *problem)
 {
     char numbuf[64];
-    const char *text;
-    if (json_is_string(v)) {
-        text = json_string_value(v);
-    } else if (json_is_number(v)) {
-        snprintf(numbuf, sizeof numbuf, "%.17g", json_number_value(v));
-        text = numbuf;
-    } else {
+    const char *text = exprjson_source(v, numbuf, sizeof numbuf);
+    if (!text) {
         add_error(problem, path, -1, "must be an expression string");
         return NULL;
     }

@@ -148,14 +148,7 @@ static int write_equations(struct engine_model *m, const reduce_result *red, int
 {
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
-    json_t *eq = json_object();
-    json_object_set_new(eq, "model_id", json_string(m->id));
-    json_object_set_new(eq, "formulation", json_string("hamel"));
-    json_t *order = json_array();
-    for (int j = 0; j < n; j++)
-        json_array_append_new(order, json_string(m->row_names[j]));
-    json_object_set_new(eq, "order", order);
-    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    json_t *eq = equations_head(m, "hamel");
     json_object_set_new(eq, "nonlinear_form", json_string("reduced"));
     if (!explicit_kin) {
         json_object_set_new(eq, "complete", json_false());
@@ -200,10 +193,7 @@ static int write_equations(struct engine_model *m, const reduce_result *red, int
                                     "depend on the velocities (POST /v1/hamel with speeds or qdot)"));
     json_object_set_new(eq, "complete", json_boolean(!expr_ctx_overflow(c)));
 store:
-    free(m->equations);
-    m->equations = json_dumps(eq, JSON_COMPACT);
-    json_decref(eq);
-    return m->equations ? 0 : -1;
+    return equations_store(m, eq);
 fail:
     json_decref(eq);
     return -1;
