@@ -249,10 +249,7 @@ ParameterizedTest(struct support_case *p, linearize, case_jacobians, .init = set
  * df/dt as one pass: bit for bit, each direction is computed the same way. */
 Test(linearize, chunked_directions, .init = setup)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", support_cases_dir());
-    json_t *mj = json_load_file(path, 0, NULL);
-    cr_assert_not_null(mj, "%s", path);
+    json_t *mj = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = support_compile_json(json_object_get(mj, "model"));
     json_decref(mj);
     int n = m->n, N = n + m->k, inputs[2] = {model_param_index(m, "g"), model_param_index(m, "r")};
@@ -430,11 +427,7 @@ Test(linearize, not_steady, .init = setup)
 
 static json_t *rolling_disk_model(void)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", support_cases_dir());
-    json_error_t err;
-    json_t *c = json_load_file(path, 0, &err);
-    cr_assert_not_null(c, "%s: %s", path, err.text);
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     json_t *m = json_incref(json_object_get(c, "model"));
     json_decref(c);
     return m;
