@@ -32,6 +32,9 @@
 #define LIN_CONSTRAINT_TOL 1e-8 /* as the simulate request's initial.qdot check */
 #define LIN_POSITION_TOL 1e-10  /* position-level constraints, as a simulation's initial solve */
 
+/* Adds one error to *problem, creating it with the code first (error.h). */
+#define bad hamel_problem_addf
+
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static json_t *named(char **names, const double *v, int count)
@@ -65,13 +68,12 @@ static int solve_position(const struct engine_model *m, const double *params, li
     double resid = 0.0;
     char path[160];
     if (!w || !dep) {
-        hamel_problem_addf(problem, HAMEL_E_INTERNAL, "", "out of memory");
+        bad(problem, HAMEL_E_INTERNAL, "", "out of memory");
         goto done;
     }
     snprintf(path, sizeof path, "%sq", prefix);
     if (holo_choose(w, st->t, st->q, dep) < 0) {
-        hamel_problem_addf(
-            problem, HAMEL_E_BAD_REQUEST, path,
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
             "the gradients of the position-level constraints are linearly dependent here: no coordinates can "
             "be solved for");
         goto done;
@@ -84,8 +86,7 @@ static int solve_position(const struct engine_model *m, const double *params, li
     }
     if (holo_solve(w, st->t, st->q, dep, LIN_POSITION_TOL, &resid, &iters) < 0) {
         snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[dep[0]]);
-        hamel_problem_addf(
-            problem, HAMEL_E_BAD_REQUEST, path,
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
             "Newton's method on the position-level constraints from the guess %s did not converge: max |f| = "
             "%.3g after %d iterations (tolerance %.1g); give a better guess",
             guess, resid, iters, LIN_POSITION_TOL);
@@ -201,23 +202,21 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
     const json_t *tv = json_object_get(js, "t");
     snprintf(path, sizeof path, "%st", prefix);
     if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
     else if (tv)
         st->t = json_number_value(tv);
     const json_t *q = json_object_get(js, "q");
     snprintf(path, sizeof path, "%sq", prefix);
     if (!json_is_object(q)) {
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                           "required: an object with a value for every coordinate");
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
     } else {
         for (int i = 0; i < n; i++) {
             const json_t *v = json_object_get(q, m->coords[i]);
             snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[i]);
             if (!v)
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                                   "missing: every coordinate needs a value");
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a value");
             else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
             else
                 st->q[i] = json_number_value(v);
         }
@@ -227,7 +226,7 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
         {
             if (model_coord_index(m, key) < 0) {
                 snprintf(path, sizeof path, "%sq.%.80s", prefix, key);
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
             }
         }
     }
@@ -236,26 +235,22 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
     if (*prefix)
         path[strlen(path) - 1] = '\0'; /* "states[3]" */
     if (sp && qd) {
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
-                           "give speeds or qdot, not both");
+        bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds", "give speeds or qdot, not both");
     } else if (sp) {
         snprintf(path, sizeof path, "%sspeeds", prefix);
         if (!all_linear) {
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                               "this model has nonlinear constraints: give qdot");
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "this model has nonlinear constraints: give qdot");
         } else if (!json_is_object(sp)) {
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                               "must be an object with a value for every speed");
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every speed");
         } else {
             st->from_speeds = 1;
             for (int r = 0; r < k; r++) {
                 const json_t *v = json_object_get(sp, m->speeds[r]);
                 snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
                 if (!v)
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                                       "missing: every independent speed needs a value");
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every independent speed needs a value");
                 else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
                 else
                     st->u[r] = json_number_value(v);
             }
@@ -265,25 +260,22 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
             {
                 if (model_speed_index(m, key) < 0) {
                     snprintf(path, sizeof path, "%sspeeds.%.80s", prefix, key);
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a speed of the model",
-                                       key);
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a speed of the model", key);
                 }
             }
         }
     } else if (qd) {
         snprintf(path, sizeof path, "%sqdot", prefix);
         if (!json_is_object(qd)) {
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                               "must be an object with a value for every coordinate");
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every coordinate");
         } else {
             for (int i = 0; i < n; i++) {
                 const json_t *v = json_object_get(qd, m->coords[i]);
                 snprintf(path, sizeof path, "%sqdot.%s", prefix, m->coords[i]);
                 if (!v)
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                                       "missing: every coordinate needs a velocity");
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a velocity");
                 else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
                 else
                     st->qd[i] = json_number_value(v);
             }
@@ -293,13 +285,13 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
             {
                 if (model_coord_index(m, key) < 0) {
                     snprintf(path, sizeof path, "%sqdot.%.80s", prefix, key);
-                    hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
+                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
                 }
             }
         }
     } else {
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
-                           all_linear ? "give speeds (or qdot)" : "give qdot");
+        bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
+            all_linear ? "give speeds (or qdot)" : "give qdot");
     }
     int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
     if ((before && errs > errs0) || (!before && *problem))
@@ -323,13 +315,11 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
         }
         if (m->nl_reduced && !found) {
             snprintf(path, sizeof path, "%sspeeds", prefix);
-            hamel_problem_addf(
-                problem, HAMEL_E_BAD_REQUEST, path,
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
         } else if (!m->nl_reduced && hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
             snprintf(path, sizeof path, "%sq", prefix);
-            hamel_problem_addf(
-                problem, HAMEL_E_BAD_REQUEST, path,
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
         }
         return;
@@ -345,9 +335,8 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
     snprintf(path, sizeof path, "%sqdot", prefix);
     for (int j = 0; j < m->nc; j++)
         if (!(fabs(v[1 + j]) <= LIN_CONSTRAINT_TOL * scale))
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                               "violates constraint %s by %.3g (tolerance %.1g)", m->cons[j].name, v[1 + j],
-                               LIN_CONSTRAINT_TOL * scale);
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "violates constraint %s by %.3g (tolerance %.1g)",
+                m->cons[j].name, v[1 + j], LIN_CONSTRAINT_TOL * scale);
     if (v != vals)
         free(v);
     if (*problem || !all_linear)
@@ -357,8 +346,7 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
     double *check = calloc(n, sizeof *check);
     if (check && hamel_qdot(hw, st->t, st->q, st->u, check) < 0) {
         snprintf(path, sizeof path, "%sq", prefix);
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                           "Psi (speeds and constraints) is singular here");
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "Psi (speeds and constraints) is singular here");
     }
     free(check);
 }
@@ -377,8 +365,7 @@ static int check_keys(const json_t *js, const char *const *known, const char *li
         if (!ok) {
             char path[160];
             snprintf(path, sizeof path, "%s%.80s", prefix, key);
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "unknown field (expected one of %s)",
-                               list);
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "unknown field (expected one of %s)", list);
             bad_keys++;
         }
     }
@@ -474,14 +461,12 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
     const json_t *states = json_object_get(request, "states");
     int ns = json_is_array(states) ? (int)json_array_size(states) : 0;
     if (!json_is_array(states) || ns == 0)
-        hamel_problem_addf(
-            problem, HAMEL_E_BAD_REQUEST, "states",
+        bad(problem, HAMEL_E_BAD_REQUEST, "states",
             "required: a non-empty array of states {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": "
             "{...}}");
     else if (ns > limits->max_states || (double)ns * 2 * max_slots(m) > LIN_MAX_WORK)
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "states",
-                           "too many states: at most %d for this model",
-                           (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
+        bad(problem, HAMEL_E_BAD_REQUEST, "states", "too many states: at most %d for this model",
+            (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
     if (*problem) {
         free(params);
         return hamel_problem_code(*problem);
@@ -512,8 +497,8 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
         st[i].u = st[i].qd + n;
         if (!json_is_object(sj)) {
             snprintf(prefix, sizeof prefix, "states[%d]", i);
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, prefix,
-                               "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
+            bad(problem, HAMEL_E_BAD_REQUEST, prefix,
+                "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
             continue;
         }
         if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
@@ -830,14 +815,12 @@ static void check_steady(const struct engine_model *m, const lin_state *st, cons
         else
             snprintf(path, sizeof path, "%sqdot", prefix);
         if (!(fabs(ud) <= tol * scale))
-            hamel_problem_addf(
-                problem, HAMEL_E_BAD_REQUEST, path,
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "not an equilibrium or steady motion: the speed %s changes (%s' = %.6g, tolerance %.2g); "
                 "give a steady state or set \"steady\": false",
                 m->speeds[r], m->speeds[r], ud, tol * scale);
         else if (!(fabs(drift) <= tol * dscale * N))
-            hamel_problem_addf(
-                problem, HAMEL_E_BAD_REQUEST, path,
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "not a steady motion: %s' = 0 here but changes along the motion (d(%s')/dt = %.6g): a "
                 "coordinate that moves enters the equations; give a steady state or set \"steady\": false",
                 m->speeds[r], m->speeds[r], drift);
@@ -882,24 +865,22 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         return HAMEL_E_INTERNAL;
     }
     if (inputs && !json_is_array(inputs))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "inputs", "must be an array of parameter names");
+        bad(problem, HAMEL_E_BAD_REQUEST, "inputs", "must be an array of parameter names");
     for (int i = 0; i < ni; i++) {
         const json_t *v = json_array_get(inputs, i);
         char path[48];
         snprintf(path, sizeof path, "inputs[%d]", i);
         inp[i] = json_is_string(v) ? model_param_index(m, json_string_value(v)) : -1;
         if (!json_is_string(v))
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a parameter name");
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a parameter name");
         else if (inp[i] < 0)
-            hamel_problem_addf(
-                problem, HAMEL_E_BAD_REQUEST, path,
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "'%s' is not a parameter of the model (inputs are parameters, e.g. a generalized force "
                 "given as a parameter)",
                 json_string_value(v));
         for (int j = 0; j < i && inp[i] >= 0; j++)
             if (inp[j] == inp[i])
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice",
-                                   json_string_value(v));
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", json_string_value(v));
     }
     /* select: state names whose block of A (rows and columns) is also reported */
     const json_t *select = json_object_get(request, "select");
@@ -911,8 +892,8 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         return HAMEL_E_INTERNAL;
     }
     if (select && (!json_is_array(select) || nsel == 0))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "select",
-                           "must be a non-empty array of state names (coordinates, speeds)");
+        bad(problem, HAMEL_E_BAD_REQUEST, "select",
+            "must be a non-empty array of state names (coordinates, speeds)");
     for (int i = 0; i < nsel; i++) {
         const json_t *v = json_array_get(select, i);
         char path[48];
@@ -921,50 +902,46 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         int ci = name ? model_coord_index(m, name) : -1, si = name ? model_speed_index(m, name) : -1;
         sel[i] = ci >= 0 ? ci : si >= 0 ? n + si : -1;
         if (!name)
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a state name");
         else if (sel[i] < 0)
-            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path,
-                               "'%s' is neither a coordinate nor a speed of the model", name);
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is neither a coordinate nor a speed of the model",
+                name);
         for (int j = 0; j < i && sel[i] >= 0; j++)
             if (sel[j] == sel[i])
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
+                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
     }
     int vectors = 0;
     const json_t *vv = json_object_get(request, "eigenvectors");
     if (vv && !json_is_boolean(vv))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "eigenvectors", "must be true or false");
+        bad(problem, HAMEL_E_BAD_REQUEST, "eigenvectors", "must be true or false");
     else if (vv)
         vectors = json_is_true(vv);
     int check = 1;
     const json_t *sv = json_object_get(request, "steady");
     if (sv && !json_is_boolean(sv))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "steady",
-                           "must be true (check the point is steady) or false");
+        bad(problem, HAMEL_E_BAD_REQUEST, "steady", "must be true (check the point is steady) or false");
     else if (sv)
         check = json_is_true(sv);
     double tol = LIN_DEFAULT_STEADY_TOL;
     const json_t *tv = json_object_get(request, "steady_tolerance");
     if (tv && (!json_is_number(tv) || !(json_number_value(tv) > 0) || !isfinite(json_number_value(tv))))
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "steady_tolerance", "must be a positive number");
+        bad(problem, HAMEL_E_BAD_REQUEST, "steady_tolerance", "must be a positive number");
     else if (tv)
         tol = json_number_value(tv);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
     double work = (double)np * (N + ni + 1) * max_slots(m);
     if (points && (!json_is_array(points) || np == 0)) {
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "points",
-                           "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
+        bad(problem, HAMEL_E_BAD_REQUEST, "points",
+            "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
     } else if (np > limits->max_states || work > LIN_MAX_WORK) {
-        hamel_problem_addf(
-            problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
+        bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
     } else if (points && (json_object_get(request, "q") || json_object_get(request, "speeds") ||
                           json_object_get(request, "qdot"))) {
-        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "points",
-                           "give points or one point (t, q, speeds), not both");
+        bad(problem, HAMEL_E_BAD_REQUEST, "points", "give points or one point (t, q, speeds), not both");
     } else if (!points && !json_object_get(request, "q")) {
-        hamel_problem_addf(
-            problem, HAMEL_E_BAD_REQUEST, "q",
+        bad(problem, HAMEL_E_BAD_REQUEST, "q",
             "required: the operating point {\"t\", \"q\", \"speeds\" or \"qdot\"} (or \"points\")");
     }
     if (*problem) {
@@ -997,8 +974,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         if (points) {
             snprintf(prefix, sizeof prefix, "points[%d]", p);
             if (!json_is_object(pj)) {
-                hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, prefix,
-                                   "must be an object {\"t\", \"q\", \"speeds\"}");
+                bad(problem, HAMEL_E_BAD_REQUEST, prefix, "must be an object {\"t\", \"q\", \"speeds\"}");
                 continue;
             }
             snprintf(prefix, sizeof prefix, "points[%d].", p);
