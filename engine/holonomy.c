@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "exprjson.h"
+
 #define HOL_POINTS 3
 #define HOL_MAX_TERMS 2000   /* expansion cap of one bracket component */
 #define HOL_MAX_SECONDS 0.03 /* the brackets stop here ("complete": false) */
@@ -550,14 +552,6 @@ done:
     return cnt;
 }
 
-static json_t *printed(const expr_ctx *c, const expr *e)
-{
-    char *s = expr_print(c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
-}
-
 /* One combination with coefficients cv on the linear constraints rows[]: its
  * coefficients, constraint expression and (constant form) integral. */
 static json_t *combination(struct hol *h, const int *rows, const int *cons_of_row, int nl, const double *cv,
@@ -591,7 +585,7 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
     }
     json_object_set_new(o, "coefficients", co);
     expr *f = expr_expand(c, expr_sum(c, terms, nt), HOL_MAX_TERMS);
-    json_object_set_new(o, "expr", printed(c, f));
+    json_object_set_new(o, "expr", exprjson_text(c, f));
     /* the form sum_j c_j (Psi_j, Psi_tj): constant coefficients integrate at once */
     int cst = 1;
     for (int i = 0; i <= n; i++) {
@@ -614,7 +608,7 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         for (int i = 0; i <= n; i++)
             if (!expr_is_zero(c, form[i]))
                 terms[nt++] = expr_mul(c, form[i], expr_sym(c, i < n ? m->sym_q[i] : m->sym_t));
-        json_t *integral = printed(c, expr_expand(c, expr_sum(c, terms, nt), HOL_MAX_TERMS));
+        json_t *integral = exprjson_text(c, expr_expand(c, expr_sum(c, terms, nt), HOL_MAX_TERMS));
         json_object_set_new(o, "integral", integral);
     } else {
         json_object_set_new(o, "integral", json_null());

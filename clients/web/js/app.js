@@ -8,24 +8,13 @@ import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.j
 import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
+import { $, h } from "./dom.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
 // is column 1), as compilers and editors do.
 const COLUMN_BASE = 1;
 const POLL_MS = 120;
 const DEFAULT_SAMPLES = 1001;
-
-const $ = (id) => document.getElementById(id);
-const h = (tag, attrs = {}, ...kids) => {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") n.className = v;
-    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? "" : v);
-  }
-  for (const k of kids.flat()) if (k !== null && k !== undefined) n.append(k);
-  return n;
-};
 
 const state = {
   api: null,
