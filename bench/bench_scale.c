@@ -8,6 +8,10 @@
  *   --compile-target MS     the issue's compile budget for this model (0: none)
  *   --ratio-target R        the issue's ns/RHS budget as hamel / SymPy C (0: none)
  *   --answer-target S       a hostile model: any answer (compiled or 422) within S
+ *   --native DIR            also build the optimizing tier (engine/native.h: the generated
+ *                           C compiled by cc -O2 into DIR) synchronously after the compiles,
+ *                           and time its right-hand side beside tcc's; the --ratio-target
+ *                           is then judged on the native tier (the one later runs use)
  *   --label TEXT            the row label (default: the model name)
  *   --header                print the table header first
  *
@@ -16,8 +20,12 @@
  * first and median compile times. With a model, it evaluates hamel_rhs (the integrator's
  * right-hand side, engine/hamel.h) at the case's initial state and at a random state
  * near it; with --sympy, it checks that both right-hand sides agree to 1e-9 relative
- * (max-norm) at both states before timing, then times each as the best of 5 loops of
- * about 0.1 s, the loops of the two interleaved. One row is printed; the exit status is
+ * (max-norm) at both states before timing (the native tier's too), then times each as
+ * the best of 5 loops of about 0.1 s, the loops of all interleaved. The compiles run
+ * without a code cache, so the first tier (tcc) is made synchronously as in the CLI;
+ * with --native the cache directory is set afterwards and the model queued for the
+ * native build (native_schedule) and waited for (native_wait), the wall time of which
+ * is the build_ms column. One row is printed; the exit status is
  * 0, 1 when a target is missed, 2 on bad input, 3 when the right-hand sides disagree (or
  * the SymPy C does not load, or the case has no initial state).
  *
@@ -37,6 +45,7 @@
 #include "engine.h"
 #include "hamel.h"
 #include "model.h"
+#include "native.h"
 
 #define SCALE_MAX_COMPILES 21
 #define SCALE_COMPILE_SECONDS 1.0 /* repeat compiles while under this */
@@ -90,26 +99,23 @@ static long loop_iters(rhs_fn f, void *ctx, const double *y0, double *y, double 
     }
 }
 
-/* ns per call of f (and of g when g is not NULL) at state y0: the best of SCALE_ROUNDS
- * loops of about SCALE_LOOP_SECONDS each, the two interleaved so that other load on the
- * machine falls on both alike. */
-static void time_rhs(rhs_fn f, void *fctx, rhs_fn g, void *gctx, const double *y0, int dim, double *f_ns,
-                     double *g_ns)
+/* ns per call of each of the nf functions f[i] (ctx[i]) at state y0: the best of
+ * SCALE_ROUNDS loops of about SCALE_LOOP_SECONDS each, the loops of all interleaved so
+ * that other load on the machine falls on each alike. */
+static void time_rhs(int nf, rhs_fn *f, void **ctx, const double *y0, int dim, double *ns_out)
 {
     double *y = malloc((size_t)dim * sizeof *y), *dydt = malloc((size_t)dim * sizeof *dydt);
-    long fi = loop_iters(f, fctx, y0, y, dydt, dim), gi = g ? loop_iters(g, gctx, y0, y, dydt, dim) : 0;
-
-    *f_ns = *g_ns = INFINITY;
-    for (int rep = 0; rep < SCALE_ROUNDS; rep++) {
-        double ns = loop_ns(f, fctx, y0, y, dydt, dim, fi);
-        if (ns < *f_ns)
-            *f_ns = ns;
-        if (g != NULL) {
-            ns = loop_ns(g, gctx, y0, y, dydt, dim, gi);
-            if (ns < *g_ns)
-                *g_ns = ns;
-        }
+    long iters[4];
+    for (int i = 0; i < nf; i++) {
+        iters[i] = loop_iters(f[i], ctx[i], y0, y, dydt, dim);
+        ns_out[i] = INFINITY;
     }
+    for (int rep = 0; rep < SCALE_ROUNDS; rep++)
+        for (int i = 0; i < nf; i++) {
+            double ns = loop_ns(f[i], ctx[i], y0, y, dydt, dim, iters[i]);
+            if (ns < ns_out[i])
+                ns_out[i] = ns;
+        }
     free(y);
     free(dydt);
 }
@@ -152,7 +158,7 @@ static int initial_state(const engine_model *m, const json_t *cj, double *y)
 
 int main(int argc, char **argv)
 {
-    const char *sympy_so = NULL, *file = NULL, *label = NULL;
+    const char *sympy_so = NULL, *file = NULL, *label = NULL, *native_dir = NULL;
     double compile_target = 0, ratio_target = 0, answer_target = 0;
     int header = 0, missed = 0, broken = 0;
 
@@ -165,6 +171,8 @@ int main(int argc, char **argv)
             ratio_target = atof(argv[++i]);
         else if (strcmp(argv[i], "--answer-target") == 0 && i + 1 < argc)
             answer_target = atof(argv[++i]);
+        else if (strcmp(argv[i], "--native") == 0 && i + 1 < argc)
+            native_dir = argv[++i];
         else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc)
             label = argv[++i];
         else if (strcmp(argv[i], "--header") == 0)
@@ -178,8 +186,9 @@ int main(int argc, char **argv)
         }
     }
     if (header) {
-        printf("%-22s %4s %4s %4s %19s %10s %10s %7s %-10s %s\n", "model", "n", "m", "k",
-               "compile_ms first/med", "hamel_ns", "sympyC_ns", "ratio", "reduction", "target");
+        printf("%-22s %4s %4s %4s %19s %8s %9s %9s %9s %7s %7s %-9s %s\n", "model", "n", "m", "k",
+               "compile_ms first/med", "tcc_ns", "native_ns", "build_ms", "sympyC_ns", "tcc/C", "nat/C",
+               "reduction", "target");
         fflush(stdout);
     }
     if (file == NULL)
@@ -237,58 +246,129 @@ int main(int argc, char **argv)
     char compile[40];
     snprintf(compile, sizeof compile, "%.2f/%.2f", first * 1e3, med * 1e3);
 
+    /* the first tier's workspace, made before the native code exists (a workspace takes
+     * the native code when the model has it, native_acquire) */
+    hamel_ws *ws = hamel_ws_new(model, model->param_values);
+
+    /* ---- the optimizing tier, built now (the server builds it once a model is hot) ---- */
+    double build_ms = NAN;
+    int native_state = NATIVE_NONE;
+    if (native_dir != NULL && model->tape_fast != NULL) {
+        if (engine_code_cache(native_dir) != 0) {
+            fprintf(stderr, "bench_scale: cannot use %s as the code cache\n", native_dir);
+            return 2;
+        }
+        double start = now_s();
+        native_schedule(model);
+        native_state = native_wait(model, NATIVE_MAX_SECONDS + 5);
+        build_ms = (now_s() - start) * 1e3;
+    }
+
     /* ---- right-hand sides ---- */
     const int dim = model->n + model->k;
     double *y0 = calloc((size_t)dim, sizeof *y0), *yr = calloc((size_t)dim, sizeof *yr);
     double *a = calloc((size_t)dim, sizeof *a), *b = calloc((size_t)dim, sizeof *b);
-    hamel_ws *ws = hamel_ws_new(model, model->param_values);
-    char hamel_ns[24] = "-", sympy_ns[24] = "-", ratio_s[24] = "-", target[200] = "";
-    double ratio = NAN;
+    hamel_ws *wn = native_state == NATIVE_READY ? hamel_ws_new(model, model->param_values) : NULL;
+    if (wn != NULL && strcmp(hamel_ws_tier(wn), "native") != 0) {
+        hamel_ws_free(wn); /* built, but not taken (cannot happen with the default parameters) */
+        wn = NULL;
+    }
+    char tcc_ns[24] = "-", native_ns[24] = "-", build_s[24] = "-", sympy_ns[24] = "-", tratio_s[24] = "-",
+         nratio_s[24] = "-", target[240] = "";
+    double tratio = NAN, nratio = NAN;
     int state_ok = initial_state(model, cj, y0) == 0;
+    if (native_dir != NULL && model->tape_fast != NULL)
+        snprintf(build_s, sizeof build_s, "%s%.0f", wn ? "" : "fail ", build_ms);
+    else if (native_dir != NULL)
+        snprintf(build_s, sizeof build_s, "n/a"); /* numeric path: no tier to build */
 
-    if (!state_ok || ws == NULL) {
+    if (ws != NULL && strcmp(hamel_ws_tier(ws), "native") == 0) {
+        fprintf(stderr, "bench_scale: the first tier's workspace runs native code\n");
+        return 2;
+    }
+    if (!state_ok && ws != NULL && answer_target > 0) {
+        /* a hostile model that compiled: its answer is what is judged */
+        snprintf(target, sizeof target, "compiled (no initial state: right-hand side not timed)");
+    } else if (!state_ok || ws == NULL) {
         snprintf(target, sizeof target, "no initial state [q, speeds] in the case");
         broken = 1;
     } else {
         srand(12345);
         for (int i = 0; i < dim; i++)
             yr[i] = y0[i] + 0.2 * ((double)rand() / RAND_MAX - 0.5);
-        double hns = NAN, sns = NAN;
-        int compare = 0;
         sympy_fn sf = NULL;
         if (sympy_so != NULL) {
             void *dl = dlopen(sympy_so, RTLD_NOW | RTLD_LOCAL);
             sf = dl ? (sympy_fn)(uintptr_t)dlsym(dl, "sympy_rhs") : NULL;
             if (sf == NULL) {
-                snprintf(target, sizeof target, "cannot load %s: %s", sympy_so, dlerror());
+                snprintf(target, sizeof target, "cannot load %s: %s; ", sympy_so, dlerror());
                 broken = 1;
-            } else {
-                double worst = 0;
-                for (int s = 0; s < 2; s++) {
-                    const double *y = s == 0 ? y0 : yr;
-                    int r1 = hamel_rhs(0.0, y, a, ws), r2 = sf(0.0, y, b);
-                    double d = (r1 == 0 && r2 == 0) ? rel_diff(a, b, dim) : INFINITY;
-                    if (!(d <= SCALE_AGREE_REL) && getenv("BENCH_SCALE_DEBUG") != NULL)
-                        for (int i = 0; i < dim; i++)
-                            fprintf(stderr, "state %d: y[%d] = %.17g  hamel %.17g  sympy %.17g\n", s, i, y[i],
-                                    a[i], b[i]);
-                    if (!(d <= worst))
-                        worst = d;
-                }
-                if (!(worst <= SCALE_AGREE_REL)) {
-                    snprintf(target, sizeof target, "RHS DISAGREE: hamel vs SymPy C %.1e relative", worst);
-                    broken = 1;
-                } else {
-                    compare = 1;
-                }
             }
         }
-        time_rhs(hamel_rhs, ws, compare ? sympy_adapter : NULL, &sf, y0, dim, &hns, &sns);
-        snprintf(hamel_ns, sizeof hamel_ns, "%.0f", hns);
-        if (compare) {
-            ratio = hns / sns;
-            snprintf(sympy_ns, sizeof sympy_ns, "%.0f", sns);
-            snprintf(ratio_s, sizeof ratio_s, "%.2f", ratio);
+        /* every right-hand side against the reference (SymPy C, else tcc's) at both states */
+        double worst_n = 0, worst_s = 0;
+        for (int s = 0; s < 2; s++) {
+            const double *y = s == 0 ? y0 : yr;
+            int r1 = hamel_rhs(0.0, y, a, ws);
+            if (sf != NULL) {
+                int r2 = sf(0.0, y, b);
+                double d = (r1 == 0 && r2 == 0) ? rel_diff(a, b, dim) : INFINITY;
+                if (!(d <= SCALE_AGREE_REL) && getenv("BENCH_SCALE_DEBUG") != NULL)
+                    for (int i = 0; i < dim; i++)
+                        fprintf(stderr, "state %d: y[%d] = %.17g  hamel %.17g  sympy %.17g\n", s, i, y[i],
+                                a[i], b[i]);
+                if (!(d <= worst_s))
+                    worst_s = d;
+            } else {
+                memcpy(b, a, (size_t)dim * sizeof *b);
+            }
+            if (wn != NULL) {
+                double d = hamel_rhs(0.0, y, a, wn) == 0 ? rel_diff(a, b, dim) : INFINITY;
+                if (!(d <= worst_n))
+                    worst_n = d;
+            }
+        }
+        size_t tl = strlen(target);
+        if (!(worst_s <= SCALE_AGREE_REL)) {
+            snprintf(target + tl, sizeof target - tl, "RHS DISAGREE: tcc vs SymPy C %.1e relative; ",
+                     worst_s);
+            broken = 1;
+            sf = NULL;
+        }
+        tl = strlen(target);
+        if (!(worst_n <= SCALE_AGREE_REL)) {
+            snprintf(target + tl, sizeof target - tl, "RHS DISAGREE: native vs %s %.1e relative; ",
+                     sf ? "SymPy C" : "tcc", worst_n);
+            broken = 1;
+            hamel_ws_free(wn);
+            wn = NULL;
+        }
+        rhs_fn fns[3] = {hamel_rhs};
+        void *ctxs[3] = {ws};
+        double ns[3];
+        int nf = 1, in = -1, is = -1;
+        if (wn != NULL) {
+            in = nf;
+            fns[nf] = hamel_rhs;
+            ctxs[nf++] = wn;
+        }
+        if (sf != NULL) {
+            is = nf;
+            fns[nf] = sympy_adapter;
+            ctxs[nf++] = &sf;
+        }
+        time_rhs(nf, fns, ctxs, y0, dim, ns);
+        snprintf(tcc_ns, sizeof tcc_ns, "%.0f", ns[0]);
+        if (in >= 0)
+            snprintf(native_ns, sizeof native_ns, "%.0f", ns[in]);
+        if (is >= 0) {
+            tratio = ns[0] / ns[is];
+            snprintf(sympy_ns, sizeof sympy_ns, "%.0f", ns[is]);
+            snprintf(tratio_s, sizeof tratio_s, "%.2f", tratio);
+            if (in >= 0) {
+                nratio = ns[in] / ns[is];
+                snprintf(nratio_s, sizeof nratio_s, "%.2f", nratio);
+            }
         }
     }
     size_t tl = strlen(target);
@@ -298,10 +378,12 @@ int main(int argc, char **argv)
                                compile_target, ok ? "ok" : "MISSED");
         missed |= !ok;
     }
-    if (ratio_target > 0 && !isnan(ratio)) {
-        int ok = ratio <= ratio_target;
-        tl += (size_t)snprintf(target + tl, sizeof target - tl, "%sratio <= %g: %s", tl ? "; " : "",
-                               ratio_target, ok ? "ok" : "MISSED");
+    if (ratio_target > 0 && !(isnan(tratio) && isnan(nratio))) {
+        /* judged on the tier later runs use: native when it was built */
+        double r = isnan(nratio) ? tratio : nratio;
+        int ok = r <= ratio_target;
+        tl += (size_t)snprintf(target + tl, sizeof target - tl, "%s%s/C <= %g: %s", tl ? "; " : "",
+                               isnan(nratio) ? "tcc" : "native", ratio_target, ok ? "ok" : "MISSED");
         missed |= !ok;
     }
     if (answer_target > 0) {
@@ -310,14 +392,17 @@ int main(int argc, char **argv)
                  ok ? "ok" : "MISSED");
         missed |= !ok;
     }
-    printf("%-22s %4d %4d %4d %19s %10s %10s %7s %-10s %s\n", label, model->n, model->n - model->k, model->k,
-           compile, hamel_ns, sympy_ns, ratio_s, model->tape_fast ? "symbolic" : "numeric", target);
+    printf("%-22s %4d %4d %4d %19s %8s %9s %9s %9s %7s %7s %-9s %s\n", label, model->n, model->n - model->k,
+           model->k, compile, tcc_ns, native_ns, build_s, sympy_ns, tratio_s, nratio_s,
+           model->tape_fast ? "symbolic" : "numeric", target);
+    hamel_ws_free(wn);
     hamel_ws_free(ws);
     free(y0);
     free(yr);
     free(a);
     free(b);
     engine_model_release(model);
+    engine_shutdown();
     json_decref(cj);
     return broken ? 3 : missed ? 1 : 0;
 }

@@ -56,18 +56,28 @@ static int print(json_t *j)
     return 0;
 }
 
+/* Reads FILE ("-": standard input) as JSON into *doc (caller frees); returns 0, or
+ * reports the parse error (file:line, column) and returns fail()'s status. */
+static int load_doc(const char *path, json_t **doc)
+{
+    json_error_t err;
+    *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(path, 0, &err);
+    if (*doc)
+        return 0;
+    json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
+    char where[64];
+    snprintf(where, sizeof where, "%s:%d", path, err.line);
+    hamel_problem_add(p, where, err.column, err.text);
+    return fail(p);
+}
+
 /* Loads FILE and splits it into the model and the request (which may be NULL). */
 static int load(const char *path, json_t **model, json_t **request)
 {
-    json_error_t err;
-    json_t *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(path, 0, &err);
-    if (!doc) {
-        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
-        char where[64];
-        snprintf(where, sizeof where, "%s:%d", path, err.line);
-        hamel_problem_add(p, where, err.column, err.text);
-        return fail(p);
-    }
+    json_t *doc = NULL;
+    int lrc = load_doc(path, &doc);
+    if (lrc)
+        return lrc;
     json_t *m = json_object_get(doc, "model");
     json_t *sim = json_object_get(doc, "simulation");
     if (m && sim) { /* a case file */
@@ -205,15 +215,10 @@ static int cmd_gamma(int argc, char **argv)
  * (or "evaluate") member as the request, else the file itself as the request. */
 static int cmd_lin(const char *path, const char *which)
 {
-    json_error_t err;
-    json_t *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : json_load_file(path, 0, &err);
-    if (!doc) {
-        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
-        char where[64];
-        snprintf(where, sizeof where, "%s:%d", path, err.line);
-        hamel_problem_add(p, where, err.column, err.text);
-        return fail(p);
-    }
+    json_t *doc = NULL;
+    int lrc = load_doc(path, &doc);
+    if (lrc)
+        return lrc;
     json_t *model = json_object_get(doc, "model"), *inner = json_object_get(doc, which);
     json_t *r = inner ? inner : doc;
     if (!json_is_object(model) || !json_is_object(r)) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "exprjson.h"
 
 #define BODIES_MAX_ITEMS 256 /* frames, points, bodies, particles, disks: each list */
 #define BODIES_NAME_MAX 64
@@ -67,13 +68,8 @@ static void err(struct bctx *b, const char *path, const char *fmt, ...)
 static expr *parse_expr(struct bctx *b, const json_t *v, const char *path)
 {
     char numbuf[64];
-    const char *text;
-    if (json_is_string(v)) {
-        text = json_string_value(v);
-    } else if (json_is_number(v)) {
-        snprintf(numbuf, sizeof numbuf, "%.17g", json_number_value(v));
-        text = numbuf;
-    } else {
+    const char *text = exprjson_source(v, numbuf, sizeof numbuf);
+    if (!text) {
         err(b, path, v ? "must be an expression string or a number" : "required: an expression");
         return NULL;
     }

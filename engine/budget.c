@@ -140,18 +140,17 @@ json_t *budget_problem(const budget *b)
         snprintf(detail, sizeof detail, "%s has %.0f entries; %s allows at most %.0f", what, b->reached,
                  limit, b->limit_value);
         snprintf(reason, sizeof reason, "at most %.0f (%s)", b->limit_value, limit);
-    } else if (b->stop == BUDGET_BYTES) {
-        snprintf(detail, sizeof detail,
-                 "compiling the model needs more than %zu bytes (max_compile_bytes): %zu bytes held "
-                 "after %.3f s, in the %s of %s",
-                 b->max_bytes, b->at_bytes, b->at_seconds, b->stage, what);
-        snprintf(reason, sizeof reason, "too large to compile: the %s of this expression exceeds %s",
-                 b->stage, limit);
     } else {
-        snprintf(detail, sizeof detail,
-                 "compiling the model takes longer than %g s (max_compile_seconds): stopped at %.3f s "
-                 "with %zu bytes held, in the %s of %s",
-                 b->seconds, b->at_seconds, b->at_bytes, b->stage, what);
+        if (b->stop == BUDGET_BYTES)
+            snprintf(detail, sizeof detail,
+                     "compiling the model needs more than %zu bytes (max_compile_bytes): %zu bytes held "
+                     "after %.3f s, in the %s of %s",
+                     b->max_bytes, b->at_bytes, b->at_seconds, b->stage, what);
+        else
+            snprintf(detail, sizeof detail,
+                     "compiling the model takes longer than %g s (max_compile_seconds): stopped at %.3f s "
+                     "with %zu bytes held, in the %s of %s",
+                     b->seconds, b->at_seconds, b->at_bytes, b->stage, what);
         snprintf(reason, sizeof reason, "too large to compile: the %s of this expression exceeds %s",
                  b->stage, limit);
     }

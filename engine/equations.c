@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "exprjson.h"
+
 #define EQ_MAX_TERMS 64
 #define EQ_GAMMA_MAX_SECONDS 0.2 /* CPU seconds; the gamma expressions stop here ("complete": false) */
 
@@ -49,22 +51,12 @@ static int printable(struct printer *p, const expr *e)
 
 static json_t *str(struct printer *p, const expr *e)
 {
-    if (!printable(p, e))
-        return json_null();
-    char *s = expr_print(p->c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
+    return printable(p, e) ? exprjson_text(p->c, e) : json_null();
 }
 
 static json_t *latex(struct printer *p, const expr *e)
 {
-    if (!printable(p, e))
-        return json_null();
-    char *s = expr_print_latex(p->c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
+    return printable(p, e) ? exprjson_latex(p->c, e) : json_null();
 }
 
 static expr *simp(expr_ctx *c, expr *e)
@@ -74,20 +66,54 @@ static expr *simp(expr_ctx *c, expr *e)
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
 }
 
+json_t *equations_head(const struct engine_model *m, const char *formulation)
+{
+    json_t *eq = json_object();
+    json_object_set_new(eq, "model_id", json_string(m->id));
+    json_object_set_new(eq, "formulation", json_string(formulation));
+    json_t *order = json_array();
+    for (int j = 0; j < m->n; j++)
+        json_array_append_new(order, json_string(m->row_names[j]));
+    json_object_set_new(eq, "order", order);
+    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    return eq;
+}
+
+int equations_store(struct engine_model *m, json_t *eq)
+{
+    free(m->equations);
+    m->equations = json_dumps(eq, JSON_COMPACT);
+    json_decref(eq);
+    return m->equations ? 0 : -1;
+}
+
+expr *equations_mass_lhs(struct engine_model *m, expr *const *mass_row)
+{
+    expr_ctx *c = m->ctx;
+    int k = m->k;
+    expr **terms = calloc(k + 1, sizeof *terms);
+    if (!terms)
+        return NULL;
+    for (int s = 0; s < k; s++) {
+        /* the acceleration symbol u_s' */
+        char name[96];
+        snprintf(name, sizeof name, "%s'", m->speeds[s]);
+        int acc = expr_sym_find(c, name);
+        if (acc < 0 || expr_sym_get(c, acc)->cls != SYM_ACCEL)
+            acc = expr_sym_add(c, name, SYM_ACCEL, s);
+        terms[s] = acc >= 0 ? expr_mul(c, mass_row[s], expr_sym(c, acc)) : expr_num(c, 0.0);
+    }
+    expr *lhs = expr_sum(c, terms, k);
+    free(terms);
+    return lhs;
+}
+
 int equations_derive(struct engine_model *m, const reduce_result *red)
 {
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
     struct printer pr = {c, EQ_MAX_PRINTED_NODES, 0};
-    json_t *eq = json_object();
-    json_object_set_new(eq, "model_id", json_string(m->id));
-    json_object_set_new(eq, "formulation", json_string(m->nlin == m->nc ? "hamel" : "multipliers"));
-    json_object_set_new(eq, "order", json_copy(json_object_get(m->summary, "speeds")));
-    json_t *order = json_array();
-    for (int j = 0; j < n; j++)
-        json_array_append_new(order, json_string(m->row_names[j]));
-    json_object_set_new(eq, "order", order);
-    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    json_t *eq = equations_head(m, m->nlin == m->nc ? "hamel" : "multipliers");
     if (!red->have_phi) {
         json_object_set_new(eq, "complete", json_false());
         json_object_set_new(
@@ -109,48 +135,20 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
     json_t *eqs = json_array(), *eql = json_array();
     for (int r = 0; r < k; r++) {
         json_t *row = json_array(), *rowl = json_array();
-        expr **terms = calloc(k + 1, sizeof *terms);
-        if (!terms)
-            goto fail;
         for (int s = 0; s < k; s++) {
-            expr *mrs = red->mass[r * k + s];
-            json_array_append_new(row, str(&pr, mrs));
-            json_array_append_new(rowl, latex(&pr, mrs));
-            /* the acceleration symbol u_s' */
-            char name[96];
-            snprintf(name, sizeof name, "%s'", m->speeds[s]);
-            int acc = expr_sym_find(c, name);
-            if (acc < 0 || expr_sym_get(c, acc)->cls != SYM_ACCEL)
-                acc = expr_sym_add(c, name, SYM_ACCEL, s);
-            terms[s] = acc >= 0 ? expr_mul(c, mrs, expr_sym(c, acc)) : expr_num(c, 0.0);
+            json_array_append_new(row, str(&pr, red->mass[r * k + s]));
+            json_array_append_new(rowl, latex(&pr, red->mass[r * k + s]));
         }
-        /* M*_r. u' = F_r, each mass entry kept whole so that the accelerations are
-         * grouped: (2/5*R^2*m + R^2*m*sin(theta)^2)*psid' rather than two terms */
-        expr *lhs = expr_sum(c, terms, k);
-        free(terms);
+        expr *lhs = equations_mass_lhs(m, red->mass + (size_t)r * k);
+        if (!lhs)
+            goto fail;
         json_array_append_new(mm, row);
         json_array_append_new(ml, rowl);
         json_array_append_new(fj, str(&pr, red->forcing[r]));
         json_array_append_new(fl, latex(&pr, red->forcing[r]));
         int whole = printable(&pr, lhs) && printable(&pr, red->forcing[r]);
-        char *ls = whole ? expr_print(c, lhs) : NULL, *rs = whole ? expr_print(c, red->forcing[r]) : NULL;
-        char *ll = whole ? expr_print_latex(c, lhs) : NULL;
-        char *rl = whole ? expr_print_latex(c, red->forcing[r]) : NULL;
-        size_t len = (ls ? strlen(ls) : 0) + (rs ? strlen(rs) : 0) + 4;
-        size_t lenl = (ll ? strlen(ll) : 0) + (rl ? strlen(rl) : 0) + 4;
-        char *line = malloc(len), *linel = malloc(lenl);
-        if (line)
-            snprintf(line, len, "%s = %s", ls ? ls : "", rs ? rs : "");
-        if (linel)
-            snprintf(linel, lenl, "%s = %s", ll ? ll : "", rl ? rl : "");
-        json_array_append_new(eqs, whole ? json_string(line ? line : "") : json_null());
-        json_array_append_new(eql, whole ? json_string(linel ? linel : "") : json_null());
-        free(ls);
-        free(rs);
-        free(ll);
-        free(rl);
-        free(line);
-        free(linel);
+        json_array_append_new(eqs, whole ? exprjson_equation(c, lhs, red->forcing[r], 0) : json_null());
+        json_array_append_new(eql, whole ? exprjson_equation(c, lhs, red->forcing[r], 1) : json_null());
     }
     json_object_set_new(eq, "mass_matrix", mm);
     json_object_set_new(eq, "mass_matrix_latex", ml);
@@ -208,9 +206,7 @@ int equations_derive(struct engine_model *m, const reduce_result *red)
                             json_string("Phi has expression pivots that may vanish where Psi is "
                                         "regular; the integrator inverts Psi numerically"));
 store:
-    m->equations = json_dumps(eq, JSON_COMPACT);
-    json_decref(eq);
-    return m->equations ? 0 : -1;
+    return equations_store(m, eq);
 fail:
     json_decref(eq);
     return -1;

@@ -12,4 +12,18 @@
  * Returns 0, or -1 on allocation failure. */
 int equations_derive(struct engine_model *m, const reduce_result *red);
 
+/* A new derived-equations document with its head: model_id, formulation, order (the
+ * row names) and the speed definitions. Caller owns it. */
+json_t *equations_head(const struct engine_model *m, const char *formulation);
+
+/* Stores the document as JSON text in m->equations (replacing any) and releases it
+ * (takes ownership of eq). Returns 0, or -1 on allocation failure. */
+int equations_store(struct engine_model *m, json_t *eq);
+
+/* The left-hand side M*_r. u' = sum_s M*_rs u_s' of one equation, given its row
+ * mass_row[0..k) of the mass matrix; each entry is kept whole so that the
+ * accelerations stay grouped ((2/5*R^2*m + R^2*m*sin(theta)^2)*psid', not two terms).
+ * Adds the acceleration symbols u_s' to m->ctx when missing. NULL when out of memory. */
+expr *equations_mass_lhs(struct engine_model *m, expr *const *mass_row);
+
 #endif

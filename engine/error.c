@@ -1,5 +1,6 @@
 /* error.c — status, slug and title of each error code, and problem documents. */
 #include "error.h"
+#include <stdarg.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -84,4 +85,16 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
             snprintf(buf, sizeof buf, "%s: %s", path ? path : "", reason ? reason : "");
         json_object_set_new(problem, "detail", json_string(buf));
     }
+}
+
+void hamel_problem_addf(json_t **problem, int code, const char *path, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!*problem)
+        *problem = hamel_problem_new(code, NULL);
+    hamel_problem_add(*problem, path, -1, buf);
 }

@@ -68,4 +68,9 @@ int hamel_problem_code(const json_t *problem);
  * none. Borrows `problem`. */
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason);
 
+/* hamel_problem_add with a printf-formatted reason (cut at 511 bytes) and no column,
+ * creating *problem with `code` first when it is NULL. */
+void hamel_problem_addf(json_t **problem, int code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "exprjson.h"
+
 #define FORMS_MAX_TERMS 4000
 #define FORMS_MAX_N 16 /* the fixed term buffers below hold every term up to this n */
 
@@ -25,26 +27,6 @@ static expr *simp(expr_ctx *c, expr *e)
 {
     e = expr_expand(c, e, FORMS_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
-}
-
-static json_t *str(const expr_ctx *c, const expr *e)
-{
-    char *s = expr_print(c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
-}
-
-static json_t *equation(const expr_ctx *c, const expr *lhs, const expr *rhs)
-{
-    char *l = expr_print(c, lhs), *r = expr_print(c, rhs);
-    size_t len = (l ? strlen(l) : 0) + (r ? strlen(r) : 0) + 4;
-    char *line = malloc(len);
-    if (line)
-        snprintf(line, len, "%s = %s", l ? l : "", r ? r : "");
-    json_t *j = json_string(line ? line : "");
-    free(l), free(r), free(line);
-    return j;
 }
 
 /* What every form is built from, all in (q, u, u', t). */
@@ -178,7 +160,7 @@ static json_t *by_coord(struct pieces *P, expr **e)
 {
     json_t *o = json_object();
     for (int i = 0; i < P->n; i++)
-        json_object_set_new(o, P->m->coords[i], str(P->c, e[i]));
+        json_object_set_new(o, P->m->coords[i], exprjson_text(P->c, e[i]));
     return o;
 }
 
@@ -268,7 +250,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
             for (int i = 0; i < n; i++)
                 terms[t++] = expr_mul(c, P.p[i], m->red_phi[i * n + j]);
             pu[j] = simp(c, expr_sum(c, terms, t));
-            json_object_set_new(pj, m->row_names[j], str(c, pu[j]));
+            json_object_set_new(pj, m->row_names[j], exprjson_text(c, pu[j]));
         }
         /* A^j_ik = dPsi_ji/dq_k - dPsi_jk/dq_i */
         for (int j = 0; j < n; j++)
@@ -318,7 +300,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                         continue;
                     json_array_append_new(gj, json_pack("{s:s, s:s, s:s, s:o}", "j", m->row_names[j], "r",
                                                         m->row_names[r], "l", l < k ? m->row_names[l] : "t",
-                                                        "expr", str(c, gm)));
+                                                        "expr", exprjson_text(c, gm)));
                     if (gt < 398)
                         gsum[gt++] = expr_product(
                             c, (expr *[]){pu[j], gm, l < k ? expr_sym(c, m->sym_u[l]) : expr_num(c, 1.0)}, 3);
@@ -338,7 +320,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
             expr *lt[3] = {total_dt(&P, pu[r]), expr_sum(c, gsum, gt), expr_neg(c, dth)};
             lhs = simp(c, expr_sum(c, lt, 3));
             res[r] = expr_sub(c, lhs, rhs);
-            json_array_append_new(eqs, equation(c, lhs, rhs));
+            json_array_append_new(eqs, exprjson_equation(c, lhs, rhs, 0));
         }
         json_object_set_new(d, "quasi_momenta", pj);
         json_object_set_new(d, "gamma", gj);
@@ -360,14 +342,14 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
             terms[t++] = expr_neg(c, expr_mul(c, P.qdd[i], P.h[i]));
         }
         expr *S = simp(c, expr_sum(c, terms, t));
-        json_object_set_new(d, "acceleration_energy", str(c, S));
+        json_object_set_new(d, "acceleration_energy", exprjson_text(c, S));
         json_t *pij = json_array();
         for (int r = 0; r < k; r++) {
             lhs = simp(c, expr_diff(c, S, P.acc[r]));
             rhs = simp(c, project(&P, P.Qv, r));
-            json_array_append_new(pij, str(c, rhs));
+            json_array_append_new(pij, exprjson_text(c, rhs));
             res[r] = expr_sub(c, lhs, rhs);
-            json_array_append_new(eqs, equation(c, lhs, rhs));
+            json_array_append_new(eqs, exprjson_equation(c, lhs, rhs, 0));
         }
         json_object_set_new(d, "generalized_forces", pij);
         break;
@@ -383,11 +365,11 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
         for (int i = 0; i < n; i++) {
             json_t *row = json_array();
             for (int r = 0; r < k; r++)
-                json_array_append_new(row, str(c, P.C[i * k + r]));
+                json_array_append_new(row, exprjson_text(c, P.C[i * k + r]));
             json_object_set_new(pv, m->coords[i], row);
             E[i] = expr_sub(c, inertia(&P, i), P.Qv[i]);
             if (f == 3)
-                json_object_set_new(le, m->coords[i], str(c, simp(c, E[i])));
+                json_object_set_new(le, m->coords[i], exprjson_text(c, simp(c, E[i])));
         }
         for (int r = 0; r < k; r++) {
             if (f == 2) {
@@ -397,8 +379,8 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                     in[i] = inertia(&P, i);
                 expr *Fs = in ? simp(c, expr_neg(c, project(&P, in, r))) : expr_num(c, 0.0);
                 free(in);
-                json_array_append_new(fa, str(c, Fr));
-                json_array_append_new(fi, str(c, Fs));
+                json_array_append_new(fa, exprjson_text(c, Fr));
+                json_array_append_new(fi, exprjson_text(c, Fs));
                 lhs = simp(c, expr_add(c, Fr, Fs));
                 rhs = expr_num(c, 0.0);
                 res[r] = lhs;
@@ -407,7 +389,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                 rhs = expr_num(c, 0.0);
                 res[r] = lhs;
             }
-            json_array_append_new(eqs, equation(c, lhs, rhs));
+            json_array_append_new(eqs, exprjson_equation(c, lhs, rhs, 0));
         }
         free(E);
         if (f == 2) {
@@ -447,7 +429,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
                 dep[nd++] = i;
         /* a_nu,r = dK_nu/du_r; L~ = (T - V)(q, K) */
         expr *L = expr_subst(c, expr_sub(c, m->T, m->V), P.sub, P.ns);
-        json_object_set_new(d, "reduced_lagrangian", str(c, simp(c, L)));
+        json_object_set_new(d, "reduced_lagrangian", exprjson_text(c, simp(c, L)));
         expr *terms[600];
         for (int r = 0; r < k; r++) {
             int i = vor_col[r], t = 0;
@@ -495,7 +477,7 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
             lhs = simp(c, expr_sum(c, terms, t));
             rhs = simp(c, qt);
             res[r] = expr_sub(c, lhs, rhs);
-            json_array_append_new(eqs, equation(c, lhs, rhs));
+            json_array_append_new(eqs, exprjson_equation(c, lhs, rhs, 0));
         }
         free(dep), free(isind);
         break;

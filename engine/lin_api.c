@@ -11,7 +11,6 @@
 #include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +32,8 @@
 #define LIN_CONSTRAINT_TOL 1e-8 /* as the simulate request's initial.qdot check */
 #define LIN_POSITION_TOL 1e-10  /* position-level constraints, as a simulation's initial solve */
 
-static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void bad(json_t **problem, int code, const char *path, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (!*problem)
-        *problem = hamel_problem_new(code, NULL);
-    hamel_problem_add(*problem, path, -1, buf);
-}
+/* Adds one error to *problem, creating it with the code first (error.h). */
+#define bad hamel_problem_addf
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 

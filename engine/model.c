@@ -14,6 +14,7 @@
 #include "bodies.h"
 #include "budget.h"
 #include "equations.h"
+#include "exprjson.h"
 #include "reduce.h"
 #include "hamel.h"
 #include "holonomy.h"
@@ -178,13 +179,8 @@ static expr *parse_field(struct engine_model *m, const json_t *v, const char *pa
                          const engine_limits *lim, json_t *problem)
 {
     char numbuf[64];
-    const char *text;
-    if (json_is_string(v)) {
-        text = json_string_value(v);
-    } else if (json_is_number(v)) {
-        snprintf(numbuf, sizeof numbuf, "%.17g", json_number_value(v));
-        text = numbuf;
-    } else {
+    const char *text = exprjson_source(v, numbuf, sizeof numbuf);
+    if (!text) {
         add_error(problem, path, -1, "must be an expression string");
         return NULL;
     }
@@ -889,14 +885,6 @@ static void decide_energy(struct engine_model *m)
 
 /* ---- canonical form and id ---- */
 
-static json_t *printed(const expr_ctx *c, const expr *e)
-{
-    char *s = expr_print(c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
-}
-
 static int make_canonical(struct engine_model *m)
 {
     expr_ctx *c = m->ctx;
@@ -912,24 +900,25 @@ static int make_canonical(struct engine_model *m)
     json_object_set_new(js, "parameters", params);
     budget *bg = expr_ctx_budget(c);
     budget_stage(bg, "printing", "model.kinetic_energy");
-    json_object_set_new(js, "kinetic_energy", printed(c, m->T_hand));
+    json_object_set_new(js, "kinetic_energy", exprjson_text(c, m->T_hand));
     budget_stage(bg, "printing", "model.potential_energy");
-    json_object_set_new(js, "potential_energy", printed(c, m->V_hand));
+    json_object_set_new(js, "potential_energy", exprjson_text(c, m->V_hand));
     budget_stage(bg, "printing", "model");
     if (m->bodies_js)
         json_object_update(js, m->bodies_js);
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
-            json_object_set_new(forces, m->coords[i], printed(c, m->Q[i]));
+            json_object_set_new(forces, m->coords[i], exprjson_text(c, m->Q[i]));
     json_object_set_new(js, "generalized_forces", forces);
     json_t *cons = json_array(), *pcons = json_array();
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
         if (!mc->generated)
-            json_array_append_new(cons, json_pack("{s:s, s:o}", "name", mc->name, "expr", printed(c, mc->f)));
+            json_array_append_new(cons,
+                                  json_pack("{s:s, s:o}", "name", mc->name, "expr", exprjson_text(c, mc->f)));
         else if (mc->pos && !mc->from_bodies) {
-            json_t *pc = json_pack("{s:s, s:o}", "name", mc->name, "expr", printed(c, mc->pos));
+            json_t *pc = json_pack("{s:s, s:o}", "name", mc->name, "expr", exprjson_text(c, mc->pos));
             if (mc->pos_dep >= 0)
                 json_object_set_new(pc, "dependent", json_string(m->coords[mc->pos_dep]));
             json_array_append_new(pcons, pc);
@@ -945,8 +934,8 @@ static int make_canonical(struct engine_model *m)
     if (!m->default_speeds) {
         json_t *speeds = json_array();
         for (int r = 0; r < m->k; r++)
-            json_array_append_new(
-                speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr", printed(c, m->speed_f[r])));
+            json_array_append_new(speeds, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
+                                                    exprjson_text(c, m->speed_f[r])));
         json_object_set_new(js, "speeds", speeds);
     }
     m->canonical = json_dumps(js, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -978,8 +967,8 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *speeds = json_array(), *sexpr = json_array();
     for (int r = 0; r < m->k; r++) {
         json_array_append_new(speeds, json_string(m->speeds[r]));
-        json_array_append_new(
-            sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr", printed(m->ctx, m->speed_f[r])));
+        json_array_append_new(sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
+                                               exprjson_text(m->ctx, m->speed_f[r])));
     }
     json_object_set_new(s, "speeds", speeds);
     json_object_set_new(s, "speed_definitions", sexpr);
@@ -988,7 +977,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     for (int j = 0; j < m->nc; j++) {
         const model_constraint *mc = &m->cons[j];
         json_array_append_new(cons, json_pack("{s:s, s:o, s:b, s:b, s:b, s:b}", "name", mc->name, "expr",
-                                              printed(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
+                                              exprjson_text(m->ctx, mc->f), "linear", mc->linear, "rheonomic",
                                               mc->rheonomic, "holonomic", mc->holonomic, "gamma_free",
                                               mc->gamma_free));
     }
@@ -1506,6 +1495,18 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             json_object_set_new(m->summary, "reduction_rejected",
                                 json_string("the symbolically reduced equations disagreed with the "
                                             "numeric path at a test state"));
+            /* nor are they shown: the equations document says why instead */
+            reduce_result none;
+            memset(&none, 0, sizeof none);
+            snprintf(none.why, sizeof none.why,
+                     "the symbolically reduced equations disagreed with the numeric path at a test "
+                     "state; the model is integrated on the numeric path");
+            free(m->equations);
+            m->equations = NULL;
+            if (!m->nl_reduced && equations_derive(m, &none) < 0) {
+                reduce_result_free(&red);
+                goto oom;
+            }
         }
         /* The holonomy analysis (Lie brackets) is optional too: past its share of the
          * budget it is reported as not done rather than failing the model. */

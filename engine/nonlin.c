@@ -8,28 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "equations.h"
+#include "exprjson.h"
+
 #define NL_MAX_TERMS 4000
 
 static expr *simp(expr_ctx *c, expr *e)
 {
     e = expr_expand(c, e, NL_MAX_TERMS);
     return expr_is_zero(c, e) ? expr_num(c, 0.0) : e;
-}
-
-static json_t *str(const expr_ctx *c, const expr *e)
-{
-    char *s = expr_print(c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
-}
-
-static json_t *latex(const expr_ctx *c, const expr *e)
-{
-    char *s = expr_print_latex(c, e);
-    json_t *j = json_string(s ? s : "");
-    free(s);
-    return j;
 }
 
 /* Does e really depend on symbol s (not just on its mask)? */
@@ -161,14 +148,7 @@ static int write_equations(struct engine_model *m, const reduce_result *red, int
 {
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
-    json_t *eq = json_object();
-    json_object_set_new(eq, "model_id", json_string(m->id));
-    json_object_set_new(eq, "formulation", json_string("hamel"));
-    json_t *order = json_array();
-    for (int j = 0; j < n; j++)
-        json_array_append_new(order, json_string(m->row_names[j]));
-    json_object_set_new(eq, "order", order);
-    json_object_set_new(eq, "speeds", json_deep_copy(json_object_get(m->summary, "speed_definitions")));
+    json_t *eq = equations_head(m, "hamel");
     json_object_set_new(eq, "nonlinear_form", json_string("reduced"));
     if (!explicit_kin) {
         json_object_set_new(eq, "complete", json_false());
@@ -184,55 +164,36 @@ static int write_equations(struct engine_model *m, const reduce_result *red, int
     json_object_set_new(eq, "kinematics_solved", json_string("explicit"));
     json_t *kj = json_object(), *kl = json_object();
     for (int i = 0; i < n; i++) {
-        json_object_set_new(kj, m->coords[i], str(c, red->kin[i]));
-        json_object_set_new(kl, m->coords[i], latex(c, red->kin[i]));
+        json_object_set_new(kj, m->coords[i], exprjson_text(c, red->kin[i]));
+        json_object_set_new(kl, m->coords[i], exprjson_latex(c, red->kin[i]));
     }
     json_object_set_new(eq, "kinematics", kj);
     json_object_set_new(eq, "kinematics_latex", kl);
     json_t *mm = json_array(), *fj = json_array(), *eqs = json_array();
     for (int r = 0; r < k; r++) {
         json_t *row = json_array();
-        expr **terms = calloc(k + 1, sizeof *terms);
-        if (!terms)
+        for (int s = 0; s < k; s++)
+            json_array_append_new(row, exprjson_text(c, red->mass[r * k + s]));
+        expr *lhs = equations_mass_lhs(m, red->mass + (size_t)r * k);
+        if (!lhs) {
+            json_decref(row);
             goto fail;
-        for (int s = 0; s < k; s++) {
-            expr *mrs = red->mass[r * k + s];
-            json_array_append_new(row, str(c, mrs));
-            char name[96];
-            snprintf(name, sizeof name, "%s'", m->speeds[s]);
-            int acc = expr_sym_find(c, name);
-            if (acc < 0 || expr_sym_get(c, acc)->cls != SYM_ACCEL)
-                acc = expr_sym_add(c, name, SYM_ACCEL, s);
-            terms[s] = acc >= 0 ? expr_mul(c, mrs, expr_sym(c, acc)) : expr_num(c, 0.0);
         }
-        expr *lhs = expr_sum(c, terms, k);
-        free(terms);
         json_array_append_new(mm, row);
-        json_array_append_new(fj, str(c, red->forcing[r]));
-        char *ls = expr_print(c, lhs), *rs = expr_print(c, red->forcing[r]);
-        size_t len = (ls ? strlen(ls) : 0) + (rs ? strlen(rs) : 0) + 4;
-        char *line = malloc(len);
-        if (line)
-            snprintf(line, len, "%s = %s", ls ? ls : "", rs ? rs : "");
-        json_array_append_new(eqs, json_string(line ? line : ""));
-        free(ls);
-        free(rs);
-        free(line);
+        json_array_append_new(fj, exprjson_text(c, red->forcing[r]));
+        json_array_append_new(eqs, exprjson_equation(c, lhs, red->forcing[r], 0));
     }
     json_object_set_new(eq, "mass_matrix", mm);
     json_object_set_new(eq, "forcing", fj);
     json_object_set_new(eq, "equations", eqs);
-    json_object_set_new(eq, "kinetic_energy_in_speeds", str(c, red->tstar));
+    json_object_set_new(eq, "kinetic_energy_in_speeds", exprjson_text(c, red->tstar));
     json_object_set_new(eq, "gamma", json_array());
     json_object_set_new(eq, "note",
                         json_string("Chetaev's virtual displacements: Phi_S = dq'/du; the Hamel coefficients "
                                     "depend on the velocities (POST /v1/hamel with speeds or qdot)"));
     json_object_set_new(eq, "complete", json_boolean(!expr_ctx_overflow(c)));
 store:
-    free(m->equations);
-    m->equations = json_dumps(eq, JSON_COMPACT);
-    json_decref(eq);
-    return m->equations ? 0 : -1;
+    return equations_store(m, eq);
 fail:
     json_decref(eq);
     return -1;

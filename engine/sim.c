@@ -3,7 +3,6 @@
 #include "sim.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +24,8 @@
 #define SIM_PROJECT 2             /* on_sample: stop, the state was projected: restart */
 #define SIM_MAX_GAMMA_WORK 5e8    /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
 
-static void bad(json_t **problem, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void bad(json_t **problem, const char *path, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (!*problem)
-        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-    hamel_problem_add(*problem, path, -1, buf);
-}
+/* Every problem of a simulation request is a bad request. */
+#define bad(problem, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, __VA_ARGS__)
 
 static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 

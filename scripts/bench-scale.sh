@@ -4,25 +4,30 @@
 # For each model of bench/models (disk-chain-N, car-trailers-N, whipple-hand, the hostile
 # models; written afresh by bench/models/gen_models.py into build/bench/models):
 # compile time with the engine's default limits, ns per right-hand side of the engine
-# and, where python3-sympy is installed, of the SymPy-generated C of the same system
-# (bench/models/gen_sympy_c.py, gcc -O2 -shared; cached in build/bench/sympy by the
+# on both code tiers (tcc, made during the compile; native, the optimizing tier of
+# engine/native.h built at once into a fresh code cache, its wall time the build_ms
+# column) and, where python3-sympy is installed, of the SymPy-generated C of the same
+# system (bench/models/gen_sympy_c.py, gcc -O2 -shared; cached in build/bench/sympy by the
 # case's and the generator's checksums), their ratio, and the issue's targets:
 #   whipple-hand compile <= 100 ms; car-trailers-8 compile <= 50 ms;
-#   disk-chain-8 (n = 40) hamel/SymPy C ns per RHS <= 1;
+#   disk-chain-8 (n = 40) hamel/SymPy C ns per RHS <= 1 (on the native tier, which
+#   later runs use; tcc's ratio is printed beside it);
 #   whipple-hand linearised about upright running equal to the benchmark
 #   (bench/whipple_check.c);
 #   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
 #   2 s default compile deadline and a second of grace).
-# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 10 s; a
-# hostile model BENCH_ANSWER_SECONDS + 2), so a slow compile reports "> timeout"
-# instead of hanging. (Larger sizes are not skipped after a timeout: on landed main
-# car-trailers-9 and -10 compile in 0.3-0.6 s while -8 takes 9-20 s.)
+# Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 20 s for
+# the compiles, the native build and the timing; a hostile model BENCH_ANSWER_SECONDS +
+# 2), so a slow compile reports "> timeout" instead of hanging. (Larger sizes are not
+# skipped after a timeout: before issue 8, car-trailers-9 and -10 compiled in 0.3-0.6 s
+# while -8 took 9-20 s.)
 # The SymPy C takes about 2 minutes to generate the first time (car-trailers-10: 30-60
 # s), then comes from the cache.
 #
 # Environment: BENCH_MODEL_TIMEOUT, BENCH_ANSWER_SECONDS, BENCH_SCALE_ONLY (a regular
-# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C).
-# Exit status 1 when the two right-hand sides disagree (or a program fails), and, with
+# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C),
+# BENCH_NO_NATIVE=1 (skip the native tier).
+# Exit status 1 when the right-hand sides disagree (or a program fails), and, with
 # BENCH_STRICT=1, when a target is missed (as the other benchmarks of `make bench`).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -31,10 +36,15 @@ build=build/bench
 prog=$build/bench-bench_scale
 models=$build/models
 symdir=$build/sympy
-timeout_s=${BENCH_MODEL_TIMEOUT:-10}
+timeout_s=${BENCH_MODEL_TIMEOUT:-20}
 answer_s=${BENCH_ANSWER_SECONDS:-3}
 only=${BENCH_SCALE_ONLY:-.}
 mkdir -p "$models" "$symdir"
+native_dir=
+if [ "${BENCH_NO_NATIVE:-0}" != 1 ]; then
+  native_dir=$(mktemp -d "${TMPDIR:-/tmp}/hamel-bench-native.XXXXXX")
+  trap 'rm -rf "$native_dir"' EXIT
+fi
 
 echo "== scaling families vs SymPy-generated C (issue 8; per-model timeout ${timeout_s} s) =="
 if ! make --no-print-directory BUILD="$build" OPT=-O2 "$prog" >"$build/build-scale.log" 2>&1; then
@@ -91,6 +101,7 @@ run_family() { # family name, then "size:options" entries
     local args=()
     # shellcheck disable=SC2206
     [ -n "$opts" ] && args=($opts)
+    [ -n "$native_dir" ] && [[ $family != hostile-* ]] && args+=(--native "$native_dir")
     if [ $have_sympy = 1 ] && [[ $family == disk-chain || $family == car-trailers ]]; then
       so=$(sympy_so "$case") && args+=(--sympy "$so")
     fi

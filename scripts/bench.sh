@@ -5,8 +5,16 @@
 #    with OPT=-O2 into build/bench/ (its own engine library, so the flags are known) and
 #    runs it. If the engine library does not build or has no engine_simulate yet, the
 #    baseline is measured alone and the engine is reported as not available.
-# 2. The scaling families against SymPy-generated C (issue 8): scripts/bench-scale.sh.
-# 3. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# 2. The code tiers on the rolling disk (issue 8): bench/bench_tiers.c — interp, tcc and
+#    native against the hand-written GSL baseline; goals: native <= 1.2x the baseline,
+#    compile-to-first-run <= 1 ms on the first tier.
+# 3. The scaling families against SymPy-generated C (issue 8): scripts/bench-scale.sh
+#    (tcc and native tiers; disk-chain-8 native <= SymPy C, compile targets, hostile
+#    models answered in time).
+# 4. A cold simulation over HTTP against a real server (issue 8): scripts/bench-http-cold.sh
+#    (median of 200 requests; goal <= 5 ms).
+# 5. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# Each section prints its figures with the goal and met/MISSED beside them.
 #
 # Environment: HAMEL_CASES_DIR (default ../shared/cases), BENCH_RUNS, BENCH_SAMPLES,
 # BENCH_STRICT=1 (exit 1 when a budget is missed) — see bench/bench_engine.c.
@@ -43,9 +51,30 @@ else
   "$build/bench-baseline-only" || status=$?
 fi
 
+# ---- code tiers on the rolling disk (issue 8, item 4) --------------------------------
+echo
+echo "== code tiers vs hand-written baseline (issue 8) =="
+if make --no-print-directory BUILD="$build" OPT=-O2 "$build/bench-bench_tiers" >>"$log" 2>&1; then
+  rc=0
+  "$build/bench-bench_tiers" || rc=$?
+  if [ $rc = 1 ]; then
+    echo "(goals of issue 8 missed above; BENCH_STRICT=1 makes that an error)"
+    [ "${BENCH_STRICT:-0}" = 1 ] && status=1
+  elif [ $rc != 0 ]; then
+    status=$rc
+  fi
+else
+  echo "bench: bench/bench_tiers.c does not build (make output in $log)"
+  status=1
+fi
+
 # ---- scaling families (issue 8, item 6) ----------------------------------------------
 echo
 scripts/bench-scale.sh || status=$?
+
+# ---- a cold simulation over HTTP (issue 8, item 5) -----------------------------------
+echo
+scripts/bench-http-cold.sh || status=$?
 
 # ---- server benchmarks (issue 3: wrk against the running server) -------------------
 # scripts/bench-server.sh is owned by the server work; its output is appended here.

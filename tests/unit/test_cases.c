@@ -21,70 +21,37 @@
 #include "engine.h"
 #include "hamel.h"
 #include "model.h"
+#include "support.h"
 
-#define MAX_CASES 64
-
-struct case_param {
-    char file[512];
-};
-
-static const char *cases_dir(void)
-{
-    const char *d = getenv("HAMEL_CASES");
-    return d && *d ? d : "../shared/cases";
-}
-
-static int list_cases(struct case_param *out, int max)
-{
-    char pattern[600];
-    snprintf(pattern, sizeof pattern, "%s/*.json", cases_dir());
-    glob_t g;
-    int n = 0;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && n < max; i++)
-            snprintf(out[n++].file, sizeof out[0].file, "%s", g.gl_pathv[i]);
-        globfree(&g);
-    }
-    return n;
-}
-
-static struct case_param params[MAX_CASES];
+static struct support_case params[SUPPORT_MAX_CASES];
 
 ParameterizedTestParameters(cases, hamel)
 {
-    int n = list_cases(params, MAX_CASES);
-    return cr_make_param_array(struct case_param, params, n > 0 ? n : 0);
+    int n = support_list_cases(params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
 }
 
 ParameterizedTestParameters(cases, formulations_agree)
 {
-    int n = list_cases(params, MAX_CASES);
-    return cr_make_param_array(struct case_param, params, n > 0 ? n : 0);
+    int n = support_list_cases(params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
 }
 
 ParameterizedTestParameters(cases, boltzmann_hamel_residual)
 {
-    int n = list_cases(params, MAX_CASES);
-    return cr_make_param_array(struct case_param, params, n > 0 ? n : 0);
+    int n = support_list_cases(params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
 }
 
 Test(cases, present)
 {
-    struct case_param p[MAX_CASES];
-    int n = list_cases(p, MAX_CASES);
+    struct support_case p[SUPPORT_MAX_CASES];
+    int n = support_list_cases(p, SUPPORT_MAX_CASES);
     cr_assert_geq(n, 7, "expected the shared cases in %s (found %d): the validation suite cannot run",
-                  cases_dir(), n);
+                  support_cases_dir(), n);
 }
 
 static void setup(void) { engine_init(); }
-
-static json_t *load_case(const char *file)
-{
-    json_error_t err;
-    json_t *c = json_load_file(file, 0, &err);
-    cr_assert_not_null(c, "%s: %s", file, err.text);
-    return c;
-}
 
 static engine_model *compile_case(const json_t *c, const char *file)
 {
@@ -98,28 +65,17 @@ static engine_model *compile_case(const json_t *c, const char *file)
     return m;
 }
 
-static json_t *simulate(engine_model *m, const json_t *req, const char *file)
-{
-    json_t *result = NULL, *problem = NULL;
-    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
-    if (rc) {
-        char *s = json_dumps(problem, 0);
-        cr_assert_fail("%s: simulation failed: %.2000s", file, s);
-    }
-    return result;
-}
-
 static int within(double got, double want, double abs_tol, double rel_tol)
 {
     return fabs(got - want) <= abs_tol + rel_tol * fabs(want);
 }
 
-ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
+ParameterizedTest(struct support_case *p, cases, hamel, .init = setup)
 {
-    json_t *c = load_case(p->file);
+    json_t *c = support_load_file(p->file);
     json_t *exp = json_object_get(c, "expected");
     engine_model *m = compile_case(c, p->file);
-    json_t *r = simulate(m, json_object_get(c, "simulation"), p->file);
+    json_t *r = support_simulate(m, json_object_get(c, "simulation"), p->file);
     json_t *tol = json_object_get(exp, "tolerance");
     double ta = json_number_value(json_object_get(tol, "abs")),
            tr = json_number_value(json_object_get(tol, "rel"));
@@ -166,8 +122,7 @@ ParameterizedTest(struct case_param *p, cases, hamel, .init = setup)
                       json_number_value(json_object_get(energy, "max_rel_drift")));
 
     /* constraints */
-    double resid = json_number_value(
-        json_object_get(json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
+    double resid = support_max_residual(r);
     cr_assert_leq(resid, 1e-12, "%s: constraint residual %g", p->file, resid);
 
     /* invariants */
@@ -240,7 +195,7 @@ static void final_state(engine_model *m, json_t *req, const char *form, const ch
     json_t *integ = json_object_get(rq, "integrator");
     json_object_set_new(integ, "rtol", json_real(1e-10));
     json_object_set_new(integ, "atol", json_real(1e-12));
-    json_t *r = simulate(m, rq, file);
+    json_t *r = support_simulate(m, rq, file);
     json_t *traj = json_object_get(r, "trajectory");
     const struct engine_model *mm = m;
     for (int i = 0; i < mm->n; i++) {
@@ -250,8 +205,7 @@ static void final_state(engine_model *m, json_t *req, const char *form, const ch
         qd[i] = json_number_value(json_array_get(sd, json_array_size(sd) - 1));
     }
     if (strcmp(form, "multipliers") == 0) {
-        double res = json_number_value(json_object_get(
-            json_object_get(json_object_get(r, "checks"), "constraints"), "max_abs_residual"));
+        double res = support_max_residual(r);
         cr_assert_leq(res, 1e-8, "%s: multipliers constraint residual %g", file, res);
         cr_assert_not_null(json_object_get(traj, "multipliers"), "%s: multipliers missing", file);
     }
@@ -259,9 +213,9 @@ static void final_state(engine_model *m, json_t *req, const char *form, const ch
     json_decref(r);
 }
 
-ParameterizedTest(struct case_param *p, cases, formulations_agree, .init = setup)
+ParameterizedTest(struct support_case *p, cases, formulations_agree, .init = setup)
 {
-    json_t *c = load_case(p->file);
+    json_t *c = support_load_file(p->file);
     engine_model *m = compile_case(c, p->file);
     int n = m->n;
     double q1[64], qd1[64], q2[64], qd2[64];
@@ -279,9 +233,9 @@ ParameterizedTest(struct case_param *p, cases, formulations_agree, .init = setup
 
 /* Greenwood (5.94) with the gammas, at the initial state and at random states,
  * evaluated with u' from the integrated right-hand side: must vanish. */
-ParameterizedTest(struct case_param *p, cases, boltzmann_hamel_residual, .init = setup)
+ParameterizedTest(struct support_case *p, cases, boltzmann_hamel_residual, .init = setup)
 {
-    json_t *c = load_case(p->file);
+    json_t *c = support_load_file(p->file);
     engine_model *m = compile_case(c, p->file);
     int n = m->n, k = m->k;
     hamel_ws *w = hamel_ws_new(m, m->param_values);
@@ -311,8 +265,8 @@ ParameterizedTest(struct case_param *p, cases, boltzmann_hamel_residual, .init =
 Test(cases, rolling_disk_ten_seconds, .init = setup)
 {
     char file[600];
-    snprintf(file, sizeof file, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
-    json_t *c = load_case(file);
+    snprintf(file, sizeof file, "%s/greenwood-5.3-rolling-disk.json", support_cases_dir());
+    json_t *c = support_load_file(file);
     engine_model *m = compile_case(c, file);
     json_t *req = json_deep_copy(json_object_get(c, "simulation"));
     json_object_set_new(req, "t_end", json_real(10.0));
@@ -320,7 +274,7 @@ Test(cases, rolling_disk_ten_seconds, .init = setup)
     json_t *integ = json_object_get(req, "integrator");
     json_object_set_new(integ, "rtol", json_real(1e-10));
     json_object_set_new(integ, "atol", json_real(1e-12));
-    json_t *r = simulate(m, req, file);
+    json_t *r = support_simulate(m, req, file);
     json_t *checks = json_object_get(r, "checks");
     double drift = json_number_value(json_object_get(json_object_get(checks, "energy"), "max_rel_drift"));
     double resid =

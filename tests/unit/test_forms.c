@@ -15,26 +15,14 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
 
-static engine_model *compile_json(json_t *js)
-{
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = engine_model_compile(js, NULL, &m, &problem);
-    if (rc)
-        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
-    return m;
-}
-
 static engine_model *compile_case(const char *file)
 {
-    char path[256];
-    snprintf(path, sizeof path, "../shared/cases/%s", file);
-    json_t *c = json_load_file(path, 0, NULL);
-    cr_assert_not_null(c, "%s (run from the repository root)", path);
-    engine_model *m = compile_json(json_object_get(c, "model"));
+    json_t *c = support_load_case(file);
+    engine_model *m = support_compile_json(json_object_get(c, "model"));
     json_decref(c);
     return m;
 }
@@ -140,33 +128,21 @@ Test(forms, rolling_disk, .init = setup)
     engine_model_release(m);
 }
 
-Test(forms, rolling_sphere_voronec, .init = setup)
+/* Every form of a shared case (Voronec's too when `voronec`). */
+static void check_case(const char *file, int voronec)
 {
-    engine_model *m = compile_case("lemos-rolling-sphere.json");
-    check_all(m, 1);
+    engine_model *m = compile_case(file);
+    check_all(m, voronec);
     engine_model_release(m);
 }
 
-Test(forms, suslov_dumbbell, .init = setup)
-{
-    engine_model *m = compile_case("greenwood-5.4-dumbbell-suslov.json");
-    check_all(m, 1);
-    engine_model_release(m);
-}
+Test(forms, rolling_sphere_voronec, .init = setup) { check_case("lemos-rolling-sphere.json", 1); }
 
-Test(forms, knife_edge_body, .init = setup)
-{
-    engine_model *m = compile_case("greenwood-5.1-knife-edge-body.json");
-    check_all(m, 0);
-    engine_model_release(m);
-}
+Test(forms, suslov_dumbbell, .init = setup) { check_case("greenwood-5.4-dumbbell-suslov.json", 1); }
 
-Test(forms, axle_incline, .init = setup)
-{
-    engine_model *m = compile_case("wang-pao-axle-incline.json");
-    check_all(m, 1);
-    engine_model_release(m);
-}
+Test(forms, knife_edge_body, .init = setup) { check_case("greenwood-5.1-knife-edge-body.json", 0); }
+
+Test(forms, axle_incline, .init = setup) { check_case("wang-pao-axle-incline.json", 1); }
 
 Test(forms, appell_nonlinear, .init = setup)
 {
@@ -177,7 +153,7 @@ Test(forms, appell_nonlinear, .init = setup)
         "\"constraints\": [{\"name\": \"wheel\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}], \"speeds\": "
         "[{\"name\": \"eta1\", \"expr\": \"x'\"}, {\"name\": \"eta2\", \"expr\": \"y'\"}]}",
         0, NULL);
-    engine_model *m = compile_json(js);
+    engine_model *m = support_compile_json(js);
     json_decref(js);
     check_all(m, 0);
     json_t *doc = NULL, *problem = NULL;

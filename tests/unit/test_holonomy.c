@@ -20,20 +20,13 @@
 #include <string.h>
 
 #include "engine.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
 
 static json_t *summary_of_text(const char *text)
 {
-    json_error_t err;
-    json_t *js = json_loads(text, 0, &err);
-    cr_assert_not_null(js, "test model is not JSON: %s", err.text);
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = engine_model_compile(js, NULL, &m, &problem);
-    if (rc)
-        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
-    json_decref(js);
+    engine_model *m = support_compile_text(text);
     json_t *s = engine_model_summary(m);
     engine_model_release(m);
     return s;

@@ -25,66 +25,11 @@
 #include "model.h"
 #include "mult.h"
 #include "tangent.h"
+#include "support.h"
 
-#define MAX_CASES 64
-
-struct lcase {
-    char file[512];
-};
-
-static const char *cases_dir(void)
-{
-    const char *d = getenv("HAMEL_CASES");
-    return d && *d ? d : "../shared/cases";
-}
-
-static int list_cases(struct lcase *out, int max)
-{
-    char pattern[600];
-    snprintf(pattern, sizeof pattern, "%s/*.json", cases_dir());
-    glob_t g;
-    int n = 0;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc && n < max; i++)
-            snprintf(out[n++].file, sizeof out[0].file, "%s", g.gl_pathv[i]);
-        globfree(&g);
-    }
-    return n;
-}
-
-static struct lcase lcases[MAX_CASES];
+static struct support_case lcases[SUPPORT_MAX_CASES];
 
 static void setup(void) { engine_init(); }
-
-static engine_model *compile_json(const json_t *model)
-{
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = engine_model_compile(model, NULL, &m, &problem);
-    if (rc) {
-        char *s = json_dumps(problem, 0);
-        cr_assert_fail("model did not compile: %s", s);
-    }
-    return m;
-}
-
-static engine_model *compile_text(const char *text)
-{
-    json_error_t err;
-    json_t *j = json_loads(text, 0, &err);
-    cr_assert_not_null(j, "bad test JSON: %s", err.text);
-    engine_model *m = compile_json(j);
-    json_decref(j);
-    return m;
-}
-
-static json_t *loads(const char *text)
-{
-    json_error_t err;
-    json_t *j = json_loads(text, 0, &err);
-    cr_assert_not_null(j, "bad test JSON: %s", err.text);
-    return j;
-}
 
 static double getd(const json_t *o, const char *a, const char *b)
 {
@@ -148,8 +93,8 @@ static double eval_text(const engine_model *m, const char *text)
 
 ParameterizedTestParameters(evaluate, case_equations)
 {
-    int n = list_cases(lcases, MAX_CASES);
-    return cr_make_param_array(struct lcase, lcases, n);
+    int n = support_list_cases(lcases, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, lcases, n);
 }
 
 /* The states of a case's reference samples as an evaluate request. */
@@ -171,12 +116,12 @@ static json_t *sample_states(const engine_model *m, const json_t *c)
     return states;
 }
 
-ParameterizedTest(struct lcase *p, evaluate, case_equations, .init = setup)
+ParameterizedTest(struct support_case *p, evaluate, case_equations, .init = setup)
 {
     json_error_t err;
     json_t *c = json_load_file(p->file, 0, &err);
     cr_assert_not_null(c, "%s: %s", p->file, err.text);
-    engine_model *m = compile_json(json_object_get(c, "model"));
+    engine_model *m = support_compile_json(json_object_get(c, "model"));
     json_t *req = json_pack("{s:o}", "states", sample_states(m, c));
     json_t *res = NULL, *problem = NULL;
     int rc = engine_evaluate(m, req, NULL, &res, &problem);
@@ -245,16 +190,16 @@ ParameterizedTest(struct lcase *p, evaluate, case_equations, .init = setup)
 
 ParameterizedTestParameters(linearize, case_jacobians)
 {
-    int n = list_cases(lcases, MAX_CASES);
-    return cr_make_param_array(struct lcase, lcases, n);
+    int n = support_list_cases(lcases, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, lcases, n);
 }
 
-ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
+ParameterizedTest(struct support_case *p, linearize, case_jacobians, .init = setup)
 {
     json_error_t err;
     json_t *c = json_load_file(p->file, 0, &err);
     cr_assert_not_null(c, "%s: %s", p->file, err.text);
-    engine_model *m = compile_json(json_object_get(c, "model"));
+    engine_model *m = support_compile_json(json_object_get(c, "model"));
     int n = m->n, k = m->k, N = n + k;
     hamel_ws *hw = hamel_ws_new(m, m->param_values);
     double *A = calloc((size_t)N * N, sizeof *A), *An = calloc((size_t)N * N, sizeof *An);
@@ -304,11 +249,8 @@ ParameterizedTest(struct lcase *p, linearize, case_jacobians, .init = setup)
  * df/dt as one pass: bit for bit, each direction is computed the same way. */
 Test(linearize, chunked_directions, .init = setup)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
-    json_t *mj = json_load_file(path, 0, NULL);
-    cr_assert_not_null(mj, "%s", path);
-    engine_model *m = compile_json(json_object_get(mj, "model"));
+    json_t *mj = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(mj, "model"));
     json_decref(mj);
     int n = m->n, N = n + m->k, inputs[2] = {model_param_index(m, "g"), model_param_index(m, "r")};
     double y[8] = {0.3, 1.1, 0.2, 0.1, -0.4, 0.7, -0.5, 3.0};
@@ -338,7 +280,7 @@ static const char pendulum[] = "{\"name\": \"pendulum\", \"coordinates\": [\"th\
 
 static json_t *linearize_ok(engine_model *m, const char *req_text)
 {
-    json_t *req = loads(req_text), *res = NULL, *problem = NULL;
+    json_t *req = support_loads(req_text), *res = NULL, *problem = NULL;
     int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "linearize failed: %s", problem ? json_dumps(problem, 0) : "");
     json_decref(req);
@@ -353,7 +295,7 @@ static double eig(const json_t *res, int p, int i, const char *part)
 
 Test(linearize, pendulum, .init = setup)
 {
-    engine_model *m = compile_text(pendulum);
+    engine_model *m = support_compile_text(pendulum);
     json_t *res = linearize_ok(m, "{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"inputs\": [\"tau\"]}");
     double w = sqrt(9.81 / 2.0);
     cr_assert(fabs(eig(res, 0, 0, "re")) < 1e-14 && fabs(eig(res, 0, 0, "im") - w) < 1e-13,
@@ -385,7 +327,7 @@ static json_t *rolling_disk_model(void);
 /* eigenvectors: A v = lambda v, scaled so that the largest component is exactly 1 */
 Test(linearize, eigenvectors, .init = setup)
 {
-    engine_model *m = compile_text(pendulum);
+    engine_model *m = support_compile_text(pendulum);
     json_t *res = linearize_ok(m, "{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"eigenvectors\": true}");
     const json_t *e0 =
         json_array_get(json_object_get(json_array_get(json_object_get(res, "points"), 0), "eigenvalues"), 0);
@@ -401,7 +343,7 @@ Test(linearize, eigenvectors, .init = setup)
 
     /* on the upright rolling disk (8 states): A v = lambda v for every eigenvalue */
     json_t *mj = rolling_disk_model();
-    m = compile_json(mj);
+    m = support_compile_json(mj);
     json_decref(mj);
     res = linearize_ok(
         m, "{\"q\": {\"phi\": 0.3, \"theta\": 1.5707963267948966, \"psi\": 0, \"x\": 0, \"y\": 0},"
@@ -435,9 +377,9 @@ Test(linearize, eigenvectors, .init = setup)
 
 Test(linearize, not_steady, .init = setup)
 {
-    engine_model *m = compile_text(pendulum);
-    json_t *req = loads("{\"points\": [{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}},"
-                        " {\"q\": {\"th\": 0.3}, \"speeds\": {\"th'\": 0}}]}");
+    engine_model *m = support_compile_text(pendulum);
+    json_t *req = support_loads("{\"points\": [{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}},"
+                                " {\"q\": {\"th\": 0.3}, \"speeds\": {\"th'\": 0}}]}");
     json_t *res = NULL, *problem = NULL;
     int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
@@ -467,7 +409,7 @@ Test(linearize, not_steady, .init = setup)
         {"{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}, \"select\": [\"th\", \"nope\"]}", "select[1]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        req = loads(bad[i][0]);
+        req = support_loads(bad[i][0]);
         problem = NULL;
         rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
         cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "%s: rc %d", bad[i][0], rc);
@@ -485,11 +427,7 @@ Test(linearize, not_steady, .init = setup)
 
 static json_t *rolling_disk_model(void)
 {
-    char path[600];
-    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", cases_dir());
-    json_error_t err;
-    json_t *c = json_load_file(path, 0, &err);
-    cr_assert_not_null(c, "%s: %s", path, err.text);
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     json_t *m = json_incref(json_object_get(c, "model"));
     json_decref(c);
     return m;
@@ -502,7 +440,7 @@ static json_t *rolling_disk_model(void)
 Test(linearize, rolling_disk_upright, .init = setup)
 {
     json_t *mj = rolling_disk_model();
-    engine_model *m = compile_json(mj);
+    engine_model *m = support_compile_json(mj);
     json_decref(mj);
     const double g = 9.81, r = 0.5;
     const double omegas[] = {4.0, 1.0, 2.5};
@@ -548,7 +486,7 @@ Test(linearize, rolling_disk_upright, .init = setup)
 Test(evaluate, bad_states, .init = setup)
 {
     json_t *mj = rolling_disk_model();
-    engine_model *m = compile_json(mj);
+    engine_model *m = support_compile_json(mj);
     json_decref(mj);
     static const char *const bad[][2] = {
         {"{}", "states"},
@@ -575,7 +513,7 @@ Test(evaluate, bad_states, .init = setup)
          "parameters.zz"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        json_t *req = loads(bad[i][0]), *res = NULL, *problem = NULL;
+        json_t *req = support_loads(bad[i][0]), *res = NULL, *problem = NULL;
         int rc = engine_evaluate(m, req, NULL, &res, &problem);
         cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "%s: rc %d", bad[i][0], rc);
         const json_t *errs = json_object_get(problem, "errors");
@@ -594,8 +532,8 @@ Test(evaluate, bad_states, .init = setup)
 
 Test(tangent, every_function, .init = setup)
 {
-    engine_model *m = compile_text("{\"coordinates\": [\"a\", \"b\"], \"parameters\": {\"c\": 0.7},"
-                                   " \"kinetic_energy\": \"a'^2 + b'^2\"}");
+    engine_model *m = support_compile_text("{\"coordinates\": [\"a\", \"b\"], \"parameters\": {\"c\": 0.7},"
+                                           " \"kinetic_energy\": \"a'^2 + b'^2\"}");
     const char *texts[] = {
         "sin(a)*cos(b) + tan(a*b)",
         "asin(a/3) + acos(b/3) + atan(a - b)",
@@ -725,7 +663,7 @@ Test(bicycle, benchmark, .init = setup, .timeout = 300)
     json_t *doc = json_load_file(BIKE_FILE, 0, &err);
     cr_assert_not_null(doc, "%s: %s", BIKE_FILE, err.text);
     struct bike b = {0};
-    b.m = compile_json(json_object_get(doc, "model"));
+    b.m = support_compile_json(json_object_get(doc, "model"));
     b.N = b.m->n + b.m->k;
     b.roll = model_coord_index(b.m, "phi");
     b.steer = model_coord_index(b.m, "delta");
@@ -855,12 +793,12 @@ Test(evaluate, nonlinear_constraint, .init = setup)
 {
     /* a particle held at speed v under gravity: lambda = m g sin(heading)/(2 v) at the
      * start (heading with sin = 0.6), q'' = (0, -g) + 2 lambda q'/m, perpendicular to q' */
-    engine_model *m = compile_text(
+    engine_model *m = support_compile_text(
         "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
         " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
         " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
     json_t *req =
-        loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
+        support_loads("{\"states\": [{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}]}");
     json_t *res = NULL, *problem = NULL;
     int rc = engine_evaluate(m, req, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "evaluate: %s", problem ? json_dumps(problem, 0) : "");
@@ -875,7 +813,7 @@ Test(evaluate, nonlinear_constraint, .init = setup)
     json_decref(res);
     json_decref(req);
     /* linearize needs linear constraints */
-    req = loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
+    req = support_loads("{\"q\": {\"x\": 0.5, \"y\": 1}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}}");
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_FORMULATION);
     cr_assert_str_eq(
@@ -890,13 +828,14 @@ Test(evaluate, nonlinear_constraint, .init = setup)
  * at its relative equilibria, but a hoop driven by an explicit t is not. */
 Test(linearize, time_dependence_in_the_steady_check, .init = setup)
 {
-    engine_model *m = compile_text(
+    engine_model *m = support_compile_text(
         "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 2, \"a\": 0.5},"
         " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
         " \"potential_energy\": \"-g*R*cos(th)\"}");
     /* at t = 0 the bead at the bottom (th = 0) is in equilibrium, and stays: u' = 0 and
      * d(u')/dt = 0 even though the hoop accelerates */
-    json_t *req = loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL, *problem = NULL;
+    json_t *req = support_loads("{\"q\": {\"th\": 0}, \"speeds\": {\"th'\": 0}}"), *res = NULL,
+           *problem = NULL;
     int rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
     /* A[1][0] = (w^2 - g/R) at t = 0 (d/dth of sin cos w^2 - g/R sin) */
@@ -910,11 +849,11 @@ Test(linearize, time_dependence_in_the_steady_check, .init = setup)
     char text[200];
     snprintf(text, sizeof text, "{\"q\": {\"th\": %.17g}, \"speeds\": {\"th'\": 0}}", acos(9.81 / 16.0));
     engine_model_release(m);
-    m = compile_text(
+    m = support_compile_text(
         "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0.5},"
         " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
         " \"potential_energy\": \"-g*R*cos(th)\"}");
-    req = loads(text);
+    req = support_loads(text);
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_BAD_REQUEST, "an accelerating hoop's off-axis point is not steady");
     const char *why =
@@ -924,11 +863,11 @@ Test(linearize, time_dependence_in_the_steady_check, .init = setup)
     /* with a = 0 it is a relative equilibrium: eigenvalues +-i w sin(th0) */
     json_decref(req);
     engine_model_release(m);
-    m = compile_text(
+    m = support_compile_text(
         "{\"coordinates\": [\"th\"], \"parameters\": {\"R\": 1, \"g\": 9.81, \"w\": 4, \"a\": 0},"
         " \"kinetic_energy\": \"1/2*R^2*(th'^2 + (w + a*t)^2*sin(th)^2)\","
         " \"potential_energy\": \"-g*R*cos(th)\"}");
-    req = loads(text);
+    req = support_loads(text);
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
     double w = 4.0 * sin(acos(9.81 / 16.0));
@@ -946,12 +885,13 @@ Test(linearize, cartesian_pendulum, .init = setup)
     json_error_t err;
     json_t *doc = json_load_file("tests/golden/bodies/pendulum-xy.json", 0, &err);
     cr_assert_not_null(doc, "%s", err.text);
-    engine_model *m = compile_json(json_object_get(doc, "model"));
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
     json_decref(doc);
     /* evaluate at x = 0.6 with the guess y = -0.5: y is solved to -0.8 (the rod, L = 1);
      * at rest theta'' = -g sin(theta), so x'' = cos(theta) theta'', y'' = sin(theta) theta'', and
      * the rod's multiplier (J = (2x, 2y)) is -m g cos(theta)/2 */
-    json_t *req = loads("{\"states\": [{\"q\": {\"x\": 0.6, \"y\": -0.5}, \"speeds\": {\"x'\": 0}}]}");
+    json_t *req =
+        support_loads("{\"states\": [{\"q\": {\"x\": 0.6, \"y\": -0.5}, \"speeds\": {\"x'\": 0}}]}");
     json_t *res = NULL, *problem = NULL;
     int rc = engine_evaluate(m, req, NULL, &res, &problem);
     cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
@@ -996,7 +936,7 @@ Test(linearize, cartesian_pendulum, .init = setup)
               "independent eigenvalues");
     json_decref(res);
     /* Newton from a guess it cannot leave (x beyond the rod) names the coordinate */
-    req = loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
+    req = support_loads("{\"q\": {\"x\": 1.5, \"y\": -0.5}, \"speeds\": {\"x'\": 0}, \"steady\": false}");
     rc = engine_linearize(m, req, NULL, NULL, &res, &problem);
     cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
     const char *path =
@@ -1011,25 +951,31 @@ Test(linearize, cartesian_pendulum, .init = setup)
     engine_model_release(m);
 }
 
+/* Appell's example (api/examples/model-nonlinear.json) with the speeds eta1 = x',
+ * eta2 = y', compiled. */
+static engine_model *appell_reduced(void)
+{
+    json_t *mj = support_load_file("api/examples/model-nonlinear.json");
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    engine_model *m = support_compile_json(mj);
+    json_decref(mj);
+    return m;
+}
+
 /* Appell's example with its nonlinear constraint in the reduced form (speeds x', y'):
  * evaluate takes speeds, solves q' by Newton, and the speed derivatives of the
  * integrated equations equal the KKT system's x'', y'' (two formulations) and the
  * closed form x'' = -a g x'/(v (1 + a^2)), v = |(x', y')| (Appell, Hussain 4.2.13). */
 Test(evaluate, nonlinear_reduced_form, .init = setup)
 {
-    json_error_t err;
-    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
-    cr_assert_not_null(mj, "%s", err.text);
-    json_object_set_new(
-        mj, "speeds",
-        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
-    engine_model *m = compile_json(mj);
-    json_decref(mj);
+    engine_model *m = appell_reduced();
     if (!m->nl_reduced) {
         engine_model_release(m);
         cr_skip_test("this engine keeps nonlinear constraints in the multipliers formulation");
     }
-    json_t *req = loads(
+    json_t *req = support_loads(
         "{\"states\": [{\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"speeds\": {\"eta1\": 3, \"eta2\": 4}}]}");
     json_t *res = NULL, *problem = NULL;
     int rc = engine_evaluate(m, req, NULL, &res, &problem);
@@ -1055,14 +1001,7 @@ Test(evaluate, nonlinear_reduced_form, .init = setup)
  * turns freely) and -g_/v (the speed decays); dz'/deta = a eta/v. */
 Test(linearize, nonlinear_reduced_form, .init = setup)
 {
-    json_error_t err;
-    json_t *mj = json_load_file("api/examples/model-nonlinear.json", 0, &err);
-    cr_assert_not_null(mj, "%s", err.text);
-    json_object_set_new(
-        mj, "speeds",
-        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
-    engine_model *m = compile_json(mj);
-    json_decref(mj);
+    engine_model *m = appell_reduced();
     if (!m->nl_reduced || !m->tape_fast) {
         engine_model_release(m);
         cr_skip_test("no explicit reduced form for Appell's example in this engine");

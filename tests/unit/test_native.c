@@ -20,22 +20,7 @@
 #include "engine.h"
 #include "model.h"
 #include "native.h"
-
-static const char *nt_cases_dir(void)
-{
-    const char *d = getenv("HAMEL_CASES");
-    return d && *d ? d : "../shared/cases";
-}
-
-static json_t *nt_case(const char *file)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", nt_cases_dir(), file);
-    json_error_t err;
-    json_t *c = json_load_file(path, 0, &err);
-    cr_assert_not_null(c, "%s: %s", path, err.text);
-    return c;
-}
+#include "support.h"
 
 static char nt_dir[256];
 
@@ -108,7 +93,7 @@ static double nt_diff(const json_t *a, const json_t *b)
 
 Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
 {
-    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     json_t *req = json_object_get(c, "simulation");
     /* first without the tier: the reference on tcc */
     engine_model *m0 = NULL;
@@ -164,7 +149,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
 {
     nt_fresh_dir();
     setenv("HAMEL_CC", "false", 1);
-    json_t *c = nt_case("greenwood-5.2-dumbbell-hamel.json");
+    json_t *c = support_load_case("greenwood-5.2-dumbbell-hamel.json");
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
@@ -175,7 +160,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
     cr_expect_eq(nt_count_so(), 0, "nothing left in the cache");
     setenv("HAMEL_CC", "/nonexistent/cc", 1);
     engine_model *m2 = NULL;
-    json_t *c2 = nt_case("greenwood-5.1-knife-edge-body.json");
+    json_t *c2 = support_load_case("greenwood-5.1-knife-edge-body.json");
     cr_assert_eq(engine_model_compile(json_object_get(c2, "model"), NULL, &m2, &problem), 0);
     native_schedule(m2);
     int s = native_wait(m2, 30);
@@ -190,7 +175,7 @@ Test(native, failing_compiler_keeps_tcc, .timeout = 60)
 Test(native, off_without_cache_dir)
 {
     engine_code_cache(NULL);
-    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
@@ -220,7 +205,7 @@ Test(native, cache_directory_is_pruned, .timeout = 120)
     cr_assert_not_null(f);
     fclose(f);
     utime(tmp, &old);
-    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
@@ -247,7 +232,7 @@ Test(native, shutdown_kills_a_running_build, .timeout = 60)
     fclose(f);
     chmod(script, 0755);
     setenv("HAMEL_CC", script, 1);
-    json_t *c = nt_case("greenwood-5.3-rolling-disk.json");
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
@@ -277,7 +262,7 @@ Test(native, shared_cases_bit_identical_to_tcc, .timeout = 180)
 {
     glob_t g;
     char pattern[600];
-    snprintf(pattern, sizeof pattern, "%s/*.json", nt_cases_dir());
+    snprintf(pattern, sizeof pattern, "%s/*.json", support_cases_dir());
     cr_assert_eq(glob(pattern, 0, NULL, &g), 0);
     for (size_t f = 0; f < g.gl_pathc; f++) {
         json_t *c = json_load_file(g.gl_pathv[f], 0, NULL);

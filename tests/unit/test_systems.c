@@ -31,47 +31,9 @@
 #include "hamel.h"
 #include "integ.h"
 #include "model.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
-
-static engine_model *compile_text(const char *text)
-{
-    json_error_t err;
-    json_t *js = json_loads(text, 0, &err);
-    cr_assert_not_null(js, "test model is not JSON: %s", err.text);
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = engine_model_compile(js, NULL, &m, &problem);
-    if (rc)
-        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
-    json_decref(js);
-    return m;
-}
-
-static json_t *run(engine_model *m, const char *request)
-{
-    json_error_t err;
-    json_t *req = json_loads(request, 0, &err);
-    cr_assert_not_null(req, "test request is not JSON: %s", err.text);
-    json_t *result = NULL, *problem = NULL;
-    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
-    if (rc)
-        cr_assert_fail("simulation failed: %s", json_dumps(problem, 0));
-    json_decref(req);
-    return result;
-}
-
-/* The largest constraint residual a result reports. */
-static double max_residual(const json_t *result)
-{
-    return json_number_value(json_object_get(
-        json_object_get(json_object_get(result, "checks"), "constraints"), "max_abs_residual"));
-}
-
-static double at(json_t *traj, const char *group, const char *name, size_t i)
-{
-    return json_number_value(json_array_get(json_object_get(json_object_get(traj, group), name), i));
-}
 
 /* ---- 1. the rheonomic knife edge ---- */
 
@@ -110,7 +72,7 @@ static int keep(double t, const double *y, void *ctx)
 
 Test(systems, rheonomic_knife_edge, .init = setup)
 {
-    engine_model *m = compile_text(knife_model);
+    engine_model *m = support_compile_text(knife_model);
     json_t *sum = engine_model_summary(m);
     json_t *c0 = json_array_get(json_object_get(sum, "constraints"), 0);
     cr_expect(json_is_true(json_object_get(c0, "rheonomic")), "the turning knife edge is rheonomic");
@@ -119,10 +81,10 @@ Test(systems, rheonomic_knife_edge, .init = setup)
     cr_expect(json_is_false(json_object_get(sum, "energy_conserved")), "energy is not a first integral here");
     json_decref(sum);
 
-    json_t *r =
-        run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
-               " \"t_end\": 8.3, \"output\": {\"samples\": 41},"
-               " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *r = support_run(
+        m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+           " \"t_end\": 8.3, \"output\": {\"samples\": 41},"
+           " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     struct knife p = {1.5, 2.0, 0.7};
     integ_system sys = {3, knife_rhs, &p};
     integ_options opt = integ_default_options;
@@ -138,11 +100,11 @@ Test(systems, rheonomic_knife_edge, .init = setup)
                  st.reason);
     json_t *traj = json_object_get(r, "trajectory");
     for (int i = 0; i < 41; i++) {
-        cr_assert_float_eq(at(traj, "q", "x", i), s.y[i][0], 1e-8, "x at sample %d", i);
-        cr_assert_float_eq(at(traj, "q", "y", i), s.y[i][1], 1e-8, "y at sample %d", i);
-        cr_assert_float_eq(at(traj, "speeds", "u", i), s.y[i][2], 1e-8, "u at sample %d", i);
+        cr_assert_float_eq(support_traj_at(traj, "q", "x", i), s.y[i][0], 1e-8, "x at sample %d", i);
+        cr_assert_float_eq(support_traj_at(traj, "q", "y", i), s.y[i][1], 1e-8, "y at sample %d", i);
+        cr_assert_float_eq(support_traj_at(traj, "speeds", "u", i), s.y[i][2], 1e-8, "u at sample %d", i);
     }
-    double res = max_residual(r);
+    double res = support_max_residual(r);
     cr_expect_leq(res, 1e-12, "constraint residual %g", res);
 
     /* gamma^c_u = w, gamma^u_c = -w, at any point, and no gamma^j_rl */
@@ -162,13 +124,13 @@ Test(systems, rheonomic_knife_edge, .init = setup)
     json_decref(r);
 
     /* A formulation check on a rheonomic system: multipliers agree with Hamel. */
-    json_t *h =
-        run(m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
-               " \"t_end\": 8.3, \"output\": {\"samples\": 5}, \"formulation\": \"multipliers\","
-               " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
+    json_t *h = support_run(
+        m, "{\"initial\": {\"t\": 0.3, \"q\": {\"x\": 0.4, \"y\": -0.2}, \"speeds\": {\"u\": 1.1}},"
+           " \"t_end\": 8.3, \"output\": {\"samples\": 5}, \"formulation\": \"multipliers\","
+           " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     json_t *ht = json_object_get(h, "trajectory");
-    cr_expect_float_eq(at(ht, "q", "x", 4), s.y[40][0], 1e-7, "multipliers x(t_end)");
-    cr_expect_float_eq(at(ht, "q", "y", 4), s.y[40][1], 1e-7, "multipliers y(t_end)");
+    cr_expect_float_eq(support_traj_at(ht, "q", "x", 4), s.y[40][0], 1e-7, "multipliers x(t_end)");
+    cr_expect_float_eq(support_traj_at(ht, "q", "y", 4), s.y[40][1], 1e-7, "multipliers y(t_end)");
     json_decref(h);
     engine_model_release(m);
 }
@@ -177,7 +139,7 @@ Test(systems, rheonomic_knife_edge, .init = setup)
 
 Test(systems, appell_nonlinear_constraint, .init = setup)
 {
-    engine_model *m = compile_text(
+    engine_model *m = support_compile_text(
         "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"a\": 0.3},"
         " \"kinetic_energy\": \"m/2*(x'^2 + y'^2 + z'^2)\", \"potential_energy\": \"m*g*z\","
         " \"constraints\": [{\"name\": \"appell\", \"expr\": \"z' - a*sqrt(x'^2 + y'^2)\"}]}");
@@ -197,12 +159,13 @@ Test(systems, appell_nonlinear_constraint, .init = setup)
              "\"z\": %.17g}}, \"t_end\": 0.9, \"output\": {\"samples\": 10},"
              " \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}",
              0.6 * v0, 0.8 * v0, z0);
-    json_t *r = run(m, req);
+    json_t *r = support_run(m, req);
     cr_expect_str_eq(json_string_value(json_object_get(r, "formulation")), "multipliers");
     json_t *traj = json_object_get(r, "trajectory");
     for (size_t i = 0; i < 10; i++) {
         double t = json_number_value(json_array_get(json_object_get(traj, "t"), i));
-        double xd = at(traj, "qdot", "x", i), yd = at(traj, "qdot", "y", i), zd = at(traj, "qdot", "z", i);
+        double xd = support_traj_at(traj, "qdot", "x", i), yd = support_traj_at(traj, "qdot", "y", i),
+               zd = support_traj_at(traj, "qdot", "z", i);
         double v = v0 - g * a * t / (1 + a * a);
         cr_assert_float_eq(hypot(xd, yd), v, 1e-8, "horizontal speed at t=%g: %.12g, analytic %.12g", t,
                            hypot(xd, yd), v);
@@ -210,7 +173,7 @@ Test(systems, appell_nonlinear_constraint, .init = setup)
         cr_assert_float_eq(yd * 0.6 - xd * 0.8, 0.0, 1e-10, "the direction of motion stays fixed");
         /* x(t) = 0.6 (v0 t - g a t^2 / (2 (1 + a^2))) */
         double s = v0 * t - g * a * t * t / (2 * (1 + a * a));
-        cr_assert_float_eq(at(traj, "q", "x", i), 0.6 * s, 1e-8, "x at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "q", "x", i), 0.6 * s, 1e-8, "x at t=%g", t);
     }
     json_t *energy = json_object_get(json_object_get(r, "checks"), "energy");
     cr_expect_leq(json_number_value(json_object_get(energy, "max_rel_drift")), 1e-9, "T + V drifts by %g",
@@ -320,7 +283,7 @@ ParameterizedTest(struct system_param *p, systems, golden, .init = setup)
             cr_assert_fail("%s (%s): %s", p->file, forms[f], json_dumps(problem, 0));
         json_decref(req);
         json_t *checks = json_object_get(r[f], "checks");
-        double res = max_residual(r[f]);
+        double res = support_max_residual(r[f]);
         cr_expect_leq(res, f == 0 ? 1e-12 : 1e-9, "%s (%s): constraint residual %g", p->file, forms[f], res);
         json_t *energy = json_object_get(checks, "energy");
         if (json_is_true(json_object_get(energy, "conserved_expected")))
@@ -387,7 +350,7 @@ static const char *const turntable_model =
 
 Test(systems, sphere_on_a_turntable, .init = setup)
 {
-    engine_model *m = compile_text(turntable_model);
+    engine_model *m = support_compile_text(turntable_model);
     json_t *sum = engine_model_summary(m);
     for (size_t j = 0; j < 2; j++) {
         json_t *c = json_array_get(json_object_get(sum, "constraints"), j);
@@ -408,7 +371,7 @@ Test(systems, sphere_on_a_turntable, .init = setup)
                  " \"output\": {\"samples\": 13}, \"formulation\": \"%s\","
                  " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}",
                  x0, y0, wx, wy, wz, formulations[f]);
-        json_t *r = run(m, req);
+        json_t *r = support_run(m, req);
         json_t *traj = json_object_get(r, "trajectory");
         cr_assert_eq(json_array_size(json_object_get(traj, "t")), 13);
         for (size_t i = 0; i < 13; i++) {
@@ -416,14 +379,18 @@ Test(systems, sphere_on_a_turntable, .init = setup)
             double c = cos(k * t), s = sin(k * t);
             /* (vx + i vy)(e^{ikt} - 1)/(ik) */
             double x = x0 + (vx * s - vy * (1 - c)) / k, y = y0 + (vy * s + vx * (1 - c)) / k;
-            cr_assert_float_eq(at(traj, "q", "x", i), x, 1e-8, "%s: x at t=%g", formulations[f], t);
-            cr_assert_float_eq(at(traj, "q", "y", i), y, 1e-8, "%s: y at t=%g", formulations[f], t);
+            cr_assert_float_eq(support_traj_at(traj, "q", "x", i), x, 1e-8, "%s: x at t=%g", formulations[f],
+                               t);
+            cr_assert_float_eq(support_traj_at(traj, "q", "y", i), y, 1e-8, "%s: y at t=%g", formulations[f],
+                               t);
             if (f == 0)
-                cr_assert_float_eq(at(traj, "speeds", "wz", i), wz, 1e-9, "wz is constant (t=%g)", t);
+                cr_assert_float_eq(support_traj_at(traj, "speeds", "wz", i), wz, 1e-9,
+                                   "wz is constant (t=%g)", t);
             else
-                cr_assert_float_eq(at(traj, "qdot", "x", i), vx * c - vy * s, 1e-8, "x' at t=%g", t);
+                cr_assert_float_eq(support_traj_at(traj, "qdot", "x", i), vx * c - vy * s, 1e-8, "x' at t=%g",
+                                   t);
         }
-        double res = max_residual(r);
+        double res = support_max_residual(r);
         cr_expect_leq(res, 1e-9, "%s: constraint residual %g", formulations[f], res);
         json_decref(r);
     }
@@ -442,7 +409,7 @@ Test(systems, sphere_on_a_turntable, .init = setup)
 
 Test(systems, constant_speed_particle, .init = setup)
 {
-    engine_model *m = compile_text(
+    engine_model *m = support_compile_text(
         "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"v\": 3.0},"
         " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"m*g*y\","
         " \"constraints\": [{\"name\": \"speed\", \"expr\": \"x'^2 + y'^2 - v^2\"}]}");
@@ -453,7 +420,8 @@ Test(systems, constant_speed_particle, .init = setup)
 
     const double mass = 2.0, g = 9.81, v = 3.0, x0 = 0.5, y0 = 1.0;
     const double th0 = atan2(1.8, 2.4), s0 = asinh(tan(th0));
-    json_t *r = run(m, "{\"initial\": {\"q\": {\"x\": 0.5, \"y\": 1.0}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}},"
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 0.5, \"y\": 1.0}, \"qdot\": {\"x\": 2.4, \"y\": 1.8}},"
                        " \"t_end\": 2, \"output\": {\"samples\": 21},"
                        " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     cr_expect_str_eq(json_string_value(json_object_get(r, "formulation")), "multipliers");
@@ -462,19 +430,19 @@ Test(systems, constant_speed_particle, .init = setup)
         double t = json_number_value(json_array_get(json_object_get(traj, "t"), i));
         double s = s0 - g * t / v, th = 2 * atan(tanh(s / 2));
         double x = x0 - v * v / g * (th - th0), y = y0 - v * v / g * log(cosh(s) / cosh(s0));
-        cr_assert_float_eq(at(traj, "q", "x", i), x, 1e-9, "x at t=%g", t);
-        cr_assert_float_eq(at(traj, "q", "y", i), y, 1e-9, "y at t=%g", t);
-        cr_assert_float_eq(at(traj, "qdot", "x", i), v / cosh(s), 1e-9, "x' at t=%g", t);
-        cr_assert_float_eq(at(traj, "qdot", "y", i), v * tanh(s), 1e-9, "y' at t=%g", t);
-        cr_assert_float_eq(at(traj, "multipliers", "speed", i), mass * g * tanh(s) / (2 * v), 1e-8,
-                           "the constraint force at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "q", "x", i), x, 1e-9, "x at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "q", "y", i), y, 1e-9, "y at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "qdot", "x", i), v / cosh(s), 1e-9, "x' at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "qdot", "y", i), v * tanh(s), 1e-9, "y' at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "multipliers", "speed", i), mass * g * tanh(s) / (2 * v),
+                           1e-8, "the constraint force at t=%g", t);
     }
     json_t *checks = json_object_get(r, "checks");
     json_t *energy = json_object_get(checks, "energy");
     cr_expect(json_is_false(json_object_get(energy, "conserved_expected")));
     cr_expect_not_null(strstr(json_string_value(json_object_get(energy, "reason")), "not homogeneous"),
                        "reason: %s", json_string_value(json_object_get(energy, "reason")));
-    double res = max_residual(r);
+    double res = support_max_residual(r);
     cr_expect_leq(res, 1e-9, "constraint residual %g", res);
     json_decref(r);
     engine_model_release(m);
@@ -491,7 +459,7 @@ Test(systems, constant_speed_particle, .init = setup)
 
 Test(systems, chaplygin_sleigh, .init = setup)
 {
-    engine_model *m = compile_text(
+    engine_model *m = support_compile_text(
         "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.0, \"I\": 0.3, \"a\": 0.4},"
         " \"kinetic_energy\": \"m/2*((x' - a*th'*sin(th))^2 + (y' + a*th'*cos(th))^2) + I/2*th'^2\","
         " \"constraints\": [{\"name\": \"blade\", \"expr\": \"-x'*sin(th) + y'*cos(th)\"}],"
@@ -499,17 +467,19 @@ Test(systems, chaplygin_sleigh, .init = setup)
         "\"th'\"}]}");
     const double mass = 2.0, I = 0.3, a = 0.4, J = I + mass * a * a, v0 = -0.5, w0 = 1.2, th0 = 0.3;
     const double C = v0 * v0 + J / mass * w0 * w0, k = a * mass * sqrt(C) / J, s0 = atanh(v0 / sqrt(C));
-    json_t *r = run(m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": {\"v\": -0.5, "
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": {\"v\": -0.5, "
                        "\"w\": 1.2}}, \"t_end\": 8, \"output\": {\"samples\": 17},"
                        " \"integrator\": {\"rtol\": 1e-11, \"atol\": 1e-13}}");
     json_t *traj = json_object_get(r, "trajectory");
     for (size_t i = 0; i < 17; i++) {
         double t = json_number_value(json_array_get(json_object_get(traj, "t"), i)), s = k * t + s0;
         double gd = 2 * atan(tanh(s / 2)), gd0 = 2 * atan(tanh(s0 / 2));
-        cr_assert_float_eq(at(traj, "speeds", "v", i), sqrt(C) * tanh(s), 1e-9, "v at t=%g", t);
-        cr_assert_float_eq(at(traj, "speeds", "w", i), sqrt(mass * C / J) / cosh(s), 1e-9, "w at t=%g", t);
-        cr_assert_float_eq(at(traj, "q", "th", i), th0 + sqrt(mass * C / J) * (gd - gd0) / k, 1e-9,
-                           "th at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "speeds", "v", i), sqrt(C) * tanh(s), 1e-9, "v at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "speeds", "w", i), sqrt(mass * C / J) / cosh(s), 1e-9,
+                           "w at t=%g", t);
+        cr_assert_float_eq(support_traj_at(traj, "q", "th", i), th0 + sqrt(mass * C / J) * (gd - gd0) / k,
+                           1e-9, "th at t=%g", t);
     }
     json_t *energy = json_object_get(json_object_get(r, "checks"), "energy");
     cr_expect(json_is_true(json_object_get(energy, "conserved_expected")));

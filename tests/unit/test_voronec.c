@@ -19,17 +19,13 @@
 #include "engine.h"
 #include "hamel.h"
 #include "model.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
 
 static engine_model *load(const char *name, json_t **case_out)
 {
-    char path[600];
-    const char *dir = getenv("HAMEL_CASES") ? getenv("HAMEL_CASES") : "../shared/cases";
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    json_error_t err;
-    json_t *c = json_load_file(path, 0, &err);
-    cr_assert_not_null(c, "%s: %s", path, err.text);
+    json_t *c = support_load_case(name);
     engine_model *m = NULL;
     json_t *problem = NULL;
     cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0, "%s", name);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
 
@@ -23,20 +24,6 @@ static void setup(void) { engine_init(); }
     "0.5},"                                                                                                  \
     " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*I*phi'^2\","                                           \
     " \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - y'*cos(phi)\"}]" SPEEDS "}"
-
-static engine_model *compile_text(const char *text)
-{
-    json_error_t err;
-    json_t *js = json_loads(text, 0, &err);
-    cr_assert_not_null(js, "test model is not JSON: %s", err.text);
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    int rc = engine_model_compile(js, NULL, &m, &problem);
-    if (rc)
-        cr_assert_fail("model did not compile: %s", json_dumps(problem, 0));
-    json_decref(js);
-    return m;
-}
 
 static const double V = 0.8, W = 1.0, PHI0 = 0.3;
 
@@ -56,14 +43,9 @@ static int simulate(engine_model *m, json_t **result, json_t **problem)
     return rc;
 }
 
-static double at(const json_t *tr, const char *group, const char *name, size_t i)
-{
-    return json_number_value(json_array_get(json_object_get(json_object_get(tr, group), name), i));
-}
-
 Test(watch, default_speeds_rechosen_through_singularity, .init = setup)
 {
-    engine_model *m = compile_text(KNIFE_MODEL(""));
+    engine_model *m = support_compile_text(KNIFE_MODEL(""));
     json_t *result = NULL, *problem = NULL;
     int rc = simulate(m, &result, &problem);
     if (rc)
@@ -75,12 +57,12 @@ Test(watch, default_speeds_rechosen_through_singularity, .init = setup)
     for (size_t i = 0; i < json_array_size(ts); i++) {
         double t = json_number_value(json_array_get(ts, i)), phi = PHI0 + W * t;
         double x = V / W * (sin(phi) - sin(PHI0)), y = -V / W * (cos(phi) - cos(PHI0));
-        err = fmax(err, fabs(at(tr, "q", "x", i) - x));
-        err = fmax(err, fabs(at(tr, "q", "y", i) - y));
-        err = fmax(err, fabs(at(tr, "q", "phi", i) - phi));
+        err = fmax(err, fabs(support_traj_at(tr, "q", "x", i) - x));
+        err = fmax(err, fabs(support_traj_at(tr, "q", "y", i) - y));
+        err = fmax(err, fabs(support_traj_at(tr, "q", "phi", i) - phi));
         /* the speeds reported are the model's own (x', phi'), also past the switches */
-        errv = fmax(errv, fabs(at(tr, "speeds", "x'", i) - V * cos(phi)));
-        errv = fmax(errv, fabs(at(tr, "qdot", "y", i) - V * sin(phi)));
+        errv = fmax(errv, fabs(support_traj_at(tr, "speeds", "x'", i) - V * cos(phi)));
+        errv = fmax(errv, fabs(support_traj_at(tr, "qdot", "y", i) - V * sin(phi)));
     }
     cr_expect_lt(err, 1e-9, "positions against the closed form through phi = pi/2: %.3g", err);
     cr_expect_lt(errv, 1e-9, "velocities against the closed form: %.3g", errv);
@@ -93,7 +75,7 @@ Test(watch, default_speeds_rechosen_through_singularity, .init = setup)
 
 Test(watch, user_speeds_singular_mid_run_fail, .init = setup)
 {
-    engine_model *m = compile_text(KNIFE_MODEL(
+    engine_model *m = support_compile_text(KNIFE_MODEL(
         ", \"speeds\": [{\"name\": \"vx\", \"expr\": \"x'\"}, {\"name\": \"w\", \"expr\": \"phi'\"}]"));
     json_t *result = NULL, *problem = NULL;
     int rc = simulate(m, &result, &problem);

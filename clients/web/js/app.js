@@ -8,24 +8,13 @@ import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.j
 import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
+import { $, h } from "./dom.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
 // is column 1), as compilers and editors do.
 const COLUMN_BASE = 1;
 const POLL_MS = 120;
 const DEFAULT_SAMPLES = 1001;
-
-const $ = (id) => document.getElementById(id);
-const h = (tag, attrs = {}, ...kids) => {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") n.className = v;
-    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? "" : v);
-  }
-  for (const k of kids.flat()) if (k !== null && k !== undefined) n.append(k);
-  return n;
-};
 
 const state = {
   api: null,
@@ -698,6 +687,7 @@ function renderEquations(eq) {
   const dotted = (name) => el("mover", null, nameML(name), mo("˙"));
   const sym = (base, ...subs) => el("msub", null, el("mi", null, base), subs.length === 1 ? nameML(subs[0]) : mrow(...subs.flatMap((x, i) => (i ? [mo(","), nameML(x)] : [nameML(x)]))));
   // mk() makes the left-hand side afresh: a DOM node can only be in one place
+  const omitted = () => el("mtext", null, "(too large to print)");
   const fold = (mk, expr) => h("details", { class: "long" },
     h("summary", {}, el("math", null, mk()), ` — ${String(expr).length.toLocaleString()} characters, click to show`),
     eqn(mk(), safe(expr)));
@@ -714,7 +704,8 @@ function renderEquations(eq) {
   const kin = Object.entries(eq.kinematics || {});
   if (kin.length) {
     rows.push(h("h3", {}, "Kinematics  q̇ = Φ u + Φₜ"));
-    rows.push(h("div", { class: "eq-grid" }, kin.map(([q, e]) => String(e).length > LONG_EXPR ? fold(() => dotted(q), e) : eqn(dotted(q), safe(e)))));
+    rows.push(h("div", { class: "eq-grid" }, kin.map(([q, e]) => e == null ? eqn(dotted(q), omitted())
+      : String(e).length > LONG_EXPR ? fold(() => dotted(q), e) : eqn(dotted(q), safe(e)))));
   }
   const M = eq.mass_matrix || [];
   const F = eq.forcing || [];
@@ -726,6 +717,12 @@ function renderEquations(eq) {
       const lhs = mrow();
       let first = true;
       row.forEach((m, c) => {
+        if (m == null) { // too large to print: named, not shown
+          if (!first) lhs.append(mo("+"));
+          first = false;
+          lhs.append(mrow(sym("M", rname, speeds[c] || `u${c + 1}`), mo("\u2062"), dotted(speeds[c] || `u${c + 1}`)));
+          return;
+        }
         const ms = String(m).trim();
         if (ms === "0") return;
         if (!first) lhs.append(mo("+"));
@@ -742,8 +739,10 @@ function renderEquations(eq) {
         lhs.append(needParen ? mrow(mo("("), coeff, mo(")"), mo("\u2062"), ud) : mrow(coeff, mo("\u2062"), ud));
       });
       if (first) lhs.append(el("mn", null, "0"));
-      const f = F[r] != null ? String(F[r]) : "?";
-      if (f.length > LONG_EXPR) {
+      const f = F[r] != null ? String(F[r]) : null;
+      if (f == null) {
+        rows.push(eqn(lhs, sym("f", rname)));
+      } else if (f.length > LONG_EXPR) {
         rows.push(eqn(lhs, sym("f", rname)));
         folds.push(fold(() => sym("f", rname), f));
       } else {
@@ -757,6 +756,8 @@ function renderEquations(eq) {
     const T = () => el("msup", null, el("mi", null, "T"), mo("*"));
     rows.push(String(eq.kinetic_energy_in_speeds).length > 3 * LONG_EXPR ? fold(T, eq.kinetic_energy_in_speeds) : eqn(T(), safe(eq.kinetic_energy_in_speeds)));
   }
+  if (eq.complete === false)
+    rows.push(h("p", { class: "note" }, "Some expressions are too large to print and are named instead of shown; the integrator evaluates every one of them."));
   box.replaceChildren(
     h("h2", {}, "Derived equations ", eq.formulation ? badge(eq.formulation, "accent") : null),
     ...rows);

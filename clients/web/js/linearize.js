@@ -7,18 +7,7 @@ import { lineChart, fmt, PALETTE } from "./chart.js";
 import { Editor } from "./editor.js";
 import { parseWithPositions } from "./jsonpos.js";
 import { ApiError } from "./api.js";
-
-const $ = (id) => document.getElementById(id);
-const h = (tag, attrs = {}, ...kids) => {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") n.className = v;
-    else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
-    else if (v !== undefined && v !== null && v !== false) n.setAttribute(k, v === true ? "" : v);
-  }
-  for (const k of kids.flat()) if (k !== null && k !== undefined) n.append(k);
-  return n;
-};
+import { $, h } from "./dom.js";
 
 // An eigenvalue this small against the largest one is one of the zeros that ignorable
 // coordinates (a heading, a position, a wheel angle) contribute: not drawn.
