@@ -64,7 +64,8 @@ Test(routes, methods_allow_and_preflight_come_from_one_table)
                      k->path);
         char allow[128], methods[128];
         const char *a = harness_header(&r, "Allow", allow, sizeof allow);
-        cr_expect_eq(r.status, k->status, "%s %s: %ld, expected %ld", k->method, k->path, r.status, k->status);
+        cr_expect_eq(r.status, k->status, "%s %s: %ld, expected %ld", k->method, k->path, r.status,
+                     k->status);
         if (k->allow) {
             cr_expect(a && !strcmp(a, k->allow), "%s %s: Allow %s, expected %s", k->method, k->path,
                       a ? a : "(none)", k->allow);
