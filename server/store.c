@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,9 @@ struct store {
     sqlite3_stmt *stmt[STMT_COUNT_];
     store_limits lim;
     long long result_bytes, results, jobs; /* kept now (under lock) */
+    /* their values after the last commit, for readers that must not wait for one
+     * (/metrics on a poll thread): written under lock, read without it */
+    _Atomic long long pub_bytes, pub_results, pub_jobs;
 
     pthread_mutex_t qlock; /* the queue of writes and the leader flag */
     pthread_cond_t qcond;  /* a group was committed */
@@ -96,6 +100,14 @@ struct store {
     int writing;                /* a leader is committing a group */
     long long commits, grouped; /* transactions and writes in them (under lock) */
 };
+
+/* Publishes the counts (lock held). */
+static void store__publish_locked(store *s)
+{
+    atomic_store(&s->pub_bytes, s->result_bytes);
+    atomic_store(&s->pub_results, s->results);
+    atomic_store(&s->pub_jobs, s->jobs);
+}
 
 static int store__mkdirs(const char *dir)
 {
@@ -178,6 +190,8 @@ int store_open(const char *dir, const store_limits *lim, store **out)
     }
     if (rc == SQLITE_OK && store__trim_locked(s) != 0)
         rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        store__publish_locked(s);
     if (rc != SQLITE_OK) {
         fprintf(stderr, "hamel-server: store %s: %s\n", path,
                 err ? err : (s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc)));
@@ -356,6 +370,7 @@ static int store__commit_locked(store *s, store_write *const *ws, int n)
     if (rc == 0) {
         s->commits++;
         s->grouped += n;
+        store__publish_locked(s);
         return 0;
     }
     /* the counts may now be off by this transaction: read them again */
@@ -363,6 +378,7 @@ static int store__commit_locked(store *s, store_write *const *ws, int n)
     s->result_bytes = store__int(s->db, "SELECT coalesce(sum(bytes), 0) FROM results");
     s->results = store__int(s->db, "SELECT count(*) FROM results");
     s->jobs = store__int(s->db, "SELECT count(*) FROM jobs");
+    store__publish_locked(s);
     return -1;
 }
 
@@ -503,11 +519,11 @@ void store_commit_counts(store *s, long long *commits, long long *writes)
 
 void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs)
 {
-    pthread_mutex_lock(&s->lock);
-    *result_bytes = s->result_bytes > 0 ? (size_t)s->result_bytes : 0;
-    *results = s->results > 0 ? (size_t)s->results : 0;
-    *jobs = s->jobs > 0 ? (size_t)s->jobs : 0;
-    pthread_mutex_unlock(&s->lock);
+    /* the last commit's counts: never waits for the writer (a poll thread calls this) */
+    long long b = atomic_load(&s->pub_bytes), r = atomic_load(&s->pub_results), j = atomic_load(&s->pub_jobs);
+    *result_bytes = b > 0 ? (size_t)b : 0;
+    *results = r > 0 ? (size_t)r : 0;
+    *jobs = j > 0 ? (size_t)j : 0;
 }
 
 int store_get_result(store *s, const char *key, blob **out)
