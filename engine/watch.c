@@ -183,12 +183,15 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         if (W->k <= 256 && watch_rechoose(W, t0, y0) == 1) {
             hamel_psi_condition(W->w, t0, y0, &best, &det);
             if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
-                /* back to the model's own choice: it is good enough */
+                /* back to the choice in force at t0 (the model's own at the start of a
+                 * run; a re-chosen one when a projection restarts it): good enough */
                 memcpy(W->cur, saved, W->k * sizeof *saved);
                 W->on = 0;
-                hamel_ws_select(W->w, NULL);
+                for (int r = 0; r < W->k; r++)
+                    W->on |= W->cur[r] != W->orig[r];
+                hamel_ws_select(W->w, W->on ? W->cur : NULL);
                 memcpy(y0 + n, u0, W->k * sizeof *y0);
-                W->switches = 0;
+                W->switches--; /* the re-choice above is undone */
             }
         }
     }
