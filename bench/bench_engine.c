@@ -25,6 +25,7 @@
 
 #ifndef BENCH_BASELINE_ONLY
 #include "engine.h"
+#include "timing.h"
 #endif
 
 #define BENCH_T_END 10.0
@@ -62,26 +63,6 @@ typedef struct bench_row {
 } bench_row;
 
 static int bench_runs = 21;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[n]; sorts v. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int env_int(const char *name, int dflt, int lo, int hi)
 {

@@ -46,6 +46,7 @@
 #include "hamel.h"
 #include "model.h"
 #include "native.h"
+#include "timing.h"
 
 #define SCALE_MAX_COMPILES 21
 #define SCALE_COMPILE_SECONDS 1.0 /* repeat compiles while under this */
@@ -61,12 +62,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static int sympy_adapter(double t, const double *y, double *dydt, void *ctx)

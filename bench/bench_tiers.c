@@ -33,30 +33,12 @@
 #include "baseline.c" /* see baseline.h */
 #include "engine.h"
 #include "native.h"
+#include "timing.h"
 
 #define TIERS_SAMPLES 1001
 #define TIERS_MAX_RUNS 1001
 #define TIERS_GOAL_RATIO 1.2      /* native tier / hand-written C, integrate time */
 #define TIERS_GOAL_FIRST_RUN_MS 1 /* compile-to-first-run on the first tier */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static json_t *request(const json_t *c)
 {

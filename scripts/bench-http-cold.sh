@@ -33,31 +33,9 @@ if [ -z "${HAMEL_SERVER_BIN:-}" ] && ! make --no-print-directory "$bin" >>"$buil
   exit 1
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/hamel-bench-cold.XXXXXX")
-pid=
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-HAMEL_PORT=0 HAMEL_DATA="$work/data" "$bin" >"$work/stdout" 2>"$work/server.log" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(sed -n 's/^listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-if [ -z "$port" ]; then
-  echo "bench-http-cold: the server did not start:"
-  cat "$work/server.log"
-  exit 1
-fi
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_server_start bench-http-cold "$bin" || exit 1
 echo "server: $bin, defaults, fresh data directory, port $port; $n requests one at a time"
 
 status=0

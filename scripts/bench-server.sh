@@ -61,30 +61,9 @@ if [ -z "${HAMEL_SERVER_BIN:-}" ]; then
   make --no-print-directory "$bin" >/dev/null
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/hamel-bench.XXXXXX")
-pid=
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-HAMEL_PORT=0 HAMEL_DATA="$work/data" "$bin" >"$work/stdout" 2>"$work/server.log" &
-pid=$!
-port=
-for _ in $(seq 200); do
-  port=$(sed -n 's/^listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/stdout")
-  [ -n "$port" ] && break
-  sleep 0.05
-done
-if [ -z "$port" ]; then
-  echo "bench-server: the server did not start:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_server_start bench-server "$bin" || exit 1
 url=http://127.0.0.1:$port
 workers=$(sed -n 's/.*: \([0-9]*\) workers,.*/\1/p' "$work/server.log" | head -1)
 
