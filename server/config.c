@@ -25,6 +25,7 @@
 #define CONFIG_DEFAULT_MAX_PER_IP 128
 #define CONFIG_DEFAULT_MAX_OUTPUT_VALUES ((size_t)2000000) /* about 58 MB of result JSON */
 #define CONFIG_DEFAULT_CONN_TIMEOUT 30
+#define CONFIG_DEFAULT_HANGUP_POLL_MS 50
 #define CONFIG_DEFAULT_REDIS_LEASE 15.0
 #define CONFIG_DEFAULT_REDIS_TIMEOUT 2.0
 #define CONFIG_DEFAULT_REDIS_TTL (7L * 86400) /* a week */
@@ -136,6 +137,9 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_CONN_TIMEOUT")) {
         rc = config__long(name, v, 1, 86400, &l);
         cfg->conn_timeout = (int)l;
+    } else if (!strcmp(name, "HAMEL_HANGUP_POLL_MS")) {
+        rc = config__long(name, v, 1, 60000, &l);
+        cfg->hangup_poll_ms = (int)l;
     } else if (!strcmp(name, "HAMEL_MAX_BODY")) {
         rc = config__long(name, v, 1024, 1L << 30, &l);
         cfg->max_body = (size_t)l;
@@ -209,6 +213,7 @@ static const char *const config__names[] = {
     "HAMEL_HTTP_THREADS",
     "HAMEL_MAX_CONNECTIONS",
     "HAMEL_CONN_TIMEOUT",
+    "HAMEL_HANGUP_POLL_MS",
     "HAMEL_MAX_BODY",
     "HAMEL_CACHE_BYTES",
     "HAMEL_MAX_JOBS",
@@ -264,6 +269,7 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->redis_timeout = CONFIG_DEFAULT_REDIS_TIMEOUT;
     cfg->redis_ttl = CONFIG_DEFAULT_REDIS_TTL;
     cfg->conn_timeout = CONFIG_DEFAULT_CONN_TIMEOUT;
+    cfg->hangup_poll_ms = CONFIG_DEFAULT_HANGUP_POLL_MS;
     cfg->max_body = CONFIG_DEFAULT_MAX_BODY;
     cfg->cache_bytes = CONFIG_DEFAULT_CACHE_BYTES;
     cfg->max_jobs = CONFIG_DEFAULT_MAX_JOBS;

@@ -1,24 +1,34 @@
 /* hangup.c — the watcher of hung-up clients (hangup.h): one thread that polls the
- * watched sockets for POLLRDHUP every HANGUP_POLL_MS and sets the flags of those
+ * watched sockets for POLLRDHUP every poll_ms (HAMEL_HANGUP_POLL_MS) and sets the flags of those
  * whose peer went away.
  *
- * Lock order: h->mu is a leaf. The thread snapshots the fds under it, polls without
- * it, and acts on a result only for entries still watched (checked under it again):
- * a watched entry's socket stays open (its connection is suspended), so a ready fd of
- * a still-watched entry is that entry's socket.
+ * Lock order: h->mu is a leaf. The thread snapshots the fds under it (marking those
+ * entries `polled`), polls without it, and acts on a result only for entries still
+ * watched (checked under it again): a watched entry's socket stays open (its connection
+ * is suspended), so a ready fd of a still-watched entry is that entry's socket.
+ * hangup_forget of a polled entry wakes the poll through an eventfd and waits for the
+ * round to end: a poll() holds its own reference to every socket it polls, so a socket
+ * that libmicrohttpd closes meanwhile would stay open (no FIN to the client) until the
+ * poll timed out — that made every compiled request's client wait ~50 ms for the end of
+ * a `Connection: close` answer.
  */
 #include "hangup.h"
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
-#define HANGUP_POLL_MS 50
 #define HANGUP_MAX_POLL 256 /* sockets polled per round (more are polled in later rounds) */
 
 struct hangup {
     pthread_mutex_t mu;
-    pthread_cond_t more; /* an entry was added, or stopping */
+    pthread_cond_t more;  /* an entry was added, or stopping */
+    pthread_cond_t round; /* a poll round ended (its entries are no longer polled) */
+    int wake;             /* eventfd: ends a poll round early */
+    int poll_ms;
     pthread_t thread;
     hangup_entry *head;
     int shutdown, stopping;
@@ -42,7 +52,7 @@ static void hangup__fire(hangup_entry *e, int why)
 static void *hangup__thread(void *arg)
 {
     hangup *h = arg;
-    struct pollfd fds[HANGUP_MAX_POLL];
+    struct pollfd fds[HANGUP_MAX_POLL + 1];
     hangup_entry *who[HANGUP_MAX_POLL];
     pthread_mutex_lock(&h->mu);
     while (!h->stopping) {
@@ -61,30 +71,51 @@ static void *hangup__thread(void *arg)
             if (atomic_load(&e->why) != HANGUP_NONE)
                 continue;
             fds[n] = (struct pollfd){.fd = e->fd, .events = POLLRDHUP};
+            e->polled = 1;
             who[n++] = e;
         }
+        fds[n] = (struct pollfd){.fd = h->wake, .events = POLLIN};
         pthread_mutex_unlock(&h->mu);
-        int ready = poll(fds, (nfds_t)n, HANGUP_POLL_MS);
+        int ready = poll(fds, (nfds_t)n + 1, h->poll_ms);
         pthread_mutex_lock(&h->mu);
-        for (int i = 0; i < n && ready > 0; i++)
-            if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) && hangup__watched(h, who[i]) &&
-                atomic_load(&who[i]->why) == HANGUP_NONE)
+        if (ready > 0 && (fds[n].revents & POLLIN)) {
+            uint64_t v;
+            if (read(h->wake, &v, sizeof v) < 0) { /* nonblocking: already drained */
+            }
+        }
+        /* forgotten entries are not in the list any more, but were not freed: their
+         * owners wait on h->round for this */
+        for (int i = 0; i < n; i++) {
+            if (ready > 0 && (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) &&
+                hangup__watched(h, who[i]) && atomic_load(&who[i]->why) == HANGUP_NONE)
                 hangup__fire(who[i], HANGUP_CLIENT_GONE);
+            who[i]->polled = 0;
+        }
+        pthread_cond_broadcast(&h->round);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
-hangup *hangup_new(void)
+hangup *hangup_new(int poll_ms)
 {
     hangup *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
+    h->poll_ms = poll_ms > 0 ? poll_ms : 50;
+    h->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (h->wake < 0) {
+        free(h);
+        return NULL;
+    }
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->more, NULL);
+    pthread_cond_init(&h->round, NULL);
     if (pthread_create(&h->thread, NULL, hangup__thread, h) != 0) {
+        pthread_cond_destroy(&h->round);
         pthread_cond_destroy(&h->more);
         pthread_mutex_destroy(&h->mu);
+        close(h->wake);
         free(h);
         return NULL;
     }
@@ -95,6 +126,7 @@ void hangup_watch(hangup *h, hangup_entry *e, int fd, atomic_int *flag)
 {
     e->fd = fd;
     e->flag = flag;
+    e->polled = 0;
     atomic_store(&e->why, HANGUP_NONE);
     pthread_mutex_lock(&h->mu);
     e->prev = NULL;
@@ -120,6 +152,13 @@ void hangup_forget(hangup *h, hangup_entry *e)
             e->next->prev = e->prev;
         e->prev = e->next = NULL;
     }
+    if (e->polled) {
+        uint64_t one = 1;
+        if (write(h->wake, &one, sizeof one) < 0) { /* the counter is already nonzero */
+        }
+        while (e->polled)
+            pthread_cond_wait(&h->round, &h->mu);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -142,6 +181,8 @@ void hangup_free(hangup *h)
     pthread_cond_broadcast(&h->more);
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->thread, NULL);
+    close(h->wake);
+    pthread_cond_destroy(&h->round);
     pthread_cond_destroy(&h->more);
     pthread_mutex_destroy(&h->mu);
     free(h);

@@ -27,20 +27,25 @@ typedef struct hangup_entry {
     int fd;
     atomic_int *flag;
     atomic_int why; /* a hangup_why, set with the flag */
+    int polled;     /* in the watcher's current poll() (under the module's mutex) */
     struct hangup_entry *prev, *next;
 } hangup_entry;
 
 typedef struct hangup hangup;
 
-/* Starts the watcher thread. Returns NULL on failure. */
-hangup *hangup_new(void);
+/* Starts the watcher thread, which checks the watched sockets every poll_ms
+ * milliseconds (a hang-up is noticed within that). Returns NULL on failure. */
+hangup *hangup_new(int poll_ms);
 
 /* Watches fd until hangup_forget(e): when its peer hangs up, sets e->why and *flag to 1.
  * `e` and `flag` are borrowed until then. */
 void hangup_watch(hangup *h, hangup_entry *e, int fd, atomic_int *flag);
 
 /* Stops watching e (a no-op if it is not watched). After it returns the watcher no
- * longer touches e or its flag. */
+ * longer touches e or its flag, and holds no reference to its socket: a poll() in
+ * progress on it is woken and has returned (a socket closed while another thread polls
+ * it stays open, unseen, until that poll returns: the client would wait for the
+ * server's FIN up to a poll period). */
 void hangup_forget(hangup *h, hangup_entry *e);
 
 /* Sets the flag of every watched entry, and of every entry watched from now on, with

@@ -515,7 +515,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
-    h->hangups = hangup_new();
+    h->hangups = hangup_new(cfg->hangup_poll_ms);
     pthread_mutex_init(&h->flights_mu, NULL);
     if (!h->memo || !h->offload || !h->hangups)
         goto fail;

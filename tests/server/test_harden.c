@@ -6,7 +6,8 @@
  * 127.0.0.1 out); static files that never leave HAMEL_STATIC through a symbolic link;
  * request framing over raw sockets (conflicting Content-Length: 400; a transfer coding
  * other than chunked: 501 at once, not a hang); numeric settings given as an empty
- * string (as compose passes ${VAR:-}) keep their defaults.
+ * string (as compose passes ${VAR:-}) keep their defaults; a `Connection: close` answer
+ * to a request whose model was compiled ends (FIN) with its last byte.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -82,6 +83,38 @@ static char *raw(const char *req, double *secs)
             break;
     }
     *secs = harness_now() - t0;
+    close(fd);
+    return buf;
+}
+
+/* Sends `req` on a new connection and reads until the server closes it (or
+ * HARDEN_READ_SECONDS pass). *full: seconds until the reply's Content-Length bytes were
+ * in (-1 if never), *eof: seconds until the close (-1 on a timeout). Returns the reply
+ * (caller frees). */
+static char *raw_until_close(const char *req, double *full, double *eof)
+{
+    int fd = dial("127.0.0.1");
+    cr_assert(fd >= 0, "connect: %s", strerror(errno));
+    double t0 = harness_now();
+    cr_assert_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    size_t cap = 1 << 20, len = 0;
+    char *buf = calloc(1, cap);
+    *full = *eof = -1;
+    for (;;) {
+        ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+        if (n == 0)
+            *eof = harness_now() - t0;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (*full < 0 && end && cl && cl < end && len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
+            *full = harness_now() - t0;
+        if (len + 1 >= cap)
+            break;
+    }
     close(fd);
     return buf;
 }
@@ -286,4 +319,37 @@ Test(harden, empty_numeric_settings_keep_their_defaults)
     cr_assert_eq(harness_request(&srv, "GET", "/v1/health", NULL, NULL, &r), CURLE_OK);
     cr_assert_eq(r.status, 200, "the server started with empty settings: %ld", r.status);
     harness_resp_free(&r);
+}
+
+/* The hang-up watcher polls the sockets of requests whose model compiles; a poll()
+ * keeps its own reference to each socket, so a socket libmicrohttpd closed while the
+ * watcher polled it stayed open until the poll period ran out: every such client waited
+ * a whole period for the end of a `Connection: close` answer. With a 5 s period that
+ * wait would be seconds; the close must follow the answer at once. */
+Test(harden, a_close_answer_after_a_compile_ends_at_once)
+{
+    static const char *const env[] = {"HAMEL_HANGUP_POLL_MS=5000", NULL};
+    start(env);
+    json_t *req = rolling_request(11);
+    json_object_set_new(json_object_get(json_object_get(req, "model"), "parameters"), "m", json_real(1.25));
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    char head[512];
+    snprintf(head, sizeof head,
+             "POST /v1/simulations?wait=30 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+             strlen(body));
+    char *msg = malloc(strlen(head) + strlen(body) + 1);
+    strcpy(msg, head);
+    strcat(msg, body);
+    double full, eof;
+    char *reply = raw_until_close(msg, &full, &eof);
+    cr_assert_eq(raw_status(reply), 200, "a new model, compiled and run: %.200s", reply);
+    cr_assert(full >= 0, "the whole answer arrived");
+    cr_assert(eof >= 0, "the server closed the connection within %d s", HARDEN_READ_SECONDS);
+    cr_assert_lt(eof - full, 2.5, "the close came %.3f s after the answer's last byte (poll period 5 s)",
+                 eof - full);
+    free(reply);
+    free(msg);
+    free(body);
 }
