@@ -569,7 +569,10 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         return o;
     }
     json_t *co = json_object();
-    expr **terms = calloc(nl + 1, sizeof *terms), **form = calloc(n + 2, sizeof *form);
+    /* terms holds one term per constraint (the combination and each form component) and
+     * then one per component of the form (the integral): n + 1 of them */
+    int nterms = (nl > n + 1 ? nl : n + 1) + 1;
+    expr **terms = calloc((size_t)nterms, sizeof *terms), **form = calloc(n + 2, sizeof *form);
     if (!terms || !form) {
         free(terms), free(form);
         return o;
