@@ -33,6 +33,16 @@ static int hangup__watched(const hangup *h, const hangup_entry *e)
     return 0;
 }
 
+/* Whether fd's peer hung up, asked again now. The round's answer may be about an entry
+ * forgotten during the poll and watched again since (the next request's connection,
+ * allocated where the last one was, often with the same fd number, while the last
+ * client's close is what woke the poll): it fired on a live client now and then. */
+static int hangup__gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static void hangup__fire(hangup_entry *e, int why)
 {
     atomic_store(&e->why, why);
@@ -68,7 +78,7 @@ static void *hangup__thread(void *arg)
         pthread_mutex_lock(&h->mu);
         for (int i = 0; i < n && ready > 0; i++)
             if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) && hangup__watched(h, who[i]) &&
-                atomic_load(&who[i]->why) == HANGUP_NONE)
+                atomic_load(&who[i]->why) == HANGUP_NONE && hangup__gone(who[i]->fd))
                 hangup__fire(who[i], HANGUP_CLIENT_GONE);
     }
     pthread_mutex_unlock(&h->mu);
