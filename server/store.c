@@ -37,12 +37,14 @@
  * checkpoint; a commit made during the checkpoint spoils that, so while the WAL is over
  * STORE_WAL_RESTART_FRAMES the thread checkpoints again at once (up to STORE_CKPT_CHASE
  * times) to copy those too. Should a steady stream of commits still let it grow past
- * STORE_WAL_CAP_FRAMES, the writer thread truncates it after its next group (doing the
- * copying that is left: that group's callers wait for it, once per CAP frames). */
+ * STORE_WAL_CAP_FRAMES, the writer thread truncates it after a group (doing the copying
+ * that is left: that group's callers wait for it), at the first group that ends with no
+ * checkpoint running, or at twice the cap in any case: the -wal file stays under about
+ * 2 * 16 MB and one group. */
 #define STORE_CKPT_FRAMES 256
 #define STORE_WAL_RESTART_FRAMES 1024
 #define STORE_CKPT_CHASE 4
-#define STORE_WAL_CAP_FRAMES 8192
+#define STORE_WAL_CAP_FRAMES 4096
 #define STORE_WAL_KEEP_BYTES (4LL << 20)
 
 /* The writer connection's statements. */
@@ -533,12 +535,18 @@ static void store__commit_list(store *s, store_write *list)
     }
 }
 
-/* Truncates the WAL on the writer thread, once the checkpoint thread is between two
- * checkpoints (a second checkpointer would be refused at once). */
+/* Truncates the WAL on the writer thread once the checkpoint thread is between two
+ * checkpoints (a second checkpointer would be refused at once). While one is running
+ * and the WAL is under twice the cap, it only holds the next one off and returns: the
+ * writer's next group truncates without waiting for that checkpoint's disk syncs. */
 static void store__truncate_wal(store *s)
 {
     pthread_mutex_lock(&s->clock);
     s->ckpt_hold = 1;
+    if (s->ckpt_active && atomic_load(&s->wal_frames) < 2 * STORE_WAL_CAP_FRAMES) {
+        pthread_mutex_unlock(&s->clock);
+        return;
+    }
     while (s->ckpt_active)
         pthread_cond_wait(&s->ccond, &s->clock);
     pthread_mutex_unlock(&s->clock);

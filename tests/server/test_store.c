@@ -197,7 +197,7 @@ Test(store, close_drains_the_queue)
 
 #define ST_BIG_BYTES (277 * 1024) /* a rolling disk's 1001 samples */
 #define ST_BIG_WRITES 400         /* about 110 MB through the WAL */
-#define ST_WAL_BOUND (40LL << 20) /* the store's cap (32 MB) and one group */
+#define ST_WAL_BOUND (40LL << 20) /* the store's hard cap (twice 16 MB) and one group */
 
 static long long st_wal_bytes(void)
 {
