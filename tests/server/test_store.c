@@ -3,7 +3,8 @@
  * committed when it returns (a second connection sees it at once), asynchronous writes
  * are committed by the next group or by store_close (which drains the queue), everything
  * is there after a reopen, the -wal file stays bounded under a stream of large results,
- * and reads do not wait for a write transaction.
+ * reads do not wait for a write transaction, and a kill -9 loses no result whose
+ * put_done had returned.
  */
 #include <criterion/criterion.h>
 
@@ -12,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "blob.h"
@@ -303,6 +306,74 @@ Test(store, reads_do_not_wait_for_a_write)
     cr_assert_eq(store_get_job(s, "blocked", &j), 0);
     cr_expect_str_eq(j.status, "done");
     store_job_clear(&j);
+    store_close(s);
+    st_rmdir();
+}
+
+#define ST_KILL_AFTER 150 /* results reported done before the kill: past a WAL cap or two */
+
+/* The child: writes large results as fast as it can and reports each index on fd once
+ * its put_done has returned. Never returns. */
+static void st_kill_child(int fd)
+{
+    store_limits lim = {(size_t)1 << 30, 1000000};
+    store *s = NULL;
+    if (store_open(st_dir, &lim, &s) != 0)
+        _exit(2);
+    char *body = malloc(ST_BIG_BYTES);
+    if (!body)
+        _exit(2);
+    for (int i = 0;; i++) {
+        memset(body, '0' + i % 10, ST_BIG_BYTES);
+        blob *b = blob_new(body, ST_BIG_BYTES);
+        char id[32], key[32];
+        snprintf(id, sizeof id, "k-%d", i);
+        snprintf(key, sizeof key, "kkey-%d", i);
+        if (!b || store_put_done(s, id, "m", key, b, 1.0) != 0)
+            _exit(3);
+        blob_release(b);
+        if (write(fd, &i, sizeof i) != (ssize_t)sizeof i)
+            _exit(4);
+    }
+}
+
+/* Results reported done by a process killed with SIGKILL while it writes (checkpoints
+ * and WAL truncations in flight) are all in the database when it is opened again. */
+Test(store, kill_9_keeps_every_reported_result, .timeout = 120)
+{
+    st_mkdir();
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        st_kill_child(fds[1]);
+    }
+    close(fds[1]);
+    int last = -1, i;
+    while (last + 1 < ST_KILL_AFTER && read(fds[0], &i, sizeof i) == (ssize_t)sizeof i)
+        last = i;
+    kill(pid, SIGKILL);
+    /* a report written after the last one read: also done before the kill */
+    while (read(fds[0], &i, sizeof i) == (ssize_t)sizeof i)
+        last = i;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    cr_assert(WIFSIGNALED(status), "the writer was killed, not ended (status %d)", status);
+    cr_assert_geq(last + 1, ST_KILL_AFTER, "the writer reported %d results", last + 1);
+
+    store *s = st_open();
+    for (i = 0; i <= last; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "kkey-%d", i);
+        blob *b = NULL;
+        cr_assert_eq(store_get_result(s, key, &b), 0, "result %d of %d reported done is kept", i, last + 1);
+        cr_expect_eq(b->len, (size_t)ST_BIG_BYTES);
+        cr_expect_eq(b->data[0], '0' + i % 10);
+        blob_release(b);
+    }
     store_close(s);
     st_rmdir();
 }
