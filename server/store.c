@@ -233,6 +233,8 @@ static int store__wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
     (void)db;
     (void)name;
     store *s = arg;
+    if (frames < atomic_load(&s->wal_frames)) /* the WAL started again: nothing copied yet */
+        atomic_store(&s->ckpt_frames, 0);
     int copied = atomic_load(&s->ckpt_frames);
     atomic_store(&s->wal_frames, frames);
     if (frames - (frames >= copied ? copied : 0) >= STORE_CKPT_FRAMES) {
