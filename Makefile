@@ -95,6 +95,11 @@ $(BUILD)/bench-%: bench/%.c $(LIBENGINE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIBENGINE) -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
 
+# bench/store_put.c times the server's store: it links the server library too.
+$(BUILD)/bench-store_put: bench/store_put.c $(LIBSERVER) $(LIBENGINE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIBSERVER) $(LIBENGINE) -o $@ $(SERVER_LIBS) $(ENGINE_LIBS)
+
 # The README's two commands.
 run:
 	@scripts/run.sh

@@ -19,16 +19,17 @@
  * requests can fill the disk. A job whose result was dropped still says it was done;
  * GET /v1/jobs/{id} then answers 410 (resubmitting the request computes it again).
  *
- * Thread-safe: one connection guarded by one mutex (a leaf in the lock order). Writes
+ * Thread-safe. One writer thread owns the connection that writes, a second connection
+ * serves reads (WAL: they never wait for a write), and a third thread checkpoints the
+ * WAL beside the writer, so no job's commit waits for a checkpoint (store.c). Writes
  * happen on worker threads when jobs finish; reads only on in-memory cache misses.
  *
- * Group commit: writes are queued; a writer that finds no commit in progress becomes
- * the leader and commits every write queued so far in one transaction (one writer at
- * a time), the others wait until the group that holds theirs has committed. So a
- * write call still returns only once its rows are committed (a job is marked done
- * only after that: no result is lost to a kill -9 once a job is reported done), but
- * concurrent jobs share transactions. store_put_job_async queues without waiting
- * (for states a crash makes "failed" anyway): it is committed with the next group.
+ * Group commit: writes are queued; the writer thread commits every write queued so far
+ * in one transaction, and a write call returns only once its rows are committed (a job
+ * is marked done only after that: no result is lost to a kill -9 once a job is reported
+ * done), while concurrent jobs share transactions. store_put_job_async queues without
+ * waiting (for states a crash makes "failed" anyway): it is committed with the next
+ * group, or by store_close, which commits whatever is queued before it returns.
  */
 #ifndef HAMEL_SERVER_STORE_H
 #define HAMEL_SERVER_STORE_H

@@ -1,7 +1,10 @@
-/* test_store.c — the store's group commit (server/store.h), on a real SQLite file:
- * concurrent writers share transactions, every synchronous write is committed when it
- * returns (a second connection sees it at once), asynchronous writes are committed by
- * the next group or by store_close, and everything is there after a reopen.
+/* test_store.c — the SQLite store (server/store.c), on a real SQLite file: its writer
+ * thread commits concurrent writers in shared transactions, every synchronous write is
+ * committed when it returns (a second connection sees it at once), asynchronous writes
+ * are committed by the next group or by store_close (which drains the queue), everything
+ * is there after a reopen, the -wal file stays bounded under a stream of large results,
+ * reads do not wait for a write transaction, and a kill -9 loses no result whose
+ * put_done had returned.
  */
 #include <criterion/criterion.h>
 
@@ -10,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "blob.h"
@@ -123,4 +129,251 @@ Test(store, group_commit_commits_every_write)
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", st_dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+/* A fresh directory in st_dir. */
+static void st_mkdir(void)
+{
+    snprintf(st_dir, sizeof st_dir, "/tmp/hamel-store-test-%ld-XXXXXX", (long)getpid());
+    cr_assert_not_null(mkdtemp(st_dir));
+}
+
+static void st_rmdir(void)
+{
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", st_dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+typedef struct st_async_arg {
+    store *s;
+    int t;
+    int failures;
+} st_async_arg;
+
+static void *st_async_writer(void *p)
+{
+    st_async_arg *a = p;
+    for (int i = 0; i < ST_PER_THREAD; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "async-%d-%d", a->t, i);
+        if (store_put_job_async(a->s, id, "cancelled", "m", NULL, "{}", 1.0) != 0)
+            a->failures++;
+    }
+    return NULL;
+}
+
+/* Asynchronous writes only (nothing wakes the writer thread for them): store_close
+ * commits every one before it returns. */
+Test(store, close_drains_the_queue)
+{
+    st_mkdir();
+    store *s = st_open();
+    pthread_t th[ST_THREADS];
+    st_async_arg args[ST_THREADS];
+    for (int t = 0; t < ST_THREADS; t++) {
+        args[t] = (st_async_arg){s, t, 0};
+        cr_assert_eq(pthread_create(&th[t], NULL, st_async_writer, &args[t]), 0);
+    }
+    for (int t = 0; t < ST_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        cr_expect_eq(args[t].failures, 0, "writer %d: failed writes", t);
+    }
+    store_close(s);
+
+    s = st_open();
+    size_t bytes = 0, results = 0, jobs = 0;
+    store_counts(s, &bytes, &results, &jobs);
+    cr_expect_eq(jobs, (size_t)(ST_THREADS * ST_PER_THREAD), "records counted at open (%zu)", jobs);
+    for (int t = 0; t < ST_THREADS; t++)
+        for (int i = 0; i < ST_PER_THREAD; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "async-%d-%d", t, i);
+            store_job j;
+            cr_assert_eq(store_get_job(s, id, &j), 0, "%s committed by store_close", id);
+            cr_expect_str_eq(j.status, "cancelled");
+            store_job_clear(&j);
+        }
+    store_close(s);
+    st_rmdir();
+}
+
+#define ST_BIG_BYTES (277 * 1024) /* a rolling disk's 1001 samples */
+#define ST_BIG_WRITES 400         /* about 110 MB through the WAL */
+#define ST_WAL_BOUND (40LL << 20) /* the store's hard cap (twice 16 MB) and one group */
+
+static long long st_wal_bytes(void)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s/hamel.db-wal", st_dir);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+/* A steady stream of large results, written back to back as fast as one thread can:
+ * the -wal file stays bounded (checkpoints and truncation happen while jobs write),
+ * and the results are all there (within the byte limit, the newest). */
+Test(store, wal_stays_bounded, .timeout = 120)
+{
+    st_mkdir();
+    store_limits lim = {(size_t)64 << 20, 1000000};
+    store *s = NULL;
+    cr_assert_eq(store_open(st_dir, &lim, &s), 0);
+    char *body = malloc(ST_BIG_BYTES);
+    cr_assert_not_null(body);
+    long long wal_max = 0;
+    for (int i = 0; i < ST_BIG_WRITES; i++) {
+        for (size_t k = 0; k < ST_BIG_BYTES; k++)
+            body[k] = (char)('0' + (k * 7 + (size_t)i) % 10);
+        blob *b = blob_new(body, ST_BIG_BYTES);
+        char id[32], key[32];
+        snprintf(id, sizeof id, "big-%d", i);
+        snprintf(key, sizeof key, "bigkey-%d", i);
+        cr_assert_eq(store_put_job(s, id, "queued", "m", key, NULL, 1.0), 0);
+        cr_assert_eq(store_put_done(s, id, "m", key, b, 1.0), 0);
+        blob_release(b);
+        long long w = st_wal_bytes();
+        if (w > wal_max)
+            wal_max = w;
+    }
+    free(body);
+    fprintf(stderr, "store: %d results of %d bytes, largest -wal %.1f MB\n", ST_BIG_WRITES, ST_BIG_BYTES,
+            (double)wal_max / 1e6);
+    cr_expect_leq(wal_max, ST_WAL_BOUND, "the -wal file reached %lld bytes", wal_max);
+    cr_expect_gt(wal_max, 0, "the store writes through a WAL");
+    blob *b = NULL;
+    char key[32];
+    snprintf(key, sizeof key, "bigkey-%d", ST_BIG_WRITES - 1);
+    cr_assert_eq(store_get_result(s, key, &b), 0, "the newest result is there");
+    cr_expect_eq(b->len, (size_t)ST_BIG_BYTES);
+    blob_release(b);
+    size_t bytes = 0, results = 0, jobs = 0;
+    store_counts(s, &bytes, &results, &jobs);
+    cr_expect_leq(bytes, lim.max_result_bytes, "trimmed to the limit on the writer thread (%zu)", bytes);
+    cr_expect_eq(jobs, (size_t)ST_BIG_WRITES);
+    store_close(s);
+    st_rmdir();
+}
+
+typedef struct st_pending {
+    store *s;
+    blob *b;
+    int rc;
+    _Atomic int returned;
+} st_pending;
+
+static void *st_put_done_thread(void *p)
+{
+    st_pending *a = p;
+    a->rc = store_put_done(a->s, "blocked", "m", "blocked-key", a->b, 1.0);
+    atomic_store(&a->returned, 1);
+    return NULL;
+}
+
+/* Another connection holds the database's write lock, so the store's writer waits
+ * (inside its busy timeout) with a put_done in hand: reads are answered meanwhile. */
+Test(store, reads_do_not_wait_for_a_write)
+{
+    st_mkdir();
+    store *s = st_open();
+    blob *old = blob_new("{\"old\":1}", 9);
+    cr_assert_eq(store_put_done(s, "old", "m", "old-key", old, 1.0), 0);
+    blob_release(old);
+
+    char path[200];
+    snprintf(path, sizeof path, "%s/hamel.db", st_dir);
+    sqlite3 *other = NULL;
+    cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+
+    st_pending a = {s, blob_new("{\"new\":1}", 9), -2, 0};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, st_put_done_thread, &a), 0);
+    usleep(50 * 1000); /* let the writer reach the lock (the assertions hold either way) */
+
+    blob *got = NULL;
+    cr_expect_eq(store_get_result(s, "old-key", &got), 0, "a read while the writer waits");
+    cr_expect_eq(atomic_load(&a.returned), 0, "the read was answered before the write could commit");
+    store_job j;
+    cr_expect_eq(store_get_job(s, "blocked", &j), 1, "the pending write is not visible yet");
+    blob_release(got);
+
+    cr_assert_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(other);
+    pthread_join(th, NULL);
+    cr_expect_eq(a.rc, 0, "the write commits once the lock is free");
+    blob_release(a.b);
+    cr_assert_eq(store_get_job(s, "blocked", &j), 0);
+    cr_expect_str_eq(j.status, "done");
+    store_job_clear(&j);
+    store_close(s);
+    st_rmdir();
+}
+
+#define ST_KILL_AFTER 150 /* results reported done before the kill: past a WAL cap or two */
+
+/* The child: writes large results as fast as it can and reports each index on fd once
+ * its put_done has returned. Never returns. */
+static void st_kill_child(int fd)
+{
+    store_limits lim = {(size_t)1 << 30, 1000000};
+    store *s = NULL;
+    if (store_open(st_dir, &lim, &s) != 0)
+        _exit(2);
+    char *body = malloc(ST_BIG_BYTES);
+    if (!body)
+        _exit(2);
+    for (int i = 0;; i++) {
+        memset(body, '0' + i % 10, ST_BIG_BYTES);
+        blob *b = blob_new(body, ST_BIG_BYTES);
+        char id[32], key[32];
+        snprintf(id, sizeof id, "k-%d", i);
+        snprintf(key, sizeof key, "kkey-%d", i);
+        if (!b || store_put_done(s, id, "m", key, b, 1.0) != 0)
+            _exit(3);
+        blob_release(b);
+        if (write(fd, &i, sizeof i) != (ssize_t)sizeof i)
+            _exit(4);
+    }
+}
+
+/* Results reported done by a process killed with SIGKILL while it writes (checkpoints
+ * and WAL truncations in flight) are all in the database when it is opened again. */
+Test(store, kill_9_keeps_every_reported_result, .timeout = 120)
+{
+    st_mkdir();
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fds[0]);
+        st_kill_child(fds[1]);
+    }
+    close(fds[1]);
+    int last = -1, i;
+    while (last + 1 < ST_KILL_AFTER && read(fds[0], &i, sizeof i) == (ssize_t)sizeof i)
+        last = i;
+    kill(pid, SIGKILL);
+    /* a report written after the last one read: also done before the kill */
+    while (read(fds[0], &i, sizeof i) == (ssize_t)sizeof i)
+        last = i;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    cr_assert(WIFSIGNALED(status), "the writer was killed, not ended (status %d)", status);
+    cr_assert_geq(last + 1, ST_KILL_AFTER, "the writer reported %d results", last + 1);
+
+    store *s = st_open();
+    for (i = 0; i <= last; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "kkey-%d", i);
+        blob *b = NULL;
+        cr_assert_eq(store_get_result(s, key, &b), 0, "result %d of %d reported done is kept", i, last + 1);
+        cr_expect_eq(b->len, (size_t)ST_BIG_BYTES);
+        cr_expect_eq(b->data[0], '0' + i % 10);
+        blob_release(b);
+    }
+    store_close(s);
+    st_rmdir();
 }
