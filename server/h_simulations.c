@@ -6,7 +6,9 @@
  * parsing), else a job on the pool (202 + Location, or a long-poll with ?wait parked on
  * the job), and a job's state, result or problem; a job only in the store (evicted or
  * from before a restart) is answered from its stored record. The store is asked on the
- * offload pool (a result not in memory, a job not in memory), never on a poll thread.
+ * offload pool (a result not in memory, a job not in memory), never on a poll thread;
+ * so is a new job submitted (its "queued" record, with HAMEL_REDIS its XADD), in the same
+ * task as the store lookup, or as the model's compilation (http__simulation_work).
  */
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -131,33 +133,70 @@ static enum MHD_Result http__park(http_conn *c, double wait)
     return MHD_YES;
 }
 
-/* The rest of a POST /v1/simulations once its result has been looked for: the cached or
- * stored result `hit` (a reference, taken; NULL if none) or a new job. Takes the
- * reference on m. */
-static enum MHD_Result http__simulate(http_conn *c, engine_model *m, json_t *body, const char *key, blob *hit)
+/* The part of http__simulation_work after the result cache missed: the store's result,
+ * else engine_simulation_check and jobs_submit. Fills c->sim_hit, c->sim_problem,
+ * c->sim_rc or c->job; borrows m and body. */
+static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
 {
     http_server *s = c->srv;
-    double wait = http__wait(c);
-    char etag[CACHE_MAX_KEY + 3];
-    snprintf(etag, sizeof etag, "\"%s\"", key);
-    if (hit) {
-        engine_model_release(m);
-        metrics_job(METRICS_JOB_CACHED);
-        enum MHD_Result ret = http__result(c, hit, 1, etag);
-        blob_release(hit);
-        return ret;
+    c->sim_done = 1;
+    if (s->d.st) {
+        if (store_get_result(s->d.st, c->sim_key, &c->sim_hit) != 0)
+            c->sim_hit = NULL;
+        else
+            cache_put(s->d.results, c->sim_key, c->sim_hit, c->sim_hit->len);
     }
+    if (c->sim_hit)
+        return;
     /* A cache hit was valid when it was computed; anything else is checked here, so a
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    json_t *problem = NULL;
-    int rc = engine_simulation_check(m, body, s->d.limits, &problem);
+    int rc = engine_simulation_check(m, body, s->d.limits, &c->sim_problem);
     if (rc != 0) {
-        engine_model_release(m);
-        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+        if (!c->sim_problem)
+            c->sim_problem = hamel_problem_new(rc, NULL);
+        return;
     }
-    job *j = NULL;
-    rc = jobs_submit(s->d.jobs, m, body, key, &j);
-    engine_model_release(m);
+    c->sim_rc = jobs_submit(s->d.jobs, m, body, c->sim_key, &c->job);
+}
+
+void http__simulation_work(http_conn *c, engine_model *m)
+{
+    if (http__wait(c) < 0)
+        return; /* answered 400 on the resumed call, before anything is done */
+    c->sim_done = 1;
+    int rc = engine_simulation_key(m, c->pending, c->sim_key, &c->sim_problem);
+    if (rc != 0) {
+        if (!c->sim_problem)
+            c->sim_problem = hamel_problem_new(rc, NULL);
+        return;
+    }
+    http__memo_put(c, c->sim_key);
+    c->sim_hit = cache_get(c->srv->d.results, c->sim_key);
+    if (!c->sim_hit)
+        http__simulation_rest(c, m, c->pending);
+}
+
+/* The answer to a POST /v1/simulations from what its work found (http__simulation_work,
+ * http__simulation_rest): the result, the problem, the refusal, or the new job. */
+static enum MHD_Result http__simulation_answer(http_conn *c)
+{
+    http_server *s = c->srv;
+    c->sim_done = 0;
+    if (c->sim_problem) {
+        json_t *problem = c->sim_problem;
+        c->sim_problem = NULL;
+        return http__problem(c, problem);
+    }
+    if (c->sim_hit) {
+        char etag[CACHE_MAX_KEY + 3];
+        snprintf(etag, sizeof etag, "\"%s\"", c->sim_key);
+        metrics_job(METRICS_JOB_CACHED);
+        enum MHD_Result ret = http__result(c, c->sim_hit, 1, etag);
+        blob_release(c->sim_hit);
+        c->sim_hit = NULL;
+        return ret;
+    }
+    int rc = c->job ? 0 : c->sim_rc ? c->sim_rc : HAMEL_E_INTERNAL;
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
@@ -169,33 +208,26 @@ static enum MHD_Result http__simulate(http_conn *c, engine_model *m, json_t *bod
                                rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
                                                                 : HTTP_RETRY_AFTER_DOWN);
     }
-    c->job = j;
+    double wait = http__wait(c);
     if (wait > 0)
         return http__park(c, wait);
-    return http__job_accepted(c, j);
+    return http__job_accepted(c, c->job);
 }
 
-/* Offloaded: the stored result of c->sim_key, if the store has it. */
-static void http__run_stored_result(void *arg)
+/* Offloaded: http__simulation_rest for c->work_model and c->pending. */
+static void http__run_simulation(void *arg)
 {
     http_conn *c = arg;
-    if (store_get_result(c->srv->d.st, c->sim_key, &c->sim_hit) != 0)
-        c->sim_hit = NULL;
+    http__simulation_rest(c, c->work_model, c->pending);
 }
 
-static enum MHD_Result http__resume_stored_result(http_conn *c)
+static enum MHD_Result http__resume_simulation(http_conn *c)
 {
-    engine_model *m = c->work_model;
-    json_t *body = c->pending;
-    blob *hit = c->sim_hit;
+    engine_model_release(c->work_model);
     c->work_model = NULL;
+    json_decref(c->pending);
     c->pending = NULL;
-    c->sim_hit = NULL;
-    if (hit)
-        cache_put(c->srv->d.results, c->sim_key, hit, hit->len);
-    enum MHD_Result ret = http__simulate(c, m, body, c->sim_key, hit);
-    json_decref(body);
-    return ret;
+    return http__simulation_answer(c);
 }
 
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
@@ -209,6 +241,10 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     int rc = http__model_of(c, body, &m, &problem);
     if (rc != 0)
         return http__problem(c, problem);
+    if (c->sim_done) { /* done with the model's compilation, on the offload pool */
+        engine_model_release(m);
+        return http__simulation_answer(c);
+    }
     char *key = c->sim_key;
     rc = engine_simulation_key(m, body, key, &problem);
     if (rc != 0) {
@@ -216,14 +252,20 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
         return http__problem(c, problem);
     }
     http__memo_put(c, key);
-    blob *hit = cache_get(s->d.results, key);
-    if (hit || !s->d.st)
-        return http__simulate(c, m, body, key, hit);
-    /* Not in memory: the store is asked on the offload pool, not on this poll thread. */
+    c->sim_hit = cache_get(s->d.results, key);
+    if (c->sim_hit || !s->d.st) { /* memory only: answered here */
+        c->sim_done = 1;
+        if (!c->sim_hit)
+            http__simulation_rest(c, m, body);
+        engine_model_release(m);
+        return http__simulation_answer(c);
+    }
+    /* Not in memory: the store, the check and the submission (a store commit, with
+     * HAMEL_REDIS an XADD) are one task on the offload pool, not on this poll thread. */
     c->work_model = m;
     json_decref(c->pending);
     c->pending = json_incref(body);
-    return http__offload_read(c, http__run_stored_result, http__resume_stored_result);
+    return http__offload_read(c, http__run_simulation, http__resume_simulation);
 }
 
 /* What the store holds of a job that is not in memory, read on the offload pool. */

@@ -22,12 +22,14 @@
  * carrying a new "model", or a model known only to the store, after a restart, on its
  * first use by id; the request then goes on as if the model had been cached) and
  * recording a new model in the store; /v1/hamel's, /v1/evaluate's and /v1/linearize's
- * engine calls; creating a batch; a simulation result not in memory; a job known only
- * to the store. Still on the poll thread, bounded by engine_limits, the body cap and
- * cheap: parsing the body, engine_simulation_check and jobs_submit (with HAMEL_REDIS,
- * jobs.c's XADD is a Redis round trip), /metrics' store counters (under the store's
- * lock). (The derived equations are printed when the model is compiled; serving them is
- * a copy.)
+ * engine calls; creating a batch; a simulation result not in memory, with the check and
+ * the submission of its job (the "queued" record's commit, with HAMEL_REDIS the XADD);
+ * a job known only to the store. A new simulation of a model that is not cached is one
+ * task: compilation, result lookup, check and submission (http__simulation_work). Still
+ * on the poll thread, bounded by engine_limits, the body cap and cheap: parsing the
+ * body, and without a store engine_simulation_check and jobs_submit (memory only).
+ * (The derived equations are printed when the model is compiled; serving them is a
+ * copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -483,6 +485,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     }
     http__flight_end(c); /* an owner that ended before its model was cached */
     json_decref(c->pending);
+    json_decref(c->sim_problem);
     json_decref(c->stored_spec);
     blob_release(c->sim_hit);
     http__stored_job_free(c->stored_job);

@@ -119,7 +119,10 @@ typedef struct http_conn {
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
     char sim_key[80];                  /* POST /v1/simulations: its simulation key */
-    blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
+    blob *sim_hit;                     /* ... and its cached or stored result */
+    int sim_done;                      /* ... its work ran (http__simulation_work): then */
+    int sim_rc;                        /* ... jobs_submit's refusal (c->job is the job), or */
+    json_t *sim_problem;               /* ... the request's problem (key or check) */
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
@@ -296,6 +299,14 @@ int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
 /* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
  * a still-running job is 202 with Location; a failed one is its problem document. */
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
+
+/* The work of a POST /v1/simulations (body c->pending) once its model m (borrowed) is
+ * known, done on the offload pool right after the model's compilation: the simulation
+ * key, the result cache, the store, engine_simulation_check and jobs_submit (a store
+ * commit, with HAMEL_REDIS an XADD). Sets c->sim_done and the outcome, which
+ * http__post_simulation answers on the resumed call; does nothing for a malformed
+ * ?wait (the resumed call answers 400). */
+void http__simulation_work(http_conn *c, engine_model *m);
 
 /* Frees what http__stored_job read. Accepts NULL. */
 void http__stored_job_free(http_stored_job *x);

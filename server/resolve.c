@@ -6,7 +6,8 @@
  * store. The store is asked on the offload pool, with the compilation. A model that is not cached is compiled
  * on the offload pool while the connection is suspended (http__compile_first), one compilation per spec in
  * flight: requests for the same spec wait for it (http_flight) instead of compiling again; a client that
- * hangs up cancels its compilation (hangup.h).
+ * hangs up cancels its compilation (hangup.h). The compiling task of a POST /v1/simulations goes on with
+ * the simulation (http__simulation_work), so a cold request is one offload round trip.
  */
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -253,6 +254,13 @@ static void http__run_compile(void *arg)
     else if (c->pre_rc == HAMEL_E_CANCELLED)
         metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
                                                                             : METRICS_COMPILE_CLIENT_GONE);
+    /* A new simulation goes on in this same task (key, result, store, check, submission),
+     * so the request is resumed once, not once per store round trip. A stored model
+     * whose canonical form changed since is not the one asked for: http__model_by_id
+     * answers 404 on the resumed call. */
+    if (c->pre_rc == 0 && c->route == METRICS_ROUTE_SIMULATIONS &&
+        (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id)))
+        http__simulation_work(c, c->pre_model);
 }
 
 /* Offloaded: read the model c->stored_id from the store and compile it; an id the store
