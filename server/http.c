@@ -491,6 +491,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__stored_job_free(c->stored_job);
     json_decref(c->out);
     json_decref(c->out_problem);
+    free(c->out_text);
     if (c->work_model)
         engine_model_release(c->work_model);
     json_decref(c->pre_problem);

@@ -106,9 +106,11 @@ typedef struct http_conn {
      * work ran, and its inputs and outputs. */
     enum MHD_Result (*on_resume)(struct http_conn *c);
     int ran, off_rc, work_rc;
-    json_t *pending;                  /* the parsed body the work is for */
-    engine_model *work_model;         /* the model /v1/hamel or the equations work on */
-    json_t *out, *out_problem;        /* their result */
+    json_t *pending;           /* the parsed body the work is for */
+    engine_model *work_model;  /* the model /v1/hamel or the equations work on */
+    json_t *out, *out_problem; /* their result */
+    char *out_text;            /* ... or a text (/metrics), out_len bytes */
+    size_t out_len;
     char *spec_text;                  /* the request's model spec, compact with sorted keys */
     char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
     int pre_set;                      /* the offloaded compilation's outcome, taken by */
