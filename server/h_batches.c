@@ -3,7 +3,9 @@
  * Owns the batch answers: the status document (202 + Location while unfinished, with
  * "results" when finished), long-polls with ?wait parked on the batch, and NDJSON streams
  * (Accept: application/x-ndjson or ?stream=1): a content reader that suspends its
- * connection while no line is ready, so a stream never blocks a poll thread.
+ * connection while no line is ready, so a stream never blocks a poll thread. Creating a
+ * batch and cancelling one (its jobs' cancellations are store writes) run on the offload
+ * pool.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +186,20 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
     return http__offload(c, http__run_batch_create, http__resume_batch_create);
 }
 
+/* Offloaded: cancels c->batch and its runs in flight (each job's cancellation is
+ * recorded in the store). */
+static void http__run_batch_cancel(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = batch_cancel(c->srv->d.batches, c->batch);
+}
+
+static enum MHD_Result http__batch_cancel_answer(http_conn *c)
+{
+    return c->work_rc == 0 ? http__batch_answer(c, 0, 1)
+                           : http__error(c, c->work_rc, "the batch has already finished");
+}
+
 enum MHD_Result http__batch(http_conn *c)
 {
     batches *bs = c->srv->d.batches;
@@ -192,8 +208,10 @@ enum MHD_Result http__batch(http_conn *c)
         return http__error(c, HAMEL_E_NOT_FOUND, "no batch has this id (batches are kept in memory only)");
     if (c->method == HTTP_DELETE) {
         c->batch = b;
-        int rc = batch_cancel(bs, b);
-        return rc == 0 ? http__batch_answer(c, 0, 1) : http__error(c, rc, "the batch has already finished");
+        if (c->srv->d.st) /* its jobs' cancellations are store writes: off the poll thread */
+            return http__offload_read(c, http__run_batch_cancel, http__batch_cancel_answer);
+        http__run_batch_cancel(c);
+        return http__batch_cancel_answer(c);
     }
     if (http__wants_stream(c))
         return http__batch_stream(c, b);

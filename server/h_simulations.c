@@ -370,6 +370,20 @@ static enum MHD_Result http__stored_job(http_conn *c)
     return http__offload_read(c, http__run_stored_job, http__resume_stored_job);
 }
 
+/* Offloaded: cancels c->job (the store records it; with HAMEL_REDIS every instance is
+ * told; a batch's run that ends so may submit the batch's next run). */
+static void http__run_cancel(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = jobs_cancel(c->srv->d.jobs, c->job);
+}
+
+static enum MHD_Result http__cancel_answer(http_conn *c)
+{
+    return c->work_rc == 0 ? http__job_answer(c, c->job, 0)
+                           : http__error(c, c->work_rc, "the job has already finished");
+}
+
 enum MHD_Result http__job(http_conn *c)
 {
     jobs *p = c->srv->d.jobs;
@@ -377,11 +391,11 @@ enum MHD_Result http__job(http_conn *c)
     if (!j)
         return http__stored_job(c);
     if (c->method == HTTP_DELETE) {
-        int rc = jobs_cancel(p, j);
-        enum MHD_Result ret =
-            rc == 0 ? http__job_answer(c, j, 0) : http__error(c, rc, "the job has already finished");
-        job_release(p, j);
-        return ret;
+        c->job = j;
+        if (c->srv->d.st) /* a store write: on the offload pool (past its queue: here) */
+            return http__offload_read(c, http__run_cancel, http__cancel_answer);
+        http__run_cancel(c);
+        return http__cancel_answer(c);
     }
     double wait = http__wait(c);
     if (wait < 0) {
