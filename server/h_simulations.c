@@ -74,10 +74,29 @@ static json_t *http__pending_doc(const job_view *v)
 
 /* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
  * a still-running job is 202 with Location; a failed one is its problem document. */
+/* The state of j: the copy read off the poll thread for c (taken), or jobs_view_get's. */
+static void http__view(http_conn *c, job *j, job_view *v)
+{
+    if (c->view_set && j == c->job) {
+        *v = c->view;
+        c->view_set = 0;
+        return;
+    }
+    jobs_view_get(c->srv->d.jobs, j, v);
+}
+
+/* Forgets the copy of c->job's state (a later answer reads it again). */
+static void http__view_drop(http_conn *c)
+{
+    if (c->view_set)
+        blob_release(c->view.body);
+    c->view_set = 0;
+}
+
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
 {
     job_view v;
-    jobs_view_get(c->srv->d.jobs, j, &v);
+    http__view(c, j, &v);
     enum MHD_Result ret;
     char etag[JOB_ID_LEN + 3];
     snprintf(etag, sizeof etag, "\"%s\"", v.id);
@@ -105,13 +124,34 @@ enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
+/* Offloaded: c->job's state (a store read, jobs_view_stale). */
+static void http__run_view(void *arg)
+{
+    http_conn *c = arg;
+    http__view_drop(c);
+    jobs_view_get(c->srv->d.jobs, c->job, &c->view);
+    c->view_set = 1;
+}
+
+static enum MHD_Result http__resume_view(http_conn *c)
+{
+    return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+}
+
+enum MHD_Result http__job_reply(http_conn *c, int sync)
+{
+    if (jobs_view_stale(c->srv->d.jobs, c->job))
+        return http__offload_read(c, http__run_view, http__resume_view);
+    return http__job_answer(c, c->job, sync);
+}
+
 /* The answer to a POST /v1/simulations without ?wait: always 202 with Location, as the
  * contract says, even when a quick job has already finished by now (the body then shows
  * the state it was accepted in: queued, progress 0); the result is at Location. */
 static enum MHD_Result http__job_accepted(http_conn *c, job *j)
 {
     job_view v;
-    jobs_view_get(c->srv->d.jobs, j, &v);
+    http__view(c, j, &v);
     blob_release(v.body);
     v.body = NULL;
     if (v.state != JOB_QUEUED && v.state != JOB_RUNNING) {
@@ -157,6 +197,10 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
         return;
     }
     c->sim_rc = jobs_submit(s->d.jobs, m, body, c->sim_key, &c->job);
+    if (c->sim_rc == 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
+        jobs_view_get(s->d.jobs, c->job, &c->view);
+        c->view_set = 1;
+    }
 }
 
 void http__simulation_work(http_conn *c, engine_model *m)
@@ -209,8 +253,10 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
                                                                 : HTTP_RETRY_AFTER_DOWN);
     }
     double wait = http__wait(c);
-    if (wait > 0)
+    if (wait > 0) {
+        http__view_drop(c); /* the answer after the wait reads the job again */
         return http__park(c, wait);
+    }
     return http__job_accepted(c, c->job);
 }
 
@@ -405,5 +451,5 @@ enum MHD_Result http__job(http_conn *c)
     c->job = j;
     if (wait > 0)
         return http__park(c, wait);
-    return http__job_answer(c, j, 0);
+    return http__job_reply(c, 0);
 }

@@ -436,7 +436,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return http__resume_offloaded(c);
         if (c->batch)
             return http__batch_answer(c, c->route == METRICS_ROUTE_BATCHES, 0);
-        return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+        return http__job_reply(c, c->route == METRICS_ROUTE_SIMULATIONS);
     }
     if (c->answered || (c->method != HTTP_POST && *upload_data_size)) {
         *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
@@ -486,6 +486,8 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__flight_end(c); /* an owner that ended before its model was cached */
     json_decref(c->pending);
     json_decref(c->sim_problem);
+    if (c->view_set)
+        blob_release(c->view.body);
     json_decref(c->stored_spec);
     blob_release(c->sim_hit);
     http__stored_job_free(c->stored_job);

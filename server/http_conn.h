@@ -125,6 +125,8 @@ typedef struct http_conn {
     int sim_done;                      /* ... its work ran (http__simulation_work): then */
     int sim_rc;                        /* ... jobs_submit's refusal (c->job is the job), or */
     json_t *sim_problem;               /* ... the request's problem (key or check) */
+    int view_set;                      /* c->job's state read off the poll thread: */
+    job_view view;                     /* ... the next answer about it uses this copy */
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
@@ -309,6 +311,10 @@ enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
  * http__post_simulation answers on the resumed call; does nothing for a malformed
  * ?wait (the resumed call answers 400). */
 void http__simulation_work(http_conn *c, engine_model *m);
+
+/* http__job_answer for c->job, once jobs_view_get has read it on the offload pool when it
+ * asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
+enum MHD_Result http__job_reply(http_conn *c, int sync);
 
 /* Frees what http__stored_job read. Accepts NULL. */
 void http__stored_job_free(http_stored_job *x);
