@@ -136,19 +136,28 @@ static enum MHD_Result http__park_batch(http_conn *c, double wait)
     return MHD_YES;
 }
 
+void http__batch_work(http_conn *c, engine_model *m)
+{
+    if (http__wait(c) < 0)
+        return; /* answered 400 on the resumed call, before anything is done */
+    batch *b = NULL;
+    c->work_rc = batch_create(c->srv->d.batches, m, c->pending, &b, &c->out_problem);
+    c->batch = b;
+    c->batch_done = 1;
+}
+
 /* Offloaded: batch_create for c->pending on c->work_model. */
 static void http__run_batch_create(void *arg)
 {
     http_conn *c = arg;
-    batch *b = NULL;
-    c->work_rc = batch_create(c->srv->d.batches, c->work_model, c->pending, &b, &c->out_problem);
-    c->batch = b;
+    http__batch_work(c, c->work_model);
 }
 
 /* The answer to a POST /v1/batches once its batch is created: a stream, a long-poll or
  * the status document. */
 static enum MHD_Result http__resume_batch_create(http_conn *c)
 {
+    c->batch_done = 0;
     json_t *problem = c->out_problem;
     c->out_problem = NULL;
     int rc = c->work_rc;
@@ -178,6 +187,10 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
     if (rc != 0) {
         metrics_batch(METRICS_BATCH_INVALID);
         return http__problem(c, problem);
+    }
+    if (c->batch_done) { /* created with the model's compilation, on the offload pool */
+        engine_model_release(m);
+        return http__resume_batch_create(c);
     }
     /* Validating and starting thousands of runs takes a while: on the offload pool. */
     c->work_model = m;

@@ -125,6 +125,7 @@ typedef struct http_conn {
     int sim_done;                      /* ... its work ran (http__simulation_work): then */
     int sim_rc;                        /* ... jobs_submit's refusal (c->job is the job), or */
     json_t *sim_problem;               /* ... the request's problem (key or check) */
+    int batch_done;                    /* POST /v1/batches: created (http__batch_work) */
     int view_set;                      /* c->job's state read off the poll thread: */
     job_view view;                     /* ... the next answer about it uses this copy */
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
@@ -330,6 +331,12 @@ enum MHD_Result http__job(http_conn *c);
 /* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
  * answer carries Location. A finished batch carries "results" unless `bare`. */
 enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare);
+
+/* The work of a POST /v1/batches (body c->pending) once its model m (borrowed) is known,
+ * done on the offload pool right after the model's compilation: batch_create into
+ * c->batch (or c->work_rc and c->out_problem), answered by http__post_batch on the
+ * resumed call; does nothing for a malformed ?wait. */
+void http__batch_work(http_conn *c, engine_model *m);
 
 /* POST /v1/batches. */
 enum MHD_Result http__post_batch(http_conn *c, json_t *body);

@@ -255,12 +255,15 @@ static void http__run_compile(void *arg)
         metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
                                                                             : METRICS_COMPILE_CLIENT_GONE);
     /* A new simulation goes on in this same task (key, result, store, check, submission),
-     * so the request is resumed once, not once per store round trip. A stored model
+     * and so does a new batch (batch_create), so the request is resumed once, not once
+     * per store round trip. A stored model
      * whose canonical form changed since is not the one asked for: http__model_by_id
      * answers 404 on the resumed call. */
-    if (c->pre_rc == 0 && c->route == METRICS_ROUTE_SIMULATIONS &&
-        (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id)))
+    int same = c->pre_rc == 0 && (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id));
+    if (same && c->route == METRICS_ROUTE_SIMULATIONS)
         http__simulation_work(c, c->pre_model);
+    else if (same && c->route == METRICS_ROUTE_BATCHES)
+        http__batch_work(c, c->pre_model);
 }
 
 /* Offloaded: read the model c->stored_id from the store and compile it; an id the store
