@@ -56,17 +56,10 @@ static void http__run_form(void *arg)
 {
     http_conn *c = arg;
     const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    atomic_store(&c->compile_ctl.cancel, 0);
-    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+    http__watch_begin(c);
     c->work_rc = engine_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
                                            &c->out_problem);
-    hangup_forget(c->srv->hangups, &c->hup);
-    if (c->work_rc == HAMEL_E_COMPILE_LIMIT)
-        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
-    else if (c->work_rc == HAMEL_E_CANCELLED)
-        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
-                                                                            : METRICS_COMPILE_CLIENT_GONE);
+    http__watch_end(c, c->work_rc);
 }
 
 static enum MHD_Result http__resume_form(http_conn *c)

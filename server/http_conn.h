@@ -254,6 +254,14 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
 /* The model a request body names with "model" or "model_id". */
 int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem);
 
+/* On the offload pool, around engine work under the compile budget: watches c's socket
+ * so that a hang-up (or a shutdown) sets c->compile_ctl.cancel ... */
+void http__watch_begin(http_conn *c);
+
+/* ... and stops watching, counting a stop (rc HAMEL_E_COMPILE_LIMIT or HAMEL_E_CANCELLED)
+ * in hamel_compiles_stopped_total. */
+void http__watch_end(http_conn *c, int rc);
+
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
 void http__flight_end(http_conn *c);
 
