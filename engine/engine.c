@@ -402,6 +402,18 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                 json_decref(*problem);
                 *problem = budget_problem(&bud);
                 rc = budget_error(&bud);
+                char detail[200];
+                if (rc == HAMEL_E_CANCELLED)
+                    snprintf(detail, sizeof detail, "deriving the %s form was cancelled after %.3f s", form,
+                             bud.at_seconds);
+                else
+                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g%s", form,
+                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value,
+                             bud.limit && !strcmp(bud.limit, "max_compile_bytes")
+                                 ? " bytes beyond the model's"
+                                 : " s");
+                if (*problem)
+                    json_object_set_new(*problem, "detail", json_string(detail));
                 mm->ctx->overflow = 0;
             }
             expr_ctx_set_budget(mm->ctx, NULL);

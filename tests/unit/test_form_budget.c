@@ -7,6 +7,7 @@
  * No test asserts a wall time: the outcomes asserted are those the budget decides.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "engine.h"
 #include "support.h"
@@ -43,6 +44,8 @@ Test(form_budget, cancel_and_byte_cap_stop_a_form_that_then_derives)
     cr_assert_null(doc);
     cr_assert_str_eq(json_string_value(json_object_get(problem, "limit")), "max_compile_bytes",
                      "the problem names the limit");
+    const char *detail = json_string_value(json_object_get(problem, "detail"));
+    cr_assert(detail && strstr(detail, "kane form"), "the detail names the form: %s", detail ? detail : "");
     json_decref(problem);
 
     lim = engine_default_limits;
