@@ -24,12 +24,17 @@
  * recording a new model in the store; /v1/hamel's, /v1/evaluate's and /v1/linearize's
  * engine calls; creating a batch; a simulation result not in memory, with the check and
  * the submission of its job (the "queued" record's commit, with HAMEL_REDIS the XADD);
- * a job known only to the store. A new simulation of a model that is not cached is one
- * task: compilation, result lookup, check and submission (http__simulation_work). Still
- * on the poll thread, bounded by engine_limits, the body cap and cheap: parsing the
- * body, and without a store engine_simulation_check and jobs_submit (memory only).
- * (The derived equations are printed when the model is compiled; serving them is a
- * copy.)
+ * a job known only to the store, and with HAMEL_REDIS the state of a job run elsewhere
+ * (jobs_view_stale); cancelling a job or a batch (store writes); a classical form of the
+ * equations (?form=, derived on its first request under the compile budget); with
+ * HAMEL_REDIS, /readyz's ping and /metrics' stream length. A new simulation or batch of
+ * a model that is not cached is one task: compilation, then result lookup, check and
+ * submission (http__simulation_work) or batch_create (http__batch_work). Still on the
+ * poll thread, bounded by engine_limits, the body cap and cheap: parsing the body, and
+ * without a store engine_simulation_check, jobs_submit and cancellations (memory only).
+ * When the offload queue is full, store reads, a submission and a cancellation are done
+ * on the poll thread as before rather than refused (http__offload_read). (The default
+ * equations are printed when the model is compiled; serving them is a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
