@@ -67,6 +67,11 @@
 #define HTTP_BODY_FIRST 4096         /* first allocation of a request body (then doubled up to the cap) */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
+/* Offload threads per poll thread. Besides compilations its tasks wait on store commits
+ * and Redis (a new job's record, cancellations): with one per poll thread, 16 clients
+ * posting new simulations made 4-11% fewer per second than when the poll threads did the
+ * commits themselves (bench-server.sh, cold part); with two, as many or more. */
+#define HTTP_OFFLOAD_PER_POLL 2
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STOP_STREAM_SECONDS 2.0           /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L             /* ... polling every 5 ms */
@@ -525,7 +530,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->d = *deps;
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
-    h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    h->offload = offload_new(cfg->http_threads * HTTP_OFFLOAD_PER_POLL, HTTP_OFFLOAD_QUEUE);
     h->hangups = hangup_new();
     pthread_mutex_init(&h->flights_mu, NULL);
     if (!h->memo || !h->offload || !h->hangups)
