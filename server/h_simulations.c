@@ -197,7 +197,7 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
         return;
     }
     c->sim_rc = jobs_submit(s->d.jobs, m, body, c->sim_key, &c->job);
-    if (c->sim_rc == 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
+    if (c->sim_rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
         jobs_view_get(s->d.jobs, c->job, &c->view);
         c->view_set = 1;
     }
