@@ -72,8 +72,6 @@ static json_t *http__pending_doc(const job_view *v)
                      v->model_id, "progress", v->progress);
 }
 
-/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
- * a still-running job is 202 with Location; a failed one is its problem document. */
 /* The state of j: the copy read off the poll thread for c (taken), or jobs_view_get's. */
 static void http__view(http_conn *c, job *j, job_view *v)
 {
@@ -93,6 +91,8 @@ static void http__view_drop(http_conn *c)
     c->view_set = 0;
 }
 
+/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
+ * a still-running job is 202 with Location; a failed one is its problem document. */
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
 {
     job_view v;
