@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "equations.h"
+#include "expr_internal.h"
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
@@ -349,6 +351,12 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem)
 
 int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem)
 {
+    return engine_equations_form_ctl(m, form, NULL, NULL, result, problem);
+}
+
+int engine_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
+                              engine_control *ctl, json_t **result, json_t **problem)
+{
     if (!form)
         return engine_equations(m, result, problem);
     *result = NULL;
@@ -367,7 +375,49 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     pthread_mutex_lock(&mm->forms_lock);
     if (!mm->forms[f]) {
         json_t *doc = NULL;
-        rc = forms_build(mm, form, &doc, NULL, NULL, problem);
+        /* Under a compile budget of its own (limits or ctl given): the nodes the model
+         * holds already are not counted against max_compile_bytes. A stopped build leaves
+         * only unused nodes in the context; its overflow flag is cleared for later forms. */
+        budget bud;
+        int budgeted = limits || ctl;
+        if (budgeted) {
+            double seconds = limits ? limits->max_compile_seconds : 0;
+            if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
+                seconds = ctl->max_wall_seconds;
+            size_t bytes = limits && limits->max_compile_bytes
+                               ? expr__held_bytes(mm->ctx) + limits->max_compile_bytes
+                               : 0;
+            budget_init(&bud, seconds, bytes, ctl ? &ctl->cancel : NULL);
+            budget_stage(&bud, "equations form", "form");
+            expr_ctx_set_budget(mm->ctx, &bud);
+        }
+        /* A budget already spent or cancelled stops at once; one overrun by a build too
+         * short to tick the budget's clock is a stop at the end. */
+        rc = budgeted && budget_check(&bud) ? HAMEL_E_COMPILE_LIMIT
+                                            : forms_build(mm, form, &doc, NULL, NULL, problem);
+        if (budgeted) {
+            if (budget_check(&bud)) {
+                json_decref(doc);
+                doc = NULL;
+                json_decref(*problem);
+                *problem = budget_problem(&bud);
+                rc = budget_error(&bud);
+                char detail[200];
+                if (rc == HAMEL_E_CANCELLED)
+                    snprintf(detail, sizeof detail, "deriving the %s form was cancelled after %.3f s", form,
+                             bud.at_seconds);
+                else
+                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g%s", form,
+                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value,
+                             bud.limit && !strcmp(bud.limit, "max_compile_bytes")
+                                 ? " bytes beyond the model's"
+                                 : " s");
+                if (*problem)
+                    json_object_set_new(*problem, "detail", json_string(detail));
+                mm->ctx->overflow = 0;
+            }
+            expr_ctx_set_budget(mm->ctx, NULL);
+        }
         if (rc == 0) {
             mm->forms[f] = json_dumps(doc, JSON_COMPACT);
             json_decref(doc);

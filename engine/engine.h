@@ -142,6 +142,14 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem);
  * naming "form". */
 int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem);
 
+/* engine_equations_form under a compile budget: deriving a form not derived before stops
+ * past limits->max_compile_seconds (or ctl->max_wall_seconds when smaller), past
+ * limits->max_compile_bytes more than the model holds, or when ctl->cancel is set, with
+ * HAMEL_E_COMPILE_LIMIT (422 compile-limit) or HAMEL_E_CANCELLED and a problem naming
+ * the stage. limits and ctl may be NULL (NULL for both: no budget). */
+int engine_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
+                              engine_control *ctl, json_t **result, json_t **problem);
+
 /* POST /v1/evaluate: for each state {t, q, speeds | qdot} of the request, qdot,
  * speeds_dot, qddot of every coordinate and the multipliers, exact to rounding. */
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,

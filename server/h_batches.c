@@ -3,7 +3,9 @@
  * Owns the batch answers: the status document (202 + Location while unfinished, with
  * "results" when finished), long-polls with ?wait parked on the batch, and NDJSON streams
  * (Accept: application/x-ndjson or ?stream=1): a content reader that suspends its
- * connection while no line is ready, so a stream never blocks a poll thread.
+ * connection while no line is ready, so a stream never blocks a poll thread. Creating a
+ * batch and cancelling one (its jobs' cancellations are store writes) run on the offload
+ * pool.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,19 +136,28 @@ static enum MHD_Result http__park_batch(http_conn *c, double wait)
     return MHD_YES;
 }
 
+void http__batch_work(http_conn *c, engine_model *m)
+{
+    if (http__wait(c) < 0)
+        return; /* answered 400 on the resumed call, before anything is done */
+    batch *b = NULL;
+    c->work_rc = batch_create(c->srv->d.batches, m, c->pending, &b, &c->out_problem);
+    c->batch = b;
+    c->batch_done = 1;
+}
+
 /* Offloaded: batch_create for c->pending on c->work_model. */
 static void http__run_batch_create(void *arg)
 {
     http_conn *c = arg;
-    batch *b = NULL;
-    c->work_rc = batch_create(c->srv->d.batches, c->work_model, c->pending, &b, &c->out_problem);
-    c->batch = b;
+    http__batch_work(c, c->work_model);
 }
 
 /* The answer to a POST /v1/batches once its batch is created: a stream, a long-poll or
  * the status document. */
 static enum MHD_Result http__resume_batch_create(http_conn *c)
 {
+    c->batch_done = 0;
     json_t *problem = c->out_problem;
     c->out_problem = NULL;
     int rc = c->work_rc;
@@ -177,11 +188,29 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
         metrics_batch(METRICS_BATCH_INVALID);
         return http__problem(c, problem);
     }
+    if (c->batch_done) { /* created with the model's compilation, on the offload pool */
+        engine_model_release(m);
+        return http__resume_batch_create(c);
+    }
     /* Validating and starting thousands of runs takes a while: on the offload pool. */
     c->work_model = m;
     json_decref(c->pending);
     c->pending = json_incref(body);
     return http__offload(c, http__run_batch_create, http__resume_batch_create);
+}
+
+/* Offloaded: cancels c->batch and its runs in flight (each job's cancellation is
+ * recorded in the store). */
+static void http__run_batch_cancel(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = batch_cancel(c->srv->d.batches, c->batch);
+}
+
+static enum MHD_Result http__batch_cancel_answer(http_conn *c)
+{
+    return c->work_rc == 0 ? http__batch_answer(c, 0, 1)
+                           : http__error(c, c->work_rc, "the batch has already finished");
 }
 
 enum MHD_Result http__batch(http_conn *c)
@@ -192,8 +221,10 @@ enum MHD_Result http__batch(http_conn *c)
         return http__error(c, HAMEL_E_NOT_FOUND, "no batch has this id (batches are kept in memory only)");
     if (c->method == HTTP_DELETE) {
         c->batch = b;
-        int rc = batch_cancel(bs, b);
-        return rc == 0 ? http__batch_answer(c, 0, 1) : http__error(c, rc, "the batch has already finished");
+        if (c->srv->d.st) /* its jobs' cancellations are store writes: off the poll thread */
+            return http__offload_read(c, http__run_batch_cancel, http__batch_cancel_answer);
+        http__run_batch_cancel(c);
+        return http__batch_cancel_answer(c);
     }
     if (http__wants_stream(c))
         return http__batch_stream(c, b);

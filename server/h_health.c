@@ -3,8 +3,12 @@
  * Owns what a load balancer or Prometheus asks: liveness, readiness (503 while draining
  * or not accepting work) and the text exposition of metrics.h with the gauges read from
  * the job pool, caches, batches, offload pool, store and the daemon's connection count.
- * All of it reads memory only.
+ * /v1/health and /livez read memory only. With a shared queue (HAMEL_REDIS) /readyz
+ * pings Redis and /metrics asks it for the stream's length: both are then answered from
+ * the offload pool, so a slow or held Redis stalls no poll thread.
  */
+#include <stdlib.h>
+
 #include "http_conn.h"
 
 enum MHD_Result http__health(http_conn *c)
@@ -12,10 +16,20 @@ enum MHD_Result http__health(http_conn *c)
     return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
 }
 
-enum MHD_Result http__readyz(http_conn *c)
+/* Whether the probes ask Redis (HAMEL_REDIS): then they run on the offload pool. */
+static int http__probes_remote(const http_conn *c) { return c->srv->d.cfg->redis[0] != '\0'; }
+
+/* Offloaded: whether the shared queue answers. */
+static void http__run_reachable(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = jobs_reachable(c->srv->d.jobs);
+}
+
+static enum MHD_Result http__readyz_answer(http_conn *c)
 {
     http_server *s = c->srv;
-    if (!jobs_reachable(s->d.jobs))
+    if (!c->work_rc)
         return http__error(c, HAMEL_E_UNAVAILABLE,
                            "the shared store and queue (HAMEL_REDIS) cannot be reached");
     if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
@@ -23,8 +37,18 @@ enum MHD_Result http__readyz(http_conn *c)
     return http__error(c, HAMEL_E_UNAVAILABLE, "not accepting work");
 }
 
-enum MHD_Result http__metrics(http_conn *c)
+enum MHD_Result http__readyz(http_conn *c)
 {
+    if (http__probes_remote(c)) /* past the offload queue: 503, not ready */
+        return http__offload(c, http__run_reachable, http__readyz_answer);
+    c->work_rc = 1;
+    return http__readyz_answer(c);
+}
+
+/* The exposition text into c->out_text (NULL when out of memory). */
+static void http__run_metrics(void *arg)
+{
+    http_conn *c = arg;
     http_server *s = c->srv;
     metrics_gauges g = {0};
     jobs_counts(s->d.jobs, &g.queue_depth, &g.queue_capacity, &g.jobs_running, &g.jobs_kept);
@@ -41,12 +65,27 @@ enum MHD_Result http__metrics(http_conn *c)
     offload_counts(s->offload, &g.offload_queued, &g.offload_running);
     if (s->d.st)
         store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
-    size_t len = 0;
-    char *text = metrics_render(&g, &len);
+    free(c->out_text);
+    c->out_text = metrics_render(&g, &c->out_len);
+}
+
+static enum MHD_Result http__metrics_answer(http_conn *c)
+{
+    char *text = c->out_text;
+    size_t len = c->out_len;
+    c->out_text = NULL;
     if (!text)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
     return http__send(c, 200, http__text_response(text, len), "text/plain; version=0.0.4; charset=utf-8",
                       len);
+}
+
+enum MHD_Result http__metrics(http_conn *c)
+{
+    if (http__probes_remote(c)) /* past the offload queue: read here, as before */
+        return http__offload_read(c, http__run_metrics, http__metrics_answer);
+    http__run_metrics(c);
+    return http__metrics_answer(c);
 }
 
 enum MHD_Result http__livez(http_conn *c)

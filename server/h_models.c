@@ -4,7 +4,9 @@
  * Owns the model answers: the summary (201 + Location for a model new to the service,
  * ETag = the model id, 304 on If-None-Match) and the derived equations (?form= chooses a
  * printed form). Resolution and compilation are resolve.c's; a model known only to the
- * store is compiled on the offload pool before the answer.
+ * store is compiled on the offload pool before the answer. A ?form= is derived (on its
+ * first request) on the offload pool under the compile budget, cancelled like a
+ * compilation when its client hangs up.
  */
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +50,33 @@ enum MHD_Result http__post_model(http_conn *c, json_t *body)
     return ret;
 }
 
+/* Offloaded: the ?form= of c->work_model's equations, under the compile budget; a client
+ * that hangs up (or a shutdown) cancels it as it cancels a compilation. */
+static void http__run_form(void *arg)
+{
+    http_conn *c = arg;
+    const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
+    http__watch_begin(c);
+    c->work_rc = engine_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
+                                           &c->out_problem);
+    http__watch_end(c, c->work_rc);
+}
+
+static enum MHD_Result http__resume_form(http_conn *c)
+{
+    json_t *out = c->out, *problem = c->out_problem;
+    c->out = c->out_problem = NULL;
+    if (c->work_rc == 0)
+        return http__json(c, 200, out);
+    if (c->work_rc == HAMEL_E_CANCELLED) {
+        json_decref(problem);
+        problem =
+            hamel_problem_new(HAMEL_E_UNAVAILABLE, "the form's derivation was cancelled (the service is "
+                                                   "stopping, or the client went away); retry");
+    }
+    return http__problem(c, problem ? problem : hamel_problem_new(c->work_rc, NULL));
+}
+
 enum MHD_Result http__model(http_conn *c) { return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS); }
 
 enum MHD_Result http__get_model(http_conn *c, int equations)
@@ -64,12 +93,16 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     }
     if (rc != 0)
         return http__problem(c, problem);
+    const char *form = equations ? MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form") : NULL;
+    if (form) { /* derived on first request: on the offload pool, under the compile budget */
+        c->work_model = m;
+        return http__offload(c, http__run_form, http__resume_form);
+    }
     if (!equations) {
         ret = http__model_summary(c, m, 200);
     } else {
         json_t *eq = NULL;
-        const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
-        rc = form ? engine_equations_form(m, form, &eq, &problem) : engine_equations(m, &eq, &problem);
+        rc = engine_equations(m, &eq, &problem);
         ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
     }
     engine_model_release(m);

@@ -6,7 +6,9 @@
  * parsing), else a job on the pool (202 + Location, or a long-poll with ?wait parked on
  * the job), and a job's state, result or problem; a job only in the store (evicted or
  * from before a restart) is answered from its stored record. The store is asked on the
- * offload pool (a result not in memory, a job not in memory), never on a poll thread.
+ * offload pool (a result not in memory, a job not in memory), never on a poll thread;
+ * so is a new job submitted (its "queued" record, with HAMEL_REDIS its XADD), in the same
+ * task as the store lookup, or as the model's compilation (http__simulation_work).
  */
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -70,12 +72,31 @@ static json_t *http__pending_doc(const job_view *v)
                      v->model_id, "progress", v->progress);
 }
 
+/* The state of j: the copy read off the poll thread for c (taken), or jobs_view_get's. */
+static void http__view(http_conn *c, job *j, job_view *v)
+{
+    if (c->view_set && j == c->job) {
+        *v = c->view;
+        c->view_set = 0;
+        return;
+    }
+    jobs_view_get(c->srv->d.jobs, j, v);
+}
+
+/* Forgets the copy of c->job's state (a later answer reads it again). */
+static void http__view_drop(http_conn *c)
+{
+    if (c->view_set)
+        blob_release(c->view.body);
+    c->view_set = 0;
+}
+
 /* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
  * a still-running job is 202 with Location; a failed one is its problem document. */
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
 {
     job_view v;
-    jobs_view_get(c->srv->d.jobs, j, &v);
+    http__view(c, j, &v);
     enum MHD_Result ret;
     char etag[JOB_ID_LEN + 3];
     snprintf(etag, sizeof etag, "\"%s\"", v.id);
@@ -103,13 +124,34 @@ enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
+/* Offloaded: c->job's state (a store read, jobs_view_stale). */
+static void http__run_view(void *arg)
+{
+    http_conn *c = arg;
+    http__view_drop(c);
+    jobs_view_get(c->srv->d.jobs, c->job, &c->view);
+    c->view_set = 1;
+}
+
+static enum MHD_Result http__resume_view(http_conn *c)
+{
+    return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+}
+
+enum MHD_Result http__job_reply(http_conn *c, int sync)
+{
+    if (jobs_view_stale(c->srv->d.jobs, c->job))
+        return http__offload_read(c, http__run_view, http__resume_view);
+    return http__job_answer(c, c->job, sync);
+}
+
 /* The answer to a POST /v1/simulations without ?wait: always 202 with Location, as the
  * contract says, even when a quick job has already finished by now (the body then shows
  * the state it was accepted in: queued, progress 0); the result is at Location. */
 static enum MHD_Result http__job_accepted(http_conn *c, job *j)
 {
     job_view v;
-    jobs_view_get(c->srv->d.jobs, j, &v);
+    http__view(c, j, &v);
     blob_release(v.body);
     v.body = NULL;
     if (v.state != JOB_QUEUED && v.state != JOB_RUNNING) {
@@ -131,33 +173,74 @@ static enum MHD_Result http__park(http_conn *c, double wait)
     return MHD_YES;
 }
 
-/* The rest of a POST /v1/simulations once its result has been looked for: the cached or
- * stored result `hit` (a reference, taken; NULL if none) or a new job. Takes the
- * reference on m. */
-static enum MHD_Result http__simulate(http_conn *c, engine_model *m, json_t *body, const char *key, blob *hit)
+/* The part of http__simulation_work after the result cache missed: the store's result,
+ * else engine_simulation_check and jobs_submit. Fills c->sim_hit, c->sim_problem,
+ * c->sim_rc or c->job; borrows m and body. */
+static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
 {
     http_server *s = c->srv;
-    double wait = http__wait(c);
-    char etag[CACHE_MAX_KEY + 3];
-    snprintf(etag, sizeof etag, "\"%s\"", key);
-    if (hit) {
-        engine_model_release(m);
-        metrics_job(METRICS_JOB_CACHED);
-        enum MHD_Result ret = http__result(c, hit, 1, etag);
-        blob_release(hit);
-        return ret;
+    c->sim_done = 1;
+    if (s->d.st) {
+        if (store_get_result(s->d.st, c->sim_key, &c->sim_hit) != 0)
+            c->sim_hit = NULL;
+        else
+            cache_put(s->d.results, c->sim_key, c->sim_hit, c->sim_hit->len);
     }
+    if (c->sim_hit)
+        return;
     /* A cache hit was valid when it was computed; anything else is checked here, so a
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    json_t *problem = NULL;
-    int rc = engine_simulation_check(m, body, s->d.limits, &problem);
+    int rc = engine_simulation_check(m, body, s->d.limits, &c->sim_problem);
     if (rc != 0) {
-        engine_model_release(m);
-        return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
+        if (!c->sim_problem)
+            c->sim_problem = hamel_problem_new(rc, NULL);
+        return;
     }
-    job *j = NULL;
-    rc = jobs_submit(s->d.jobs, m, body, key, &j);
-    engine_model_release(m);
+    c->sim_rc = jobs_submit(s->d.jobs, m, body, c->sim_key, &c->job);
+    if (c->sim_rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
+        jobs_view_get(s->d.jobs, c->job, &c->view);
+        c->view_set = 1;
+    }
+}
+
+void http__simulation_work(http_conn *c, engine_model *m)
+{
+    if (http__wait(c) < 0)
+        return; /* answered 400 on the resumed call, before anything is done */
+    c->sim_done = 1;
+    int rc = engine_simulation_key(m, c->pending, c->sim_key, &c->sim_problem);
+    if (rc != 0) {
+        if (!c->sim_problem)
+            c->sim_problem = hamel_problem_new(rc, NULL);
+        return;
+    }
+    http__memo_put(c, c->sim_key);
+    c->sim_hit = cache_get(c->srv->d.results, c->sim_key);
+    if (!c->sim_hit)
+        http__simulation_rest(c, m, c->pending);
+}
+
+/* The answer to a POST /v1/simulations from what its work found (http__simulation_work,
+ * http__simulation_rest): the result, the problem, the refusal, or the new job. */
+static enum MHD_Result http__simulation_answer(http_conn *c)
+{
+    http_server *s = c->srv;
+    c->sim_done = 0;
+    if (c->sim_problem) {
+        json_t *problem = c->sim_problem;
+        c->sim_problem = NULL;
+        return http__problem(c, problem);
+    }
+    if (c->sim_hit) {
+        char etag[CACHE_MAX_KEY + 3];
+        snprintf(etag, sizeof etag, "\"%s\"", c->sim_key);
+        metrics_job(METRICS_JOB_CACHED);
+        enum MHD_Result ret = http__result(c, c->sim_hit, 1, etag);
+        blob_release(c->sim_hit);
+        c->sim_hit = NULL;
+        return ret;
+    }
+    int rc = c->job ? 0 : c->sim_rc ? c->sim_rc : HAMEL_E_INTERNAL;
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
@@ -169,33 +252,28 @@ static enum MHD_Result http__simulate(http_conn *c, engine_model *m, json_t *bod
                                rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
                                                                 : HTTP_RETRY_AFTER_DOWN);
     }
-    c->job = j;
-    if (wait > 0)
+    double wait = http__wait(c);
+    if (wait > 0) {
+        http__view_drop(c); /* the answer after the wait reads the job again */
         return http__park(c, wait);
-    return http__job_accepted(c, j);
+    }
+    return http__job_accepted(c, c->job);
 }
 
-/* Offloaded: the stored result of c->sim_key, if the store has it. */
-static void http__run_stored_result(void *arg)
+/* Offloaded: http__simulation_rest for c->work_model and c->pending. */
+static void http__run_simulation(void *arg)
 {
     http_conn *c = arg;
-    if (store_get_result(c->srv->d.st, c->sim_key, &c->sim_hit) != 0)
-        c->sim_hit = NULL;
+    http__simulation_rest(c, c->work_model, c->pending);
 }
 
-static enum MHD_Result http__resume_stored_result(http_conn *c)
+static enum MHD_Result http__resume_simulation(http_conn *c)
 {
-    engine_model *m = c->work_model;
-    json_t *body = c->pending;
-    blob *hit = c->sim_hit;
+    engine_model_release(c->work_model);
     c->work_model = NULL;
+    json_decref(c->pending);
     c->pending = NULL;
-    c->sim_hit = NULL;
-    if (hit)
-        cache_put(c->srv->d.results, c->sim_key, hit, hit->len);
-    enum MHD_Result ret = http__simulate(c, m, body, c->sim_key, hit);
-    json_decref(body);
-    return ret;
+    return http__simulation_answer(c);
 }
 
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
@@ -209,6 +287,10 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     int rc = http__model_of(c, body, &m, &problem);
     if (rc != 0)
         return http__problem(c, problem);
+    if (c->sim_done) { /* done with the model's compilation, on the offload pool */
+        engine_model_release(m);
+        return http__simulation_answer(c);
+    }
     char *key = c->sim_key;
     rc = engine_simulation_key(m, body, key, &problem);
     if (rc != 0) {
@@ -216,14 +298,20 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
         return http__problem(c, problem);
     }
     http__memo_put(c, key);
-    blob *hit = cache_get(s->d.results, key);
-    if (hit || !s->d.st)
-        return http__simulate(c, m, body, key, hit);
-    /* Not in memory: the store is asked on the offload pool, not on this poll thread. */
+    c->sim_hit = cache_get(s->d.results, key);
+    if (c->sim_hit || !s->d.st) { /* memory only: answered here */
+        c->sim_done = 1;
+        if (!c->sim_hit)
+            http__simulation_rest(c, m, body);
+        engine_model_release(m);
+        return http__simulation_answer(c);
+    }
+    /* Not in memory: the store, the check and the submission (a store commit, with
+     * HAMEL_REDIS an XADD) are one task on the offload pool, not on this poll thread. */
     c->work_model = m;
     json_decref(c->pending);
     c->pending = json_incref(body);
-    return http__offload_read(c, http__run_stored_result, http__resume_stored_result);
+    return http__offload_read(c, http__run_simulation, http__resume_simulation);
 }
 
 /* What the store holds of a job that is not in memory, read on the offload pool. */
@@ -328,6 +416,20 @@ static enum MHD_Result http__stored_job(http_conn *c)
     return http__offload_read(c, http__run_stored_job, http__resume_stored_job);
 }
 
+/* Offloaded: cancels c->job (the store records it; with HAMEL_REDIS every instance is
+ * told; a batch's run that ends so may submit the batch's next run). */
+static void http__run_cancel(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = jobs_cancel(c->srv->d.jobs, c->job);
+}
+
+static enum MHD_Result http__cancel_answer(http_conn *c)
+{
+    return c->work_rc == 0 ? http__job_answer(c, c->job, 0)
+                           : http__error(c, c->work_rc, "the job has already finished");
+}
+
 enum MHD_Result http__job(http_conn *c)
 {
     jobs *p = c->srv->d.jobs;
@@ -335,11 +437,11 @@ enum MHD_Result http__job(http_conn *c)
     if (!j)
         return http__stored_job(c);
     if (c->method == HTTP_DELETE) {
-        int rc = jobs_cancel(p, j);
-        enum MHD_Result ret =
-            rc == 0 ? http__job_answer(c, j, 0) : http__error(c, rc, "the job has already finished");
-        job_release(p, j);
-        return ret;
+        c->job = j;
+        if (c->srv->d.st) /* a store write: on the offload pool (past its queue: here) */
+            return http__offload_read(c, http__run_cancel, http__cancel_answer);
+        http__run_cancel(c);
+        return http__cancel_answer(c);
     }
     double wait = http__wait(c);
     if (wait < 0) {
@@ -349,5 +451,5 @@ enum MHD_Result http__job(http_conn *c)
     c->job = j;
     if (wait > 0)
         return http__park(c, wait);
-    return http__job_answer(c, j, 0);
+    return http__job_reply(c, 0);
 }

@@ -22,12 +22,19 @@
  * carrying a new "model", or a model known only to the store, after a restart, on its
  * first use by id; the request then goes on as if the model had been cached) and
  * recording a new model in the store; /v1/hamel's, /v1/evaluate's and /v1/linearize's
- * engine calls; creating a batch; a simulation result not in memory; a job known only
- * to the store. Still on the poll thread, bounded by engine_limits, the body cap and
- * cheap: parsing the body, engine_simulation_check and jobs_submit (with HAMEL_REDIS,
- * jobs.c's XADD is a Redis round trip), /metrics' store counters (under the store's
- * lock). (The derived equations are printed when the model is compiled; serving them is
- * a copy.)
+ * engine calls; creating a batch; a simulation result not in memory, with the check and
+ * the submission of its job (the "queued" record's commit, with HAMEL_REDIS the XADD);
+ * a job known only to the store, and with HAMEL_REDIS the state of a job run elsewhere
+ * (jobs_view_stale); cancelling a job or a batch (store writes); a classical form of the
+ * equations (?form=, derived on its first request under the compile budget); with
+ * HAMEL_REDIS, /readyz's ping and /metrics' stream length. A new simulation or batch of
+ * a model that is not cached is one task: compilation, then result lookup, check and
+ * submission (http__simulation_work) or batch_create (http__batch_work). Still on the
+ * poll thread, bounded by engine_limits, the body cap and cheap: parsing the body, and
+ * without a store engine_simulation_check, jobs_submit and cancellations (memory only).
+ * When the offload queue is full, store reads, a submission and a cancellation are done
+ * on the poll thread as before rather than refused (http__offload_read). (The default
+ * equations are printed when the model is compiled; serving them is a copy.)
  *
  * Request lifecycle (MHD's access handler is called repeatedly per request):
  * first call — headers only: route, method (405 + Allow), CORS preflight, bearer token
@@ -60,6 +67,11 @@
 #define HTTP_BODY_FIRST 4096         /* first allocation of a request body (then doubled up to the cap) */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
+/* Offload threads per poll thread. Besides compilations its tasks wait on store commits
+ * and Redis (a new job's record, cancellations): with one per poll thread, 16 clients
+ * posting new simulations made 4-11% fewer per second than when the poll threads did the
+ * commits themselves (bench-server.sh, cold part); with two, as many or more. */
+#define HTTP_OFFLOAD_PER_POLL 2
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STOP_STREAM_SECONDS 2.0           /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L             /* ... polling every 5 ms */
@@ -434,7 +446,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return http__resume_offloaded(c);
         if (c->batch)
             return http__batch_answer(c, c->route == METRICS_ROUTE_BATCHES, 0);
-        return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+        return http__job_reply(c, c->route == METRICS_ROUTE_SIMULATIONS);
     }
     if (c->answered || (c->method != HTTP_POST && *upload_data_size)) {
         *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
@@ -483,11 +495,15 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     }
     http__flight_end(c); /* an owner that ended before its model was cached */
     json_decref(c->pending);
+    json_decref(c->sim_problem);
+    if (c->view_set)
+        blob_release(c->view.body);
     json_decref(c->stored_spec);
     blob_release(c->sim_hit);
     http__stored_job_free(c->stored_job);
     json_decref(c->out);
     json_decref(c->out_problem);
+    free(c->out_text);
     if (c->work_model)
         engine_model_release(c->work_model);
     json_decref(c->pre_problem);
@@ -514,7 +530,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->d = *deps;
     const server_config *cfg = deps->cfg;
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
-    h->offload = offload_new(cfg->http_threads, HTTP_OFFLOAD_QUEUE);
+    h->offload = offload_new(cfg->http_threads * HTTP_OFFLOAD_PER_POLL, HTTP_OFFLOAD_QUEUE);
     h->hangups = hangup_new(cfg->hangup_poll_ms);
     pthread_mutex_init(&h->flights_mu, NULL);
     if (!h->memo || !h->offload || !h->hangups)

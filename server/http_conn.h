@@ -106,9 +106,11 @@ typedef struct http_conn {
      * work ran, and its inputs and outputs. */
     enum MHD_Result (*on_resume)(struct http_conn *c);
     int ran, off_rc, work_rc;
-    json_t *pending;                  /* the parsed body the work is for */
-    engine_model *work_model;         /* the model /v1/hamel or the equations work on */
-    json_t *out, *out_problem;        /* their result */
+    json_t *pending;           /* the parsed body the work is for */
+    engine_model *work_model;  /* the model /v1/hamel or the equations work on */
+    json_t *out, *out_problem; /* their result */
+    char *out_text;            /* ... or a text (/metrics), out_len bytes */
+    size_t out_len;
     char *spec_text;                  /* the request's model spec, compact with sorted keys */
     char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
     int pre_set;                      /* the offloaded compilation's outcome, taken by */
@@ -119,7 +121,13 @@ typedef struct http_conn {
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
     char sim_key[80];                  /* POST /v1/simulations: its simulation key */
-    blob *sim_hit;                     /* ... and its stored result, read on the offload pool */
+    blob *sim_hit;                     /* ... and its cached or stored result */
+    int sim_done;                      /* ... its work ran (http__simulation_work): then */
+    int sim_rc;                        /* ... jobs_submit's refusal (c->job is the job), or */
+    json_t *sim_problem;               /* ... the request's problem (key or check) */
+    int batch_done;                    /* POST /v1/batches: created (http__batch_work) */
+    int view_set;                      /* c->job's state read off the poll thread: */
+    job_view view;                     /* ... the next answer about it uses this copy */
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
@@ -246,6 +254,14 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
 /* The model a request body names with "model" or "model_id". */
 int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem);
 
+/* On the offload pool, around engine work under the compile budget: watches c's socket
+ * so that a hang-up (or a shutdown) sets c->compile_ctl.cancel ... */
+void http__watch_begin(http_conn *c);
+
+/* ... and stops watching, counting a stop (rc HAMEL_E_COMPILE_LIMIT or HAMEL_E_CANCELLED)
+ * in hamel_compiles_stopped_total. */
+void http__watch_end(http_conn *c, int rc);
+
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
 void http__flight_end(http_conn *c);
 
@@ -297,6 +313,18 @@ int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
  * a still-running job is 202 with Location; a failed one is its problem document. */
 enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
 
+/* The work of a POST /v1/simulations (body c->pending) once its model m (borrowed) is
+ * known, done on the offload pool right after the model's compilation: the simulation
+ * key, the result cache, the store, engine_simulation_check and jobs_submit (a store
+ * commit, with HAMEL_REDIS an XADD). Sets c->sim_done and the outcome, which
+ * http__post_simulation answers on the resumed call; does nothing for a malformed
+ * ?wait (the resumed call answers 400). */
+void http__simulation_work(http_conn *c, engine_model *m);
+
+/* http__job_answer for c->job, once jobs_view_get has read it on the offload pool when it
+ * asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
+enum MHD_Result http__job_reply(http_conn *c, int sync);
+
 /* Frees what http__stored_job read. Accepts NULL. */
 void http__stored_job_free(http_stored_job *x);
 
@@ -311,6 +339,12 @@ enum MHD_Result http__job(http_conn *c);
 /* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
  * answer carries Location. A finished batch carries "results" unless `bare`. */
 enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare);
+
+/* The work of a POST /v1/batches (body c->pending) once its model m (borrowed) is known,
+ * done on the offload pool right after the model's compilation: batch_create into
+ * c->batch (or c->work_rc and c->out_problem), answered by http__post_batch on the
+ * resumed call; does nothing for a malformed ?wait. */
+void http__batch_work(http_conn *c, engine_model *m);
 
 /* POST /v1/batches. */
 enum MHD_Result http__post_batch(http_conn *c, json_t *body);

@@ -948,6 +948,16 @@ void jobs_view_get(jobs *p, job *j, job_view *v)
     pthread_mutex_unlock(&p->lock);
 }
 
+int jobs_view_stale(jobs *p, job *j)
+{
+    if (!p->shared || !p->st)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int look = j->remote && !j->local_run && !jobs__terminal(j->state);
+    pthread_mutex_unlock(&p->lock);
+    return look;
+}
+
 int jobs_cancel(jobs *p, job *j) { return jobs__cancel(p, j, 1); }
 
 /* For jobs__on_event. */

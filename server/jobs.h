@@ -105,6 +105,11 @@ void job_release(jobs *p, job *j);
 /* Fills *v with the job's state (v->body is a new reference the caller releases). */
 void jobs_view_get(jobs *p, job *j, job_view *v);
 
+/* Whether jobs_view_get would ask the store about j (with a shared queue, a record of a
+ * job run elsewhere and not known here to be finished): a caller on a poll thread then
+ * calls jobs_view_get on the offload pool. */
+int jobs_view_stale(jobs *p, job *j);
+
 /* Cancels a queued or running job (a running one stops at its next step: the engine
  * polls engine_control.cancel). Returns 0 when cancelled now or already cancelled,
  * HAMEL_E_CONFLICT if it had already finished otherwise. */

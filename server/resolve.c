@@ -6,7 +6,8 @@
  * store. The store is asked on the offload pool, with the compilation. A model that is not cached is compiled
  * on the offload pool while the connection is suspended (http__compile_first), one compilation per spec in
  * flight: requests for the same spec wait for it (http_flight) instead of compiling again; a client that
- * hangs up cancels its compilation (hangup.h).
+ * hangs up cancels its compilation (hangup.h). The compiling task of a POST /v1/simulations goes on with
+ * the simulation (http__simulation_work), so a cold request is one offload round trip.
  */
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -223,19 +224,34 @@ static const json_t *http__spec_of(const http_conn *c, const json_t *body)
     return json_is_object(inner) ? inner : NULL;
 }
 
+void http__watch_begin(http_conn *c)
+{
+    /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    atomic_store(&c->compile_ctl.cancel, 0);
+    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+}
+
+void http__watch_end(http_conn *c, int rc)
+{
+    hangup_forget(c->srv->hangups, &c->hup);
+    if (rc == HAMEL_E_COMPILE_LIMIT)
+        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
+    else if (rc == HAMEL_E_CANCELLED)
+        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
+                                                                            : METRICS_COMPILE_CLIENT_GONE);
+}
+
 /* Offloaded: compile the model of c->pending. */
 static void http__run_compile(void *arg)
 {
     http_conn *c = arg;
     double t0 = jobs_now();
     const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
-    /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    atomic_store(&c->compile_ctl.cancel, 0);
-    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+    http__watch_begin(c);
     c->pre_rc =
         engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
-    hangup_forget(c->srv->hangups, &c->hup);
+    http__watch_end(c, c->pre_rc);
     store *st = c->srv->d.st;
     if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
         /* A new model is remembered here, not on the poll thread (a store round trip). */
@@ -248,11 +264,15 @@ static void http__run_compile(void *arg)
     }
     c->pre_set = 1;
     metrics_derive(jobs_now() - t0);
-    if (c->pre_rc == HAMEL_E_COMPILE_LIMIT)
-        metrics_compile_stopped(METRICS_COMPILE_LIMIT);
-    else if (c->pre_rc == HAMEL_E_CANCELLED)
-        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
-                                                                            : METRICS_COMPILE_CLIENT_GONE);
+    /* A new simulation goes on in this same task (key, result, store, check, submission),
+     * and so does a new batch (batch_create), so the request is resumed once, not once
+     * per store round trip. A stored model whose canonical form changed since is not the
+     * one asked for: http__model_by_id answers 404 on the resumed call. */
+    int same = c->pre_rc == 0 && (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id));
+    if (same && c->route == METRICS_ROUTE_SIMULATIONS)
+        http__simulation_work(c, c->pre_model);
+    else if (same && c->route == METRICS_ROUTE_BATCHES)
+        http__batch_work(c, c->pre_model);
 }
 
 /* Offloaded: read the model c->stored_id from the store and compile it; an id the store

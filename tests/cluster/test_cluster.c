@@ -14,7 +14,9 @@
  * answers a clear 503 (unavailable, Retry-After; /readyz too) and, once Redis is back, the same
  * servers accept and finish jobs again; a batch posted to one instance runs on several;
  * after Redis loses its data (FLUSHALL) a job that waited in the stream fails saying so,
- * the running one finishes and new ones run; results in Redis keep their bounds.
+ * the running one finishes and new ones run; results in Redis keep their bounds; with
+ * Redis held (SIGSTOP), an instance with one poll thread answers /v1/health while its
+ * /readyz waits for Redis.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
  * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
@@ -858,4 +860,58 @@ Test(cluster, jobs_lost_with_the_redis_data_fail_and_new_ones_run)
     harness_resp_free(&rb);
     harness_resp_free(&c);
     json_decref(req);
+}
+
+struct probe {
+    harness_server *s;
+    const char *path;
+    long status;
+    atomic_int done;
+};
+
+static void *probe_thread(void *arg)
+{
+    struct probe *p = arg;
+    harness_resp r;
+    CURLcode rc = harness_request(p->s, "GET", p->path, NULL, NULL, &r);
+    p->status = rc == CURLE_OK ? r.status : -1;
+    harness_resp_free(&r);
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+/* A fourth instance with one poll thread: while Redis is held (SIGSTOP) its /readyz,
+ * which pings Redis, waits (up to HAMEL_REDIS_TIMEOUT, 3 s), and /v1/health on the same
+ * poll thread is answered meanwhile (under 1 s: Redis is asked from the offload pool). */
+Test(cluster, a_held_redis_does_not_stall_the_poll_thread)
+{
+    static char url[64];
+    snprintf(url, sizeof url, "HAMEL_REDIS=redis://127.0.0.1:%d", redis.port);
+    const char *const env[] = {url, "HAMEL_HTTP_THREADS=1", "HAMEL_REDIS_TIMEOUT=3", "HAMEL_ACCESS_LOG=0",
+                               NULL};
+    harness_server one;
+    cr_assert_eq(harness_start(&one, env), 0, "the one-thread instance did not start (log above)");
+    harness_resp r = call(&one, "GET", "/readyz", NULL);
+    cr_assert_eq(r.status, 200, "ready before Redis is held: %s", r.body);
+    harness_resp_free(&r);
+
+    kill(redis.pid, SIGSTOP);
+    struct probe p = {.s = &one, .path = "/readyz"};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, probe_thread, &p), 0);
+    harness_nap(300);
+    double t0 = harness_now();
+    r = call(&one, "GET", "/v1/health", NULL);
+    double took = harness_now() - t0;
+    int pending = !atomic_load(&p.done);
+    kill(redis.pid, SIGCONT);
+    pthread_join(th, NULL);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+    cr_assert_lt(took, 1.0, "/v1/health took %.3f s while Redis was held", took);
+    cr_assert(pending, "/readyz was waiting for the held Redis when /v1/health was asked");
+    /* Redis is let go before its timeout: it answers the held ping, so 200 (503 if the
+     * machine stalled past the timeout) */
+    cr_assert(p.status == 200 || p.status == 503, "/readyz after the held Redis: %ld", p.status);
+    harness_stop(&one);
 }
