@@ -24,6 +24,7 @@ bin=${HAMEL_SERVER_BIN:-build/hamel-server}
 export HAMEL_CASES_DIR=${HAMEL_CASES_DIR:-../shared/cases}
 
 echo "== cold simulation over HTTP (issue 8; a real hamel-server on loopback) =="
+mkdir -p "$build"
 if ! make --no-print-directory BUILD="$build" OPT=-O2 "$prog" >"$build/build-http-cold.log" 2>&1; then
   echo "bench-http-cold: $prog does not build (make output in $build/build-http-cold.log)"
   exit 1
