@@ -67,6 +67,24 @@ void jsonout_double(jsonout *o, double v)
     o->len += (size_t)dtoa_shortest(v, o->p + o->len);
 }
 
+void jsonout_doubles(jsonout *o, const double *v, size_t count)
+{
+    /* in blocks: one room check per block, the numbers written by dtoa_join */
+    enum { BLOCK = 256 };
+    if (jsonout__grow(o, 2) < 0)
+        return;
+    o->p[o->len++] = '[';
+    for (size_t i = 0; i < count; i += BLOCK) {
+        size_t m = count - i < BLOCK ? count - i : BLOCK;
+        if (jsonout__grow(o, m * (DTOA_LEN + 1) + DTOA_MAX) < 0)
+            return;
+        if (i)
+            o->p[o->len++] = ',';
+        o->len += dtoa_join(v + i, m, o->p + o->len);
+    }
+    o->p[o->len++] = ']';
+}
+
 static void jsonout__integer(jsonout *o, json_int_t v)
 {
     if (jsonout__grow(o, 24) < 0)
