@@ -220,6 +220,13 @@ char *jsonout_finish(jsonout *o, size_t *len)
     if (!o->err && jsonout__grow(o, 0) == 0) {
         char *p = o->p;
         p[o->len] = 0;
+        /* the room reserved from an estimate is given back when it is a lot: the text
+         * may be kept for long (result caches); shrinking in place does not copy */
+        if (o->cap - o->len > 4096 + o->len / 8) {
+            char *q = realloc(p, o->len + 1);
+            if (q)
+                p = q;
+        }
         if (len)
             *len = o->len;
         o->p = NULL;
