@@ -39,7 +39,7 @@ typedef unsigned __int128 u128;
 #define DTOA_C_MIN (1ULL << 52)
 
 /* g(k) for k = DTOA_K_MIN..DTOA_K_MAX, split as the products below use it: computed
- * at build time by scripts/gen-dtoa-table.py (exact integers), checked by the tests
+ * offline by scripts/gen-dtoa-table.py (exact integers), checked by the tests
  * against a multi-word computation in C. */
 #include "dtoa_table.h"
 

@@ -6,7 +6,7 @@
  * doubles", 2020) from the paper's description: the value's rounding interval is
  * scaled by a 126-bit approximation of a power of ten, rounded to odd, and the decimal
  * candidates in it are read off directly. The power-of-ten table is a constant generated
- * at build time (scripts/gen-dtoa-table.py, exact integers: engine/dtoa_table.h).
+ * once, offline (scripts/gen-dtoa-table.py, exact integers: engine/dtoa_table.h).
  *
  * Output format (valid JSON numbers, like %.17g but shortest): fixed notation when the
  * decimal exponent x is in [-5, 17) ("0.001", "1.5", "123.0" — a whole number keeps
