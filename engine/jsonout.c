@@ -67,6 +67,24 @@ void jsonout_double(jsonout *o, double v)
     o->len += (size_t)dtoa_shortest(v, o->p + o->len);
 }
 
+void jsonout_doubles(jsonout *o, const double *v, size_t count)
+{
+    /* in blocks: one room check per block, the numbers written by dtoa_join */
+    enum { BLOCK = 256 };
+    if (jsonout__grow(o, 2) < 0)
+        return;
+    o->p[o->len++] = '[';
+    for (size_t i = 0; i < count; i += BLOCK) {
+        size_t m = count - i < BLOCK ? count - i : BLOCK;
+        if (jsonout__grow(o, m * (DTOA_LEN + 1) + DTOA_MAX) < 0)
+            return;
+        if (i)
+            o->p[o->len++] = ',';
+        o->len += dtoa_join(v + i, m, o->p + o->len);
+    }
+    o->p[o->len++] = ']';
+}
+
 static void jsonout__integer(jsonout *o, json_int_t v)
 {
     if (jsonout__grow(o, 24) < 0)
@@ -202,6 +220,13 @@ char *jsonout_finish(jsonout *o, size_t *len)
     if (!o->err && jsonout__grow(o, 0) == 0) {
         char *p = o->p;
         p[o->len] = 0;
+        /* the room reserved from an estimate is given back when it is a lot: the text
+         * may be kept for long (result caches); shrinking in place does not copy */
+        if (o->cap - o->len > 4096 + o->len / 8) {
+            char *q = realloc(p, o->len + 1);
+            if (q)
+                p = q;
+        }
         if (len)
             *len = o->len;
         o->p = NULL;

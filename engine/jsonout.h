@@ -42,6 +42,9 @@ void jsonout_double(jsonout *o, double v);
 void jsonout_string(jsonout *o, const char *s, size_t len);
 void jsonout_value(jsonout *o, const json_t *j);
 
+/* Appends the array [v[0],..,v[count-1]] (each as jsonout_double writes it). */
+void jsonout_doubles(jsonout *o, const double *v, size_t count);
+
 /* Ends the text with a NUL and hands the malloc'd buffer to the caller (who frees
  * it), with its length (without the NUL) in *len when len is not NULL. Returns NULL
  * (and frees everything) if the writer failed. The writer is empty afterwards. */

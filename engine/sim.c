@@ -1256,13 +1256,7 @@ static int sim__write_series(jsonout *o, const char *s, size_t len, void *ctx)
     int i = sim__marker(T, s, len);
     if (i < 0)
         return 0;
-    jsonout_raw(o, "[", 1);
-    for (int k = 0; k < T->count[i]; k++) {
-        if (k)
-            jsonout_raw(o, ",", 1);
-        jsonout_double(o, T->v[i][k]);
-    }
-    jsonout_raw(o, "]", 1);
+    jsonout_doubles(o, T->v[i], (size_t)T->count[i]);
     return 1;
 }
 

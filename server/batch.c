@@ -187,6 +187,7 @@ static blob *batch__dump_line(json_t *line)
     if (b) {
         atomic_init(&b->refs, 1);
         b->len = n + 1;
+        b->data = (char *)(b + 1);
         memcpy(b->data, text, n);
         b->data[n] = '\n';
         b->data[n + 1] = '\0';

@@ -11,19 +11,28 @@ blob *blob_new(const char *data, size_t len)
         return NULL;
     atomic_init(&b->refs, 1);
     b->len = len;
+    b->data = (char *)(b + 1);
     memcpy(b->data, data, len);
     b->data[len] = '\0';
     return b;
 }
 
-blob *blob_take(char *s)
+blob *blob_take_len(char *s, size_t len)
 {
     if (!s)
         return NULL;
-    blob *b = blob_new(s, strlen(s));
-    free(s);
+    blob *b = malloc(sizeof *b);
+    if (!b) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    b->data = s;
     return b;
 }
+
+blob *blob_take(char *s) { return s ? blob_take_len(s, strlen(s)) : NULL; }
 
 blob *blob_retain(blob *b)
 {
@@ -33,6 +42,9 @@ blob *blob_retain(blob *b)
 
 void blob_release(blob *b)
 {
-    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        if (b->data != (char *)(b + 1))
+            free(b->data);
         free(b);
+    }
 }

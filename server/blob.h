@@ -13,16 +13,20 @@
 typedef struct blob {
     atomic_long refs;
     size_t len;
-    char data[]; /* len bytes, then a NUL */
+    char *data; /* len bytes, then a NUL: right after the struct (blob_new), or a block
+                 * of its own taken over (blob_take_len: the engine's result text) */
 } blob;
 
 /* A new blob with one reference holding a copy of `len` bytes of `data` (borrowed).
  * Returns NULL when out of memory. */
 blob *blob_new(const char *data, size_t len);
 
-/* A new blob that takes ownership of the malloc'd, NUL-terminated string `s` contents
- * (s is freed). Returns NULL when out of memory (s is freed too). */
+/* A new blob that takes ownership of the malloc'd, NUL-terminated string `s` (not
+ * copied: the blob frees it). Returns NULL when out of memory (s is freed too). */
 blob *blob_take(char *s);
+
+/* blob_take when the length is known: s[len] is the NUL. */
+blob *blob_take_len(char *s, size_t len);
 
 /* Adds a reference and returns b. */
 blob *blob_retain(blob *b);

@@ -263,8 +263,7 @@ static void jobs__run(jobs *p, job *j)
     }
     size_t body_bytes = text_len;
     if (rc == 0) {
-        body = blob_new(text, text_len);
-        free(text);
+        body = blob_take_len(text, text_len); /* adopted, not copied */
         if (!body) {
             rc = HAMEL_E_INTERNAL;
             problem = hamel_problem_new(rc, "out of memory serialising the result");

@@ -74,9 +74,13 @@ int main(int argc, char **argv)
     /* Fixed malloc thresholds: glibc raises its mmap threshold to the size of the largest
      * block freed (up to 32 MiB) and the trim threshold to twice that, after which the
      * memory of big results stays in thread arenas for good (malloc_trim does not trim
-     * their tops). Fixed, blocks of 256 KiB and more are mapped and unmapped on free, and
-     * arena tops past 4 MiB are returned. */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+     * their tops). Fixed, blocks of 1 MiB and more are mapped and unmapped on free, and
+     * arena tops past 4 MiB are returned. 1 MiB, not less: a result of a few hundred KB
+     * (1001 samples: 277 KB) then reuses freed arena memory instead of being mapped
+     * fresh and faulted in page by page each job (measured, 1,200 cold rolling-disk
+     * requests with a 16 MB result cache: 183 -> 10 minor faults and 5.5 -> 5.0 ms
+     * server CPU per request; RSS 51 -> 56 MB; one 100,000-sample job: 43.5 -> 44.9 MB). */
+    mallopt(M_MMAP_THRESHOLD, 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
 
     engine_init();

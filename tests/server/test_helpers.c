@@ -1,9 +1,11 @@
 /* test_helpers.c — the server's shared helpers, without a daemon: waiter lists
- * (waiters.h), the growable buffer (dynbuf.h) and ids (ids.h).
+ * (waiters.h), the growable buffer (dynbuf.h), ids (ids.h) and blobs (blob.h).
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "blob.h"
 #include "dynbuf.h"
 #include "ids.h"
 #include "waiters.h"
@@ -78,4 +80,37 @@ Test(helpers, ids_random_hex_and_hash)
     cr_assert_str_eq(hex, "00abff");
     cr_assert_eq(ids_hash(""), 1469598103934665603ull, "FNV-1a of nothing is its offset basis");
     cr_assert_neq(ids_hash("job-a"), ids_hash("job-b"));
+}
+
+Test(helpers, blob_take_adopts_the_text)
+{
+    /* blob_take_len keeps the malloc'd text itself (a result of a few hundred KB is
+     * not copied); blob_new copies; both end in a NUL and free everything on release */
+    size_t n = 300000;
+    char *text = malloc(n + 1);
+    cr_assert_not_null(text);
+    memset(text, 'x', n);
+    text[n] = 0;
+    blob *b = blob_take_len(text, n);
+    cr_assert_not_null(b);
+    cr_expect_eq(b->data, text, "adopted, not copied");
+    cr_expect_eq(b->len, n);
+    cr_expect_eq(b->data[n], 0);
+    blob_retain(b);
+    blob_release(b);
+    cr_expect_eq(b->data[0], 'x', "alive while a reference is left");
+    blob_release(b);
+    char *s = strdup("{\"a\":1}");
+    blob *t = blob_take(s);
+    cr_assert_not_null(t);
+    cr_expect_eq(t->data, s);
+    cr_expect_eq(t->len, 7u);
+    blob_release(t);
+    blob *c = blob_new("abc", 3);
+    cr_assert_not_null(c);
+    cr_expect_str_eq(c->data, "abc");
+    cr_expect_eq(c->len, 3u);
+    blob_release(c);
+    cr_expect_null(blob_take(NULL));
+    cr_expect_null(blob_take_len(NULL, 0));
 }

@@ -295,3 +295,38 @@ Test(native, shared_cases_bit_identical_to_tcc, .timeout = 180)
     globfree(&g);
     nt_cleanup();
 }
+
+/* The first tier (libtcc) compiles the observables tape too (energy and constraint
+ * residuals at every sample: the checks), and the checks it gives are the
+ * interpreter's, bit for bit. */
+Test(native, first_tier_compiles_the_checks_bit_identical)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", support_cases_dir());
+    json_t *c = json_load_file(path, 0, NULL);
+    cr_assert_not_null(c);
+    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", 201));
+    engine_model *jit = NULL, *interp = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &jit, &problem), 0);
+    cr_assert_not_null(jit->tape_obs);
+    cr_expect_not_null(jit->tape_obs->fn, "the observables tape is compiled by the first tier");
+    setenv("HAMEL_NO_JIT", "1", 1);
+    int rc = engine_model_compile(json_object_get(c, "model"), NULL, &interp, &problem);
+    unsetenv("HAMEL_NO_JIT");
+    cr_assert_eq(rc, 0);
+    cr_assert_null(interp->tape_obs->fn);
+    json_t *a = nt_run(jit, req, "tcc"), *b = nt_run(interp, req, "interp");
+    const char *groups[] = {"energy", "constraints"};
+    for (int g = 0; g < 2; g++)
+        cr_expect(json_equal(json_object_get(json_object_get(a, "checks"), groups[g]),
+                             json_object_get(json_object_get(b, "checks"), groups[g])),
+                  "checks.%s differ between the tiers", groups[g]);
+    json_decref(a);
+    json_decref(b);
+    engine_model_release(jit);
+    engine_model_release(interp);
+    json_decref(req);
+    json_decref(c);
+}

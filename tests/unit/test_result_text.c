@@ -1,8 +1,9 @@
 /* test_result_text.c — engine_simulate_text (results written straight to text, with
  * series written from the run's arrays) against engine_simulate: for every shared case
  * the text parses to the same document (numbers equal to the last bit: shortest
- * round-trip formatting) with the head members first; a failed run's partial result
- * has real arrays, not series markers.
+ * round-trip formatting) with the head members first, and is byte for byte what the
+ * value-at-a-time writer (jsonout_dumps) makes of the parsed document; a failed run's
+ * partial result has real arrays, not series markers.
  */
 #include <criterion/criterion.h>
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "jsonout.h"
 
 static const char *rt_cases_dir(void)
 {
@@ -62,6 +64,14 @@ Test(result_text, same_document_as_engine_simulate)
         json_error_t err;
         json_t *back = json_loads(text, JSON_REJECT_DUPLICATES, &err);
         cr_assert_not_null(back, "%s: %s", g.gl_pathv[f], err.text);
+        /* byte for byte what the value-at-a-time writer makes of the same document (the
+         * series are written in blocks by dtoa_join: same text as jsonout_double each) */
+        size_t again_len = 0;
+        char *again = jsonout_dumps(back, &again_len);
+        cr_assert_not_null(again);
+        cr_expect(again_len == len && memcmp(again, text, len) == 0, "%s: the series text differs",
+                  g.gl_pathv[f]);
+        free(again);
         /* the same document apart from the head and the timings */
         json_object_set_new(res, "job_id", json_string("j1"));
         json_object_set_new(res, "status", json_string("done"));
@@ -105,6 +115,42 @@ Test(result_text, failed_run_partial_has_arrays)
     cr_assert(json_is_array(t), "trajectory.t is an array");
     cr_expect_gt(json_array_size(t), 0u);
     json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+    json_decref(c);
+}
+
+/* The rolling disk at 1001 samples (the issue-8 benchmark: 16,000 numbers in series
+ * longer than the writer's blocks): byte for byte the value-at-a-time writer's text. */
+Test(result_text, long_series_same_bytes)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", rt_cases_dir());
+    json_t *c = json_load_file(path, 0, NULL);
+    cr_assert_not_null(c);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+    json_object_set_new(req, "t_end", json_real(10.0));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", 1001));
+    json_t *head = json_pack("{s:s}", "job_id", "j2");
+    char *text = NULL;
+    size_t len = 0;
+    cr_assert_eq(engine_simulate_text(m, req, NULL, NULL, head, &text, &len, &problem), 0);
+    json_error_t err;
+    json_t *back = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    cr_assert_not_null(back, "%s", err.text);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(back, "trajectory"), "t")), 1001u);
+    size_t again_len = 0;
+    char *again = jsonout_dumps(back, &again_len);
+    cr_assert_not_null(again);
+    cr_expect_eq(again_len, len);
+    cr_expect(again_len == len && memcmp(again, text, len) == 0, "the series text differs");
+    free(again);
+    free(text);
+    json_decref(back);
+    json_decref(head);
     json_decref(req);
     engine_model_release(m);
     json_decref(c);
