@@ -396,6 +396,7 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            rstore__counts,
                                            rstore__close,
                                            NULL,
+                                           NULL,
                                            NULL};
 
 /* PING through the pool: 0 when Redis answers. */

@@ -253,7 +253,14 @@ static void http__run_compile(void *arg)
         engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
     http__watch_end(c, c->pre_rc);
     store *st = c->srv->d.st;
-    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
+    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text && c->route == METRICS_ROUTE_SIMULATIONS) {
+        /* A simulation's model needs no answer about being new (201 is POST /v1/models'):
+         * it is queued without a lookup (INSERT OR IGNORE) and committed with the job's
+         * record, which is written after it, so no record names a model the store lacks. */
+        store_put_model_async(st, engine_model_id(c->pre_model), c->spec_text);
+        c->pre_found = 0;
+        c->pre_recorded = 1;
+    } else if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
         /* A new model is remembered here, not on the poll thread (a store round trip). */
         char *stored = NULL;
         c->pre_found = store_get_model(st, engine_model_id(c->pre_model), &stored);

@@ -725,8 +725,10 @@ static const char *store__copy(char **p, const char *s)
     return out;
 }
 
-int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
-                        const char *doc, double created)
+/* An asynchronous write of `kind`: one block with copies of its strings, or NULL when
+ * out of memory (the caller then writes synchronously). */
+static store_write *store__async_new(int kind, const char *id, const char *status, const char *model_id,
+                                     const char *key, const char *doc, double created)
 {
     size_t need = sizeof(store_write);
     const char *strs[] = {id, status, model_id, key, doc};
@@ -734,15 +736,28 @@ int store_put_job_async(store *s, const char *id, const char *status, const char
         need += strs[i] ? strlen(strs[i]) + 1 : 0;
     store_write *w = malloc(need);
     if (!w)
-        return store_put_job(s, id, status, model_id, key, doc, created);
+        return NULL;
     char *p = (char *)(w + 1);
-    *w = (store_write){W_JOB, NULL, NULL, NULL, NULL, NULL, NULL, created, 1, 0, 0, NULL};
+    *w = (store_write){kind, NULL, NULL, NULL, NULL, NULL, NULL, created, 1, 0, 0, NULL};
     w->id = store__copy(&p, id);
     w->status = store__copy(&p, status);
     w->model_id = store__copy(&p, model_id);
     w->key = store__copy(&p, key);
     w->doc = store__copy(&p, doc);
-    return store__submit(s, w);
+    return w;
+}
+
+int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
+                        const char *doc, double created)
+{
+    store_write *w = store__async_new(W_JOB, id, status, model_id, key, doc, created);
+    return w ? store__submit(s, w) : store_put_job(s, id, status, model_id, key, doc, created);
+}
+
+int store_put_model_async(store *s, const char *model_id, const char *json)
+{
+    store_write *w = store__async_new(W_MODEL, model_id, NULL, NULL, NULL, json, 0.0);
+    return w ? store__submit(s, w) : store_put_model(s, model_id, json);
 }
 
 int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,

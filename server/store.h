@@ -65,6 +65,11 @@ void store_close(store *s);
 /* Remembers a model's JSON text under its id. Borrows both. Returns 0 or -1. */
 int store_put_model(store *s, const char *model_id, const char *json);
 
+/* As store_put_model, but returns at once: the model is committed with the next group,
+ * before any write queued after it (so a job record that names it is never on disk
+ * without it). Copies its arguments. Returns 0 or -1. */
+int store_put_model_async(store *s, const char *model_id, const char *json);
+
 /* The JSON text of a stored model: 0 and *json (caller frees), 1 if unknown, -1. */
 int store_get_model(store *s, const char *model_id, char **json);
 
@@ -114,6 +119,7 @@ typedef struct store_ops {
     int (*put_job_async)(void *impl, const char *id, const char *status, const char *model_id,
                          const char *key, const char *doc, double created);
     void (*commit_counts)(void *impl, long long *commits, long long *writes);
+    int (*put_model_async)(void *impl, const char *model_id, const char *json); /* NULL: put_model */
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

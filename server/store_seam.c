@@ -64,6 +64,13 @@ int store_put_job_async(store *s, const char *id, const char *status, const char
     return s->ops->put_job(s->impl, id, status, model_id, key, doc, created);
 }
 
+int store_put_model_async(store *s, const char *model_id, const char *json)
+{
+    if (s->ops->put_model_async)
+        return s->ops->put_model_async(s->impl, model_id, json);
+    return s->ops->put_model(s->impl, model_id, json);
+}
+
 void store_commit_counts(store *s, long long *commits, long long *writes)
 {
     *commits = *writes = 0;
@@ -127,9 +134,15 @@ static void seam__commit_counts(void *impl, long long *commits, long long *write
     store_sqlite_commit_counts(impl, commits, writes);
 }
 
-static const store_ops seam__sqlite = {seam__put_model,     seam__get_model,    seam__put_job, seam__put_done,
-                                       seam__get_result,    seam__get_job,      seam__counts,  seam__close,
-                                       seam__put_job_async, seam__commit_counts};
+static int seam__put_model_async(void *impl, const char *model_id, const char *json)
+{
+    return store_sqlite_put_model_async(impl, model_id, json);
+}
+
+static const store_ops seam__sqlite = {seam__put_model,     seam__get_model,      seam__put_job,
+                                       seam__put_done,      seam__get_result,     seam__get_job,
+                                       seam__counts,        seam__close,          seam__put_job_async,
+                                       seam__commit_counts, seam__put_model_async};
 
 int store_open(const char *dir, const store_limits *lim, store **out)
 {

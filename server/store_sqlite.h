@@ -21,6 +21,7 @@
 #define store_get_result store_sqlite_get_result
 #define store_get_job store_sqlite_get_job
 #define store_put_job_async store_sqlite_put_job_async
+#define store_put_model_async store_sqlite_put_model_async
 #define store_commit_counts store_sqlite_commit_counts
 #define store_new store_sqlite_new_unused
 #include "store.h"
@@ -43,6 +44,7 @@ int store_sqlite_get_job(store_sqlite *s, const char *id, store_job *out);
 int store_sqlite_put_job_async(store_sqlite *s, const char *id, const char *status, const char *model_id,
                                const char *key, const char *doc, double created);
 void store_sqlite_commit_counts(store_sqlite *s, long long *commits, long long *writes);
+int store_sqlite_put_model_async(store_sqlite *s, const char *model_id, const char *json);
 #endif
 
 #endif

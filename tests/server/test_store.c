@@ -198,6 +198,26 @@ Test(store, close_drains_the_queue)
     st_rmdir();
 }
 
+/* A model written asynchronously is committed no later than a synchronous write queued
+ * after it: once the job record that names it is stored, so is the model (a second
+ * connection sees both), and before that it waits in the queue, unwritten. */
+Test(store, an_async_model_is_committed_with_the_next_write)
+{
+    st_mkdir();
+    store *s = st_open();
+    cr_assert_eq(store_put_model_async(s, "m-async", "{\"coordinates\":[\"x\"]}"), 0);
+    char *json = NULL;
+    cr_expect_eq(store_get_model(s, "m-async", &json), 1, "not committed before a synchronous write");
+    free(json);
+    cr_assert_eq(store_put_job(s, "j-after", "queued", "m-async", "k", NULL, 1.0), 0);
+    json = NULL;
+    cr_assert_eq(store_get_model(s, "m-async", &json), 0, "the model is stored with the job that names it");
+    cr_expect_str_eq(json, "{\"coordinates\":[\"x\"]}");
+    free(json);
+    store_close(s);
+    st_rmdir();
+}
+
 #define ST_BIG_BYTES (277 * 1024) /* a rolling disk's 1001 samples */
 #define ST_BIG_WRITES 400         /* about 110 MB through the WAL */
 #define ST_WAL_BOUND (40LL << 20) /* the store's hard cap (twice 16 MB) and one group */
