@@ -339,7 +339,12 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem)
 {
     *problem = NULL;
     json_error_t err;
-    *result = m->equations ? json_loads(m->equations, 0, &err) : NULL;
+    /* The document is printed on first request (equations_ensure), under the lock that
+     * guards the forms' additions to the model's context. */
+    struct engine_model *mm = (struct engine_model *)m;
+    pthread_mutex_lock(&mm->forms_lock);
+    *result = equations_ensure(mm) == 0 && mm->equations ? json_loads(mm->equations, 0, &err) : NULL;
+    pthread_mutex_unlock(&mm->forms_lock);
     if (!*result) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the derived equations are not available");
         return HAMEL_E_INTERNAL;
@@ -367,6 +372,13 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     pthread_mutex_lock(&mm->forms_lock);
     if (!mm->forms[f]) {
         json_t *doc = NULL;
+        /* the equations document first, so that the context gains its nodes and
+         * acceleration symbols in the same order whichever is asked for first */
+        if (equations_ensure(mm) < 0) {
+            pthread_mutex_unlock(&mm->forms_lock);
+            *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory deriving the equations");
+            return HAMEL_E_INTERNAL;
+        }
         rc = forms_build(mm, form, &doc, NULL, NULL, problem);
         if (rc == 0) {
             mm->forms[f] = json_dumps(doc, JSON_COMPACT);

@@ -211,3 +211,44 @@ fail:
     json_decref(eq);
     return -1;
 }
+
+int equations_defer(struct engine_model *m, reduce_result *red)
+{
+    reduce_result *p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    *p = *red;
+    if (!p->kin)
+        p->kin = m->red_kin; /* moved to the model: borrowed */
+    if (!p->phi)
+        p->phi = m->red_phi;
+    red->phi = red->kin = red->mass = red->forcing = NULL;
+    equations_pending_free(m);
+    free(m->equations);
+    m->equations = NULL;
+    m->eq_pending = p;
+    return 0;
+}
+
+void equations_pending_free(struct engine_model *m)
+{
+    reduce_result *p = m->eq_pending;
+    if (!p)
+        return;
+    if (p->kin == m->red_kin)
+        p->kin = NULL;
+    if (p->phi == m->red_phi)
+        p->phi = NULL;
+    reduce_result_free(p);
+    free(p);
+    m->eq_pending = NULL;
+}
+
+int equations_ensure(struct engine_model *m)
+{
+    if (!m->eq_pending)
+        return 0;
+    int rc = equations_derive(m, m->eq_pending);
+    equations_pending_free(m);
+    return rc;
+}

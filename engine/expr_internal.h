@@ -44,6 +44,10 @@ struct expr_ctx {
     int expand_terms;
     uint32_t *tree_size; /* expr_tree_size by node id, + 1; 0 = not yet counted */
     size_t tree_cap;
+    expr **subst_memo;   /* expr_subst's results by node id, valid where subst_gen[id] is */
+    uint32_t *subst_gen; /* subst_stamp: one stamp per call, so the memo is never cleared */
+    size_t subst_cap;
+    uint32_t subst_stamp;
     budget *budget; /* the compile budget ticked by the constructors; NULL: none (budget.h) */
 };
 
