@@ -427,9 +427,12 @@ static expr *with_coeff(expr_ctx *c, double coef, expr *rest)
     return intern(c, EXPR_MUL, 0, -1, coef, &rest, 1);
 }
 
+/* A term coef*rest of a sum being built; orig is the operand it came from while no
+ * like term has been added to it (with_coeff(coef, rest) would give orig back). */
 struct term {
     expr *rest;
     double coef;
+    expr *orig;
 };
 
 static int term_cmp(const void *x, const void *y)
@@ -475,7 +478,7 @@ static void tvec_init(struct tvec *t)
     t->cap = 16;
 }
 
-static int tvec_push(struct tvec *t, expr *rest, double coef)
+static int tvec_push(struct tvec *t, expr *rest, double coef, expr *orig)
 {
     if (t->n == t->cap) {
         int cap = 2 * t->cap;
@@ -490,6 +493,7 @@ static int tvec_push(struct tvec *t, expr *rest, double coef)
     }
     t->v[t->n].rest = rest;
     t->v[t->n].coef = coef;
+    t->v[t->n].orig = orig;
     t->n++;
     return 0;
 }
@@ -515,7 +519,7 @@ static int sum_collect(expr_ctx *c, struct tvec *tv, double *constant, expr *e, 
     }
     expr *rest;
     double coef = expr_split_coeff(c, e, &rest);
-    return tvec_push(tv, rest, scale * coef);
+    return tvec_push(tv, rest, scale * coef, scale == 1.0 ? e : NULL);
 }
 
 expr *expr_sum(expr_ctx *c, expr **terms, int n)
@@ -536,9 +540,10 @@ expr *expr_sum(expr_ctx *c, expr **terms, int n)
     term_sort(tv.v, tv.n);
     int k = 0;
     for (int i = 0; i < tv.n; i++) {
-        if (k > 0 && tv.v[k - 1].rest == tv.v[i].rest)
+        if (k > 0 && tv.v[k - 1].rest == tv.v[i].rest) {
             tv.v[k - 1].coef += tv.v[i].coef;
-        else
+            tv.v[k - 1].orig = NULL;
+        } else
             tv.v[k++] = tv.v[i];
     }
     expr *local[17], **args = k + 1 <= 17 ? local : malloc((k + 1) * sizeof *args);
@@ -550,7 +555,7 @@ expr *expr_sum(expr_ctx *c, expr **terms, int n)
     int m = 0, nested = 0;
     for (int i = 0; i < k; i++)
         if (tv.v[i].coef != 0.0) {
-            args[m] = with_coeff(c, tv.v[i].coef, tv.v[i].rest);
+            args[m] = tv.v[i].orig ? tv.v[i].orig : with_coeff(c, tv.v[i].coef, tv.v[i].rest);
             /* c*(a + b) and (1 - c)*(a + b) collected give the sum itself: flatten it */
             nested |= args[m]->kind == EXPR_ADD;
             m++;

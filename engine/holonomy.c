@@ -569,7 +569,9 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         return o;
     }
     json_t *co = json_object();
-    expr **terms = calloc(nl + 1, sizeof *terms), **form = calloc(n + 2, sizeof *form);
+    /* terms holds a combination of the nl constraints, then the integral's n + 1 terms
+     * (all of them when the budget stops the analysis and every form reads as NaN) */
+    expr **terms = calloc((nl > n + 1 ? nl : n + 1) + 1, sizeof *terms), **form = calloc(n + 2, sizeof *form);
     if (!terms || !form) {
         free(terms), free(form);
         return o;

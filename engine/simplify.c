@@ -79,6 +79,8 @@ static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
     return r;
 }
 
+static const expr *pow_base_of(const expr *e) { return e->kind == EXPR_POW ? e->args[0] : e; }
+
 static expr *expand_uncached(struct expander *x, expr *e)
 {
     expr_ctx *c = x->c;
@@ -126,9 +128,29 @@ static expr *expand_uncached(struct expander *x, expr *e)
         return expr_pow(c, b, expand(x, k));
     }
     case EXPR_MUL: {
-        int ok = 1;
+        int ok = 1, i = 0;
         expr *acc = expr_num(c, e->num);
-        for (int i = 0; i < e->nargs && ok; i++)
+        /* While the factors are their own expansions, single terms and in the product
+         * constructor's order (ascending, distinct bases), multiplying them back
+         * together one at a time gives e again (expr_product is idempotent on such a
+         * list): that is skipped, and replayed from the first factor that changes.
+         * The factors are expanded in the same order either way; only the partial
+         * products (nodes that nothing orders by) are not made. */
+        int fixed = isfinite(e->num);
+        for (; i < e->nargs && fixed; i++) {
+            expr *f = expand(x, e->args[i]);
+            if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
+                (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0))
+                continue;
+            fixed = 0;
+            for (int j = 0; j < i && ok; j++)
+                acc = distribute(x, acc, e->args[j], &ok);
+            if (ok)
+                acc = distribute(x, acc, f, &ok);
+        }
+        if (fixed)
+            return e;
+        for (; i < e->nargs && ok; i++)
             acc = distribute(x, acc, expand(x, e->args[i]), &ok);
         if (ok)
             return acc;
