@@ -328,7 +328,22 @@ static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **a
     return e;
 }
 
-expr *expr_num(expr_ctx *c, double v) { return intern(c, EXPR_NUM, 0, -1, v, NULL, 0); }
+/* Numbers are looked up through a small direct-mapped cache by their bits first (the
+ * same few constants are made thousands of times per compile); the cache only holds
+ * nodes intern returned, so it gives what intern would. */
+expr *expr_num(expr_ctx *c, double v)
+{
+    uint64_t b = num_bits(v);
+    struct num_entry *slot = &c->num_cache[(b * 0x9E3779B97F4A7C15ull) >> (64 - EXPR_NUM_CACHE_BITS)];
+    if (slot->node && slot->bits == b)
+        return slot->node;
+    expr *e = intern(c, EXPR_NUM, 0, -1, v, NULL, 0);
+    if (!c->overflow && e->kind == EXPR_NUM && num_bits(e->num) == b) {
+        slot->bits = b;
+        slot->node = e;
+    }
+    return e;
+}
 
 expr *expr_sym(expr_ctx *c, int s) { return intern(c, EXPR_SYM, 0, s, 0.0, NULL, 0); }
 
@@ -770,6 +785,8 @@ fail:
     c->overflow = 1;
     return c->nan;
 }
+
+expr *expr__mul_prefix(expr_ctx *c, expr *e, int n) { return intern(c, EXPR_MUL, 0, -1, e->num, e->args, n); }
 
 expr *expr_mul(expr_ctx *c, expr *a, expr *b)
 {

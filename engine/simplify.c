@@ -131,25 +131,24 @@ static expr *expand_uncached(struct expander *x, expr *e)
         int ok = 1, i = 0;
         expr *acc = expr_num(c, e->num);
         /* While the factors are their own expansions, single terms and in the product
-         * constructor's order (ascending, distinct bases), multiplying them back
-         * together one at a time gives e again (expr_product is idempotent on such a
-         * list): that is skipped, and replayed from the first factor that changes.
-         * The factors are expanded in the same order either way; only the partial
-         * products (nodes that nothing orders by) are not made. */
-        int fixed = isfinite(e->num);
+         * constructor's order (ascending, distinct bases), multiplying them in one at
+         * a time (distribute, below) gives the product of e's first factors, which is
+         * taken directly instead (expr__mul_prefix: the node expr_product would find
+         * or make, in the same order, so the context gains the same nodes); from the
+         * first factor that changes on, they are multiplied in as before. */
+        int fixed = isfinite(e->num) && e->num != 0.0;
         for (; i < e->nargs && fixed; i++) {
             expr *f = expand(x, e->args[i]);
             if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
-                (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0))
+                (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0)) {
+                acc = i == 0 && e->num == 1.0 ? f : expr__mul_prefix(c, e, i + 1);
                 continue;
+            }
             fixed = 0;
-            for (int j = 0; j < i && ok; j++)
-                acc = distribute(x, acc, e->args[j], &ok);
-            if (ok)
-                acc = distribute(x, acc, f, &ok);
+            acc = distribute(x, acc, f, &ok);
         }
         if (fixed)
-            return e;
+            return acc; /* e itself */
         for (; i < e->nargs && ok; i++)
             acc = distribute(x, acc, expand(x, e->args[i]), &ok);
         if (ok)
