@@ -212,6 +212,18 @@ fail:
     return -1;
 }
 
+void equations_accel_symbols(struct engine_model *m)
+{
+    expr_ctx *c = m->ctx;
+    for (int s = 0; s < m->k; s++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s'", m->speeds[s]);
+        int acc = expr_sym_find(c, name);
+        if (acc < 0 || expr_sym_get(c, acc)->cls != SYM_ACCEL)
+            expr_sym_add(c, name, SYM_ACCEL, s); /* as equations_mass_lhs would */
+    }
+}
+
 int equations_defer(struct engine_model *m, reduce_result *red)
 {
     reduce_result *p = malloc(sizeof *p);

@@ -19,6 +19,12 @@ int equations_derive(struct engine_model *m, const reduce_result *red);
  * Returns 0, or -1 on allocation failure. */
 int equations_defer(struct engine_model *m, reduce_result *red);
 
+/* Adds the acceleration symbols u_s' that equations_mass_lhs adds, now: at compile
+ * time, where the equations used to be printed, so that the symbols keep their
+ * indices and a compiled model's symbol table never grows (simulations read it
+ * without a lock, watch.c). */
+void equations_accel_symbols(struct engine_model *m);
+
 /* Derives m->equations from the deferred reduction if that has not been done yet.
  * The caller holds m->forms_lock (it adds nodes and the acceleration symbols to
  * m->ctx, as the forms do). Returns 0, or -1 on allocation failure. */

@@ -1481,6 +1481,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             BUDGET_CHECK();
             goto oom;
         }
+        if (!m->nl_reduced && red.have_phi)
+            equations_accel_symbols(m); /* the equations themselves are printed on request */
         if (budget_check(&bud)) {
             reduce_result_free(&red);
             goto over;

@@ -229,3 +229,17 @@ Test(forms, equations_concurrent_first_request, .init = setup)
         free(text[i]);
     engine_model_release(m);
 }
+
+/* A compiled model's symbol table does not grow when its equations or a form are
+ * printed (simulations read it without a lock): the acceleration symbols are made at
+ * compile time, where the equations used to be printed. */
+Test(forms, symbols_fixed_after_compile, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.3-rolling-disk.json");
+    int ns = expr_sym_count(m->ctx);
+    free(dump_equations(m, NULL));
+    cr_expect_eq(expr_sym_count(m->ctx), ns, "the equations added symbols");
+    free(dump_equations(m, "kane"));
+    cr_expect_eq(expr_sym_count(m->ctx), ns, "the Kane form added symbols");
+    engine_model_release(m);
+}
