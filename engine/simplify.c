@@ -331,7 +331,19 @@ static expr *horner(struct factorer *f, expr **terms, int n)
                 bases[nb++] = b;
         }
     }
-    qsort(bases, nb, sizeof *bases, cmp_id);
+    if (nb > 32) {
+        qsort(bases, nb, sizeof *bases, cmp_id);
+    } else { /* by id; equal ids are the same node, so any sort gives the same list */
+        for (size_t i = 1; i < nb; i++) {
+            expr *x = bases[i];
+            size_t j = i;
+            while (j > 0 && bases[j - 1]->id > x->id) {
+                bases[j] = bases[j - 1];
+                j--;
+            }
+            bases[j] = x;
+        }
+    }
     expr *best = NULL;
     size_t best_count = 1;
     for (size_t i = 0; i < nb;) {
