@@ -5,6 +5,7 @@
 #include "expr_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static expr *memo_get(expr_ctx *c, const expr *e, int s)
 {
@@ -183,14 +184,17 @@ expr *expr_dt(expr_ctx *c, expr *e)
     return r;
 }
 
-static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mask, expr **memo)
+/* The memo of one substitution lives in the context (subst_memo), valid for the
+ * entries stamped with this call's subst_stamp: a call costs what it visits, not a
+ * cleared array of every node (a compile makes dozens of substitutions). */
+static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mask)
 {
     if (budget_tick(c->budget)) /* budget: unwind */
         return c->nan;
     if (!(e->deps & mask))
         return e;
-    if (memo[e->id])
-        return memo[e->id];
+    if (c->subst_gen[e->id] == c->subst_stamp)
+        return c->subst_memo[e->id];
     expr *r;
     if (e->kind == EXPR_SYM) {
         r = e->sym < n_sub && sub[e->sym] ? sub[e->sym] : e;
@@ -199,7 +203,7 @@ static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mas
         if (!a)
             return c->nan;
         for (int i = 0; i < e->nargs; i++)
-            a[i] = subst_rec(c, e->args[i], sub, n_sub, mask, memo);
+            a[i] = subst_rec(c, e->args[i], sub, n_sub, mask);
         switch (e->kind) {
         case EXPR_ADD: r = expr_add(c, expr_sum(c, a, e->nargs), expr_num(c, e->num)); break;
         case EXPR_MUL: r = expr_mul(c, expr_product(c, a, e->nargs), expr_num(c, e->num)); break;
@@ -210,8 +214,34 @@ static expr *subst_rec(expr_ctx *c, expr *e, expr **sub, int n_sub, uint64_t mas
         if (a != local)
             free(a);
     }
-    memo[e->id] = r;
+    c->subst_memo[e->id] = r;
+    c->subst_gen[e->id] = c->subst_stamp;
     return r;
+}
+
+/* Makes the substitution memo cover every node (the ones a substitution visits exist
+ * before it starts) and gives this call a fresh stamp. */
+static int subst_prepare(expr_ctx *c)
+{
+    size_t n = expr_ctx_nodes(c);
+    if (n > c->subst_cap) {
+        size_t cap = 2 * n + 256;
+        expr **memo = realloc(c->subst_memo, cap * sizeof *memo);
+        if (!memo)
+            return -1;
+        c->subst_memo = memo;
+        uint32_t *gen = realloc(c->subst_gen, cap * sizeof *gen);
+        if (!gen)
+            return -1;
+        memset(gen + c->subst_cap, 0, (cap - c->subst_cap) * sizeof *gen);
+        c->subst_gen = gen;
+        c->subst_cap = cap;
+    }
+    if (++c->subst_stamp == 0) { /* wrapped: forget every old stamp */
+        memset(c->subst_gen, 0, c->subst_cap * sizeof *c->subst_gen);
+        c->subst_stamp = 1;
+    }
+    return 0;
 }
 
 expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub)
@@ -224,11 +254,7 @@ expr *expr_subst(expr_ctx *c, expr *e, expr **sub, int n_sub)
         return e;
     if (budget_stopped(c->budget)) /* budget: nothing more to substitute */
         return c->nan;
-    size_t n = expr_ctx_nodes(c);
-    expr **memo = calloc(n, sizeof *memo);
-    if (!memo)
+    if (subst_prepare(c) < 0)
         return c->nan;
-    expr *r = subst_rec(c, e, sub, n_sub, mask, memo);
-    free(memo);
-    return r;
+    return subst_rec(c, e, sub, n_sub, mask);
 }

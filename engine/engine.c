@@ -341,7 +341,12 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem)
 {
     *problem = NULL;
     json_error_t err;
-    *result = m->equations ? json_loads(m->equations, 0, &err) : NULL;
+    /* The document is printed on first request (equations_ensure), under the lock that
+     * guards the forms' additions to the model's context. */
+    struct engine_model *mm = (struct engine_model *)m;
+    pthread_mutex_lock(&mm->forms_lock);
+    *result = equations_ensure(mm) == 0 && mm->equations ? json_loads(mm->equations, 0, &err) : NULL;
+    pthread_mutex_unlock(&mm->forms_lock);
     if (!*result) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the derived equations are not available");
         return HAMEL_E_INTERNAL;
@@ -375,6 +380,13 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
     pthread_mutex_lock(&mm->forms_lock);
     if (!mm->forms[f]) {
         json_t *doc = NULL;
+        /* the equations document first, so that the context gains its nodes and
+         * acceleration symbols in the same order whichever is asked for first */
+        if (equations_ensure(mm) < 0) {
+            pthread_mutex_unlock(&mm->forms_lock);
+            *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory deriving the equations");
+            return HAMEL_E_INTERNAL;
+        }
         /* Under a compile budget of its own (limits or ctl given): the nodes the model
          * holds already are not counted against max_compile_bytes. A stopped build leaves
          * only unused nodes in the context; its overflow flag is cleared for later forms. */

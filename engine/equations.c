@@ -211,3 +211,56 @@ fail:
     json_decref(eq);
     return -1;
 }
+
+void equations_accel_symbols(struct engine_model *m)
+{
+    expr_ctx *c = m->ctx;
+    for (int s = 0; s < m->k; s++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s'", m->speeds[s]);
+        int acc = expr_sym_find(c, name);
+        if (acc < 0 || expr_sym_get(c, acc)->cls != SYM_ACCEL)
+            expr_sym_add(c, name, SYM_ACCEL, s); /* as equations_mass_lhs would */
+    }
+}
+
+int equations_defer(struct engine_model *m, reduce_result *red)
+{
+    reduce_result *p = malloc(sizeof *p);
+    if (!p)
+        return -1;
+    *p = *red;
+    if (!p->kin)
+        p->kin = m->red_kin; /* moved to the model: borrowed */
+    if (!p->phi)
+        p->phi = m->red_phi;
+    red->phi = red->kin = red->mass = red->forcing = NULL;
+    equations_pending_free(m);
+    free(m->equations);
+    m->equations = NULL;
+    m->eq_pending = p;
+    return 0;
+}
+
+void equations_pending_free(struct engine_model *m)
+{
+    reduce_result *p = m->eq_pending;
+    if (!p)
+        return;
+    if (p->kin == m->red_kin)
+        p->kin = NULL;
+    if (p->phi == m->red_phi)
+        p->phi = NULL;
+    reduce_result_free(p);
+    free(p);
+    m->eq_pending = NULL;
+}
+
+int equations_ensure(struct engine_model *m)
+{
+    if (!m->eq_pending)
+        return 0;
+    int rc = equations_derive(m, m->eq_pending);
+    equations_pending_free(m);
+    return rc;
+}

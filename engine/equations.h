@@ -12,6 +12,27 @@
  * Returns 0, or -1 on allocation failure. */
 int equations_derive(struct engine_model *m, const reduce_result *red);
 
+/* Keeps the reduction for equations_derive on first request (equations_ensure), so
+ * that a compilation does not print equations nobody may ask for: takes ownership of
+ * red's arrays (red keeps none; the kinematics and Phi already moved to m->red_kin
+ * and m->red_phi are borrowed from there) and drops any document made before.
+ * Returns 0, or -1 on allocation failure. */
+int equations_defer(struct engine_model *m, reduce_result *red);
+
+/* Adds the acceleration symbols u_s' that equations_mass_lhs adds, now: at compile
+ * time, where the equations used to be printed, so that the symbols keep their
+ * indices and a compiled model's symbol table never grows (simulations read it
+ * without a lock, watch.c). */
+void equations_accel_symbols(struct engine_model *m);
+
+/* Derives m->equations from the deferred reduction if that has not been done yet.
+ * The caller holds m->forms_lock (it adds nodes and the acceleration symbols to
+ * m->ctx, as the forms do). Returns 0, or -1 on allocation failure. */
+int equations_ensure(struct engine_model *m);
+
+/* Frees the deferred reduction, if any. */
+void equations_pending_free(struct engine_model *m);
+
 /* A new derived-equations document with its head: model_id, formulation, order (the
  * row names) and the speed definitions. Caller owns it. */
 json_t *equations_head(const struct engine_model *m, const char *formulation);

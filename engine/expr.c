@@ -77,6 +77,8 @@ void expr_ctx_free(expr_ctx *c)
     free(c->zero_ldone);
     free(c->expand_memo);
     free(c->tree_size);
+    free(c->subst_memo);
+    free(c->subst_gen);
     free(c);
 }
 
@@ -88,7 +90,7 @@ size_t expr_ctx_bytes(const expr_ctx *c)
 {
     return c->bytes + c->cap * sizeof *c->table + c->nodes_cap * sizeof *c->nodes +
            c->memo_cap * sizeof *c->memo + c->expand_cap * sizeof *c->expand_memo +
-           c->tree_cap * sizeof *c->tree_size;
+           c->tree_cap * sizeof *c->tree_size + c->subst_cap * (sizeof *c->subst_memo + sizeof *c->subst_gen);
 }
 
 size_t expr__held_bytes(const expr_ctx *c)
@@ -209,29 +211,24 @@ static uint64_t num_bits(double v)
     return b;
 }
 
-static uint32_t mix(uint32_t h, uint64_t v)
-{
-    h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
-    h ^= (uint32_t)(v >> 32) + 0x9e3779b9u + (h << 6) + (h >> 2);
-    return h;
-}
+/* Multiply-xor hashing of the node's words (a node is looked up ~6 times for every
+ * one created, so this is on the hot path of every symbolic stage); the table is
+ * indexed by the low bits, so it finishes by folding the well-mixed high bits down,
+ * or nodes with nearby argument ids would cluster and linear probing degrade. The
+ * hash only places nodes in the table: nothing else depends on it. */
+#define HASH_K1 0x9E3779B97F4A7C15ull
+#define HASH_K2 0xC2B2AE3D27D4EB4Full
 
 static uint32_t node_hash(int kind, int fn, int sym, double num, expr **args, int nargs)
 {
-    uint32_t h = 2166136261u;
-    h = mix(h, (uint64_t)kind << 8 | (uint64_t)fn);
-    h = mix(h, (uint64_t)(uint32_t)sym);
-    h = mix(h, num_bits(num));
+    uint64_t h = ((uint64_t)kind << 40 | (uint64_t)fn << 32 | (uint32_t)sym) * HASH_K1;
+    h = (h ^ num_bits(num)) * HASH_K2;
     for (int i = 0; i < nargs; i++)
-        h = mix(h, args[i]->id);
-    /* the table is indexed by the low bits: finish with an avalanche (murmur3's), or
-     * nodes with nearby argument ids cluster and linear probing degrades */
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
+        h = (h ^ (h >> 31) ^ args[i]->id) * HASH_K1;
+    h ^= h >> 29;
+    h *= HASH_K2;
+    h ^= h >> 32;
+    return (uint32_t)h;
 }
 
 static int node_equal(const expr *e, int kind, int fn, int sym, double num, expr **args, int nargs)
@@ -331,7 +328,22 @@ static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **a
     return e;
 }
 
-expr *expr_num(expr_ctx *c, double v) { return intern(c, EXPR_NUM, 0, -1, v, NULL, 0); }
+/* Numbers are looked up through a small direct-mapped cache by their bits first (the
+ * same few constants are made thousands of times per compile); the cache only holds
+ * nodes intern returned, so it gives what intern would. */
+expr *expr_num(expr_ctx *c, double v)
+{
+    uint64_t b = num_bits(v);
+    struct num_entry *slot = &c->num_cache[(b * 0x9E3779B97F4A7C15ull) >> (64 - EXPR_NUM_CACHE_BITS)];
+    if (slot->node && slot->bits == b)
+        return slot->node;
+    expr *e = intern(c, EXPR_NUM, 0, -1, v, NULL, 0);
+    if (!c->overflow && e->kind == EXPR_NUM && num_bits(e->num) == b) {
+        slot->bits = b;
+        slot->node = e;
+    }
+    return e;
+}
 
 expr *expr_sym(expr_ctx *c, int s) { return intern(c, EXPR_SYM, 0, s, 0.0, NULL, 0); }
 
@@ -430,15 +442,41 @@ static expr *with_coeff(expr_ctx *c, double coef, expr *rest)
     return intern(c, EXPR_MUL, 0, -1, coef, &rest, 1);
 }
 
+/* A term coef*rest of a sum being built; orig is the operand it came from while no
+ * like term has been added to it (with_coeff(coef, rest) would give orig back). */
 struct term {
     expr *rest;
     double coef;
+    expr *orig;
 };
 
 static int term_cmp(const void *x, const void *y)
 {
     const struct term *a = x, *b = y;
     return expr__cmp(a->rest, b->rest);
+}
+
+/* Sorting the terms of a sum and the factors of a product: a stable insertion sort
+ * for the short lists almost all of them are (they often come already sorted, the
+ * merged lists of sorted operands), glibc's qsort (a stable merge sort) for long ones.
+ * Both are stable, so the order is the same either way. */
+#define EXPR_SORT_SHORT 24
+
+static void term_sort(struct term *v, int n)
+{
+    if (n > EXPR_SORT_SHORT) {
+        qsort(v, n, sizeof *v, term_cmp);
+        return;
+    }
+    for (int i = 1; i < n; i++) {
+        struct term x = v[i];
+        int j = i;
+        while (j > 0 && expr__cmp(v[j - 1].rest, x.rest) > 0) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
 }
 
 /* Growable scratch arrays for sums and products (never on a hot path). */
@@ -455,7 +493,7 @@ static void tvec_init(struct tvec *t)
     t->cap = 16;
 }
 
-static int tvec_push(struct tvec *t, expr *rest, double coef)
+static int tvec_push(struct tvec *t, expr *rest, double coef, expr *orig)
 {
     if (t->n == t->cap) {
         int cap = 2 * t->cap;
@@ -470,6 +508,7 @@ static int tvec_push(struct tvec *t, expr *rest, double coef)
     }
     t->v[t->n].rest = rest;
     t->v[t->n].coef = coef;
+    t->v[t->n].orig = orig;
     t->n++;
     return 0;
 }
@@ -495,7 +534,7 @@ static int sum_collect(expr_ctx *c, struct tvec *tv, double *constant, expr *e, 
     }
     expr *rest;
     double coef = expr_split_coeff(c, e, &rest);
-    return tvec_push(tv, rest, scale * coef);
+    return tvec_push(tv, rest, scale * coef, scale == 1.0 ? e : NULL);
 }
 
 expr *expr_sum(expr_ctx *c, expr **terms, int n)
@@ -513,12 +552,13 @@ expr *expr_sum(expr_ctx *c, expr **terms, int n)
             c->overflow = 1;
             return c->nan;
         }
-    qsort(tv.v, tv.n, sizeof *tv.v, term_cmp);
+    term_sort(tv.v, tv.n);
     int k = 0;
     for (int i = 0; i < tv.n; i++) {
-        if (k > 0 && tv.v[k - 1].rest == tv.v[i].rest)
+        if (k > 0 && tv.v[k - 1].rest == tv.v[i].rest) {
             tv.v[k - 1].coef += tv.v[i].coef;
-        else
+            tv.v[k - 1].orig = NULL;
+        } else
             tv.v[k++] = tv.v[i];
     }
     expr *local[17], **args = k + 1 <= 17 ? local : malloc((k + 1) * sizeof *args);
@@ -530,7 +570,7 @@ expr *expr_sum(expr_ctx *c, expr **terms, int n)
     int m = 0, nested = 0;
     for (int i = 0; i < k; i++)
         if (tv.v[i].coef != 0.0) {
-            args[m] = with_coeff(c, tv.v[i].coef, tv.v[i].rest);
+            args[m] = tv.v[i].orig ? tv.v[i].orig : with_coeff(c, tv.v[i].coef, tv.v[i].rest);
             /* c*(a + b) and (1 - c)*(a + b) collected give the sum itself: flatten it */
             nested |= args[m]->kind == EXPR_ADD;
             m++;
@@ -572,9 +612,13 @@ expr *expr_sub(expr_ctx *c, expr *a, expr *b) { return expr_add(c, a, expr_neg(c
 
 /* ---- products ---- */
 
+/* A factor base^exp of a product being built; node is base^exp itself when it is
+ * known to be what expr_pow(base, exp) returns (an operand's own factor: every power
+ * node is made by expr_pow, which gives it back unchanged), else NULL. */
 struct factor {
     expr *base;
     expr *exp;
+    expr *node;
 };
 
 static int factor_cmp(const void *x, const void *y)
@@ -583,27 +627,51 @@ static int factor_cmp(const void *x, const void *y)
     return expr__cmp(a->base, b->base);
 }
 
+static void factor_sort(struct factor *v, int n)
+{
+    if (n > EXPR_SORT_SHORT) {
+        qsort(v, n, sizeof *v, factor_cmp);
+        return;
+    }
+    for (int i = 1; i < n; i++) {
+        struct factor x = v[i];
+        int j = i;
+        while (j > 0 && expr__cmp(v[j - 1].base, x.base) > 0) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
 struct fvec {
     struct factor *v;
     int n, cap;
     struct factor local[16];
 };
 
-static int fvec_push(struct fvec *f, expr *base, expr *exp)
+/* Doubles f's storage (moving it off the stack the first time). */
+static int fvec_grow(struct fvec *f)
 {
-    if (f->n == f->cap) {
-        int cap = 2 * f->cap;
-        struct factor *v = malloc(cap * sizeof *v);
-        if (!v)
-            return -1;
-        memcpy(v, f->v, f->n * sizeof *v);
-        if (f->v != f->local)
-            free(f->v);
-        f->v = v;
-        f->cap = cap;
-    }
+    int cap = 2 * f->cap;
+    struct factor *v = malloc(cap * sizeof *v);
+    if (!v)
+        return -1;
+    memcpy(v, f->v, f->n * sizeof *v);
+    if (f->v != f->local)
+        free(f->v);
+    f->v = v;
+    f->cap = cap;
+    return 0;
+}
+
+static inline int fvec_push(struct fvec *f, expr *base, expr *exp, expr *node)
+{
+    if (f->n == f->cap && fvec_grow(f) < 0)
+        return -1;
     f->v[f->n].base = base;
     f->v[f->n].exp = exp;
+    f->v[f->n].node = node;
     f->n++;
     return 0;
 }
@@ -622,8 +690,8 @@ static int prod_collect(expr_ctx *c, struct fvec *fv, double *coef, expr *e)
         return 0;
     }
     if (e->kind == EXPR_POW)
-        return fvec_push(fv, e->args[0], e->args[1]);
-    return fvec_push(fv, e, c->one);
+        return fvec_push(fv, e->args[0], e->args[1], e);
+    return fvec_push(fv, e, c->one, e);
 }
 
 expr *expr_product(expr_ctx *c, expr **factors, int n)
@@ -632,7 +700,9 @@ expr *expr_product(expr_ctx *c, expr **factors, int n)
         c->overflow = 1;
         return c->nan;
     }
-    struct fvec fv = {.n = 0, .cap = 16};
+    struct fvec fv; /* not zero-initialised: its local array is only written */
+    fv.n = 0;
+    fv.cap = 16;
     fv.v = fv.local;
     double coef = 1.0;
     expr *r = NULL;
@@ -640,12 +710,13 @@ expr *expr_product(expr_ctx *c, expr **factors, int n)
         if (prod_collect(c, &fv, &coef, factors[i]) < 0)
             goto fail;
     for (int round = 0; round < 4; round++) {
-        qsort(fv.v, fv.n, sizeof *fv.v, factor_cmp);
+        factor_sort(fv.v, fv.n);
         int k = 0;
         for (int i = 0; i < fv.n; i++) {
-            if (k > 0 && fv.v[k - 1].base == fv.v[i].base)
+            if (k > 0 && fv.v[k - 1].base == fv.v[i].base) {
                 fv.v[k - 1].exp = expr_add(c, fv.v[k - 1].exp, fv.v[i].exp);
-            else
+                fv.v[k - 1].node = NULL;
+            } else
                 fv.v[k++] = fv.v[i];
         }
         fv.n = k;
@@ -655,7 +726,7 @@ expr *expr_product(expr_ctx *c, expr **factors, int n)
         struct factor extra[16];
         int nextra = 0;
         for (int i = 0; i < fv.n; i++) {
-            expr *p = expr_pow(c, fv.v[i].base, fv.v[i].exp);
+            expr *p = fv.v[i].node ? fv.v[i].node : expr_pow(c, fv.v[i].base, fv.v[i].exp);
             if (p->kind == EXPR_NUM) {
                 coef *= p->num;
                 continue;
@@ -665,23 +736,23 @@ expr *expr_product(expr_ctx *c, expr **factors, int n)
                 for (int j = 0; j < p->nargs; j++) {
                     expr *f = p->args[j];
                     struct factor x = {f->kind == EXPR_POW ? f->args[0] : f,
-                                       f->kind == EXPR_POW ? f->args[1] : c->one};
+                                       f->kind == EXPR_POW ? f->args[1] : c->one, f};
                     if (nextra < 16)
                         extra[nextra++] = x;
-                    else if (fvec_push(&fv, x.base, x.exp) < 0)
+                    else if (fvec_push(&fv, x.base, x.exp, x.node) < 0)
                         goto fail;
                 }
                 again = 1;
                 continue;
             }
             if (p->kind == EXPR_POW)
-                fv.v[m++] = (struct factor){p->args[0], p->args[1]};
+                fv.v[m++] = (struct factor){p->args[0], p->args[1], p};
             else
-                fv.v[m++] = (struct factor){p, c->one};
+                fv.v[m++] = (struct factor){p, c->one, p};
         }
         fv.n = m;
         for (int j = 0; j < nextra; j++)
-            if (fvec_push(&fv, extra[j].base, extra[j].exp) < 0)
+            if (fvec_push(&fv, extra[j].base, extra[j].exp, extra[j].node) < 0)
                 goto fail;
         if (!again)
             break;
@@ -692,10 +763,11 @@ expr *expr_product(expr_ctx *c, expr **factors, int n)
         expr *local[16], **args = fv.n <= 16 ? local : malloc(fv.n * sizeof *args);
         if (!args)
             goto fail;
-        qsort(fv.v, fv.n, sizeof *fv.v, factor_cmp);
+        factor_sort(fv.v, fv.n);
         for (int i = 0; i < fv.n; i++)
-            args[i] = expr_is_num(fv.v[i].exp, 1.0)
-                          ? fv.v[i].base
+            args[i] = expr_is_num(fv.v[i].exp, 1.0) ? fv.v[i].base
+                      : fv.v[i].node
+                          ? fv.v[i].node
                           : intern(c, EXPR_POW, 0, -1, 0.0, (expr *[]){fv.v[i].base, fv.v[i].exp}, 2);
         if (fv.n == 1 && coef == 1.0)
             r = args[0];
@@ -713,6 +785,8 @@ fail:
     c->overflow = 1;
     return c->nan;
 }
+
+expr *expr__mul_prefix(expr_ctx *c, expr *e, int n) { return intern(c, EXPR_MUL, 0, -1, e->num, e->args, n); }
 
 expr *expr_mul(expr_ctx *c, expr *a, expr *b)
 {

@@ -16,6 +16,13 @@ struct memo_entry {
     expr *value;
 };
 
+#define EXPR_NUM_CACHE_BITS 6 /* expr_num's cache: 64 entries */
+
+struct num_entry {
+    uint64_t bits; /* the number's bits (+0 for -0) */
+    expr *node;
+};
+
 struct expr_ctx {
     struct chunk *chunks;
     size_t bytes;
@@ -44,6 +51,11 @@ struct expr_ctx {
     int expand_terms;
     uint32_t *tree_size; /* expr_tree_size by node id, + 1; 0 = not yet counted */
     size_t tree_cap;
+    expr **subst_memo;   /* expr_subst's results by node id, valid where subst_gen[id] is */
+    uint32_t *subst_gen; /* subst_stamp: one stamp per call, so the memo is never cleared */
+    size_t subst_cap;
+    uint32_t subst_stamp;
+    struct num_entry num_cache[1 << EXPR_NUM_CACHE_BITS];
     budget *budget; /* the compile budget ticked by the constructors; NULL: none (budget.h) */
 };
 
@@ -52,5 +64,9 @@ double expr__apply(expr_fn fn, double a, double b);
 /* Every byte the context holds (arena, tables, memo, zero-test values). */
 size_t expr__held_bytes(const expr_ctx *c);
 int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags);
+/* The product of the first n factors of the product e with e's coefficient, as
+ * expr_product makes it from them (e's factors being in its order, with distinct
+ * bases): the node is found, or made as expr_product would make it. */
+expr *expr__mul_prefix(expr_ctx *c, expr *e, int n);
 
 #endif

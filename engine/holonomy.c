@@ -96,6 +96,17 @@ struct field {
     double v[HOL_POINTS][64];
 };
 
+/* The generators' tape evaluated at one hyper-dual point (hd_tape), kept: a bracket
+ * evaluates both of its sides at the same point, and nested brackets evaluate the
+ * same generators at the same points again. */
+#define HOL_TAPE_CACHE 4
+struct hol_tape_entry {
+    int p, L, used; /* L < 0: empty */
+    double *z;      /* [N << L] the point */
+    double *all;    /* [ngen * n << L] hd_tape's output there */
+    size_t cap;     /* doubles allocated in z and all, per 2^L */
+};
+
 struct hol {
     struct engine_model *m;
     expr_ctx *c;
@@ -111,6 +122,8 @@ struct hol {
     double units; /* work done by hd_tape: instructions x (2^used)^2, the bound of its cost */
     size_t work_w;
     int work_l;
+    struct hol_tape_entry cache[HOL_TAPE_CACHE];
+    int cache_next; /* the entry replaced next (round robin) */
 };
 
 /* Hyper-dual numbers: W = 2^L doubles, coefficient [mask] of the product of the
@@ -319,6 +332,39 @@ static void hd_tape(struct hol *h, int p, int L, int used, const double *z, doub
             memcpy(out + ((size_t)r * n + i) * S, s + (size_t)t->outputs[r * n + i] * S, W * sizeof *out);
 }
 
+/* hd_tape's output at (p, L, used, z), from the cache when the same point was
+ * evaluated recently (the work is counted in h->units either way, so the budget and
+ * "complete" do not depend on the cache). NULL on allocation failure. */
+static const double *hd_tape_cached(struct hol *h, int p, int L, int used, const double *z)
+{
+    size_t S = (size_t)1 << L, nz = (size_t)h->N * S, nall = (size_t)h->ngen * h->n * S;
+    for (int i = 0; i < HOL_TAPE_CACHE; i++) {
+        struct hol_tape_entry *e = &h->cache[i];
+        if (e->L == L && e->p == p && e->used == used && memcmp(e->z, z, nz * sizeof *z) == 0) {
+            h->units += (double)h->gens->n_ins * ((size_t)1 << used) * ((size_t)1 << used);
+            return e->all;
+        }
+    }
+    struct hol_tape_entry *e = &h->cache[h->cache_next];
+    h->cache_next = (h->cache_next + 1) % HOL_TAPE_CACHE;
+    e->L = -1;
+    if (e->cap < S) {
+        double *zz = realloc(e->z, nz * sizeof *zz);
+        if (!zz)
+            return NULL;
+        e->z = zz;
+        double *aa = realloc(e->all, nall * sizeof *aa);
+        if (!aa)
+            return NULL;
+        e->all = aa;
+        e->cap = S;
+    }
+    memcpy(e->z, z, nz * sizeof *z);
+    hd_tape(h, p, L, used, z, e->all);
+    e->p = p, e->L = L, e->used = used;
+    return e->all;
+}
+
 /* Field f at the hyper-dual point z (N numbers of W = 2^L, using the first `used`
  * infinitesimals) into out (N numbers). scale, when not NULL, gets the size of the
  * two terms of the outermost bracket (its rounding scale). Returns -1 on allocation
@@ -329,15 +375,13 @@ static int eval_field(struct hol *h, int f, int p, int L, int used, const double
     int N = h->N, n = h->n, W = 1 << L;
     const struct field *fl = &h->f[f];
     if (fl->gen >= 0) {
-        double *all = malloc((size_t)h->ngen * n * W * sizeof *all);
+        const double *all = hd_tape_cached(h, p, L, used, z);
         if (!all)
             return -1;
-        hd_tape(h, p, L, used, z, all);
         memcpy(out, all + (size_t)fl->gen * n * W, (size_t)n * W * sizeof *out);
         if (h->ext)
             for (int m = 0; m < W; m++)
                 out[(size_t)n * W + m] = m ? 0.0 : fl->gen == h->ngen - 1 ? 1.0 : 0.0;
-        free(all);
         if (scale)
             *scale = 0.0;
         return 0;
@@ -569,10 +613,9 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
         return o;
     }
     json_t *co = json_object();
-    /* terms holds one term per constraint (the combination and each form component) and
-     * then one per component of the form (the integral): n + 1 of them */
-    int nterms = (nl > n + 1 ? nl : n + 1) + 1;
-    expr **terms = calloc((size_t)nterms, sizeof *terms), **form = calloc(n + 2, sizeof *form);
+    /* terms holds a combination of the nl constraints, then the integral's n + 1 terms
+     * (all of them when the budget stops the analysis and every form reads as NaN) */
+    expr **terms = calloc((nl > n + 1 ? nl : n + 1) + 1, sizeof *terms), **form = calloc(n + 2, sizeof *form);
     if (!terms || !form) {
         free(terms), free(form);
         return o;
@@ -666,6 +709,8 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         return out;
     }
     struct hol h = {0};
+    for (int i = 0; i < HOL_TAPE_CACHE; i++)
+        h.cache[i].L = -1;
     h.m = m;
     h.c = m->ctx;
     h.n = n;
@@ -790,6 +835,10 @@ done:
     free(roots);
     free(cvs);
     free(h.work);
+    for (int i = 0; i < HOL_TAPE_CACHE; i++) {
+        free(h.cache[i].z);
+        free(h.cache[i].all);
+    }
     tape_free(h.gens);
     for (int p = 0; p < HOL_POINTS; p++) {
         free(h.in[p]);

@@ -72,6 +72,69 @@ static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
     }
 }
 
+/* Appends n bytes (the same growth and cap as jit__buf_printf). The statements of a
+ * tape are written with these rather than printf: formatting was a sixth of the
+ * first tier's work. */
+static void jit__buf_put(jit_buf *b, const char *s, size_t n)
+{
+    if (b->err)
+        return;
+    if (n >= b->cap - b->len) {
+        size_t need = b->len + n + 1;
+        if (need > JIT_MAX_SOURCE) {
+            b->err = JIT_E_TOO_LARGE;
+            return;
+        }
+        size_t cap = b->cap * 2;
+        while (cap < need)
+            cap *= 2;
+        if (cap > JIT_MAX_SOURCE)
+            cap = JIT_MAX_SOURCE;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->err = JIT_E_NOMEM;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void jit__buf_str(jit_buf *b, const char *s) { jit__buf_put(b, s, strlen(s)); }
+
+/* The decimal digits of v, as printf's %d writes them. */
+static void jit__buf_int(jit_buf *b, int v)
+{
+    char d[16];
+    int n = sizeof d;
+    unsigned u = v < 0 ? -(unsigned)v : (unsigned)v;
+    do {
+        d[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        d[--n] = '-';
+    jit__buf_put(b, d + n, sizeof d - n);
+}
+
+/* "s<i>" */
+static void jit__buf_slot(jit_buf *b, int i)
+{
+    jit__buf_put(b, "s", 1);
+    jit__buf_int(b, i);
+}
+
+/* "double s<i> = " */
+static void jit__buf_def(jit_buf *b, int i)
+{
+    jit__buf_put(b, "double s", 8);
+    jit__buf_int(b, i);
+    jit__buf_put(b, " = ", 3);
+}
+
 /* ---- the functions generated code may call --------------------------------- */
 
 /* The fixed list of libm functions the generated code may call: each is declared
@@ -270,15 +333,28 @@ static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
             int j = partner[i];
             if (j > i) {
                 int si = op == TAPE_SIN ? i : j, ci = op == TAPE_SIN ? j : i;
-                jit__buf_printf(b, "double s%d, s%d; sincos(s%d, &s%d, &s%d);\n", si, ci, p->a, si, ci);
+                jit__buf_put(b, "double ", 7); /* double s<si>, s<ci>; sincos(s<a>, &s<si>, &s<ci>); */
+                jit__buf_slot(b, si);
+                jit__buf_put(b, ", ", 2);
+                jit__buf_slot(b, ci);
+                jit__buf_put(b, "; sincos(", 9);
+                jit__buf_slot(b, p->a);
+                jit__buf_put(b, ", &", 3);
+                jit__buf_slot(b, si);
+                jit__buf_put(b, ", &", 3);
+                jit__buf_slot(b, ci);
+                jit__buf_put(b, ");\n", 3);
             }
             continue;
         }
         switch (op) {
         case TAPE_INPUT:
-            if (!map)
-                jit__buf_printf(b, "double s%d = in[%d];\n", i, p->a);
-            else if (map->expr[p->a])
+            if (!map) {
+                jit__buf_def(b, i);
+                jit__buf_put(b, "in[", 3);
+                jit__buf_int(b, p->a);
+                jit__buf_put(b, "];\n", 3);
+            } else if (map->expr[p->a])
                 jit__buf_printf(b, "double s%d = %s;\n", i, map->expr[p->a]);
             else
                 jit__emit_const(b, i, map->value[p->a]);
@@ -287,13 +363,32 @@ static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
         case TAPE_ADD:
         case TAPE_SUB:
         case TAPE_MUL:
-        case TAPE_DIV: jit__buf_printf(b, "double s%d = s%d %s s%d;\n", i, p->a, jit_binop[op], p->b); break;
-        case TAPE_NEG: jit__buf_printf(b, "double s%d = -s%d;\n", i, p->a); break;
+        case TAPE_DIV:
+            jit__buf_def(b, i);
+            jit__buf_slot(b, p->a);
+            jit__buf_put(b, " ", 1);
+            jit__buf_str(b, jit_binop[op]);
+            jit__buf_put(b, " ", 1);
+            jit__buf_slot(b, p->b);
+            jit__buf_put(b, ";\n", 2);
+            break;
+        case TAPE_NEG:
+            jit__buf_def(b, i);
+            jit__buf_put(b, "-", 1);
+            jit__buf_slot(b, p->a);
+            jit__buf_put(b, ";\n", 2);
+            break;
         case TAPE_POWI: jit__emit_powi(b, i, p->a, p->b); break;
         case TAPE_POW: jit__buf_printf(b, "double s%d = pow(s%d, s%d);\n", i, p->a, p->b); break;
         case TAPE_ATAN2: jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b); break;
         case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
-        default: jit__buf_printf(b, "double s%d = %s(s%d);\n", i, jit__unary_name(op), p->a); break;
+        default:
+            jit__buf_def(b, i);
+            jit__buf_str(b, jit__unary_name(op));
+            jit__buf_put(b, "(", 1);
+            jit__buf_slot(b, p->a);
+            jit__buf_put(b, ");\n", 3);
+            break;
         }
     }
     free(partner);
@@ -498,8 +593,13 @@ int jit_compile_many(tape **ts, int n)
         np[i] = names[i];
         jit__buf_printf(&b, "void f%d(const double *in, double *out)\n{\n", i);
         jit__body(todo[i], NULL, &b);
-        for (int k = 0; k < todo[i]->n_outputs; k++)
-            jit__buf_printf(&b, "out[%d] = s%d;\n", k, todo[i]->outputs[k]);
+        for (int k = 0; k < todo[i]->n_outputs; k++) {
+            jit__buf_put(&b, "out[", 4);
+            jit__buf_int(&b, k);
+            jit__buf_put(&b, "] = ", 4);
+            jit__buf_slot(&b, todo[i]->outputs[k]);
+            jit__buf_put(&b, ";\n", 2);
+        }
         jit__buf_printf(&b, "}\n");
     }
     void *syms[16], *jit = NULL;

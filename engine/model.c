@@ -138,6 +138,7 @@ static void model_free(struct engine_model *m)
     free(m->gamma_t_nz);
     json_decref(m->summary);
     free(m->equations);
+    equations_pending_free(m);
     free(m->red_kin);
     free(m->red_phi);
     for (int i = 0; i < 5; i++)
@@ -1475,12 +1476,13 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                      "the symbolic reduction takes longer than its share of max_compile_seconds");
         }
         budget_stage(&bud, "equations", "model");
-        if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0 ||
-            (!m->nl_reduced && equations_derive(m, &red) < 0)) {
+        if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0) {
             reduce_result_free(&red);
             BUDGET_CHECK();
             goto oom;
         }
+        if (!m->nl_reduced && red.have_phi)
+            equations_accel_symbols(m); /* the equations themselves are printed on request */
         if (budget_check(&bud)) {
             reduce_result_free(&red);
             goto over;
@@ -1501,9 +1503,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
             snprintf(none.why, sizeof none.why,
                      "the symbolically reduced equations disagreed with the numeric path at a test "
                      "state; the model is integrated on the numeric path");
-            free(m->equations);
-            m->equations = NULL;
-            if (!m->nl_reduced && equations_derive(m, &none) < 0) {
+            if (!m->nl_reduced && equations_defer(m, &none) < 0) {
                 reduce_result_free(&red);
                 goto oom;
             }
@@ -1541,6 +1541,11 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
                                         : red.have_phi ? "numeric (symbolic Phi has "
                                                          "pivots that may vanish)"
                                                        : "numeric"));
+        /* The equations document is printed on first request, from this reduction. */
+        if (!m->nl_reduced && !rejected && equations_defer(m, &red) < 0) {
+            reduce_result_free(&red);
+            goto oom;
+        }
         reduce_result_free(&red);
     }
     budget_stage(&bud, "machine code", "model");

@@ -110,11 +110,12 @@ struct engine_model {
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
     json_t *summary;
-    char *equations;            /* API.md §5 JSON text, made at compile time */
-    expr **red_kin;             /* [n] q' = K(q, u, t) when symbolic (reduce.h, nonlin.h), else NULL */
-    expr **red_phi;             /* [n*n] Phi = Psi^-1 when symbolic (linear constraints), else NULL */
-    pthread_mutex_t forms_lock; /* held while a form (forms.h) adds nodes to ctx */
-    char *forms[5];             /* the forms' JSON text, made on first request */
+    char *equations;                  /* API.md §5 JSON text, made on first request (equations_ensure) */
+    struct reduce_result *eq_pending; /* what equations_derive prints, until it has (under forms_lock) */
+    expr **red_kin;                   /* [n] q' = K(q, u, t) when symbolic (reduce.h, nonlin.h), else NULL */
+    expr **red_phi;                   /* [n*n] Phi = Psi^-1 when symbolic (linear constraints), else NULL */
+    pthread_mutex_t forms_lock;       /* held while a form (forms.h) adds nodes to ctx */
+    char *forms[5];                   /* the forms' JSON text, made on first request */
     size_t bytes;
 };
 

@@ -79,6 +79,8 @@ static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
     return r;
 }
 
+static const expr *pow_base_of(const expr *e) { return e->kind == EXPR_POW ? e->args[0] : e; }
+
 static expr *expand_uncached(struct expander *x, expr *e)
 {
     expr_ctx *c = x->c;
@@ -126,9 +128,28 @@ static expr *expand_uncached(struct expander *x, expr *e)
         return expr_pow(c, b, expand(x, k));
     }
     case EXPR_MUL: {
-        int ok = 1;
+        int ok = 1, i = 0;
         expr *acc = expr_num(c, e->num);
-        for (int i = 0; i < e->nargs && ok; i++)
+        /* While the factors are their own expansions, single terms and in the product
+         * constructor's order (ascending, distinct bases), multiplying them in one at
+         * a time (distribute, below) gives the product of e's first factors, which is
+         * taken directly instead (expr__mul_prefix: the node expr_product would find
+         * or make, in the same order, so the context gains the same nodes); from the
+         * first factor that changes on, they are multiplied in as before. */
+        int fixed = isfinite(e->num) && e->num != 0.0;
+        for (; i < e->nargs && fixed; i++) {
+            expr *f = expand(x, e->args[i]);
+            if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
+                (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0)) {
+                acc = i == 0 && e->num == 1.0 ? f : expr__mul_prefix(c, e, i + 1);
+                continue;
+            }
+            fixed = 0;
+            acc = distribute(x, acc, f, &ok);
+        }
+        if (fixed)
+            return acc; /* e itself */
+        for (; i < e->nargs && ok; i++)
             acc = distribute(x, acc, expand(x, e->args[i]), &ok);
         if (ok)
             return acc;
@@ -310,7 +331,19 @@ static expr *horner(struct factorer *f, expr **terms, int n)
                 bases[nb++] = b;
         }
     }
-    qsort(bases, nb, sizeof *bases, cmp_id);
+    if (nb > 32) {
+        qsort(bases, nb, sizeof *bases, cmp_id);
+    } else { /* by id; equal ids are the same node, so any sort gives the same list */
+        for (size_t i = 1; i < nb; i++) {
+            expr *x = bases[i];
+            size_t j = i;
+            while (j > 0 && bases[j - 1]->id > x->id) {
+                bases[j] = bases[j - 1];
+                j--;
+            }
+            bases[j] = x;
+        }
+    }
     expr *best = NULL;
     size_t best_count = 1;
     for (size_t i = 0; i < nb;) {

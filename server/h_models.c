@@ -4,9 +4,10 @@
  * Owns the model answers: the summary (201 + Location for a model new to the service,
  * ETag = the model id, 304 on If-None-Match) and the derived equations (?form= chooses a
  * printed form). Resolution and compilation are resolve.c's; a model known only to the
- * store is compiled on the offload pool before the answer. A ?form= is derived (on its
- * first request) on the offload pool under the compile budget, cancelled like a
- * compilation when its client hangs up.
+ * store is compiled on the offload pool before the answer. The equations document is
+ * printed on its first request (engine_equations: milliseconds for a bicycle) and a
+ * ?form= derived on its first request under the compile budget, cancelled like a
+ * compilation when its client hangs up: both on the offload pool.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +63,13 @@ static void http__run_form(void *arg)
     http__watch_end(c, c->work_rc);
 }
 
+/* Offloaded: c->work_model's equations document. */
+static void http__run_equations(void *arg)
+{
+    http_conn *c = arg;
+    c->work_rc = engine_equations(c->work_model, &c->out, &c->out_problem);
+}
+
 static enum MHD_Result http__resume_form(http_conn *c)
 {
     json_t *out = c->out, *problem = c->out_problem;
@@ -94,17 +102,11 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     if (rc != 0)
         return http__problem(c, problem);
     const char *form = equations ? MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form") : NULL;
-    if (form) { /* derived on first request: on the offload pool, under the compile budget */
+    if (equations) { /* derived or printed on first request: on the offload pool */
         c->work_model = m;
-        return http__offload(c, http__run_form, http__resume_form);
+        return http__offload(c, form ? http__run_form : http__run_equations, http__resume_form);
     }
-    if (!equations) {
-        ret = http__model_summary(c, m, 200);
-    } else {
-        json_t *eq = NULL;
-        rc = engine_equations(m, &eq, &problem);
-        ret = rc == 0 ? http__json(c, 200, eq) : http__problem(c, problem);
-    }
+    ret = http__model_summary(c, m, 200);
     engine_model_release(m);
     return ret;
 }

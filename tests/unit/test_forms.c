@@ -181,3 +181,65 @@ Test(forms, unknown_form, .init = setup)
     json_decref(b);
     engine_model_release(m);
 }
+
+/* The equations document is printed on first request (equations_ensure), under the
+ * lock the forms take: asking for a form first, or from two threads at once, gives
+ * the very same documents as asking for the equations first. */
+static char *dump_equations(engine_model *m, const char *form)
+{
+    json_t *doc = NULL, *problem = NULL;
+    int rc = form ? engine_equations_form(m, form, &doc, &problem) : engine_equations(m, &doc, &problem);
+    cr_assert_eq(rc, 0, "equations (form %s) failed", form ? form : "default");
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(doc);
+    return text;
+}
+
+Test(forms, equations_same_in_any_order, .init = setup)
+{
+    engine_model *a = compile_case("greenwood-5.3-rolling-disk.json");
+    engine_model *b = compile_case("greenwood-5.3-rolling-disk.json");
+    char *a_eq = dump_equations(a, NULL), *a_kane = dump_equations(a, "kane");
+    char *b_kane = dump_equations(b, "kane"), *b_eq = dump_equations(b, NULL);
+    cr_expect_str_eq(a_eq, b_eq, "the equations after a form differ from the equations first");
+    cr_expect_str_eq(a_kane, b_kane, "the Kane form after the equations differs from it first");
+    cr_expect(strstr(a_eq, "\"gamma\"") != NULL, "the document has its gamma list: %.200s", a_eq);
+    free(a_eq);
+    free(a_kane);
+    free(b_eq);
+    free(b_kane);
+    engine_model_release(a);
+    engine_model_release(b);
+}
+
+static void *equations_thread(void *arg) { return dump_equations(arg, NULL); }
+
+Test(forms, equations_concurrent_first_request, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.1-knife-edge-body.json");
+    pthread_t t[4];
+    char *text[4];
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, equations_thread, m), 0);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], (void **)&text[i]);
+    for (int i = 1; i < 4; i++)
+        cr_expect_str_eq(text[0], text[i], "thread %d got another document", i);
+    for (int i = 0; i < 4; i++)
+        free(text[i]);
+    engine_model_release(m);
+}
+
+/* A compiled model's symbol table does not grow when its equations or a form are
+ * printed (simulations read it without a lock): the acceleration symbols are made at
+ * compile time, where the equations used to be printed. */
+Test(forms, symbols_fixed_after_compile, .init = setup)
+{
+    engine_model *m = compile_case("greenwood-5.3-rolling-disk.json");
+    int ns = expr_sym_count(m->ctx);
+    free(dump_equations(m, NULL));
+    cr_expect_eq(expr_sym_count(m->ctx), ns, "the equations added symbols");
+    free(dump_equations(m, "kane"));
+    cr_expect_eq(expr_sym_count(m->ctx), ns, "the Kane form added symbols");
+    engine_model_release(m);
+}

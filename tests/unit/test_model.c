@@ -576,6 +576,14 @@ Test(model, small_node_limit_no_crash)
     int rc = engine_model_compile(js, &lim, &m, &problem);
     if (rc == 0) {
         cr_expect_not_null(m);
+        /* the equations are printed on first request now: print them */
+        json_t *eq = NULL, *eq_problem = NULL;
+        if (engine_equations(m, &eq, &eq_problem) == 0)
+            cr_expect_not_null(eq);
+        else
+            cr_expect_not_null(eq_problem);
+        json_decref(eq);
+        json_decref(eq_problem);
         engine_model_release(m);
     } else {
         cr_expect_not_null(problem);
