@@ -159,7 +159,8 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
  * a request answered inline: limits->max_compile_seconds (or ctl->max_wall_seconds when
  * set and smaller) and ctl->cancel, checked per state and per pass of tangent
  * directions; a stop is HAMEL_E_COMPILE_LIMIT (limit "max_compile_seconds") or
- * HAMEL_E_CANCELLED, as a compilation's. `ctl` may be NULL. */
+ * HAMEL_E_CANCELLED, as a compilation's. `ctl` may be NULL; NULL limits and ctl: no
+ * budget. */
 int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
                         engine_control *ctl, json_t **result, json_t **problem);
 

@@ -386,10 +386,11 @@ static int max_slots(const struct engine_model *m)
 /* The budget of one request (evaluate, linearize): it answers inline, so it has the
  * synchronous budget every computing request has, limits->max_compile_seconds (or
  * ctl->max_wall_seconds when set and smaller), and ctl's cancel flag (a client gone, a
- * server draining). Checked per state and per pass of tangent directions. */
+ * server draining). Checked per state and per pass of tangent directions. NULL limits
+ * and ctl: no budget (the command line), as engine_equations_form_ctl. */
 static void lin_budget(budget *b, const engine_limits *limits, engine_control *ctl, const char *stage)
 {
-    double seconds = limits->max_compile_seconds;
+    double seconds = limits ? limits->max_compile_seconds : 0.0;
     if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
         seconds = ctl->max_wall_seconds;
     budget_init(b, seconds, 0, ctl ? &ctl->cancel : NULL);
@@ -489,10 +490,10 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
 {
     *result = NULL;
     *problem = NULL;
+    budget bud;
+    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "evaluation");
     if (!limits)
         limits = &engine_default_limits;
-    budget bud;
-    lin_budget(&bud, limits, ctl, "evaluation");
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
@@ -902,10 +903,10 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
 {
     *result = NULL;
     *problem = NULL;
+    budget bud;
+    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "linearization");
     if (!limits)
         limits = &engine_default_limits;
-    budget bud;
-    lin_budget(&bud, limits, ctl, "linearization");
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
