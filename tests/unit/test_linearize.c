@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "engine.h"
 #include "hamel.h"
 #include "linearize.h"
@@ -1230,5 +1231,33 @@ Test(linearize, cancelled_and_deadline, .init = setup)
         json_decref(res);
         json_decref(req);
     }
+    engine_model_release(m);
+}
+
+/* The limits alone (no control) bound a request too; NULL limits and control: none. A
+ * stopped budget stops lin_jacobian_at before its next pass of directions (-2). */
+Test(linearize, limits_alone_and_the_pass_check, .init = setup)
+{
+    engine_model *m = support_compile_text(pendulum);
+    engine_limits lim = engine_default_limits;
+    lim.max_compile_seconds = 1e-6;
+    json_t *req = many_points("points", 200), *res = NULL, *problem = NULL;
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &res, &problem), HAMEL_E_COMPILE_LIMIT);
+    json_decref(problem);
+    problem = NULL;
+    cr_assert_eq(engine_linearize(m, req, NULL, NULL, &res, &problem), 0, "no budget");
+    json_decref(res);
+    json_decref(req);
+    atomic_int cancel;
+    atomic_init(&cancel, 1);
+    budget b;
+    budget_init(&b, 0, 0, &cancel);
+    double y[2] = {0.1, 0.0}, f[2], A[4];
+    cr_assert_eq(
+        lin_jacobian_at(m, m->param_values, 0.0, y, y + 1, NULL, NULL, 0, 0, f, A, NULL, NULL, 1, &b), -2);
+    atomic_store(&cancel, 0);
+    budget_init(&b, 0, 0, &cancel);
+    cr_assert_eq(
+        lin_jacobian_at(m, m->param_values, 0.0, y, y + 1, NULL, NULL, 0, 0, f, A, NULL, NULL, 1, &b), 0);
     engine_model_release(m);
 }
