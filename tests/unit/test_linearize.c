@@ -1261,3 +1261,71 @@ Test(linearize, limits_alone_and_the_pass_check, .init = setup)
         lin_jacobian_at(m, m->param_values, 0.0, y, y + 1, NULL, NULL, 0, 0, f, A, NULL, NULL, 1, &b), 0);
     engine_model_release(m);
 }
+
+/* A nonlinear constraint that depends on q, t and a parameter, written explicitly and
+ * squared: z' = a (1 + x^2/4) |(x', y')| + c sin t. The Newton path's partial derivatives
+ * of the constraint (along q, t, a) enter dq'; A, B (a, c) and df/dt agree to 1e-9. */
+Test(linearize, nonlinear_by_newton_depends_on_q_t_p, .init = setup)
+{
+    const char *fmt =
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"a\": 0.3, "
+        "\"c\": 0.2}, \"kinetic_energy\": \"m/2*(x'^2 + y'^2 + z'^2) + m/4*x^2*y'^2\", "
+        "\"potential_energy\": \"m*g*z + x*y\", \"speeds\": [{\"name\": \"e1\", \"expr\": \"x'\"}, "
+        "{\"name\": \"e2\", \"expr\": \"y'\"}], \"constraints\": [{\"name\": \"k\", \"expr\": \"%s\"}]}";
+    char text[1200];
+    snprintf(text, sizeof text, fmt, "z' - a*(1 + x^2/4)*sqrt(x'^2 + y'^2) - c*sin(t)");
+    engine_model *me = support_compile_text(text);
+    snprintf(text, sizeof text, fmt, "(z' - c*sin(t))^2 - a^2*(1 + x^2/4)^2*(x'^2 + y'^2)");
+    engine_model *mn = support_compile_text(text);
+    cr_assert(me->nl_reduced && me->tape_fast, "explicit");
+    cr_assert(mn->nl_reduced && !mn->tape_fast, "Newton");
+    double t = 0.7, y[5] = {0.4, -0.3, 1.1, 1.3, -0.7}, v = hypot(1.3, 0.7);
+    double qd[3] = {1.3, -0.7, 0.3 * (1 + 0.04) * v + 0.2 * sin(t)};
+    int inputs[2] = {model_param_index(me, "a"), model_param_index(me, "c")};
+    cr_assert(inputs[0] == model_param_index(mn, "a") && inputs[1] == model_param_index(mn, "c"));
+    double fe[5], fn[5], Ae[25], An[25], Be[10], Bn[10], te[5], tn[5];
+    cr_assert_eq(
+        lin_jacobian_at(me, me->param_values, t, y, y + 3, NULL, inputs, 2, 0, fe, Ae, Be, te, 0, NULL), 0);
+    cr_assert_eq(
+        lin_jacobian_at(mn, mn->param_values, t, y, y + 3, qd, inputs, 2, 0, fn, An, Bn, tn, 0, NULL), 0);
+    for (int i = 0; i < 5; i++) {
+        cr_assert(fabs(fe[i] - fn[i]) <= 1e-12 * (1 + fabs(fe[i])), "f[%d] %.17g vs %.17g", i, fe[i], fn[i]);
+        cr_assert(fabs(te[i] - tn[i]) <= 1e-9 * (1 + fabs(te[i])), "df/dt[%d] %.17g vs %.17g", i, te[i],
+                  tn[i]);
+        for (int j = 0; j < 5; j++)
+            cr_assert(fabs(Ae[i * 5 + j] - An[i * 5 + j]) <= 1e-9 * (1 + fabs(Ae[i * 5 + j])),
+                      "A[%d][%d] %.17g vs %.17g", i, j, Ae[i * 5 + j], An[i * 5 + j]);
+        for (int j = 0; j < 2; j++)
+            cr_assert(fabs(Be[i * 2 + j] - Bn[i * 2 + j]) <= 1e-9 * (1 + fabs(Be[i * 2 + j])),
+                      "B[%d][%d] %.17g vs %.17g", i, j, Be[i * 2 + j], Bn[i * 2 + j]);
+    }
+    /* dz'/dx is not zero here (the constraint depends on x): the partial term is used */
+    cr_assert(fabs(An[2 * 5 + 0] - 0.3 * 0.5 * 0.4 * v) < 1e-12, "dz'/dx %.17g", An[2 * 5 + 0]);
+    /* central differences of the Newton model in t, q, u and a (test only) */
+    hamel_ws *hw = hamel_ws_new(mn, mn->param_values);
+    double yp[5], fp[5], fm[5];
+    for (int j = -1; j < 5; j++) {
+        double h = 1e-5, tp = t, tm = t;
+        memcpy(yp, y, sizeof y);
+        if (j < 0) {
+            tp = t + h;
+            tm = t - h;
+        } else {
+            yp[j] = y[j] + h;
+        }
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(tp, yp, fp, hw), 0);
+        if (j >= 0)
+            yp[j] = y[j] - h;
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(tm, yp, fm, hw), 0);
+        for (int i = 0; i < 5; i++) {
+            double fd = (fp[i] - fm[i]) / (2 * h), an = j < 0 ? tn[i] : An[i * 5 + j];
+            cr_assert(fabs(an - fd) <= 1e-7 * (1 + fabs(fd)), "d f[%d]/d %d: %.17g vs differences %.17g", i,
+                      j, an, fd);
+        }
+    }
+    hamel_ws_free(hw);
+    engine_model_release(me);
+    engine_model_release(mn);
+}
