@@ -5,6 +5,8 @@
  * Phi_S). Each tangent rule below is the derivative of the corresponding line of
  * hamel_rhs; the linear solves reuse their factorizations:
  *   x = K^-1 f  =>  dx = K^-1 (df - dK x).
+ Nonlinear constraints solved by Newton (no reduced tape) take the numeric path with
+ * q' from hamel_qdot and dq' from the implicit function theorem (rhs_numeric).
  * The request handling of /v1/evaluate and /v1/linearize is in lin_api.c.
  */
 #include "linearize.h"
