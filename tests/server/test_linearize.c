@@ -269,7 +269,7 @@ Test(server_linearize_budget, a_long_sweep_is_a_compile_limit)
                          "https://hamel.dev/problems/compile-limit");
         cr_assert_str_eq(json_string_value(json_object_get(r.json, "stage")), stage[e]);
         cr_assert_str_eq(json_string_value(json_object_get(r.json, "limit")), "max_compile_seconds");
-        cr_assert_lt(took, 1.5, "stopped near its budget: %.3f s", took);
+        cr_assert_lt(took, 2.5, "stopped near its budget: %.3f s", took);
         harness_resp_free(&r);
     }
     char *one = bicycle_sweep("points", 1, id, sizeof id);
