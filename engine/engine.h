@@ -155,6 +155,15 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     json_t **result, json_t **problem);
 
+/* engine_evaluate with a control, and both it and engine_linearize under the budget of
+ * a request answered inline: limits->max_compile_seconds (or ctl->max_wall_seconds when
+ * set and smaller) and ctl->cancel, checked per state and per pass of tangent
+ * directions; a stop is HAMEL_E_COMPILE_LIMIT (limit "max_compile_seconds") or
+ * HAMEL_E_CANCELLED, as a compilation's. `ctl` may be NULL; NULL limits and ctl: no
+ * budget. */
+int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
+                        engine_control *ctl, json_t **result, json_t **problem);
+
 /* POST /v1/linearize: about an operating point {t, q, speeds} (or a list of points),
  * the state names, A = d(q', u')/d(q, u) by forward-mode derivatives through the
  * compiled equations, its eigenvalues, and B for named inputs. `ctl` may be NULL. */

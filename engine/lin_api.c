@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "engine.h"
 #include "hamel.h"
 #include "holo.h"
@@ -382,6 +383,43 @@ static int max_slots(const struct engine_model *m)
     return s;
 }
 
+/* The budget of one request (evaluate, linearize): it answers inline, so it has the
+ * synchronous budget every computing request has, limits->max_compile_seconds (or
+ * ctl->max_wall_seconds when set and smaller), and ctl's cancel flag (a client gone, a
+ * server draining). Checked per state and per pass of tangent directions. NULL limits
+ * and ctl: no budget (the command line), as engine_equations_form_ctl. */
+static void lin_budget(budget *b, const engine_limits *limits, engine_control *ctl, const char *stage)
+{
+    double seconds = limits ? limits->max_compile_seconds : 0.0;
+    if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
+        seconds = ctl->max_wall_seconds;
+    budget_init(b, seconds, 0, ctl ? &ctl->cancel : NULL);
+    budget_stage(b, stage, NULL);
+}
+
+/* The problem of a request whose budget stopped after `done` of `total` states: the
+ * compile's problem types (HAMEL_E_CANCELLED, HAMEL_E_COMPILE_LIMIT with "stage",
+ * "limit", "limit_value", "reached"), replacing *problem. Returns the error. */
+static int lin_stopped(budget *b, const char *what, int done, int total, json_t **problem)
+{
+    json_decref(*problem);
+    *problem = budget_problem(b);
+    int rc = budget_error(b);
+    char detail[240];
+    if (rc == HAMEL_E_CANCELLED)
+        snprintf(detail, sizeof detail, "the %s was cancelled after %.3f s (%d of %d states done)", what,
+                 b->at_seconds, done, total);
+    else
+        snprintf(detail, sizeof detail,
+                 "the %s takes longer than %s = %g s: stopped at %.3f s with %d of %d states done; send "
+                 "fewer states per request",
+                 what, b->limit ? b->limit : "max_compile_seconds", b->limit_value, b->at_seconds, done,
+                 total);
+    if (*problem)
+        json_object_set_new(*problem, "detail", json_string(detail));
+    return rc;
+}
+
 /* ---- /v1/evaluate ---- */
 
 /* The multipliers of a Boltzmann–Hamel state: J^T lam = M q'' - g (mult.h's sign),
@@ -444,8 +482,16 @@ static const char *const state_keys[] = {"t", "q", "speeds", "qdot", NULL};
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     json_t **result, json_t **problem)
 {
+    return engine_evaluate_ctl(m, request, limits, NULL, result, problem);
+}
+
+int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
+                        engine_control *ctl, json_t **result, json_t **problem)
+{
     *result = NULL;
     *problem = NULL;
+    budget bud;
+    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "evaluation");
     if (!limits)
         limits = &engine_default_limits;
     if (!json_is_object(request)) {
@@ -501,6 +547,10 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
                 "must be an object {\"t\", \"q\", \"speeds\" or \"qdot\"}");
             continue;
         }
+        if (budget_check(&bud)) {
+            rc = lin_stopped(&bud, "evaluation", 0, ns, problem);
+            goto done;
+        }
         if (check_keys(sj, state_keys, "t, q, speeds, qdot", prefix, problem) == 0)
             read_state(m, hw, params, sj, prefix, &st[i], problem);
     }
@@ -511,6 +561,10 @@ int engine_evaluate(const engine_model *m, const json_t *request, const engine_l
     arr = json_array();
     for (int i = 0; i < ns; i++) {
         lin_state *s = &st[i];
+        if (budget_check(&bud)) {
+            rc = lin_stopped(&bud, "evaluation", i, ns, problem);
+            goto done;
+        }
         json_t *o = json_object();
         json_object_set_new(o, "t", num(s->t));
         json_object_set_new(o, "q", named(m->coords, s->q, n));
@@ -717,7 +771,16 @@ int lin__jacobian(const struct engine_model *m, const double *params, double t, 
                   const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                   double *B, double *ft, int chunk)
 {
+    return lin_jacobian_at(m, params, t, q, u, NULL, inputs, n_inputs, numeric, f, A, B, ft, chunk, NULL);
+}
+
+int lin_jacobian_at(const struct engine_model *m, const double *params, double t, const double *q,
+                    const double *u, const double *qd, const int *inputs, int n_inputs, int numeric,
+                    double *f, double *A, double *B, double *ft, int chunk, budget *bud)
+{
     int n = m->n, k = m->k, N = n + k, nd = N + n_inputs + (ft != NULL), nv = 1 + N + m->np;
+    if (chunk <= 0)
+        chunk = (int)(LIN_MAX_TANGENT_DOUBLES / (size_t)max_slots(m));
     if (chunk < 1)
         chunk = 1;
     if (chunk > nd)
@@ -727,8 +790,16 @@ int lin__jacobian(const struct engine_model *m, const double *params, double t, 
     int rc = -1;
     if (!w || !seed || !df)
         goto done;
+    if (qd)
+        lin_ws_set_guess(w, qd);
     for (int d0 = 0; d0 < nd; d0 += chunk) {
         int c = nd - d0 < chunk ? nd - d0 : chunk;
+        if (budget_check(bud)) {
+            rc = -2;
+            goto done;
+        }
+        if (qd) /* every chunk solves q' again: on the same branch */
+            lin_ws_set_guess(w, qd);
         memset(seed, 0, (size_t)nv * c * sizeof *seed);
         for (int d = 0; d < c; d++) {
             int dir = d0 + d;
@@ -832,16 +903,19 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
 {
     *result = NULL;
     *problem = NULL;
+    budget bud;
+    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "linearization");
     if (!limits)
         limits = &engine_default_limits;
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
         return HAMEL_E_BAD_REQUEST;
     }
-    if (m->nlin != m->nc && !(m->nl_reduced && m->tape_fast)) {
+    if (m->nlin != m->nc && !m->nl_reduced) {
         *problem = hamel_problem_new(HAMEL_E_FORMULATION,
-                                     "linearization needs constraints linear in the velocities (the state "
-                                     "is then q and the independent speeds)");
+                                     "linearization needs constraints linear in the velocities, or nonlinear "
+                                     "ones in the reduced form (speeds given: n - m of them), so that the "
+                                     "state is q and the independent speeds");
         for (int j = 0; j < m->nc; j++)
             if (!m->cons[j].linear) {
                 char path[64];
@@ -981,6 +1055,10 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (check_keys(pj, state_keys, "t, q, speeds, qdot", prefix, problem))
                 continue;
         }
+        if (budget_check(&bud)) {
+            rc = lin_stopped(&bud, "linearization", 0, np, problem);
+            goto done;
+        }
         read_state(m, hw, params, pj, prefix, &st[p], problem);
     }
     if (*problem) {
@@ -989,16 +1067,18 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     }
     arr = json_array();
     for (int p = 0; p < np; p++) {
-        if (ctl && atomic_load(&ctl->cancel)) {
-            rc = HAMEL_E_CANCELLED;
-            *problem = hamel_problem_new(rc, "cancelled");
-            goto done;
-        }
         lin_state *s = &st[p];
         char prefix[48] = "";
         if (points)
             snprintf(prefix, sizeof prefix, "points[%d].", p);
-        if (lin_jacobian(m, params, s->t, s->q, s->u, inp, ni, 0, f, A, B, ft) < 0) {
+        int jr = budget_check(&bud)
+                     ? -2
+                     : lin_jacobian_at(m, params, s->t, s->q, s->u, s->qd, inp, ni, 0, f, A, B, ft, 0, &bud);
+        if (jr == -2) {
+            rc = lin_stopped(&bud, "linearization", p, np, problem);
+            goto done;
+        }
+        if (jr < 0) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the equations cannot be differentiated at this point");
             char path[64];

@@ -5,6 +5,8 @@
  * Phi_S). Each tangent rule below is the derivative of the corresponding line of
  * hamel_rhs; the linear solves reuse their factorizations:
  *   x = K^-1 f  =>  dx = K^-1 (df - dK x).
+ Nonlinear constraints solved by Newton (no reduced tape) take the numeric path with
+ * q' from hamel_qdot and dq' from the implicit function theorem (rhs_numeric).
  * The request handling of /v1/evaluate and /v1/linearize is in lin_api.c.
  */
 #include "linearize.h"
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hamel.h"
 #include "linalg.h"
 #include "tangent.h"
 
@@ -34,6 +37,7 @@ struct lin_ws {
     double *dPsi, *dM, *da, *dh, *dX, *dMX, *tmp, *dF, *dMs;
     double *dpsis; /* tangents of Psi, Psi_t [(n*n + n) * nd_max] */
     double *dmup;  /* tangents of tape_mass's M* (upper) [k(k+1)/2 * nd_max] */
+    hamel_ws *hw;  /* nonlinear constraints by Newton: q' from (q, u) (hamel_qdot) */
 };
 
 void lin_ws_free(lin_ws *w)
@@ -47,6 +51,7 @@ void lin_ws_free(lin_ws *w)
         free(bufs[i]);
     free(w->piv);
     free(w->kpiv);
+    hamel_ws_free(w->hw);
     free(w);
 }
 
@@ -54,10 +59,10 @@ static int tape_size(const tape *t, int outputs) { return t ? (outputs ? t->n_ou
 
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
 {
-    /* nonlinear constraints: only in the reduced form with explicit kinematics (the
-     * reduced tape gives q', M*, F on (q, u, t); nonlin.h) */
-    int nl_ok = m->nl_reduced && m->tape_fast && !numeric;
-    if ((m->nlin != m->nc && !nl_ok) || nd_max < 1)
+    /* nonlinear constraints: only in the reduced form (n - m speeds; nonlin.h), with
+     * explicit kinematics (the reduced tape) or q' by Newton (the numeric path, with the
+     * implicit function theorem for dq') */
+    if ((m->nlin != m->nc && !m->nl_reduced) || nd_max < 1)
         return NULL;
     lin_ws *w = calloc(1, sizeof *w);
     if (!w)
@@ -83,6 +88,10 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
         slots = tape_size(m->tape_mass, 0);
     if (tape_size(m->tape_mass, 1) > outs)
         outs = tape_size(m->tape_mass, 1);
+    if (m->nl_reduced && tape_size(m->tape_obs, 0) > slots)
+        slots = tape_size(m->tape_obs, 0);
+    if (m->nl_reduced && tape_size(m->tape_obs, 1) > outs)
+        outs = tape_size(m->tape_obs, 1);
     w->in = calloc(m->n_in, sizeof *w->in);
     w->din = calloc((size_t)m->n_in * nd, sizeof *w->din);
     w->s = calloc(slots + 1, sizeof *w->s);
@@ -118,13 +127,19 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     if (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
         !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf ||
         !w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp || !w->dF ||
-        !w->dMs || !w->dpsis) {
+        !w->dMs || !w->dpsis || (m->nl_reduced && !(w->hw = hamel_ws_new(m, params)))) {
         lin_ws_free(w);
         return NULL;
     }
     if (m->np)
         memcpy(w->in, params, m->np * sizeof *params);
     return w;
+}
+
+void lin_ws_set_guess(lin_ws *w, const double *qd)
+{
+    if (w->hw && qd)
+        hamel_ws_set_guess(w->hw, qd);
 }
 
 /* Seeds the tape inputs: parameters, t and q (from seed), velocities zero. */
@@ -233,6 +248,17 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
     int n = w->n, k = w->k;
     size_t nn = (size_t)n * n;
     seed_inputs(w, t, q, seed, nd);
+    /* Nonlinear constraints: q' solves G(q', x) = 0 (the speed rows Psi_r q' + Psi_rt -
+     * u_r, the linear constraints, f_j(q, q', t)) by Newton, and Psi = dG/dq' (its rows
+     * of the f_j are df_j/dq'). The tapes run at that q' with its tangents zero first:
+     * they give the partial derivatives dG/dx dx, and dq' = -Psi^-1 dG/dx dx (implicit
+     * functions); then Psi runs again with dq' for its total tangents. */
+    if (m->nl_reduced) {
+        if (hamel_qdot(w->hw, t, q, u, w->qd) < 0)
+            return -1;
+        for (int i = 0; i < n; i++)
+            w->in[model_input_qd(m) + i] = w->qd[i];
+    }
     /* Psi, Psi_t and their tangents dpsi(idx, d) = w->dout[idx * nd + d] */
     if (tape_eval_tangent(m->tape_psi, w->in, w->din, nd, w->s, w->ds, w->psi, w->dout) < 0)
         return -1;
@@ -242,11 +268,15 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
     if (linalg_lu(n, w->lu, w->piv) < 0)
         return -1;
     const double *psit = w->psi + nn;
-    /* q' = Psi^-1 ([u; 0] - Psi_t) */
-    for (int i = 0; i < n; i++)
-        w->qd[i] = (i < k ? u[i] : 0.0) - psit[i];
-    linalg_lu_solve(n, w->lu, w->piv, w->qd);
-    /* dq' = Psi^-1 ([du; 0] - dPsi_t - dPsi q') */
+    if (!m->nl_reduced) {
+        /* q' = Psi^-1 ([u; 0] - Psi_t) */
+        for (int i = 0; i < n; i++)
+            w->qd[i] = (i < k ? u[i] : 0.0) - psit[i];
+        linalg_lu_solve(n, w->lu, w->piv, w->qd);
+    } else if (tape_eval_tangent(m->tape_obs, w->in, w->din, nd, w->s, w->ds, w->o, w->dout) < 0) {
+        return -1; /* w->dout[(1 + j) * nd + d]: the partial derivatives of f_j */
+    }
+    /* dq' = Psi^-1 ([du; 0] - dPsi_t - dPsi q'); a nonlinear constraint's row: -df_j */
     for (int d = 0; d < nd; d++) {
         for (int i = 0; i < n; i++) {
             double v = (i < k ? seed[(size_t)(1 + n + i) * nd + d] : 0.0) - dpsi_all[(nn + i) * nd + d];
@@ -254,9 +284,21 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
                 v -= dpsi_all[((size_t)i * n + l) * nd + d] * w->qd[l];
             w->tmp[i] = v;
         }
+        for (int j = 0; m->nl_reduced && j < m->nc; j++)
+            if (!m->cons[j].linear)
+                w->tmp[m->cons[j].row] = -w->dout[(size_t)(1 + j) * nd + d];
         linalg_lu_solve(n, w->lu, w->piv, w->tmp);
         for (int i = 0; i < n; i++)
             w->dqd[(size_t)i * nd + d] = w->tmp[i];
+    }
+    if (m->nl_reduced) {
+        /* Psi's total tangents, through q' too */
+        for (int i = 0; i < n; i++)
+            memcpy(w->din + (size_t)(model_input_qd(m) + i) * nd, w->dqd + (size_t)i * nd,
+                   nd * sizeof *w->din);
+        if (tape_eval_tangent(m->tape_psi, w->in, w->din, nd, w->s, w->ds, w->psi, w->dout) < 0)
+            return -1;
+        memcpy(dpsi_all, w->dout, (nn + n) * nd * sizeof *dpsi_all);
     }
     for (int i = 0; i < n; i++) {
         w->in[model_input_qd(m) + i] = w->qd[i];

@@ -18,12 +18,19 @@ typedef struct lin_ws lin_ws;
 /* A workspace for evaluations of m with parameter values params[np] (copied), for up
  * to nd_max tangent directions per call. numeric != 0 ignores the reduced tape (for
  * cross-checks). Returns NULL when out of memory or when the model has nonlinear
- * constraints, unless they are in the reduced form with explicit kinematics (a reduced
- * tape; then numeric must be 0). Caller frees. */
+ * constraints not in the reduced form (model.h: nl_reduced). In the reduced form q' is
+ * the reduced tape's (explicit kinematics) or Newton's (the numeric path), and its
+ * derivatives the implicit function theorem's: dq' = -(dG/dq')^-1 dG/dx with G the
+ * speeds' and constraints' residual, dG/dq' = Psi. Caller frees. */
 lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric);
 
 /* Frees a workspace. Accepts NULL. */
 void lin_ws_free(lin_ws *w);
+
+/* Nonlinear constraints solved by Newton (no explicit kinematics): the starting point
+ * qd[n] of the next solve of q' from (q, u), which picks the branch (z'^2 = a^2 v^2 has
+ * two). Each solve starts from the last solution. Does nothing for other models. */
+void lin_ws_set_guess(lin_ws *w, const double *qd);
 
 /* The right-hand side f(t, y) = [q', u'] (n + k values) at t, q, u and its
  * derivatives df[(n + k) * nd] along nd (<= nd_max) directions. seed[(1 + n + k + np)
@@ -47,6 +54,16 @@ int lin_jacobian(const struct engine_model *m, const double *params, double t, c
 int lin__jacobian(const struct engine_model *m, const double *params, double t, const double *q,
                   const double *u, const int *inputs, int n_inputs, int numeric, double *f, double *A,
                   double *B, double *ft, int chunk);
+
+struct budget;
+
+/* lin__jacobian from Newton's start qd[n] (nonlinear constraints solved by Newton: the
+ * branch of q'; NULL: the workspace's default) under a budget (NULL: none) checked
+ * before each pass of `chunk` directions (chunk <= 0: lin_jacobian's). Returns 0, -1
+ * (singular, out of memory), or -2 when the budget stopped (deadline, cancel flag). */
+int lin_jacobian_at(const struct engine_model *m, const double *params, double t, const double *q,
+                    const double *u, const double *qd, const int *inputs, int n_inputs, int numeric,
+                    double *f, double *A, double *B, double *ft, int chunk, struct budget *bud);
 
 /* The eigenvalues of the N x N row-major matrix A (gsl_eigen_nonsymmv), sorted by real
  * part descending, then imaginary part descending, into re[N], im[N]. Returns 0, or

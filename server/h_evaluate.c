@@ -1,15 +1,20 @@
 /* h_evaluate.c — POST /v1/evaluate: the equations of motion evaluated at given states.
  *
- * Owns the request's work: engine_evaluate on the resolved model, run on the offload pool;
- * the answer is resolve.c's http__offload_on_model's (as /v1/hamel).
+ * Owns the request's work: engine_evaluate_ctl on the resolved model, run on the offload
+ * pool under the hang-up watch and the synchronous budget, as /v1/linearize
+ * (h_linearize.c); the answer is resolve.c's http__offload_on_model's (as /v1/hamel).
  */
 #include "http_conn.h"
 
-/* Offloaded: engine_evaluate of c->work_model at c->pending. */
+/* Offloaded: engine_evaluate_ctl of c->work_model at c->pending. */
 static void http__run_evaluate(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = engine_evaluate(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+    http__watch_begin(c);
+    c->work_rc = engine_evaluate_ctl(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
+                                     &c->out_problem);
+    http__watch_end(c, c->work_rc);
+    http__lin_cancelled(c, "evaluation");
 }
 
 enum MHD_Result http__post_evaluate(http_conn *c, json_t *body)

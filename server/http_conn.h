@@ -303,6 +303,10 @@ enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
 /* POST /v1/linearize: the linearization about the body's operating point. */
 enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
 
+/* After an offloaded evaluate/linearize: a cancelled one (c->work_rc HAMEL_E_CANCELLED)
+ * becomes 503 unavailable (retry), as a cancelled compilation; `what` names the work. */
+void http__lin_cancelled(http_conn *c, const char *what);
+
 /* ---- h_simulations.c ---- */
 
 /* Answers a POST /v1/simulations whose exact body was seen before and whose result is

@@ -2,9 +2,13 @@
  * hamel-server (harness.h): the rolling disk's accelerations at its initial state
  * satisfy Greenwood (5.193)-(5.195), a model posted first is used by model_id, the
  * upright rolling disk's eigenvalues are the closed form's, and bad requests are 422
- * problems naming the field, with the server still up. */
+ * problems naming the field, with the server still up. A nonlinear constraint solved by
+ * Newton linearizes as its explicit writing does. Under the synchronous budget
+ * (HAMEL_MAX_COMPILE_SECONDS) a long sweep is a 422 compile-limit, and a client that
+ * hangs up cancels its linearization (the compile-stop counter's client_gone). */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,4 +146,180 @@ Test(server_linearize, upright_disk_eigenvalues)
     cr_assert_eq(harness_request(&lsrv, "GET", "/v1/health", NULL, NULL, &h), CURLE_OK);
     cr_assert_eq(h.status, 200);
     harness_resp_free(&h);
+}
+
+/* Appell's example (speeds x', y') with its constraint as given (explicit z') or squared
+ * (q' by Newton): the same A and B over HTTP, to 1e-9; evaluate answers for both. */
+Test(server_linearize, nonlinear_constraint_by_newton)
+{
+    json_error_t err;
+    json_t *base = json_load_file("api/examples/model-nonlinear.json", 0, &err);
+    cr_assert_not_null(base, "%s", err.text);
+    json_object_set_new(
+        base, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    json_t *sq = json_deep_copy(base);
+    json_object_set_new(sq, "constraints",
+                        json_pack("[{s:s, s:s}]", "name", "appell", "expr", "z'^2 - a^2*(x'^2 + y'^2)"));
+    json_t *models[2] = {base, sq};
+    harness_resp r[2];
+    for (int i = 0; i < 2; i++) {
+        r[i] = post("/v1/linearize", json_pack("{s:O, s:{s:f, s:f, s:f}, s:{s:f, s:f}, s:[s], s:b}", "model",
+                                               models[i], "q", "x", 0.3, "y", -0.2, "z", 1.1, "speeds",
+                                               "eta1", 1.3, "eta2", -0.7, "inputs", "g", "steady", 0));
+        cr_assert_eq(r[i].status, 200, "%s", r[i].body);
+    }
+    const json_t *p0 = json_array_get(json_object_get(r[0].json, "points"), 0);
+    const json_t *p1 = json_array_get(json_object_get(r[1].json, "points"), 0);
+    const char *keys[] = {"A", "B"};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < (k ? 1 : 5); j++) {
+                double a =
+                    json_number_value(json_array_get(json_array_get(json_object_get(p0, keys[k]), i), j));
+                double b =
+                    json_number_value(json_array_get(json_array_get(json_object_get(p1, keys[k]), i), j));
+                cr_assert(fabs(a - b) <= 1e-9 * (1 + fabs(a)), "%s[%d][%d]: %.17g vs %.17g", keys[k], i, j, a,
+                          b);
+            }
+    harness_resp_free(&r[0]);
+    harness_resp_free(&r[1]);
+    harness_resp e = post("/v1/evaluate",
+                          json_pack("{s:O, s:[{s:{s:f, s:f, s:f}, s:{s:f, s:f}}]}", "model", sq, "states",
+                                    "q", "x", 0.0, "y", 0.0, "z", 1.0, "speeds", "eta1", 3.0, "eta2", 4.0));
+    cr_assert_eq(e.status, 200, "%s", e.body);
+    double xdd = -0.3 * 9.81 * 3.0 / (5.0 * 1.09);
+    double got = num_at(json_array_get(json_object_get(e.json, "states"), 0), "speeds_dot", "eta1");
+    cr_assert(fabs(got - xdd) < 1e-12, "eta1' %.17g, closed form %.17g", got, xdd);
+    harness_resp_free(&e);
+    json_decref(base);
+    json_decref(sq);
+}
+
+/* ---- the budget of a linearization (own servers) ---- */
+
+static harness_server bsrv;
+
+static void bteardown(void) { harness_stop(&bsrv); }
+
+TestSuite(server_linearize_budget, .fini = bteardown, .timeout = 120);
+
+static harness_resp breq(const char *method, const char *path, const char *body)
+{
+    harness_resp r;
+    CURLcode rc = harness_request(&bsrv, method, path, body, NULL, &r);
+    cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+    return r;
+}
+
+static double bmetric(const char *series)
+{
+    harness_resp r = breq("GET", "/metrics", NULL);
+    double v = harness_metric(&r, series);
+    harness_resp_free(&r);
+    return v;
+}
+
+/* The benchmark bicycle posted to /v1/models; its id into id[size]. A body of `count`
+ * points (key "points" or "states") about its straight run, by model id. */
+static char *bicycle_sweep(const char *key, int count, char *id, size_t size)
+{
+    json_error_t err;
+    json_t *doc = json_load_file("api/examples/whipple-bicycle.json", 0, &err);
+    cr_assert_not_null(doc, "%s", err.text);
+    char *text = json_dumps(json_object_get(doc, "model"), JSON_COMPACT);
+    harness_resp m = breq("POST", "/v1/models", text);
+    free(text);
+    cr_assert(m.status == 201 || m.status == 200, "%s", m.body);
+    snprintf(id, size, "%s", json_string_value(json_object_get(m.json, "model_id")));
+    harness_resp_free(&m);
+    json_t *pts = json_array();
+    const json_t *p = json_object_get(doc, "linearize");
+    for (int i = 0; i < count; i++) {
+        json_t *q = json_deep_copy(p);
+        json_object_set_new(json_object_get(q, "speeds"), "thetaRd", json_real(-16.6 + 1e-4 * i));
+        json_array_append_new(pts, q);
+    }
+    json_t *body = json_pack("{s:s, s:o}", "model_id", id, key, pts);
+    if (!strcmp(key, "points"))
+        json_object_set_new(body, "eigenvectors", json_true());
+    char *out = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    json_decref(doc);
+    return out;
+}
+
+/* A budget of 0.3 s (the bicycle compiles in about 40 ms): 5000 points of a sweep (about
+ * 2 s of work) and 10000 states stop with 422 compile-limit at stage linearization /
+ * evaluation; one point still answers. */
+Test(server_linearize_budget, a_long_sweep_is_a_compile_limit)
+{
+    static const char *const env[] = {"HAMEL_MAX_COMPILE_SECONDS=0.3", NULL};
+    cr_assert_eq(harness_start(&bsrv, env), 0, "the server did not start (log above)");
+    char id[128];
+    const char *route[] = {"/v1/linearize", "/v1/evaluate"}, *stage[] = {"linearization", "evaluation"};
+    for (int e = 0; e < 2; e++) {
+        char *body = bicycle_sweep(e ? "states" : "points", e ? 10000 : 5000, id, sizeof id);
+        double t0 = harness_now();
+        harness_resp r = breq("POST", route[e], body);
+        double took = harness_now() - t0;
+        free(body);
+        cr_assert_eq(r.status, 422, "%s: %ld %.300s", route[e], r.status, r.body);
+        cr_assert_str_eq(json_string_value(json_object_get(r.json, "type")),
+                         "https://hamel.dev/problems/compile-limit");
+        cr_assert_str_eq(json_string_value(json_object_get(r.json, "stage")), stage[e]);
+        cr_assert_str_eq(json_string_value(json_object_get(r.json, "limit")), "max_compile_seconds");
+        cr_assert_lt(took, 2.5, "stopped near its budget: %.3f s", took);
+        harness_resp_free(&r);
+    }
+    char *one = bicycle_sweep("points", 1, id, sizeof id);
+    harness_resp r = breq("POST", "/v1/linearize", one);
+    free(one);
+    cr_assert_eq(r.status, 200, "%.300s", r.body);
+    harness_resp_free(&r);
+    cr_assert_eq(bmetric("hamel_compiles_stopped_total{reason=\"limit\"}"), 2);
+    int status;
+    cr_assert(harness_stop_checked(&bsrv, &status), "exit status %#x", status);
+}
+
+/* A client that gives up after 300 ms on a 5000-point sweep (a minute of budget): the
+ * linearization is cancelled (client_gone), the offload thread is freed long before
+ * the sweep's 2 s, and the server answers again. */
+Test(server_linearize_budget, a_client_that_hangs_up_cancels_its_linearization)
+{
+    static const char *const env[] = {"HAMEL_MAX_COMPILE_SECONDS=60", NULL};
+    cr_assert_eq(harness_start(&bsrv, env), 0, "the server did not start (log above)");
+    char id[128];
+    char *body = bicycle_sweep("points", 5000, id, sizeof id);
+    harness_resp r;
+    struct curl_slist *list = NULL;
+    CURL *h = harness_easy(&bsrv, "POST", "/v1/linearize", body, -1, NULL, &list, &r);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 300L);
+    CURLcode rc = curl_easy_perform(h);
+    double t_gone = harness_now();
+    harness_finish(h, &r);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(list);
+    harness_resp_free(&r);
+    free(body);
+    cr_assert_eq(rc, CURLE_OPERATION_TIMEDOUT, "the client gave up: %s", curl_easy_strerror(rc));
+    double gone = bmetric("hamel_compiles_stopped_total{reason=\"client_gone\"}");
+    while (gone < 1 && harness_now() - t_gone < 20) {
+        harness_nap(20);
+        gone = bmetric("hamel_compiles_stopped_total{reason=\"client_gone\"}");
+    }
+    cr_assert_eq(gone, 1, "the linearization was cancelled when its client hung up");
+    double freed = harness_now() - t_gone;
+    while (bmetric("hamel_offload_running") > 0 && harness_now() - t_gone < 20)
+        harness_nap(20);
+    cr_assert_eq(bmetric("hamel_offload_running"), 0, "the offload thread is free again");
+    cr_assert_lt(freed, 1.5, "cancelled %.3f s after the hang-up", freed);
+    cr_assert_eq(bmetric("hamel_compiles_stopped_total{reason=\"limit\"}"), 0);
+    char *one = bicycle_sweep("points", 1, id, sizeof id);
+    r = breq("POST", "/v1/linearize", one);
+    free(one);
+    cr_assert_eq(r.status, 200, "%.300s", r.body);
+    harness_resp_free(&r);
+    int status;
+    cr_assert(harness_stop_checked(&bsrv, &status), "exit status %#x", status);
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "engine.h"
 #include "hamel.h"
 #include "linearize.h"
@@ -1037,4 +1038,294 @@ Test(linearize, nonlinear_reduced_form, .init = setup)
     hamel_ws_free(hw);
     json_decref(res);
     engine_model_release(m);
+}
+
+/* ---- nonlinear constraints solved by Newton (issue 9's leftover) ---- */
+
+/* Appell's example with its constraint squared, z'^2 = a^2 (x'^2 + y'^2): not linear in
+ * any velocity, so q' is found by Newton at each evaluation (no reduced tape). On the
+ * branch z' = +a v its gradient is 2 z' times the explicit one's, so the Chetaev
+ * equations, and their linearization, are those of appell_reduced. */
+static engine_model *appell_squared(void)
+{
+    json_t *mj = support_load_file("api/examples/model-nonlinear.json");
+    json_object_set_new(
+        mj, "speeds",
+        json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "eta1", "expr", "x'", "name", "eta2", "expr", "y'"));
+    json_object_set_new(mj, "constraints",
+                        json_pack("[{s:s, s:s}]", "name", "appell", "expr", "z'^2 - a^2*(x'^2 + y'^2)"));
+    engine_model *m = support_compile_json(mj);
+    json_decref(mj);
+    return m;
+}
+
+static double mat(const json_t *pt, const char *key, int i, int j)
+{
+    const json_t *v = json_array_get(json_array_get(json_object_get(pt, key), i), j);
+    cr_assert(json_is_number(v), "%s[%d][%d] is a number", key, i, j);
+    return json_number_value(v);
+}
+
+/* The two writings of Appell's constraint linearize alike (A, B for g and a, f), to
+ * 1e-9, at a generic state; the Newton one's A also against central differences of its
+ * integrated right-hand side (the implicit function theorem, not differences, makes A). */
+Test(linearize, nonlinear_by_newton, .init = setup)
+{
+    engine_model *me = appell_reduced(), *mn = appell_squared();
+    cr_assert(me->nl_reduced && me->tape_fast, "the explicit writing has a reduced tape");
+    cr_assert(mn->nl_reduced && !mn->tape_fast, "the squared writing needs Newton");
+    const char *req = "{\"q\": {\"x\": 0.3, \"y\": -0.2, \"z\": 1.1}, \"speeds\": {\"eta1\": 1.3, \"eta2\": "
+                      "-0.7}, \"t\": 0.4, \"inputs\": [\"g\", \"a\"], \"steady\": false}";
+    json_t *re = linearize_ok(me, req), *rn = linearize_ok(mn, req);
+    const json_t *pe = json_array_get(json_object_get(re, "points"), 0);
+    const json_t *pn = json_array_get(json_object_get(rn, "points"), 0);
+    double v = hypot(1.3, 0.7);
+    cr_assert(fabs(getd(pn, "qdot", "z") - 0.3 * v) < 1e-14, "Newton's z' %.17g", getd(pn, "qdot", "z"));
+    for (int i = 0; i < 5; i++) {
+        for (int j = 0; j < 5; j++) {
+            double a = mat(pe, "A", i, j), b = mat(pn, "A", i, j);
+            cr_assert(fabs(a - b) <= 1e-9 * (1 + fabs(a)), "A[%d][%d]: explicit %.17g, Newton %.17g", i, j, a,
+                      b);
+        }
+        for (int j = 0; j < 2; j++) {
+            double a = mat(pe, "B", i, j), b = mat(pn, "B", i, j);
+            cr_assert(fabs(a - b) <= 1e-9 * (1 + fabs(a)), "B[%d][%d]: explicit %.17g, Newton %.17g", i, j, a,
+                      b);
+        }
+    }
+    for (int i = 0; i < 5; i++) {
+        double a = eig(re, 0, i, "re"), b = eig(rn, 0, i, "re");
+        cr_assert(fabs(a - b) <= 1e-9 * (1 + fabs(a)), "eigenvalue %d: %.17g vs %.17g", i, a, b);
+    }
+    /* the explicit model's numeric path (Newton too, from the reduced tape's q') agrees */
+    double y[5] = {0.3, -0.2, 1.1, 1.3, -0.7}, f[5], Ae[25], An[25], Aw[25];
+    double qd[3] = {1.3, -0.7, 0.3 * v};
+    cr_assert_eq(lin_jacobian(me, me->param_values, 0.4, y, y + 3, NULL, 0, 0, f, Ae, NULL, NULL), 0);
+    cr_assert_eq(
+        lin_jacobian_at(me, me->param_values, 0.4, y, y + 3, qd, NULL, 0, 1, f, An, NULL, NULL, 0, NULL), 0);
+    cr_assert_eq(
+        lin_jacobian_at(mn, mn->param_values, 0.4, y, y + 3, qd, NULL, 0, 0, f, Aw, NULL, NULL, 2, NULL), 0,
+        "in passes of two directions, each solving q' again");
+    for (int i = 0; i < 25; i++) {
+        cr_assert(fabs(Ae[i] - An[i]) <= 1e-12 * (1 + fabs(Ae[i])), "numeric path A[%d] %.17g vs %.17g", i,
+                  An[i], Ae[i]);
+        cr_assert(fabs(Ae[i] - Aw[i]) <= 1e-9 * (1 + fabs(Ae[i])), "chunked A[%d] %.17g vs %.17g", i, Aw[i],
+                  Ae[i]);
+    }
+    /* central differences of the Newton model's integrated right-hand side (test only) */
+    hamel_ws *hw = hamel_ws_new(mn, mn->param_values);
+    double yp[5], fp[5], fm[5];
+    for (int j = 0; j < 5; j++) {
+        double h = 1e-5 * (1 + fabs(y[j]));
+        memcpy(yp, y, sizeof y);
+        yp[j] = y[j] + h;
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(0.4, yp, fp, hw), 0);
+        yp[j] = y[j] - h;
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(0.4, yp, fm, hw), 0);
+        for (int i = 0; i < 5; i++) {
+            double fd = (fp[i] - fm[i]) / (2 * h);
+            cr_assert(fabs(Aw[i * 5 + j] - fd) <= 1e-7 * (1 + fabs(fd)),
+                      "A[%d][%d] %.17g vs differences %.17g", i, j, Aw[i * 5 + j], fd);
+        }
+    }
+    hamel_ws_free(hw);
+    json_decref(re);
+    json_decref(rn);
+    /* given as qdot on the other branch (z' = -a v), Newton stays there: dz'/deta1 = -a
+     * eta1/v */
+    char text[300];
+    snprintf(
+        text, sizeof text,
+        "{\"q\": {\"x\": 0.3, \"y\": -0.2, \"z\": 1.1}, \"qdot\": {\"x\": 1.3, \"y\": -0.7, \"z\": %.17g}, "
+        "\"steady\": false}",
+        -0.3 * v);
+    rn = linearize_ok(mn, text);
+    pn = json_array_get(json_object_get(rn, "points"), 0);
+    cr_assert(fabs(mat(pn, "A", 2, 3) + 0.3 * 1.3 / v) < 1e-12, "dz'/deta1 on the lower branch %.17g",
+              mat(pn, "A", 2, 3));
+    json_decref(rn);
+    engine_model_release(me);
+    engine_model_release(mn);
+}
+
+/* evaluate of the Newton model: the speeds' derivatives are the explicit model's. */
+Test(evaluate, nonlinear_by_newton, .init = setup)
+{
+    engine_model *me = appell_reduced(), *mn = appell_squared();
+    json_t *req =
+        support_loads("{\"states\": [{\"q\": {\"x\": 0, \"y\": 0, \"z\": 1}, \"speeds\": {\"eta1\": 3, "
+                      "\"eta2\": 4}}]}");
+    json_t *re = NULL, *rn = NULL, *problem = NULL;
+    cr_assert_eq(engine_evaluate(me, req, NULL, &re, &problem), 0, "%s",
+                 problem ? json_dumps(problem, 0) : "");
+    cr_assert_eq(engine_evaluate(mn, req, NULL, &rn, &problem), 0, "%s",
+                 problem ? json_dumps(problem, 0) : "");
+    const json_t *se = json_array_get(json_object_get(re, "states"), 0);
+    const json_t *sn = json_array_get(json_object_get(rn, "states"), 0);
+    const char *keys[][2] = {{"speeds_dot", "eta1"}, {"speeds_dot", "eta2"}, {"qdot", "z"}, {"qddot", "z"}};
+    for (int i = 0; i < 4; i++) {
+        double a = getd(se, keys[i][0], keys[i][1]), b = getd(sn, keys[i][0], keys[i][1]);
+        cr_assert(fabs(a - b) <= 1e-12 * (1 + fabs(a)), "%s.%s: %.17g vs %.17g", keys[i][0], keys[i][1], a,
+                  b);
+    }
+    json_decref(re);
+    json_decref(rn);
+    json_decref(req);
+    engine_model_release(me);
+    engine_model_release(mn);
+}
+
+/* ---- cancellation and the deadline (engine_control) ---- */
+
+static json_t *many_points(const char *key, int count)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < count; i++)
+        json_array_append_new(arr,
+                              json_pack("{s:{s:f}, s:{s:f}}", "q", "th", 0.001 * i, "speeds", "th'", 0.0));
+    json_t *req = json_pack("{s:o}", key, arr);
+    if (!strcmp(key, "points"))
+        json_object_set_new(req, "steady", json_false());
+    return req;
+}
+
+Test(linearize, cancelled_and_deadline, .init = setup)
+{
+    engine_model *m = support_compile_text(pendulum);
+    engine_control ctl;
+    memset(&ctl, 0, sizeof ctl);
+    atomic_init(&ctl.cancel, 1);
+    const char *keys[] = {"points", "states"};
+    for (int e = 0; e < 2; e++) {
+        json_t *req = many_points(keys[e], 200), *res = NULL, *problem = NULL;
+        /* a set cancel flag: HAMEL_E_CANCELLED, as a compilation */
+        atomic_store(&ctl.cancel, 1);
+        ctl.max_wall_seconds = 0;
+        int rc = e ? engine_evaluate_ctl(m, req, NULL, &ctl, &res, &problem)
+                   : engine_linearize(m, req, NULL, &ctl, &res, &problem);
+        cr_assert_eq(rc, HAMEL_E_CANCELLED, "%s: rc %d", keys[e], rc);
+        cr_assert_null(res);
+        cr_assert_not_null(problem);
+        cr_assert_not_null(strstr(json_string_value(json_object_get(problem, "detail")), "cancelled"));
+        json_decref(problem);
+        problem = NULL;
+        /* past the deadline (1 us): 422 compile-limit naming max_compile_seconds */
+        atomic_store(&ctl.cancel, 0);
+        ctl.max_wall_seconds = 1e-6;
+        rc = e ? engine_evaluate_ctl(m, req, NULL, &ctl, &res, &problem)
+               : engine_linearize(m, req, NULL, &ctl, &res, &problem);
+        cr_assert_eq(rc, HAMEL_E_COMPILE_LIMIT, "%s: rc %d", keys[e], rc);
+        cr_assert_str_eq(json_string_value(json_object_get(problem, "limit")), "max_compile_seconds");
+        cr_assert_str_eq(json_string_value(json_object_get(problem, "stage")),
+                         e ? "evaluation" : "linearization");
+        json_decref(problem);
+        problem = NULL;
+        /* no stop: the whole sweep */
+        ctl.max_wall_seconds = 0;
+        rc = e ? engine_evaluate_ctl(m, req, NULL, &ctl, &res, &problem)
+               : engine_linearize(m, req, NULL, &ctl, &res, &problem);
+        cr_assert_eq(rc, 0, "%s", problem ? json_dumps(problem, 0) : "");
+        cr_assert_eq(json_array_size(json_object_get(res, keys[e])), 200);
+        json_decref(res);
+        json_decref(req);
+    }
+    engine_model_release(m);
+}
+
+/* The limits alone (no control) bound a request too; NULL limits and control: none. A
+ * stopped budget stops lin_jacobian_at before its next pass of directions (-2). */
+Test(linearize, limits_alone_and_the_pass_check, .init = setup)
+{
+    engine_model *m = support_compile_text(pendulum);
+    engine_limits lim = engine_default_limits;
+    lim.max_compile_seconds = 1e-6;
+    json_t *req = many_points("points", 200), *res = NULL, *problem = NULL;
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &res, &problem), HAMEL_E_COMPILE_LIMIT);
+    json_decref(problem);
+    problem = NULL;
+    cr_assert_eq(engine_linearize(m, req, NULL, NULL, &res, &problem), 0, "no budget");
+    json_decref(res);
+    json_decref(req);
+    atomic_int cancel;
+    atomic_init(&cancel, 1);
+    budget b;
+    budget_init(&b, 0, 0, &cancel);
+    double y[2] = {0.1, 0.0}, f[2], A[4];
+    cr_assert_eq(
+        lin_jacobian_at(m, m->param_values, 0.0, y, y + 1, NULL, NULL, 0, 0, f, A, NULL, NULL, 1, &b), -2);
+    atomic_store(&cancel, 0);
+    budget_init(&b, 0, 0, &cancel);
+    cr_assert_eq(
+        lin_jacobian_at(m, m->param_values, 0.0, y, y + 1, NULL, NULL, 0, 0, f, A, NULL, NULL, 1, &b), 0);
+    engine_model_release(m);
+}
+
+/* A nonlinear constraint that depends on q, t and a parameter, written explicitly and
+ * squared: z' = a (1 + x^2/4) |(x', y')| + c sin t. The Newton path's partial derivatives
+ * of the constraint (along q, t, a) enter dq'; A, B (a, c) and df/dt agree to 1e-9. */
+Test(linearize, nonlinear_by_newton_depends_on_q_t_p, .init = setup)
+{
+    const char *fmt =
+        "{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"m\": 2.0, \"g\": 9.81, \"a\": 0.3, "
+        "\"c\": 0.2}, \"kinetic_energy\": \"m/2*(x'^2 + y'^2 + z'^2) + m/4*x^2*y'^2\", "
+        "\"potential_energy\": \"m*g*z + x*y\", \"speeds\": [{\"name\": \"e1\", \"expr\": \"x'\"}, "
+        "{\"name\": \"e2\", \"expr\": \"y'\"}], \"constraints\": [{\"name\": \"k\", \"expr\": \"%s\"}]}";
+    char text[1200];
+    snprintf(text, sizeof text, fmt, "z' - a*(1 + x^2/4)*sqrt(x'^2 + y'^2) - c*sin(t)");
+    engine_model *me = support_compile_text(text);
+    snprintf(text, sizeof text, fmt, "(z' - c*sin(t))^2 - a^2*(1 + x^2/4)^2*(x'^2 + y'^2)");
+    engine_model *mn = support_compile_text(text);
+    cr_assert(me->nl_reduced && me->tape_fast, "explicit");
+    cr_assert(mn->nl_reduced && !mn->tape_fast, "Newton");
+    double t = 0.7, y[5] = {0.4, -0.3, 1.1, 1.3, -0.7}, v = hypot(1.3, 0.7);
+    double qd[3] = {1.3, -0.7, 0.3 * (1 + 0.04) * v + 0.2 * sin(t)};
+    int inputs[2] = {model_param_index(me, "a"), model_param_index(me, "c")};
+    cr_assert(inputs[0] == model_param_index(mn, "a") && inputs[1] == model_param_index(mn, "c"));
+    double fe[5], fn[5], Ae[25], An[25], Be[10], Bn[10], te[5], tn[5];
+    cr_assert_eq(
+        lin_jacobian_at(me, me->param_values, t, y, y + 3, NULL, inputs, 2, 0, fe, Ae, Be, te, 0, NULL), 0);
+    cr_assert_eq(
+        lin_jacobian_at(mn, mn->param_values, t, y, y + 3, qd, inputs, 2, 0, fn, An, Bn, tn, 0, NULL), 0);
+    for (int i = 0; i < 5; i++) {
+        cr_assert(fabs(fe[i] - fn[i]) <= 1e-12 * (1 + fabs(fe[i])), "f[%d] %.17g vs %.17g", i, fe[i], fn[i]);
+        cr_assert(fabs(te[i] - tn[i]) <= 1e-9 * (1 + fabs(te[i])), "df/dt[%d] %.17g vs %.17g", i, te[i],
+                  tn[i]);
+        for (int j = 0; j < 5; j++)
+            cr_assert(fabs(Ae[i * 5 + j] - An[i * 5 + j]) <= 1e-9 * (1 + fabs(Ae[i * 5 + j])),
+                      "A[%d][%d] %.17g vs %.17g", i, j, Ae[i * 5 + j], An[i * 5 + j]);
+        for (int j = 0; j < 2; j++)
+            cr_assert(fabs(Be[i * 2 + j] - Bn[i * 2 + j]) <= 1e-9 * (1 + fabs(Be[i * 2 + j])),
+                      "B[%d][%d] %.17g vs %.17g", i, j, Be[i * 2 + j], Bn[i * 2 + j]);
+    }
+    /* dz'/dx is not zero here (the constraint depends on x): the partial term is used */
+    cr_assert(fabs(An[2 * 5 + 0] - 0.3 * 0.5 * 0.4 * v) < 1e-12, "dz'/dx %.17g", An[2 * 5 + 0]);
+    /* central differences of the Newton model in t, q, u and a (test only) */
+    hamel_ws *hw = hamel_ws_new(mn, mn->param_values);
+    double yp[5], fp[5], fm[5];
+    for (int j = -1; j < 5; j++) {
+        double h = 1e-5, tp = t, tm = t;
+        memcpy(yp, y, sizeof y);
+        if (j < 0) {
+            tp = t + h;
+            tm = t - h;
+        } else {
+            yp[j] = y[j] + h;
+        }
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(tp, yp, fp, hw), 0);
+        if (j >= 0)
+            yp[j] = y[j] - h;
+        hamel_ws_set_guess(hw, qd);
+        cr_assert_eq(hamel_rhs(tm, yp, fm, hw), 0);
+        for (int i = 0; i < 5; i++) {
+            double fd = (fp[i] - fm[i]) / (2 * h), an = j < 0 ? tn[i] : An[i * 5 + j];
+            cr_assert(fabs(an - fd) <= 1e-7 * (1 + fabs(fd)), "d f[%d]/d %d: %.17g vs differences %.17g", i,
+                      j, an, fd);
+        }
+    }
+    hamel_ws_free(hw);
+    engine_model_release(me);
+    engine_model_release(mn);
 }
