@@ -35,11 +35,37 @@ typedef struct jit_buf {
 
 static void jit__buf_printf(jit_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
+/* Makes room for n more bytes and the terminating NUL (doubling, up to JIT_MAX_SOURCE).
+ * Returns 0, or -1 with b->err set. */
+static int jit__buf_reserve(jit_buf *b, size_t n)
 {
     if (b->err)
-        return;
-    for (;;) {
+        return -1;
+    if (n < b->cap - b->len)
+        return 0;
+    size_t need = b->len + n + 1;
+    if (need > JIT_MAX_SOURCE) {
+        b->err = JIT_E_TOO_LARGE;
+        return -1;
+    }
+    size_t cap = b->cap * 2;
+    while (cap < need)
+        cap *= 2;
+    if (cap > JIT_MAX_SOURCE)
+        cap = JIT_MAX_SOURCE;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->err = JIT_E_NOMEM;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
+{
+    while (!b->err) {
         va_list ap;
         va_start(ap, fmt);
         int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
@@ -52,52 +78,17 @@ static void jit__buf_printf(jit_buf *b, const char *fmt, ...)
             b->len += (size_t)n;
             return;
         }
-        size_t need = b->len + (size_t)n + 1;
-        if (need > JIT_MAX_SOURCE) {
-            b->err = JIT_E_TOO_LARGE;
-            return;
-        }
-        size_t cap = b->cap * 2;
-        while (cap < need)
-            cap *= 2;
-        if (cap > JIT_MAX_SOURCE)
-            cap = JIT_MAX_SOURCE;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->err = JIT_E_NOMEM;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+        jit__buf_reserve(b, (size_t)n);
     }
 }
 
-/* Appends n bytes (the same growth and cap as jit__buf_printf). The statements of a
+/* Appends n bytes (growing as jit__buf_reserve does). The statements of a
  * tape are written with these rather than printf: formatting was a sixth of the
  * first tier's work. */
 static void jit__buf_put(jit_buf *b, const char *s, size_t n)
 {
-    if (b->err)
+    if (jit__buf_reserve(b, n) != 0)
         return;
-    if (n >= b->cap - b->len) {
-        size_t need = b->len + n + 1;
-        if (need > JIT_MAX_SOURCE) {
-            b->err = JIT_E_TOO_LARGE;
-            return;
-        }
-        size_t cap = b->cap * 2;
-        while (cap < need)
-            cap *= 2;
-        if (cap > JIT_MAX_SOURCE)
-            cap = JIT_MAX_SOURCE;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->err = JIT_E_NOMEM;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';

@@ -58,40 +58,12 @@ static int dial(const char *from)
     return fd;
 }
 
-/* Sends `req` on a new connection and reads until the server closes it, the reply's
- * headers and Content-Length bytes are in, or HARDEN_READ_SECONDS pass. Returns the
- * reply (caller frees; "" if none) and the seconds it took in *secs. */
-static char *raw(const char *req, double *secs)
-{
-    int fd = dial("127.0.0.1");
-    cr_assert(fd >= 0, "connect: %s", strerror(errno));
-    double t0 = harness_now();
-    cr_assert_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
-    size_t cap = 65536, len = 0;
-    char *buf = calloc(1, cap);
-    for (;;) {
-        ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        buf[len] = '\0';
-        char *end = strstr(buf, "\r\n\r\n");
-        const char *cl = strcasestr(buf, "\r\nContent-Length:");
-        if (end && cl && cl < end && len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
-            break;
-        if (len + 1 >= cap)
-            break;
-    }
-    *secs = harness_now() - t0;
-    close(fd);
-    return buf;
-}
-
-/* Sends `req` on a new connection and reads until the server closes it (or
- * HARDEN_READ_SECONDS pass). *full: seconds until the reply's Content-Length bytes were
- * in (-1 if never), *eof: seconds until the close (-1 on a timeout). Returns the reply
- * (caller frees). */
-static char *raw_until_close(const char *req, double *full, double *eof)
+/* Sends `req` on a new connection and reads the reply, until the server closes the
+ * connection, or (unless until_close) once the headers and Content-Length bytes are in,
+ * or HARDEN_READ_SECONDS pass. *full: seconds until the Content-Length bytes were in (-1
+ * if never); *eof: seconds until the close (-1 if not seen). Returns the reply (caller
+ * frees; "" if none). */
+static char *raw_read(const char *req, int until_close, double *full, double *eof)
 {
     int fd = dial("127.0.0.1");
     cr_assert(fd >= 0, "connect: %s", strerror(errno));
@@ -110,13 +82,27 @@ static char *raw_until_close(const char *req, double *full, double *eof)
         buf[len] = '\0';
         char *end = strstr(buf, "\r\n\r\n");
         const char *cl = strcasestr(buf, "\r\nContent-Length:");
-        if (*full < 0 && end && cl && cl < end && len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10))
+        if (*full < 0 && end && cl && cl < end &&
+            len >= (size_t)(end + 4 - buf) + strtoul(cl + 17, NULL, 10)) {
             *full = harness_now() - t0;
+            if (!until_close)
+                break;
+        }
         if (len + 1 >= cap)
             break;
     }
     close(fd);
     return buf;
+}
+
+/* raw_read up to the reply's end; the seconds it took in *secs. */
+static char *raw(const char *req, double *secs)
+{
+    double full, eof;
+    double t0 = harness_now();
+    char *reply = raw_read(req, 0, &full, &eof);
+    *secs = harness_now() - t0;
+    return reply;
 }
 
 /* The status code of a raw reply, or 0. */
@@ -343,7 +329,7 @@ Test(harden, a_close_answer_after_a_compile_ends_at_once)
     strcpy(msg, head);
     strcat(msg, body);
     double full, eof;
-    char *reply = raw_until_close(msg, &full, &eof);
+    char *reply = raw_read(msg, 1, &full, &eof);
     cr_assert_eq(raw_status(reply), 200, "a new model, compiled and run: %.200s", reply);
     cr_assert(full >= 0, "the whole answer arrived");
     cr_assert(eof >= 0, "the server closed the connection within %d s", HARDEN_READ_SECONDS);
