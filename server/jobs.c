@@ -269,9 +269,17 @@ static void jobs__run(jobs *p, job *j)
             problem = hamel_problem_new(rc, "out of memory serialising the result");
         }
     }
+    if (rc == 0 && p->st && store_put_done(p->st, j->id, j->model_id, j->key, body, j->created) != 0) {
+        /* A job is done only once its result is stored: one reported done and then lost
+         * to a restart (a full disk, the store out of reach) would be a lost result. */
+        fprintf(stderr, "hamel-server: job %s: the result could not be stored; the job fails\n", j->id);
+        metrics_store_failed();
+        blob_release(body);
+        body = NULL;
+        rc = HAMEL_E_UNAVAILABLE;
+        problem = hamel_problem_new(rc, "the result could not be stored (see the server's log); retry");
+    }
     if (rc == 0) {
-        if (p->st && store_put_done(p->st, j->id, j->model_id, j->key, body, j->created) != 0)
-            fprintf(stderr, "hamel-server: job %s: result not persisted\n", j->id);
         if (p->results)
             cache_put(p->results, j->key, body, body->len);
     } else {
@@ -860,9 +868,16 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
         free(j);
         return HAMEL_E_INTERNAL;
     }
-    /* The record reaches the disk before anyone can learn the id. */
-    if (p->st)
-        store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created);
+    /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
+     * learns it (503: a job the store does not know would be lost to a restart). */
+    if (p->st && store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created) != 0) {
+        fprintf(stderr, "hamel-server: job %s: its record could not be stored; not accepted\n", j->id);
+        metrics_store_failed();
+        json_decref(j->request);
+        engine_model_release(j->model);
+        free(j);
+        return HAMEL_E_UNAVAILABLE;
+    }
 
     job *dead = NULL;
     if (p->shared) {

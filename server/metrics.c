@@ -36,6 +36,7 @@ static atomic_uint_fast64_t metrics__batches[METRICS_BATCH_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__runs[METRICS_RUN_OUTCOME_COUNT_];
 static atomic_uint_fast64_t metrics__derive_ns, metrics__derive_n;
 static atomic_uint_fast64_t metrics__compile_stops[METRICS_COMPILE_STOP_COUNT_];
+static atomic_uint_fast64_t metrics__store_failures;
 static const char *const metrics__compile_stop_labels[] = {"limit", "client_gone", "shutdown"};
 static atomic_uint_fast64_t metrics__integrate_ns, metrics__integrate_n;
 
@@ -78,6 +79,11 @@ void metrics_compile_stopped(metrics_compile_stop why)
 {
     if ((unsigned)why < METRICS_COMPILE_STOP_COUNT_)
         atomic_fetch_add_explicit(&metrics__compile_stops[why], 1, memory_order_relaxed);
+}
+
+void metrics_store_failed(void)
+{
+    atomic_fetch_add_explicit(&metrics__store_failures, 1, memory_order_relaxed);
 }
 
 void metrics_derive(double seconds)
@@ -210,6 +216,11 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
         dynbuf_printf(&b, "hamel_compiles_stopped_total{reason=\"%s\"} %llu\n",
                       metrics__compile_stop_labels[i],
                       (unsigned long long)metrics__load(&metrics__compile_stops[i]));
+    dynbuf_printf(&b,
+                  "# HELP hamel_store_failures_total Job records and results the store could not write "
+                  "(the job was refused with 503 or failed instead of being reported done).\n"
+                  "# TYPE hamel_store_failures_total counter\nhamel_store_failures_total %llu\n",
+                  (unsigned long long)metrics__load(&metrics__store_failures));
     dynbuf_printf(&b, "# HELP hamel_cache_hits_total Cache lookups that found an entry.\n"
                       "# TYPE hamel_cache_hits_total counter\n"
                       "# TYPE hamel_cache_misses_total counter\n"

@@ -97,6 +97,10 @@ typedef enum metrics_compile_stop {
 /* Counts one compilation stopped before its end. */
 void metrics_compile_stopped(metrics_compile_stop why);
 
+/* Counts one job record or result the store could not write (the job was refused or
+ * failed instead of being reported done and then lost). */
+void metrics_store_failed(void);
+
 /* Adds the wall time of one engine_model_compile. */
 void metrics_derive(double seconds);
 

@@ -253,11 +253,13 @@ static void http__run_compile(void *arg)
         engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
     http__watch_end(c, c->pre_rc);
     store *st = c->srv->d.st;
+    int queued = 0; /* the model was queued for the store, to be committed with a job */
     if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text && c->route == METRICS_ROUTE_SIMULATIONS) {
         /* A simulation's model needs no answer about being new (201 is POST /v1/models'):
          * it is queued without a lookup (INSERT OR IGNORE) and committed with the job's
-         * record, which is written after it, so no record names a model the store lacks. */
-        store_put_model_async(st, engine_model_id(c->pre_model), c->spec_text);
+         * record, which is written after it, so no record names a model the store lacks
+         * (and if no job follows, it is written below before anyone is answered). */
+        queued = store_put_model_async(st, engine_model_id(c->pre_model), c->spec_text) == 0;
         c->pre_found = 0;
         c->pre_recorded = 1;
     } else if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
@@ -278,7 +280,9 @@ static void http__run_compile(void *arg)
     int same = c->pre_rc == 0 && (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id));
     if (same && c->route == METRICS_ROUTE_SIMULATIONS)
         http__simulation_work(c, c->pre_model);
-    else if (same && c->route == METRICS_ROUTE_BATCHES)
+    if (queued && !c->job) /* a cached result or a refused request: no job record carried it */
+        store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
+    if (same && c->route == METRICS_ROUTE_BATCHES)
         http__batch_work(c, c->pre_model);
 }
 

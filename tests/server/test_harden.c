@@ -7,7 +7,8 @@
  * request framing over raw sockets (conflicting Content-Length: 400; a transfer coding
  * other than chunked: 501 at once, not a hang); numeric settings given as an empty
  * string (as compose passes ${VAR:-}) keep their defaults; a `Connection: close` answer
- * to a request whose model was compiled ends (FIN) with its last byte.
+ * to a request whose model was compiled ends (FIN) with its last byte; a store that
+ * cannot write (a full disk) makes jobs fail, never reports done a result it lost.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -15,12 +16,15 @@
 #include <jansson.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -338,4 +342,104 @@ Test(harden, a_close_answer_after_a_compile_ends_at_once)
     free(reply);
     free(msg);
     free(body);
+}
+
+#define HARDEN_FULL_BYTES (3L << 20) /* the largest file the "full disk" server may write */
+#define HARDEN_FULL_JOBS 30          /* 277 KB results: about 8 MB in all */
+
+/* A store that cannot write (here: files capped at 3 MB, as a full disk): every job
+ * answered "done" was stored, so it is still done after kill -9 and a restart; those
+ * whose result could not be stored failed (503), none was reported done and lost. */
+Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
+{
+    char data[] = "/tmp/hamel-full-disk-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    char setting[PATH_MAX + 16];
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, NULL};
+    struct rlimit old, cap;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    cap = old;
+    cap.rlim_cur = HARDEN_FULL_BYTES;
+    /* the server inherits both: a write past the cap fails with EFBIG, no signal */
+    signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    int started = harness_start(&srv, env);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
+    cr_assert_eq(started, 0, "the server did not start (log above)");
+
+    char ids[HARDEN_FULL_JOBS][64];
+    int done = 0, failed = 0;
+    for (int i = 0; i < HARDEN_FULL_JOBS; i++) {
+        json_t *req = rolling_request(1001);
+        json_object_set_new(json_object_get(json_object_get(req, "model"), "parameters"), "m",
+                            json_real(1.0 + 0.01 * i));
+        harness_resp r = post("/v1/simulations?wait=60", req);
+        json_decref(req);
+        const char *status = json_string_value(json_object_get(r.json, "status"));
+        if (r.status == 200 && status && !strcmp(status, "done"))
+            snprintf(ids[done++], sizeof ids[0], "%s", json_string_value(json_object_get(r.json, "job_id")));
+        else
+            cr_assert(r.status == 503, "a job whose result could not be stored: %ld %.300s", r.status,
+                      r.body);
+        failed += r.status == 503;
+        harness_resp_free(&r);
+    }
+    cr_assert_gt(failed, 0, "the cap was reached (%d done)", done);
+    kill(srv.pid, SIGKILL);
+    waitpid(srv.pid, NULL, 0);
+    srv.pid = 0;
+    harness_stop(&srv);
+
+    start(env);
+    for (int i = 0; i < done; i++) {
+        char path[sizeof ids[0] + 16];
+        snprintf(path, sizeof path, "/v1/jobs/%.63s", ids[i]);
+        harness_resp g;
+        cr_assert_eq(harness_request(&srv, "GET", path, NULL, NULL, &g), CURLE_OK);
+        cr_assert_eq(g.status, 200, "job %s was answered done before kill -9: %ld %.200s", ids[i], g.status,
+                     g.body);
+        cr_assert_str_eq(json_string_value(json_object_get(g.json, "status")), "done", "job %s", ids[i]);
+        harness_resp_free(&g);
+    }
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* A simulation refused after its model compiled (here a bad t_end) still leaves the new
+ * model stored: POST /v1/models of it answers 200 (known), so it must survive kill -9. */
+Test(harden, a_model_known_from_a_refused_simulation_survives_kill_9)
+{
+    char data[] = "/tmp/hamel-model-kept-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    char setting[PATH_MAX + 16];
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, NULL};
+    start(env);
+    json_t *req = rolling_request(11);
+    json_object_set_new(json_object_get(json_object_get(req, "model"), "parameters"), "m", json_real(1.75));
+    json_object_set_new(req, "t_end", json_real(-1.0));
+    harness_resp r = post("/v1/simulations?wait=30", req);
+    cr_assert_eq(r.status, 422, "a negative t_end: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    r = post("/v1/models", json_object_get(req, "model"));
+    cr_assert_eq(r.status, 200, "the model is known already: %ld %.300s", r.status, r.body);
+    char path[200];
+    snprintf(path, sizeof path, "/v1/models/%.150s", json_string_value(json_object_get(r.json, "model_id")));
+    harness_resp_free(&r);
+    json_decref(req);
+    kill(srv.pid, SIGKILL);
+    waitpid(srv.pid, NULL, 0);
+    srv.pid = 0;
+    harness_stop(&srv);
+
+    start(env);
+    cr_assert_eq(harness_request(&srv, "GET", path, NULL, NULL, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200, "%s after kill -9: %ld %.200s", path, r.status, r.body);
+    harness_resp_free(&r);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
+    cr_expect_eq(system(cmd), 0);
 }
