@@ -344,13 +344,34 @@ void http__flight_end(http_conn *c)
 /* The end of the owner's compilation: the flight keeps the outcome, every request that
  * waited on it gets a copy and is resumed, then the owner. A task that never ran (queue
  * full, shutting down) ends its flight at once, refusing the waiters too, so that no
- * connection stays suspended on it. */
+ * connection stays suspended on it. A compilation cancelled because its owner's client
+ * hung up is nobody else's answer: the first waiter inherits the flight and compiles
+ * again (with a budget of its own), the others go on waiting. */
 static void http__compile_done(void *arg, int ran)
 {
     http_conn *c = arg;
     http_server *s = c->srv;
     http_flight *f = c->flight;
     http_conn *w = NULL;
+    if (f && ran && c->pre_rc == HAMEL_E_CANCELLED && atomic_load(&c->hup.why) == HANGUP_CLIENT_GONE) {
+        pthread_mutex_lock(&s->flights_mu);
+        http_conn *heir = f->waiters;
+        if (heir) {
+            f->waiters = heir->next_waiter;
+            heir->next_waiter = NULL;
+            heir->flight = f;
+            c->flight = NULL;
+        }
+        pthread_mutex_unlock(&s->flights_mu);
+        if (heir) { /* still suspended on the flight; its resume stays http__resume_compiled */
+            heir->ran = 0;
+            heir->off_rc = offload_submit(s->offload, http__run_compile, http__compile_done, heir);
+            if (heir->off_rc != 0)
+                http__compile_done(heir, 0);
+            http__offloaded(c, ran);
+            return;
+        }
+    }
     if (f && !ran)
         http__flight_end(c);
     if (f && ran) {

@@ -1,8 +1,9 @@
 /* test_budget.c — hostile models against the real hamel-server (issue 8): each is
  * answered with a 422 compile-limit naming the culprit while the server keeps
  * answering; a client that hangs up cancels its compilation (counted in /metrics as
- * hamel_compiles_stopped_total{reason="client_gone"}); SIGTERM during a hostile
- * compilation exits 0 within HAMEL_DRAIN_SECONDS + 1 s.
+ * hamel_compiles_stopped_total{reason="client_gone"}), but not the compilation of another
+ * client that waits for the same model; SIGTERM during a hostile compilation exits 0
+ * within HAMEL_DRAIN_SECONDS + 1 s.
  *
  * Nothing here times a computation; the SIGTERM test checks an upper bound of the
  * exit with a generous margin.
@@ -169,6 +170,32 @@ Test(server_budget, a_client_that_hangs_up_cancels_its_compile)
     harness_resp n = request("POST", "/v1/models", pendulum);
     cr_assert_eq(n.status, 201, "%s", n.body);
     harness_resp_free(&n);
+    free(body);
+    int status;
+    cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
+}
+
+/* Two clients send the same model; the first (whose compilation the second waits for)
+ * gives up after 300 ms. Its hang-up cancels that compilation, but the second client's
+ * answer is its own: the model compiled again for it, here to the compile budget's 422,
+ * not a 503 "cancelled" copied from the client that left. */
+Test(server_budget, a_hang_up_does_not_cancel_a_waiting_clients_compile)
+{
+    static const char *const env[] = {"HAMEL_MAX_COMPILE_SECONDS=3", NULL};
+    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
+    char *body = chain_model("shared");
+    struct post leaver = {.body = body, .timeout_ms = 300}, stayer = {.body = body};
+    pthread_t tl, ts;
+    cr_assert_eq(pthread_create(&tl, NULL, post_thread, &leaver), 0);
+    harness_nap(100);
+    cr_assert_eq(pthread_create(&ts, NULL, post_thread, &stayer), 0);
+    pthread_join(tl, NULL);
+    pthread_join(ts, NULL);
+    cr_assert_eq(leaver.rc, CURLE_OPERATION_TIMEDOUT, "the first client gave up: %s",
+                 curl_easy_strerror(leaver.rc));
+    cr_assert_eq(stayer.status, 422, "the waiting client's own answer: %ld %s", stayer.status, stayer.type);
+    cr_assert_str_eq(stayer.type, "https://hamel.dev/problems/compile-limit");
+    cr_assert_eq(metric_reaches("hamel_compiles_stopped_total{reason=\"client_gone\"}", 1, 10), 1);
     free(body);
     int status;
     cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
