@@ -568,6 +568,19 @@ static void store__truncate_wal(store *s)
     pthread_mutex_unlock(&s->clock);
 }
 
+/* Lets the checkpoint thread go on after a truncation that was held off (see
+ * store__truncate_wal) became unneeded: the WAL went back under the cap meanwhile (a
+ * checkpoint copied it all and it restarted). */
+static void store__release_hold(store *s)
+{
+    pthread_mutex_lock(&s->clock);
+    if (s->ckpt_hold) {
+        s->ckpt_hold = 0;
+        pthread_cond_broadcast(&s->ccond);
+    }
+    pthread_mutex_unlock(&s->clock);
+}
+
 /* Restarts the WAL from its start while the writer is idle, with a write of one page
  * (the header's user_version, unused): the first commit after a complete checkpoint
  * does that and, before it, syncs the new WAL header to disk, a wait better spent here
@@ -607,6 +620,8 @@ static void *store__writer_main(void *arg)
         store__commit_list(s, list);
         if (atomic_load(&s->wal_frames) >= STORE_WAL_CAP_FRAMES)
             store__truncate_wal(s);
+        else
+            store__release_hold(s);
 
         pthread_mutex_lock(&s->qlock);
         for (store_write *w = list, *next; w; w = next) {
