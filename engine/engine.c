@@ -373,8 +373,13 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
         return HAMEL_E_BAD_REQUEST;
     }
     /* A form is derived once, on first request, into the model's expression context:
-     * the only mutation of a compiled model, under its own lock (nothing else reads the
-     * context after compilation). */
+     * the only mutation of a compiled model, under its own lock. Nothing else creates
+     * nodes or symbols in mm->ctx after compilation: equations_ensure (the printed
+     * equations) runs under the same lock; simulations, hamel_gamma, engine_evaluate
+     * and engine_linearize only run the model's tapes (sim.c parses invariants into a
+     * context of its own, model_fresh_ctx); watch.c reads symbol indices under the
+     * lock. So a mark taken under the lock sees every node a build adds, and a rollback
+     * under it frees them with nobody else holding one. */
     struct engine_model *mm = (struct engine_model *)m;
     int rc = 0;
     pthread_mutex_lock(&mm->forms_lock);
@@ -388,8 +393,13 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
             return HAMEL_E_INTERNAL;
         }
         /* Under a compile budget of its own (limits or ctl given): the nodes the model
-         * holds already are not counted against max_compile_bytes. A stopped build leaves
-         * only unused nodes in the context; its overflow flag is cleared for later forms. */
+         * holds already are not counted against max_compile_bytes. A build that fails
+         * (budget, node limit, out of memory, inapplicable form) is rolled back to the
+         * mark: the context holds exactly the nodes, symbols and bytes it held before,
+         * so a stopped derivation costs the model nothing and the next one starts from
+         * the same state (and the same byte allowance). */
+        expr_mark mark;
+        expr_ctx_mark(mm->ctx, &mark);
         budget bud;
         int budgeted = limits || ctl;
         if (budgeted) {
@@ -426,10 +436,11 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                                  : " s");
                 if (*problem)
                     json_object_set_new(*problem, "detail", json_string(detail));
-                mm->ctx->overflow = 0;
             }
             expr_ctx_set_budget(mm->ctx, NULL);
         }
+        if (rc)
+            expr_ctx_rollback(mm->ctx, &mark);
         if (rc == 0) {
             mm->forms[f] = json_dumps(doc, JSON_COMPACT);
             json_decref(doc);
