@@ -3,6 +3,9 @@
 #include "engine.h"
 
 #include <gsl/gsl_errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -439,8 +442,12 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
             }
             expr_ctx_set_budget(mm->ctx, NULL);
         }
-        if (rc)
+        if (rc) {
             expr_ctx_rollback(mm->ctx, &mark);
+#ifdef __GLIBC__
+            malloc_trim(0); /* give the freed arena back to the system, not only to malloc */
+#endif
+        }
         if (rc == 0) {
             mm->forms[f] = json_dumps(doc, JSON_COMPACT);
             json_decref(doc);
