@@ -404,14 +404,14 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
         expr_mark mark;
         expr_ctx_mark(mm->ctx, &mark);
         budget bud;
+        size_t base = 0; /* the bytes the model holds: max_compile_bytes counts above them */
         int budgeted = limits || ctl;
         if (budgeted) {
             double seconds = limits ? limits->max_compile_seconds : 0;
             if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
                 seconds = ctl->max_wall_seconds;
-            size_t bytes = limits && limits->max_compile_bytes
-                               ? expr__held_bytes(mm->ctx) + limits->max_compile_bytes
-                               : 0;
+            base = expr__held_bytes(mm->ctx);
+            size_t bytes = limits && limits->max_compile_bytes ? base + limits->max_compile_bytes : 0;
             budget_init(&bud, seconds, bytes, ctl ? &ctl->cancel : NULL);
             budget_stage(&bud, "equations form", "form");
             expr_ctx_set_budget(mm->ctx, &bud);
@@ -428,15 +428,25 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                 *problem = budget_problem(&bud);
                 rc = budget_error(&bud);
                 char detail[200];
+                int by_bytes = bud.stop == BUDGET_BYTES;
+                if (by_bytes && *problem) {
+                    /* the limit and the figure reached as the client set them: above the
+                     * model's own bytes */
+                    json_object_set_new(*problem, "limit_value",
+                                        json_integer((json_int_t)(bud.max_bytes - base)));
+                    json_object_set_new(*problem, "reached", json_integer((json_int_t)(bud.at_bytes - base)));
+                }
                 if (rc == HAMEL_E_CANCELLED)
                     snprintf(detail, sizeof detail, "deriving the %s form was cancelled after %.3f s", form,
                              bud.at_seconds);
+                else if (by_bytes)
+                    snprintf(detail, sizeof detail,
+                             "deriving the %s form exceeds max_compile_bytes = %zu bytes beyond the model's "
+                             "%zu (%zu reached after %.3f s)",
+                             form, bud.max_bytes - base, base, bud.at_bytes - base, bud.at_seconds);
                 else
-                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g%s", form,
-                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value,
-                             bud.limit && !strcmp(bud.limit, "max_compile_bytes")
-                                 ? " bytes beyond the model's"
-                                 : " s");
+                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g s", form,
+                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value);
                 if (*problem)
                     json_object_set_new(*problem, "detail", json_string(detail));
             }

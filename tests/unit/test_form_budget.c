@@ -188,6 +188,8 @@ Test(form_budget, a_stopped_form_leaves_the_model_as_it_was)
         cr_assert_eq(engine_equations_form_ctl(m, form, &lim, NULL, &doc, &problem), HAMEL_E_COMPILE_LIMIT,
                      "%s under a 1-byte allowance", form);
         cr_assert_null(doc);
+        cr_assert_eq(json_integer_value(json_object_get(problem, "limit_value")), 1,
+                     "limit_value is max_compile_bytes as given, above the model's bytes");
         json_decref(problem);
         assert_held(m->ctx, before, form);
     }
@@ -207,4 +209,37 @@ Test(form_budget, a_stopped_form_leaves_the_model_as_it_was)
     cr_assert_gt(expr_ctx_nodes(m->ctx), before.nodes, "a derived form keeps its nodes");
     engine_model_release(m);
     engine_model_release(ref);
+}
+
+/* A car with three trailers compiled under a node limit that leaves room for its
+ * symbolic reduction (a quarter of the limit) but not for Kane's form (~49,000 nodes
+ * more): the form is a 422 naming the limit (not a 500 "out of memory"), rolled back
+ * like a budget stop, as often as it is asked for. */
+Test(form_budget, a_form_past_the_node_limit_is_a_limit_and_rolled_back)
+{
+    json_error_t err;
+    json_t *js = json_load_file("bench/models/car-trailers-3.json", 0, &err);
+    cr_assert(js, "bench/models/car-trailers-3.json: %s", err.text);
+    engine_limits lim = engine_default_limits;
+    lim.max_nodes = 28000;
+    engine_model *m = NULL;
+    json_t *doc = NULL, *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(js, "model"), &lim, &m, &problem), 0,
+                 "the model compiles within %zu nodes", lim.max_nodes);
+    json_decref(js);
+    cr_assert_eq(engine_equations(m, &doc, &problem), 0);
+    json_decref(doc);
+    struct held before = held_now(m->ctx);
+    for (int round = 0; round < 4; round++) {
+        const char *form = round % 2 ? "appell" : "kane";
+        int rc = engine_equations_form_ctl(m, form, &lim, NULL, &doc, &problem);
+        const char *detail = json_string_value(json_object_get(problem, "detail"));
+        cr_assert_eq(rc, HAMEL_E_LIMIT, "%s past the node limit: %d %s", form, rc, detail ? detail : "");
+        cr_assert(detail && strstr(detail, "node limit"), "%s: the detail names the limit: %s", form,
+                  detail ? detail : "");
+        json_decref(problem);
+        assert_held(m->ctx, before, form);
+        cr_assert(!expr_ctx_overflow(m->ctx), "%s: the overflow flag is cleared", form);
+    }
+    engine_model_release(m);
 }
