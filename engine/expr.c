@@ -448,6 +448,9 @@ static void memo_rollback(expr_ctx *c, size_t n, int nsyms, size_t cap)
 void expr_ctx_rollback(expr_ctx *c, const expr_mark *mk)
 {
     size_t n = mk->nnodes;
+    /* with no node or symbol made since, every cached entry is about the mark's nodes:
+     * the memos need no scan (a failure before any work costs no walk of them) */
+    int made = c->nnodes > n || c->nsyms > mk->nsyms;
     /* the nodes by id and the hash-consing table */
     if (c->nnodes > n || c->cap != mk->cap) {
         c->nnodes = n;
@@ -470,26 +473,27 @@ void expr_ctx_rollback(expr_ctx *c, const expr_mark *mk)
     memcpy(c->class_deps, mk->class_deps, sizeof c->class_deps);
     /* the memos and caches by node id: nothing about a node past the mark, nothing
      * pointing to one */
-    memo_rollback(c, n, mk->nsyms, mk->memo_cap);
+    if (made || c->memo_cap != mk->memo_cap)
+        memo_rollback(c, n, mk->nsyms, mk->memo_cap);
     c->zero_vals = shrink_to(c->zero_vals, ZERO_POINTS * 2 * sizeof *c->zero_vals, mk->zero_cap, c->zero_cap);
     c->zero_done = shrink_to(c->zero_done, 1, mk->zero_cap, c->zero_cap);
     c->zero_cap = mk->zero_cap;
-    if (c->zero_cap > n)
+    if (made && c->zero_cap > n)
         memset(c->zero_done + n, 0, c->zero_cap - n);
     c->zero_lvals =
         shrink_to(c->zero_lvals, ZERO_POINTS * sizeof *c->zero_lvals, mk->zero_lcap, c->zero_lcap);
     c->zero_ldone = shrink_to(c->zero_ldone, 1, mk->zero_lcap, c->zero_lcap);
     c->zero_lcap = mk->zero_lcap;
-    if (c->zero_lcap > n)
+    if (made && c->zero_lcap > n)
         memset(c->zero_ldone + n, 0, c->zero_lcap - n);
     c->expand_memo = shrink_to(c->expand_memo, sizeof *c->expand_memo, mk->expand_cap, c->expand_cap);
     c->expand_cap = mk->expand_cap;
-    for (size_t i = 0; i < c->expand_cap; i++)
+    for (size_t i = 0; made && i < c->expand_cap; i++)
         if (c->expand_memo[i] && (i >= n || c->expand_memo[i]->id >= n))
             c->expand_memo[i] = NULL;
     c->tree_size = shrink_to(c->tree_size, sizeof *c->tree_size, mk->tree_cap, c->tree_cap);
     c->tree_cap = mk->tree_cap;
-    if (c->tree_cap > n)
+    if (made && c->tree_cap > n)
         memset(c->tree_size + n, 0, (c->tree_cap - n) * sizeof *c->tree_size);
     /* expr_subst's memo is read only where stamped by the running call, and every call
      * takes a new stamp: its entries need no clearing */
