@@ -364,7 +364,9 @@ static void *shrink_to(void *p, size_t elem, size_t cap, size_t now)
         return NULL;
     }
     void *q = realloc(p, cap * elem);
-    return q ? q : p;
+    if (q)
+        p = q;
+    return p;
 }
 
 /* Refills the hash-consing table with the nodes below id n, at cap slots if a table
