@@ -11,7 +11,8 @@
  * `num`; neither has NUM children. Division is a product with a negative power,
  * subtraction a sum with a -1 coefficient.
  *
- * Ownership: nodes are owned by their context and live until expr_ctx_free. When a
+ * Ownership: nodes are owned by their context and live until expr_ctx_free, or until
+ * an expr_ctx_rollback to a mark taken before they were made. When a
  * node cap is hit, constructors return the context's NaN node and set ctx->overflow;
  * callers check it after each phase instead of after each call.
  */
