@@ -12,7 +12,7 @@ static expr *memo_get(expr_ctx *c, const expr *e, int s)
     if (!c->memo)
         return NULL;
     size_t mask = c->memo_cap - 1;
-    size_t j = ((size_t)e->id * 2654435761u ^ (size_t)s * 40503u) & mask;
+    size_t j = expr__memo_slot(e->id, s, mask);
     for (; c->memo[j].id; j = (j + 1) & mask)
         if (c->memo[j].id == e->id + 1 && c->memo[j].sym == s)
             return c->memo[j].value;
@@ -30,7 +30,7 @@ static void memo_put(expr_ctx *c, const expr *e, int s, expr *value)
             struct memo_entry *o = &c->memo[i];
             if (!o->id)
                 continue;
-            size_t j = ((size_t)(o->id - 1) * 2654435761u ^ (size_t)o->sym * 40503u) & (cap - 1);
+            size_t j = expr__memo_slot(o->id - 1, o->sym, cap - 1);
             while (m[j].id)
                 j = (j + 1) & (cap - 1);
             m[j] = *o;
@@ -40,7 +40,7 @@ static void memo_put(expr_ctx *c, const expr *e, int s, expr *value)
         c->memo_cap = cap;
     }
     size_t mask = c->memo_cap - 1;
-    size_t j = ((size_t)e->id * 2654435761u ^ (size_t)s * 40503u) & mask;
+    size_t j = expr__memo_slot(e->id, s, mask);
     while (c->memo[j].id)
         j = (j + 1) & mask;
     c->memo[j].id = e->id + 1;

@@ -3,6 +3,9 @@
 #include "engine.h"
 
 #include <gsl/gsl_errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -373,8 +376,13 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
         return HAMEL_E_BAD_REQUEST;
     }
     /* A form is derived once, on first request, into the model's expression context:
-     * the only mutation of a compiled model, under its own lock (nothing else reads the
-     * context after compilation). */
+     * the only mutation of a compiled model, under its own lock. Nothing else creates
+     * nodes or symbols in mm->ctx after compilation: equations_ensure (the printed
+     * equations) runs under the same lock; simulations, hamel_gamma, engine_evaluate
+     * and engine_linearize only run the model's tapes (sim.c parses invariants into a
+     * context of its own, model_fresh_ctx); watch.c reads symbol indices under the
+     * lock. So a mark taken under the lock sees every node a build adds, and a rollback
+     * under it frees them with nobody else holding one. */
     struct engine_model *mm = (struct engine_model *)m;
     int rc = 0;
     pthread_mutex_lock(&mm->forms_lock);
@@ -388,17 +396,22 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
             return HAMEL_E_INTERNAL;
         }
         /* Under a compile budget of its own (limits or ctl given): the nodes the model
-         * holds already are not counted against max_compile_bytes. A stopped build leaves
-         * only unused nodes in the context; its overflow flag is cleared for later forms. */
+         * holds already are not counted against max_compile_bytes. A build that fails
+         * (budget, node limit, out of memory, inapplicable form) is rolled back to the
+         * mark: the context holds exactly the nodes, symbols and bytes it held before,
+         * so a stopped derivation costs the model nothing and the next one starts from
+         * the same state (and the same byte allowance). */
+        expr_mark mark;
+        expr_ctx_mark(mm->ctx, &mark);
         budget bud;
+        size_t base = 0; /* the bytes the model holds: max_compile_bytes counts above them */
         int budgeted = limits || ctl;
         if (budgeted) {
             double seconds = limits ? limits->max_compile_seconds : 0;
             if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
                 seconds = ctl->max_wall_seconds;
-            size_t bytes = limits && limits->max_compile_bytes
-                               ? expr__held_bytes(mm->ctx) + limits->max_compile_bytes
-                               : 0;
+            base = expr__held_bytes(mm->ctx);
+            size_t bytes = limits && limits->max_compile_bytes ? base + limits->max_compile_bytes : 0;
             budget_init(&bud, seconds, bytes, ctl ? &ctl->cancel : NULL);
             budget_stage(&bud, "equations form", "form");
             expr_ctx_set_budget(mm->ctx, &bud);
@@ -415,20 +428,35 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                 *problem = budget_problem(&bud);
                 rc = budget_error(&bud);
                 char detail[200];
+                int by_bytes = bud.stop == BUDGET_BYTES;
+                if (by_bytes && *problem) {
+                    /* the limit and the figure reached as the client set them: above the
+                     * model's own bytes */
+                    json_object_set_new(*problem, "limit_value",
+                                        json_integer((json_int_t)(bud.max_bytes - base)));
+                    json_object_set_new(*problem, "reached", json_integer((json_int_t)(bud.at_bytes - base)));
+                }
                 if (rc == HAMEL_E_CANCELLED)
                     snprintf(detail, sizeof detail, "deriving the %s form was cancelled after %.3f s", form,
                              bud.at_seconds);
+                else if (by_bytes)
+                    snprintf(detail, sizeof detail,
+                             "deriving the %s form exceeds max_compile_bytes = %zu bytes beyond the model's "
+                             "%zu (%zu reached after %.3f s)",
+                             form, bud.max_bytes - base, base, bud.at_bytes - base, bud.at_seconds);
                 else
-                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g%s", form,
-                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value,
-                             bud.limit && !strcmp(bud.limit, "max_compile_bytes")
-                                 ? " bytes beyond the model's"
-                                 : " s");
+                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g s", form,
+                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value);
                 if (*problem)
                     json_object_set_new(*problem, "detail", json_string(detail));
-                mm->ctx->overflow = 0;
             }
             expr_ctx_set_budget(mm->ctx, NULL);
+        }
+        if (rc) {
+            expr_ctx_rollback(mm->ctx, &mark);
+#ifdef __GLIBC__
+            malloc_trim(0); /* give the freed arena back to the system, not only to malloc */
+#endif
         }
         if (rc == 0) {
             mm->forms[f] = json_dumps(doc, JSON_COMPACT);

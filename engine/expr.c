@@ -328,6 +328,193 @@ static expr *intern(expr_ctx *c, int kind, int fn, int sym, double num, expr **a
     return e;
 }
 
+/* ---- mark and rollback ---- */
+
+void expr_ctx_mark(const expr_ctx *c, expr_mark *mk)
+{
+    memset(mk, 0, sizeof *mk);
+    mk->nnodes = c->nnodes;
+    mk->nodes_cap = c->nodes_cap;
+    mk->cap = c->cap;
+    mk->bytes = c->bytes;
+    mk->chunk = c->chunks;
+    mk->chunk_used = c->chunks ? c->chunks->used : 0;
+    mk->nsyms = c->nsyms;
+    mk->syms_cap = c->syms_cap;
+    mk->overflow = c->overflow;
+    mk->sym_table_cap = c->sym_table_cap;
+    memcpy(mk->class_deps, c->class_deps, sizeof mk->class_deps);
+    mk->memo_cap = c->memo_cap;
+    mk->zero_cap = c->zero_cap;
+    mk->zero_lcap = c->zero_lcap;
+    mk->expand_cap = c->expand_cap;
+    mk->tree_cap = c->tree_cap;
+    mk->subst_cap = c->subst_cap;
+}
+
+/* Gives an array grown since the mark back its size at the mark (cap elements of
+ * size elem; 0: freed). A shrinking realloc that fails leaves the larger block, which
+ * still holds the first cap elements. */
+static void *shrink_to(void *p, size_t elem, size_t cap, size_t now)
+{
+    if (cap >= now)
+        return p;
+    if (cap == 0) {
+        free(p);
+        return NULL;
+    }
+    void *q = realloc(p, cap * elem);
+    if (q)
+        p = q;
+    return p;
+}
+
+/* Refills the hash-consing table with the nodes below id n, at cap slots if a table
+ * of that size can be had, else in the table it has. */
+static void table_rebuild(expr_ctx *c, size_t n, size_t cap)
+{
+    expr **t = cap != c->cap ? calloc(cap, sizeof *t) : NULL;
+    if (t) {
+        free(c->table);
+        c->table = t;
+        c->cap = cap;
+    } else {
+        memset(c->table, 0, c->cap * sizeof *c->table);
+    }
+    for (size_t i = 0; i < n; i++) {
+        expr *e = c->nodes[i];
+        size_t j = e->hash & (c->cap - 1);
+        while (c->table[j])
+            j = (j + 1) & (c->cap - 1);
+        c->table[j] = e;
+    }
+}
+
+/* The same for the symbol-name table with the first n symbols. */
+static void sym_table_rebuild(expr_ctx *c, int n, size_t cap)
+{
+    int32_t *t = cap != c->sym_table_cap && cap ? malloc(cap * sizeof *t) : NULL;
+    if (t) {
+        free(c->sym_table);
+        c->sym_table = t;
+        c->sym_table_cap = cap;
+    } else if (cap == 0 && n == 0) {
+        free(c->sym_table);
+        c->sym_table = NULL;
+        c->sym_table_cap = 0;
+        return;
+    }
+    for (size_t i = 0; i < c->sym_table_cap; i++)
+        c->sym_table[i] = -1;
+    for (int s = 0; s < n; s++) {
+        size_t j = name_hash(c->syms[s].name) & (c->sym_table_cap - 1);
+        while (c->sym_table[j] >= 0)
+            j = (j + 1) & (c->sym_table_cap - 1);
+        c->sym_table[j] = s;
+    }
+}
+
+/* Keeps the derivative memo's entries that are about nodes and symbols of the mark and
+ * whose derivative is one too, in a table of the mark's size (as many as fit its load
+ * factor; the memo is a cache, so an entry dropped is only recomputed). */
+static void memo_rollback(expr_ctx *c, size_t n, int nsyms, size_t cap)
+{
+    struct memo_entry *old = c->memo;
+    size_t old_cap = c->memo_cap;
+    if (!old)
+        return;
+    struct memo_entry *m = cap ? calloc(cap, sizeof *m) : NULL;
+    if (cap && !m) { /* no room for a new table: forget every entry, keep the table */
+        memset(old, 0, old_cap * sizeof *old);
+        c->memo_used = 0;
+        return;
+    }
+    c->memo = m;
+    c->memo_cap = cap;
+    c->memo_used = 0;
+    for (size_t i = 0; m && i < old_cap; i++) {
+        const struct memo_entry *o = &old[i];
+        if (!o->id || o->id - 1 >= n || o->sym >= nsyms || o->value->id >= n)
+            continue;
+        if (2 * (c->memo_used + 1) > cap)
+            break;
+        size_t j = expr__memo_slot(o->id - 1, o->sym, cap - 1);
+        while (m[j].id)
+            j = (j + 1) & (cap - 1);
+        m[j] = *o;
+        c->memo_used++;
+    }
+    free(old);
+}
+
+void expr_ctx_rollback(expr_ctx *c, const expr_mark *mk)
+{
+    size_t n = mk->nnodes;
+    /* with no node or symbol made since, every cached entry is about the mark's nodes:
+     * the memos need no scan (a failure before any work costs no walk of them) */
+    int made = c->nnodes > n || c->nsyms > mk->nsyms;
+    /* the nodes by id and the hash-consing table */
+    if (c->nnodes > n || c->cap != mk->cap) {
+        c->nnodes = n;
+        table_rebuild(c, n, mk->cap);
+    }
+    c->nodes = shrink_to(c->nodes, sizeof *c->nodes, mk->nodes_cap, c->nodes_cap);
+    c->nodes_cap = mk->nodes_cap;
+    for (size_t i = 0; i < sizeof c->num_cache / sizeof *c->num_cache; i++)
+        if (c->num_cache[i].node && c->num_cache[i].node->id >= n)
+            c->num_cache[i].node = NULL;
+    /* the symbols */
+    if (c->nsyms > mk->nsyms || c->sym_table_cap != mk->sym_table_cap) {
+        for (int s = mk->nsyms; s < c->nsyms; s++)
+            free(c->syms[s].name);
+        c->nsyms = mk->nsyms;
+        sym_table_rebuild(c, c->nsyms, mk->sym_table_cap);
+    }
+    c->syms = shrink_to(c->syms, sizeof *c->syms, (size_t)mk->syms_cap, (size_t)c->syms_cap);
+    c->syms_cap = mk->syms_cap;
+    memcpy(c->class_deps, mk->class_deps, sizeof c->class_deps);
+    /* the memos and caches by node id: nothing about a node past the mark, nothing
+     * pointing to one */
+    if (made || c->memo_cap != mk->memo_cap)
+        memo_rollback(c, n, mk->nsyms, mk->memo_cap);
+    c->zero_vals = shrink_to(c->zero_vals, ZERO_POINTS * 2 * sizeof *c->zero_vals, mk->zero_cap, c->zero_cap);
+    c->zero_done = shrink_to(c->zero_done, 1, mk->zero_cap, c->zero_cap);
+    c->zero_cap = mk->zero_cap;
+    if (made && c->zero_cap > n)
+        memset(c->zero_done + n, 0, c->zero_cap - n);
+    c->zero_lvals =
+        shrink_to(c->zero_lvals, ZERO_POINTS * sizeof *c->zero_lvals, mk->zero_lcap, c->zero_lcap);
+    c->zero_ldone = shrink_to(c->zero_ldone, 1, mk->zero_lcap, c->zero_lcap);
+    c->zero_lcap = mk->zero_lcap;
+    if (made && c->zero_lcap > n)
+        memset(c->zero_ldone + n, 0, c->zero_lcap - n);
+    c->expand_memo = shrink_to(c->expand_memo, sizeof *c->expand_memo, mk->expand_cap, c->expand_cap);
+    c->expand_cap = mk->expand_cap;
+    for (size_t i = 0; made && i < c->expand_cap; i++)
+        if (c->expand_memo[i] && (i >= n || c->expand_memo[i]->id >= n))
+            c->expand_memo[i] = NULL;
+    c->tree_size = shrink_to(c->tree_size, sizeof *c->tree_size, mk->tree_cap, c->tree_cap);
+    c->tree_cap = mk->tree_cap;
+    if (made && c->tree_cap > n)
+        memset(c->tree_size + n, 0, (c->tree_cap - n) * sizeof *c->tree_size);
+    /* expr_subst's memo is read only where stamped by the running call, and every call
+     * takes a new stamp: its entries need no clearing */
+    c->subst_memo = shrink_to(c->subst_memo, sizeof *c->subst_memo, mk->subst_cap, c->subst_cap);
+    c->subst_gen = shrink_to(c->subst_gen, sizeof *c->subst_gen, mk->subst_cap, c->subst_cap);
+    c->subst_cap = mk->subst_cap;
+    c->overflow = mk->overflow;
+    /* last, the arena (the caches above were read through the nodes it frees): the
+     * chunks made since, then the part of the mark's chunk used since */
+    while (c->chunks && c->chunks != mk->chunk) {
+        struct chunk *k = c->chunks;
+        c->chunks = k->next;
+        free(k);
+    }
+    if (c->chunks)
+        c->chunks->used = mk->chunk_used;
+    c->bytes = mk->bytes;
+}
+
 /* Numbers are looked up through a small direct-mapped cache by their bits first (the
  * same few constants are made thousands of times per compile); the cache only holds
  * nodes intern returned, so it gives what intern would. */

@@ -11,7 +11,8 @@
  * `num`; neither has NUM children. Division is a product with a negative power,
  * subtraction a sum with a -1 coefficient.
  *
- * Ownership: nodes are owned by their context and live until expr_ctx_free. When a
+ * Ownership: nodes are owned by their context and live until expr_ctx_free, or until
+ * an expr_ctx_rollback to a mark taken before they were made. When a
  * node cap is hit, constructors return the context's NaN node and set ctx->overflow;
  * callers check it after each phase instead of after each call.
  */
@@ -96,6 +97,30 @@ int expr_ctx_overflow(const expr_ctx *c);
 /* Nodes created so far and bytes held by the context. */
 size_t expr_ctx_nodes(const expr_ctx *c);
 size_t expr_ctx_bytes(const expr_ctx *c);
+
+/* A mark on a context: its state before a tentative build (a form derivation) that
+ * expr_ctx_rollback can return it to. The fields are the context's counts and
+ * capacities at the mark; only expr.c reads them. */
+typedef struct expr_mark {
+    size_t nnodes, nodes_cap, cap, bytes;
+    void *chunk; /* the arena's newest chunk at the mark, and how much of it was used */
+    size_t chunk_used;
+    int nsyms, syms_cap, overflow;
+    size_t sym_table_cap, memo_cap, zero_cap, zero_lcap, expand_cap, tree_cap, subst_cap;
+    uint64_t class_deps[SYM_OTHER + 1];
+} expr_mark;
+
+/* Records the context's state in *mk. */
+void expr_ctx_mark(const expr_ctx *c, expr_mark *mk);
+
+/* Returns the context to the state recorded by expr_ctx_mark: frees every node created
+ * since (and takes it out of the hash-consing table, the number cache and every memo
+ * that may point to it), removes the symbols added since, gives back the memory the
+ * tables and memos grew by, and restores the overflow flag. Nodes and symbols that
+ * existed at the mark are untouched; cached results about them that involve newer
+ * nodes are forgotten. Marks nest: a rollback undoes every later mark too. Pointers to
+ * nodes created after the mark are dangling afterwards. */
+void expr_ctx_rollback(expr_ctx *c, const expr_mark *mk);
 
 /* Attaches a compile budget (budget.h) that the constructors and the long loops of
  * expansion, differentiation, substitution, printing and tape building tick; once it

@@ -16,6 +16,12 @@ struct memo_entry {
     expr *value;
 };
 
+/* The first slot of (node id, symbol) in a derivative memo of mask + 1 entries. */
+static inline size_t expr__memo_slot(size_t id, int sym, size_t mask)
+{
+    return (id * 2654435761u ^ (size_t)sym * 40503u) & mask;
+}
+
 #define EXPR_NUM_CACHE_BITS 6 /* expr_num's cache: 64 entries */
 
 struct num_entry {

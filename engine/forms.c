@@ -508,8 +508,12 @@ int forms_build(struct engine_model *m, const char *form, json_t **doc, expr ***
     free(vor_col);
     return 0;
 fail:
-    if (!*problem)
+    if (!*problem && expr_ctx_overflow(c)) { /* pieces_make stopped by the node limit or budget */
+        rc = HAMEL_E_LIMIT;
+        *problem = hamel_problem_new(rc, "the form exceeds the expression node limit");
+    } else if (!*problem) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory while deriving the form");
+    }
 fail_pieces:
     pieces_free(&P);
     free(P.acc);

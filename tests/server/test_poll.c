@@ -219,3 +219,56 @@ Test(poll, a_form_past_the_compile_budget_is_stopped_off_the_poll_thread)
     int status;
     cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
 }
+
+/* The server's resident memory in kB (/proc/<pid>/status VmRSS); -1 if unreadable. */
+static long server_rss_kb(void)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)srv.pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* A stopped form leaves the model as it was (expr_ctx_rollback): on main the nodes of
+ * a stopped derivation stayed in the model's context, so after kane's 422 appell was
+ * stopped by the node limit (422 limit-exceeded) and hamel answered 500 "out of
+ * memory", for anyone, with hundreds of MB kept per model. Now every answer of the
+ * sequence is a compile-limit or the form, and the memory of the stopped derivations
+ * is given back. */
+Test(poll, a_stopped_form_does_not_poison_the_model)
+{
+    cr_assert_eq(harness_start(&srv, NULL), 0, "the server did not start (log above)");
+    char *model = bench_model("car-trailers-10.json");
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
+    free(model);
+    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
+    char id[128];
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r.json, "model_id")));
+    harness_resp_free(&r);
+    long rss0 = server_rss_kb();
+
+    static const char *const forms[] = {"kane", "appell", "appell", "hamel", "kane"};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/v1/models/%s/equations?form=%s", id, forms[i]);
+        struct get g = {.path = path};
+        get_thread(&g);
+        cr_assert(g.status == 200 ||
+                      (g.status == 422 && !strcmp(g.type, "https://hamel.dev/problems/compile-limit")),
+                  "request %zu (%s): %ld %s; only the form or a compile-limit", i + 1, forms[i], g.status,
+                  g.type);
+    }
+    long rss1 = server_rss_kb();
+    cr_assert(rss0 > 0 && rss1 > 0, "the server's VmRSS is readable");
+    cr_assert_lt(rss1 - rss0, 128 * 1024, "the stopped derivations keep %ld kB (%ld -> %ld)", rss1 - rss0,
+                 rss0, rss1);
+    int status;
+    cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
+}
