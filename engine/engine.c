@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "budget.h"
 #include "equations.h"
@@ -362,6 +363,49 @@ int engine_equations_form(const engine_model *m, const char *form, json_t **resu
     return engine_equations_form_ctl(m, form, NULL, NULL, result, problem);
 }
 
+/* Takes m->forms_lock for a budgeted form request. Requests for one model's forms wait
+ * for each other here; a waiting one still sees its cancel flag and its deadline (it
+ * would otherwise keep its thread, past both, until the derivation before it ends).
+ * Returns 0 with the lock held, or an error code with *problem. */
+static int engine__forms_lock(struct engine_model *mm, double seconds, engine_control *ctl, const char *form,
+                              json_t **problem)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_REALTIME, &t0); /* pthread_mutex_timedlock's clock */
+    now = t0;
+    for (;;) {
+        struct timespec until = now;
+        until.tv_nsec += 20 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (pthread_mutex_timedlock(&mm->forms_lock, &until) == 0)
+            return 0;
+        char detail[200];
+        if (ctl && atomic_load(&ctl->cancel)) {
+            snprintf(detail, sizeof detail, "deriving the %s form was cancelled while it waited for another",
+                     form);
+            *problem = hamel_problem_new(HAMEL_E_CANCELLED, detail);
+            return HAMEL_E_CANCELLED;
+        }
+        clock_gettime(CLOCK_REALTIME, &now);
+        double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (seconds > 0 && waited > seconds) {
+            snprintf(detail, sizeof detail,
+                     "deriving the %s form waited %g s (max_compile_seconds) for another derivation of this "
+                     "model's forms; retry",
+                     form, seconds);
+            *problem = hamel_problem_new(HAMEL_E_COMPILE_LIMIT, detail);
+            json_object_set_new(*problem, "stage", json_string("equations form"));
+            json_object_set_new(*problem, "limit", json_string("max_compile_seconds"));
+            json_object_set_new(*problem, "limit_value", json_real(seconds));
+            json_object_set_new(*problem, "reached", json_real(waited));
+            return HAMEL_E_COMPILE_LIMIT;
+        }
+    }
+}
+
 int engine_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
                               engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -385,7 +429,16 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
      * under it frees them with nobody else holding one. */
     struct engine_model *mm = (struct engine_model *)m;
     int rc = 0;
-    pthread_mutex_lock(&mm->forms_lock);
+    if (limits || ctl) {
+        double seconds = limits ? limits->max_compile_seconds : 0;
+        if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
+            seconds = ctl->max_wall_seconds;
+        rc = engine__forms_lock(mm, seconds, ctl, form, problem);
+        if (rc)
+            return rc;
+    } else {
+        pthread_mutex_lock(&mm->forms_lock);
+    }
     if (!mm->forms[f]) {
         json_t *doc = NULL;
         /* the equations document first, so that the context gains its nodes and

@@ -288,3 +288,43 @@ Test(poll, a_stopped_form_does_not_poison_the_model)
     int status;
     cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
 }
+
+/* Requests for one model's forms derive one at a time; one that waits for another's
+ * derivation still sees its client hang up: it ends then and frees its thread (it used
+ * to wait for the lock, a whole derivation, before it could notice). */
+Test(poll, a_form_waiting_for_another_is_cancelled_by_its_hang_up)
+{
+    static const char *const env[] = {"HAMEL_MAX_COMPILE_SECONDS=3", NULL};
+    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
+    char *model = bench_model("car-trailers-10.json");
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
+    free(model);
+    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
+    char first[256], second[256];
+    const char *id = json_string_value(json_object_get(r.json, "model_id"));
+    snprintf(first, sizeof first, "/v1/models/%s/equations?form=kane", id);
+    snprintf(second, sizeof second, "/v1/models/%s/equations?form=appell", id);
+    harness_resp_free(&r);
+
+    struct get g = {.path = first};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, get_thread, &g), 0);
+    harness_nap(100);
+    /* the first derivation ends at its byte budget after about 1.3 s here (3 s at most):
+     * the second client leaves at 0.3 s, its derivation must end well before the first */
+    struct get h = {.path = second, .timeout_ms = 200};
+    get_thread(&h);
+    cr_assert_eq(h.status, -1, "the second client gave up");
+    double until = harness_now() + 1.5, gone = 0;
+    while ((gone = metric("hamel_compiles_stopped_total{reason=\"client_gone\"}")) < 1 &&
+           harness_now() < until)
+        harness_nap(20);
+    int pending = !atomic_load(&g.done);
+    cr_assert_eq(gone, 1, "the waiting derivation ended when its client hung up");
+    cr_assert(pending, "... while the first derivation (budget 3 s) still ran");
+    pthread_join(th, NULL);
+    cr_assert_eq(g.status, 422, "the first form past its budget: %ld", g.status);
+    int status;
+    cr_assert(harness_stop_checked(&srv, &status), "exit status %#x", status);
+}
