@@ -518,27 +518,38 @@ static int store__commit(store *s, store_write *const *ws, int n)
     return -1;
 }
 
+/* Whether a model write before `upto` in list, for the model `upto` names, failed. */
+static int store__model_failed(const store_write *list, const store_write *upto)
+{
+    if (upto->kind == W_MODEL || !upto->model_id)
+        return 0;
+    for (const store_write *w = list; w && w != upto; w = w->next)
+        if (w->kind == W_MODEL && w->rc != 0 && w->id && !strcmp(w->id, upto->model_id))
+            return 1;
+    return 0;
+}
+
 /* Commits the writes of list as one group; if that fails, each in its own transaction,
- * so one bad write fails alone. Sets each write's rc. */
+ * in order, so one bad write fails alone — except that a job record or result naming a
+ * model whose (asynchronous) write just failed fails with it: no record in the store
+ * names a model the store lacks. Sets each write's rc. */
 static void store__commit_list(store *s, store_write *list)
 {
     int n = 0;
     for (store_write *w = list; w; w = w->next)
         n++;
     store_write *small[64] = {0}, **ws = n <= 64 ? small : malloc((size_t)n * sizeof *ws);
+    int rc = -1;
     if (ws) {
         int i = 0;
         for (store_write *w = list; w; w = w->next)
             ws[i++] = w;
-        int rc = store__commit(s, ws, n);
-        for (i = 0; i < n; i++)
-            ws[i]->rc = rc == 0 ? 0 : store__commit(s, &ws[i], 1);
+        rc = store__commit(s, ws, n);
         if (ws != small)
             free(ws);
-    } else {
-        for (store_write *w = list; w; w = w->next)
-            w->rc = store__commit(s, &w, 1);
     }
+    for (store_write *w = list; w; w = w->next)
+        w->rc = rc == 0 ? 0 : store__model_failed(list, w) ? -1 : store__commit(s, &w, 1);
 }
 
 /* Truncates the WAL on the writer thread once the checkpoint thread is between two

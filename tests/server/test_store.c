@@ -218,6 +218,39 @@ Test(store, an_async_model_is_committed_with_the_next_write)
     st_rmdir();
 }
 
+/* A model write that fails takes the job record that names it down with it (no record
+ * names a model the store lacks), while the other writes of the same group are written:
+ * a trigger (added by another connection) refuses the model "m-bad". */
+Test(store, a_failed_model_write_fails_the_job_that_names_it)
+{
+    st_mkdir();
+    store *s = st_open();
+    char path[200];
+    snprintf(path, sizeof path, "%s/hamel.db", st_dir);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "CREATE TRIGGER refuse_bad BEFORE INSERT ON models WHEN NEW.id = 'm-bad' "
+                              "BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    cr_assert_eq(store_put_model_async(s, "m-bad", "{}"), 0);
+    cr_assert_eq(store_put_model_async(s, "m-good", "{}"), 0);
+    cr_assert_eq(store_put_job_async(s, "j-good", "queued", "m-good", "k1", NULL, 1.0), 0);
+    cr_expect_neq(store_put_job(s, "j-bad", "queued", "m-bad", "k2", NULL, 1.0), 0,
+                  "the record naming the refused model is not written");
+    store_job j;
+    cr_expect_eq(store_get_job(s, "j-bad", &j), 1, "no record j-bad");
+    cr_assert_eq(store_get_job(s, "j-good", &j), 0, "the rest of the group is written");
+    store_job_clear(&j);
+    char *json = NULL;
+    cr_expect_eq(store_get_model(s, "m-good", &json), 0);
+    free(json);
+    store_close(s);
+    st_rmdir();
+}
+
 #define ST_BIG_BYTES (277 * 1024) /* a rolling disk's 1001 samples */
 #define ST_BIG_WRITES 400         /* about 110 MB through the WAL */
 #define ST_WAL_BOUND (40LL << 20) /* the store's hard cap (twice 16 MB) and one group */
