@@ -171,6 +171,20 @@ static double metric(const char *series)
     return v;
 }
 
+/* Starts the server with env, POSTs bench/models/car-trailers-10.json (asserting 201)
+ * and writes its id to id[size]. */
+static void start_with_car10(const char *const *env, char *id, size_t size)
+{
+    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
+    char *model = bench_model("car-trailers-10.json");
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
+    free(model);
+    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
+    snprintf(id, size, "%s", json_string_value(json_object_get(r.json, "model_id")));
+    harness_resp_free(&r);
+}
+
 /* Kane's form of a car with ten trailers takes longer than the compile budget (2 s by
  * default; main's server spent 8.7 s on it on the poll thread): it is a 422
  * compile-limit, /v1/health answers meanwhile, and a client that gives up after 300 ms
@@ -178,17 +192,11 @@ static double metric(const char *series)
 Test(poll, a_form_past_the_compile_budget_is_stopped_off_the_poll_thread)
 {
     static const char *const env[] = {"HAMEL_HTTP_THREADS=1", NULL};
-    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
-    char *model = bench_model("car-trailers-10.json");
-    harness_resp r;
-    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
-    free(model);
-    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
-    char path[256], hpath[256];
-    const char *id = json_string_value(json_object_get(r.json, "model_id"));
+    char id[128], path[256], hpath[256];
+    start_with_car10(env, id, sizeof id);
     snprintf(path, sizeof path, "/v1/models/%s/equations?form=kane", id);
     snprintf(hpath, sizeof hpath, "/v1/models/%s/equations?form=appell", id);
-    harness_resp_free(&r);
+    harness_resp r;
 
     struct get g = {.path = path};
     pthread_t th;
@@ -258,15 +266,8 @@ static int server_sanitized(void)
  * is given back. */
 Test(poll, a_stopped_form_does_not_poison_the_model)
 {
-    cr_assert_eq(harness_start(&srv, NULL), 0, "the server did not start (log above)");
-    char *model = bench_model("car-trailers-10.json");
-    harness_resp r;
-    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
-    free(model);
-    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
     char id[128];
-    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(r.json, "model_id")));
-    harness_resp_free(&r);
+    start_with_car10(NULL, id, sizeof id);
     long rss0 = server_rss_kb();
 
     static const char *const forms[] = {"kane", "appell", "appell", "hamel", "kane"};
@@ -295,17 +296,10 @@ Test(poll, a_stopped_form_does_not_poison_the_model)
 Test(poll, a_form_waiting_for_another_is_cancelled_by_its_hang_up)
 {
     static const char *const env[] = {"HAMEL_MAX_COMPILE_SECONDS=3", NULL};
-    cr_assert_eq(harness_start(&srv, env), 0, "the server did not start (log above)");
-    char *model = bench_model("car-trailers-10.json");
-    harness_resp r;
-    cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
-    free(model);
-    cr_assert_eq(r.status, 201, "the model compiles: %s", r.body);
-    char first[256], second[256];
-    const char *id = json_string_value(json_object_get(r.json, "model_id"));
+    char id[128], first[256], second[256];
+    start_with_car10(env, id, sizeof id);
     snprintf(first, sizeof first, "/v1/models/%s/equations?form=kane", id);
     snprintf(second, sizeof second, "/v1/models/%s/equations?form=appell", id);
-    harness_resp_free(&r);
 
     struct get g = {.path = first};
     pthread_t th;
