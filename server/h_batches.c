@@ -193,9 +193,7 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
         return http__resume_batch_create(c);
     }
     /* Validating and starting thousands of runs takes a while: on the offload pool. */
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
+    http__hold_work(c, m, body);
     return http__offload(c, http__run_batch_create, http__resume_batch_create);
 }
 

@@ -308,9 +308,7 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     }
     /* Not in memory: the store, the check and the submission (a store commit, with
      * HAMEL_REDIS an XADD) are one task on the offload pool, not on this poll thread. */
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
+    http__hold_work(c, m, body);
     return http__offload_read(c, http__run_simulation, http__resume_simulation);
 }
 

@@ -287,6 +287,10 @@ enum MHD_Result http__model(http_conn *c);
 /* GET /v1/models/{id} (or its /equations when `equations` is set). */
 enum MHD_Result http__get_model(http_conn *c, int equations);
 
+/* Hands the resolved model m (the reference is taken) and the request body (a reference
+ * is taken) to the offload task that runs next: c->work_model and c->pending. */
+void http__hold_work(http_conn *c, engine_model *m, json_t *body);
+
 /* Resolves the model of body (borrowed) into c->work_model, keeps body as c->pending and
  * runs run(c) on the offload pool; run fills c->work_rc and c->out or c->out_problem,
  * answered as 200 + c->out or the problem (/v1/hamel, /v1/evaluate, /v1/linearize). */

@@ -485,6 +485,13 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
     return 1;
 }
 
+void http__hold_work(http_conn *c, engine_model *m, json_t *body)
+{
+    c->work_model = m;
+    json_decref(c->pending);
+    c->pending = json_incref(body);
+}
+
 /* The resumed call of work offloaded by http__offload_on_model: 200 and c->out, or the
  * problem c->out_problem. */
 static enum MHD_Result http__resume_work(http_conn *c)
@@ -501,8 +508,6 @@ enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(v
     int rc = http__model_of(c, body, &m, &problem);
     if (rc != 0)
         return http__problem(c, problem);
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
+    http__hold_work(c, m, body);
     return http__offload(c, run, http__resume_work);
 }
