@@ -248,8 +248,13 @@ tape *tape_build(const expr_ctx *c, expr *const *roots, int n_roots, const int *
     t->outputs = malloc((n_roots ? n_roots : 1) * sizeof *t->outputs);
     if (!t->outputs)
         goto fail;
-    for (int i = 0; i < n_roots; i++)
+    for (int i = 0; i < n_roots && !b.failed; i++) {
+        if (!roots[i]) { /* a caller's missing expression is its bug: a failed tape, not a crash */
+            b.failed = 1;
+            break;
+        }
         t->outputs[i] = lower(&b, roots[i]);
+    }
     if (b.failed)
         goto fail;
     budget_hold(c->budget, (long)((size_t)b.n * sizeof *b.ins)); /* budget: the tape's bytes */

@@ -21,57 +21,75 @@ summary=()
 
 note() { printf '\n== %s\n' "$*"; }
 
-count_criterion() { # name, log file, exit code
+count_criterion() { # name, log file, exit code, kept log
   local line p f c
   line=$(grep -a 'Synthesis:' "$2" | tail -n 1)
   if [ -z "$line" ]; then
     echo "$1: no Criterion summary (exit $3): counted as one failure"
-    failed=$((failed + 1)); summary+=("$1: crashed"); return
+    failed=$((failed + 1)); summary+=("$1: no Criterion summary, exit $3: counted as one failure (log: $4)"); return
   fi
   p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$line")
   f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$line")
   c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$line")
   passed=$((passed + p)); failed=$((failed + f + c))
-  if [ "$3" -ne 0 ] && [ $((f + c)) -eq 0 ]; then failed=$((failed + 1)); fi
+  if [ "$3" -ne 0 ] && [ $((f + c)) -eq 0 ]; then
+    failed=$((failed + 1))
+    summary+=("$1: $p passed, 0 failed, but it exited $3 with no failing test: counted as one failure (log: $4)")
+    return
+  fi
   summary+=("$1: $p passed, $((f + c)) failed")
 }
 
-count_plain() { # name, log file, exit code
+count_plain() { # name, log file, exit code, kept log
   local line p f
   line=$(grep -aE '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
   if [ -z "$line" ]; then
     echo "$1: no 'N passed, N failed' line (exit $3): counted as one failure"
-    failed=$((failed + 1)); summary+=("$1: no result"); return
+    failed=$((failed + 1)); summary+=("$1: no 'N passed, N failed' line, exit $3: counted as one failure (log: $4)"); return
   fi
   p=$(sed -E 's/^([A-Za-z]+: )?([0-9]+) passed.*/\2/' <<<"$line")
   f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
   passed=$((passed + p)); failed=$((failed + f))
-  if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then failed=$((failed + 1)); fi
+  if [ "$3" -ne 0 ] && [ "$f" -eq 0 ]; then
+    failed=$((failed + 1))
+    summary+=("$1: $p passed, 0 failed, but it exited $3 with no failing test: counted as one failure (log: $4)")
+    return
+  fi
   summary+=("$1: $p passed, $f failed")
 }
 
+# Every section's whole output is kept in $logdir (one file a section, named after it),
+# and a section that fails in any way -- a failing test, no summary, or a non-zero exit
+# with no failing test -- is named in the summary with its exit code and its log, whose
+# last lines are printed under it.
+logdir=${HAMEL_TEST_LOGS:-build/test-logs}
+mkdir -p "$logdir"
+rm -f "$logdir"/*.log
 run_suite() { # kind, name, command...
-  local kind=$1 name=$2 log rc
+  local kind=$1 name=$2 log rc before
   shift 2
-  log=$(mktemp)
+  log="$logdir/$(tr -c 'A-Za-z0-9\n' '-' <<<"$name" | tr -s '-' | sed 's/-$//').log"
   note "$name"
   "$@" >"$log" 2>&1
   rc=$?
   grep -aE 'FAIL|Assertion|error|Synthesis|passed, [0-9]+ failed|ERROR|runtime error' "$log" | tail -n 60
-  if [ "$kind" = criterion ]; then count_criterion "$name" "$log" "$rc"; else count_plain "$name" "$log" "$rc"; fi
-  rm -f "$log"
+  before=$failed
+  if [ "$kind" = criterion ]; then count_criterion "$name" "$log" "$rc" "$log"; else count_plain "$name" "$log" "$rc" "$log"; fi
+  if [ "$failed" -ne "$before" ]; then
+    echo "-- $name failed (exit $rc); the last lines of $log:"
+    tail -n 25 "$log"
+  fi
 }
 
 build() { # make arguments...
   local log
-  log=$(mktemp)
+  log="$logdir/build-$(tr -c 'A-Za-z0-9\n' '-' <<<"$*" | tr -s '-' | sed 's/-$//').log"
   if ! make -j"$jobs" WERROR=-Werror "$@" >"$log" 2>&1; then
     grep -aE 'error|warning' "$log" | head -n 40
     echo "build failed: make $*"
-    failed=$((failed + 1)); summary+=("build ($*): failed")
-    rm -f "$log"; return 1
+    failed=$((failed + 1)); summary+=("build ($*): failed (log: $log)")
+    return 1
   fi
-  rm -f "$log"
 }
 
 if [ ! -d "${HAMEL_CASES:-../shared/cases}" ]; then

@@ -167,3 +167,22 @@ Test(holonomy, car_with_three_trailers_needs_order_six, .init = setup)
     engine_model_release(m);
     json_decref(js);
 }
+
+/* Round 2's one-POST crash (shared/repros/crash-min.json): a nonlinear constraint in the
+ * reduced form leaves no symbolic Phi for the linear ones; the analysis handed NULL
+ * expressions to tape_build and the process died of SIGSEGV. Now the analysis says why
+ * it was not done, and the model compiles. */
+Test(holonomy, nonlinear_reduced_form_is_not_analysed, .init = setup)
+{
+    json_t *s = summary_of_text(
+        "{\"coordinates\":[\"p\",\"x\",\"y\"],\"kinetic_energy\":\"p'^2+x'^2+y'^2\","
+        "\"constraints\":[{\"name\":\"cx\",\"expr\":\"x' + y'^2\"},{\"name\":\"cy\",\"expr\":\"y'\"}],"
+        "\"speeds\":[{\"name\":\"a\",\"expr\":\"p'\"}]}");
+    const json_t *h = json_object_get(s, "holonomy");
+    cr_assert_not_null(h);
+    cr_expect(json_is_false(json_object_get(h, "complete")));
+    const char *why = json_string_value(json_object_get(h, "reason"));
+    cr_expect(why && strstr(why, "nonlinear"), "reason: %s", why ? why : "(none)");
+    cr_expect_eq(json_integer_value(json_object_get(s, "dof")), 1);
+    json_decref(s);
+}
