@@ -16,7 +16,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "engine.h"
+#include <jansson.h>
+
+#include "error.h"
+#include "engine_types.h"
 #include "expr.h"
 #include "tape.h"
 

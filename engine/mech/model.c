@@ -4,6 +4,7 @@
  * the Hamel coefficients that are not identically zero, and names the model by the
  * SHA-256 of its canonical form. */
 #include "model.h"
+#include "engine.h" /* engine_model_compile_ctl: moves to engine/compile.c */
 
 #include <math.h>
 #include <openssl/evp.h>
