@@ -43,6 +43,9 @@
  * next calls — body bytes appended up to the cap (past it: drained and answered 413);
  * last call — JSON depth cap, parse, dispatch. A long-poll adds one more call after the
  * connection is resumed. The completion callback logs the access line and counts metrics.
+ * A head must arrive whole within HAMEL_HEAD_SECONDS of the connection's start (or of the
+ * previous answer on a kept-alive one), and near the connection limit the oldest
+ * connections still waiting for a head give way (heads.h).
  */
 #include "http_conn.h"
 
@@ -422,6 +425,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         if (!c)
             return MHD_NO;
         *req_cls = c;
+        heads_arrived(s->heads, conn);
         c->srv = s;
         c->conn = conn;
         dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
@@ -474,9 +478,10 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
 static void http__completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                             enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     http_server *s = cls;
     http_conn *c = *req_cls;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        heads_waiting(s->heads, conn); /* kept alive: the next head has the same deadline */
     if (!c)
         return;
     *req_cls = NULL;
@@ -532,8 +537,9 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads * HTTP_OFFLOAD_PER_POLL, HTTP_OFFLOAD_QUEUE);
     h->hangups = hangup_new(cfg->hangup_poll_ms);
+    h->heads = heads_new(cfg->head_seconds, cfg->max_connections);
     pthread_mutex_init(&h->flights_mu, NULL);
-    if (!h->memo || !h->offload || !h->hangups)
+    if (!h->memo || !h->offload || !h->hangups || !h->heads)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -557,8 +563,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned int)cfg->max_per_ip, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_NOTIFY_CONNECTION, heads_notify, h->heads,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
         goto fail;
@@ -571,6 +577,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
 fail:
     offload_free(h->offload);
     hangup_free(h->hangups);
+    heads_free(h->heads);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
@@ -598,6 +605,7 @@ void http_stop(http_server *h)
     MHD_stop_daemon(h->daemon);
     offload_free(h->offload);
     hangup_free(h->hangups);
+    heads_free(h->heads);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
