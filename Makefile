@@ -55,7 +55,7 @@ LIBENGINE := $(BUILD)/libhamel.a
 LIBSERVER := $(BUILD)/libhamelserver.a
 LIBCLIENT := $(BUILD)/libhamelclient.a
 
-BINS := $(BUILD)/hamel $(BUILD)/hamel-server
+BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
 .PHONY: all test test-fast run bench fmt lint clean deps
@@ -77,8 +77,13 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/hamel: $(call obj,cli/hamel.c) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBENGINE)
-	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
+# The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
+# else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
+$(BUILD)/hamel: $(call obj,cli/hamel.c) $(LIBENGINE)
+	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
+
+$(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
+	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
 
 $(BUILD)/hamel-server: $(call obj,server/main.c) $(LIBSERVER) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(SERVER_LIBS) $(ENGINE_LIBS)

@@ -14,6 +14,8 @@
 # 4. A cold simulation over HTTP against a real server (issue 8): scripts/bench-http-cold.sh
 #    (median of 200 requests; goal <= 5 ms).
 # 5. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# 6. The one-shot CLI (issue 19): scripts/bench-cli.sh — `hamel run` of the rolling disk
+#    as a process against a hand-written C process (bench/hand_disk.c); goal <= 2x.
 # Each section prints its figures with the goal and met/MISSED beside them.
 #
 # Environment: HAMEL_CASES_DIR (default ../shared/cases), BENCH_RUNS, BENCH_SAMPLES,
@@ -71,6 +73,10 @@ fi
 # ---- scaling families (issue 8, item 6) ----------------------------------------------
 echo
 scripts/bench-scale.sh || status=$?
+
+# ---- the one-shot CLI as a process (issue 19, item 3) --------------------------------
+echo
+scripts/bench-cli.sh || status=$?
 
 # ---- a cold simulation over HTTP (issue 8, item 5) -----------------------------------
 echo
