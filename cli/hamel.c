@@ -10,6 +10,9 @@
  *                         request with "model"): prints A, B and the eigenvalues
  *   hamel evaluate FILE   a file {"model": ..., "evaluate": {"states": [...]}} (or a
  *                         /v1/evaluate request with "model"): prints q', u', q'', multipliers
+ *   hamel export FILE [--lang c|python]
+ *                         prints generated code (engine.h engine_code): with a simulation
+ *                         request in FILE, its state baked in and a main
  *   hamel remote ...      the same against a server (see hamel remote --help)
  *
  * FILE may be "-" for standard input. Errors: the problem document on stderr, exit 1.
@@ -27,7 +30,8 @@ static void usage(FILE *f)
 {
     fputs("usage: hamel run FILE | check FILE | gamma FILE [--q name=value,...] [--t T] |\n"
           "             equations FILE [--form hamel|appell|kane|maggi|voronec] |\n"
-          "             linearize FILE | evaluate FILE | remote ... | --version\n"
+          "             linearize FILE | evaluate FILE | export FILE [--lang c|python] |\n"
+          "             remote ... | --version\n"
           "FILE: a model, a simulation request with \"model\", or a case file with \"model\" and\n"
           "\"simulation\" (as in ../shared/cases); - reads standard input.\n",
           f);
@@ -238,6 +242,25 @@ static int cmd_lin(const char *path, const char *which)
     return rc ? fail(problem) : print(result);
 }
 
+/* hamel export FILE [--lang c|python]: the generated source on standard output. */
+static int cmd_export(const char *path, const char *lang)
+{
+    engine_model *m;
+    json_t *req, *problem = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (compile(path, &m, &req))
+        return 1;
+    int rc = engine_code(m, req, lang, NULL, &text, &len, &problem);
+    json_decref(req);
+    engine_model_release(m);
+    if (rc)
+        return fail(problem);
+    fwrite(text, 1, len, stdout);
+    free(text);
+    return 0;
+}
+
 #define HAMEL_REMOTE_PROGRAM "hamel-remote"
 
 /* hamel remote ARGS: execs hamel-remote ARGS, the program beside this one (found through
@@ -287,6 +310,10 @@ int main(int argc, char **argv)
         return cmd_gamma(argc - 2, argv + 2);
     if ((strcmp(argv[1], "linearize") == 0 || strcmp(argv[1], "evaluate") == 0) && argc == 3)
         return cmd_lin(argv[2], argv[1]);
+    if (strcmp(argv[1], "export") == 0 && argc == 3)
+        return cmd_export(argv[2], "c");
+    if (strcmp(argv[1], "export") == 0 && argc == 5 && strcmp(argv[3], "--lang") == 0)
+        return cmd_export(argv[2], argv[4]);
     usage(stderr);
     return 2;
 }
