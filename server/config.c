@@ -189,6 +189,8 @@ static int config__set(server_config *cfg, const char *name, const char *v)
         rc = config__copy(name, cfg->data, sizeof cfg->data, v);
     } else if (!strcmp(name, "HAMEL_TOKEN")) {
         rc = config__copy(name, cfg->token, sizeof cfg->token, v);
+    } else if (!strcmp(name, "HAMEL_METRICS_TOKEN")) {
+        rc = config__copy(name, cfg->metrics_token, sizeof cfg->metrics_token, v);
     } else if (!strcmp(name, "HAMEL_STATIC")) {
         rc = config__copy(name, cfg->statics, sizeof cfg->statics, v);
     } else if (!strcmp(name, "HAMEL_REDIS")) {
@@ -233,6 +235,7 @@ static const char *const config__names[] = {
     "HAMEL_ACCESS_LOG",
     "HAMEL_DATA",
     "HAMEL_TOKEN",
+    "HAMEL_METRICS_TOKEN",
     "HAMEL_STATIC",
     "HAMEL_CORS_ORIGINS",
     "HAMEL_MAX_BATCH",
@@ -252,8 +255,8 @@ static const char *const config__names[] = {
 /* Whether an empty value of this setting is a value of its own, not "use the default". */
 static int config__empty_is_value(const char *name)
 {
-    return !strcmp(name, "HAMEL_TOKEN") || !strcmp(name, "HAMEL_STATIC") ||
-           !strcmp(name, "HAMEL_CORS_ORIGINS");
+    return !strcmp(name, "HAMEL_TOKEN") || !strcmp(name, "HAMEL_METRICS_TOKEN") ||
+           !strcmp(name, "HAMEL_STATIC") || !strcmp(name, "HAMEL_CORS_ORIGINS");
 }
 
 static void config__usage(void)

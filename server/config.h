@@ -39,6 +39,7 @@ typedef struct server_config {
     int access_log;                /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
     char data[CONFIG_PATH_MAX];    /* HAMEL_DATA, --data: store directory */
     char token[256];               /* HAMEL_TOKEN, --token: bearer token, "" = none */
+    char metrics_token[256];       /* HAMEL_METRICS_TOKEN: bearer token of /metrics, "" = none */
     char statics[CONFIG_PATH_MAX]; /* HAMEL_STATIC, --static: web front end, "" = none */
     char redis[256];               /* HAMEL_REDIS: redis://host:port, "" = SQLite */
     double redis_lease;            /* HAMEL_REDIS_LEASE: seconds before a dead instance's job moves */

@@ -100,6 +100,7 @@ typedef struct http_conn {
     dynbuf body;              /* up to cfg->max_body */
     size_t drained;
     int too_big;
+    int nul_in_path;      /* the raw path held %00, which libmicrohttpd's decoding cuts at */
     job *job;             /* a long-poll's job (a reference) */
     job_waiter waiter;    /* parked on job while suspended */
     batch *batch;         /* a batch long-poll's batch (a reference) */

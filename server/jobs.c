@@ -277,7 +277,10 @@ static void jobs__run(jobs *p, job *j)
         blob_release(body);
         body = NULL;
         rc = HAMEL_E_UNAVAILABLE;
-        problem = hamel_problem_new(rc, "the result could not be stored (see the server's log); retry");
+        problem = hamel_problem_new(rc, store_full(p->st)
+                                            ? "the result could not be stored: the disk is full; retry "
+                                              "once space is freed"
+                                            : "the result could not be stored (see the server's log); retry");
     }
     if (rc == 0) {
         if (p->results)

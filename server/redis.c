@@ -559,6 +559,7 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            rstore__close,
                                            NULL,
                                            NULL,
+                                           NULL,
                                            NULL};
 
 /* PING through the pool: 0 when Redis answers. */

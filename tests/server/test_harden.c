@@ -308,8 +308,9 @@ Test(harden, static_files_never_leave_the_static_directory)
     static const struct {
         const char *path;
         long status;
-    } cases[] = {
-        {"/", 200}, {"/alias.html", 200}, {"/leak.txt", 404}, {"/etc/passwd", 404}, {"/etc/hostname", 404}};
+    } cases[] = {{"/", 200},           {"/alias.html", 200},    {"/leak.txt", 404},
+                 {"/etc/passwd", 404}, {"/etc/hostname", 404},  {"/index.html%00.png", 400},
+                 {"/%00", 400},        {"/v1/health%00/x", 400}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         harness_resp r;
         cr_assert_eq(harness_request(&srv, "GET", cases[i].path, NULL, NULL, &r), CURLE_OK);
@@ -321,6 +322,38 @@ Test(harden, static_files_never_leave_the_static_directory)
     }
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     cr_assert_eq(system(path), 0);
+}
+
+/* A body is refused when its Content-Type says it is not JSON, on every method (a POST
+ * always was; a body sent with GET or DELETE was read past); JSON with parameters and
+ * +json types, and a body without a Content-Type, stay accepted. */
+Test(harden, a_body_that_is_not_json_is_a_415_on_every_method)
+{
+    start(NULL);
+    static const struct {
+        const char *method, *path, *type;
+        int status;
+    } cases[] = {
+        {"DELETE", "/v1/jobs/nope", "Content-Type: text/plain\r\n", 415},
+        {"GET", "/v1/health", "Content-Type: application/x-www-form-urlencoded\r\n", 415},
+        {"GET", "/v1/health", "Content-Type: application/json; charset=utf-8\r\n", 200},
+        {"GET", "/v1/health", "Content-Type: application/vnd.lab+json\r\n", 200},
+        {"GET", "/v1/health", "", 200},
+        {"POST", "/v1/models", "Content-Type: text/plain\r\n", 415},
+        {"POST", "/v1/models", "Content-Type: application/problem+json; charset=utf-8\r\n", 422},
+        {"POST", "/v1/models", "", 422},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char req[512];
+        snprintf(req, sizeof req,
+                 "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                 cases[i].method, cases[i].path, cases[i].type);
+        double secs;
+        char *reply = raw(req, &secs);
+        cr_assert_eq(raw_status(reply), cases[i].status, "%s %s with [%s] and a body: %.300s",
+                     cases[i].method, cases[i].path, cases[i].type, reply);
+        free(reply);
+    }
 }
 
 Test(harden, conflicting_content_lengths_are_a_400)
@@ -455,6 +488,11 @@ Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
         else
             cr_assert(r.status == 503, "a job whose result could not be stored: %ld %.300s", r.status,
                       r.body);
+        if (r.status == 503) { /* says why, and does not blame a Redis there is none of */
+            const char *detail = json_string_value(json_object_get(r.json, "detail"));
+            cr_assert(detail && strstr(detail, "the disk is full") && !strstr(detail, "REDIS"),
+                      "a full disk is named: %.300s", r.body);
+        }
         failed += r.status == 503;
         harness_resp_free(&r);
     }

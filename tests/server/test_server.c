@@ -1056,7 +1056,8 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
 
 static void token_setup(void)
 {
-    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_TOKEN=s3cret-token", NULL};
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_TOKEN=s3cret-token",
+                                      "HAMEL_METRICS_TOKEN=m3trics-token", NULL};
     start_env(env);
 }
 
@@ -1093,6 +1094,37 @@ SERVER_TEST(server_auth, bearer_token_guards_v1)
                                "Access-Control-Request-Headers: authorization, content-type", NULL};
     r = request("OPTIONS", "/v1/simulations", NULL, pre);
     cr_assert_eq(r.status, 204);
+    harness_resp_free(&r);
+}
+
+/* With a token, an unknown /v1 path answers 401 like a known one (a 404 would tell a
+ * client without the token which paths exist); HAMEL_METRICS_TOKEN guards /metrics. */
+SERVER_TEST(server_auth, unknown_v1_paths_and_metrics_need_their_tokens)
+{
+    harness_resp r = request("GET", "/v1/no-such-thing", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    r = request("POST", "/v1/nope/deeper", "{}", NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    const char *const right[] = {"Authorization: Bearer s3cret-token", NULL};
+    r = request("GET", "/v1/no-such-thing", NULL, right);
+    assert_problem(&r, 404, NULL);
+    harness_resp_free(&r);
+
+    r = request("GET", "/metrics", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    r = request("GET", "/metrics", NULL, right); /* the /v1 token is not the metrics token */
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    const char *const scrape[] = {"Authorization: Bearer m3trics-token", NULL};
+    r = request("GET", "/metrics", NULL, scrape);
+    cr_assert_eq(r.status, 200, "the metrics token: %ld", r.status);
+    cr_assert(r.body && strstr(r.body, "hamel_http_requests_total"), "the metrics themselves");
+    harness_resp_free(&r);
+    r = request("GET", "/livez", NULL, NULL);
+    cr_assert_eq(r.status, 200, "probes still need no token");
     harness_resp_free(&r);
 }
 
