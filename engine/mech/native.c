@@ -32,6 +32,7 @@
 #include "error.h"
 #include "engine_types.h"
 #include "hamel.h"
+#include "identity.h"
 #include "jit.h"
 #include "model.h"
 #include "sha256.h"
@@ -587,6 +588,7 @@ static int native__build(struct engine_model *m, const char *dir)
     sha256_init(&ctx);
     sha256_update(&ctx, cc ? cc : "cc", strlen(cc ? cc : "cc"));
     sha256_update(&ctx, "-O2 v1\n", 7);
+    sha256_update(&ctx, engine_identity(), strlen(engine_identity()));
     sha256_update(&ctx, src, strlen(src));
     sha256_final(&ctx, md);
     const char *id = strchr(m->id, ':');
