@@ -296,6 +296,7 @@ static int cmd_run(const cli_args *a)
     }
     json_object_set_new(result, "status", json_string("done"));
     json_object_set_new(result, "cached", json_false());
+    hameltext_warnings(stderr, "hamel run", result); /* checks that failed: the run is suspect */
     if (!a->csv)
         return cli_print(a, result);
     FILE *f = cli_open_out(a->out);

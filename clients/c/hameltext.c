@@ -199,3 +199,19 @@ void hameltext_problem(FILE *f, const char *file, const json_t *problem, const j
             text_point_at(f, model, path, (int)json_integer_value(col));
     }
 }
+
+int hameltext_warnings(FILE *f, const char *prefix, const json_t *result)
+{
+    size_t i;
+    json_t *w;
+    json_t *list = json_object_get(result, "warnings");
+    json_array_foreach(list, i, w)
+    {
+        if (json_is_string(w))
+            fprintf(f, "%s: warning: %s\n", prefix, json_string_value(w));
+        else
+            fprintf(f, "%s: warning: %s: %s\n", prefix, text_sv(json_object_get(w, "code"), "?"),
+                    text_sv(json_object_get(w, "message"), ""));
+    }
+    return (int)json_array_size(list);
+}

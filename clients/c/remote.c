@@ -367,8 +367,10 @@ static int remote_run(hamelclient *c, const remote_args *a)
         const char *id = json_string_value(json_object_get(started, "job_id"));
         code = remote_wait(c, id ? id : "", started, &result);
     }
-    if (code == REMOTE_EXIT_OK)
+    if (code == REMOTE_EXIT_OK) {
+        hameltext_warnings(stderr, "hamel remote run", result);
         code = remote_emit_result(a, result, json_object_get(req, "model"));
+    }
     json_decref(result);
     json_decref(started);
     json_decref(req);

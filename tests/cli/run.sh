@@ -145,6 +145,18 @@ no_progress() {
 }
 check "no progress on stderr when it is not a terminal" no_progress
 
+run_warnings() {
+  # a loose second-order run of the disk drifts in energy past its threshold
+  jq '.simulation.integrator = {method: "rk2", rtol: 0.001, atol: 0.001} | .simulation.t_end = 200' "$case_file" >"$work/warn.json"
+  expect_exit 0 "$hamel" run "$work/warn.json" || return 1
+  has "$work/err" '^hamel run: warning: energy-drift: the energy should be conserved' || return 1
+  jq -e '.warnings[0].code == "energy-drift"' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/warn.json" || return 1
+  has "$work/err" '^hamel remote run: warning: energy-drift:' || return 1
+  expect_exit 0 "$hamel" run "$case_file" && [ ! -s "$work/err" ]
+}
+check "a result's warnings are printed on stderr (local and remote), none for a good run" run_warnings
+
 # ---- check: text and --json, local and remote ------------------------------------------
 check_text() {
   expect_exit 0 "$hamel" check "$case_file" || return 1
