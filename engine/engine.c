@@ -22,6 +22,17 @@
 #include "model.h"
 #include "sim.h"
 
+int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
+{
+    return model_compile(js, lim, NULL, out, problem);
+}
+
+int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
+                             engine_model **out, json_t **problem)
+{
+    return model_compile(js, lim, ctl, out, problem);
+}
+
 /* points * n^4 of one /v1/hamel request (the gammas cost n^4 each): about a second */
 #define ENGINE_MAX_GAMMA_WORK                                                                                \
     5e8 /* points * n^4 of one /v1/hamel request: 1.6 s and 16 MB of JSON at n = 48 */
@@ -178,6 +189,20 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
                               v ? "must be a finite number" : "missing: every coordinate needs a value");
         } else {
             q[i] = json_number_value(v);
+        }
+    }
+    /* a name that is not a coordinate is an error, as in a simulation's initial.q */
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)qv, key, val)
+    {
+        if (model_coord_index(m, key) < 0) {
+            snprintf(p, sizeof p, "%sq.%.80s", path, key);
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            char why[128];
+            snprintf(why, sizeof why, "'%.80s' is not a coordinate", key);
+            hamel_problem_add(*problem, p, -1, why);
         }
     }
 }

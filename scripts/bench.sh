@@ -45,9 +45,9 @@ else
   # The baseline needs only GSL, jansson and, once it drives through engine/integ.c,
   # that driver and the error list.
   extra=()
-  if [ -f engine/integ.c ]; then extra=(engine/integ.c engine/error.c); fi
+  if [ -f engine/run/integ.c ]; then extra=(engine/run/integ.c engine/base/error.c); fi
   # shellcheck disable=SC2046
-  cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -Ibench -DBENCH_BASELINE_ONLY \
+  cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -Iengine/base -Iengine/run -Ibench -DBENCH_BASELINE_ONLY \
     bench/bench_engine.c "${extra[@]}" -o "$build/bench-baseline-only" \
     $(pkg-config --cflags --libs gsl jansson) -lm
   "$build/bench-baseline-only" || status=$?
