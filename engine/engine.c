@@ -191,6 +191,20 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
             q[i] = json_number_value(v);
         }
     }
+    /* a name that is not a coordinate is an error, as in a simulation's initial.q */
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)qv, key, val)
+    {
+        if (model_coord_index(m, key) < 0) {
+            snprintf(p, sizeof p, "%sq.%.80s", path, key);
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            char why[128];
+            snprintf(why, sizeof why, "'%.80s' is not a coordinate", key);
+            hamel_problem_add(*problem, p, -1, why);
+        }
+    }
 }
 
 /* Nonlinear constraints in the reduced form: the point's velocities, from "qdot" (then
