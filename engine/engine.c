@@ -154,7 +154,11 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     numbers_as_reals(copy);
     char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(copy);
-    int rc = text ? sha256_hex(text, engine_model_id(m), key) : -1;
+    /* the engine's build identity is part of the key: a result of an engine whose
+     * numbers may differ is recomputed, not served (identity.h) */
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s %s", engine_model_id(m), engine_identity());
+    int rc = text ? sha256_hex(text, prefix, key) : -1;
     free(text);
     if (rc < 0) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "hashing failed");

@@ -35,6 +35,7 @@
 #include "error.h"
 #include "engine_types.h"
 #include "hamel.h"
+#include "identity.h"
 #include "jit.h"
 #include "model.h"
 
@@ -589,8 +590,9 @@ static int native__build(struct engine_model *m, const char *dir)
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
              EVP_DigestUpdate(ctx, cc ? cc : "cc", strlen(cc ? cc : "cc")) &&
-             EVP_DigestUpdate(ctx, "-O2 v1\n", 7) && EVP_DigestUpdate(ctx, src, strlen(src)) &&
-             EVP_DigestFinal_ex(ctx, md, &mdlen);
+             EVP_DigestUpdate(ctx, "-O2 v1\n", 7) &&
+             EVP_DigestUpdate(ctx, engine_identity(), strlen(engine_identity())) &&
+             EVP_DigestUpdate(ctx, src, strlen(src)) && EVP_DigestFinal_ex(ctx, md, &mdlen);
     EVP_MD_CTX_free(ctx);
     if (!ok) {
         free(src);
