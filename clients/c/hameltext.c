@@ -199,3 +199,18 @@ void hameltext_problem(FILE *f, const char *file, const json_t *problem, const j
             text_point_at(f, model, path, (int)json_integer_value(col));
     }
 }
+
+int hameltext_warnings(FILE *f, const char *prog, const json_t *result)
+{
+    const json_t *ws = json_object_get(result, "warnings");
+    size_t i;
+    const json_t *w;
+    int n = 0;
+    json_array_foreach(ws, i, w)
+    {
+        fprintf(f, "%s: warning: %s: %s\n", prog, text_sv(json_object_get(w, "code"), "warning"),
+                text_sv(json_object_get(w, "message"), ""));
+        n++;
+    }
+    return n;
+}
