@@ -296,7 +296,7 @@ static int cmd_run(const cli_args *a)
     }
     json_object_set_new(result, "status", json_string("done"));
     json_object_set_new(result, "cached", json_false());
-    hameltext_warnings(stderr, "hamel run", result); /* checks that failed: the run is suspect */
+    hameltext_warnings(stderr, "hamel", result); /* a check that failed, said in words */
     if (!a->csv)
         return cli_print(a, result);
     FILE *f = cli_open_out(a->out);
@@ -464,7 +464,9 @@ static const cli_command cli_commands[] = {
      "JSON, or with --csv its trajectory: t, the coordinates, the speeds, then each coordinate's\n"
      "rate as name'. -o OUT writes to OUT. A run longer than a second shows its progress on\n"
      "standard error when that is a terminal (--progress: always, a line a second when it is\n"
-     "not; --no-progress: never).\n",
+     "not; --no-progress: never). A check that failed (energy expected conserved but drifting,\n"
+     "a constraint not kept) is printed on standard error as \"hamel: warning: CODE: ...\" and\n"
+     "listed under \"warnings\" in the result.\n",
      CLI_OPT_OUT | CLI_OPT_CSV | CLI_OPT_JSON | CLI_OPT_PROGRESS, cmd_run},
     {"check",
      "usage: hamel check FILE [--json] [-o OUT]\n"

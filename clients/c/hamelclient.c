@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -725,4 +726,28 @@ int hamelclient_batch(hamelclient *c, const json_t *request, hamelclient_progres
     }
     json_decref(doc);
     return rc;
+}
+
+static double client_warning_number(const json_t *w, const char *key)
+{
+    const json_t *v = json_object_get(w, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+size_t hamelclient_warnings(const json_t *result, hamelclient_warning *out, size_t max)
+{
+    const json_t *ws = json_object_get(result, "warnings");
+    size_t n = json_is_array(ws) ? json_array_size(ws) : 0;
+    for (size_t i = 0; i < n && i < max && out != NULL; i++) {
+        const json_t *w = json_array_get(ws, i);
+        const char *code = json_string_value(json_object_get(w, "code"));
+        const char *message = json_string_value(json_object_get(w, "message"));
+        const char *check = json_string_value(json_object_get(w, "check"));
+        out[i].code = code ? code : "warning";
+        out[i].message = message ? message : "";
+        out[i].check = check ? check : "";
+        out[i].value = client_warning_number(w, "value");
+        out[i].threshold = client_warning_number(w, "threshold");
+    }
+    return n;
 }

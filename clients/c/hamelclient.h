@@ -150,6 +150,21 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, ham
 int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
                          json_t **result, hamelclient_error *err);
 
+/* One failed check of a result (its "warnings" entry): code (energy-drift,
+ * constraint-residual, position-drift, projection-failed), the message to show, the
+ * check that failed (a path in the result), its value and the threshold it passed
+ * (NAN when absent). The strings are borrowed from the result. */
+typedef struct hamelclient_warning {
+    const char *code, *message, *check;
+    double value, threshold;
+} hamelclient_warning;
+
+/* The warnings of a result (or of a batch line): returns how many it has and fills
+ * out[0..min(count, max)) (out may be NULL when max is 0). A result without warnings,
+ * as from a server before 0.3.0, has none. Borrows `result`; the strings live as long
+ * as it does. */
+size_t hamelclient_warnings(const json_t *result, hamelclient_warning *out, size_t max);
+
 /* POST /v1/linearize with `request` (borrowed: {"model" | "model_id", "q", "speeds",
  * ...} or "points"). On success *out holds A, B and the eigenvalues (caller owns it). */
 int hamelclient_linearize(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err);

@@ -200,18 +200,17 @@ void hameltext_problem(FILE *f, const char *file, const json_t *problem, const j
     }
 }
 
-int hameltext_warnings(FILE *f, const char *prefix, const json_t *result)
+int hameltext_warnings(FILE *f, const char *prog, const json_t *result)
 {
+    const json_t *ws = json_object_get(result, "warnings");
     size_t i;
-    json_t *w;
-    json_t *list = json_object_get(result, "warnings");
-    json_array_foreach(list, i, w)
+    const json_t *w;
+    int n = 0;
+    json_array_foreach(ws, i, w)
     {
-        if (json_is_string(w))
-            fprintf(f, "%s: warning: %s\n", prefix, json_string_value(w));
-        else
-            fprintf(f, "%s: warning: %s: %s\n", prefix, text_sv(json_object_get(w, "code"), "?"),
-                    text_sv(json_object_get(w, "message"), ""));
+        fprintf(f, "%s: warning: %s: %s\n", prog, text_sv(json_object_get(w, "code"), "warning"),
+                text_sv(json_object_get(w, "message"), ""));
+        n++;
     }
-    return (int)json_array_size(list);
+    return n;
 }

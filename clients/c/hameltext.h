@@ -37,8 +37,8 @@ void hameltext_summary(FILE *f, const char *file, const json_t *summary, int cre
  * "model"), the expression with a caret under the column. */
 void hameltext_problem(FILE *f, const char *file, const json_t *problem, const json_t *model, int status);
 
-/* Writes each entry of a result's "warnings" (the checks that failed) as a line
- * "PREFIX: warning: <code>: <message>". Returns how many. */
-int hameltext_warnings(FILE *f, const char *prefix, const json_t *result);
+/* Writes each entry of the "warnings" of `result` (a result or a batch line) as one line
+ * "PROG: warning: <code>: <message>" to f (standard error, for a run). Returns how many. */
+int hameltext_warnings(FILE *f, const char *prog, const json_t *result);
 
 #endif

@@ -308,6 +308,14 @@ static void remote_print_json(FILE *f, const json_t *doc, int compact)
 /* Writes a finished result as JSON (compact) or CSV to -o OUT or stdout. */
 static int remote_emit_result(const remote_args *a, const json_t *result, const json_t *model)
 {
+    /* a check that failed is said on standard error, whatever the output */
+    hamelclient_warning w[16];
+    size_t nw = hamelclient_warnings(result, w, sizeof w / sizeof w[0]);
+    for (size_t i = 0; i < nw && i < sizeof w / sizeof w[0]; i++)
+        fprintf(stderr, "hamel remote: warning: %s: %s\n", w[i].code, w[i].message);
+    if (nw > sizeof w / sizeof w[0])
+        fprintf(stderr, "hamel remote: warning: %zu more (see \"warnings\" in the result)\n",
+                nw - sizeof w / sizeof w[0]);
     FILE *f = remote_open_out(a->out);
     if (f == NULL)
         return REMOTE_EXIT_USAGE;
@@ -367,10 +375,8 @@ static int remote_run(hamelclient *c, const remote_args *a)
         const char *id = json_string_value(json_object_get(started, "job_id"));
         code = remote_wait(c, id ? id : "", started, &result);
     }
-    if (code == REMOTE_EXIT_OK) {
-        hameltext_warnings(stderr, "hamel remote run", result);
+    if (code == REMOTE_EXIT_OK)
         code = remote_emit_result(a, result, json_object_get(req, "model"));
-    }
     json_decref(result);
     json_decref(started);
     json_decref(req);
