@@ -510,6 +510,32 @@ await check("a failed run clears the previous plots and draws its partial trajec
   }
 });
 
+await check("a failed check is shown as a warning box; the rolling disk has none", async () => {
+  const p11 = await context.newPage();
+  p11.on("pageerror", (e) => pageErrors.push("warnings: " + e));
+  try {
+    await p11.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p11.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p11);
+    assert(await p11.locator('[data-testid="warnings"]').count() === 0, "the rolling disk shows a warning");
+    // an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent
+    const osc = { coordinates: ["x"], kinetic_energy: "x'^2/2", potential_energy: "x^2/2" };
+    await p11.locator("#model-editor textarea").fill(JSON.stringify(osc, null, 2));
+    await p11.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { x: 1 }, qdot: { x: 0 } }));
+    await p11.fill("#t_end", "200");
+    await p11.selectOption("#method", "rk2");
+    await p11.fill("#rtol", "0.5");
+    await p11.fill("#atol", "0.5");
+    await runAndWait(p11);
+    const box = p11.locator('[data-testid="warnings"]');
+    await box.waitFor({ state: "visible" });
+    const text = await box.innerText();
+    assert(/energy-drift/.test(text) && /conserved/.test(text), `the warning box says "${text}"`);
+  } finally {
+    await p11.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });
