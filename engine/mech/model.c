@@ -6,7 +6,6 @@
 #include "model.h"
 
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "hamel.h"
 #include "holonomy.h"
 #include "nonlin.h"
+#include "sha256.h"
 #include <time.h>
 #include "jit.h"
 #include "native.h"
@@ -991,12 +991,10 @@ static int make_canonical(struct engine_model *m)
     json_decref(js);
     if (!m->canonical)
         return -1;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(m->canonical, strlen(m->canonical), md, &mdlen, EVP_sha256(), NULL))
-        return -1;
+    unsigned char md[SHA256_BYTES];
+    sha256(m->canonical, strlen(m->canonical), md);
     strcpy(m->id, "sha256:");
-    for (unsigned i = 0; i < mdlen; i++)
+    for (unsigned i = 0; i < SHA256_BYTES; i++)
         sprintf(m->id + 7 + 2 * i, "%02x", md[i]);
     return 0;
 }

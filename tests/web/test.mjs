@@ -635,6 +635,27 @@ await check("plots zoom, pan and export as PNG and SVG; declared units are on th
     await q.locator('[data-testid="zoom-reset"]').click();
     const [d0, d1] = await x();
     assert(d0 === a0 && d1 === a1, "reset does not bring back the whole plot");
+await check("a failed check is shown as a warning box; the rolling disk has none", async () => {
+  const p14 = await context.newPage();
+  p14.on("pageerror", (e) => pageErrors.push("warnings: " + e));
+  try {
+    await p14.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p14.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p14);
+    assert(await p14.locator('[data-testid="warnings"]').count() === 0, "the rolling disk shows a warning");
+    // an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent
+    const osc = { coordinates: ["x"], kinetic_energy: "x'^2/2", potential_energy: "x^2/2" };
+    await p14.locator("#model-editor textarea").fill(JSON.stringify(osc, null, 2));
+    await p14.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { x: 1 }, qdot: { x: 0 } }));
+    await p14.fill("#t_end", "200");
+    await p14.selectOption("#method", "rk2");
+    await p14.fill("#rtol", "0.5");
+    await p14.fill("#atol", "0.5");
+    await runAndWait(p14);
+    const box = p14.locator('[data-testid="warnings"]');
+    await box.waitFor({ state: "visible" });
+    const text = await box.innerText();
+    assert(/energy-drift/.test(text) && /conserved/.test(text), `the warning box says "${text}"`);
   } finally {
     await p14.close();
   }

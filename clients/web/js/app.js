@@ -932,8 +932,19 @@ function renderChecks(r) {
       st.rhs_evals != null ? `${st.rhs_evals} rhs evaluations` : null,
       st.integrate_ms != null ? `${fmt(st.integrate_ms, 3)} ms` : null,
       r.cached ? "from cache" : null,
+      r.provenance ? `engine ${r.provenance.engine_version} (${r.provenance.build}), ${r.provenance.code_tier}` : null,
     ].filter(Boolean).join(" · "))));
-  return h("div", { class: "checks" }, cells);
+  return h("div", {}, renderWarnings(r), h("div", { class: "checks" }, cells));
+}
+
+/** The result's `warnings` (checks that failed: energy expected conserved but drifting,
+ *  a constraint not kept) as a box above the checks; null when there are none. */
+function renderWarnings(r) {
+  const ws = Array.isArray(r.warnings) ? r.warnings : [];
+  if (!ws.length) return null;
+  return h("div", { class: "warnings", role: "alert", "data-testid": "warnings" },
+    h("div", { class: "warnings-title" }, ws.length === 1 ? "A check failed: do not trust this trajectory" : `${ws.length} checks failed: do not trust this trajectory`),
+    h("ul", {}, ws.map((w) => h("li", { "data-code": w.code || "" }, h("b", {}, w.code || "warning"), " ", w.message || ""))));
 }
 
 function xyPairs(coords) {
