@@ -635,6 +635,11 @@ await check("plots zoom, pan and export as PNG and SVG; declared units are on th
     await q.locator('[data-testid="zoom-reset"]').click();
     const [d0, d1] = await x();
     assert(d0 === a0 && d1 === a1, "reset does not bring back the whole plot");
+  } finally {
+    await p14.close();
+  }
+});
+
 await check("a failed check is shown as a warning box; the rolling disk has none", async () => {
   const p14 = await context.newPage();
   p14.on("pageerror", (e) => pageErrors.push("warnings: " + e));
