@@ -27,7 +27,8 @@ Test(hamel_names, an_unknown_coordinate_is_refused_with_its_path)
     engine_model *m = support_compile_json(json_object_get(c, "model"));
     json_t *req = support_loads("{\"q\": {\"phi\": 0, \"theta\": 1.2, \"psi\": 0, \"x\": 0, \"y\": 0}}");
     json_t *res = NULL, *problem = NULL;
-    cr_assert_eq(engine_hamel(m, req, NULL, &res, &problem), 0, "every coordinate and nothing else: answered");
+    cr_assert_eq(engine_hamel(m, req, NULL, &res, &problem), 0,
+                 "every coordinate and nothing else: answered");
     json_decref(res);
     res = NULL;
     json_object_set_new(json_object_get(req, "q"), "thet", json_real(0.7));
