@@ -541,6 +541,13 @@ await check("a 20-run sweep streams 20 overlaid curves and a summary plot", asyn
     const xEnd = one.body.trajectory.q.x.at(-1);
     const shown = await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY);
     near(Number(shown), xEnd, 1e-12, "the summary's final x at Omega = 5 vs a single run");
+    // a derived quantity: an expression of the final state
+    await p11.selectOption("#sw-final", "expr");
+    await p11.fill("#sw-expr", "sqrt(x^2 + y^2) + 0*x'");
+    await p11.press("#sw-expr", "Enter");
+    await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
+    const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
+    near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
     await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
   } finally {
     await p11.close();
