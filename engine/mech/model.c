@@ -14,6 +14,7 @@
 #include "budget.h"
 #include "equations.h"
 #include "exprjson.h"
+#include "geom.h"
 #include "reduce.h"
 #include "hamel.h"
 #include "holonomy.h"
@@ -123,6 +124,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_psi);
     tape_free(m->tape_dyn);
     tape_free(m->tape_obs);
+    geom_free(m);
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
@@ -590,6 +592,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
 
     if (add_generated(m, js, &br, lim, problem) < 0)
         add_error(problem, "model", -1, "out of memory while adding the generated constraints");
+    geom_take(m, &br); /* masses, radii, inertias a request's parameters may change */
     bodies_result_free(&br);
 
     *speeds_js = json_object_get(js, "speeds");
@@ -1378,6 +1381,8 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         }
     }
 
+    if (geom_compile(m) < 0)
+        goto oom;
     /* Dynamics: M = d2T/dq'dq', g = Q - dV/dq + dT/dq - D(dT/dq'), b = D(Psi q' + Psi_t). */
     {
         int nm = n * (n + 1) / 2;
