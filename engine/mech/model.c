@@ -15,6 +15,7 @@
 #include "budget.h"
 #include "equations.h"
 #include "exprjson.h"
+#include "geom.h"
 #include "hamel.h"
 #include "sha256.h"
 #include <time.h>
@@ -118,6 +119,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_psi);
     tape_free(m->tape_dyn);
     tape_free(m->tape_obs);
+    geom_free(m);
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
@@ -585,6 +587,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
 
     if (add_generated(m, js, &br, lim, problem) < 0)
         add_error(problem, "model", -1, "out of memory while adding the generated constraints");
+    geom_take(m, &br); /* masses, radii, inertias a request's parameters may change */
     bodies_result_free(&br);
 
     *speeds_js = json_object_get(js, "speeds");
@@ -1315,6 +1318,8 @@ int model_build_dynamics(struct model_build *b)
     expr_ctx *c = m->ctx;
     expr **cgrad = b->cgrad;
     int n = m->n;
+    if (geom_compile(m) < 0)
+        return MB_OOM;
     int nm = n * (n + 1) / 2;
     expr **roots = calloc((size_t)nm + 2 * n, sizeof *roots);
     expr **p = calloc(n, sizeof *p);

@@ -113,6 +113,11 @@ struct engine_model {
     atomic_int jit_done;                /* the first tier's libtcc work finished (native_jit) */
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
+    struct bodies_geom *geom; /* [n_geom] masses, radii, inertias that depend on parameters (geom.h) */
+    int n_geom;
+    unsigned char *geom_deps; /* [n_geom*np] which parameters each depends on */
+    tape *tape_geom;          /* -> their values, or NULL */
+
     json_t *summary;
     char *equations;                  /* API.md §5 JSON text, made on first request (equations_ensure) */
     struct reduce_result *eq_pending; /* what equations_derive prints, until it has (under forms_lock) */

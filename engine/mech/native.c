@@ -629,7 +629,8 @@ static int native__build(struct engine_model *m, const char *dir)
             wrote = 0;
         /* The compiler's output is read once; those bytes are signed, renamed into place
          * and loaded (from memory), so a file swapped in meanwhile is never the one run. */
-        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0
+        /* 0600 first: under a umask of 0 the compiler's output would be writable by all */
+        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0 && chmod(tmp_so, 0600) == 0
                                  ? native__read_private(tmp_so, NATIVE_MAX_OBJECT_BYTES, &len)
                                  : NULL;
         if (obj && native__sign(so_path, key, key_len, obj, len) == 0 && rename(tmp_so, so_path) == 0)

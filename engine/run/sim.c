@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "geom.h"
 #include "hamel.h"
 #include "holo.h"
 #include "identity.h"
@@ -254,6 +255,7 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
         else
             values[i] = json_number_value(val);
     }
+    geom_check(m, values, problem); /* a mass or radius these values make negative */
 }
 
 /* Nonlinear constraints, initial speeds only: a starting point for Newton's method

@@ -541,6 +541,13 @@ await check("a 20-run sweep streams 20 overlaid curves and a summary plot", asyn
     const xEnd = one.body.trajectory.q.x.at(-1);
     const shown = await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY);
     near(Number(shown), xEnd, 1e-12, "the summary's final x at Omega = 5 vs a single run");
+    // a derived quantity: an expression of the final state
+    await p11.selectOption("#sw-final", "expr");
+    await p11.fill("#sw-expr", "sqrt(x^2 + y^2) + 0*x'");
+    await p11.press("#sw-expr", "Enter");
+    await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
+    const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
+    near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
     await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
   } finally {
     await p11.close();
@@ -706,6 +713,37 @@ await check("a server with a token asks for it; the token is kept for the tab, n
   } finally {
     await b.close();
     srv.stop();
+  }
+});
+
+await check("New model, the recent models list, and the JSON file saved and opened again", async () => {
+  const p16 = await context.newPage();
+  p16.on("pageerror", (e) => pageErrors.push("files: " + e));
+  try {
+    await p16.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p16.waitForFunction(() => document.body.dataset.ready === "1");
+    await p16.click('[data-testid="new-model"]');
+    const fresh = JSON.parse(await p16.locator("#model-editor textarea").inputValue());
+    assert(fresh.name === "my-model" && !p16.url().includes("model="), "New model did not start a new model");
+    await p16.fill("#t_end", "3");
+    await runAndWait(p16);
+    const id = new URL(p16.url()).searchParams.get("model");
+    const recent = await p16.locator('[data-testid="recent"] option').evaluateAll((os) => os.map((o) => o.value));
+    assert(recent.includes(id), `the model just run (${id}) is not among the recent models`);
+    // save the JSON, change the page, open the file: the same model and settings come back
+    const [dl] = await Promise.all([p16.waitForEvent("download"), p16.click("#save-json")]);
+    const saved = JSON.parse(readFileSync(await dl.path(), "utf8"));
+    assert(saved.model && saved.model.name === "my-model" && saved.simulation && saved.simulation.t_end === 3, "the saved file: " + JSON.stringify(saved).slice(0, 200));
+    await p16.selectOption("#example", { index: 1 });
+    await p16.waitForFunction(() => !/my-model/.test(document.querySelector("#model-editor textarea").value));
+    await p16.setInputFiles("#open-json", { name: "saved.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(saved)) });
+    await p16.waitForFunction(() => /my-model/.test(document.querySelector("#model-editor textarea").value));
+    assert(await p16.locator("#t_end").inputValue() === "3", "the opened file's t_end is not filled in");
+    // a recent model reopens from the list
+    await p16.selectOption('[data-testid="recent"]', id);
+    await p16.waitForFunction((m) => new URL(location.href).searchParams.get("model") === m, id);
+  } finally {
+    await p16.close();
   }
 });
 

@@ -468,7 +468,7 @@ async function prepare() {
     $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, built.bad.map((b) => h("li", {}, b.reason))));
     return null;
   }
-  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n) };
+  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n), params: { ...state.paramDefaults } };
 }
 
 async function run() {
