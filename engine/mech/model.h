@@ -71,6 +71,7 @@ struct engine_model {
     expr *T, *V;
     expr *T_hand, *V_hand; /* the hand-written parts (T = T_hand + T of the bodies) */
     json_t *bodies_js;     /* the bodies keys of the model as given (for the canonical form) */
+    json_t *units_js;      /* "units": {symbol: unit text} as given, validated; NULL if absent */
     int npos;              /* position-level constraints */
     int *pos_con;          /* [npos] their index in cons */
     tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */
@@ -111,6 +112,11 @@ struct engine_model {
     atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
     atomic_int jit_done;                /* the first tier's libtcc work finished (native_jit) */
     atomic_long native_evals;           /* right-hand side evaluations in them */
+
+    struct bodies_geom *geom; /* [n_geom] masses, radii, inertias that depend on parameters (geom.h) */
+    int n_geom;
+    unsigned char *geom_deps; /* [n_geom*np] which parameters each depends on */
+    tape *tape_geom;          /* -> their values, or NULL */
 
     json_t *summary;
     char *equations;                  /* API.md §5 JSON text, made on first request (equations_ensure) */
