@@ -6,7 +6,7 @@
 import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, extname, dirname, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -767,6 +767,26 @@ await check("what-if: with rerun on change, a parameter's new value runs at once
     assert(await p17.locator('#params .param.changed').count() === 1, "the changed parameter is not marked");
   } finally {
     await p17.close();
+  }
+});
+
+await check("the CSV download has the CLI's columns (hamel run --csv)", async () => {
+  const cli = join(dirname(process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server")), "hamel");
+  const out = spawnSync(cli, ["run", join(webRoot, "examples", `${ROLLING_DISK}.json`), "--csv"], { encoding: "utf8" });
+  assert(out.status === 0, `${cli} run --csv: exit ${out.status} ${out.stderr}`);
+  const want = out.stdout.split("\n")[0];
+  const p18 = await context.newPage();
+  try {
+    await p18.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p18.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p18);
+    const [dl] = await Promise.all([p18.waitForEvent("download"), p18.locator("button.dl", { hasText: "CSV" }).click()]);
+    const text = readFileSync(await dl.path(), "utf8");
+    const got = text.split("\n")[0];
+    assert(got === want, `the page's CSV header "${got}" is not the CLI's "${want}"`);
+    assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
+  } finally {
+    await p18.close();
   }
 });
 
