@@ -548,6 +548,19 @@ await check("a 20-run sweep streams 20 overlaid curves and a summary plot", asyn
     await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
     const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
     near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
+    // two variables: 4 values of Omega for each of 3 values of r, one summary curve per r
+    await p11.fill("#sw-n", "4");
+    await p11.selectOption("#sw-var2", "parameters.r");
+    await p11.fill("#sw-from2", "0.4");
+    await p11.fill("#sw-to2", "0.6");
+    await p11.fill("#sw-n2", "3");
+    await p11.selectOption("#sw-final", "final.q.x");
+    await p11.click('[data-testid="sw-run"]');
+    await p11.waitForFunction(() => document.getElementById("sw-card").dataset.state === "done" && /^12 of 12/.test(document.getElementById("sw-progress-text").textContent));
+    const curves = await p11.locator('[data-testid="plot-sweep"] svg path.series').count();
+    const lines2 = await p11.locator('[data-testid="plot-sweep-summary"] svg path.series').count();
+    const pts2 = await p11.locator('[data-testid="plot-sweep-summary"] svg circle').count();
+    assert(curves === 12 && lines2 === 3 && pts2 === 12, `2-D sweep: ${curves} curves, ${lines2} summary curves, ${pts2} points (12, 3, 12 expected)`);
     await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
   } finally {
     await p11.close();
