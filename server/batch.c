@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ids.h"
+#include "isolate.h"
 #include "jsonout.h"
 #include "metrics.h"
 
@@ -752,7 +753,7 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         const json_t *run = json_array_get(b->partials, i);
         json_t *req = batch__merge(b->base, run);
         json_t *p = NULL;
-        int c = req ? engine_simulation_check(m, req, &bs->cfg.limits, &p) : HAMEL_E_INTERNAL;
+        int c = req ? isolate_simulation_check(m, req, &bs->cfg.limits, &p) : HAMEL_E_INTERNAL;
         if (c == 0)
             c = engine_simulation_key(m, req, r->key, &p);
         json_decref(req);

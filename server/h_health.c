@@ -63,6 +63,7 @@ static void http__run_metrics(void *arg)
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
     offload_counts(s->offload, &g.offload_queued, &g.offload_running);
+    isolate_counts(&g.engine_workers_started, &g.engine_faults);
     if (s->d.st)
         store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
     free(c->out_text);

@@ -22,6 +22,7 @@
 #include "dynbuf.h"
 #include "hangup.h"
 #include "http.h"
+#include "isolate.h"
 #include "metrics.h"
 #include "offload.h"
 
@@ -231,6 +232,11 @@ enum MHD_Result http__readyz(http_conn *c);
 enum MHD_Result http__metrics(http_conn *c);
 
 enum MHD_Result http__livez(http_conn *c);
+
+/* ---- h_quarantine.c ---- */
+
+/* GET and DELETE /v1/quarantine/{id}: a quarantined model's record; clearing it. */
+enum MHD_Result http__quarantine(http_conn *c);
 
 /* ---- h_static.c ---- */
 
