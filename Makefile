@@ -28,7 +28,10 @@ TEST_PKGS := criterion
 pkgcflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
 pkglibs = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 
-CPPFLAGS += -D_GNU_SOURCE -I. -Iengine -Iserver -Iclients/c
+# The engine's layers (engine/DESIGN.md, "The layers"): each folder may include only
+# from the folders before it; scripts/layers.sh checks that.
+ENGINE_LAYERS := base expr code mech run
+CPPFLAGS += -D_GNU_SOURCE -I. -Iengine $(patsubst %,-Iengine/%,$(ENGINE_LAYERS)) -Iserver -Iclients/c
 CFLAGS := -std=c11 $(OPT) -Wall -Wextra -Wstrict-prototypes -MMD -MP $(SANFLAGS) $(WERROR) \
 	$(call pkgcflags,$(ENGINE_PKGS) $(SERVER_PKGS) $(CLIENT_PKGS))
 LDFLAGS += $(SANFLAGS)
@@ -38,7 +41,7 @@ SERVER_LIBS := $(call pkglibs,$(SERVER_PKGS)) -lsqlite3
 CLIENT_LIBS := $(call pkglibs,$(CLIENT_PKGS))
 TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
 
-ENGINE_SRC := $(wildcard engine/*.c)
+ENGINE_SRC := $(wildcard $(patsubst %,engine/%/*.c,$(ENGINE_LAYERS)) engine/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 CLIENT_SRC := $(wildcard clients/c/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
@@ -52,7 +55,7 @@ LIBENGINE := $(BUILD)/libhamel.a
 LIBSERVER := $(BUILD)/libhamelserver.a
 LIBCLIENT := $(BUILD)/libhamelclient.a
 
-BINS := $(BUILD)/hamel $(BUILD)/hamel-server
+BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
 .PHONY: all test test-fast run bench fmt lint clean deps
@@ -74,8 +77,13 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/hamel: $(call obj,cli/hamel.c) $(if $(CLIENT_SRC),$(LIBCLIENT)) $(LIBENGINE)
-	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS) $(CLIENT_LIBS)
+# The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
+# else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
+$(BUILD)/hamel: $(call obj,cli/hamel.c) $(LIBENGINE)
+	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
+
+$(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
+	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
 
 $(BUILD)/hamel-server: $(call obj,server/main.c) $(LIBSERVER) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(SERVER_LIBS) $(ENGINE_LIBS)

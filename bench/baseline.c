@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/integ.h"
+#include "engine/run/integ.h"
 
 /* Rolling disk (Greenwood 5.3). y = (phi, theta, psi, x, y, wd, thd, Omega); p = (m, r, g).
  * The equations (5.193)-(5.195) divided by their leading m r^2 coefficients:

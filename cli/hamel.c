@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "jsonout.h"
-#include "hamelclient.h"
 
 static void usage(FILE *f)
 {
@@ -238,15 +238,39 @@ static int cmd_lin(const char *path, const char *which)
     return rc ? fail(problem) : print(result);
 }
 
+#define HAMEL_REMOTE_PROGRAM "hamel-remote"
+
+/* hamel remote ARGS: execs hamel-remote ARGS, the program beside this one (found through
+ * /proc/self/exe), else the one on PATH. Returns only when neither can be run. */
+static int exec_remote(int argc, char **argv)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    argv[0] = HAMEL_REMOTE_PROGRAM; /* argv[argc] is NULL: the rest are its arguments */
+    (void)argc;
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash && (size_t)(slash + 1 - self) + sizeof HAMEL_REMOTE_PROGRAM <= sizeof self) {
+            memcpy(slash + 1, HAMEL_REMOTE_PROGRAM, sizeof HAMEL_REMOTE_PROGRAM);
+            if (access(self, X_OK) == 0)
+                execv(self, argv);
+        }
+    }
+    execvp(HAMEL_REMOTE_PROGRAM, argv);
+    perror("hamel remote: cannot run " HAMEL_REMOTE_PROGRAM " (it belongs beside hamel or on PATH)");
+    return 3;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "remote") == 0)
+        return exec_remote(argc - 1, argv + 1);
     engine_init();
     if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
         printf("hamel %s\n", ENGINE_VERSION);
         return 0;
     }
-    if (argc >= 2 && strcmp(argv[1], "remote") == 0)
-        return hamelclient_remote_main(argc - 1, argv + 1);
     if (argc < 3) {
         usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
         return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #endif
 #include <math.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,17 @@
 #include "hamel.h"
 #include "model.h"
 #include "sim.h"
+
+int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
+{
+    return model_compile(js, lim, NULL, out, problem);
+}
+
+int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
+                             engine_model **out, json_t **problem)
+{
+    return model_compile(js, lim, ctl, out, problem);
+}
 
 /* points * n^4 of one /v1/hamel request (the gammas cost n^4 each): about a second */
 #define ENGINE_MAX_GAMMA_WORK                                                                                \
@@ -41,7 +53,13 @@ const engine_limits engine_default_limits = {
     .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
-void engine_init(void) { gsl_set_error_handler_off(); }
+/* OpenSSL serves only SHA-256 here: it is initialised without reading openssl.cnf (issue
+ * 19: loading the configuration was a fifth of compile_ms in a one-shot CLI run). */
+void engine_init(void)
+{
+    gsl_set_error_handler_off();
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
 
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem)

@@ -22,39 +22,7 @@
 #include <stddef.h>
 
 #include "error.h"
-
-#define ENGINE_VERSION "0.1.0"
-
-typedef struct engine_model engine_model;
-
-/* Caps on what one request may make the engine do. Every growable thing has one. */
-typedef struct engine_limits {
-    size_t max_expr_chars;      /* length of one expression string */
-    size_t max_nodes;           /* expression nodes in a model after differentiation */
-    int max_coordinates;        /* n */
-    int max_samples;            /* output samples of one simulation */
-    long max_steps;             /* integrator steps of one simulation (upper bound) */
-    double max_wall_seconds;    /* wall time of one simulation (upper bound) */
-    int max_points;             /* points of one /v1/hamel request */
-    double max_compile_seconds; /* wall time of one model compilation */
-    size_t max_compile_bytes;   /* memory one model compilation may hold */
-    int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
-    int max_parameters;         /* entries of model.parameters */
-    int max_definitions;        /* entries of model.definitions */
-    size_t max_output_values;   /* samples x series of one simulation's result (0: no cap) */
-} engine_limits;
-
-/* The defaults used when a caller passes NULL limits. */
-extern const engine_limits engine_default_limits;
-
-/* What a running simulation shares with whoever started it. The caller owns it and
- * keeps it alive for the duration of engine_simulate. */
-typedef struct engine_control {
-    atomic_int cancel;       /* set nonzero to stop between integrator steps */
-    _Atomic double progress; /* written by the engine: t reached / t_end, 0..1 */
-    long max_steps;          /* 0: the request's own budget (capped by limits) */
-    double max_wall_seconds; /* 0: the limits' budget */
-} engine_control;
+#include "engine_types.h"
 
 /* Initialises the process-wide state (GSL error handler off, JIT lock). Call once
  * from main before anything else; calling again is harmless. */
@@ -72,7 +40,7 @@ int engine_model_compile(const json_t *model, const engine_limits *limits, engin
 int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                              engine_model **out, json_t **problem);
 
-/* Turns on the optimizing code tier (engine/native.h): models compiled afterwards are
+/* Turns on the optimizing code tier (engine/mech/native.h): models compiled afterwards are
  * also compiled by the system C compiler in a background thread, cached as shared
  * objects in `dir` (created if missing), and later runs use that code. NULL or "" turns
  * it off (the default). Returns 0, or -1 if the directory cannot be made. */
@@ -83,11 +51,7 @@ int engine_code_cache(const char *dir);
  * released. Call once, last, before exit. */
 void engine_shutdown(void);
 
-/* Adds a reference. */
-engine_model *engine_model_retain(engine_model *m);
-
-/* Drops a reference; the last one frees the model. Accepts NULL. */
-void engine_model_release(engine_model *m);
+/* engine_model_retain and engine_model_release: engine_types.h. */
 
 /* "sha256:<64 hex>" of the canonical model; borrowed, lives as long as the model. */
 const char *engine_model_id(const engine_model *m);
@@ -121,7 +85,7 @@ int engine_simulate(const engine_model *m, const json_t *request, const engine_l
                     engine_control *ctl, json_t **result, json_t **problem);
 
 /* engine_simulate with the result written straight to compact JSON text (shortest
- * round-trip numbers, engine/jsonout.h) instead of a jansson tree: the members of
+ * round-trip numbers, engine/base/jsonout.h) instead of a jansson tree: the members of
  * `head` (an object, may be NULL; borrowed) come first, then the result's members of
  * other names. On success *text (malloc'd, NUL-terminated; caller frees) and *len; on
  * failure as engine_simulate (the problem's "partial" is a jansson document). */

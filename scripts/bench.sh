@@ -14,6 +14,8 @@
 # 4. A cold simulation over HTTP against a real server (issue 8): scripts/bench-http-cold.sh
 #    (median of 200 requests; goal <= 5 ms).
 # 5. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# 6. The one-shot CLI (issue 19): scripts/bench-cli.sh — `hamel run` of the rolling disk
+#    as a process against a hand-written C process (bench/hand_disk.c); goal <= 2x.
 # Each section prints its figures with the goal and met/MISSED beside them.
 #
 # Environment: HAMEL_CASES_DIR (default ../shared/cases), BENCH_RUNS, BENCH_SAMPLES,
@@ -43,9 +45,9 @@ else
   # The baseline needs only GSL, jansson and, once it drives through engine/integ.c,
   # that driver and the error list.
   extra=()
-  if [ -f engine/integ.c ]; then extra=(engine/integ.c engine/error.c); fi
+  if [ -f engine/run/integ.c ]; then extra=(engine/run/integ.c engine/base/error.c); fi
   # shellcheck disable=SC2046
-  cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -Ibench -DBENCH_BASELINE_ONLY \
+  cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -Iengine/base -Iengine/run -Ibench -DBENCH_BASELINE_ONLY \
     bench/bench_engine.c "${extra[@]}" -o "$build/bench-baseline-only" \
     $(pkg-config --cflags --libs gsl jansson) -lm
   "$build/bench-baseline-only" || status=$?
@@ -71,6 +73,10 @@ fi
 # ---- scaling families (issue 8, item 6) ----------------------------------------------
 echo
 scripts/bench-scale.sh || status=$?
+
+# ---- the one-shot CLI as a process (issue 19, item 3) --------------------------------
+echo
+scripts/bench-cli.sh || status=$?
 
 # ---- a cold simulation over HTTP (issue 8, item 5) -----------------------------------
 echo

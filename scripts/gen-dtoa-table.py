@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Writes engine/dtoa_table.h: Schubfach's table g(k) = floor(10^-k 2^-r) + 1 with
+"""Writes engine/base/dtoa_table.h: Schubfach's table g(k) = floor(10^-k 2^-r) + 1 with
 r = flog2pow10(-k) - 125, for k in [-324, 292], as the halves the algorithm
 multiplies by: g1 = g >> 63 and g0 = g mod 2^63 (2^125 <= g < 2^126: both fit 63 bits).
 
-Run from the repository root: python3 scripts/gen-dtoa-table.py > engine/dtoa_table.h
+Run from the repository root: python3 scripts/gen-dtoa-table.py > engine/base/dtoa_table.h
 (tests/unit/test_dtoa.c checks the table against a big-integer computation in C)."""
 
 K_MIN, K_MAX = -324, 292
 
 
 def flog2pow10(e):
-    # the same fixed-point constant as engine/dtoa.c (an arithmetic shift: floor)
+    # the same fixed-point constant as engine/base/dtoa.c (an arithmetic shift: floor)
     return (e * 913124641741) >> 38
 
 

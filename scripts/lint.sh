@@ -13,10 +13,15 @@ fi
 rm -f /tmp/hamel-format.$$
 # ctuuninitvar: cppcheck cannot see that expr_parse initialises its error out-parameter
 if cppcheck --quiet --error-exitcode=1 --enable=warning,portability --suppress=missingIncludeSystem \
-     --suppress=ctuuninitvar -Iengine -Iserver engine server cli; then
+     --suppress=ctuuninitvar -Iengine $(printf -- '-Iengine/%s ' base expr code mech run) -Iserver engine server cli; then
   passed=$((passed + 1)); echo "cppcheck: ok"
 else
   failed=$((failed + 1)); echo "cppcheck: FAIL"
+fi
+if scripts/layers.sh; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "layers: FAIL (an include runs upward: engine/DESIGN.md, The layers)"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -25,6 +25,8 @@
 #define CONFIG_DEFAULT_MAX_PER_IP 128
 #define CONFIG_DEFAULT_MAX_OUTPUT_VALUES ((size_t)2000000) /* about 58 MB of result JSON */
 #define CONFIG_DEFAULT_CONN_TIMEOUT 30
+#define CONFIG_DEFAULT_HEAD_SECONDS 10.0
+#define CONFIG_MIN_HEAD_SECONDS 0.1
 #define CONFIG_DEFAULT_HANGUP_POLL_MS 50
 #define CONFIG_DEFAULT_REDIS_LEASE 15.0
 #define CONFIG_DEFAULT_REDIS_TIMEOUT 2.0
@@ -137,6 +139,13 @@ static int config__set(server_config *cfg, const char *name, const char *v)
     } else if (!strcmp(name, "HAMEL_CONN_TIMEOUT")) {
         rc = config__long(name, v, 1, 86400, &l);
         cfg->conn_timeout = (int)l;
+    } else if (!strcmp(name, "HAMEL_HEAD_SECONDS")) {
+        rc = config__double(name, v, &cfg->head_seconds);
+        if (rc == 0 && cfg->head_seconds < CONFIG_MIN_HEAD_SECONDS) {
+            fprintf(stderr, "hamel-server: HAMEL_HEAD_SECONDS=%s: at least %g seconds\n", v,
+                    CONFIG_MIN_HEAD_SECONDS);
+            rc = -1;
+        }
     } else if (!strcmp(name, "HAMEL_HANGUP_POLL_MS")) {
         rc = config__long(name, v, 1, 60000, &l);
         cfg->hangup_poll_ms = (int)l;
@@ -180,6 +189,8 @@ static int config__set(server_config *cfg, const char *name, const char *v)
         rc = config__copy(name, cfg->data, sizeof cfg->data, v);
     } else if (!strcmp(name, "HAMEL_TOKEN")) {
         rc = config__copy(name, cfg->token, sizeof cfg->token, v);
+    } else if (!strcmp(name, "HAMEL_METRICS_TOKEN")) {
+        rc = config__copy(name, cfg->metrics_token, sizeof cfg->metrics_token, v);
     } else if (!strcmp(name, "HAMEL_STATIC")) {
         rc = config__copy(name, cfg->statics, sizeof cfg->statics, v);
     } else if (!strcmp(name, "HAMEL_REDIS")) {
@@ -213,6 +224,7 @@ static const char *const config__names[] = {
     "HAMEL_HTTP_THREADS",
     "HAMEL_MAX_CONNECTIONS",
     "HAMEL_CONN_TIMEOUT",
+    "HAMEL_HEAD_SECONDS",
     "HAMEL_HANGUP_POLL_MS",
     "HAMEL_MAX_BODY",
     "HAMEL_CACHE_BYTES",
@@ -223,6 +235,7 @@ static const char *const config__names[] = {
     "HAMEL_ACCESS_LOG",
     "HAMEL_DATA",
     "HAMEL_TOKEN",
+    "HAMEL_METRICS_TOKEN",
     "HAMEL_STATIC",
     "HAMEL_CORS_ORIGINS",
     "HAMEL_MAX_BATCH",
@@ -242,8 +255,8 @@ static const char *const config__names[] = {
 /* Whether an empty value of this setting is a value of its own, not "use the default". */
 static int config__empty_is_value(const char *name)
 {
-    return !strcmp(name, "HAMEL_TOKEN") || !strcmp(name, "HAMEL_STATIC") ||
-           !strcmp(name, "HAMEL_CORS_ORIGINS");
+    return !strcmp(name, "HAMEL_TOKEN") || !strcmp(name, "HAMEL_METRICS_TOKEN") ||
+           !strcmp(name, "HAMEL_STATIC") || !strcmp(name, "HAMEL_CORS_ORIGINS");
 }
 
 static void config__usage(void)
@@ -269,6 +282,7 @@ int config_load(server_config *cfg, int argc, char **argv)
     cfg->redis_timeout = CONFIG_DEFAULT_REDIS_TIMEOUT;
     cfg->redis_ttl = CONFIG_DEFAULT_REDIS_TTL;
     cfg->conn_timeout = CONFIG_DEFAULT_CONN_TIMEOUT;
+    cfg->head_seconds = CONFIG_DEFAULT_HEAD_SECONDS;
     cfg->hangup_poll_ms = CONFIG_DEFAULT_HANGUP_POLL_MS;
     cfg->max_body = CONFIG_DEFAULT_MAX_BODY;
     cfg->cache_bytes = CONFIG_DEFAULT_CACHE_BYTES;

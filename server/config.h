@@ -21,6 +21,7 @@ typedef struct server_config {
     int max_per_ip;                /* HAMEL_MAX_CONNECTIONS_PER_IP: 0 = no per-address cap */
     size_t max_output_values;      /* HAMEL_MAX_OUTPUT_VALUES: samples x series of one job */
     int conn_timeout;              /* HAMEL_CONN_TIMEOUT: idle seconds before close */
+    double head_seconds;           /* HAMEL_HEAD_SECONDS: a request head arrives whole within it */
     int hangup_poll_ms;            /* HAMEL_HANGUP_POLL_MS: hang-up checks of compiling requests */
     size_t max_body;               /* HAMEL_MAX_BODY: request body bytes */
     size_t cache_bytes;            /* HAMEL_CACHE_BYTES: models + results in memory */
@@ -38,6 +39,7 @@ typedef struct server_config {
     int access_log;                /* HAMEL_ACCESS_LOG: 0 silences the per-request line */
     char data[CONFIG_PATH_MAX];    /* HAMEL_DATA, --data: store directory */
     char token[256];               /* HAMEL_TOKEN, --token: bearer token, "" = none */
+    char metrics_token[256];       /* HAMEL_METRICS_TOKEN: bearer token of /metrics, "" = none */
     char statics[CONFIG_PATH_MAX]; /* HAMEL_STATIC, --static: web front end, "" = none */
     char redis[256];               /* HAMEL_REDIS: redis://host:port, "" = SQLite */
     double redis_lease;            /* HAMEL_REDIS_LEASE: seconds before a dead instance's job moves */

@@ -2,6 +2,7 @@
  * GET /v1/models/{id}/equations.
  *
  * Owns the model answers: the summary (201 + Location for a model new to the service,
+ * with ?source=1 the model itself under "source",
  * ETag = the model id, 304 on If-None-Match) and the derived equations (?form= chooses a
  * printed form). Resolution and compilation are resolve.c's; a model known only to the
  * store is compiled on the offload pool before the answer. The equations document is
@@ -13,6 +14,13 @@
 #include <string.h>
 
 #include "http_conn.h"
+
+/* ?source, ?source=1, =true or =yes: the summary carries the model under "source". */
+static int http__source_wanted(http_conn *c)
+{
+    const char *v = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "source");
+    return v && (!*v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
 
 static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
 {
@@ -30,6 +38,16 @@ static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int st
     }
     if (!summary)
         return http__error(c, HAMEL_E_INTERNAL, "no summary");
+    if (status == 200 && c->method != HTTP_POST && http__source_wanted(c)) {
+        /* the model itself (its canonical form, from which it was compiled): a page or
+         * client that has only the id can show, edit and run it again */
+        json_t *source = json_loads(engine_model_canonical(m), 0, NULL);
+        if (!source) {
+            json_decref(summary);
+            return http__error(c, HAMEL_E_INTERNAL, "the model's canonical form does not parse");
+        }
+        json_object_set_new(summary, "source", source);
+    }
     return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
                         status == 201 ? MHD_HTTP_HEADER_LOCATION : NULL, location);
 }
@@ -59,7 +77,7 @@ static void http__run_form(void *arg)
     const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
     http__watch_begin(c);
     c->work_rc = isolate_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                           &c->out_problem);
+                                            &c->out_problem);
     http__watch_end(c, c->work_rc);
 }
 

@@ -244,10 +244,16 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
-        /* Not shutting down: the shared queue (HAMEL_REDIS) is out of reach for now. */
-        const char *lost = rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs)
-                               ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
-                               : NULL;
+        /* Not shutting down: the store could not record the job (the shared queue of
+         * HAMEL_REDIS out of reach, or SQLite's disk full or failing). */
+        const char *lost = NULL;
+        if (rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs))
+            lost =
+                s->d.cfg->redis[0] ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+                : store_full(s->d.st) ? "the disk is full: the store (HAMEL_DATA) cannot record the job; try "
+                                        "again once space is freed"
+                                      : "the store (HAMEL_DATA) cannot write the job's record (see the "
+                                        "server's log); try again";
         return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
                                rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
                                                                 : HTTP_RETRY_AFTER_DOWN);

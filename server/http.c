@@ -43,6 +43,9 @@
  * next calls — body bytes appended up to the cap (past it: drained and answered 413);
  * last call — JSON depth cap, parse, dispatch. A long-poll adds one more call after the
  * connection is resumed. The completion callback logs the access line and counts metrics.
+ * A head must arrive whole within HAMEL_HEAD_SECONDS of the connection's start (or of the
+ * previous answer on a kept-alive one), and near the connection limit the oldest
+ * connections still waiting for a head give way (heads.h).
  */
 #include "http_conn.h"
 
@@ -115,9 +118,9 @@ static int http__is_json(const char *ct)
     return n > 17 && !strncasecmp(ct, "application/", 12) && !strncasecmp(ct + n - 5, "+json", 5);
 }
 
-static int http__token_ok(http_conn *c)
+/* Whether the request's Authorization is "Bearer <want>" (any token when want is ""). */
+static int http__bearer_ok(http_conn *c, const char *want)
 {
-    const char *want = c->srv->d.cfg->token;
     if (!want[0])
         return 1;
     const char *got = http__header(c, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -131,6 +134,36 @@ static int http__token_ok(http_conn *c)
     for (size_t i = 0; i < wl; i++) /* constant time in the token's length */
         diff |= (unsigned char)(want[i] ^ (i < gl ? got[i] : 0));
     return diff == 0;
+}
+
+static int http__token_ok(http_conn *c) { return http__bearer_ok(c, c->srv->d.cfg->token); }
+
+/* Whether the request carries a body (a Content-Length above 0, or a transfer coding). */
+static int http__has_body(http_conn *c)
+{
+    const char *cl = http__header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return (cl && strtoull(cl, NULL, 10) > 0) || http__header(c, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* The 401 of a request without the token it needs. */
+static enum MHD_Result http__unauthorized(http_conn *c)
+{
+    return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL), MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                           "Bearer realm=\"hamel\"");
+}
+
+/* What *req_cls starts as for a request whose raw path holds "%00" (http__uri_seen). */
+static char http__nul_mark;
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before libmicrohttpd decodes it
+ * (decoding cuts "/index.html%00.png" at the NUL, so the handler would see
+ * "/index.html"). A path with %00 is marked for a 400. */
+static void *http__uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    const char *nul = strstr(uri, "%00");
+    return nul && nul < uri + strcspn(uri, "?") ? &http__nul_mark : NULL;
 }
 
 /* The number in ?wait=N, capped; -1 when malformed. */
@@ -198,6 +231,18 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 {
     http_route_match m;
     c->url = url;
+    if (c->nul_in_path) {
+        *ret = http__error(c, HAMEL_E_BAD_HTTP, "the path holds an encoded NUL byte (%00)");
+        return 1;
+    }
+    /* With a token, every /v1 path needs it, known or not: which paths exist is not
+     * told to a client without it. */
+    int v1 = !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1");
+    if (v1 && c->method != HTTP_OPTIONS && !http__token_ok(c)) {
+        c->route = METRICS_ROUTE_OTHER;
+        *ret = http__unauthorized(c);
+        return 1;
+    }
     if (http__route(c, url, &m) != 0) {
         c->route = METRICS_ROUTE_OTHER;
         *ret = c->method == HTTP_OPTIONS ? http__preflight(c, "GET, POST, DELETE, OPTIONS")
@@ -209,15 +254,20 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
         *ret = http__preflight(c, m.allow);
         return 1;
     }
-    if (!strncmp(url, "/v1/", 4) && !http__token_ok(c)) {
-        *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL),
-                               MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
+    if (m.route == METRICS_ROUTE_METRICS && !http__bearer_ok(c, c->srv->d.cfg->metrics_token)) {
+        *ret = http__unauthorized(c);
         return 1;
     }
     if (!m.row) {
         char detail[96];
         snprintf(detail, sizeof detail, "allowed: %s", m.allow);
         *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail), MHD_HTTP_HEADER_ALLOW, m.allow);
+        return 1;
+    }
+    /* A body nobody reads is still refused when it says it is not JSON. */
+    if (c->method != HTTP_POST && http__has_body(c) &&
+        !http__is_json(http__header(c, MHD_HTTP_HEADER_CONTENT_TYPE))) {
+        *ret = http__error(c, HAMEL_E_UNSUPPORTED_MEDIA, "send Content-Type: application/json");
         return 1;
     }
     if (c->method == HTTP_POST) {
@@ -417,11 +467,16 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     (void)version;
     http_server *s = cls;
     http_conn *c = *req_cls;
+    int nul_in_path = c == (void *)&http__nul_mark;
+    if (nul_in_path)
+        c = NULL;
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c)
             return MHD_NO;
         *req_cls = c;
+        c->nul_in_path = nul_in_path;
+        heads_arrived(s->heads, conn);
         c->srv = s;
         c->conn = conn;
         dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
@@ -474,10 +529,11 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
 static void http__completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                             enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     http_server *s = cls;
     http_conn *c = *req_cls;
-    if (!c)
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        heads_waiting(s->heads, conn); /* kept alive: the next head has the same deadline */
+    if (!c || c == (void *)&http__nul_mark)
         return;
     *req_cls = NULL;
     double secs = jobs_now() - c->t0;
@@ -532,8 +588,9 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->memo = cache_new(HTTP_BODY_MEMO_BYTES, &http__memo_ops);
     h->offload = offload_new(cfg->http_threads * HTTP_OFFLOAD_PER_POLL, HTTP_OFFLOAD_QUEUE);
     h->hangups = hangup_new(cfg->hangup_poll_ms);
+    h->heads = heads_new(cfg->head_seconds, cfg->max_connections);
     pthread_mutex_init(&h->flights_mu, NULL);
-    if (!h->memo || !h->offload || !h->hangups)
+    if (!h->memo || !h->offload || !h->hangups || !h->heads)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -557,7 +614,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
         MHD_OPTION_SOCK_ADDR, &ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        MHD_OPTION_NOTIFY_COMPLETED, http__completed, h, MHD_OPTION_URI_LOG_CALLBACK, http__uri_seen, h,
+        MHD_OPTION_NOTIFY_CONNECTION, heads_notify, h->heads, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned int)cfg->max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         fprintf(stderr, "hamel-server: cannot listen on %s port %d\n", cfg->addr, cfg->port);
@@ -571,6 +629,7 @@ int http_start(const http_deps *deps, http_server **out, int *port)
 fail:
     offload_free(h->offload);
     hangup_free(h->hangups);
+    heads_free(h->heads);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);
@@ -598,6 +657,7 @@ void http_stop(http_server *h)
     MHD_stop_daemon(h->daemon);
     offload_free(h->offload);
     hangup_free(h->hangups);
+    heads_free(h->heads);
     pthread_mutex_destroy(&h->flights_mu);
     cache_free(h->memo);
     free(h);

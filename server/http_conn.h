@@ -21,6 +21,7 @@
 
 #include "dynbuf.h"
 #include "hangup.h"
+#include "heads.h"
 #include "http.h"
 #include "isolate.h"
 #include "metrics.h"
@@ -44,6 +45,7 @@ struct http_server {
     atomic_int streams; /* batch streams whose response MHD still holds */
     offload *offload;   /* slow work and store round trips: off the poll threads */
     hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
+    heads *heads;       /* the deadline of request heads; the oldest give way at capacity */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
     pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
@@ -99,6 +101,7 @@ typedef struct http_conn {
     dynbuf body;              /* up to cfg->max_body */
     size_t drained;
     int too_big;
+    int nul_in_path;      /* the raw path held %00, which libmicrohttpd's decoding cuts at */
     job *job;             /* a long-poll's job (a reference) */
     job_waiter waiter;    /* parked on job while suspended */
     batch *batch;         /* a batch long-poll's batch (a reference) */

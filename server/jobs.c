@@ -239,7 +239,7 @@ static void jobs__run(jobs *p, job *j)
     char *text = NULL;
     size_t text_len = 0;
     int rc = head ? isolate_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
-                                         &text_len, &problem)
+                                          &text_len, &problem)
                   : HAMEL_E_INTERNAL;
     json_decref(head);
     metrics_integrate(jobs_now() - t0);
@@ -278,7 +278,10 @@ static void jobs__run(jobs *p, job *j)
         blob_release(body);
         body = NULL;
         rc = HAMEL_E_UNAVAILABLE;
-        problem = hamel_problem_new(rc, "the result could not be stored (see the server's log); retry");
+        problem = hamel_problem_new(rc, store_full(p->st)
+                                            ? "the result could not be stored: the disk is full; retry "
+                                              "once space is freed"
+                                            : "the result could not be stored (see the server's log); retry");
     }
     if (rc == 0) {
         if (p->results)
@@ -545,7 +548,8 @@ static job *jobs__task_job(jobs *p, const redis_task *t)
     if (!j->model && !problem) {
         json_error_t err;
         json_t *spec = json_loads(t->model, 0, &err);
-        int rc = spec ? isolate_model_compile_ctl(spec, &p->cfg.limits, NULL, &j->model, &problem) : HAMEL_E_BAD_JSON;
+        int rc = spec ? isolate_model_compile_ctl(spec, &p->cfg.limits, NULL, &j->model, &problem)
+                      : HAMEL_E_BAD_JSON;
         json_decref(spec);
         if (rc != 0 && !problem)
             problem = hamel_problem_new(rc, "the queued model could not be read");

@@ -168,14 +168,19 @@ int main(int argc, char **argv)
     int port = 0;
     if (http_start(&deps, &http, &port) != 0)
         return 1;
+    char where[CONFIG_PATH_MAX + 16];
+    if (shared)
+        redis_url_shown(cfg.redis, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "%s", cfg.data);
     const char *host = strchr(cfg.addr, ':') ? "[" : "";
     printf("listening on http://%s%s%s:%d\n", host, cfg.addr, host[0] ? "]" : "", port);
     fflush(stdout);
     fprintf(stderr,
             "hamel-server %s: %d workers, queue %d, data %s, cache %zu bytes, token %s, "
             "static %s\n",
-            ENGINE_VERSION, cfg.workers, cfg.queue, shared ? cfg.redis : cfg.data, cfg.cache_bytes,
-            cfg.token[0] ? "required" : "off", cfg.statics[0] ? cfg.statics : "(none)");
+            ENGINE_VERSION, cfg.workers, cfg.queue, where, cfg.cache_bytes, cfg.token[0] ? "required" : "off",
+            cfg.statics[0] ? cfg.statics : "(none)");
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)

@@ -22,6 +22,9 @@
 
 #define REDIS_POOL_MAX 64 /* idle connections kept */
 #define REDIS_HOST_MAX 256
+#define REDIS_CRED_MAX 256  /* a user name or password, decoded */
+#define REDIS_SHOWN_MAX 640 /* a URL as printed, its password masked */
+#define REDIS_DB_MAX 1000000L
 #define REDIS_RUNNING_MAX 1024      /* entries one process runs at once (workers) */
 #define REDIS_TRIM_PER_WRITE 64     /* expired results dropped by one write, at most */
 #define REDIS_BACKOFF_NS 200000000L /* subscriber reconnect: 200 ms */
@@ -32,6 +35,9 @@ typedef struct redis_pool {
     pthread_mutex_t mu;
     char host[REDIS_HOST_MAX];
     int port;
+    char user[REDIS_CRED_MAX], pass[REDIS_CRED_MAX]; /* AUTH on every new connection when pass[0] */
+    long db;                                         /* SELECT on every new connection when not 0 */
+    char shown[REDIS_SHOWN_MAX];                     /* the URL with its password masked */
     struct timeval timeout;
     redisContext *idle[REDIS_POOL_MAX];
     int nidle;
@@ -44,38 +50,158 @@ static double redis__wall(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Parses redis://host:port (port 6379 if absent). Returns 0 or -1. */
-static int redis__parse_url(const char *url, char host[REDIS_HOST_MAX], int *port)
+static int redis__hex(char ch)
 {
-    static const char scheme[] = "redis://";
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Copies s[0..n) into out[cap], decoding %XX. Returns 0, or -1 when malformed or too long. */
+static int redis__decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ch = (unsigned char)s[i];
+        if (ch == '%') {
+            if (n - i < 3 || redis__hex(s[i + 1]) < 0 || redis__hex(s[i + 2]) < 0)
+                return -1;
+            ch = redis__hex(s[i + 1]) * 16 + redis__hex(s[i + 2]);
+            i += 2;
+        }
+        if (ch == 0 || k + 1 >= cap)
+            return -1;
+        out[k++] = (char)ch;
+    }
+    out[k] = '\0';
+    return 0;
+}
+
+/* What a Redis URL says. */
+typedef struct redis_url {
+    char host[REDIS_HOST_MAX];
+    int port;
+    char user[REDIS_CRED_MAX], pass[REDIS_CRED_MAX];
+    long db;
+} redis_url;
+
+/* Parses redis://[[user]:password@]host[:port][/db] (port 6379, database 0 if absent;
+ * user and password may be %-encoded; host may be an [IPv6] literal). Returns 0, or -1
+ * with the reason in why (which never holds the password). */
+static int redis__parse_url(const char *url, redis_url *u, const char **why)
+{
+    static const char scheme[] = "redis://", tls[] = "rediss://";
+    memset(u, 0, sizeof *u);
+    *why = "expected redis://[[user]:password@]host[:port][/db]";
+    if (!strncmp(url, tls, sizeof tls - 1)) {
+        *why = "rediss:// (TLS) is not supported: this build's hiredis has no TLS (hiredis_ssl); reach Redis "
+               "over a private network or a TLS tunnel and use redis://";
+        return -1;
+    }
     if (strncmp(url, scheme, sizeof scheme - 1) != 0)
         return -1;
-    const char *h = url + sizeof scheme - 1;
-    const char *colon = strrchr(h, ':');
-    const char *end = h + strcspn(h, "/");
-    size_t n = (colon && colon < end ? colon : end) - h;
+    const char *a = url + sizeof scheme - 1;
+    const char *end = a + strcspn(a, "/?#");
+    const char *at = NULL;
+    for (const char *q = a; q < end; q++)
+        if (*q == '@')
+            at = q; /* the last one: an unencoded '@' in the password still parses */
+    if (at) {
+        const char *colon = memchr(a, ':', (size_t)(at - a));
+        if (!colon) {
+            *why = "a password goes after a colon: redis://:password@host or redis://user:password@host";
+            return -1;
+        }
+        if (redis__decode(a, (size_t)(colon - a), u->user, sizeof u->user) != 0 ||
+            redis__decode(colon + 1, (size_t)(at - colon - 1), u->pass, sizeof u->pass) != 0 || !u->pass[0]) {
+            *why = "the user or password is empty, longer than 255 bytes or badly %-encoded";
+            return -1;
+        }
+        a = at + 1;
+    }
+    const char *h = a, *hend;
+    const char *portp = NULL;
+    if (*a == '[') {
+        const char *close = memchr(a, ']', (size_t)(end - a));
+        if (!close)
+            return -1;
+        h = a + 1;
+        hend = close;
+        if (close + 1 < end) {
+            if (close[1] != ':')
+                return -1;
+            portp = close + 1;
+        }
+    } else {
+        portp = memchr(a, ':', (size_t)(end - a));
+        hend = portp ? portp : end;
+    }
+    size_t n = (size_t)(hend - h);
     if (n == 0 || n >= REDIS_HOST_MAX)
         return -1;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    *port = 6379;
-    if (colon && colon < end) {
+    memcpy(u->host, h, n);
+    u->host[n] = '\0';
+    u->port = 6379;
+    if (portp) {
         char *e = NULL;
-        long p = strtol(colon + 1, &e, 10);
+        long p = strtol(portp + 1, &e, 10);
         if (e != end || p < 1 || p > 65535)
             return -1;
-        *port = (int)p;
+        u->port = (int)p;
+    }
+    if (*end == '/' && end[1]) {
+        char *e = NULL;
+        errno = 0;
+        u->db = strtol(end + 1, &e, 10);
+        if (errno || *e || e == end + 1 || u->db < 0 || u->db > REDIS_DB_MAX) {
+            *why = "the database after the slash must be a number (redis://host:port/3)";
+            return -1;
+        }
+    } else if (*end && strcmp(end, "/") != 0) {
+        return -1;
     }
     return 0;
+}
+
+void redis_url_shown(const char *url, char *buf, size_t cap)
+{
+    static const char mask[] = "***";
+    const char *a = strstr(url, "://");
+    a = a ? a + 3 : url;
+    const char *end = a + strcspn(a, "/?#");
+    const char *at = NULL;
+    for (const char *q = a; q < end; q++)
+        if (*q == '@')
+            at = q;
+    if (!at) {
+        snprintf(buf, cap, "%s", url);
+        return;
+    }
+    const char *colon = memchr(a, ':', (size_t)(at - a));
+    const char *cut = colon ? colon + 1 : a; /* without a colon the whole user part is masked */
+    snprintf(buf, cap, "%.*s%s%s", (int)(cut - url), url, mask, at);
 }
 
 static int redis__pool_init(redis_pool *p, const char *url, double timeout)
 {
     memset(p, 0, sizeof *p);
-    if (redis__parse_url(url, p->host, &p->port) != 0) {
-        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s: expected redis://host:port\n", url);
+    redis_url_shown(url, p->shown, sizeof p->shown);
+    redis_url u;
+    const char *why = NULL;
+    if (redis__parse_url(url, &u, &why) != 0) {
+        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s: %s\n", p->shown, why);
         return -1;
     }
+    memcpy(p->host, u.host, sizeof p->host);
+    p->port = u.port;
+    memcpy(p->user, u.user, sizeof p->user);
+    memcpy(p->pass, u.pass, sizeof p->pass);
+    p->db = u.db;
+    memset(&u, 0, sizeof u);
     p->timeout.tv_sec = (time_t)timeout;
     p->timeout.tv_usec = (suseconds_t)((timeout - (double)p->timeout.tv_sec) * 1e6);
     pthread_mutex_init(&p->mu, NULL);
@@ -87,7 +213,39 @@ static void redis__pool_clear(redis_pool *p)
     for (int i = 0; i < p->nidle; i++)
         redisFree(p->idle[i]);
     p->nidle = 0;
+    memset(p->pass, 0, sizeof p->pass);
     pthread_mutex_destroy(&p->mu);
+}
+
+/* One setup command on a new connection; a refusal is logged (Redis's own words, which
+ * never repeat the password). Returns 0 or -1. */
+static int redis__setup(redis_pool *p, redisContext *c, int argc, const char **argv, const char *what)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    int ok = r && r->type != REDIS_REPLY_ERROR;
+    if (r && !ok)
+        fprintf(stderr, "hamel-server: redis %s: %s refused: %s\n", p->shown, what, r->str);
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+/* AUTH (the password, and the user when given) and SELECT (a database other than 0) on a
+ * new connection. Returns 0 or -1. */
+static int redis__hello(redis_pool *p, redisContext *c)
+{
+    if (p->pass[0]) {
+        const char *auth[3] = {"AUTH", p->user[0] ? p->user : p->pass, p->pass};
+        if (redis__setup(p, c, p->user[0] ? 3 : 2, auth, "AUTH") != 0)
+            return -1;
+    }
+    if (p->db) {
+        char db[24];
+        snprintf(db, sizeof db, "%ld", p->db);
+        const char *sel[2] = {"SELECT", db};
+        if (redis__setup(p, c, 2, sel, "SELECT") != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* A connection: an idle one (*reused set), or a new one. NULL when Redis cannot be
@@ -108,6 +266,10 @@ static redisContext *redis__get_any(redis_pool *p, int *reused)
         return NULL;
     }
     redisSetTimeout(c, p->timeout);
+    if (redis__hello(p, c) != 0) {
+        redisFree(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -431,6 +593,7 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            NULL,
                                            NULL,
                                            NULL,
+                                           NULL, /* full */
                                            rstore__quarantine_put,
                                            rstore__quarantine_get,
                                            rstore__quarantine_del};
@@ -457,7 +620,8 @@ int redis_store_open(const redis_config *cfg, store **out)
     s->ttl = cfg->ttl;
     s->max_bytes = cfg->limits.max_result_bytes;
     if (redis__ping(&s->pool) != 0) {
-        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s does not answer\n", cfg->url);
+        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s does not answer (or refused: see above)\n",
+                s->pool.shown);
         rstore__close(s);
         return -1;
     }
@@ -644,7 +808,7 @@ int redis_queue_open(const redis_config *cfg, const char *consumer, redis_event_
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     if (redis__group(&q->pool) != 0) {
-        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s: cannot create the job stream\n", cfg->url);
+        fprintf(stderr, "hamel-server: HAMEL_REDIS=%s: cannot create the job stream\n", q->pool.shown);
         redis_queue_free(q);
         return -1;
     }

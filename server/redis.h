@@ -33,9 +33,13 @@
 
 typedef struct redis_queue redis_queue;
 
+/* url (HAMEL_REDIS) as it may be printed: the password of redis://user:password@host is
+ * replaced by *** (and a user part without a colon as a whole), into buf[cap]. */
+void redis_url_shown(const char *url, char *buf, size_t cap);
+
 /* What the shared store and queue need to know. */
 typedef struct redis_config {
-    const char *url;     /* redis://host:port */
+    const char *url;     /* redis://[[user]:password@]host[:port][/db] */
     double timeout;      /* seconds for one command, and to connect */
     double lease;        /* seconds a taken entry stays with its worker without renewal */
     long ttl;            /* seconds results and job records are kept */

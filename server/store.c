@@ -149,6 +149,7 @@ struct store {
      * (/metrics on a poll thread): written by the writer thread, read by anyone */
     _Atomic long long pub_bytes, pub_results, pub_jobs;
     _Atomic long long commits, grouped; /* transactions and writes in them */
+    atomic_int full;                    /* the last failed write failed for want of space (store_full) */
 
     pthread_mutex_t qlock; /* the queue of writes */
     pthread_cond_t qwork;  /* to the writer: a synchronous write, or stop */
@@ -387,6 +388,26 @@ static void store__text(sqlite3_stmt *st, int i, const char *s)
         sqlite3_bind_null(st, i);
 }
 
+static int store__space_errno(int e) { return e == ENOSPC || e == EFBIG || e == EDQUOT; }
+
+/* Whether the last failure on db was for want of space: SQLITE_FULL, or a write that
+ * failed with ENOSPC, EFBIG (the file size limit) or EDQUOT. SQLite keeps that errno in
+ * the file that failed (the database or its WAL), not always in sqlite3_system_errno. */
+static int store__out_of_space(sqlite3 *db)
+{
+    int e = 0;
+    if (sqlite3_errcode(db) == SQLITE_FULL || store__space_errno(sqlite3_system_errno(db)))
+        return 1;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_LAST_ERRNO, &e) == SQLITE_OK && store__space_errno(e))
+        return 1;
+    sqlite3_file *wal = NULL;
+    e = 0;
+    return sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) == SQLITE_OK && wal &&
+           wal->pMethods && wal->pMethods->xFileControl &&
+           wal->pMethods->xFileControl(wal, SQLITE_FCNTL_LAST_ERRNO, &e) == SQLITE_OK &&
+           store__space_errno(e);
+}
+
 /* Steps a writer statement to completion and resets it (writer thread). */
 static int store__exec(store *s, sqlite3_stmt *st)
 {
@@ -394,7 +415,10 @@ static int store__exec(store *s, sqlite3_stmt *st)
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
-        fprintf(stderr, "hamel-server: store: %s\n", sqlite3_errmsg(s->wdb));
+        int full = store__out_of_space(s->wdb);
+        atomic_store(&s->full, full);
+        fprintf(stderr, "hamel-server: store: %s%s\n", sqlite3_errmsg(s->wdb),
+                full ? " (the disk under HAMEL_DATA is full)" : "");
         return -1;
     }
     return 0;
@@ -795,6 +819,8 @@ int store_put_done(store *s, const char *id, const char *model_id, const char *k
     store_write w = {W_DONE, id, "done", model_id, key, NULL, body, created, 0, 0, 0, NULL};
     return store__submit(s, &w);
 }
+
+int store_full(store *s) { return atomic_load(&s->full); }
 
 void store_commit_counts(store *s, long long *commits, long long *writes)
 {

@@ -83,6 +83,10 @@ int store_put_job(store *s, const char *id, const char *status, const char *mode
 int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
                         const char *doc, double created);
 
+/* Whether the last write that failed failed for want of space (the disk is full, or the
+ * process's file size limit was reached); 0 for a backend that cannot tell. */
+int store_full(store *s);
+
 /* Transactions committed and writes in them, since open (group commit statistics). */
 void store_commit_counts(store *s, long long *commits, long long *writes);
 
@@ -131,6 +135,7 @@ typedef struct store_ops {
                          const char *key, const char *doc, double created);
     void (*commit_counts)(void *impl, long long *commits, long long *writes);
     int (*put_model_async)(void *impl, const char *model_id, const char *json); /* NULL: put_model */
+    int (*full)(void *impl);                                                    /* NULL: never */
     /* optional (NULL: no quarantine kept, every call -1) */
     int (*quarantine_put)(void *impl, const char *key, const char *doc, double expires);
     int (*quarantine_get)(void *impl, const char *key, char **doc, double *expires);

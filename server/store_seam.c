@@ -71,6 +71,8 @@ int store_put_model_async(store *s, const char *model_id, const char *json)
     return s->ops->put_model(s->impl, model_id, json);
 }
 
+int store_full(store *s) { return s && s->ops->full ? s->ops->full(s->impl) : 0; }
+
 void store_commit_counts(store *s, long long *commits, long long *writes)
 {
     *commits = *writes = 0;
@@ -139,6 +141,8 @@ static int seam__put_model_async(void *impl, const char *model_id, const char *j
     return store_sqlite_put_model_async(impl, model_id, json);
 }
 
+static int seam__full(void *impl) { return store_sqlite_full(impl); }
+
 static int seam__quarantine_put(void *impl, const char *key, const char *doc, double expires)
 {
     return store_sqlite_quarantine_put(impl, key, doc, expires);
@@ -154,11 +158,10 @@ static int seam__quarantine_del(void *impl, const char *key)
     return store_sqlite_quarantine_del(impl, key);
 }
 
-static const store_ops seam__sqlite = {seam__put_model,      seam__get_model,       seam__put_job,
-                                       seam__put_done,       seam__get_result,      seam__get_job,
-                                       seam__counts,         seam__close,           seam__put_job_async,
-                                       seam__commit_counts,  seam__put_model_async, seam__quarantine_put,
-                                       seam__quarantine_get, seam__quarantine_del};
+static const store_ops seam__sqlite = {
+    seam__put_model,       seam__get_model, seam__put_job,        seam__put_done,       seam__get_result,
+    seam__get_job,         seam__counts,    seam__close,          seam__put_job_async,  seam__commit_counts,
+    seam__put_model_async, seam__full,      seam__quarantine_put, seam__quarantine_get, seam__quarantine_del};
 
 int store_open(const char *dir, const store_limits *lim, store **out)
 {

@@ -355,7 +355,7 @@ function source(rel) {
   }
 }
 {
-  const errorH = source('engine/error.h');
+  const errorH = source('engine/base/error.h');
   const slugs = [...errorH.matchAll(/X\(\s*\w+,\s*(\d{3}),\s*"([a-z-]+)"/g)].map((m) => m[2]).sort();
   const documented = (schemaDocs['problem.json']?.properties?.type?.enum || [])
     .map((t) => t.replace('https://hamel.dev/problems/', '')).sort();
@@ -370,12 +370,12 @@ function source(rel) {
 }
 {
   const req = schemaDocs['simulation-request.json'] || {};
-  const integC = source('engine/integ.c');
-  const integH = source('engine/integ.h');
-  const simC = source('engine/sim.c');
+  const integC = source('engine/run/integ.c');
+  const integH = source('engine/run/integ.h');
+  const simC = source('engine/run/sim.c');
   const names = (integC.match(/#define INTEG_METHOD_NAMES "([^"]+)"/) || [])[1]?.split(' ').sort() || [];
   const documented = [...(req.properties?.integrator?.properties?.method?.enum || [])].sort();
-  check('integrator methods agree with engine/integ.c', names.length > 0 && JSON.stringify(names) === JSON.stringify(documented),
+  check('integrator methods agree with engine/run/integ.c', names.length > 0 && JSON.stringify(names) === JSON.stringify(documented),
     `integ.c: ${names.join(' ')} / schema: ${documented.join(' ')}`);
   const def = (re, text) => (text.match(re) || [])[1];
   const integ = req.properties?.integrator?.properties || {};

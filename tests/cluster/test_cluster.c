@@ -18,8 +18,12 @@
  * Redis held (SIGSTOP), an instance with one poll thread answers /v1/health while its
  * /readyz waits for Redis.
  *
+ * The suite cluster_auth starts redis-server with a password and an ACL user: two
+ * servers, one on each, share database 2; a wrong password and rediss:// are refused
+ * at start, and no log shows a password.
+ *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
- * is skipped. Built as build/test-cluster; scripts/run-tests.sh runs it once.
+ * is skipped (cluster_auth needs only redis-server). Built as build/test-cluster; scripts/run-tests.sh runs it once.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -914,4 +918,147 @@ Test(cluster, a_held_redis_does_not_stall_the_poll_thread)
      * machine stalled past the timeout) */
     cr_assert(p.status == 200 || p.status == 503, "/readyz after the held Redis: %ld", p.status);
     harness_stop(&one);
+}
+
+/* ---- a Redis that wants a password (issue 15, item 5) -------------------------------- */
+
+#define AUTH_PASS "s3cret@hamel"       /* the default user's password (requirepass) */
+#define AUTH_PASS_URL "s3cret%40hamel" /* ... %-encoded in a URL */
+#define AUTH_USER "alice"              /* an ACL user with every right ... */
+#define AUTH_USER_PASS "alice-pw-77"   /* ... and her password */
+#define AUTH_DB "2"
+
+/* One conversation with Redis as the default user: AUTH, then `cmds` (inline commands
+ * separated by \r\n, ending in \r\n); the whole answer into buf[cap]. */
+static void redis_talk(const char *cmds, char *buf, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)redis.port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char line[512];
+    snprintf(line, sizeof line, "AUTH " AUTH_PASS "\r\n%s", cmds);
+    size_t len = 0;
+    buf[0] = '\0';
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line)) {
+        harness_nap(100);
+        ssize_t n;
+        while (len + 1 < cap && (n = recv(fd, buf + len, cap - 1 - len, MSG_DONTWAIT)) > 0)
+            len += (size_t)n;
+        buf[len] = '\0';
+    }
+    close(fd);
+}
+
+static void auth_setup(void)
+{
+    char path_env[4096];
+    snprintf(path_env, sizeof path_env, "%s:/usr/sbin:/sbin",
+             getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", path_env, 1);
+    if (!have("redis-server"))
+        cr_skip_test("redis-server is not installed (scripts/install-deps.sh test)");
+    snprintf(dir, sizeof dir, "%s/hamel-auth-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir));
+    redis.port = free_port();
+    char port[16];
+    snprintf(port, sizeof port, "%d", redis.port);
+    char *const argv[] = {"redis-server", "--port", port,      "--bind", "127.0.0.1",
+                          "--dir",        dir,      "--save",  "",       "--requirepass",
+                          AUTH_PASS,      "--user", AUTH_USER, "on",     ">" AUTH_USER_PASS,
+                          "~*",           "&*",     "+@all",   NULL};
+    redis.pid = spawn(argv, "redis.log");
+    char buf[256] = "";
+    for (int i = 0; i < 500 && !strstr(buf, "+PONG"); i++) {
+        harness_nap(10);
+        redis_talk("PING\r\n", buf, sizeof buf);
+    }
+    cr_assert(strstr(buf, "+PONG"), "redis-server with a password did not answer (logs in %s)", dir);
+    char path[PATH_MAX];
+    json_error_t jerr;
+    rolling = harness_case_load("greenwood-5.3-rolling-disk.json", path, sizeof path, &jerr);
+    cr_assert(rolling, "cannot load %s: %s", path, jerr.text);
+}
+
+/* Starts srv[i] on HAMEL_REDIS=url; returns harness_start's result. */
+static int auth_server(int i, const char *url)
+{
+    static char env_url[CLUSTER_N][300];
+    snprintf(env_url[i], sizeof env_url[i], "HAMEL_REDIS=%s", url);
+    const char *const env[] = {env_url[i], "HAMEL_REDIS_TIMEOUT=1", "HAMEL_ACCESS_LOG=0", NULL};
+    return harness_start(&srv[i], env);
+}
+
+/* The whole log of srv[i] (caller frees). */
+static char *auth_log(int i)
+{
+    FILE *f = fopen(srv[i].log, "r");
+    cr_assert(f, "no log at %s", srv[i].log);
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, f);
+    fclose(f);
+    text[n] = '\0';
+    return text;
+}
+
+TestSuite(cluster_auth, .init = auth_setup, .fini = teardown, .timeout = 120);
+
+Test(cluster_auth, a_redis_with_a_password_and_a_database_is_shared_and_no_password_is_printed)
+{
+    char url[256];
+    snprintf(url, sizeof url, "redis://:%s@127.0.0.1:%d/" AUTH_DB, AUTH_PASS_URL, redis.port);
+    cr_assert_eq(auth_server(0, url), 0, "a server on %s did not start (log above)", url);
+    snprintf(url, sizeof url, "redis://" AUTH_USER ":" AUTH_USER_PASS "@127.0.0.1:%d/" AUTH_DB, redis.port);
+    cr_assert_eq(auth_server(1, url), 0, "a server on %s did not start (log above)", url);
+
+    json_t *req = rolling_request(1.0, 11);
+    harness_resp a = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(a.status, 200, "through the password of the default user: %ld %s", a.status, a.body);
+    harness_resp b = call(&srv[1], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(b.status, 200, "through the ACL user: %ld %s", b.status, b.body);
+    cr_assert(json_is_true(json_object_get(b.json, "cached")),
+              "the second server reads the first's result: %s", b.body);
+    harness_resp_free(&a);
+    harness_resp_free(&b);
+    json_decref(req);
+
+    char reply[512];
+    redis_talk("SELECT " AUTH_DB "\r\nDBSIZE\r\nSELECT 0\r\nDBSIZE\r\n", reply, sizeof reply);
+    long in_db = -1, in_zero = -1;
+    const char *first = strchr(reply, ':');
+    if (first) {
+        in_db = strtol(first + 1, NULL, 10);
+        const char *second = strchr(first + 1, ':');
+        if (second)
+            in_zero = strtol(second + 1, NULL, 10);
+    }
+    cr_assert(in_db > 0 && in_zero == 0, "the keys are in database " AUTH_DB " (%ld), none in 0 (%ld): %s",
+              in_db, in_zero, reply);
+
+    /* A wrong password: the server refuses to start, saying so, without printing it. */
+    snprintf(url, sizeof url, "redis://:wrong-pw-3141@127.0.0.1:%d", redis.port);
+    cr_assert_neq(auth_server(2, url), 0, "a server with a wrong password started");
+    char *log = auth_log(2);
+    cr_assert(strstr(log, "AUTH refused") && strstr(log, "redis://:***@127.0.0.1"),
+              "the refusal is named, the URL masked: %s", log);
+    cr_assert(!strstr(log, "wrong-pw-3141"), "the password is printed: %s", log);
+    free(log);
+    harness_stop(&srv[2]);
+
+    /* TLS: refused with a clear message (Debian's hiredis has no hiredis_ssl). */
+    snprintf(url, sizeof url, "rediss://:%s@127.0.0.1:%d", AUTH_PASS_URL, redis.port);
+    cr_assert_neq(auth_server(2, url), 0, "a server on rediss:// started");
+    log = auth_log(2);
+    cr_assert(strstr(log, "TLS") && !strstr(log, "s3cret"), "rediss:// refused clearly and masked: %s", log);
+    free(log);
+
+    for (int i = 0; i < 2; i++) {
+        harness_stop_checked(&srv[i], &(int){0});
+        log = auth_log(i);
+        cr_assert(!strstr(log, "s3cret") && !strstr(log, AUTH_USER_PASS), "server %d printed a password: %s",
+                  i, log);
+        free(log);
+    }
 }

@@ -9,6 +9,8 @@
  * string (as compose passes ${VAR:-}) keep their defaults; a `Connection: close` answer
  * to a request whose model was compiled ends (FIN) with its last byte; a store that
  * cannot write (a full disk) makes jobs fail, never reports done a result it lost.
+ * Slow heads from many addresses, each under the per-address limit: a client from
+ * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -203,6 +205,76 @@ Test(harden, slow_connections_from_one_address_do_not_lock_out_others)
             close(fds[i]);
 }
 
+#define HARDEN_HEAD_SECONDS 3
+#define HARDEN_ADDRS 4     /* slow addresses, each at the per-address limit ... */
+#define HARDEN_PER_ADDR 16 /* ... which together hold more than the 48 connections allowed */
+
+/* A GET /livez from address `from` on a new connection: its status (0 if none) and the
+ * seconds it took in *secs. */
+static int probe(const char *from, double *secs)
+{
+    double t0 = harness_now();
+    int fd = dial(from);
+    int status = 0;
+    if (fd >= 0) {
+        static const char req[] = "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        send(fd, req, sizeof req - 1, MSG_NOSIGNAL);
+        char buf[256] = {0};
+        if (recv(fd, buf, sizeof buf - 1, 0) > 0)
+            status = raw_status(buf);
+        close(fd);
+    }
+    *secs = harness_now() - t0;
+    return status;
+}
+
+Test(harden, slow_heads_from_many_addresses_give_way_and_end_at_the_deadline)
+{
+    static const char *const env[] = {"HAMEL_MAX_CONNECTIONS=48", "HAMEL_MAX_CONNECTIONS_PER_IP=16",
+                                      "HAMEL_HEAD_SECONDS=3", "HAMEL_CONN_TIMEOUT=60", NULL};
+    start(env);
+    int fds[HARDEN_ADDRS * HARDEN_PER_ADDR];
+    int n = 0;
+    static const char partial[] = "POST /v1/models HTTP/1.1\r\nHost: x\r\n"; /* one line at a time */
+    for (int a = 0; a < HARDEN_ADDRS; a++) {
+        char from[32];
+        snprintf(from, sizeof from, "127.0.1.%d", 10 + a);
+        for (int k = 0; k < HARDEN_PER_ADDR; k++) {
+            int fd = dial(from);
+            if (fd >= 0 && send(fd, partial, sizeof partial - 1, MSG_NOSIGNAL) > 0)
+                fds[n++] = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+    }
+    harness_nap(300);
+    double secs;
+    int status = probe("127.0.3.99", &secs);
+    cr_assert_eq(status, 200, "a client from another address beside %d slow heads: status %d after %.2f s", n,
+                 status, secs);
+    cr_assert(secs < 2.0, "a client from another address waited %.2f s", secs);
+    /* One header line a second keeps each connection busy (the idle timeout is 60 s), but
+     * the head as a whole is late after HAMEL_HEAD_SECONDS: every one is closed. */
+    double t0 = harness_now();
+    while (harness_now() - t0 < HARDEN_HEAD_SECONDS + 1.5) {
+        for (int i = 0; i < n; i++)
+            send(fds[i], "X-a: b\r\n", 8, MSG_NOSIGNAL);
+        harness_nap(1000);
+    }
+    int still = 0;
+    for (int i = 0; i < n; i++) {
+        char c;
+        ssize_t got = recv(fds[i], &c, 1, MSG_DONTWAIT);
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            still++;
+        close(fds[i]);
+    }
+    cr_assert_eq(still, 0, "%d of %d slow heads are still open %.1f s after they began", still, n,
+                 HARDEN_HEAD_SECONDS + 1.5);
+    status = probe("127.0.1.10", &secs);
+    cr_assert_eq(status, 200, "a slow address is served again once its heads are gone: %d", status);
+}
+
 /* Writes `text` to path. */
 static void put_file(const char *path, const char *text)
 {
@@ -236,8 +308,9 @@ Test(harden, static_files_never_leave_the_static_directory)
     static const struct {
         const char *path;
         long status;
-    } cases[] = {
-        {"/", 200}, {"/alias.html", 200}, {"/leak.txt", 404}, {"/etc/passwd", 404}, {"/etc/hostname", 404}};
+    } cases[] = {{"/", 200},           {"/alias.html", 200},    {"/leak.txt", 404},
+                 {"/etc/passwd", 404}, {"/etc/hostname", 404},  {"/index.html%00.png", 400},
+                 {"/%00", 400},        {"/v1/health%00/x", 400}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         harness_resp r;
         cr_assert_eq(harness_request(&srv, "GET", cases[i].path, NULL, NULL, &r), CURLE_OK);
@@ -249,6 +322,38 @@ Test(harden, static_files_never_leave_the_static_directory)
     }
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     cr_assert_eq(system(path), 0);
+}
+
+/* A body is refused when its Content-Type says it is not JSON, on every method (a POST
+ * always was; a body sent with GET or DELETE was read past); JSON with parameters and
+ * +json types, and a body without a Content-Type, stay accepted. */
+Test(harden, a_body_that_is_not_json_is_a_415_on_every_method)
+{
+    start(NULL);
+    static const struct {
+        const char *method, *path, *type;
+        int status;
+    } cases[] = {
+        {"DELETE", "/v1/jobs/nope", "Content-Type: text/plain\r\n", 415},
+        {"GET", "/v1/health", "Content-Type: application/x-www-form-urlencoded\r\n", 415},
+        {"GET", "/v1/health", "Content-Type: application/json; charset=utf-8\r\n", 200},
+        {"GET", "/v1/health", "Content-Type: application/vnd.lab+json\r\n", 200},
+        {"GET", "/v1/health", "", 200},
+        {"POST", "/v1/models", "Content-Type: text/plain\r\n", 415},
+        {"POST", "/v1/models", "Content-Type: application/problem+json; charset=utf-8\r\n", 422},
+        {"POST", "/v1/models", "", 422},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char req[512];
+        snprintf(req, sizeof req,
+                 "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                 cases[i].method, cases[i].path, cases[i].type);
+        double secs;
+        char *reply = raw(req, &secs);
+        cr_assert_eq(raw_status(reply), cases[i].status, "%s %s with [%s] and a body: %.300s",
+                     cases[i].method, cases[i].path, cases[i].type, reply);
+        free(reply);
+    }
 }
 
 Test(harden, conflicting_content_lengths_are_a_400)
@@ -383,6 +488,11 @@ Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
         else
             cr_assert(r.status == 503, "a job whose result could not be stored: %ld %.300s", r.status,
                       r.body);
+        if (r.status == 503) { /* says why, and does not blame a Redis there is none of */
+            const char *detail = json_string_value(json_object_get(r.json, "detail"));
+            cr_assert(detail && strstr(detail, "the disk is full") && !strstr(detail, "REDIS"),
+                      "a full disk is named: %.300s", r.body);
+        }
         failed += r.status == 503;
         harness_resp_free(&r);
     }

@@ -97,7 +97,7 @@ static void assert_fault(const harness_resp *r, const char *name, const char *si
  * the worker process, is past 0). Its id goes to job[64]. */
 static void start_long_job(char job[64])
 {
-    char *body = simulation("long", 1e6);
+    char *body = simulation("long", 5e5);
     harness_resp r = {0};
     long st = request(&srv, "POST", "/v1/simulations", body, &r);
     free(body);

@@ -351,6 +351,38 @@ SERVER_TEST(server, models_submit_get_equations)
     harness_resp_free(&r);
 }
 
+/* GET /v1/models/{id}?source=1 (issue 17): the summary with the model itself under
+ * "source", which posts back to the same id; without ?source there is none. */
+SERVER_TEST(server, model_source_reads_back_to_the_same_id)
+{
+    json_t *model = json_object_get(knife, "model");
+    harness_resp r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    char path[256], model_id[128];
+    snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/models/%s", model_id);
+    harness_resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    cr_assert_null(json_object_get(g.json, "source"), "no source unless asked for");
+    harness_resp_free(&g);
+    snprintf(path, sizeof path, "/v1/models/%s?source=1", model_id);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    cr_assert_str_eq(str(g.json, "model_id"), model_id);
+    json_t *source = json_object_get(g.json, "source");
+    cr_assert(json_is_object(source), "?source=1 carries the model: %s", g.body);
+    cr_assert(json_equal(json_object_get(source, "coordinates"), json_object_get(model, "coordinates")));
+    cr_assert_str_eq(json_string_value(json_object_get(source, "name")),
+                     json_string_value(json_object_get(model, "name")));
+    harness_resp again = post_json("/v1/models", source);
+    cr_assert_eq(again.status, 200, "the source is the known model: %s", again.body);
+    cr_assert_str_eq(str(again.json, "model_id"), model_id);
+    harness_resp_free(&again);
+    harness_resp_free(&g);
+    stop_checked(&srv);
+}
+
 SERVER_TEST(server, simulate_wait_then_cached_identical)
 {
     json_t *req = knife_request();
@@ -1024,7 +1056,8 @@ SERVER_TEST(server, sixty_four_concurrent_simulations)
 
 static void token_setup(void)
 {
-    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_TOKEN=s3cret-token", NULL};
+    static const char *const env[] = {"HAMEL_MAX_WALL=30", "HAMEL_TOKEN=s3cret-token",
+                                      "HAMEL_METRICS_TOKEN=m3trics-token", NULL};
     start_env(env);
 }
 
@@ -1061,6 +1094,37 @@ SERVER_TEST(server_auth, bearer_token_guards_v1)
                                "Access-Control-Request-Headers: authorization, content-type", NULL};
     r = request("OPTIONS", "/v1/simulations", NULL, pre);
     cr_assert_eq(r.status, 204);
+    harness_resp_free(&r);
+}
+
+/* With a token, an unknown /v1 path answers 401 like a known one (a 404 would tell a
+ * client without the token which paths exist); HAMEL_METRICS_TOKEN guards /metrics. */
+SERVER_TEST(server_auth, unknown_v1_paths_and_metrics_need_their_tokens)
+{
+    harness_resp r = request("GET", "/v1/no-such-thing", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    r = request("POST", "/v1/nope/deeper", "{}", NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    const char *const right[] = {"Authorization: Bearer s3cret-token", NULL};
+    r = request("GET", "/v1/no-such-thing", NULL, right);
+    assert_problem(&r, 404, NULL);
+    harness_resp_free(&r);
+
+    r = request("GET", "/metrics", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    r = request("GET", "/metrics", NULL, right); /* the /v1 token is not the metrics token */
+    assert_problem(&r, 401, "unauthorized");
+    harness_resp_free(&r);
+    const char *const scrape[] = {"Authorization: Bearer m3trics-token", NULL};
+    r = request("GET", "/metrics", NULL, scrape);
+    cr_assert_eq(r.status, 200, "the metrics token: %ld", r.status);
+    cr_assert(r.body && strstr(r.body, "hamel_http_requests_total"), "the metrics themselves");
+    harness_resp_free(&r);
+    r = request("GET", "/livez", NULL, NULL);
+    cr_assert_eq(r.status, 200, "probes still need no token");
     harness_resp_free(&r);
 }
 

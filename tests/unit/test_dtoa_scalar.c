@@ -7,7 +7,7 @@
 #define dtoa_shortest dtoa_scalar_shortest
 #define dtoa_join dtoa_scalar_join
 #define dtoa_decimal dtoa_scalar_decimal
-#include "../../engine/dtoa.c"
+#include "../../engine/base/dtoa.c"
 #undef dtoa_shortest
 #undef dtoa_join
 #undef dtoa_decimal

@@ -80,12 +80,12 @@ const page = context.pages()[0] || (await context.newPage());
 const pageErrors = [];
 page.on("pageerror", (e) => pageErrors.push(String(e)));
 // The 422 answers to the malformed models are expected; the browser logs them anyway.
-const expectedNoise = /Failed to load resource: .*status of 422/;
+const expectedNoise = /Failed to load resource: .*status of (422|404)/;
 page.on("console", (m) => { if (m.type() === "error" && !expectedNoise.test(m.text())) pageErrors.push("console: " + m.text()); });
 
 /** Runs the example currently loaded and waits until the job is done; returns job id. */
-async function runAndWait(p) {
-  await p.click('[data-testid="run"]');
+async function runAndWait(p, button = '[data-testid="run"]') {
+  await p.click(button);
   await p.waitForFunction(() => {
     const pr = document.getElementById("progress");
     return pr.classList.contains("done") || pr.classList.contains("failed") || !document.getElementById("problem").hidden;
@@ -176,6 +176,47 @@ await check("derived equations rendered as math", async () => {
 });
 
 await page.screenshot({ path: join(ARTIFACTS, "web.png"), fullPage: true });
+
+/** A browser of its own: no cookies, no localStorage, no sessionStorage. */
+async function freshBrowser() {
+  const b = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  const ctx = await b.newContext({ viewport: { width: 1300, height: 900 } });
+  ctx.setDefaultTimeout(TIMEOUT);
+  const p = await ctx.newPage();
+  p.on("pageerror", (e) => pageErrors.push("fresh browser: " + e));
+  return { b, p };
+}
+
+await check("the share link reopens the model and its run in a fresh browser", async () => {
+  const link = page.url();
+  assert(link.includes(`model=${jobJson.model_id}`) && link.includes(`job=${jobId}`), `the address is ${link}`);
+  const { b, p } = await freshBrowser();
+  try {
+    await p.goto(link);
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    await p.locator('[data-testid="plot-q"] svg path.series').first().waitFor();
+    const model = JSON.parse(await p.locator("#model-editor textarea").inputValue());
+    const mine = JSON.parse(await page.locator("#model-editor textarea").inputValue());
+    assert(JSON.stringify(model.coordinates) === JSON.stringify(mine.coordinates) && model.name === mine.name, "another model was opened");
+    const again = await api("POST", "/v1/models", model);
+    assert(again.status === 200 && again.body.model_id === jobJson.model_id, `the opened model posts as ${again.body && again.body.model_id}`);
+    const drift = Number(await p.locator('[data-testid="energy-drift"]').getAttribute("data-value"));
+    assert(drift === jobJson.checks.energy.max_abs_drift, `drift ${drift} vs the job's ${jobJson.checks.energy.max_abs_drift}`);
+    const init = JSON.parse(await p.locator("#initial-editor textarea").inputValue());
+    assert(init.q.theta === 1.2 && init.speeds.Omega === 4, "the run's initial state is not filled in");
+    assert(await p.locator("#t_end").inputValue() === "5", "the run's t_end is not filled in");
+    await p.screenshot({ path: join(ARTIFACTS, "web-shared.png") });
+    // a run the server does not have (expired, or another server's) says so and runs again
+    await p.goto(link.replace(/job=[0-9a-f]+/, "job=0123456789abcdef0123456789abcdef"));
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    await p.locator('[data-testid="run-again"]').waitFor();
+    assert(/no longer kept|does not know this run/.test(await p.locator('[data-testid="problem"]').innerText()), "no message for the missing run");
+    await runAndWait(p, '[data-testid="run-again"]');
+    assert(await p.locator('[data-testid="plot-q"] svg path.series').count() === 5, "the run made again is not drawn");
+  } finally {
+    await b.close();
+  }
+});
 
 /** Puts `ke` as the rolling disk's kinetic energy, runs, and returns what the page shows. */
 async function runWithKineticEnergy(ke) {
@@ -385,9 +426,87 @@ await check("bicycle: roll/steer eigenvalues against v, stable between the weave
     assert(!/\bnull\b/.test(eqText), "the equations show the word null: " + eqText.slice(Math.max(0, eqText.search(/\bnull\b/) - 200), eqText.search(/\bnull\b/) + 50));
     const dots = await p6.locator('[data-testid="plot-eig-re"] svg g.dots circle').count();
     assert(dots >= 4 * 101 - 4, `${dots} dots for 101 points of 4 eigenvalues`);
+    // issue 17 (b): the integrable combinations (21,329 characters) are folded, not printed
+    const summary = await p6.locator("#summary").evaluate((n) => ({ text: n.innerText.length, h: n.getBoundingClientRect().height }));
+    assert(summary.text < 2500 && summary.h < 900, `the summary card shows ${summary.text} characters, ${summary.h} px tall`);
+    assert(await p6.locator('[data-testid="combinations"]').count() === 1, "no folded list of combinations");
+    // (c): no equation is cut at the card's edge, and names are typeset (thetaR as θ_R, lam as λ)
+    const eqBox = await p6.locator("#equations").evaluate((n) => ({ sw: n.scrollWidth, cw: n.clientWidth }));
+    assert(eqBox.sw <= eqBox.cw + 1, `the equations card overflows: ${eqBox.sw} > ${eqBox.cw}`);
+    const mi = await p6.locator("#equations mi").allTextContents();
+    assert(!mi.includes("thetaR") && !mi.includes("lam") && mi.includes("θ") && mi.includes("λ"), "names not typeset: " + [...new Set(mi)].slice(0, 40).join(" "));
+    const dotted = await p6.locator("#equations msub > mover:first-child > mi").allTextContents();
+    assert(dotted.includes("θ"), "the dot of thetaR' is not over its base letter θ");
+    const wrapped = await p6.locator("#equations .eq.wrap").count();
+    assert(wrapped >= 4, `${wrapped} long constraints wrapped between their terms, expected 4`);
     await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-bicycle.png") });
   } finally {
     await p6.close();
+  }
+});
+
+await check("no horizontal overflow at 390 px, with the bicycle's results shown", async () => {
+  const p8 = await context.newPage();
+  p8.on("pageerror", (e) => pageErrors.push("390 px: " + e));
+  try {
+    await p8.setViewportSize({ width: 390, height: 844 });
+    await p8.goto(`${BASE}/?example=whipple-bicycle`);
+    await p8.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p8);
+    await p8.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
+    const w = await p8.evaluate(() => document.documentElement.scrollWidth);
+    assert(w <= 390, `the page is ${w} px wide at 390 px`);
+    await p8.screenshot({ path: join(ARTIFACTS, "web-390.png") });
+  } finally {
+    await p8.close();
+  }
+});
+
+await check("a model pasted after an example runs: nothing of the example's run is sent with it", async () => {
+  const p9 = await context.newPage();
+  p9.on("pageerror", (e) => pageErrors.push("paste: " + e));
+  try {
+    // the rolling sphere's run monitors invariants naming its own symbols
+    await p9.goto(`${BASE}/?example=lemos-rolling-sphere`);
+    await p9.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(/"expr"/.test(await p9.locator("#invariants-editor textarea").inputValue()), "the sphere's invariants are not shown");
+    const knife = JSON.parse(readFileSync(join(webRoot, "examples", "greenwood-5.1-knife-edge-body.json"), "utf8")).model;
+    await p9.locator("#model-editor textarea").fill(JSON.stringify(knife, null, 2));
+    await runAndWait(p9);
+    assert((await p9.locator("#invariants-editor textarea").inputValue()).trim() === "[]", "the sphere's invariants were kept");
+    const init = JSON.parse(await p9.locator("#initial-editor textarea").inputValue());
+    assert(JSON.stringify(Object.keys(init.q).sort()) === JSON.stringify([...knife.coordinates].sort()), `initial q ${Object.keys(init.q)}`);
+  } finally {
+    await p9.close();
+  }
+});
+
+await check("a failed run clears the previous plots and draws its partial trajectory", async () => {
+  const p10 = await context.newPage();
+  p10.on("pageerror", (e) => pageErrors.push("failure: " + e));
+  try {
+    await p10.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p10.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p10);
+    assert(await p10.locator('[data-testid="plot-path"] svg').count() === 1, "no path after the first run");
+    await p10.fill("#t_end", "100");
+    await p10.fill("#max_steps", "60");
+    await p10.click('[data-testid="run"]');
+    await p10.waitForFunction(() => document.getElementById("progress").classList.contains("failed"));
+    await p10.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    assert(/step limit/i.test(await p10.locator('[data-testid="problem"]').innerText()), "the problem is not the step limit");
+    const id = (await p10.locator("#job-id").innerText()).replace(/^job /, "").trim();
+    const r = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    const n = r.body.problem.partial.trajectory.t.length;
+    assert(r.body.status === "failed" && n >= 2, `job ${id}: ${r.body.status}, ${n} partial samples`);
+    const title = await p10.locator('[data-testid="plot-q"] .chart-title').textContent();
+    assert(/partial/.test(title), `the q plot is not the partial trajectory: "${title}"`);
+    const d = await p10.locator('[data-testid="plot-q"] svg path.series').first().getAttribute("d");
+    const pts = (d.match(/[ML]/g) || []).length;
+    assert(pts === n, `the partial q plot has ${pts} points, the API's partial trajectory ${n}`);
+    await p10.screenshot({ path: join(ARTIFACTS, "web-partial.png"), fullPage: true });
+  } finally {
+    await p10.close();
   }
 });
 

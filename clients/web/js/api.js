@@ -50,9 +50,47 @@ export class Api {
 
   health() { return this.call("GET", "/v1/health"); }
   postModel(model) { return this.call("POST", "/v1/models", model); }
+  modelSource(id) { return this.call("GET", `/v1/models/${seg(id)}?source=1`); }
   equations(id) { return this.call("GET", `/v1/models/${seg(id)}/equations`); }
   hamel(req) { return this.call("POST", "/v1/hamel", req); }
   simulate(req) { return this.call("POST", "/v1/simulations", req); }
   job(id) { return this.call("GET", `/v1/jobs/${seg(id)}`); }
   cancel(id) { return this.call("DELETE", `/v1/jobs/${seg(id)}`); }
+  cancelBatch(id) { return this.call("DELETE", `/v1/batches/${seg(id)}`); }
+
+  /** POST /v1/batches streamed as NDJSON: onLine(obj) for each line as it arrives.
+   *  Resolves with {batchId} at the end of the stream; `signal` aborts it. */
+  async batchStream(body, onLine, signal) {
+    const headers = { Accept: "application/x-ndjson", "Content-Type": "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    let res;
+    try {
+      res = await fetch(this.url("/v1/batches?summary=1"), { method: "POST", headers, body: JSON.stringify(body), signal });
+    } catch (e) {
+      throw new ApiError(0, { title: "The server could not be reached", detail: String(e.message) });
+    }
+    if (!res.ok) {
+      const text = await res.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { json = null; }
+      throw new ApiError(res.status, json || { title: `HTTP ${res.status}`, detail: text.slice(0, 300) });
+    }
+    const batchId = res.headers.get("X-Batch-Id");
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (value) buf += dec.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) onLine(JSON.parse(line));
+      }
+      if (done) break;
+    }
+    if (buf.trim()) onLine(JSON.parse(buf));
+    return { batchId };
+  }
 }

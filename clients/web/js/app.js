@@ -16,10 +16,16 @@ const COLUMN_BASE = 1;
 const POLL_MS = 120;
 const DEFAULT_SAMPLES = 1001;
 
+let connectedResolve;
 const state = {
   api: null,
+  connected: new Promise((r) => { connectedResolve = r; }),
+  connectedResolve: () => connectedResolve(),
   examples: [],
   example: null,   // the loaded example {title, source, description, model, simulation}
+  bound: null,     // the coordinates the initial state and invariants were written for
+  paramDefaults: {}, // the model's own parameter values (overrides are the differences)
+  request: null,   // the last simulation request sent (for the share link and "run again")
   jobId: null,
   cancelled: false,
   running: false,
@@ -30,6 +36,8 @@ const state = {
 
 const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
+const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
+const anim = { clear() {}, show() {} }; // replaced by the animation card
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
 
 // ---- server connection ----------------------------------------------------------
@@ -56,13 +64,16 @@ async function connect(base) {
     pill.className = "pill ok";
     pill.textContent = `connected · ${body && body.version ? "v" + body.version : "ok"}`;
     pill.title = state.api.base || location.origin;
+    $("token").hidden = !token;
+    state.connectedResolve();
   } catch (e) {
     pill.className = "pill bad";
     if (e instanceof ApiError && e.status === 401) {
       // a server started with HAMEL_TOKEN: ask for the token
       $("token").hidden = false;
       $("token").focus();
-      pill.textContent = "token required";
+      pill.textContent = token ? "token refused" : "token required";
+      if (token) sessionStorage.removeItem("hamel.token");
     } else {
       pill.textContent = "unreachable";
     }
@@ -105,18 +116,135 @@ async function loadExample(i) {
   const meta = state.examples[i];
   const ex = await (await fetch("examples/" + meta.file)).json();
   state.example = ex;
-  modelEditor.value = JSON.stringify(ex.model, null, 2);
-  initialEditor.value = JSON.stringify(ex.simulation.initial, null, 2);
-  $("t_end").value = ex.simulation.t_end;
-  const samples = ex.simulation.output && ex.simulation.output.samples;
-  $("samples").value = Math.max(samples || 0, DEFAULT_SAMPLES);
-  $("rtol").value = (ex.simulation.integrator && ex.simulation.integrator.rtol) || 1e-10;
-  $("formulation").value = ex.simulation.formulation || "";
-  $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source));
+  applyWorkspace(ex);
+  $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source || ""));
   if (ex.description) $("example-desc").append(h("span", {}, " — " + ex.description));
-  clearProblem();
   await linearize.load(ex, meta.file);
 }
+
+/** Fills every editor and field from {model, simulation}: the example files, a saved
+ *  JSON file, a shared link. Nothing of it stays hidden: what is sent is what is shown. */
+function applyWorkspace(ws) {
+  const sim = ws.simulation || {};
+  const model = ws.model || {};
+  modelEditor.value = JSON.stringify(model, null, 2);
+  const initial = sim.initial || initialFor(model, null, null);
+  initialEditor.value = JSON.stringify(initial, null, 2);
+  invariantsEditor.value = sim.invariants && sim.invariants.length ? JSON.stringify(sim.invariants, null, 2) : "[]";
+  state.bound = coordsOf(model);
+  $("t_end").value = sim.t_end ?? 10;
+  const samples = sim.output && sim.output.samples;
+  $("samples").value = Math.max(samples || 0, DEFAULT_SAMPLES);
+  const integ = sim.integrator || {};
+  $("method").value = integ.method || "rk8pd";
+  $("rtol").value = integ.rtol ?? 1e-10;
+  $("atol").value = integ.atol ?? "";
+  $("max_steps").value = integ.max_steps ?? "";
+  $("formulation").value = sim.formulation || "";
+  $("hamel-at").value = sim.hamel || "initial";
+  $("initial-note").textContent = "";
+  renderParams(model, sim.parameters || {});
+  clearProblem();
+}
+
+/** The model and the run as one document (the format of the example files). */
+function readWorkspace() {
+  const model = parseEditor(modelEditor, "model");
+  const out = { title: (model.value && model.value.name) || "model", model: model.value ?? null };
+  try { out.simulation = buildRequest(parseEditor(initialEditor, "initial state").value, parseEditor(invariantsEditor, "invariants").value).req; } catch { /* settings half typed */ }
+  return out;
+}
+
+const coordsOf = (model) => JSON.stringify((model && Array.isArray(model.coordinates)) ? model.coordinates : []);
+
+/** An initial state for a model's coordinates and speeds, keeping the values `old`
+ *  gives for names that are still there and 0 for the rest. */
+function initialFor(model, summary, old) {
+  const coords = (summary && summary.coordinates) || (Array.isArray(model.coordinates) ? model.coordinates : []);
+  const speeds = (summary && summary.speeds) || namesOf(model.speeds);
+  const oq = (old && old.q) || {};
+  const byQdot = old && old.qdot && !old.speeds;
+  const ov = (old && (byQdot ? old.qdot : old.speeds)) || {};
+  const init = { t: (old && typeof old.t === "number") ? old.t : 0, q: {} };
+  for (const c of coords) init.q[c] = typeof oq[c] === "number" ? oq[c] : 0;
+  const names = byQdot ? coords : speeds;
+  const v = {};
+  for (const n of names) v[n] = typeof ov[n] === "number" ? ov[n] : 0;
+  if (names.length) init[byQdot ? "qdot" : "speeds"] = v;
+  return init;
+}
+
+// ---- parameters: the model's values, overridable per run, with what-if sliders -------
+
+let autoRunTimer = null;
+function renderParams(model, overrides) {
+  const params = (model && typeof model.parameters === "object" && model.parameters) || {};
+  state.paramDefaults = {};
+  const rows = [];
+  for (const [name, v0] of Object.entries(params)) {
+    const def = typeof v0 === "number" ? v0 : (v0 && typeof v0.value === "number" ? v0.value : NaN);
+    if (!Number.isFinite(def)) continue;
+    state.paramDefaults[name] = def;
+    const value = typeof overrides[name] === "number" ? overrides[name] : def;
+    const span = def === 0 ? 1 : Math.abs(def);
+    const lo = def - span, hi = def + span;
+    const num = h("input", { type: "number", step: "any", value: String(value), "data-param": name, "aria-label": name });
+    const slider = h("input", { type: "range", min: String(lo), max: String(hi), step: String((hi - lo) / 200), value: String(value), "aria-label": name + " slider" });
+    const unit = unitOf(model, name);
+    const reset = h("button", { type: "button", class: "reset", title: `back to ${def}` }, "↺");
+    const row = h("div", { class: "param" + (value !== def ? " changed" : "") },
+      h("span", { class: "pname", title: name }, mathOf(ml.nameML(name)), unit ? h("span", { class: "unit" }, unit) : null), num, slider, reset);
+    const changed = (from) => {
+      const v = Number(from.value);
+      if (from === slider) num.value = String(Number(v.toPrecision(6)));
+      else if (Number.isFinite(v)) slider.value = String(v);
+      row.classList.toggle("changed", Number(num.value) !== def);
+      if ($("auto-run").checked) {
+        clearTimeout(autoRunTimer);
+        autoRunTimer = setTimeout(() => run(), 250);
+      }
+    };
+    num.addEventListener("input", () => changed(num));
+    slider.addEventListener("input", () => changed(slider));
+    reset.addEventListener("click", () => { num.value = String(def); changed(num); });
+    rows.push(row);
+  }
+  $("params").replaceChildren(...(rows.length ? rows : [h("p", { class: "hint" }, "The model declares no parameters.")]));
+}
+
+/** A parameter's unit: the model's "units" map, or {value, unit}. */
+function unitOf(model, name) {
+  const p = model && model.parameters && model.parameters[name];
+  if (p && typeof p === "object" && typeof p.unit === "string") return p.unit;
+  return (model && model.units && typeof model.units[name] === "string") ? model.units[name] : "";
+}
+
+function readParams() {
+  const out = {};
+  const bad = [];
+  for (const el of $("params").querySelectorAll("input[data-param]")) {
+    const name = el.dataset.param;
+    const v = Number(el.value);
+    if (el.value.trim() === "" || !Number.isFinite(v)) { bad.push({ field: null, el, reason: `parameter ${name} must be a number` }); continue; }
+    if (v !== state.paramDefaults[name]) out[name] = v;
+  }
+  return { overrides: out, bad };
+}
+
+// The parameter panel follows the model as it is edited.
+let modelTimer = null;
+modelEditor.onchange = () => {
+  clearTimeout(modelTimer);
+  modelTimer = setTimeout(() => {
+    const m = parseEditor(modelEditor, "model");
+    if (m.error || !m.value || typeof m.value !== "object") return;
+    const keep = readParams().overrides;
+    const now = JSON.stringify(Object.keys(m.value.parameters || {}));
+    if (now !== JSON.stringify(Object.keys(state.paramDefaults)) || JSON.stringify(Object.entries(m.value.parameters || {}).map(([k, v]) => [k, typeof v === "object" ? v.value : v])) !== JSON.stringify(Object.entries(state.paramDefaults))) {
+      renderParams(m.value, keep);
+    }
+  }, 300);
+};
 
 $("example").addEventListener("change", (ev) => loadExample(Number(ev.target.value)));
 $("fmt").addEventListener("click", (ev) => {
@@ -133,10 +261,14 @@ function clearProblem() {
   $("problem").replaceChildren();
   modelEditor.setMarks([]);
   initialEditor.setMarks([]);
-  for (const id of ["t_end", "samples", "rtol", "formulation"]) $(id).classList.remove("invalid");
+  invariantsEditor.setMarks([]);
+  for (const el of document.querySelectorAll(".setup .invalid")) el.classList.remove("invalid");
 }
 
-const SETTING_OF = { t_end: "t_end", output: "samples", samples: "samples", integrator: "rtol", rtol: "rtol", formulation: "formulation" };
+const SETTING_OF = {
+  t_end: "t_end", output: "samples", samples: "samples", integrator: "rtol", rtol: "rtol", atol: "atol",
+  max_steps: "max_steps", method: "method", formulation: "formulation", hamel: "hamel-at",
+};
 
 /** Where an error's path points: {editor, segs} or {field} or null. `scope` is the
  *  request the problem answered: "model" (POST /v1/models) or "simulation". */
@@ -148,6 +280,11 @@ function targetOf(path, scope) {
   }
   if (segs[0] === "model") return { editor: modelEditor, name: "model", segs: segs.slice(1) };
   if (segs[0] === "initial") return { editor: initialEditor, name: "initial state", segs: segs.slice(1) };
+  if (segs[0] === "invariants") return { editor: invariantsEditor, name: "invariants", segs: segs.slice(1) };
+  if (segs[0] === "parameters" && segs[1]) {
+    const el = $("params").querySelector(`input[data-param="${CSS.escape(String(segs[1]))}"]`);
+    if (el) return { el, field: "parameter " + segs[1] };
+  }
   const f = SETTING_OF[segs[segs.length - 1]] || SETTING_OF[segs[0]];
   if (f) return { field: f };
   return null;
@@ -164,7 +301,7 @@ function showProblem(problem, scope) {
   const box = $("problem");
   box.hidden = false;
   const list = h("ul", { class: "errors" });
-  const marks = new Map([[modelEditor, []], [initialEditor, []]]);
+  const marks = new Map([[modelEditor, []], [initialEditor, []], [invariantsEditor, []]]);
   let first = null;
   const errors = Array.isArray(problem.errors) ? problem.errors : [];
   for (const e of errors) {
@@ -187,7 +324,7 @@ function showProblem(problem, scope) {
           where = { editor: tgt.editor, name: tgt.name, start: loc.start, end: loc.end, at: loc.at, ...lc, point: e.column != null };
         }
       } else if (tgt && tgt.field) {
-        $(tgt.field).classList.add("invalid");
+        (tgt.el || $(tgt.field)).classList.add("invalid");
         where = { field: tgt.field };
       }
     }
@@ -231,15 +368,31 @@ function setProgress(frac, label, cls = "") {
   $("progress-text").textContent = label;
 }
 
-function readSettings() {
+/** The simulation request from what the page shows. Throws nothing; `bad` lists
+ *  fields that are not numbers. */
+function buildRequest(initial, invariants) {
   const bad = [];
   const t_end = Number($("t_end").value);
   const samples = Math.round(Number($("samples").value));
   const rtol = Number($("rtol").value);
+  const atolText = $("atol").value.trim(), stepsText = $("max_steps").value.trim();
+  const atol = Number(atolText), max_steps = Number(stepsText);
   if (!(t_end > 0)) bad.push({ field: "t_end", reason: "t_end must be a positive number" });
   if (!(samples >= 2)) bad.push({ field: "samples", reason: "samples must be at least 2" });
   if (!(rtol > 0)) bad.push({ field: "rtol", reason: "rtol must be a positive number such as 1e-10" });
-  return { t_end, samples, rtol, bad };
+  if (atolText && !(atol > 0)) bad.push({ field: "atol", reason: "atol must be a positive number (or empty for the default)" });
+  if (stepsText && !(Number.isInteger(max_steps) && max_steps > 0)) bad.push({ field: "max_steps", reason: "max_steps must be a positive integer (or empty for the default)" });
+  const params = readParams();
+  for (const b of params.bad) bad.push(b);
+  const integrator = { method: $("method").value, rtol };
+  if (atolText) integrator.atol = atol;
+  if (stepsText) integrator.max_steps = max_steps;
+  const req = { initial, t_end, output: { samples }, integrator, hamel: $("hamel-at").value };
+  const f = $("formulation").value;
+  if (f) req.formulation = f;
+  if (Object.keys(params.overrides).length) req.parameters = params.overrides;
+  if (Array.isArray(invariants) && invariants.length) req.invariants = invariants;
+  return { req, bad };
 }
 
 function parseEditor(editor, name) {
@@ -257,18 +410,48 @@ function namesOf(a) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** After the model is validated: if it is not the model the initial state and the
+ *  invariants were written for (another was pasted or opened), the initial state is
+ *  rebuilt for its coordinates and speeds (values kept by name) and the invariants,
+ *  which name the old model's symbols, are cleared — visibly, with a note. */
+function reconcile(model, summary, initial) {
+  const now = coordsOf(model);
+  let init = initial;
+  const notes = [];
+  if (state.bound !== now) {
+    if (invariantsEditor.value.trim() !== "[]" && invariantsEditor.value.trim() !== "") {
+      invariantsEditor.value = "[]";
+      notes.push("invariants cleared (they named the previous model's symbols)");
+    }
+    state.bound = now;
+  }
+  const haveQ = Object.keys((init && init.q) || {}).sort().join(",");
+  const wantQ = summary.coordinates.slice().sort().join(",");
+  const v = init && (init.speeds || init.qdot);
+  const haveV = Object.keys(v || {}).sort().join(",");
+  const wantV = (init && init.qdot && !init.speeds ? summary.coordinates : summary.speeds).slice().sort().join(",");
+  if (!init || typeof init !== "object" || haveQ !== wantQ || haveV !== wantV) {
+    init = initialFor(model, summary, init && typeof init === "object" ? init : null);
+    initialEditor.value = JSON.stringify(init, null, 2);
+    notes.push("initial state fitted to the model's coordinates and speeds");
+  }
+  $("initial-note").textContent = notes.join("; ");
+  return init;
+}
+
 async function run() {
   if (state.running) return;
   clearProblem();
   const model = parseEditor(modelEditor, "model");
   const initial = parseEditor(initialEditor, "initial state");
-  const errs = [model.error, initial.error].filter(Boolean);
+  const invariants = parseEditor(invariantsEditor, "invariants");
+  const errs = [model.error, initial.error, invariants.error].filter(Boolean);
   if (errs.length) return showProblem({ title: "The text is not valid JSON", errors: errs }, "local");
-  const settings = readSettings();
-  if (settings.bad.length) {
-    for (const b of settings.bad) $(b.field).classList.add("invalid");
+  const built = buildRequest(initial.value, invariants.value);
+  if (built.bad.length) {
+    for (const b of built.bad) (b.el || $(b.field)).classList.add("invalid");
     $("problem").hidden = false;
-    $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, settings.bad.map((b) => h("li", {}, b.reason))));
+    $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, built.bad.map((b) => h("li", {}, b.reason))));
     return;
   }
   state.running = true;
@@ -276,6 +459,7 @@ async function run() {
   $("run").disabled = true;
   $("cancel").disabled = false;
   document.body.classList.add("busy");
+  clearResults();
   try {
     setProgress(0, "validating the model…");
     let summary;
@@ -288,54 +472,16 @@ async function run() {
     summary.coordinates = namesOf(summary.coordinates);
     summary.speeds = namesOf(summary.speeds);
     state.summary = summary;
+    state.modelSpec = model.value;
+    rememberModel(summary.model_id, model.value);
     renderSummary(summary, null);
     loadEquations(summary.model_id);
 
-    const sim = JSON.parse(JSON.stringify(state.example ? state.example.simulation : {}));
-    const req = {
-      ...sim,
-      model_id: summary.model_id,
-      initial: initial.value,
-      t_end: settings.t_end,
-      output: { samples: settings.samples },
-      integrator: { ...(sim.integrator || {}), rtol: settings.rtol },
-      hamel: sim.hamel && sim.hamel !== "none" ? sim.hamel : "initial",
-    };
-    const f = $("formulation").value;
-    if (f) req.formulation = f; else delete req.formulation;
-    if (req.integrator.atol && req.integrator.atol > settings.rtol) req.integrator.atol = settings.rtol * 1e-2;
-
-    setProgress(0, "submitting…");
-    let resp;
-    try {
-      resp = await state.api.simulate(req);
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 404) {
-        // the server forgot the model (restart, eviction): send it inline
-        delete req.model_id;
-        req.model = model.value;
-        resp = await state.api.simulate(req).catch((e2) => { throw e2; });
-      } else throw e;
-    }
-    let job = resp.body;
-    state.jobId = job.job_id || null;
-    $("job-id").textContent = state.jobId ? `job ${state.jobId}` : "";
-    const t0 = performance.now();
-    while (job.status !== "done") {
-      if (job.status === "failed" || job.status === "cancelled" || job.status === "error") {
-        const p = job.problem || job.error || { title: `The job ${job.status}`, detail: job.detail };
-        setProgress(job.progress || 0, job.status === "cancelled" ? "cancelled" : "failed", "failed");
-        if (job.status !== "cancelled" || !state.cancelled) showProblem(p, "simulation");
-        return;
-      }
-      const pr = typeof job.progress === "number" ? job.progress : 0;
-      setProgress(pr, `${job.status || "running"} · ${Math.round(pr * 100)}% · ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-      await sleep(POLL_MS);
-      job = (await state.api.job(state.jobId)).body;
-    }
-    state.result = job;
-    setProgress(1, `done${job.cached ? " (cached)" : ""} · ${((performance.now() - t0) / 1000).toFixed(2)} s`, "done");
-    renderResult(job);
+    const req = { ...buildRequest(reconcile(model.value, summary, initial.value), parseEditor(invariantsEditor, "invariants").value).req, model_id: summary.model_id };
+    state.request = req;
+    rememberRun(summary.model_id, req);
+    setPermalink(summary.model_id, null);
+    await submitAndFollow(req, model.value);
   } catch (e) {
     setProgress(0, "failed", "failed");
     showProblem(e instanceof ApiError ? e.problem : { title: "Something went wrong", detail: String(e && e.stack || e) }, "simulation");
@@ -345,6 +491,67 @@ async function run() {
     $("cancel").disabled = true;
     document.body.classList.remove("busy");
   }
+}
+
+/** POST /v1/simulations, then polls the job to its end and shows what it left. */
+async function submitAndFollow(req, modelSpec) {
+  setProgress(0, "submitting…");
+  let resp;
+  try {
+    resp = await state.api.simulate(req);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404 && modelSpec) {
+      // the server forgot the model (restart, eviction): send it inline
+      const inline = { ...req, model: modelSpec };
+      delete inline.model_id;
+      resp = await state.api.simulate(inline);
+    } else if (e instanceof ApiError && e.problem && e.problem.partial) {
+      // failed within the request: the problem carries the samples reached
+      showFailure({ status: "failed", problem: e.problem, progress: 0 });
+      return;
+    } else throw e;
+  }
+  let job = resp.body;
+  state.jobId = job.job_id || null;
+  $("job-id").textContent = state.jobId ? `job ${state.jobId}` : "";
+  if (state.jobId) setPermalink(req.model_id || job.model_id, state.jobId);
+  const t0 = performance.now();
+  while (job.status !== "done") {
+    if (job.status === "failed" || job.status === "cancelled" || job.status === "error") {
+      showFailure(job);
+      return;
+    }
+    const pr = typeof job.progress === "number" ? job.progress : 0;
+    setProgress(pr, `${job.status || "running"} · ${Math.round(pr * 100)}% · ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    await sleep(POLL_MS);
+    job = (await state.api.job(state.jobId)).body;
+  }
+  state.result = job;
+  setProgress(1, `done${job.cached ? " (cached)" : ""} · ${((performance.now() - t0) / 1000).toFixed(2)} s`, "done");
+  renderResult(job);
+}
+
+/** A failed or cancelled job: the problem, and the trajectory up to where it stopped
+ *  (the problem's `partial`) drawn in place of the previous run's plots. */
+function showFailure(job) {
+  const p = job.problem || job.error || { title: `The job ${job.status}`, detail: job.detail };
+  setProgress(job.progress || 0, job.status === "cancelled" ? "cancelled" : "failed", "failed");
+  if (job.status !== "cancelled" || !state.cancelled) showProblem(p, "simulation");
+  const partial = p && p.partial;
+  if (partial && partial.trajectory && (partial.trajectory.t || []).length) {
+    state.result = null;
+    renderResult({ ...partial, partial: true, t_reached: p.t_reached });
+  }
+}
+
+/** Hides the previous run's plots, so nothing stale stays beside a new run's answer. */
+function clearResults() {
+  for (const host of charts.keys()) resizer.unobserve(host);
+  charts.clear();
+  for (const f of document.querySelectorAll("#results > .plots > figure")) { f.hidden = true; f.replaceChildren(); }
+  state.result = null;
+  $("results").classList.add("stale");
+  anim.clear();
 }
 
 $("run").addEventListener("click", run);
@@ -357,6 +564,216 @@ document.addEventListener("keydown", (ev) => {
   if ((ev.ctrlKey || ev.metaKey) && ev.key === "Enter") { ev.preventDefault(); run(); }
 });
 
+// ---- save and share: permalinks, recent models, JSON files ---------------------------
+
+const b64url = (s) => btoa(String.fromCharCode(...new TextEncoder().encode(s))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const unb64url = (s) => new TextDecoder().decode(Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)));
+
+/** Puts the model (and the run) into the address bar: /?model=sha256:…&job=…&run=…,
+ *  `run` being the request's settings so the run can be made again once its result
+ *  has expired. The server address (?api=) is kept; a token never goes in. */
+function setPermalink(modelId, jobId) {
+  const cur = new URLSearchParams(location.search);
+  const q = [];
+  if (cur.get("api")) q.push("api=" + encodeURIComponent(cur.get("api")));
+  q.push("model=" + encodeURIComponent(modelId).replace(/%3A/gi, ":"));
+  if (jobId) {
+    q.push("job=" + encodeURIComponent(jobId));
+    if (state.request) {
+      const { model_id: _m, model: _s, ...settings } = state.request;
+      q.push("run=" + b64url(JSON.stringify(settings)));
+    }
+  }
+  history.replaceState(null, "", location.pathname + "?" + q.join("&"));
+  $("share").disabled = false;
+}
+
+$("share").addEventListener("click", async () => {
+  const link = location.href;
+  try { await navigator.clipboard.writeText(link); flash($("share"), "copied"); } catch { prompt("Copy this link", link); }
+});
+
+function flash(btn, text) {
+  const was = btn.textContent;
+  btn.textContent = text;
+  setTimeout(() => { btn.textContent = was; }, 1200);
+}
+
+const RECENT_KEY = "hamel.recent";
+const RECENT_MAX = 15;
+function recentList() {
+  try { const a = JSON.parse(localStorage.getItem(RECENT_KEY) || "[]"); return Array.isArray(a) ? a : []; } catch { return []; }
+}
+function rememberModel(id, model) {
+  const list = recentList().filter((e) => e.id !== id);
+  const text = JSON.stringify(model);
+  list.unshift({ id, name: (model && model.name) || id.slice(7, 19), at: Date.now(), model: text.length < 200000 ? model : null });
+  try { localStorage.setItem(RECENT_KEY, JSON.stringify(list.slice(0, RECENT_MAX))); } catch { /* full: not kept */ }
+  renderRecent();
+}
+function rememberRun(id, request) {
+  const list = recentList();
+  const e = list.find((x) => x.id === id);
+  if (!e) return;
+  const { model_id: _m, model: _s, ...settings } = request;
+  e.simulation = settings;
+  try { localStorage.setItem(RECENT_KEY, JSON.stringify(list)); } catch { /* full */ }
+}
+function renderRecent() {
+  const list = recentList();
+  $("recent").replaceChildren(h("option", { value: "" }, list.length ? `— ${list.length} kept in this browser —` : "— none yet —"),
+    ...list.map((e) => h("option", { value: e.id }, `${e.name} · ${new Date(e.at).toLocaleString()}`)));
+}
+$("recent").addEventListener("change", async (ev) => {
+  const id = ev.target.value;
+  if (!id) return;
+  const e = recentList().find((x) => x.id === id);
+  ev.target.value = "";
+  await openModel(id, e && e.model, e && e.simulation, null);
+});
+
+function markCustom() {
+  const sel = $("example");
+  if (!sel.querySelector('option[value="custom"]')) sel.prepend(h("option", { value: "custom" }, "(your model)"));
+  sel.value = "custom";
+  state.example = null;
+  $("example-desc").replaceChildren();
+}
+
+const NEW_MODEL = {
+  name: "my-model",
+  coordinates: ["x", "y", "theta"],
+  parameters: { m: 1, I: 0.1 },
+  kinetic_energy: "1/2*m*(x'^2 + y'^2) + 1/2*I*theta'^2",
+  potential_energy: "0",
+  constraints: [{ name: "knife_edge", expr: "-x'*sin(theta) + y'*cos(theta)" }],
+};
+$("new-model").addEventListener("click", () => {
+  markCustom();
+  applyWorkspace({ model: NEW_MODEL, simulation: { initial: { t: 0, q: { x: 0, y: 0, theta: 0 }, speeds: {} }, t_end: 10 } });
+  initialEditor.value = JSON.stringify({ t: 0, q: { x: 0, y: 0, theta: 0 }, qdot: { x: 1, y: 0, theta: 0.5 } }, null, 2);
+  history.replaceState(null, "", location.pathname + (new URLSearchParams(location.search).get("api") ? "?api=" + encodeURIComponent(new URLSearchParams(location.search).get("api")) : ""));
+  clearResults();
+  $("results").classList.add("empty");
+  modelEditor.ta.focus();
+});
+
+$("save-json").addEventListener("click", () => {
+  const ws = readWorkspace();
+  saveText(JSON.stringify(ws, null, 2) + "\n", (ws.title || "model") + ".json", "application/json");
+});
+$("open-json").addEventListener("change", async (ev) => {
+  const file = ev.target.files && ev.target.files[0];
+  ev.target.value = "";
+  if (!file) return;
+  let doc;
+  try { doc = JSON.parse(await file.text()); } catch (e) {
+    return showProblem({ title: `${file.name} is not JSON`, detail: String(e.message) }, "local");
+  }
+  markCustom();
+  if (doc && doc.model && typeof doc.model === "object") {
+    // a saved workspace {model, simulation} or a simulation request {model, initial, ...}
+    const { model, simulation, title: _t, source: _s, description: _d, ...rest } = doc;
+    applyWorkspace({ model, simulation: simulation || rest });
+  } else if (doc && Array.isArray(doc.coordinates)) {
+    applyWorkspace({ model: doc, simulation: {} });
+  } else {
+    showProblem({ title: `${file.name} holds no model`, detail: "Expected a model (with coordinates), or {\"model\": …, \"simulation\": …} as ⤓ JSON saves it." }, "local");
+  }
+});
+
+function saveText(text, name, type) {
+  const a = h("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+  document.body.append(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+// The canonical form sorts keys; people read a model name first, coordinates next.
+const KEY_ORDER = ["name", "description", "coordinates", "parameters", "units", "definitions", "frames", "points", "bodies",
+  "rolling_disks", "gravity", "kinetic_energy", "potential_energy", "generalized_forces", "constraints", "speeds"];
+function readableOrder(m) {
+  const out = {};
+  for (const k of KEY_ORDER) if (k in m) out[k] = m[k];
+  for (const k of Object.keys(m)) if (!(k in out)) out[k] = m[k];
+  return out;
+}
+
+/** Opens a model by id: its source from the server (GET ?source=1), else the copy kept
+ *  in this browser; then the run `jobId` if given (done, failed, running, or expired). */
+async function openModel(id, localCopy, simulation, jobId) {
+  clearProblem();
+  clearResults();
+  let summary = null, source = null;
+  try {
+    const r = await state.api.modelSource(id);
+    summary = r.body;
+    source = r.body.source || null;
+  } catch (e) {
+    if (!localCopy) {
+      showProblem(e instanceof ApiError && e.status === 404
+        ? { title: "This server does not know the model", detail: `No model ${id} here (another server, or its store was reset).`, status: 404 }
+        : (e.problem || { title: String(e) }), "simulation");
+      return false;
+    }
+  }
+  markCustom();
+  if (source) source = readableOrder(source);
+  applyWorkspace({ model: source || localCopy, simulation: simulation || {} });
+  if (summary) {
+    summary.coordinates = namesOf(summary.coordinates);
+    summary.speeds = namesOf(summary.speeds);
+    if (!simulation || !simulation.initial) {
+      initialEditor.value = JSON.stringify(initialFor(source || localCopy, summary, null), null, 2);
+    }
+    state.summary = summary;
+    state.modelSpec = source || localCopy;
+    if (source) rememberModel(id, source);
+    renderSummary(summary, null);
+    $("results").classList.remove("empty");
+    loadEquations(id);
+  }
+  await linearize.load({ model: source || localCopy, simulation: simulation || {} }, null);
+  if (simulation && simulation.initial) state.request = { ...simulation, model_id: id };
+  setPermalink(id, null);
+  if (jobId) await openJob(id, jobId);
+  return true;
+}
+
+async function openJob(modelId, jobId) {
+  state.jobId = jobId;
+  $("job-id").textContent = `job ${jobId}`;
+  try {
+    let job = (await state.api.job(jobId)).body;
+    setPermalink(modelId, jobId);
+    while (job.status === "queued" || job.status === "running") {
+      setProgress(job.progress || 0, `${job.status} · ${Math.round((job.progress || 0) * 100)}%`);
+      await sleep(POLL_MS);
+      job = (await state.api.job(jobId)).body;
+    }
+    if (job.status === "done") {
+      state.result = job;
+      setProgress(1, "done (opened from a link)", "done");
+      renderResult(job);
+    } else {
+      showFailure(job);
+    }
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 410 || e.status === 404)) {
+      setProgress(0, e.status === 410 ? "result expired" : "run not found", "failed");
+      showProblem({
+        ...e.problem,
+        title: e.status === 410 ? "This run's result is no longer kept" : "This server does not know this run",
+        detail: (e.status === 410 ? "The server dropped the result to stay within its store limit. " : "") +
+          "The model and the run's settings are filled in: run it again to compute it.",
+      }, "simulation");
+      $("problem").append(h("button", { type: "button", class: "primary again", "data-testid": "run-again", onclick: () => run() }, "Run again"));
+    } else {
+      showProblem(e.problem || { title: String(e) }, "simulation");
+    }
+  }
+}
+
 // ---- results ------------------------------------------------------------------------
 
 function badge(text, cls, title) {
@@ -364,14 +781,24 @@ function badge(text, cls, title) {
 }
 
 // The holonomy analysis: rank of the involutive closure and the integrable combinations.
+// The combinations can be enormous (the bicycle's run to 21,000 characters): they are
+// folded, each shown as math when short and cut with its length when long.
+const COMBO_SHOWN = 240;
 function holonomyFact(hol) {
   if (!hol) return null;
   if (!hol.complete) return fact("integrable combinations", "?", hol.reason || "analysis incomplete");
-  const combos = (hol.combinations || []).map((c) =>
-    c.expr ? c.expr + " = 0" + (c.integral ? "  ⇒  " + c.integral + " = const" : "") : (c.note || "")).join("; ");
-  return fact("integrable combinations", String(hol.integrable_combinations),
-    "closure of the constraint distribution: rank " + hol.closure_rank + " of " + (hol.space || []).length +
-    " (brackets to order " + hol.bracket_order + ")" + (combos ? "; " + combos : ""));
+  const list = (hol.combinations || []).map((c) => {
+    const text = c.expr ? c.expr + " = 0" + (c.integral ? "  ⇒  " + c.integral + " = const" : "") : (c.note || "");
+    const body = c.expr && c.expr.length <= COMBO_SHOWN
+      ? [exprToMath(c.expr), " = 0", c.integral && c.integral.length <= COMBO_SHOWN ? h("span", {}, " ⇒ ", exprToMath(c.integral), " = const") : null]
+      : [text.length > COMBO_SHOWN ? text.slice(0, COMBO_SHOWN) + "…" : text,
+        text.length > COMBO_SHOWN ? h("span", { class: "hint-inline" }, ` (${text.length.toLocaleString()} characters; all of it in the model summary, holonomy.combinations)`) : null];
+    return h("li", {}, ...body);
+  });
+  const sub = h("div", {}, "closure of the constraint distribution: rank " + hol.closure_rank + " of " + (hol.space || []).length +
+    " (brackets to order " + hol.bracket_order + ")");
+  if (list.length) sub.append(h("details", { "data-testid": "combinations" }, h("summary", {}, `${list.length} combination${list.length > 1 ? "s" : ""}`), h("ul", { class: "combos" }, list)));
+  return fact("integrable combinations", String(hol.integrable_combinations), sub);
 }
 
 function renderSummary(s, result) {
@@ -401,26 +828,30 @@ function renderSummary(s, result) {
     checks);
 }
 
-/** Saves the trajectory as CSV (t, q…, speeds…, q̇…) or the whole result as JSON. */
+/** Saves the trajectory as CSV or the whole result as JSON. The CSV columns are the
+ *  CLI's (`hamel run --csv`, `hamel remote run --csv`): t, the coordinates, the speeds,
+ *  then q' of each coordinate as name'; the multipliers formulation adds lambda_<name>. */
 function download(r, kind) {
   const name = (modelNameOf() || "hamel") + (kind === "csv" ? ".csv" : ".json");
-  let text;
-  if (kind === "json") {
-    text = JSON.stringify(r, null, 1);
-  } else {
-    const tr = r.trajectory || {};
-    const cols = [["t", tr.t]];
-    for (const [group, suffix] of [["q", ""], ["speeds", ""], ["qdot", "_dot"], ["multipliers", ""]]) {
-      for (const [k, v] of Object.entries(tr[group] || {})) cols.push([group === "multipliers" ? `lambda_${k}` : k + suffix, v]);
-    }
-    const lines = [cols.map((c) => c[0]).join(",")];
-    for (let i = 0; i < (tr.t || []).length; i++) lines.push(cols.map((c) => c[1][i]).join(","));
-    text = lines.join("\n") + "\n";
-  }
-  const a = h("a", { href: URL.createObjectURL(new Blob([text], { type: kind === "csv" ? "text/csv" : "application/json" })), download: name });
-  document.body.append(a);
-  a.click();
-  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  if (kind === "json") return saveText(JSON.stringify(r, null, 1), name, "application/json");
+  saveText(csvOf(r, state.summary), name, "text/csv");
+}
+
+function csvOf(r, summary) {
+  const tr = r.trajectory || {};
+  const ordered = (obj, names) => {
+    const keys = Object.keys(obj || {});
+    const first = (names || []).filter((n) => keys.includes(n));
+    return first.concat(keys.filter((k) => !first.includes(k)));
+  };
+  const cols = [["t", tr.t]];
+  for (const n of ordered(tr.q, summary && summary.coordinates)) cols.push([n, tr.q[n]]);
+  for (const n of ordered(tr.speeds, summary && summary.speeds)) cols.push([n, tr.speeds[n]]);
+  for (const n of ordered(tr.qdot, summary && summary.coordinates)) cols.push([n + "'", tr.qdot[n]]);
+  for (const n of ordered(tr.multipliers, null)) cols.push(["lambda_" + n, tr.multipliers[n]]);
+  const lines = [cols.map((c) => c[0]).join(",")];
+  for (let i = 0; i < (tr.t || []).length; i++) lines.push(cols.map((c) => (c[1][i] == null ? "" : c[1][i])).join(","));
+  return lines.join("\n") + "\n";
 }
 
 function modelNameOf() {
@@ -538,10 +969,12 @@ function renderResult(r) {
   charts.clear();
   if (state.summary) renderSummary(state.summary, r);
   $("results").classList.remove("empty");
+  $("results").classList.remove("stale");
   const tr = r.trajectory || {};
   const t = tr.t || [];
   const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
-  chart(figure("plot-q"), "line", { title: "Coordinates q(t)", xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
+  const part = r.partial ? ` — partial, up to t = ${fmt(t[t.length - 1], 6)}` : "";
+  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
   if (tr.speeds && Object.keys(tr.speeds).length) {
     const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
     chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
@@ -684,7 +1117,15 @@ function renderEquations(eq) {
   const rows = [];
   const safe = (s) => { try { return toML(String(s)); } catch { return el("mtext", null, String(s)); } };
   const eqn = (lhs, rhs, cls = "eq") => h("div", { class: cls }, el("math", null, mrow(lhs, mo("="), rhs)));
-  const dotted = (name) => el("mover", null, nameML(name), mo("˙"));
+  // a long expression = 0 wraps between its terms, each term a piece of its own
+  const wrapped = (expr, rhs) => {
+    let terms;
+    try { terms = ml.termsML(String(expr)); } catch { return eqn(safe(expr), rhs, "eq wide"); }
+    const pieces = terms.map((t, i) => h("span", { class: "term" }, el("math", null, i === 0 && t.sign === "+" ? t.ml : mrow(mo(t.sign), t.ml))));
+    pieces.push(h("span", { class: "term" }, el("math", null, mrow(mo("="), rhs))));
+    return h("div", { class: "eq wide wrap" }, pieces);
+  };
+  const dotted = (name) => nameML(name, 1);
   const sym = (base, ...subs) => el("msub", null, el("mi", null, base), subs.length === 1 ? nameML(subs[0]) : mrow(...subs.flatMap((x, i) => (i ? [mo(","), nameML(x)] : [nameML(x)]))));
   // mk() makes the left-hand side afresh: a DOM node can only be in one place
   const omitted = () => el("mtext", null, "(too large to print)");
@@ -697,8 +1138,8 @@ function renderEquations(eq) {
     .filter((d) => d && typeof d === "object" && d.name && d.expr);
   if (speedDefs.length) {
     rows.push(h("h3", {}, "Quasi-velocities  u = Ψ(q) q̇, and the constraints"));
-    const defs = speedDefs.map((d) => eqn(nameML(d.name), safe(d.expr)));
-    const cons = (s.constraints || []).filter((c) => c.expr).map((c) => eqn(safe(c.expr), el("mn", null, "0")));
+    const defs = speedDefs.map((d) => eqn(nameML(d.name), safe(d.expr), String(d.expr).length > 60 ? "eq wide" : "eq"));
+    const cons = (s.constraints || []).filter((c) => c.expr).map((c) => String(c.expr).length > 60 ? wrapped(c.expr, el("mn", null, "0")) : eqn(safe(c.expr), el("mn", null, "0")));
     rows.push(h("div", { class: "eq-grid" }, defs, cons));
   }
   const kin = Object.entries(eq.kinematics || {});
@@ -766,9 +1207,25 @@ function renderEquations(eq) {
 // ---- start ---------------------------------------------------------------------------
 
 {
-  const t = new URLSearchParams(location.search).get("token") || sessionStorage.getItem("hamel.token");
+  // the token is kept for the tab only (sessionStorage), never read from the URL: a
+  // link with ?token= would leak it into history, logs and referrers
+  const t = sessionStorage.getItem("hamel.token");
   if (t) { $("token").value = t; $("token").hidden = false; }
 }
+renderRecent();
 await connect(initialBase());
 await loadExamples();
+{
+  const params = new URLSearchParams(location.search);
+  const id = params.get("model");
+  if (id) {
+    // a shared link: wait for the server (a token may be asked for first), then open it
+    if (!$("token").hidden && $("health").classList.contains("bad")) $("health").textContent += " — enter it to open the shared model";
+    await state.connected;
+    let simulation = null;
+    try { simulation = params.get("run") ? JSON.parse(unb64url(params.get("run"))) : null; } catch { simulation = null; }
+    const local = recentList().find((e) => e.id === id);
+    await openModel(id, local && local.model, simulation || (local && local.simulation), params.get("job"));
+  }
+}
 document.body.dataset.ready = "1";

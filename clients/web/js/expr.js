@@ -118,14 +118,51 @@ const mo = (s, attrs) => el("mo", attrs, s);
 const mrow = (...k) => el("mrow", null, ...k);
 const paren = (x) => mrow(mo("("), x, mo(")"));
 
-/** A name as MathML: Greek letters, trailing digits as subscripts (x1 → x₁),
- *  a_b as a subscript. */
-export function nameML(name) {
-  const sub = /^([A-Za-z]+?)_?(\d+)$/.exec(name) || /^([A-Za-z]+)_([A-Za-z0-9]+)$/.exec(name);
-  if (sub && sub[1] && sub[2]) return el("msub", null, nameML(sub[1]), el("mn", null, sub[2]));
-  if (GREEK[name]) return el("mi", null, GREEK[name]);
-  if (name.length === 1) return el("mi", null, name);
-  return el("mi", { mathvariant: "italic" }, name);
+// Short forms people write for Greek letters, besides the full names.
+const GREEK_ALIAS = { lam: "λ", lamda: "λ", Lam: "Λ", eps: "ε", vareps: "ε", varphi: "φ", vartheta: "ϑ", om: "ω", Om: "Ω" };
+const GREEK_PREFIX = Object.keys(GREEK).concat(Object.keys(GREEK_ALIAS)).sort((a, b) => b.length - a.length);
+const greekOf = (s) => GREEK[s] || GREEK_ALIAS[s] || null;
+
+/** How a name is typeset: {base, sub} — a Greek name as its letter (theta → θ,
+ *  lam → λ); a subscript after "_" (omega_z), trailing digits (x1, theta2), or a
+ *  capital or short tail after a Greek name or a single letter (thetaR → θ_R,
+ *  phid → φ_d, rR → r_R, IRxx → I_Rxx). Anything else stays a word (thd, wd). */
+export function splitName(name) {
+  let m = /^([A-Za-z]+)_([A-Za-z0-9_]+)$/.exec(name);
+  if (m) return { base: m[1], sub: m[2] };
+  m = /^([A-Za-z]+?)(\d+)$/.exec(name);
+  if (m) return { base: m[1], sub: m[2] };
+  if (greekOf(name)) return { base: name, sub: null };
+  for (const g of GREEK_PREFIX) {
+    if (name.length > g.length && name.startsWith(g)) {
+      const rest = name.slice(g.length);
+      if (/^[A-Z0-9]/.test(rest) || /^[a-z]$/.test(rest)) return { base: g, sub: rest };
+    }
+  }
+  m = /^([A-Za-z])([A-Z][A-Za-z0-9]*)$/.exec(name);
+  if (m) return { base: m[1], sub: m[2] };
+  return { base: name, sub: null };
+}
+
+function baseML(base) {
+  const g = greekOf(base);
+  if (g) return el("mi", null, g);
+  if (base.length === 1) return el("mi", null, base);
+  return el("mi", { mathvariant: "italic" }, base);
+}
+
+/** A name as MathML (see splitName); `dots` time derivatives sit over the base
+ *  letter, not over the middle of the whole name (θ̇_R, not a dot over "thetaR"). */
+export function nameML(name, dots = 0) {
+  const { base, sub } = splitName(String(name));
+  let b = baseML(base);
+  // a letter with an ascender (ψ, θ, δ, b, d, …) would hide an accent dot drawn tight
+  // over it: the dot goes above it instead
+  const tall = /[ψφθδβλξζϑbdfhklt\dA-Z]/.test(greekOf(base) || base);
+  if (dots) b = el("mover", { accent: tall ? "false" : "true" }, b, mo(dots === 1 ? "˙" : dots === 2 ? "¨" : "⃛"));
+  if (!sub) return b;
+  const subML = /^\d+$/.test(sub) ? el("mn", null, sub) : nameML(sub);
+  return el("msub", null, b, subML);
 }
 
 const PREC = { add: 1, sub: 1, mul: 2, div: 3, neg: 2, pow: 4, dot: 5, num: 6, id: 6, call: 6 };
@@ -144,13 +181,12 @@ function toML(n, ctx = 0) {
     }
     case "id": return nameML(n.v);
     case "dot": {
-      // q' → q̇ (dots stack for higher derivatives)
-      let inner = toML(n.a, 5);
+      // q' → q̇ (dots stack for higher derivatives), over the base letter of a name
       let dots = 1;
       let a = n.a;
       while (a.t === "dot") { dots++; a = a.a; }
-      if (dots > 1) inner = toML(a, 5);
-      return el("mover", null, inner, mo(dots === 1 ? "˙" : "¨"));
+      if (a.t === "id") return nameML(a.v, dots);
+      return el("mover", null, toML(a, 5), mo(dots === 1 ? "˙" : "¨"));
     }
     case "add":
     case "sub": {
@@ -205,7 +241,7 @@ function toML(n, ctx = 0) {
 // else nothing (invisible times).
 function timesBetween(a, b) {
   if (b.t === "num") return mo("·");
-  const wide = (n) => (n.t === "id" && n.v.length > 1 && !GREEK[n.v] && !/^[A-Za-z]_?\d+$/.test(n.v)) || n.t === "call";
+  const wide = (n) => (n.t === "id" && splitName(n.v).base.length > 1 && !greekOf(splitName(n.v).base)) || n.t === "call";
   if (wide(a) || wide(b)) return mrow(mo("\u2062"), el("mspace", { width: "0.22em" }));
   return mo("\u2062");
 }
@@ -272,5 +308,20 @@ export function mathOf(...parts) {
   return el("math", null, ...parts);
 }
 
-export const ml = { el, mo, mrow, nameML, paren, toML: (src) => toML(parseExpr(src)) };
+/** The top-level terms of a sum as [{sign: "+"|"−", ml}], so a long equation can wrap
+ *  between its terms (MathML does not break lines itself). Throws on bad input. */
+export function termsML(src) {
+  const out = [];
+  const walk = (n, sign) => {
+    if (n.t === "add") { walk(n.a, sign); walk(n.b, sign); return; }
+    if (n.t === "sub") { walk(n.a, sign); walk(n.b, -sign); return; }
+    if (n.t === "neg") { walk(n.a, -sign); return; }
+    if (n.t === "mul" && leadingNeg(n)) { walk(stripNeg(n), -sign); return; }
+    out.push({ sign: sign > 0 ? "+" : "−", ml: toML(n, 1) });
+  };
+  walk(parseExpr(String(src)), 1);
+  return out;
+}
+
+export const ml = { el, mo, mrow, nameML, paren, toML: (src) => toML(parseExpr(src)), termsML };
 export { FUNCS };

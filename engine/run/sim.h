@@ -4,7 +4,10 @@
 #ifndef HAMEL_SIM_H
 #define HAMEL_SIM_H
 
-#include "engine.h"
+#include <jansson.h>
+
+#include "error.h"
+#include "engine_types.h"
 #include "model.h"
 
 enum sim_formulation { SIM_HAMEL, SIM_MULTIPLIERS };

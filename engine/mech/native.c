@@ -26,7 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include <jansson.h>
+
+#include "error.h"
+#include "engine_types.h"
 #include "hamel.h"
 #include "jit.h"
 #include "model.h"

@@ -16,7 +16,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "engine.h"
+#include <jansson.h>
+
+#include "error.h"
+#include "engine_types.h"
 #include "expr.h"
 #include "tape.h"
 
@@ -141,5 +144,10 @@ tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, 
 /* Fills in[n_in] with the k-th pseudo-random test configuration: q, q' and t in
  * [0.35, 1.35], parameters at their values. */
 void model_test_point(const struct engine_model *m, int k, double *in);
+
+/* The whole compilation of a model (engine_model_compile_ctl of engine.h, which calls
+ * it): same contract. */
+int model_compile(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
+                  json_t **problem);
 
 #endif

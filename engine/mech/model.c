@@ -1108,13 +1108,8 @@ static const char *const known_keys[] = {"name",
                                          "source",
                                          NULL};
 
-int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
-{
-    return engine_model_compile_ctl(js, lim, NULL, out, problem);
-}
-
-int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
-                             engine_model **out, json_t **problem)
+int model_compile(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
+                  json_t **problem)
 {
     *out = NULL;
     *problem = NULL;

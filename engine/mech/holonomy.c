@@ -698,14 +698,14 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
     }
     if (!red->have_phi || m->nl_reduced || n > HOL_MAX_N || N > 63) {
         json_object_set_new(out, "complete", json_false());
-        json_object_set_new(
-            out, "reason",
-            json_string(n > HOL_MAX_N || N > 63 ? "more coordinates than the analysis takes (24)"
-                        : m->nl_reduced         ? "the model has nonlinear constraints: the "
-                                                  "distribution of its linear ones has no symbolic "
-                                                  "basis here"
-                                                : "Phi was not found symbolically within the "
-                                                  "budget"));
+        json_object_set_new(out, "reason",
+                            json_string(n > HOL_MAX_N || N > 63
+                                            ? "more coordinates than the analysis takes (24)"
+                                        : m->nl_reduced ? "the model has nonlinear constraints: the "
+                                                          "distribution of its linear ones has no symbolic "
+                                                          "basis here"
+                                                        : "Phi was not found symbolically within the "
+                                                          "budget"));
         return out;
     }
     struct hol h = {0};

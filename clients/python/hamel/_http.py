@@ -1,0 +1,157 @@
+"""HTTP/1.1 to the service over http.client: keep-alive, bearer token, gzip when the
+server sends it, problem documents turned into HamelError."""
+
+import gzip
+import http.client
+import json
+import socket
+import time
+import urllib.parse
+import zlib
+
+from .errors import HamelError
+
+MAX_RETRY_AFTER_S = 60  # longest Retry-After honoured
+RETRIES_503 = 5  # resends after 503 + Retry-After
+
+
+class Transport:
+    """One base URL and one kept-alive connection (a Client is used by one thread at a
+    time; streams get a connection of their own)."""
+
+    def __init__(self, url, token=None, timeout=60.0):
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError("hamel: the URL must be http://host[:port] or https://..., not %r" % url)
+        self.url = url.rstrip("/")
+        self.scheme = u.scheme
+        self.host = u.hostname
+        self.port = u.port
+        self.prefix = u.path.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self._conn = None
+
+    def _connect(self):
+        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        return cls(self.host, self.port, timeout=self.timeout)
+
+    def headers(self, accept="application/json"):
+        h = {"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": "hamel-python/0.1"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        return h
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _send(self, conn, method, path, body, headers):
+        data = None
+        if body is not None:
+            data = json.dumps(body, allow_nan=False).encode("utf-8")
+            headers = dict(headers, **{"Content-Type": "application/json"})
+        conn.request(method, self.prefix + path, body=data, headers=headers)
+        return conn.getresponse()
+
+    def request(self, method, path, body=None, timeout=None):
+        """Sends one request; returns (status, headers, parsed JSON body). A 4xx/5xx
+        raises HamelError (a 503 with Retry-After is resent first)."""
+        for attempt in range(RETRIES_503 + 1):
+            status, headers, raw = self._exchange(method, path, body, timeout)
+            if status == 503 and attempt < RETRIES_503 and headers.get("retry-after"):
+                try:
+                    wait = float(headers["retry-after"])
+                except ValueError:
+                    wait = 1.0
+                time.sleep(min(max(wait, 0.0), MAX_RETRY_AFTER_S))
+                continue
+            break
+        doc = _parse(raw, status, headers)
+        if status >= 400:
+            raise HamelError(status, doc if isinstance(doc, dict) else None,
+                             None if isinstance(doc, dict) else "%d: %s" % (status, raw[:200].decode("utf-8", "replace")))
+        return status, headers, doc
+
+    def _exchange(self, method, path, body, timeout):
+        hdrs = self.headers()
+        for fresh in (False, True):
+            reused = self._conn is not None and not fresh
+            if self._conn is None or fresh:
+                self.close()
+                self._conn = self._connect()
+            if timeout is not None:
+                self._conn.timeout = timeout
+                if self._conn.sock is not None:
+                    self._conn.sock.settimeout(timeout)
+            try:
+                resp = self._send(self._conn, method, path, body, hdrs)
+                raw = resp.read()
+                headers = {k.lower(): v for k, v in resp.getheaders()}
+                if resp.will_close:
+                    self.close()
+                return resp.status, headers, _decode(raw, headers)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+                    http.client.CannotSendRequest, http.client.BadStatusLine) as e:
+                self.close()
+                if reused:
+                    continue  # a kept-alive connection the server had closed: once more
+                raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
+            except (OSError, socket.timeout) as e:
+                self.close()
+                raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
+        raise HamelError(0, None, "hamel: no answer from %s" % self.url)
+
+    def stream_lines(self, method, path, body):
+        """Sends one request on a connection of its own asking for NDJSON and yields each
+        line's JSON as it arrives. A 4xx/5xx raises HamelError before the first line."""
+        conn = self._connect()
+        try:
+            try:
+                resp = self._send(conn, method, path, body, self.headers("application/x-ndjson"))
+            except OSError as e:
+                raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
+            headers = {k.lower(): v for k, v in resp.getheaders()}
+            if resp.status >= 400 or resp.status == 202:
+                raw = _decode(resp.read(), headers)
+                doc = _parse(raw, resp.status, headers)
+                if resp.status >= 400:
+                    raise HamelError(resp.status, doc if isinstance(doc, dict) else None)
+                raise HamelError(resp.status, None, "hamel: the server did not stream the batch")
+            gz = zlib.decompressobj(31) if headers.get("content-encoding") == "gzip" else None
+            buf = b""
+            while True:
+                chunk = resp.read1(65536)
+                if not chunk:
+                    break
+                if gz is not None:
+                    chunk = gz.decompress(chunk)
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+            if gz is not None:
+                buf += gz.flush()
+            if buf.strip():
+                yield json.loads(buf)
+        finally:
+            conn.close()
+
+
+def _decode(raw, headers):
+    if headers.get("content-encoding") == "gzip":
+        return gzip.decompress(raw)
+    return raw
+
+
+def _parse(raw, status, headers):
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        if status >= 400:
+            return None
+        raise HamelError(status, None, "hamel: the answer is not JSON (%s)" % headers.get("content-type", "?"))

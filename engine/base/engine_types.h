@@ -1,0 +1,53 @@
+/* engine_types.h — what the engine's callers and its layers share: the engine's
+ * version, the opaque compiled model and its reference counting, the caps on what a request may make
+ * the engine do (engine_limits) and the control a caller keeps while it runs
+ * (engine_control). Part of the public face (engine.h includes it); kept in the base
+ * layer so that the layers below the facade can name these types without including
+ * the facade.
+ */
+#ifndef HAMEL_ENGINE_TYPES_H
+#define HAMEL_ENGINE_TYPES_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#define ENGINE_VERSION "0.1.0"
+
+typedef struct engine_model engine_model;
+
+/* Caps on what one request may make the engine do. Every growable thing has one. */
+typedef struct engine_limits {
+    size_t max_expr_chars;      /* length of one expression string */
+    size_t max_nodes;           /* expression nodes in a model after differentiation */
+    int max_coordinates;        /* n */
+    int max_samples;            /* output samples of one simulation */
+    long max_steps;             /* integrator steps of one simulation (upper bound) */
+    double max_wall_seconds;    /* wall time of one simulation (upper bound) */
+    int max_points;             /* points of one /v1/hamel request */
+    double max_compile_seconds; /* wall time of one model compilation */
+    size_t max_compile_bytes;   /* memory one model compilation may hold */
+    int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
+    int max_parameters;         /* entries of model.parameters */
+    int max_definitions;        /* entries of model.definitions */
+    size_t max_output_values;   /* samples x series of one simulation's result (0: no cap) */
+} engine_limits;
+
+/* The defaults used when a caller passes NULL limits. */
+extern const engine_limits engine_default_limits;
+
+/* What a running simulation shares with whoever started it. The caller owns it and
+ * keeps it alive for the duration of engine_simulate. */
+typedef struct engine_control {
+    atomic_int cancel;       /* set nonzero to stop between integrator steps */
+    _Atomic double progress; /* written by the engine: t reached / t_end, 0..1 */
+    long max_steps;          /* 0: the request's own budget (capped by limits) */
+    double max_wall_seconds; /* 0: the limits' budget */
+} engine_control;
+
+/* Adds a reference. */
+engine_model *engine_model_retain(engine_model *m);
+
+/* Drops a reference; the last one frees the model. Accepts NULL. */
+void engine_model_release(engine_model *m);
+
+#endif

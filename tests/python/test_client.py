@@ -1,0 +1,206 @@
+"""The Python client (clients/python) against a real hamel-server.
+
+Run by tests/python/run.sh, which starts the server, makes the virtual environment and
+pip-installs the package; it passes HAMEL_TEST_URL, HAMEL_TEST_CLI (build/hamel) and
+HAMEL_TEST_CASES (../shared/cases).
+"""
+
+import copy
+import json
+import math
+import os
+import subprocess
+import urllib.request
+import warnings
+
+import numpy as np
+import pytest
+
+import hamel
+
+URL = os.environ["HAMEL_TEST_URL"]
+CLI = os.environ["HAMEL_TEST_CLI"]
+CASES = os.environ["HAMEL_TEST_CASES"]
+DISK = os.path.join(CASES, "greenwood-5.3-rolling-disk.json")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with hamel.Client(URL) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def case():
+    with open(DISK) as f:
+        return json.load(f)
+
+
+def server_json(path):
+    """The server's own answer to GET path, numbers kept as their text."""
+    with urllib.request.urlopen(URL + path) as r:
+        return json.loads(r.read(), parse_float=str, parse_int=str)
+
+
+def exact(arr, texts, what):
+    """Each element of arr is the double of the server's text, to the last digit."""
+    assert isinstance(arr, np.ndarray) and arr.dtype == np.float64, what
+    assert len(arr) == len(texts), what
+    for i, (a, s) in enumerate(zip(arr, texts)):
+        assert a == float(s), "%s[%d]: %r != %s" % (what, i, a, s)
+
+
+def test_simulate_equals_the_servers_json_to_the_last_digit(client, case):
+    r = client.simulate(case)
+    assert r.ok and r.model_id.startswith("sha256:") and r.job_id
+    doc = server_json("/v1/jobs/" + r.job_id)
+    tr = doc["trajectory"]
+    exact(r.t, tr["t"], "t")
+    for group in ("q", "speeds", "qdot"):
+        series = getattr(r, group)
+        assert list(series) == list(tr[group]), group
+        for name, texts in tr[group].items():
+            exact(series[name], texts, "%s.%s" % (group, name))
+    assert r.checks["energy"]["conserved_expected"] is True
+    assert r.checks["constraints"]["max_abs_residual"] < 1e-9
+    assert len(r.t) == case["simulation"]["output"]["samples"]
+
+
+def test_simulate_equals_hamel_run_within_1e_12(client, case, tmp_path):
+    r = client.simulate(DISK)  # a path works as well as the dict
+    out = subprocess.run([CLI, "run", DISK], check=True, capture_output=True).stdout
+    local = json.loads(out)["trajectory"]
+    np.testing.assert_allclose(r.t, local["t"], rtol=0, atol=1e-12)
+    for group in ("q", "speeds", "qdot"):
+        for name, values in local[group].items():
+            np.testing.assert_allclose(getattr(r, group)[name], values, rtol=1e-12, atol=1e-12,
+                                       err_msg="%s.%s" % (group, name))
+
+
+def test_request_keywords_merge_over_the_case(client, case):
+    r = client.simulate(case, t_end=1, output={"samples": 5}, initial={"speeds": {"Omega": 3}})
+    assert list(r.t) == [0, 0.25, 0.5, 0.75, 1]
+    assert r.speeds["Omega"][0] == 3
+    assert r.q["theta"][0] == case["simulation"]["initial"]["q"]["theta"]  # kept from the case
+
+
+def test_bad_model_raises_hamel_error_naming_the_path(client, case):
+    bad = copy.deepcopy(case)
+    bad["model"]["potential_energy"] = "m*g*r*sin(theta) + theta'"
+    with pytest.raises(hamel.HamelError) as info:
+        client.simulate(bad)
+    e = info.value
+    assert e.status == 422
+    assert e.type.endswith("/invalid-model"), e.type
+    paths = [x.get("path") for x in e.errors]
+    assert "model.potential_energy" in paths, paths
+    assert "model.potential_energy" in str(e)
+
+
+def test_bad_request_names_the_field(client, case):
+    with pytest.raises(hamel.HamelError) as info:
+        client.simulate(case, initial={"speeds": {"spin": 1}})
+    assert info.value.status == 422
+    assert any("spin" in (x.get("path") or "") for x in info.value.errors), info.value.errors
+
+
+def test_to_pandas_has_the_cli_csv_columns(client, case):
+    pd = pytest.importorskip("pandas")
+    r = client.simulate(case)
+    df = r.to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    csv = subprocess.run([CLI, "run", "--csv", DISK], capture_output=True, text=True)
+    if csv.returncode == 0:  # the local --csv of the CLI
+        assert list(df.columns) == csv.stdout.splitlines()[0].split(",")
+    assert list(df.columns)[:6] == ["t", "phi", "theta", "psi", "x", "y"]
+    assert "phi'" in df.columns and df.shape == (len(r.t), 1 + 5 + 3 + 5)
+    assert (df["theta"].to_numpy() == r.q["theta"]).all()
+
+
+def test_batch_yields_results_as_lines_arrive(client, case):
+    runs = [{"initial": {"speeds": {"Omega": w}}} for w in (2, 3, 4, 5)]
+    runs.append({"integrator": {"max_steps": 3}})
+    seen = {}
+    for r in client.batch(case, runs):
+        seen[r.index] = r
+    assert sorted(seen) == [0, 1, 2, 3, 4]
+    for i, w in enumerate((2, 3, 4, 5)):
+        assert seen[i].ok and seen[i].speeds["Omega"][0] == w and len(seen[i].t) == 11
+    failed = seen[4]
+    assert failed.status == "failed" and isinstance(failed.error, hamel.HamelError)
+    assert failed.error.code == "step-limit"
+    # the same run as a single simulation: the same numbers
+    single = client.simulate(case, initial={"speeds": {"Omega": 3}})
+    assert (single.q["x"] == seen[1].q["x"]).all()
+
+
+def test_batch_with_an_invalid_run_raises(client, case):
+    with pytest.raises(hamel.HamelError) as info:
+        list(client.batch(case, [{"initial": {"q": {"thet": 1}}}]))
+    assert any("runs[0]" in (x.get("path") or "") for x in info.value.errors), info.value.errors
+
+
+def test_hamel_evaluate_linearize_equations_models(client, case):
+    g = client.hamel(case, q={"theta": 0.7})
+    assert g["order"] == ["wd", "thd", "Omega", "slip_x", "slip_y"]
+    assert g["points"][0]["q"]["theta"] == 0.7 and g["points"][0]["gamma"]
+    ev = client.evaluate(case["model"], states=[case["simulation"]["initial"]])
+    assert "speeds_dot" in ev["states"][0]
+    lin = client.linearize(case["model"], q={"phi": 0, "theta": math.pi / 2, "psi": 0, "x": 0, "y": 0},
+                           speeds={"wd": 0, "thd": 0, "Omega": 4})
+    p = lin["points"][0]
+    assert p["A"].shape == (8, 8) and p["eigenvalues"].dtype == np.complex128
+    assert abs(p["A"][6][1] - 15.696) < 1e-12  # (4/5) g/r at upright
+    eq = client.equations(case)
+    assert eq["model_id"].startswith("sha256:") and "mass_matrix" in eq
+    kane = client.equations(eq["model_id"], form="kane")
+    assert kane != eq
+    summary = client.models.get(eq["model_id"])
+    assert summary["n"] == 5 and summary["dof"] == 3
+
+
+def test_unknown_model_id_is_404(client):
+    with pytest.raises(hamel.HamelError) as info:
+        client.models.get("sha256:" + "0" * 64)
+    assert info.value.status == 404
+
+
+def test_result_warnings_become_python_warnings():
+    doc = {"status": "done", "trajectory": {"t": [0, 1], "q": {"x": [0, 1]}}, "warnings": [
+        {"code": "step-size", "message": "tiny steps near t = 0.5"}, "plain text"]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = hamel.client._warn(hamel.Result(doc))
+    assert [str(w.message) for w in caught] == ["step-size: tiny steps near t = 0.5", "plain text"]
+    assert all(issubclass(w.category, hamel.HamelWarning) for w in caught)
+    assert r.warnings == doc["warnings"] and list(r.q["x"]) == [0.0, 1.0]
+
+
+def test_no_server_is_a_hamel_error():
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client("http://127.0.0.1:9", timeout=2).health()
+    assert info.value.status == 0
+
+
+def test_example_notebook_is_valid_and_runs(monkeypatch, capsys):
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "clients", "python", "examples", "rolling_disk.ipynb")
+    with open(path) as f:
+        nb = json.load(f)
+    assert nb["nbformat"] == 4 and isinstance(nb["cells"], list) and nb["cells"]
+    for c in nb["cells"]:
+        assert c["cell_type"] in ("markdown", "code") and isinstance(c["source"], list)
+        if c["cell_type"] == "code":
+            assert c["outputs"] == [] and "execution_count" in c
+    monkeypatch.setenv("HAMEL_URL", URL)
+    monkeypatch.setenv("HAMEL_CASES", CASES)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(os.path.dirname(path))
+    ns = {}
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            exec(compile("".join(c["source"]), path, "exec"), ns)
+    out = capsys.readouterr().out
+    assert "Omega =  6.0: tilt oscillates" in out
+    assert "422 invalid-model" in out and "potential_energy" in out
+    assert ns["df"].shape == (1001, 14)
