@@ -43,6 +43,7 @@ enum {
     ISO_LINEARIZE,
     ISO_EQUATIONS,
     ISO_FORM,
+    ISO_CHECK_ALL,
 };
 
 #define ISO_STRINGS 5            /* model id, model text, request, head, argument */
@@ -569,7 +570,8 @@ static json_t *iso__fault(const iso_call *c, int status, int timed_out, const ch
 }
 
 /* Waits for the reply on w, forwarding cancel and progress. Returns 0 with the frame,
- * -1 when the worker died (1 in *timed_out when it was killed for its deadline). */
+ * -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2 when it
+ * was killed for not stopping after a cancel). */
 static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *timed_out)
 {
     double start = iso__now(), cancelled_at = 0;
@@ -593,7 +595,7 @@ static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *
         double now = iso__now();
         if (now > deadline || (cancelled_at > 0 && now > cancelled_at + ISO_CANCEL_GRACE)) {
             kill(w->pid, SIGKILL);
-            *timed_out = 1;
+            *timed_out = now > deadline ? 1 : 2;
             return -1;
         }
     }
@@ -660,6 +662,10 @@ static int iso__run(iso_call *c, json_t **problem)
             int status = iso__reap(w);
             iso__release(w, 0);
             free(b.p);
+            if (timed_out == 2) { /* cancelled: the call ends as cancelled, the model is not at fault */
+                *problem = hamel_problem_new(HAMEL_E_CANCELLED, "cancelled (the engine worker was stopped)");
+                return HAMEL_E_CANCELLED;
+            }
             *problem = iso__fault(c, status, timed_out, note);
             return HAMEL_E_ENGINE_FAULT;
         }
@@ -853,6 +859,33 @@ int isolate_simulation_check(const engine_model *m, const json_t *request, const
     int rc = iso__model_call(ISO_CHECK, "checking a simulation of", m, request, NULL, NULL, limits, NULL, 0,
                              &c, problem);
     iso__call_clear(&c);
+    return rc;
+}
+
+int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
+                                 json_t **problems, json_t **problem)
+{
+    *problem = NULL;
+    size_t n = json_array_size(requests);
+    if (!engine_model_is_shell(m)) {
+        for (size_t i = 0; i < n; i++) {
+            problems[i] = NULL;
+            engine_simulation_check(m, json_array_get(requests, i), limits, &problems[i]);
+        }
+        return 0;
+    }
+    json_t *result = NULL;
+    int rc = iso__json_call(ISO_CHECK_ALL, "checking a simulation of", m, requests, NULL, limits, NULL,
+                            &result, problem);
+    if (rc == 0 && json_array_size(result) != n) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "the engine worker's checks could not be read");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *p = json_array_get(result, i);
+        problems[i] = json_is_object(p) ? json_incref(p) : NULL;
+    }
+    json_decref(result);
     return rc;
 }
 
@@ -1086,6 +1119,14 @@ static void wk__serve(iso_msg *in, iso_buf *r)
         const engine_model *m = wm->m;
         switch (op) {
         case ISO_CHECK: rc = engine_simulation_check(m, request, &lim, &problem); break;
+        case ISO_CHECK_ALL: /* an array of requests: an array of null or problems */
+            result = json_array();
+            for (size_t i = 0; result && i < json_array_size(request); i++) {
+                json_t *p = NULL;
+                engine_simulation_check(m, json_array_get(request, i), &lim, &p);
+                json_array_append_new(result, p ? p : json_null());
+            }
+            break;
         case ISO_SIMULATE:
             if (wm->abort_on_run)
                 abort(); /* the test hook's __fault_abort__ */

@@ -13,7 +13,7 @@
 #define QUARANTINE_KEY_MAX 160
 /* With a store, a record is held in memory this long before the store is asked again
  * (an operator may have cleared it on another instance). */
-#define QUARANTINE_MEMORY_SECONDS 10.0
+#define QUARANTINE_MEMORY_SECONDS 1.0
 
 typedef struct quarantine_entry {
     char key[QUARANTINE_KEY_MAX];
