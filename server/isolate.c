@@ -5,6 +5,11 @@
  *
  * Lock order: iso.mu is a leaf; it is never held while a worker is spoken to, while a
  * process is started or reaped, or during a quarantine or store call.
+ *
+ * Workers are started by one thread of their own (the spawner), which lives until
+ * isolate_stop: a worker asks the kernel for SIGKILL when the thread that started it
+ * ends (PR_SET_PDEATHSIG), so it dies with the server, kill -9 included, but not when
+ * some pool thread that happened to start it ends first.
  */
 #include "isolate.h"
 
@@ -76,6 +81,14 @@ typedef struct iso_worker {
     int recent_next;
 } iso_worker;
 
+/* A request to the spawner thread: start a worker in slot w. */
+typedef struct iso_spawn {
+    iso_worker *w;
+    int rc, done;
+    int async; /* nobody waits: the spawner frees it and frees the slot */
+    struct iso_spawn *next;
+} iso_spawn;
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t freed;
@@ -87,7 +100,18 @@ static struct {
     char code_dir[PATH_MAX];
     char **envp;
     atomic_long started, faults;
-} iso = {.mu = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER};
+    pthread_t spawner;
+    int spawner_running, spawner_stop;
+    pthread_cond_t spawn_more; /* to the spawner: a request, or stop */
+    pthread_cond_t spawn_done; /* from it: a request was served */
+    iso_spawn *spawn_head, *spawn_tail;
+} iso = {.mu = PTHREAD_MUTEX_INITIALIZER,
+         .freed = PTHREAD_COND_INITIALIZER,
+         .spawn_more = PTHREAD_COND_INITIALIZER,
+         .spawn_done = PTHREAD_COND_INITIALIZER};
+
+static void *iso__spawner_main(void *arg);
+static int iso__start_worker(iso_worker *w, int async);
 
 static double iso__now(void)
 {
@@ -320,7 +344,21 @@ int isolate_start(const isolate_config *cfg)
     snprintf(iso.code_dir, sizeof iso.code_dir, "%s", cfg->code_dir ? cfg->code_dir : "");
     iso.stopping = 0;
     iso.active = 1;
+    iso.spawner_stop = 0;
+    iso.spawner_running = pthread_create(&iso.spawner, NULL, iso__spawner_main, NULL) == 0;
+    int ok = iso.spawner_running;
+    if (ok)
+        iso.w[0].busy = 1; /* the first worker is started now, in the background */
     pthread_mutex_unlock(&iso.mu);
+    if (!ok) {
+        fprintf(stderr, "hamel-server: cannot start the engine workers' thread\n");
+        return -1;
+    }
+    if (iso__start_worker(&iso.w[0], 1) != 0) {
+        pthread_mutex_lock(&iso.mu);
+        iso.w[0].busy = 0;
+        pthread_mutex_unlock(&iso.mu);
+    }
     return 0;
 }
 
@@ -396,6 +434,65 @@ static int iso__spawn(iso_worker *w)
     w->sh = sh;
     atomic_fetch_add(&iso.started, 1);
     return 0;
+}
+
+static void *iso__spawner_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&iso.mu);
+    for (;;) {
+        while (!iso.spawn_head && !iso.spawner_stop)
+            pthread_cond_wait(&iso.spawn_more, &iso.mu);
+        iso_spawn *r = iso.spawn_head;
+        if (!r)
+            break;
+        iso.spawn_head = r->next;
+        if (!iso.spawn_head)
+            iso.spawn_tail = NULL;
+        pthread_mutex_unlock(&iso.mu);
+        int rc = iso__spawn(r->w);
+        pthread_mutex_lock(&iso.mu);
+        if (r->async) {
+            r->w->busy = 0;
+            pthread_cond_broadcast(&iso.freed);
+            free(r);
+            continue;
+        }
+        r->rc = rc;
+        r->done = 1;
+        pthread_cond_broadcast(&iso.spawn_done);
+    }
+    pthread_mutex_unlock(&iso.mu);
+    return NULL;
+}
+
+/* Has the spawner thread start a worker in slot w (reserved by the caller): 0 or -1.
+ * With async, returns at once (the slot is freed once it is started). */
+static int iso__start_worker(iso_worker *w, int async)
+{
+    iso_spawn local = {w, -1, 0, 0, NULL};
+    iso_spawn *r = async ? calloc(1, sizeof *r) : &local;
+    if (!r)
+        return -1;
+    r->w = w;
+    r->async = async;
+    pthread_mutex_lock(&iso.mu);
+    if (!iso.spawner_running || iso.spawner_stop) {
+        pthread_mutex_unlock(&iso.mu);
+        if (async)
+            free(r);
+        return -1;
+    }
+    if (iso.spawn_tail)
+        iso.spawn_tail->next = r;
+    else
+        iso.spawn_head = r;
+    iso.spawn_tail = r;
+    pthread_cond_signal(&iso.spawn_more);
+    while (!async && !local.done)
+        pthread_cond_wait(&iso.spawn_done, &iso.mu);
+    pthread_mutex_unlock(&iso.mu);
+    return async ? 0 : local.rc;
 }
 
 /* Takes a free worker, preferring one known to hold the model `key`; NULL when stopping. */
@@ -489,6 +586,14 @@ void isolate_stop(void)
         kill(w[i].pid, SIGKILL); /* harmless when it has ended (not reaped yet: it stays ours) */
         iso__reap(&w[i]);
     }
+    pthread_mutex_lock(&iso.mu);
+    iso.spawner_stop = 1;
+    pthread_cond_broadcast(&iso.spawn_more);
+    int joined = iso.spawner_running;
+    iso.spawner_running = 0;
+    pthread_mutex_unlock(&iso.mu);
+    if (joined)
+        pthread_join(iso.spawner, NULL);
     free(w);
     for (size_t i = 0; env && env[i]; i++)
         free(env[i]);
@@ -627,7 +732,7 @@ static int iso__run(iso_call *c, json_t **problem)
             *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, "the service is stopping; retry");
             return HAMEL_E_UNAVAILABLE;
         }
-        if (!w->pid && iso__spawn(w) != 0) {
+        if (!w->pid && iso__start_worker(w, 0) != 0) {
             iso__release(w, 0);
             free(b.p);
             *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, "no engine worker could be started; retry");
