@@ -79,7 +79,7 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 
 # The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
-$(BUILD)/hamel: $(call obj,cli/hamel.c) $(LIBENGINE)
+$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)

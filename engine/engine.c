@@ -154,7 +154,11 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     numbers_as_reals(copy);
     char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(copy);
-    int rc = text ? sha256_hex(text, engine_model_id(m), key) : -1;
+    /* the engine's build identity is part of the key: a result of an engine whose
+     * numbers may differ is recomputed, not served (identity.h) */
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s %s", engine_model_id(m), engine_identity());
+    int rc = text ? sha256_hex(text, prefix, key) : -1;
     free(text);
     if (rc < 0) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "hashing failed");
@@ -189,6 +193,20 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
                               v ? "must be a finite number" : "missing: every coordinate needs a value");
         } else {
             q[i] = json_number_value(v);
+        }
+    }
+    /* a name that is not a coordinate is an error, as in a simulation's initial.q */
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)qv, key, val)
+    {
+        if (model_coord_index(m, key) < 0) {
+            snprintf(p, sizeof p, "%sq.%.80s", path, key);
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            char why[128];
+            snprintf(why, sizeof why, "'%.80s' is not a coordinate", key);
+            hamel_problem_add(*problem, p, -1, why);
         }
     }
 }

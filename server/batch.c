@@ -267,6 +267,11 @@ static blob *batch__line_done(const batch *b, batch_run *r, const blob *result, 
     if (f & FIELD_RUN)
         json_object_set_new(line, "run", json_deep_copy(json_array_get(b->partials, r->index)));
     json_t *tr = json_object_get(res, "trajectory");
+    /* whatever the fields, a run's failed checks and its provenance are said */
+    if (json_object_get(res, "warnings"))
+        json_object_set(line, "warnings", json_object_get(res, "warnings"));
+    if (json_object_get(res, "provenance"))
+        json_object_set(line, "provenance", json_object_get(res, "provenance"));
     if (f & FIELD_FINAL)
         json_object_set_new(line, "final", batch__final(tr));
     if ((f & FIELD_CHECKS) && json_object_get(res, "checks"))

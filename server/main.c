@@ -129,7 +129,11 @@ int main(int argc, char **argv)
     const char *cd = getenv("HAMEL_CACHE_DIR");
     snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
     if (engine_code_cache(code_dir) != 0)
-        fprintf(stderr, "hamel-server: code cache %s cannot be made: the native tier is off\n", code_dir);
+        fprintf(
+            stderr,
+            "hamel-server: code cache %s cannot be made, is writable by another user or its key "
+            "(HAMEL_NATIVE_KEY_FILE, default %s.key) cannot be read or made 0600: the native tier is off\n",
+            code_dir, code_dir);
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
     quarantine_start(st, main__env_number("HAMEL_QUARANTINE_SECONDS", QUARANTINE_DEFAULT_SECONDS));
@@ -139,8 +143,9 @@ int main(int argc, char **argv)
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         /* one worker for each thread that can call the engine at once: the offload pool
-         * (2 per poll thread), the job workers, and as many for the shared queue */
-        isolate_config ic = {exe, cfg.http_threads * 2 + cfg.workers * (shared ? 2 : 1),
+         * (2 per poll thread) and the derivations' lane (1 per poll thread), the job
+         * workers, and as many for the shared queue */
+        isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1),
                              (long)main__env_number("HAMEL_WORKER_MEMORY_MB", MAIN_WORKER_MEMORY_MB),
                              code_dir};
         if (n <= 0 || isolate_start(&ic) != 0)

@@ -37,7 +37,7 @@ static double quarantine__wall(void)
 /* The store key of a model id; 0 when the id is too long to be one. */
 static int quarantine__key(const char *model_id, char key[QUARANTINE_KEY_MAX])
 {
-    return snprintf(key, QUARANTINE_KEY_MAX, "%s/%s", ENGINE_VERSION, model_id) < QUARANTINE_KEY_MAX;
+    return snprintf(key, QUARANTINE_KEY_MAX, "%s/%s", engine_identity(), model_id) < QUARANTINE_KEY_MAX;
 }
 
 void quarantine_start(store *st, double seconds)

@@ -1,11 +1,12 @@
 /* quarantine.h — models whose engine work faulted, answered at once instead of run again.
  *
  * A model whose compilation or run killed an engine worker (isolate.h) is recorded here
- * with the problem it was answered with, under "<engine version>/<model id>" (a new
- * engine gets a new chance), until an expiry (HAMEL_QUARANTINE_SECONDS, default one
- * day). The record lives in the store (the SQLite table quarantine, or the Redis key
- * hamel:quarantine:<key> with the same expiry), so it holds after a restart and on every
- * instance of a cluster; this process also keeps the records it has seen in memory.
+ * with the problem it was answered with, under "<engine identity>/<model id>"
+ * (engine_identity(): version and numerics; a new engine gets a new chance), until an
+ * expiry (HAMEL_QUARANTINE_SECONDS, default one day). The record lives in the store (the
+ * SQLite table quarantine, or the Redis key hamel:quarantine:<key> with the same
+ * expiry), so it holds after a restart and on every instance of a cluster; this process
+ * also holds the records it has seen in memory for a second.
  * An operator clears one with DELETE /v1/quarantine/{model_id} (or it expires).
  *
  * A compilation that faults before the model has an id is recorded under the id of its

@@ -10,11 +10,13 @@
 
 #include "hamel.h"
 #include "holo.h"
+#include "identity.h"
 #include "integ.h"
 #include "jit.h"
 #include "jsonout.h"
 #include "mult.h"
 #include "native.h"
+#include "warnings.h"
 #include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
@@ -1045,6 +1047,25 @@ static json_t *checks_json(const struct run *R)
     return checks;
 }
 
+/* The result's "warnings": the checks that failed (warnings.h). */
+static json_t *run_warnings(const struct run *R, const json_t *checks)
+{
+    warn_scale sc = {R->req->rtol, 0.0};
+    for (size_t i = 0; i < (size_t)R->ns * R->n; i++)
+        if (fabs(R->qd[i]) > sc.qdot_max)
+            sc.qdot_max = fabs(R->qd[i]);
+    json_t *w = warn_from_checks(checks, &sc);
+    return w ? w : json_array();
+}
+
+/* The result's "provenance": which engine computed it, with which code and method. */
+static json_t *run_provenance(const sim_request *req, const char *tier)
+{
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "engine_version", engine_version(), "numerics",
+                     engine_numerics(), "build", engine_identity(), "code_tier", tier, "method", req->method,
+                     "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+}
+
 int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
             engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -1199,10 +1220,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (R.wt)
         json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R.wt)));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
-    json_object_set_new(stats, "code_tier",
-                        json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
-                                    : m->tape_dyn->fn             ? "tcc"
-                                                                  : "interp"));
+    const char *tier = req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                       : m->tape_dyn->fn             ? "tcc"
+                                                     : "interp";
+    json_object_set_new(stats, "code_tier", json_string(tier));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"
@@ -1214,7 +1235,10 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     json_object_set_new(body, "formulation",
                         json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
     json_object_set_new(body, "trajectory", trajectory_json(&R));
-    json_object_set_new(body, "checks", checks_json(&R));
+    json_t *checks = checks_json(&R);
+    json_object_set_new(body, "checks", checks);
+    json_object_set_new(body, "warnings", run_warnings(&R, checks));
+    json_object_set_new(body, "provenance", run_provenance(req, tier));
     if (req->hamel_mode != SIM_HAMEL_NONE)
         json_object_set_new(body, "hamel",
                             json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order", sim_gamma_order(m),

@@ -510,6 +510,94 @@ await check("a failed run clears the previous plots and draws its partial trajec
   }
 });
 
+await check("a 20-run sweep streams 20 overlaid curves and a summary plot", async () => {
+  const p11 = await context.newPage();
+  p11.on("pageerror", (e) => pageErrors.push("sweep: " + e));
+  try {
+    await p11.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p11.waitForFunction(() => document.body.dataset.ready === "1");
+    await p11.selectOption("#sw-var", "initial.speeds.Omega");
+    await p11.fill("#sw-from", "3");
+    await p11.fill("#sw-to", "5");
+    await p11.fill("#sw-n", "20");
+    await p11.selectOption("#sw-quantity", "q.x");
+    await p11.selectOption("#sw-final", "final.q.x");
+    await p11.click('[data-testid="sw-run"]');
+    await p11.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state));
+    assert(await p11.locator("#sw-card").getAttribute("data-state") === "done", "the sweep did not finish: " + await p11.locator("#sw-problem").innerText());
+    assert(/^20 of 20 runs/.test(await p11.locator("#sw-progress-text").innerText()), "progress does not count 20 runs");
+    const ds = await p11.locator('[data-testid="plot-sweep"] svg path.series').evaluateAll((ps) => ps.map((p) => p.getAttribute("d")));
+    assert(ds.length === 20 && new Set(ds).size === 20, `${ds.length} overlaid curves (${new Set(ds).size} distinct), expected 20`);
+    const dots = await p11.locator('[data-testid="plot-sweep-summary"] svg circle').count();
+    assert(dots === 20, `the summary plot has ${dots} points, expected 20`);
+    // the summary's last point is the final x of the run with Omega = 5, as the API computes it
+    const model = JSON.parse(await p11.locator("#model-editor textarea").inputValue());
+    const init = JSON.parse(await p11.locator("#initial-editor textarea").inputValue());
+    init.speeds.Omega = 5;
+    const one = await api("POST", "/v1/simulations?wait=60", { model, initial: init, t_end: Number(await p11.locator("#t_end").inputValue()), output: { samples: 301 },
+      integrator: { method: "rk8pd", rtol: 1e-12, atol: 1e-14, max_steps: 1000000 }, formulation: "hamel", hamel: "none" });
+    assert(one.status === 200, `the single run: ${one.status} ${one.text.slice(0, 200)}`);
+    const xEnd = one.body.trajectory.q.x.at(-1);
+    const shown = await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY);
+    near(Number(shown), xEnd, 1e-12, "the summary's final x at Omega = 5 vs a single run");
+    await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
+  } finally {
+    await p11.close();
+  }
+});
+
+await check("the animation's frames change with time (top view and 3-D)", async () => {
+  const p12 = await context.newPage();
+  p12.on("pageerror", (e) => pageErrors.push("animation: " + e));
+  try {
+    await p12.goto(`${BASE}/?example=rolling-disk-bodies`);
+    await p12.waitForFunction(() => document.body.dataset.ready === "1");
+    await p12.fill("#t_end", "2");
+    await runAndWait(p12);
+    await p12.locator('[data-testid="anim"]').waitFor({ state: "visible" });
+    await p12.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const n = Number(await p12.locator("#anim-t").getAttribute("max"));
+    const frameAt = async (i, sel) => {
+      await p12.locator("#anim-t").fill(String(i));
+      await p12.waitForFunction((k) => document.getElementById("anim-card").dataset.index === String(k), i);
+      return p12.locator(sel).evaluate((c) => c.toDataURL("image/png"));
+    };
+    const a3 = await frameAt(0, "#anim-3d canvas"), b3 = await frameAt(n, "#anim-3d canvas");
+    assert(a3.length > 2000 && a3 !== b3, "the 3-D view is the same at t = 0 and at the end");
+    await p12.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-3d.png") });
+    await p12.click("#anim-view-top");
+    const a2 = await frameAt(0, "#anim-top"), b2 = await frameAt(Math.round(n / 2), "#anim-top");
+    assert(a2 !== b2, "the top view is the same at t = 0 and half way");
+    // played, the time moves on by itself
+    await p12.locator("#anim-t").fill("0");
+    await p12.click('[data-testid="anim-play"]');
+    await p12.waitForFunction(() => Number(document.getElementById("anim-card").dataset.index) > 5);
+    await p12.click('[data-testid="anim-play"]');
+    await p12.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-top.png") });
+  } finally {
+    await p12.close();
+  }
+});
+
+await check("a pinned run is drawn dashed under the next one", async () => {
+  const p13 = await context.newPage();
+  p13.on("pageerror", (e) => pageErrors.push("pin: " + e));
+  try {
+    await p13.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p13.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p13);
+    await p13.click('[data-testid="pin"]');
+    const init = JSON.parse(await p13.locator("#initial-editor textarea").inputValue());
+    init.speeds.Omega = 3;
+    await p13.locator("#initial-editor textarea").fill(JSON.stringify(init, null, 2));
+    await runAndWait(p13);
+    const dashed = await p13.locator('[data-testid="plot-q"] svg path.series[stroke-dasharray]').count();
+    assert(dashed === 6, `${dashed} dashed curves in the q plot, expected 5 of the pinned run and its legend entry`);
+  } finally {
+    await p13.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -8,6 +8,8 @@ import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.j
 import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
+import { setupSweep } from "./sweep.js";
+import { setupAnim } from "./anim.js";
 import { $, h } from "./dom.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
@@ -37,8 +39,9 @@ const state = {
 const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
-const anim = { clear() {}, show() {} }; // replaced by the animation card
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
+const anim = setupAnim();
+const sweep = setupSweep({ getApi: () => state.api, prepare: () => prepare(), chart: (...a) => chartIn(...a) });
 
 // ---- server connection ----------------------------------------------------------
 
@@ -145,6 +148,7 @@ function applyWorkspace(ws) {
   $("initial-note").textContent = "";
   renderParams(model, sim.parameters || {});
   clearProblem();
+  sweep.refresh(null, model, initial);
 }
 
 /** The model and the run as one document (the format of the example files). */
@@ -439,6 +443,34 @@ function reconcile(model, summary, initial) {
   return init;
 }
 
+/** The model validated and the request built from the page, for the sweep card:
+ *  {request, summary, unitOf}, or null with the problem shown beside the editors. */
+async function prepare() {
+  clearProblem();
+  const model = parseEditor(modelEditor, "model");
+  const initial = parseEditor(initialEditor, "initial state");
+  const invariants = parseEditor(invariantsEditor, "invariants");
+  const errs = [model.error, initial.error, invariants.error].filter(Boolean);
+  if (errs.length) { showProblem({ title: "The text is not valid JSON", errors: errs }, "local"); return null; }
+  let summary;
+  try {
+    summary = (await state.api.postModel(model.value)).body;
+  } catch (e) {
+    showProblem(e instanceof ApiError ? e.problem : { title: String(e) }, "model");
+    return null;
+  }
+  summary.coordinates = namesOf(summary.coordinates);
+  summary.speeds = namesOf(summary.speeds);
+  const built = buildRequest(reconcile(model.value, summary, initial.value), parseEditor(invariantsEditor, "invariants").value);
+  if (built.bad.length) {
+    for (const b of built.bad) (b.el || $(b.field)).classList.add("invalid");
+    $("problem").hidden = false;
+    $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, built.bad.map((b) => h("li", {}, b.reason))));
+    return null;
+  }
+  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n) };
+}
+
 async function run() {
   if (state.running) return;
   clearProblem();
@@ -480,6 +512,7 @@ async function run() {
     const req = { ...buildRequest(reconcile(model.value, summary, initial.value), parseEditor(invariantsEditor, "invariants").value).req, model_id: summary.model_id };
     state.request = req;
     rememberRun(summary.model_id, req);
+    sweep.refresh(summary, model.value, req.initial);
     setPermalink(summary.model_id, null);
     await submitAndFollow(req, model.value);
   } catch (e) {
@@ -546,8 +579,7 @@ function showFailure(job) {
 
 /** Hides the previous run's plots, so nothing stale stays beside a new run's answer. */
 function clearResults() {
-  for (const host of charts.keys()) resizer.unobserve(host);
-  charts.clear();
+  forgetCharts();
   for (const f of document.querySelectorAll("#results > .plots > figure")) { f.hidden = true; f.replaceChildren(); }
   state.result = null;
   $("results").classList.add("stale");
@@ -729,6 +761,7 @@ async function openModel(id, localCopy, simulation, jobId) {
     state.summary = summary;
     state.modelSpec = source || localCopy;
     if (source) rememberModel(id, source);
+    sweep.refresh(summary, source || localCopy, JSON.parse(initialEditor.value));
     renderSummary(summary, null);
     $("results").classList.remove("empty");
     loadEquations(id);
@@ -822,6 +855,10 @@ function renderSummary(s, result) {
       h("div", { class: "head-right" },
         result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "csv") }, "⤓ CSV") : null,
         result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "json") }, "⤓ JSON") : null,
+        result && !result.partial ? h("button", {
+          type: "button", class: "dl", "data-testid": "pin", title: "keep this run drawn (dashed) under the next runs, to compare them",
+          onclick: () => { state.pinned = state.pinned && state.pinned.result === result ? null : { result, label: `job ${(result.job_id || "").slice(0, 8)}` }; renderResult(result); },
+        }, state.pinned && state.pinned.result === result ? "Unpin" : "Pin to compare") : null,
         h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…"))),
     facts,
     ...(cons.length ? [h("ul", { class: "constraints" }, cons)] : []),
@@ -948,6 +985,13 @@ const resizer = new ResizeObserver((entries) => {
     if (c && Math.abs(en.target.clientWidth - c.w) > 2) drawChart(c);
   }
 });
+function forgetCharts() {
+  for (const host of [...charts.keys()]) if (!host.isConnected) { resizer.unobserve(host); charts.delete(host); }
+}
+function chartIn(id, kind, opts, caption) {
+  forgetCharts();
+  chart(figure(id, caption), kind, opts);
+}
 function chart(host, kind, opts) {
   const c = { host, kind, opts, w: 0 };
   charts.set(host, c);
@@ -965,8 +1009,7 @@ function figure(id, caption) {
 }
 
 function renderResult(r) {
-  for (const host of charts.keys()) resizer.unobserve(host);
-  charts.clear();
+  forgetCharts();
   if (state.summary) renderSummary(state.summary, r);
   $("results").classList.remove("empty");
   $("results").classList.remove("stale");
@@ -974,10 +1017,19 @@ function renderResult(r) {
   const t = tr.t || [];
   const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
   const part = r.partial ? ` — partial, up to t = ${fmt(t[t.length - 1], 6)}` : "";
-  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
+  // a pinned run is drawn dashed under this one, in the same colours
+  const pin = state.pinned && state.pinned.result !== r ? state.pinned : null;
+  const withPinned = (series, group) => {
+    if (!pin) return series;
+    const ptr = pin.result.trajectory || {};
+    const extra = series.filter((s0) => ptr[group] && ptr[group][s0.name]).map((s0) => ({ name: "", x: ptr.t, y: ptr[group][s0.name], color: s0.color, dash: "6 4", noLegend: true, pinned: true }));
+    if (extra.length) extra.push({ name: `${pin.label} (pinned, dashed)`, x: [], y: [], color: "#7a8796", dash: "6 4" });
+    return extra.length ? [...series, ...extra] : series;
+  };
+  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: "t", yLabel: "q", series: withPinned(seriesOf(tr.q, t, coords), "q") });
   if (tr.speeds && Object.keys(tr.speeds).length) {
     const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
-    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
+    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: withPinned(seriesOf(tr.speeds, t, speedNames), "speeds") });
   } else {
     $("plot-speeds").hidden = true; // the multipliers formulation integrates q and q' directly
   }
@@ -1037,6 +1089,7 @@ function renderResult(r) {
     });
   }
   renderHamel(r);
+  anim.show(r, state.modelSpec || parseEditor(modelEditor, "model").value, state.summary, (state.request && state.request.parameters) || {});
 }
 
 // ---- Hamel coefficients ------------------------------------------------------------

@@ -183,7 +183,7 @@ export function lineChart(host, opts) {
       }
       return;
     }
-    svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, plot);
+    svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}), ...(s.width ? { style: `stroke-width:${s.width}` } : {}) }, plot);
     if (s.points) {
       for (let i = 0; i < s.x.length; i++) {
         if (Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0)) svg("circle", { cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.5, fill: color }, plot);
@@ -213,7 +213,7 @@ export function lineChart(host, opts) {
 
 // A vertical rule and the values of every series at the nearest sample.
 function hover(root, opts, X, Y, M, pw, ph) {
-  if (opts.equalAspect || !opts.series.length) return;
+  if (opts.equalAspect || !opts.series.length || opts.series.length > 12) return;
   const s0 = opts.series[0];
   const g = svg("g", { class: "hover", visibility: "hidden" }, root);
   const rule = svg("line", { y1: M.t, y2: M.t + ph }, g);
