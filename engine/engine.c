@@ -7,8 +7,6 @@
 #include <malloc.h>
 #endif
 #include <math.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +18,7 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "sha256.h"
 #include "sim.h"
 
 int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
@@ -53,13 +52,7 @@ const engine_limits engine_default_limits = {
     .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
-/* OpenSSL serves only SHA-256 here: it is initialised without reading openssl.cnf (issue
- * 19: loading the configuration was a fifth of compile_ms in a one-shot CLI run). */
-void engine_init(void)
-{
-    gsl_set_error_handler_off();
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-}
+void engine_init(void) { gsl_set_error_handler_off(); }
 
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem)
@@ -100,17 +93,15 @@ int engine_simulation_check(const engine_model *m, const json_t *request, const 
 
 static int sha256_hex(const char *text, const char *prefix, char out[80])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-             EVP_DigestUpdate(ctx, prefix, strlen(prefix)) && EVP_DigestUpdate(ctx, "\n", 1) &&
-             EVP_DigestUpdate(ctx, text, strlen(text)) && EVP_DigestFinal_ex(ctx, md, &len);
-    EVP_MD_CTX_free(ctx);
-    if (!ok)
-        return -1;
+    unsigned char md[SHA256_BYTES];
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, prefix, strlen(prefix));
+    sha256_update(&ctx, "\n", 1);
+    sha256_update(&ctx, text, strlen(text));
+    sha256_final(&ctx, md);
     strcpy(out, "sha256:");
-    for (unsigned i = 0; i < len; i++)
+    for (unsigned i = 0; i < SHA256_BYTES; i++)
         sprintf(out + 7 + 2 * i, "%02x", md[i]);
     return 0;
 }

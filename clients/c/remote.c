@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REMOTE_MAX_ARGS 16 /* positional arguments */
@@ -35,15 +36,38 @@ enum {
 typedef struct remote_args {
     const char *url, *token, *out, *q, *t;
     int csv, json, wait, help;
+    int progress; /* -1: on a terminal (the default); 0: --no-progress; 1: --progress */
     int npos;
     const char *pos[REMOTE_MAX_ARGS];
 } remote_args;
 
-/* What the progress callback draws on and watches. */
+#define REMOTE_PROGRESS_AFTER_S 1.0 /* progress shows once a wait has taken this long */
+#define REMOTE_PROGRESS_LINE_S 1.0  /* one line per interval when stderr is not a terminal */
+
+/* What the progress callback draws on and watches: a bar redrawn in place on a terminal,
+ * else (--progress) a line a second; nothing in a wait's first second. */
 typedef struct remote_ui {
     int tty;
     int drawn;
+    int show;         /* draw at all */
+    double start;     /* monotonic seconds when the wait began */
+    double last_line; /* when the last line was written (not a terminal) */
 } remote_ui;
+
+static double remote_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A remote_ui for a wait starting now, as -a asks. */
+static remote_ui remote_ui_new(const remote_args *a)
+{
+    remote_ui ui = {isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
+    ui.show = a->progress > 0 || (a->progress < 0 && ui.tty);
+    return ui;
+}
 
 static volatile sig_atomic_t remote_interrupted;
 
@@ -67,7 +91,7 @@ static void remote_on_sigint(int sig)
 }
 
 static const char remote_usage_text[] =
-    "usage: hamel remote [--url URL] [--token T] COMMAND ...\n"
+    "usage: hamel remote [--url URL] [--token T] [--progress|--no-progress] COMMAND ...\n"
     "  run FILE [--csv|--json] [-o OUT]   simulate a case file or a simulation request\n"
     "  check FILE [--json]                validate the model of FILE (text; --json: the summary)\n"
     "  gamma FILE [--q name=v,...] [--t T] [--json]\n"
@@ -84,7 +108,8 @@ static const char remote_usage_text[] =
     "  cancel ID                          cancel a queued or running job\n"
     "URL defaults to $HAMEL_URL, then " HAMELCLIENT_DEFAULT_URL "; T to $HAMEL_TOKEN.\n"
     "CSV columns: t, the coordinates, the speeds, then q' of each coordinate as name'.\n"
-    "A progress bar is drawn on standard error when it is a terminal.\n"
+    "A wait longer than a second shows its progress on standard error when that is a\n"
+    "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
     "Exit status: 0 ok, 1 the service refused the request or a run failed, 2 usage (bad\n"
     "arguments, a file that cannot be read), 3 transport (no answer, or not the API's),\n"
     "130 interrupted (the job is cancelled).\n";
@@ -101,6 +126,7 @@ static int remote_usage(const char *msg)
 static int remote_parse(int argc, char **argv, remote_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->progress = -1;
     int i = 1;
     if (i < argc && strcmp(argv[i], "remote") == 0)
         i++;
@@ -125,6 +151,10 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->json = 1;
         else if (strcmp(s, "--wait") == 0)
             a->wait = 1;
+        else if (strcmp(s, "--progress") == 0)
+            a->progress = 1;
+        else if (strcmp(s, "--no-progress") == 0)
+            a->progress = 0;
         else if (strncmp(s, "--url=", 6) == 0)
             a->url = s + 6;
         else if (strncmp(s, "--token=", 8) == 0)
@@ -256,7 +286,16 @@ static json_t *remote_request_of(const char *file, json_t *doc)
 static int remote_progress(void *user, const char *job_id, const char *status, double p)
 {
     remote_ui *ui = user;
-    if (ui->tty) {
+    double now = remote_now();
+    if (!ui->show || now - ui->start < REMOTE_PROGRESS_AFTER_S) {
+        /* not yet (or not at all) */
+    } else if (!ui->tty) {
+        if (now - ui->last_line >= REMOTE_PROGRESS_LINE_S || p >= 1.0) {
+            fprintf(stderr, "hamel remote: %s %5.1f%% %s after %.1f s\n", job_id, 100.0 * p, status,
+                    now - ui->start);
+            ui->last_line = now;
+        }
+    } else {
         static const char hashes[] = "##############################";
         int fill = (int)(p * REMOTE_BAR_WIDTH + 0.5);
         fill = fill < 0 ? 0 : (fill > REMOTE_BAR_WIDTH ? REMOTE_BAR_WIDTH : fill);
@@ -270,7 +309,7 @@ static int remote_progress(void *user, const char *job_id, const char *status, d
 
 static void remote_progress_end(remote_ui *ui)
 {
-    if (ui->drawn)
+    if (ui->drawn && ui->tty)
         fputc('\n', stderr);
     ui->drawn = 0;
 }
@@ -330,9 +369,10 @@ static int remote_emit_result(const remote_args *a, const json_t *result, const 
 
 /* Waits for a job with a progress bar on a terminal; Ctrl-C cancels the job. On
  * success *result holds the result (caller owns it). */
-static int remote_wait(hamelclient *c, const char *job_id, json_t *started, json_t **result)
+static int remote_wait(hamelclient *c, const remote_args *a, const char *job_id, json_t *started,
+                       json_t **result)
 {
-    remote_ui ui = {isatty(STDERR_FILENO), 0};
+    remote_ui ui = remote_ui_new(a);
     hamelclient_error err;
     int rc;
     if (started != NULL && json_object_get(started, "trajectory") != NULL) {
@@ -373,7 +413,7 @@ static int remote_run(hamelclient *c, const remote_args *a)
         code = remote_fail(c, a->pos[1], rc, &err);
     else {
         const char *id = json_string_value(json_object_get(started, "job_id"));
-        code = remote_wait(c, id ? id : "", started, &result);
+        code = remote_wait(c, a, id ? id : "", started, &result);
     }
     if (code == REMOTE_EXIT_OK)
         code = remote_emit_result(a, result, json_object_get(req, "model"));
@@ -696,7 +736,7 @@ static int remote_batch(hamelclient *c, const remote_args *a)
     if (json_is_object(sim) && json_object_get(req, "base") == NULL)
         json_object_set(req, "base", sim);
     json_decref(doc);
-    remote_ui ui = {isatty(STDERR_FILENO), 0};
+    remote_ui ui = remote_ui_new(a);
     hamelclient_error err;
     json_t *out = NULL;
     int rc = hamelclient_batch(c, req, remote_progress, &ui, &out, &err);
@@ -741,7 +781,7 @@ static int remote_job(hamelclient *c, const remote_args *a)
     int code = REMOTE_EXIT_OK;
     if (a->wait) {
         json_t *result = NULL;
-        code = remote_wait(c, a->pos[1], job, &result);
+        code = remote_wait(c, a, a->pos[1], job, &result);
         if (code == REMOTE_EXIT_OK)
             code = remote_emit_result(a, result, NULL);
         json_decref(result);

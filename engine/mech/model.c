@@ -6,7 +6,6 @@
 #include "model.h"
 
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "hamel.h"
 #include "holonomy.h"
 #include "nonlin.h"
+#include "sha256.h"
 #include <time.h>
 #include "jit.h"
 #include "native.h"
@@ -130,6 +130,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_pos);
     free(m->pos_con);
     json_decref(m->bodies_js);
+    json_decref(m->units_js);
     tape_free(m->tape_det);
     tape_free(m->tape_mass);
     free(m->u_slot);
@@ -354,6 +355,50 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
     return 0;
 }
 
+/* "units": {symbol: unit}, a label for display only (nothing is converted): each key a
+ * parameter, a coordinate, a speed named in "speeds", or "t"; each value a non-empty
+ * string of at most UNIT_MAX bytes. Kept in the canonical form and the summary. */
+#define UNIT_MAX 32
+static void parse_units(struct engine_model *m, const json_t *js, json_t *problem)
+{
+    const json_t *units = json_object_get(js, "units");
+    if (!units)
+        return;
+    if (!json_is_object(units)) {
+        add_error(problem, "model.units", -1, "must be an object of symbol: unit (such as \"kg\")");
+        return;
+    }
+    const json_t *speeds = json_object_get(js, "speeds");
+    const char *key;
+    const json_t *val;
+    int bad = 0;
+    json_object_foreach((json_t *)units, key, val)
+    {
+        char path[160];
+        snprintf(path, sizeof path, "model.units.%.100s", key);
+        int known = strcmp(key, "t") == 0;
+        for (int i = 0; !known && i < m->np; i++)
+            known = strcmp(m->params[i], key) == 0;
+        for (int i = 0; !known && i < m->n; i++)
+            known = strcmp(m->coords[i], key) == 0;
+        for (size_t i = 0; !known && json_is_array(speeds) && i < json_array_size(speeds); i++) {
+            const json_t *sn = json_object_get(json_array_get(speeds, i), "name");
+            known = json_is_string(sn) && strcmp(json_string_value(sn), key) == 0;
+        }
+        if (!known) {
+            add_error(problem, path, -1,
+                      "unknown symbol: units are for parameters, coordinates, speeds and t");
+            bad = 1;
+        } else if (!json_is_string(val) || json_string_length(val) == 0 ||
+                   json_string_length(val) > UNIT_MAX) {
+            add_error(problem, path, -1, "must be a non-empty string of at most %d bytes", UNIT_MAX);
+            bad = 1;
+        }
+    }
+    if (!bad)
+        m->units_js = json_deep_copy(units);
+}
+
 static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
                        const json_t **speeds_js)
 {
@@ -435,6 +480,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
             m->sym_p[i] = expr_sym_add(m->ctx, m->params[i], SYM_PARAM, i);
     }
     m->sym_t = expr_sym_add(m->ctx, "t", SYM_TIME, 0);
+    parse_units(m, js, problem);
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "model.coordinates[%d]", i);
         if (!name_free(m, m->coords[i], path, problem))
@@ -928,6 +974,8 @@ static int make_canonical(struct engine_model *m)
     budget_stage(bg, "printing", "model");
     if (m->bodies_js)
         json_object_update(js, m->bodies_js);
+    if (m->units_js)
+        json_object_set(js, "units", m->units_js);
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
@@ -964,12 +1012,10 @@ static int make_canonical(struct engine_model *m)
     json_decref(js);
     if (!m->canonical)
         return -1;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(m->canonical, strlen(m->canonical), md, &mdlen, EVP_sha256(), NULL))
-        return -1;
+    unsigned char md[SHA256_BYTES];
+    sha256(m->canonical, strlen(m->canonical), md);
     strcpy(m->id, "sha256:");
-    for (unsigned i = 0; i < mdlen; i++)
+    for (unsigned i = 0; i < SHA256_BYTES; i++)
         sprintf(m->id + 7 + 2 * i, "%02x", md[i]);
     return 0;
 }
@@ -979,6 +1025,8 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *s = json_object();
     json_object_set_new(s, "model_id", json_string(m->id));
     json_object_set_new(s, "name", json_string(m->name));
+    if (m->units_js)
+        json_object_set(s, "units", m->units_js);
     json_object_set_new(s, "n", json_integer(m->n));
     json_object_set_new(s, "m", json_integer(m->nc));
     json_object_set_new(s, "dof", json_integer(m->nlin == m->nc ? m->k : m->n - m->nc));
@@ -1104,6 +1152,7 @@ static const char *const known_keys[] = {"name",
                                          "gravity",
                                          "rolling_disks",
                                          "description",
+                                         "units",
                                          "notes",
                                          "source",
                                          NULL};

@@ -71,6 +71,7 @@ struct engine_model {
     expr *T, *V;
     expr *T_hand, *V_hand; /* the hand-written parts (T = T_hand + T of the bodies) */
     json_t *bodies_js;     /* the bodies keys of the model as given (for the canonical form) */
+    json_t *units_js;      /* "units": {symbol: unit text} as given, validated; NULL if absent */
     int npos;              /* position-level constraints */
     int *pos_con;          /* [npos] their index in cons */
     tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */

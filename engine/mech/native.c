@@ -11,10 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -38,6 +35,9 @@
 #include "identity.h"
 #include "jit.h"
 #include "model.h"
+#include "sha256.h"
+
+_Static_assert(NATIVE_MAC_BYTES == SHA256_BYTES, "a record is one HMAC-SHA256");
 
 extern char **environ;
 
@@ -85,7 +85,7 @@ static int native__key_load(const char *path, unsigned char key[NATIVE_KEY_MAX],
         snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
         unsigned char fresh[NATIVE_KEY_BYTES];
         int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        int ok = w >= 0 && RAND_bytes(fresh, sizeof fresh) == 1 &&
+        int ok = w >= 0 && getrandom(fresh, sizeof fresh, 0) == (ssize_t)sizeof fresh &&
                  write(w, fresh, sizeof fresh) == (ssize_t)sizeof fresh && fsync(w) == 0;
         if (w >= 0 && close(w) != 0)
             ok = 0;
@@ -93,7 +93,7 @@ static int native__key_load(const char *path, unsigned char key[NATIVE_KEY_MAX],
             ok = 0;
         if (w >= 0)
             unlink(tmp);
-        OPENSSL_cleanse(fresh, sizeof fresh);
+        sha256_wipe(fresh, sizeof fresh);
         if (!ok)
             return -1;
         fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -158,7 +158,7 @@ int native_configure(const char *dir)
     memcpy(native_key, key, key_len);
     native_key_len = key_len;
     pthread_mutex_unlock(&native_lock);
-    OPENSSL_cleanse(key, sizeof key);
+    sha256_wipe(key, sizeof key);
     return rc;
 }
 
@@ -346,7 +346,6 @@ static void native__mac(const unsigned char *key, size_t key_len, const char *na
 {
     size_t nl = strlen(name) + 1;
     unsigned char *msg = malloc(nl + len);
-    unsigned int ml = 0;
     if (!msg) {
         memset(mac, 0, NATIVE_MAC_BYTES);
         free(msg);
@@ -354,8 +353,7 @@ static void native__mac(const unsigned char *key, size_t key_len, const char *na
     }
     memcpy(msg, name, nl);
     memcpy(msg + nl, bytes, len);
-    if (!HMAC(EVP_sha256(), key, (int)key_len, msg, nl + len, mac, &ml) || ml != NATIVE_MAC_BYTES)
-        memset(mac, 0, NATIVE_MAC_BYTES);
+    hmac_sha256(key, key_len, msg, nl + len, mac);
     free(msg);
 }
 
@@ -418,7 +416,7 @@ static unsigned char *native__read_signed(const char *so_path, const unsigned ch
         native__mac(key, key_len, native__base(so_path), obj, *len, want);
         for (int i = 0; i < NATIVE_MAC_BYTES && ok; i++)
             ok = sscanf((const char *)rec + 2 * i, "%2hhx", &got[i]) == 1;
-        ok = ok && CRYPTO_memcmp(want, got, NATIVE_MAC_BYTES) == 0;
+        ok = ok && sha256_equal(want, got, NATIVE_MAC_BYTES);
     }
     free(rec);
     if (!ok) {
@@ -583,21 +581,16 @@ static int native__build(struct engine_model *m, const char *dir)
     char *src = native__source(m);
     if (!src)
         return -1;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[SHA256_BYTES];
     /* the compiler and its flags are part of what the file holds */
     const char *cc = getenv("HAMEL_CC");
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-             EVP_DigestUpdate(ctx, cc ? cc : "cc", strlen(cc ? cc : "cc")) &&
-             EVP_DigestUpdate(ctx, "-O2 v1\n", 7) &&
-             EVP_DigestUpdate(ctx, engine_identity(), strlen(engine_identity())) &&
-             EVP_DigestUpdate(ctx, src, strlen(src)) && EVP_DigestFinal_ex(ctx, md, &mdlen);
-    EVP_MD_CTX_free(ctx);
-    if (!ok) {
-        free(src);
-        return -1;
-    }
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, cc ? cc : "cc", strlen(cc ? cc : "cc"));
+    sha256_update(&ctx, "-O2 v1\n", 7);
+    sha256_update(&ctx, engine_identity(), strlen(engine_identity()));
+    sha256_update(&ctx, src, strlen(src));
+    sha256_final(&ctx, md);
     const char *id = strchr(m->id, ':');
     id = id ? id + 1 : m->id;
     char so_path[1400], tmp_c[1400], tmp_so[1400];
@@ -636,7 +629,8 @@ static int native__build(struct engine_model *m, const char *dir)
             wrote = 0;
         /* The compiler's output is read once; those bytes are signed, renamed into place
          * and loaded (from memory), so a file swapped in meanwhile is never the one run. */
-        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0
+        /* 0600 first: under a umask of 0 the compiler's output would be writable by all */
+        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0 && chmod(tmp_so, 0600) == 0
                                  ? native__read_private(tmp_so, NATIVE_MAX_OBJECT_BYTES, &len)
                                  : NULL;
         if (obj && native__sign(so_path, key, key_len, obj, len) == 0 && rename(tmp_so, so_path) == 0)
@@ -648,7 +642,7 @@ static int native__build(struct engine_model *m, const char *dir)
             native__prune(dir);
     }
     free(src);
-    OPENSSL_cleanse(key, sizeof key);
+    sha256_wipe(key, sizeof key);
     if (!c)
         return -1;
     native_code *expected = NULL;

@@ -161,6 +161,13 @@ no_progress() {
   expect_exit 0 "$hamel" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]
 }
 check "no progress on stderr when it is not a terminal" no_progress
+remote_progress() {
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/long.json" --progress -o /dev/null || return 1
+  has "$work/err" '^hamel remote: [0-9a-f]+ +[0-9.]+% running after 1\.[0-9] s$' &&
+    has "$work/err" '^hamel remote: [0-9a-f]+ 100\.0% done after' || return 1
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]
+}
+check "hamel remote run --progress: a line a second on stderr; nothing without it off a terminal" remote_progress
 
 # ---- check: text and --json, local and remote ------------------------------------------
 check_text() {

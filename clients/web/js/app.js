@@ -468,7 +468,7 @@ async function prepare() {
     $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, built.bad.map((b) => h("li", {}, b.reason))));
     return null;
   }
-  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n) };
+  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n), params: { ...state.paramDefaults } };
 }
 
 async function run() {
@@ -932,8 +932,19 @@ function renderChecks(r) {
       st.rhs_evals != null ? `${st.rhs_evals} rhs evaluations` : null,
       st.integrate_ms != null ? `${fmt(st.integrate_ms, 3)} ms` : null,
       r.cached ? "from cache" : null,
+      r.provenance ? `engine ${r.provenance.engine_version} (${r.provenance.build}), ${r.provenance.code_tier}` : null,
     ].filter(Boolean).join(" · "))));
-  return h("div", { class: "checks" }, cells);
+  return h("div", {}, renderWarnings(r), h("div", { class: "checks" }, cells));
+}
+
+/** The result's `warnings` (checks that failed: energy expected conserved but drifting,
+ *  a constraint not kept) as a box above the checks; null when there are none. */
+function renderWarnings(r) {
+  const ws = Array.isArray(r.warnings) ? r.warnings : [];
+  if (!ws.length) return null;
+  return h("div", { class: "warnings", role: "alert", "data-testid": "warnings" },
+    h("div", { class: "warnings-title" }, ws.length === 1 ? "A check failed: do not trust this trajectory" : `${ws.length} checks failed: do not trust this trajectory`),
+    h("ul", {}, ws.map((w) => h("li", { "data-code": w.code || "" }, h("b", {}, w.code || "warning"), " ", w.message || ""))));
 }
 
 function xyPairs(coords) {
@@ -1017,6 +1028,19 @@ function renderResult(r) {
   const t = tr.t || [];
   const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
   const part = r.partial ? ` — partial, up to t = ${fmt(t[t.length - 1], 6)}` : "";
+  // units the model declares ("units": {symbol: unit}) go on the axes
+  const units = (state.summary && state.summary.units) || ((state.modelSpec || {}).units) || {};
+  const withUnit = (n) => (units[n] ? `${n} [${units[n]}]` : n);
+  const axisOf = (sym, names) => {
+    const us = new Set(names.map((n) => units[n] || ""));
+    return us.size === 1 && [...us][0] ? `${sym} [${[...us][0]}]` : sym;
+  };
+  const unitNames = (series, names) => {
+    const us = new Set(names.map((n) => units[n] || ""));
+    if (us.size > 1) for (const s0 of series) s0.name = withUnit(s0.name);
+    return series;
+  };
+  const tLabel = withUnit("t");
   // a pinned run is drawn dashed under this one, in the same colours
   const pin = state.pinned && state.pinned.result !== r ? state.pinned : null;
   const withPinned = (series, group) => {
@@ -1026,16 +1050,16 @@ function renderResult(r) {
     if (extra.length) extra.push({ name: `${pin.label} (pinned, dashed)`, x: [], y: [], color: "#7a8796", dash: "6 4" });
     return extra.length ? [...series, ...extra] : series;
   };
-  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: "t", yLabel: "q", series: withPinned(seriesOf(tr.q, t, coords), "q") });
+  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: tLabel, yLabel: axisOf("q", coords), series: unitNames(withPinned(seriesOf(tr.q, t, coords), "q"), coords) });
   if (tr.speeds && Object.keys(tr.speeds).length) {
     const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
-    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: withPinned(seriesOf(tr.speeds, t, speedNames), "speeds") });
+    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: tLabel, yLabel: axisOf("u", speedNames), series: unitNames(withPinned(seriesOf(tr.speeds, t, speedNames), "speeds"), speedNames) });
   } else {
     $("plot-speeds").hidden = true; // the multipliers formulation integrates q and q' directly
   }
   if (tr.multipliers && Object.keys(tr.multipliers).length) {
     chart(figure("plot-multipliers", "Generalized constraint forces of the multipliers formulation, one per constraint: compare them with friction limits to check no-slip."), "line", {
-      title: "Constraint forces λ(t)", xLabel: "t", yLabel: "λ", series: seriesOf(tr.multipliers, t, Object.keys(tr.multipliers)),
+      title: "Constraint forces λ(t)", xLabel: tLabel, yLabel: "λ", series: seriesOf(tr.multipliers, t, Object.keys(tr.multipliers)),
     });
   } else {
     $("plot-multipliers").hidden = true;
@@ -1049,7 +1073,7 @@ function renderResult(r) {
       { x: tr.q[x][t.length - 1], y: tr.q[y][t.length - 1], label: k === 0 ? "end" : "", color: "#b3261e" },
     ]);
     chart(figure("plot-path", "Path in the plane, equal scales on both axes."), "line", {
-      title: "Path in the x–y plane", xLabel: pairs.length > 1 ? "x" : pairs[0][0], yLabel: pairs.length > 1 ? "y" : pairs[0][1], series, markers, equalAspect: true,
+      title: "Path in the x–y plane", xLabel: pairs.length > 1 ? axisOf("x", pairs.map((p) => p[0])) : withUnit(pairs[0][0]), yLabel: pairs.length > 1 ? axisOf("y", pairs.map((p) => p[1])) : withUnit(pairs[0][1]), series, markers, equalAspect: true,
     });
   } else {
     $("plot-path").hidden = true;
@@ -1076,7 +1100,7 @@ function renderResult(r) {
     if (zero.length) notes.push(`The ${zero.join(", ")} is exactly 0 at every sample: the speeds are integrated and q̇ = Φu satisfies the constraints by construction.`);
     if (c.energy && c.energy.conserved_expected === false) notes.push(`Energy is not expected to be conserved here${c.energy.reason ? " (" + c.energy.reason + ")" : ""}.`);
     chart(figure("plot-checks", notes.join(" ")), "line", {
-      title: "Energy drift and constraint residual", xLabel: "t", yLabel: "absolute error", logY: true, series,
+      title: "Energy drift and constraint residual", xLabel: tLabel, yLabel: "absolute error", logY: true, series,
     });
   } else {
     const items = [];

@@ -333,7 +333,7 @@ const FN = {
 };
 
 /** An expression of the model language as a function of a name → value lookup
- *  (`pi` is π; an unknown name or q' is NaN). Numbers pass through. */
+ *  (`pi` is π; q' is looked up as "q'"; an unknown name is NaN). Numbers pass through. */
 export function compileExpr(src) {
   if (typeof src === "number") return () => src;
   const tree = parseExpr(String(src));
@@ -347,6 +347,7 @@ export function compileExpr(src) {
       case "div": return ev(n.a, env) / ev(n.b, env);
       case "neg": return -ev(n.a, env);
       case "pow": return Math.pow(ev(n.a, env), ev(n.b, env));
+      case "dot": return n.a.t === "id" && (n.a.v + "'") in env ? env[n.a.v + "'"] : NaN;
       case "call": { const f = FN[n.f]; return f ? f(...n.args.map((a) => ev(a, env))) : NaN; }
       default: return NaN;
     }

@@ -6,6 +6,7 @@
 import { ApiError } from "./api.js";
 import { lineChart, fmt } from "./chart.js";
 import { $, h } from "./dom.js";
+import { compileExpr } from "./expr.js";
 
 // Colour of run k of n: a perceptual ramp (viridis, sampled), first value dark blue.
 const RAMP = ["#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"];
@@ -53,7 +54,8 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     const qwas = qsel.value, fwas = fsel.value;
     qsel.replaceChildren(...quantities.map(([v, l]) => h("option", { value: v }, `${l}(t)`)));
     fsel.replaceChildren(...quantities.map(([v, l]) => h("option", { value: "final." + v }, `final ${l}`)),
-      h("option", { value: "energy" }, "max |E − E₀|"), h("option", { value: "residual" }, "max constraint residual"));
+      h("option", { value: "energy" }, "max |E − E₀|"), h("option", { value: "residual" }, "max constraint residual"),
+      h("option", { value: "expr" }, "an expression of the final state…"));
     if (quantities.some(([v]) => v === qwas)) qsel.value = qwas;
     if ([...fsel.options].some((o) => o.value === fwas)) fsel.value = fwas;
     const c = ((summary && summary.coordinates) || []).find((n) => /^x/.test(n));
@@ -123,7 +125,8 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     base.output = { samples: Math.min(SWEEP_SAMPLES, (base.output && base.output.samples) || SWEEP_SAMPLES) };
     base.hamel = "none";
     const runs = [];
-    plan = { vars: [{ key: v1, values: a }, ...(v2 ? [{ key: v2, values: b }] : [])], runs: [], summary: ctx.summary, unitOf: ctx.unitOf };
+    plan = { vars: [{ key: v1, values: a }, ...(v2 ? [{ key: v2, values: b }] : [])], runs: [], summary: ctx.summary, unitOf: ctx.unitOf,
+      params: { ...(ctx.params || {}), ...(base.parameters || {}) } };
     for (let j = 0; j < b.length; j++) {
       for (let i = 0; i < a.length; i++) {
         let r = setKey({}, v1, a[i]);
@@ -180,6 +183,18 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
 
   function valueOf(line, what) {
     if (!line || line.status !== "done") return NaN;
+    if (what === "expr") {
+      const f = line.final || {};
+      const env = { ...(plan.params || {}), ...((line.run && line.run.parameters) || {}), t: f.t };
+      for (const g of ["q", "speeds"]) Object.assign(env, f[g] || {});
+      for (const [k, v] of Object.entries(f.qdot || {})) env[k + "'"] = v;
+      const r = plan.runs[line.index];
+      for (const v of plan.vars) {
+        const [g, a] = v.key.split(".");
+        if (g === "parameters") env[a] = v === plan.vars[0] ? r.a : r.b;
+      }
+      try { return exprFn()(env); } catch { return NaN; }
+    }
     if (what === "energy") return line.checks && line.checks.energy ? line.checks.energy.max_abs_drift : NaN;
     if (what === "residual") return line.checks && line.checks.constraints ? line.checks.constraints.max_abs_residual : NaN;
     const [, g, n] = what.split(".");
@@ -203,7 +218,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     chart("plot-sweep", "line", { title: `${n}(t), ${series.length} runs`, xLabel: "t", yLabel: n, series },
       `One curve per run, coloured by ${varDesc} (dark → light).`);
     const what = $("sw-final").value;
-    const whatLabel = $("sw-final").selectedOptions[0] ? $("sw-final").selectedOptions[0].textContent : what;
+    const whatLabel = what === "expr" ? ($("sw-expr").value.trim() || "expression") : $("sw-final").selectedOptions[0] ? $("sw-final").selectedOptions[0].textContent : what;
     const v0 = plan.vars[0];
     const sum = [];
     const bvals = plan.vars.length > 1 ? plan.vars[1].values : [null];
@@ -228,6 +243,17 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
   $("sw-quantity").addEventListener("change", draw);
   $("sw-var").addEventListener("change", () => defaults($("sw-var"), $("sw-from"), $("sw-to"), lastModel, lastInitial));
   $("sw-var2").addEventListener("change", () => { if ($("sw-var2").value) defaults($("sw-var2"), $("sw-from2"), $("sw-to2"), lastModel, lastInitial); });
-  $("sw-final").addEventListener("change", draw);
+  let exprCache = null;
+  function exprFn() {
+    const src = $("sw-expr").value.trim();
+    if (!exprCache || exprCache.src !== src) {
+      let f;
+      try { f = compileExpr(src || "0"); $("sw-expr").classList.remove("invalid"); } catch { f = () => NaN; $("sw-expr").classList.add("invalid"); }
+      exprCache = { src, f };
+    }
+    return exprCache.f;
+  }
+  $("sw-final").addEventListener("change", () => { $("sw-expr-field").hidden = $("sw-final").value !== "expr"; draw(); });
+  $("sw-expr").addEventListener("change", draw);
   return { refresh, run, defaults: () => null };
 }
