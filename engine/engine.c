@@ -21,17 +21,6 @@
 #include "sha256.h"
 #include "sim.h"
 
-int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
-{
-    return model_compile(js, lim, NULL, out, problem);
-}
-
-int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
-                             engine_model **out, json_t **problem)
-{
-    return model_compile(js, lim, ctl, out, problem);
-}
-
 /* points * n^4 of one /v1/hamel request (the gammas cost n^4 each): about a second */
 #define ENGINE_MAX_GAMMA_WORK                                                                                \
     5e8 /* points * n^4 of one /v1/hamel request: 1.6 s and 16 MB of JSON at n = 48 */

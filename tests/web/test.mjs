@@ -747,6 +747,29 @@ await check("New model, the recent models list, and the JSON file saved and open
   }
 });
 
+await check("what-if: with rerun on change, a parameter's new value runs at once as an override", async () => {
+  const p17 = await context.newPage();
+  p17.on("pageerror", (e) => pageErrors.push("what-if: " + e));
+  try {
+    await p17.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p17.waitForFunction(() => document.body.dataset.ready === "1");
+    const first = await runAndWait(p17);
+    const e0 = Number(await p17.locator('[data-testid="energy-drift"]').evaluate((n) => n.parentElement.querySelector(".check-sub").textContent.match(/E₀ = ([-0-9.e]+)/)[1]));
+    await p17.check("#auto-run");
+    await p17.fill('#params input[data-param="g"]', "19.62");
+    await p17.waitForFunction((id) => {
+      const j = document.getElementById("job-id").textContent;
+      return j && !j.includes(id) && document.getElementById("progress").classList.contains("done");
+    }, first);
+    const e1 = Number(await p17.locator('[data-testid="energy-drift"]').evaluate((n) => n.parentElement.querySelector(".check-sub").textContent.match(/E₀ = ([-0-9.e]+)/)[1]));
+    // E = T + m g r sin(theta): doubling g adds m g r sin(1.2) = 0.5 * 9.81 * sin(1.2)
+    near(e1 - e0, 9.81 * 0.5 * Math.sin(1.2), 1e-8, "the energy added by doubling g");
+    assert(await p17.locator('#params .param.changed').count() === 1, "the changed parameter is not marked");
+  } finally {
+    await p17.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });
