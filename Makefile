@@ -20,10 +20,10 @@ OPT ?= -O2 -g
 WERROR ?=
 PKG_CONFIG ?= pkg-config
 
-# The engine hashes with its own SHA-256 (engine/base/sha256.c): no libcrypto, so the
-# one-shot CLI does not load it. The server's request keys still use OpenSSL's.
-ENGINE_PKGS := gsl jansson
-SERVER_PKGS := libmicrohttpd hiredis libcrypto
+# The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c), initialised without
+# its configuration files.
+ENGINE_PKGS := gsl jansson libcrypto
+SERVER_PKGS := libmicrohttpd hiredis
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 

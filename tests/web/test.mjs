@@ -6,7 +6,7 @@
 import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, extname, dirname, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -548,6 +548,19 @@ await check("a 20-run sweep streams 20 overlaid curves and a summary plot", asyn
     await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
     const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
     near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
+    // two variables: 4 values of Omega for each of 3 values of r, one summary curve per r
+    await p11.fill("#sw-n", "4");
+    await p11.selectOption("#sw-var2", "parameters.r");
+    await p11.fill("#sw-from2", "0.4");
+    await p11.fill("#sw-to2", "0.6");
+    await p11.fill("#sw-n2", "3");
+    await p11.selectOption("#sw-final", "final.q.x");
+    await p11.click('[data-testid="sw-run"]');
+    await p11.waitForFunction(() => document.getElementById("sw-card").dataset.state === "done" && /^12 of 12/.test(document.getElementById("sw-progress-text").textContent));
+    const curves = await p11.locator('[data-testid="plot-sweep"] svg path.series').count();
+    const lines2 = await p11.locator('[data-testid="plot-sweep-summary"] svg path.series').count();
+    const pts2 = await p11.locator('[data-testid="plot-sweep-summary"] svg circle').count();
+    assert(curves === 12 && lines2 === 3 && pts2 === 12, `2-D sweep: ${curves} curves, ${lines2} summary curves, ${pts2} points (12, 3, 12 expected)`);
     await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
   } finally {
     await p11.close();
@@ -767,6 +780,26 @@ await check("what-if: with rerun on change, a parameter's new value runs at once
     assert(await p17.locator('#params .param.changed').count() === 1, "the changed parameter is not marked");
   } finally {
     await p17.close();
+  }
+});
+
+await check("the CSV download has the CLI's columns (hamel run --csv)", async () => {
+  const cli = join(dirname(process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server")), "hamel");
+  const out = spawnSync(cli, ["run", join(webRoot, "examples", `${ROLLING_DISK}.json`), "--csv"], { encoding: "utf8" });
+  assert(out.status === 0, `${cli} run --csv: exit ${out.status} ${out.stderr}`);
+  const want = out.stdout.split("\n")[0];
+  const p18 = await context.newPage();
+  try {
+    await p18.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p18.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p18);
+    const [dl] = await Promise.all([p18.waitForEvent("download"), p18.locator("button.dl", { hasText: "CSV" }).click()]);
+    const text = readFileSync(await dl.path(), "utf8");
+    const got = text.split("\n")[0];
+    assert(got === want, `the page's CSV header "${got}" is not the CLI's "${want}"`);
+    assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
+  } finally {
+    await p18.close();
   }
 });
 
