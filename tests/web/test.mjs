@@ -688,9 +688,15 @@ await check("a failed check is shown as a warning box; the rolling disk has none
 
 /** A second server, started with HAMEL_TOKEN: {url, stop}. */
 async function tokenServer(token) {
+  return otherServer({ HAMEL_TOKEN: token });
+}
+
+/** Another server of this build with extra settings, on `port` (0: any) and its own
+ *  data directory (or `data`): {url, data, stop(keepData)}. */
+async function otherServer(extra, port = 0, data = null) {
   const bin = process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server");
-  const data = mkdtempSync(join(tmpdir(), "hamel-web-token-"));
-  const child = spawn(bin, [], { env: { ...process.env, HAMEL_PORT: "0", HAMEL_STATIC: webRoot, HAMEL_DATA: data, HAMEL_TOKEN: token }, stdio: ["ignore", "pipe", "pipe"] });
+  data = data || mkdtempSync(join(tmpdir(), "hamel-web-other-"));
+  const child = spawn(bin, [], { env: { ...process.env, HAMEL_PORT: String(port), HAMEL_STATIC: webRoot, HAMEL_DATA: data, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error("the token server did not start: " + out)), 20000);
@@ -698,8 +704,43 @@ async function tokenServer(token) {
     child.stdout.on("data", look);
     child.stderr.on("data", look);
   });
-  return { url: url.replace(/\/+$/, ""), stop: () => { child.kill("SIGTERM"); rmSync(data, { recursive: true, force: true }); } };
+  const exited = new Promise((r) => child.on("exit", r));
+  return {
+    url: url.replace(/\/+$/, ""), data,
+    stop: async (keepData) => { child.kill("SIGTERM"); await exited; if (!keepData) rmSync(data, { recursive: true, force: true }); },
+  };
 }
+
+await check("a run whose result has expired (410) says so and runs again", async () => {
+  // a store of 100 kB keeps no result of 2001 samples once the server restarts
+  const settings = { HAMEL_STORE_BYTES: "100000" };
+  let srv = await otherServer(settings);
+  const port = Number(new URL(srv.url).port);
+  const ex = JSON.parse(readFileSync(join(webRoot, "examples", `${ROLLING_DISK}.json`), "utf8"));
+  const run = { ...ex.simulation, output: { samples: 2001 } };
+  const post = await fetch(srv.url + "/v1/simulations?wait=60", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...run, model: ex.model }) });
+  const job = await post.json();
+  assert(job.status === "done", `the run: ${JSON.stringify(job).slice(0, 200)}`);
+  await srv.stop(true);
+  srv = await otherServer(settings, port, srv.data);
+  const { b, p } = await freshBrowser();
+  try {
+    const gone = await fetch(`${srv.url}/v1/jobs/${job.job_id}`);
+    assert(gone.status === 410, `GET the job after the restart: ${gone.status}, expected 410`);
+    const b64 = Buffer.from(JSON.stringify(run)).toString("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    await p.goto(`${srv.url}/?model=${job.model_id}&job=${job.job_id}&run=${b64}`);
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    await p.locator('[data-testid="run-again"]').waitFor();
+    assert(/no longer kept/.test(await p.locator('[data-testid="problem"]').innerText()), "the page does not say the result expired");
+    assert(await p.locator("#samples").inputValue() === "2001", "the run's settings are not filled in");
+    await runAndWait(p, '[data-testid="run-again"]');
+    const id = (await p.locator("#job-id").innerText()).replace(/^job /, "").trim();
+    assert(id && id !== job.job_id, "no new job");
+  } finally {
+    await b.close();
+    await srv.stop();
+  }
+});
 
 await check("a server with a token asks for it; the token is kept for the tab, never taken from the address", async () => {
   const token = "web-test-token-7f3a";
@@ -725,7 +766,7 @@ await check("a server with a token asks for it; the token is kept for the tab, n
     assert(!p.url().includes(token), "the token went into the address");
   } finally {
     await b.close();
-    srv.stop();
+    await srv.stop();
   }
 });
 
