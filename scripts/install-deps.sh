@@ -9,7 +9,7 @@ run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttp
 # redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
 # python3-*: the Python client's tests (tests/python: a venv with the system's numpy);
 # python3-scipy: the generated Python modules integrated by solve_ivp (tests/export)
-test_pkgs=(libcriterion-dev jq clang-format cppcheck redis-server nginx
+test_pkgs=(libcriterion-dev jq clang clang-format cppcheck redis-server nginx
            python3-venv python3-wheel python3-setuptools python3-numpy python3-pandas python3-pytest
            python3-scipy)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
