@@ -2,9 +2,9 @@
  * file bakes its state and has a main) and GET /v1/models/{id}/code?lang= (no state, no
  * main).
  *
- * Owns the two answers: engine_code on the offload pool (a bicycle's file is megabytes
- * of text), then the file itself as the body, text/x-c or text/x-python. Resolution and
- * compilation of the model are resolve.c's, as for /v1/linearize.
+ * Owns the two answers: engine_code in an engine worker (isolate.h), waited for on the
+ * offload pool (a bicycle's file is megabytes of text), then the file itself as the body, text/x-c or
+ * text/x-python. Resolution and compilation of the model are resolve.c's, as for /v1/linearize.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +17,7 @@ static void http__code_into(http_conn *c, const char *lang, const json_t *reques
 {
     char *text = NULL;
     size_t len = 0;
-    c->work_rc = engine_code(c->work_model, request, lang, c->srv->d.limits, &text, &len, &c->out_problem);
+    c->work_rc = isolate_code(c->work_model, request, lang, c->srv->d.limits, &text, &len, &c->out_problem);
     if (c->work_rc != 0)
         return;
     c->out =
