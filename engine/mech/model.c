@@ -166,6 +166,27 @@ const char *engine_model_canonical(const engine_model *m) { return m->canonical;
 size_t engine_model_bytes(const engine_model *m) { return m->bytes; }
 json_t *engine_model_summary(const engine_model *m) { return json_deep_copy(m->summary); }
 
+engine_model *engine_model_shell(const char *id, const char *canonical, json_t *summary, size_t bytes)
+{
+    struct engine_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->forms_lock, NULL);
+    snprintf(m->id, sizeof m->id, "%s", id);
+    m->canonical = strdup(canonical);
+    m->summary = json_incref(summary);
+    m->bytes = bytes;
+    m->shell = 1;
+    if (!m->canonical || !m->summary) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int engine_model_is_shell(const engine_model *m) { return m->shell; }
+
 /* ---- parsing the JSON ---- */
 
 struct src_expr {

@@ -42,8 +42,14 @@ typedef struct sim_request {
     int *ev_dir;            /* [n_ev] enum integ_event_dir */
     unsigned char *ev_stop; /* [n_ev] action "stop" */
     expr_ctx *ev_ctx;
-    tape *ev_tape; /* -> g [n_ev] on the model's inputs (speeds are definitions u(q, q', t)) */
-    int ev_k;      /* the model's k when the trajectory reports speeds, else 0 */
+    int n_ev_user;   /* the user's events (listed); the rest are the contacts' (2 each) */
+    tape *ev_tape;   /* -> g [n_ev_user] on the model's inputs [n_in] then the multipliers [nc]
+                      * (speeds and contact forces are definitions) */
+    int ev_k;        /* the model's k when the trajectory reports speeds, else 0 */
+    int *ev_lam_sym; /* [nc] symbol of lambda_<constraint> in ev_ctx, or -1 */
+    int ev_lam;      /* the user's events read the multipliers */
+    int n_con;       /* contacts (contact.h): rolling disks with a friction */
+    struct contact_spec *con;
 } sim_request;
 
 /* Parses and validates a request against the model. On success returns 0 and fills
