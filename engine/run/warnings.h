@@ -11,6 +11,8 @@
  *   position-drift        a position constraint's residual > max(position_tolerance, tol),
  *                         projection off
  *   projection-failed     a projection back onto a position constraint failed
+ *   contact-lift-off      a contact's normal force turned negative (checks.contacts, contact.h)
+ *   contact-slip          a contact's |F_t| exceeded friction * N
  * and any check that is not a number (NaN) fails.
  */
 #ifndef HAMEL_WARNINGS_H
