@@ -152,6 +152,11 @@ json_t *warn_from_checks(const json_t *checks, const warn_scale *scale)
     const json_t *pos = json_object_get(cons, "position");
     if (pos)
         warn__position(out, pos, tol);
+    if (scale->mass_indefinite)
+        warn__add(out, "mass-indefinite", "model.kinetic_energy", NAN, 0.0,
+                  "the kinetic energy is not positive semi-definite at the initial state (its mass matrix "
+                  "d2T/dq'dq' has a negative eigenvalue): a mass or an inertia is out of range, in "
+                  "kinetic_energy or through the parameters");
     warn__contacts(out, json_object_get(checks, "contacts"));
     return out;
 }
