@@ -108,8 +108,8 @@ int main(int argc, char **argv)
     /* The optimizing code tier (engine/native.h): shared objects cached in
      * HAMEL_CACHE_DIR, else <data>/native; HAMEL_NO_NATIVE=1 turns the tier off. */
     char code_dir[CONFIG_PATH_MAX + 16];
-    const char *cd = getenv("HAMEL_CACHE_DIR");
-    snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
+    const char *cd = cfg.cache_dir;
+    snprintf(code_dir, sizeof code_dir, "%s%s", *cd ? cd : cfg.data, *cd ? "" : "/native");
     if (engine_code_cache(code_dir) != 0)
         fprintf(
             stderr,
