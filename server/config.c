@@ -124,6 +124,22 @@ const config_setting config_settings[] = {
     CONFIG_ENG("native-key-file", "HAMEL_NATIVE_KEY_FILE", "`$HAMEL_CACHE_DIR.key`",
                "A shared object is loaded only if it verifies against an HMAC under the key in this "
                "file, made 0600 on first start."),
+    CONFIG_NUM(
+        "isolate", "HAMEL_ISOLATE", 0, CONFIG_INT, isolate, "1", NULL, 0, 1,
+        "The engine runs in worker processes (`hamel-server --engine-worker`, exec'd by the server, one "
+        "per thread that can call it): a crash in the engine costs one request or job (500 `engine-fault` "
+        "naming the model and the signal), never the service, and the model is quarantined in the store "
+        "(`DELETE /v1/quarantine/{model_id}` clears it). 0 runs the engine inside the server instead, for "
+        "comparison only: a crash then takes the server down."),
+    CONFIG_NUM("worker-memory-mb", "HAMEL_WORKER_MEMORY_MB", 0, CONFIG_LONG, worker_memory_mb, "4096", NULL,
+               0, 1L << 30,
+               "The address space (MiB) an engine worker process may map beyond its start; 0: no cap."),
+    CONFIG_SEC("quarantine-seconds", "HAMEL_QUARANTINE_SECONDS", quarantine_seconds, "86400", NULL, 0,
+               "How long a model the engine crashed on is answered at once with its 500 engine-fault."),
+    CONFIG_ENG(
+        "test-faults", "HAMEL_TEST_FAULTS", "0",
+        "Tests only: 1 makes models named `__fault_segv__`, `__fault_oom__`, `__fault_abort__` crash the "
+        "engine on purpose."),
     CONFIG_STR(
         "redis", "HAMEL_REDIS", 0, redis, "", "none: SQLite", 0,
         "`redis://host:port` (or `redis://:password@host:port`, `redis://user:password@host:port/db`): "

@@ -47,6 +47,9 @@ typedef struct server_config {
     double redis_lease;              /* HAMEL_REDIS_LEASE: seconds before a dead instance's job moves */
     double redis_timeout;            /* HAMEL_REDIS_TIMEOUT: seconds for one Redis command */
     long redis_ttl;                  /* HAMEL_REDIS_TTL: seconds results and job records are kept */
+    double quarantine_seconds;       /* HAMEL_QUARANTINE_SECONDS: a faulting model answered at once */
+    long worker_memory_mb;           /* HAMEL_WORKER_MEMORY_MB: an engine worker's address space */
+    int isolate;                     /* HAMEL_ISOLATE: 0 runs the engine in the server process */
     int cors_any;                    /* HAMEL_CORS_ORIGINS == "*" */
     int n_origins;
     char origins[CONFIG_MAX_ORIGINS][256];

@@ -23,7 +23,9 @@
 #include "config.h"
 #include "engine.h"
 #include "http.h"
+#include "isolate.h"
 #include "jobs.h"
+#include "quarantine.h"
 #include "redis.h"
 #include "store.h"
 
@@ -58,6 +60,8 @@ static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--engine-worker"))
+        return isolate_worker_main(argc, argv);
     static server_config cfg;
     int rc = config_load(&cfg, argc, argv);
     if (rc != 0)
@@ -116,6 +120,21 @@ int main(int argc, char **argv)
             "hamel-server: code cache %s cannot be made, is writable by another user or its key "
             "(HAMEL_NATIVE_KEY_FILE, default %s.key) cannot be read or made 0600: the native tier is off\n",
             code_dir, code_dir);
+    /* The quarantine of models whose engine work faulted, and the engine workers that
+     * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
+    quarantine_start(st, cfg.quarantine_seconds);
+    if (cfg.isolate) {
+        char exe[CONFIG_PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        /* one worker for each thread that can call the engine at once: the offload pool
+         * (2 per poll thread) and the derivations' lane (1 per poll thread), the job
+         * workers, and as many for the shared queue */
+        isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1), cfg.worker_memory_mb,
+                             code_dir};
+        if (n <= 0 || isolate_start(&ic) != 0)
+            return 1;
+    }
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
@@ -169,6 +188,8 @@ int main(int argc, char **argv)
     jobs_free(pool);
     cache_free(results);
     cache_free(models);
+    isolate_stop();
+    quarantine_stop();
     engine_shutdown(); /* background code builds: their model references */
     store_close(st);
     fprintf(stderr, "hamel-server: stopped\n");

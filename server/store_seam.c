@@ -83,3 +83,19 @@ void store_commit_counts(store *s, long long *commits, long long *writes)
 int store_get_result(store *s, const char *key, blob **out) { return s->ops->get_result(s->impl, key, out); }
 
 int store_get_job(store *s, const char *id, store_job *out) { return s->ops->get_job(s->impl, id, out); }
+
+int store_quarantine_put(store *s, const char *key, const char *doc, double expires)
+{
+    return s->ops->quarantine_put ? s->ops->quarantine_put(s->impl, key, doc, expires) : -1;
+}
+
+int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
+{
+    *doc = NULL;
+    return s->ops->quarantine_get ? s->ops->quarantine_get(s->impl, key, doc, expires) : -1;
+}
+
+int store_quarantine_del(store *s, const char *key)
+{
+    return s->ops->quarantine_del ? s->ops->quarantine_del(s->impl, key) : -1;
+}

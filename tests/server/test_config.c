@@ -71,6 +71,10 @@ Test(config, help_lists_every_setting)
         "HAMEL_NO_NATIVE",
         "HAMEL_CC",
         "HAMEL_NATIVE_KEY_FILE",
+        "HAMEL_ISOLATE",
+        "HAMEL_WORKER_MEMORY_MB",
+        "HAMEL_QUARANTINE_SECONDS",
+        "HAMEL_TEST_FAULTS",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         char line[96];
