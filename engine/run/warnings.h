@@ -13,6 +13,8 @@
  *   projection-failed     a projection back onto a position constraint failed
  *   mass-indefinite       the kinetic energy is not positive semi-definite at the initial
  *                         state (a negative mass or inertia, in T or through parameters)
+ *   contact-lift-off      a contact's normal force turned negative (checks.contacts, contact.h)
+ *   contact-slip          a contact's |F_t| exceeded friction * N
  * and any check that is not a number (NaN) fails.
  */
 #ifndef HAMEL_WARNINGS_H
