@@ -34,12 +34,15 @@ static void warn__add(json_t *out, const char *code, const char *check, double v
     json_array_append_new(out, w);
 }
 
-static void warn__energy(json_t *out, const json_t *energy, double tol)
+static void warn__energy(json_t *out, const json_t *energy, double tol, double atol)
 {
     if (!json_is_true(json_object_get(energy, "conserved_expected")))
         return;
     double rel = warn__num(energy, "max_rel_drift");
-    if (rel <= tol)
+    /* an energy that is zero up to rounding (E0 = 1e-17) drifts "relatively" by its
+     * rounding: below the absolute floor nothing is said */
+    double floor = WARN_TOL_FACTOR * atol < WARN_TOL_FLOOR ? WARN_TOL_FACTOR * atol : WARN_TOL_FLOOR;
+    if (rel <= tol || warn__num(energy, "max_abs_drift") <= floor)
         return;
     char msg[400];
     snprintf(msg, sizeof msg,
@@ -111,7 +114,7 @@ json_t *warn_from_checks(const json_t *checks, const warn_scale *scale)
         return NULL;
     double tol = warn_tolerance(scale->rtol);
     double q = scale->qdot_max;
-    warn__energy(out, json_object_get(checks, "energy"), tol);
+    warn__energy(out, json_object_get(checks, "energy"), tol, scale->atol);
     const json_t *cons = json_object_get(checks, "constraints");
     warn__velocity(out, cons, tol, q > 1.0 ? q : 1.0);
     const json_t *pos = json_object_get(cons, "position");

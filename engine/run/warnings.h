@@ -6,6 +6,7 @@
  * thresholds (engine/DESIGN.md "Warnings", api/openapi.yaml) follow the request's
  * tolerances: with tol = max(1e-6, min(1e3 * rtol, 1e-2)),
  *   energy-drift          energy expected conserved, |E - E0| / |E0| > tol (absolute when E0 = 0)
+ *                         and |E - E0| > min(1e3 * atol, 1e-6) (an energy zero up to rounding says nothing)
  *   constraint-residual   a velocity constraint's residual > tol * max(1, max |q'|)
  *   position-drift        a position constraint's residual > max(position_tolerance, tol),
  *                         projection off
@@ -20,6 +21,7 @@
 /* What the thresholds depend on besides the checks themselves. */
 typedef struct warn_scale {
     double rtol;     /* the request's relative tolerance */
+    double atol;     /* the request's absolute tolerance */
     double qdot_max; /* the largest |q'| over the samples (the scale of a velocity residual) */
 } warn_scale;
 

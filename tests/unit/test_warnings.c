@@ -67,6 +67,20 @@ Test(warnings, an_energy_that_drifts_is_a_warning, .init = setup)
     json_decref(r);
 }
 
+Test(warnings, an_energy_of_the_size_of_rounding_is_not_a_warning, .init = setup)
+{
+    /* x(0) = 1e-8: E0 = 5e-17, kept by rk2 only to atol (1e-10) in x, so its relative
+     * drift is large while the absolute one is far below anything physical */
+    json_t *r = run(oscillator, "{\"initial\": {\"q\": {\"x\": 1e-8}, \"qdot\": {\"x\": 0}}, \"t_end\": 50,"
+                                " \"integrator\": {\"method\": \"rk2\", \"atol\": 1e-10}}");
+    const json_t *e = json_object_get(json_object_get(r, "checks"), "energy");
+    cr_assert_gt(json_number_value(json_object_get(e, "max_rel_drift")), 1e-2,
+                 "the relative drift is past the threshold (else this test shows nothing)");
+    cr_assert_null(warning(r, "energy-drift"), "an absolute drift of %.3g is rounding",
+                   json_number_value(json_object_get(e, "max_abs_drift")));
+    json_decref(r);
+}
+
 Test(warnings, an_energy_not_expected_conserved_is_not_a_warning, .init = setup)
 {
     json_t *r = run("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\", \"potential_energy\": "
