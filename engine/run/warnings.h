@@ -11,6 +11,10 @@
  *   position-drift        a position constraint's residual > max(position_tolerance, tol),
  *                         projection off
  *   projection-failed     a projection back onto a position constraint failed
+ *   mass-indefinite       the kinetic energy is not positive semi-definite at the initial
+ *                         state (a negative mass or inertia, in T or through parameters)
+ *   contact-lift-off      a contact's normal force turned negative (checks.contacts, contact.h)
+ *   contact-slip          a contact's |F_t| exceeded friction * N
  * and any check that is not a number (NaN) fails.
  */
 #ifndef HAMEL_WARNINGS_H
@@ -20,9 +24,10 @@
 
 /* What the thresholds depend on besides the checks themselves. */
 typedef struct warn_scale {
-    double rtol;     /* the request's relative tolerance */
-    double atol;     /* the request's absolute tolerance */
-    double qdot_max; /* the largest |q'| over the samples (the scale of a velocity residual) */
+    double rtol;         /* the request's relative tolerance */
+    double atol;         /* the request's absolute tolerance */
+    double qdot_max;     /* the largest |q'| over the samples (the scale of a velocity residual) */
+    int mass_indefinite; /* M = d2T/dq'dq' has a negative eigenvalue at the initial state */
 } warn_scale;
 
 /* The relative threshold for a request with relative tolerance rtol:
