@@ -1051,7 +1051,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_object_set_new(s, "model_id", json_string(m->id));
     json_object_set_new(s, "name", json_string(m->name));
     if (m->units_js)
-        json_object_set(s, "units", m->units_js);
+        json_object_set_new(s, "units", json_deep_copy(m->units_js));
     json_object_set_new(s, "n", json_integer(m->n));
     json_object_set_new(s, "m", json_integer(m->nc));
     unsigned char *keep = malloc((size_t)m->k + 1);
