@@ -77,7 +77,9 @@ blob *gzip_deflate_rest(const blob *b)
     }
     out[got] = '\0';
     char *shrunk = realloc(out, got + 1);
-    blob *g = blob_take_len(shrunk ? shrunk : out, got);
+    if (shrunk)
+        out = shrunk;
+    blob *g = blob_take_len(out, got);
     if (g)
         g->aux = crc32(crc32(0L, Z_NULL, 0), rest, (uInt)n);
     return g;
