@@ -134,6 +134,18 @@ def test_batch_yields_results_as_lines_arrive(client, case):
     assert (single.q["x"] == seen[1].q["x"]).all()
 
 
+def test_events_come_through_single_and_batch(client, case):
+    ev = [{"name": "low", "expr": "theta - 1", "direction": "falling", "action": "stop"}]
+    r = client.simulate(case, events=ev)
+    assert r.stopped_by == "low" and [e["name"] for e in r.events] == ["low"]
+    assert r.t[-1] == r.events[0]["t"] and abs(r.q["theta"][-1] - 1) < 1e-12
+    runs = [{"initial": {"speeds": {"Omega": w}}, "events": ev} for w in (3, 4)]
+    for b in client.batch(case, runs):
+        assert b.ok and b.stopped_by == "low" and b.events[0]["name"] == "low"
+    plain = client.simulate(case)
+    assert plain.events == [] and plain.stopped_by is None and plain.contacts == {}
+
+
 def test_batch_with_an_invalid_run_raises(client, case):
     with pytest.raises(hamel.HamelError) as info:
         list(client.batch(case, [{"initial": {"q": {"thet": 1}}}]))
