@@ -51,17 +51,16 @@ enum {
     ISO_CHECK_ALL,
 };
 
-#define ISO_STRINGS 5            /* model id, model text, request, head, argument */
-#define ISO_REPLY_STRINGS 4      /* text, id, canonical, summary */
-#define ISO_RECENT 32            /* model ids a worker is known to hold (affinity) */
-#define ISO_POLL_MS 20           /* how often a waiting caller forwards cancel/progress */
-#define ISO_GRACE_SECONDS 30.0   /* a call's hard deadline past its engine budget */
-#define ISO_NO_BUDGET 3600.0     /* ... when it has none */
-#define ISO_CANCEL_GRACE 10.0    /* a worker that ignores a cancel this long is killed */
-#define ISO_STOP_SECONDS 2.0     /* isolate_stop: a worker's time to exit on its own */
-#define ISO_MAX_FRAME (1u << 31) /* one message, bytes */
-#define ISO_WORKER_MODELS 64     /* compiled models a worker keeps */
-#define ISO_WORKER_BYTES (512UL << 20)
+#define ISO_STRINGS 5                /* model id, model text, request, head, argument */
+#define ISO_REPLY_STRINGS 4          /* text, id, canonical, summary */
+#define ISO_RECENT 32                /* model ids a worker is known to hold (affinity) */
+#define ISO_POLL_MS 20               /* how often a waiting caller forwards cancel/progress */
+#define ISO_GRACE_SECONDS 30.0       /* a call's hard deadline past its engine budget */
+#define ISO_NO_BUDGET 3600.0         /* ... when it has none */
+#define ISO_CANCEL_GRACE 10.0        /* a worker that ignores a cancel this long is killed */
+#define ISO_STOP_SECONDS 2.0         /* isolate_stop: a worker's time to exit on its own */
+#define ISO_MAX_FRAME (1u << 31)     /* one message, bytes */
+#define ISO_WORKER_MODELS 1024       /* compiled models a worker keeps, within isolate_config.model_bytes */
 #define ISO_OOM_CHUNK (64UL << 20)   /* the test hook's allocations */
 #define ISO_OOM_UNCAPPED (2UL << 30) /* ... and where it stops itself without a memory cap */
 
@@ -97,6 +96,7 @@ static struct {
     int active, stopping;
     char exe[PATH_MAX];
     char memory[32];
+    char model_bytes[32];
     char code_dir[PATH_MAX];
     char **envp;
     atomic_long started, faults;
@@ -341,6 +341,7 @@ int isolate_start(const isolate_config *cfg)
     iso.envp = env;
     snprintf(iso.exe, sizeof iso.exe, "%s", cfg->exe);
     snprintf(iso.memory, sizeof iso.memory, "%ld", cfg->memory_mb > 0 ? cfg->memory_mb : 0L);
+    snprintf(iso.model_bytes, sizeof iso.model_bytes, "%zu", cfg->model_bytes);
     snprintf(iso.code_dir, sizeof iso.code_dir, "%s", cfg->code_dir ? cfg->code_dir : "");
     iso.stopping = 0;
     iso.active = 1;
@@ -417,7 +418,7 @@ static int iso__spawn(iso_worker *w)
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
     posix_spawn_file_actions_adddup2(&fa, shm, 4);
     posix_spawn_file_actions_addclosefrom_np(&fa, 5);
-    char *argv[] = {iso.exe, "--engine-worker", "3", "4", iso.memory, iso.code_dir, NULL};
+    char *argv[] = {iso.exe, "--engine-worker", "3", "4", iso.memory, iso.code_dir, iso.model_bytes, NULL};
     pid_t pid = 0;
     int rc = posix_spawn(&pid, iso.exe, &fa, NULL, argv, iso.envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -1066,6 +1067,7 @@ static struct {
     unsigned long tick;
     int test_faults;
     long memory_mb;
+    size_t max_bytes; /* of the compiled models kept */
     iso_shared *sh;
 } wk;
 
@@ -1099,7 +1101,9 @@ static void wk__compile_hook(const char *name)
     }
 }
 
-static void wk__evict(void)
+/* Drops the least recently used models until the cache has a free slot and is within
+ * its bytes, never the one in slot `keep` (-1: none). */
+static void wk__evict(int keep)
 {
     while (1) {
         int n = 0, oldest = -1;
@@ -1107,10 +1111,10 @@ static void wk__evict(void)
             if (!wk.cache[i].m)
                 continue;
             n++;
-            if (oldest < 0 || wk.cache[i].used < wk.cache[oldest].used)
+            if (i != keep && (oldest < 0 || wk.cache[i].used < wk.cache[oldest].used))
                 oldest = i;
         }
-        if (oldest < 0 || (n < ISO_WORKER_MODELS && wk.bytes <= ISO_WORKER_BYTES))
+        if (oldest < 0 || (n < ISO_WORKER_MODELS && wk.bytes <= wk.max_bytes))
             return;
         wk.bytes -= engine_model_bytes(wk.cache[oldest].m);
         engine_model_release(wk.cache[oldest].m);
@@ -1149,7 +1153,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
         if (!wk.cache[i].m)
             slot = i;
     if (slot < 0) {
-        wk__evict();
+        wk__evict(-1);
         for (int i = 0; i < ISO_WORKER_MODELS && slot < 0; i++)
             if (!wk.cache[i].m)
                 slot = i;
@@ -1159,7 +1163,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
     wk.cache[slot].used = ++wk.tick;
     wk.bytes += engine_model_bytes(m);
     *out = &wk.cache[slot];
-    wk__evict();
+    wk__evict(slot);
     return 0;
 }
 
@@ -1290,7 +1294,7 @@ static void wk__memory_cap(long mb)
 
 int isolate_worker_main(int argc, char **argv)
 {
-    if (argc < 6)
+    if (argc < 7)
         return 2;
     int fd = atoi(argv[2]), shm = atoi(argv[3]);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server gone (even kill -9): the worker too */
@@ -1302,6 +1306,7 @@ int isolate_worker_main(int argc, char **argv)
     if (wk.sh == MAP_FAILED)
         return 2;
     wk.memory_mb = atol(argv[4]);
+    wk.max_bytes = (size_t)strtoull(argv[6], NULL, 10);
     const char *tf = getenv("HAMEL_TEST_FAULTS");
     wk.test_faults = tf && !strcmp(tf, "1");
     engine_init();

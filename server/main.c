@@ -137,6 +137,7 @@ int main(int argc, char **argv)
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
     quarantine_start(st, main__env_number("HAMEL_QUARANTINE_SECONDS", QUARANTINE_DEFAULT_SECONDS));
+    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     const char *isolate_env = getenv("HAMEL_ISOLATE");
     if (!isolate_env || strcmp(isolate_env, "0") != 0) {
         char exe[CONFIG_PATH_MAX];
@@ -147,11 +148,10 @@ int main(int argc, char **argv)
          * workers, and as many for the shared queue */
         isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1),
                              (long)main__env_number("HAMEL_WORKER_MEMORY_MB", MAIN_WORKER_MEMORY_MB),
-                             code_dir};
+                             code_dir, model_bytes};
         if (n <= 0 || isolate_start(&ic) != 0)
             return 1;
     }
-    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
     jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits, shared ? &rcfg : NULL};
