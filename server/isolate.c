@@ -71,6 +71,14 @@ typedef struct iso_shared {
     char note[256];
 } iso_shared;
 
+/* A reply: this head, then the strings it gives the lengths of (UINT32_MAX: none),
+ * each read straight into a buffer of its own (a result text is not copied again). */
+typedef struct iso_reply_head {
+    int32_t rc;
+    uint32_t len[ISO_REPLY_STRINGS];
+    uint64_t bytes;
+} iso_reply_head;
+
 typedef struct iso_worker {
     pid_t pid; /* 0: not running */
     int fd;
@@ -675,10 +683,33 @@ static json_t *iso__fault(const iso_call *c, int status, int timed_out, const ch
     return p;
 }
 
-/* Waits for the reply on w, forwarding cancel and progress. Returns 0 with the frame,
- * -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2 when it
- * was killed for not stopping after a cancel). */
-static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *timed_out)
+/* Reads a reply into c (rc, out, bytes). Returns 0, or -1 at end of file or on an error. */
+static int iso__read_reply(int fd, iso_call *c)
+{
+    iso_reply_head h;
+    if (iso__read_all(fd, (char *)&h, sizeof h) != 0)
+        return -1;
+    c->rc = h.rc;
+    c->bytes = h.bytes;
+    for (int i = 0; i < ISO_REPLY_STRINGS; i++) {
+        c->out_len[i] = 0;
+        if (h.len[i] == UINT32_MAX)
+            continue;
+        if (h.len[i] >= ISO_MAX_FRAME)
+            return -1;
+        c->out[i] = malloc((size_t)h.len[i] + 1);
+        if (!c->out[i] || iso__read_all(fd, c->out[i], h.len[i]) != 0)
+            return -1;
+        c->out[i][h.len[i]] = '\0';
+        c->out_len[i] = h.len[i];
+    }
+    return 0;
+}
+
+/* Waits for the reply on w, forwarding cancel and progress, and reads it into c. Returns
+ * 0, or -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2
+ * when it was killed for not stopping after a cancel). */
+static int iso__wait(iso_worker *w, iso_call *c, int *timed_out)
 {
     double start = iso__now(), cancelled_at = 0;
     double deadline = start + (c->budget > 0 ? c->budget : ISO_NO_BUDGET) + ISO_GRACE_SECONDS;
@@ -707,7 +738,7 @@ static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *
     }
     if (c->ctl)
         atomic_store(&c->ctl->progress, atomic_load(&w->sh->ctl.progress));
-    return iso__recv(w->fd, data, len);
+    return iso__read_reply(w->fd, c);
 }
 
 /* Runs call c in a worker. Returns the engine's status (the reply in c->out), or
@@ -758,10 +789,9 @@ static int iso__run(iso_call *c, json_t **problem)
                 hamel_problem_new(HAMEL_E_UNAVAILABLE, "the engine worker could not be reached; retry");
             return HAMEL_E_UNAVAILABLE;
         }
-        char *data = NULL;
-        size_t len = 0;
         int timed_out = 0;
-        if (iso__wait(w, c, &data, &len, &timed_out) != 0) {
+        if (iso__wait(w, c, &timed_out) != 0) {
+            iso__call_clear(c);
             char note[sizeof w->sh->note];
             memcpy(note, w->sh->note, sizeof note);
             note[sizeof note - 1] = '\0';
@@ -777,19 +807,7 @@ static int iso__run(iso_call *c, json_t **problem)
         }
         iso__release(w, key);
         free(b.p);
-        iso_msg m = {data, len, 0, 0};
-        int32_t rc = 0;
-        iso__get(&m, &rc, sizeof rc);
-        for (int i = 0; i < ISO_REPLY_STRINGS; i++)
-            c->out[i] = iso__get_str(&m, &c->out_len[i]);
-        iso__get(&m, &c->bytes, sizeof c->bytes);
-        free(data);
-        if (m.bad) {
-            iso__call_clear(c);
-            *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the engine worker's answer could not be read");
-            return HAMEL_E_INTERNAL;
-        }
-        c->rc = rc;
+        int rc = c->rc;
         if (rc != 0) { /* the problem document */
             *problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
             if (!*problem)
@@ -1180,8 +1198,8 @@ static int wk__model(const char *id, const char *text, const engine_limits *lim,
     return wk__compile(text, lim, ctl, out, problem);
 }
 
-/* Answers one call; the reply goes to r. */
-static void wk__serve(iso_msg *in, iso_buf *r)
+/* Answers one call with a reply on fd. Returns 0, or -1 when the reply could not be sent. */
+static int wk__serve(iso_msg *in, int fd)
 {
     uint32_t op = 0;
     engine_limits lim;
@@ -1257,13 +1275,14 @@ static void wk__serve(iso_msg *in, iso_buf *r)
         text = json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
         text_len = text ? strlen(text) : 0;
     }
-    int32_t rc32 = rc;
-    iso__put(r, &rc32, sizeof rc32);
-    iso__put_str(r, text, text_len);
-    iso__put_str(r, id, id ? strlen(id) : 0);
-    iso__put_str(r, canonical, canonical ? strlen(canonical) : 0);
-    iso__put_str(r, summary, summary ? strlen(summary) : 0);
-    iso__put(r, &bytes, sizeof bytes);
+    const char *out[ISO_REPLY_STRINGS] = {text, id, canonical, summary};
+    iso_reply_head h = {rc, {0}, bytes};
+    h.len[0] = text ? (uint32_t)text_len : UINT32_MAX;
+    for (int i = 1; i < ISO_REPLY_STRINGS; i++)
+        h.len[i] = out[i] ? (uint32_t)strlen(out[i]) : UINT32_MAX;
+    int sent = text_len < ISO_MAX_FRAME && iso__write_all(fd, (const char *)&h, sizeof h) == 0;
+    for (int i = 0; sent && i < ISO_REPLY_STRINGS; i++)
+        sent = !out[i] || iso__write_all(fd, out[i], h.len[i]) == 0;
     free(text);
     free(summary);
     json_decref(problem);
@@ -1272,6 +1291,7 @@ static void wk__serve(iso_msg *in, iso_buf *r)
     json_decref(head);
     for (int i = 0; i < ISO_STRINGS; i++)
         free(s[i]);
+    return sent ? 0 : -1;
 }
 
 /* Caps the address space at what the process maps now plus mb MiB. */
@@ -1319,11 +1339,8 @@ int isolate_worker_main(int argc, char **argv)
         if (iso__recv(fd, &data, &len) != 0)
             break;
         iso_msg in = {data, len, 0, 0};
-        iso_buf r = {0};
-        wk__serve(&in, &r);
+        int sent = wk__serve(&in, fd);
         free(data);
-        int sent = iso__send(fd, &r);
-        free(r.p);
         if (sent != 0)
             break;
     }
