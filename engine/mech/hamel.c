@@ -534,6 +534,64 @@ static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, 
 
 void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
 
+#define HAMEL_ROOT_PATTERNS 16 /* sign patterns of the starting points */
+#define HAMEL_ROOTS_MAX 8      /* distinct roots remembered */
+
+int hamel_qdot_roots(hamel_ws *w, double t, const double *q, const double *u, double *roots, int max)
+{
+    int n = w->n, k = w->k, found = 0;
+    if (n > 256)
+        return 0;
+    double scale = 1.0, g[256], qd[256], keep[HAMEL_ROOTS_MAX][256];
+    for (int r = 0; r < k; r++)
+        scale = fmax(scale, fabs(u[r]));
+    int patterns = n < 4 ? 1 << n : HAMEL_ROOT_PATTERNS;
+    /* starting points: a fixed direction at three scales and every sign pattern of its
+     * first components, then each root found with one component's sign flipped */
+    int fixed = 3 * patterns;
+    for (int a = 0; a < fixed + HAMEL_ROOTS_MAX * (n + 1); a++) {
+        if (a < fixed) {
+            int p = a % patterns, s = a / patterns;
+            for (int i = 0; i < n; i++) {
+                double mag = scale * (s ? 0.3 * s : 1.0) * (0.5 + 0.37 * ((i * 7 + s * 3) % 5));
+                g[i] = (i < 4 && ((p >> i) & 1)) ? -mag : mag;
+            }
+        } else {
+            int b = (a - fixed) / (n + 1), i = (a - fixed) % (n + 1);
+            if (b >= found || b >= HAMEL_ROOTS_MAX)
+                break;
+            memcpy(g, keep[b], n * sizeof *g);
+            if (i < n)
+                g[i] = -g[i];
+            else
+                for (int c = 0; c < n; c++)
+                    g[c] = -g[c];
+        }
+        memcpy(w->guess, g, n * sizeof *g);
+        if (newton_qdot(w, t, q, u, qd) < 0)
+            continue;
+        int known = 0;
+        for (int b = 0; b < found && b < HAMEL_ROOTS_MAX && !known; b++) {
+            double d = 0.0, mag = 1.0;
+            for (int i = 0; i < n; i++) {
+                d = fmax(d, fabs(qd[i] - keep[b][i]));
+                mag = fmax(mag, fabs(qd[i]));
+            }
+            known = d <= 1e-7 * mag;
+        }
+        if (known)
+            continue;
+        if (found < HAMEL_ROOTS_MAX)
+            memcpy(keep[found], qd, n * sizeof *qd);
+        if (found < max)
+            memcpy(roots + (size_t)found * n, qd, n * sizeof *qd);
+        found++;
+    }
+    if (found)
+        memcpy(w->guess, keep[0], n * sizeof *w->guess);
+    return found;
+}
+
 /* Called for every output sample: on Psi's block structure when there is one (a
  * dense LU of Psi cost more than the integration between two samples at n = 40). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)
@@ -913,6 +971,32 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
         return GSL_EBADFUNC;
     memcpy(ud, w->F, k * sizeof *ud);
     return GSL_SUCCESS;
+}
+
+int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double *qd)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    double *M = w->M, big = 0.0;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++) {
+            M[i * n + l] = M[l * n + i] = w->dyn[idx];
+            if (!isfinite(w->dyn[idx]))
+                return -1;
+        }
+    for (int i = 0; i < n; i++)
+        big = fmax(big, fabs(M[i * n + i]));
+    if (!(big > 0))
+        return 1; /* no inertia at all: nothing negative */
+    /* semi-definite: Cholesky of M + eps I succeeds (a zero eigenvalue passes, a
+     * negative one past eps fails) */
+    for (int i = 0; i < n; i++)
+        M[i * n + i] += 1e-9 * big;
+    return linalg_chol(n, M) == 0 ? 1 : 0;
 }
 
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out)

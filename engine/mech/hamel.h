@@ -75,6 +75,13 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
  * one set by hamel_ws_set_guess). Returns 0 or -1 (Psi singular, no convergence). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd);
 
+/* Nonlinear constraints in the reduced form: the distinct solutions q' of the speeds u
+ * at (t, q), found by Newton's method from deterministic starting points spread over
+ * signs and scales. Writes up to max of them to roots[max][n] and returns how many were
+ * found in all (0: none; more than one: the speeds do not determine q'). On return the
+ * guess for hamel_qdot is the first root (when there is one). n <= 256. */
+int hamel_qdot_roots(hamel_ws *w, double t, const double *q, const double *u, double *roots, int max);
+
 /* Newton's starting point for the next hamel_qdot (nonlinear constraints): q' [n]. */
 void hamel_ws_set_guess(hamel_ws *w, const double *qd);
 
@@ -87,6 +94,11 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params);
 
 /* Energy and constraint values at (t, q, q'): out[0] = energy, out[1 + j] = f_j. */
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out);
+
+/* Whether the mass matrix M = d2T/dq'dq' at (t, q, q') is positive semi-definite (up to
+ * 1e-9 of its largest diagonal entry): 1, 0 when it has a negative eigenvalue (a mass or
+ * an inertia out of range), -1 when it could not be evaluated. Uses w's scratch. */
+int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double *qd);
 
 /* The residual of the Boltzmann–Hamel equations (5.94) written out with the gammas,
  * at state y and speed derivatives udot (k): res[r] for r < k. For checks. */

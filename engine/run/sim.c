@@ -487,24 +487,59 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
     geom_check(m, values, problem); /* a mass or radius these values make negative */
 }
 
-/* Nonlinear constraints, initial speeds only: a starting point for Newton's method
- * that converges (zero velocities can make df/dq' vanish, as sqrt does at 0): q' of
- * growing size along a fixed direction until one converges. */
-static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request *r)
+#define SIM_ROOTS_SHOWN 4
+
+int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                    double *qd, const char *path, json_t **problem)
 {
-    double scale = 1.0, g[256];
-    if (m->n > 256)
-        return -1;
-    for (int s = 0; s < m->k; s++)
-        scale = fmax(scale, fabs(r->u0[s]));
-    for (int attempt = 0; attempt < 6; attempt++) {
-        for (int i = 0; i < m->n; i++)
-            g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
-        hamel_ws_set_guess(w, g);
-        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) == 0)
-            return 0;
+    int n = m->n;
+    double roots[SIM_ROOTS_SHOWN * 256];
+    int found = n <= 256 ? hamel_qdot_roots(w, t, q, u, roots, SIM_ROOTS_SHOWN) : 0;
+    if (found == 1) {
+        memcpy(qd, roots, n * sizeof *qd);
+        return 0;
     }
-    return -1;
+    if (found == 0) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                         "no velocities satisfy the constraints with these speeds");
+        hamel_problem_add(
+            *problem, path, -1,
+            "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
+        return HAMEL_E_BAD_INITIAL;
+    }
+    char text[900];
+    int used = 0;
+    json_t *list = json_array();
+    for (int r = 0; r < found && r < SIM_ROOTS_SHOWN; r++) {
+        json_t *one = json_object();
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s(", r ? " and " : "");
+        for (int i = 0; i < n; i++) {
+            double v = roots[(size_t)r * n + i];
+            json_object_set_new(one, m->coords[i], num(v));
+            if (used < (int)sizeof text - 80)
+                used += snprintf(text + used, sizeof text - (size_t)used, "%s%s' = %.10g", i ? ", " : "",
+                                 m->coords[i], v);
+        }
+        if (used < (int)sizeof text - 4)
+            used += snprintf(text + used, sizeof text - (size_t)used, ")");
+        json_array_append_new(list, one);
+    }
+    char msg[1100];
+    snprintf(msg, sizeof msg,
+             "these speeds leave %d%s solutions for q' on the nonlinear constraints: %s; give qdot instead "
+             "of the speeds (the "
+             "solution nearest to it is taken)",
+             found, found > SIM_ROOTS_SHOWN ? " or more" : "", text);
+    int created = !*problem;
+    if (created)
+        *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, msg);
+    hamel_problem_add(*problem, path, -1, msg);
+    if (created)
+        json_object_set_new(*problem, "roots", list);
+    else
+        json_decref(list);
+    return HAMEL_E_BAD_INITIAL;
 }
 
 static const char *const known_request_keys[] = {
@@ -837,12 +872,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         goto oom;
     }
     if (!r->have_qd0) {
-        if (m->nl_reduced && initial_guess(m, w, r) < 0) {
-            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
-                                         "no velocities satisfy the constraints with these speeds");
-            hamel_problem_add(*problem, "initial.speeds", -1,
-                              "Newton's method found no q' with these speeds on the nonlinear constraints: "
-                              "give initial.qdot");
+        if (m->nl_reduced) {
+            /* the speeds must determine q': no solution or several are a 422 naming them */
+            sim_nl_velocity(m, w, r->t0, r->q0, r->u0, r->qd0, "initial.speeds", problem);
         } else if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
             *problem = hamel_problem_new(
                 HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
@@ -1486,7 +1518,9 @@ static json_t *checks_json(const struct run *R)
 /* The result's "warnings": the checks that failed (warnings.h). */
 static json_t *run_warnings(const struct run *R, const json_t *checks)
 {
-    warn_scale sc = {R->req->rtol, 0.0};
+    warn_scale sc = {R->req->rtol, R->req->atol, 0.0, 0};
+    if (R->ns > 0)
+        sc.mass_indefinite = hamel_mass_semidefinite(R->w, R->t[0], R->q, R->qd) == 0;
     for (size_t i = 0; i < (size_t)R->ns * R->n; i++)
         if (fabs(R->qd[i]) > sc.qdot_max)
             sc.qdot_max = fabs(R->qd[i]);

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "engine_types.h"
+#include "hamel.h"
 #include "model.h"
 
 enum sim_formulation { SIM_HAMEL, SIM_MULTIPLIERS };
@@ -56,6 +57,14 @@ typedef struct sim_request {
  * *req (free with sim_request_free); else returns an error code with *problem. */
 int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
                       sim_request *req, json_t **problem);
+
+/* Nonlinear constraints in the reduced form: q' from the speeds u at (t, q) when they
+ * determine it. Returns 0 with qd[n] (and the guess of w at it), or an error with
+ * *problem at `path` (the speeds' JSON path): no q' satisfies the constraints, or more
+ * than one does (the problem names the roots, also as "roots": [{coordinate: q'}], and
+ * asks for qdot, of which the nearest root is taken). */
+int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                    double *qd, const char *path, json_t **problem);
 
 /* Fills values[np] with the model's parameter values overridden by the request's
  * "parameters" object (may be NULL); adds an error to *problem (creating it) for an
