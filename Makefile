@@ -23,7 +23,7 @@ PKG_CONFIG ?= pkg-config
 # The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c), initialised without
 # its configuration files.
 ENGINE_PKGS := gsl jansson libcrypto
-SERVER_PKGS := libmicrohttpd hiredis
+SERVER_PKGS := libmicrohttpd hiredis zlib
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 
@@ -171,7 +171,7 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(filter $(FUZZ_DIR)/engine/
 	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ -o $@ $(ENGINE_LIBS)
 
 fmt:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files '*.c' '*.h' ':!:api/examples/*')
 
 lint:
 	@scripts/lint.sh
