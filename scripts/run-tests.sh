@@ -123,6 +123,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   fi
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
+  [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
   [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh
