@@ -20,8 +20,10 @@ OPT ?= -O2 -g
 WERROR ?=
 PKG_CONFIG ?= pkg-config
 
-ENGINE_PKGS := gsl jansson libcrypto
-SERVER_PKGS := libmicrohttpd hiredis
+# The engine hashes with its own SHA-256 (engine/base/sha256.c): no libcrypto, so the
+# one-shot CLI does not load it. The server's request keys still use OpenSSL's.
+ENGINE_PKGS := gsl jansson
+SERVER_PKGS := libmicrohttpd hiredis libcrypto
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 
@@ -79,7 +81,7 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 
 # The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
-$(BUILD)/hamel: $(call obj,cli/hamel.c) $(LIBENGINE)
+$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)

@@ -7,8 +7,6 @@
 #include <malloc.h>
 #endif
 #include <math.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +18,8 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "sha256.h"
 #include "sim.h"
-
-int engine_model_compile(const json_t *js, const engine_limits *lim, engine_model **out, json_t **problem)
-{
-    return model_compile(js, lim, NULL, out, problem);
-}
-
-int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_control *ctl,
-                             engine_model **out, json_t **problem)
-{
-    return model_compile(js, lim, ctl, out, problem);
-}
 
 /* points * n^4 of one /v1/hamel request (the gammas cost n^4 each): about a second */
 #define ENGINE_MAX_GAMMA_WORK                                                                                \
@@ -53,13 +41,7 @@ const engine_limits engine_default_limits = {
     .max_output_values = 2000000, /* rolling disk at 100,000 samples: 1.3e6 values, 38 MB */
 };
 
-/* OpenSSL serves only SHA-256 here: it is initialised without reading openssl.cnf (issue
- * 19: loading the configuration was a fifth of compile_ms in a one-shot CLI run). */
-void engine_init(void)
-{
-    gsl_set_error_handler_off();
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-}
+void engine_init(void) { gsl_set_error_handler_off(); }
 
 int engine_simulate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     engine_control *ctl, json_t **result, json_t **problem)
@@ -100,17 +82,15 @@ int engine_simulation_check(const engine_model *m, const json_t *request, const 
 
 static int sha256_hex(const char *text, const char *prefix, char out[80])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-             EVP_DigestUpdate(ctx, prefix, strlen(prefix)) && EVP_DigestUpdate(ctx, "\n", 1) &&
-             EVP_DigestUpdate(ctx, text, strlen(text)) && EVP_DigestFinal_ex(ctx, md, &len);
-    EVP_MD_CTX_free(ctx);
-    if (!ok)
-        return -1;
+    unsigned char md[SHA256_BYTES];
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, prefix, strlen(prefix));
+    sha256_update(&ctx, "\n", 1);
+    sha256_update(&ctx, text, strlen(text));
+    sha256_final(&ctx, md);
     strcpy(out, "sha256:");
-    for (unsigned i = 0; i < len; i++)
+    for (unsigned i = 0; i < SHA256_BYTES; i++)
         sprintf(out + 7 + 2 * i, "%02x", md[i]);
     return 0;
 }
@@ -154,7 +134,11 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     numbers_as_reals(copy);
     char *text = json_dumps(copy, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(copy);
-    int rc = text ? sha256_hex(text, engine_model_id(m), key) : -1;
+    /* the engine's build identity is part of the key: a result of an engine whose
+     * numbers may differ is recomputed, not served (identity.h) */
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s %s", engine_model_id(m), engine_identity());
+    int rc = text ? sha256_hex(text, prefix, key) : -1;
     free(text);
     if (rc < 0) {
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "hashing failed");
@@ -189,6 +173,20 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
                               v ? "must be a finite number" : "missing: every coordinate needs a value");
         } else {
             q[i] = json_number_value(v);
+        }
+    }
+    /* a name that is not a coordinate is an error, as in a simulation's initial.q */
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)qv, key, val)
+    {
+        if (model_coord_index(m, key) < 0) {
+            snprintf(p, sizeof p, "%sq.%.80s", path, key);
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            char why[128];
+            snprintf(why, sizeof why, "'%.80s' is not a coordinate", key);
+            hamel_problem_add(*problem, p, -1, why);
         }
     }
 }

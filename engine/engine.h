@@ -23,6 +23,7 @@
 
 #include "error.h"
 #include "engine_types.h"
+#include "identity.h"
 
 /* Initialises the process-wide state (GSL error handler off, JIT lock). Call once
  * from main before anything else; calling again is harmless. */
@@ -89,7 +90,8 @@ int engine_simulation_check(const engine_model *m, const json_t *request, const 
                             json_t **problem);
 
 /* Computes the canonical key of a simulation request for the result cache:
- * "sha256:<hex>" over the model id and the canonicalised request. Writes into
+ * "sha256:<hex>" over the model id, the engine's build identity (engine_identity) and
+ * the canonicalised request, so an older engine's results are never served. Writes into
  * key[80]. Returns an error (with problem) only if the request is not an object. */
 int engine_simulation_key(const engine_model *m, const json_t *request, char key[80], json_t **problem);
 

@@ -34,9 +34,11 @@ enum {
     FIELD_STATS = 1 << 3,
     FIELD_TRAJECTORY = 1 << 4,
     FIELD_HAMEL = 1 << 5,
+    FIELD_EVENTS = 1 << 6, /* events, stopped_by, events_dropped: only runs with events have them */
 };
-#define FIELD_DEFAULT (FIELD_FINAL | FIELD_CHECKS | FIELD_STATS)
-static const char *const batch__field_names[] = {"run", "final", "checks", "stats", "trajectory", "hamel"};
+#define FIELD_DEFAULT (FIELD_FINAL | FIELD_CHECKS | FIELD_STATS | FIELD_EVENTS)
+static const char *const batch__field_names[] = {"run",        "final", "checks", "stats",
+                                                 "trajectory", "hamel", "events"};
 #define BATCH_NFIELDS (sizeof batch__field_names / sizeof batch__field_names[0])
 
 /* The members of a run merged key by key over the base's (one level deep). */
@@ -266,6 +268,11 @@ static blob *batch__line_done(const batch *b, batch_run *r, const blob *result, 
     if (f & FIELD_RUN)
         json_object_set_new(line, "run", json_deep_copy(json_array_get(b->partials, r->index)));
     json_t *tr = json_object_get(res, "trajectory");
+    /* whatever the fields, a run's failed checks and its provenance are said */
+    if (json_object_get(res, "warnings"))
+        json_object_set(line, "warnings", json_object_get(res, "warnings"));
+    if (json_object_get(res, "provenance"))
+        json_object_set(line, "provenance", json_object_get(res, "provenance"));
     if (f & FIELD_FINAL)
         json_object_set_new(line, "final", batch__final(tr));
     if ((f & FIELD_CHECKS) && json_object_get(res, "checks"))
@@ -276,6 +283,10 @@ static blob *batch__line_done(const batch *b, batch_run *r, const blob *result, 
         json_object_set(line, "trajectory", tr);
     if ((f & FIELD_HAMEL) && json_object_get(res, "hamel"))
         json_object_set(line, "hamel", json_object_get(res, "hamel"));
+    static const char *const ev_members[] = {"events", "events_dropped", "stopped_by"};
+    for (size_t i = 0; (f & FIELD_EVENTS) && i < sizeof ev_members / sizeof *ev_members; i++)
+        if (json_object_get(res, ev_members[i]))
+            json_object_set(line, ev_members[i], json_object_get(res, ev_members[i]));
     json_decref(res);
     return batch__dump_line(line);
 }
@@ -704,7 +715,8 @@ static int batch__check_shape(const batches *bs, const json_t *body, unsigned *f
                 char path[64];
                 snprintf(path, sizeof path, "fields[%zu]", i);
                 return batch__bad(problem, path,
-                                  "unknown field (expected run, final, checks, stats, trajectory or hamel)");
+                                  "unknown field (expected run, final, checks, stats, trajectory, hamel or "
+                                  "events)");
             }
             *fields |= 1u << j;
         }

@@ -63,6 +63,10 @@ static void http__run_metrics(void *arg)
     g.connections = info ? (long)info->num_connections : -1;
     batches_counts(s->d.batches, &g.batches_active, &g.batches_kept, &g.batch_bytes);
     offload_counts(s->offload, &g.offload_queued, &g.offload_running);
+    size_t derive_queued = 0, derive_running = 0; /* the derivations' lane counts as offload too */
+    offload_counts(s->derive, &derive_queued, &derive_running);
+    g.offload_queued += derive_queued;
+    g.offload_running += derive_running;
     if (s->d.st)
         store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
     free(c->out_text);

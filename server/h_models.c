@@ -8,9 +8,13 @@
  * store is compiled on the offload pool before the answer. The equations document is
  * printed on its first request (engine_equations: milliseconds for a bicycle) and a
  * ?form= derived on its first request under the compile budget, cancelled like a
- * compilation when its client hangs up: both on the offload pool.
+ * compilation when its client hangs up, on the derivations' lane (http_server.derive).
+ * One derivation runs per (model, form, limits); requests that ask meanwhile wait for its
+ * outcome without a thread, and a 422 compile-limit is remembered (once.h), so clients
+ * asking again and again for a form past the limit cost one derivation, not one each.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http_conn.h"
@@ -81,6 +85,57 @@ static void http__run_form(void *arg)
     http__watch_end(c, c->work_rc);
 }
 
+/* ---- one derivation of a form at a time; its compile-limit answer remembered ---------- */
+
+static void http__form_start(http_conn *c);
+
+/* The derivation of c's form ended (ran) or was never run (!ran: refused, or the lane
+ * stopped): the askers that waited for it get its outcome. When it was cancelled (its
+ * client hung up) they try again, one of them deriving. A compile-limit answer is
+ * remembered for the key (once.h). */
+static void http__form_done(void *arg, int ran)
+{
+    http_conn *c = arg;
+    int limit = ran && c->work_rc == HAMEL_E_COMPILE_LIMIT && c->out_problem;
+    void **waiters = NULL;
+    size_t n = 0;
+    once_end(c->srv->forms, c->form_key, limit ? c->out_problem : NULL, &waiters, &n);
+    for (size_t i = 0; i < n; i++) {
+        http_conn *w = waiters[i];
+        if (ran && c->work_rc == HAMEL_E_CANCELLED) {
+            http__form_start(w);
+            continue;
+        }
+        w->work_rc = c->work_rc;
+        w->out = c->out ? json_deep_copy(c->out) : NULL;
+        w->out_problem = c->out_problem ? json_deep_copy(c->out_problem) : NULL;
+        w->off_rc = c->off_rc;
+        http__offloaded(w, ran);
+    }
+    free(waiters);
+    http__offloaded(c, ran);
+}
+
+/* Asks for c's form (c is suspended, its answer is http__resume_form's): derives it on
+ * the derivations' lane, or waits for the derivation another asker runs, or takes the
+ * remembered compile-limit answer. */
+static void http__form_start(http_conn *c)
+{
+    json_t *known = NULL;
+    int how = once_begin(c->srv->forms, c->form_key, c, &known);
+    if (how == ONCE_WAIT)
+        return;
+    if (how == ONCE_REMEMBERED) {
+        c->work_rc = HAMEL_E_COMPILE_LIMIT;
+        c->out_problem = known;
+        http__offloaded(c, 1);
+        return;
+    }
+    c->off_rc = offload_submit(c->srv->derive, http__run_form, http__form_done, c);
+    if (c->off_rc != 0)
+        http__form_done(c, 0);
+}
+
 /* Offloaded: c->work_model's equations document. */
 static void http__run_equations(void *arg)
 {
@@ -120,9 +175,21 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     if (rc != 0)
         return http__problem(c, problem);
     const char *form = equations ? MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form") : NULL;
-    if (equations) { /* derived or printed on first request: on the offload pool */
+    if (equations && form) { /* derived on first request: once per (model, form, limits) */
         c->work_model = m;
-        return http__offload(c, form ? http__run_form : http__run_equations, http__resume_form);
+        const engine_limits *lim = c->srv->d.limits;
+        snprintf(c->form_key, sizeof c->form_key, "%s|%.64s|%.17g|%zu", engine_model_id(m), form,
+                 lim->max_compile_seconds, lim->max_compile_bytes);
+        c->on_resume = http__resume_form;
+        c->ran = 0;
+        MHD_suspend_connection(c->conn); /* first: the outcome may come before form_start returns */
+        c->suspended = 1;
+        http__form_start(c);
+        return MHD_YES;
+    }
+    if (equations) { /* printed on first request: on the offload pool */
+        c->work_model = m;
+        return http__offload(c, http__run_equations, http__resume_form);
     }
     ret = http__model_summary(c, m, 200);
     engine_model_release(m);

@@ -75,6 +75,9 @@
  * posting new simulations made 4-11% fewer per second than when the poll threads did the
  * commits themselves (bench-server.sh, cold part); with two, as many or more. */
 #define HTTP_OFFLOAD_PER_POLL 2
+#define HTTP_DERIVE_PER_POLL 1                 /* derivation threads per poll thread (the second lane) */
+#define HTTP_FORMS_REMEMBERED 256              /* compile-limit answers of ?form= remembered ... */
+#define HTTP_FORMS_REMEMBER_SECONDS 600.0      /* ... for ten minutes each */
 #define HTTP_BODY_MEMO_BYTES ((size_t)8 << 20) /* body hash -> simulation key memo */
 #define HTTP_STOP_STREAM_SECONDS 2.0           /* http_stop lets open batch streams finish this long */
 #define HTTP_STOP_POLL_NS 5000000L             /* ... polling every 5 ms */
@@ -310,18 +313,30 @@ void http__offloaded(void *arg, int ran)
 /* Suspends the connection and runs run(c) on the offload pool, then done(c, ran) (which
  * must end in http__offloaded); the resumed call answers with resume(c). Past the queue
  * (or while stopping) the answer is a 503. */
-enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
-                                   enum MHD_Result (*resume)(http_conn *))
+static enum MHD_Result http__offload_to(http_conn *c, offload *pool, void (*run)(void *),
+                                        void (*done)(void *, int), enum MHD_Result (*resume)(http_conn *))
 {
     c->on_resume = resume;
     c->ran = 0;
     /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
     MHD_suspend_connection(c->conn);
     c->suspended = 1;
-    c->off_rc = offload_submit(c->srv->offload, run, done, c);
+    c->off_rc = offload_submit(pool, run, done, c);
     if (c->off_rc != 0) /* not queued: the refusal is answered on the resumed call */
         done(c, 0);
     return MHD_YES;
+}
+
+enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
+                                   enum MHD_Result (*resume)(http_conn *))
+{
+    return http__offload_to(c, c->srv->offload, run, done, resume);
+}
+
+enum MHD_Result http__offload_derive(http_conn *c, void (*run)(void *),
+                                     enum MHD_Result (*resume)(http_conn *))
+{
+    return http__offload_to(c, c->srv->derive, run, http__offloaded, resume);
 }
 
 enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *))
@@ -589,8 +604,10 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     h->offload = offload_new(cfg->http_threads * HTTP_OFFLOAD_PER_POLL, HTTP_OFFLOAD_QUEUE);
     h->hangups = hangup_new(cfg->hangup_poll_ms);
     h->heads = heads_new(cfg->head_seconds, cfg->max_connections);
+    h->derive = offload_new(cfg->http_threads * HTTP_DERIVE_PER_POLL, HTTP_OFFLOAD_QUEUE);
+    h->forms = once_new(HTTP_FORMS_REMEMBERED, HTTP_FORMS_REMEMBER_SECONDS);
     pthread_mutex_init(&h->flights_mu, NULL);
-    if (!h->memo || !h->offload || !h->hangups || !h->heads)
+    if (!h->memo || !h->offload || !h->hangups || !h->heads || !h->derive || !h->forms)
         goto fail;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
@@ -628,6 +645,8 @@ int http_start(const http_deps *deps, http_server **out, int *port)
     return 0;
 fail:
     offload_free(h->offload);
+    offload_free(h->derive);
+    once_free(h->forms);
     hangup_free(h->hangups);
     heads_free(h->heads);
     pthread_mutex_destroy(&h->flights_mu);
@@ -653,8 +672,11 @@ void http_stop(http_server *h)
         nanosleep(&(struct timespec){0, HTTP_STOP_POLL_NS}, NULL);
     /* Every connection suspended on a compilation is resumed (its done function has run)
      * before MHD_stop_daemon, which must not meet a suspended connection. */
+    offload_stop(h->derive); /* first: a form's waiters may try again, on this lane only */
     offload_stop(h->offload);
     MHD_stop_daemon(h->daemon);
+    offload_free(h->derive);
+    once_free(h->forms);
     offload_free(h->offload);
     hangup_free(h->hangups);
     heads_free(h->heads);

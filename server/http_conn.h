@@ -25,6 +25,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "offload.h"
+#include "once.h"
 
 #define HTTP_LOG_PATH_MAX 256     /* request path kept for the access log */
 #define HTTP_ID_MAX 128           /* longest {id} path segment */
@@ -43,8 +44,13 @@ struct http_server {
     cache *memo;
     atomic_int streams; /* batch streams whose response MHD still holds */
     offload *offload;   /* slow work and store round trips: off the poll threads */
-    hangup *hangups;    /* cancels an offloaded compilation whose client hung up (hangup.h) */
-    heads *heads;       /* the deadline of request heads; the oldest give way at capacity */
+    /* Derivations that can take the whole compile budget (?form=, /v1/hamel, /v1/evaluate,
+     * /v1/linearize): a lane of their own, so that however many of them run, a new model
+     * still finds an offload thread to compile on. */
+    offload *derive;
+    once *forms;     /* one derivation per (model, form, limits); compile-limit answers remembered */
+    hangup *hangups; /* cancels an offloaded compilation whose client hung up (hangup.h) */
+    heads *heads;    /* the deadline of request heads; the oldest give way at capacity */
     /* Compilations in flight by spec key: a request for a model that is being compiled
      * waits for that compilation instead of starting another (http__compile_first). */
     pthread_mutex_t flights_mu; /* a leaf; MHD's own locks are taken inside it, never around it */
@@ -134,6 +140,7 @@ typedef struct http_conn {
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
+    char form_key[ONCE_KEY_MAX + 1];   /* a ?form= request: its key in http_server.forms */
     hangup_entry hup;
     struct http_conn *next_waiter; /* in its flight's waiters */
 
@@ -154,6 +161,10 @@ void http__offloaded(void *arg, int ran);
  * (or while stopping) the answer is a 503. */
 enum MHD_Result http__offload_with(http_conn *c, void (*run)(void *), void (*done)(void *, int),
                                    enum MHD_Result (*resume)(http_conn *));
+
+/* http__offload on the derivations' lane (http_server.derive). */
+enum MHD_Result http__offload_derive(http_conn *c, void (*run)(void *),
+                                     enum MHD_Result (*resume)(http_conn *));
 
 /* http__offload_with with http__offloaded as done. */
 enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *));

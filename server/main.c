@@ -111,7 +111,11 @@ int main(int argc, char **argv)
     const char *cd = getenv("HAMEL_CACHE_DIR");
     snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
     if (engine_code_cache(code_dir) != 0)
-        fprintf(stderr, "hamel-server: code cache %s cannot be made: the native tier is off\n", code_dir);
+        fprintf(
+            stderr,
+            "hamel-server: code cache %s cannot be made, is writable by another user or its key "
+            "(HAMEL_NATIVE_KEY_FILE, default %s.key) cannot be read or made 0600: the native tier is off\n",
+            code_dir, code_dir);
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);

@@ -509,5 +509,5 @@ enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(v
     if (rc != 0)
         return http__problem(c, problem);
     http__hold_work(c, m, body);
-    return http__offload(c, run, http__resume_work);
+    return http__offload_derive(c, run, http__resume_work);
 }

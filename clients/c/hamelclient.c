@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #define CLIENT_DEFAULT_POLL_MS 100L
 #define CLIENT_DEFAULT_RETRIES 5
 #define CLIENT_MAX_POLL_MS 1000L /* polls slow down to this while a job runs long */
+#define HAMELCLIENT_XSTR(x) #x
+#define HAMELCLIENT_STR(x) HAMELCLIENT_XSTR(x)
 
 /* A response body being received; grows up to HAMELCLIENT_MAX_RESPONSE_BYTES. */
 typedef struct client_buf {
@@ -667,4 +670,84 @@ int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_prog
     client_copy(id, sizeof id, json_str(doc, "job_id"));
     json_decref(doc);
     return hamelclient_job_wait(c, id, progress, user, result, err);
+}
+
+int hamelclient_linearize(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err)
+{
+    CLIENT_CHECK(c, out, err);
+    if (!json_is_object(request))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "the request must be a JSON object");
+    return client_object(c, "POST", "/v1/linearize", request, 0, NULL, out, err);
+}
+
+int hamelclient_evaluate(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err)
+{
+    CLIENT_CHECK(c, out, err);
+    if (!json_is_object(request))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "the request must be a JSON object");
+    return client_object(c, "POST", "/v1/evaluate", request, 0, NULL, out, err);
+}
+
+#define CLIENT_BATCH_WAIT_S 1 /* ?wait= of each batch poll: progress at least every second */
+
+int hamelclient_batch(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
+                      json_t **out, hamelclient_error *err)
+{
+    CLIENT_CHECK(c, out, err);
+    if (!json_is_object(request))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "the request must be a JSON object");
+    double start = client_now();
+    json_t *doc = NULL;
+    int rc = client_object(c, "POST", "/v1/batches?wait=" HAMELCLIENT_STR(CLIENT_BATCH_WAIT_S), request,
+                           CLIENT_BATCH_WAIT_S, NULL, &doc, err);
+    char id[HAMELCLIENT_MAX_ID];
+    client_copy(id, sizeof id, rc == HAMELCLIENT_OK ? json_str(doc, "batch_id") : NULL);
+    while (rc == HAMELCLIENT_OK) {
+        int finished = json_is_array(json_object_get(doc, "results"));
+        json_t *p = json_object_get(doc, "progress");
+        const char *status = json_str(doc, "status");
+        if (progress != NULL &&
+            progress(user, id, status ? status : "?",
+                     finished ? 1.0 : (json_is_number(p) ? json_number_value(p) : 0.0)) != 0)
+            rc = error_set(err, HAMELCLIENT_E_STOPPED, 0, "stopped waiting for batch %s", id);
+        else if (finished) {
+            *out = doc;
+            return HAMELCLIENT_OK;
+        } else if (c->wait_timeout_s > 0 && client_now() - start > c->wait_timeout_s)
+            rc = error_set(err, HAMELCLIENT_E_TIMEOUT, 0, "batch %s still running after %.1f s", id,
+                           c->wait_timeout_s);
+        else {
+            json_decref(doc);
+            doc = NULL;
+            rc = client_id_ok(id) ? client_get_id(c, "/v1/batches/", id,
+                                                  "?wait=" HAMELCLIENT_STR(CLIENT_BATCH_WAIT_S), &doc, err)
+                                  : error_set(err, HAMELCLIENT_E_PROTOCOL, 0, "the batch has no batch_id");
+        }
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static double client_warning_number(const json_t *w, const char *key)
+{
+    const json_t *v = json_object_get(w, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+size_t hamelclient_warnings(const json_t *result, hamelclient_warning *out, size_t max)
+{
+    const json_t *ws = json_object_get(result, "warnings");
+    size_t n = json_is_array(ws) ? json_array_size(ws) : 0;
+    for (size_t i = 0; i < n && i < max && out != NULL; i++) {
+        const json_t *w = json_array_get(ws, i);
+        const char *code = json_string_value(json_object_get(w, "code"));
+        const char *message = json_string_value(json_object_get(w, "message"));
+        const char *check = json_string_value(json_object_get(w, "check"));
+        out[i].code = code ? code : "warning";
+        out[i].message = message ? message : "";
+        out[i].check = check ? check : "";
+        out[i].value = client_warning_number(w, "value");
+        out[i].threshold = client_warning_number(w, "threshold");
+    }
+    return n;
 }

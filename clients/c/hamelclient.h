@@ -150,6 +150,39 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, ham
 int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
                          json_t **result, hamelclient_error *err);
 
+/* One failed check of a result (its "warnings" entry): code (energy-drift,
+ * constraint-residual, position-drift, projection-failed), the message to show, the
+ * check that failed (a path in the result), its value and the threshold it passed
+ * (NAN when absent). The strings are borrowed from the result. */
+typedef struct hamelclient_warning {
+    const char *code, *message, *check;
+    double value, threshold;
+} hamelclient_warning;
+
+/* The warnings of a result (or of a batch line): returns how many it has and fills
+ * out[0..min(count, max)) (out may be NULL when max is 0). A result without warnings,
+ * as from a server before 0.3.0, has none. Borrows `result`; the strings live as long
+ * as it does. */
+size_t hamelclient_warnings(const json_t *result, hamelclient_warning *out, size_t max);
+
+/* POST /v1/linearize with `request` (borrowed: {"model" | "model_id", "q", "speeds",
+ * ...} or "points"). On success *out holds A, B and the eigenvalues (caller owns it). */
+int hamelclient_linearize(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err);
+
+/* POST /v1/evaluate with `request` (borrowed: {"model" | "model_id", "states"}). On
+ * success *out holds q', u', q'' and the multipliers of each state (caller owns it). */
+int hamelclient_evaluate(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err);
+
+/* POST /v1/batches with `request` (borrowed: {"model" | "model_id", "base"?, "runs",
+ * "fields"?}), then GET /v1/batches/{id}?wait= until it has finished, calling
+ * `progress` (may be NULL) after every answer with the batch id, its status and the
+ * fraction of runs finished. On success *out holds the finished batch's status document
+ * with "results", one line per run in index order (caller owns it); runs that failed
+ * are lines with "status": "failed" and their "problem", not an error of the call. An
+ * invalid run refuses the whole batch: HAMELCLIENT_E_PROBLEM naming runs[i]. */
+int hamelclient_batch(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
+                      json_t **out, hamelclient_error *err);
+
 /* Writes a one-line description of `err` ("422 invalid-model: ... at /x column 3")
  * into buf[size], always NUL-terminated. Returns buf. */
 char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t size);

@@ -13,11 +13,13 @@
  * defaults to $HAMEL_URL, then http://127.0.0.1:8080; the token to $HAMEL_TOKEN.
  */
 #include "hamelclient.h"
+#include "hameltext.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REMOTE_MAX_ARGS 16 /* positional arguments */
@@ -34,15 +36,38 @@ enum {
 typedef struct remote_args {
     const char *url, *token, *out, *q, *t;
     int csv, json, wait, help;
+    int progress; /* -1: on a terminal (the default); 0: --no-progress; 1: --progress */
     int npos;
     const char *pos[REMOTE_MAX_ARGS];
 } remote_args;
 
-/* What the progress callback draws on and watches. */
+#define REMOTE_PROGRESS_AFTER_S 1.0 /* progress shows once a wait has taken this long */
+#define REMOTE_PROGRESS_LINE_S 1.0  /* one line per interval when stderr is not a terminal */
+
+/* What the progress callback draws on and watches: a bar redrawn in place on a terminal,
+ * else (--progress) a line a second; nothing in a wait's first second. */
 typedef struct remote_ui {
     int tty;
     int drawn;
+    int show;         /* draw at all */
+    double start;     /* monotonic seconds when the wait began */
+    double last_line; /* when the last line was written (not a terminal) */
 } remote_ui;
+
+static double remote_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A remote_ui for a wait starting now, as -a asks. */
+static remote_ui remote_ui_new(const remote_args *a)
+{
+    remote_ui ui = {isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
+    ui.show = a->progress > 0 || (a->progress < 0 && ui.tty);
+    return ui;
+}
 
 static volatile sig_atomic_t remote_interrupted;
 
@@ -66,18 +91,28 @@ static void remote_on_sigint(int sig)
 }
 
 static const char remote_usage_text[] =
-    "usage: hamel remote [--url URL] [--token T] COMMAND ...\n"
+    "usage: hamel remote [--url URL] [--token T] [--progress|--no-progress] COMMAND ...\n"
     "  run FILE [--csv|--json] [-o OUT]   simulate a case file or a simulation request\n"
-    "  check FILE                         validate the model of FILE\n"
+    "  check FILE [--json]                validate the model of FILE (text; --json: the summary)\n"
     "  gamma FILE [--q name=v,...] [--t T] [--json]\n"
     "                                     Hamel coefficients at a configuration\n"
     "  equations FILE [--json]            the derived equations of the model of FILE\n"
+    "  linearize FILE [-o OUT]            A, B and the eigenvalues ({\"model\", \"linearize\": {...}}\n"
+    "                                     or a /v1/linearize request)\n"
+    "  evaluate FILE [-o OUT]             q', u', q'', multipliers ({\"model\", \"evaluate\": {...}}\n"
+    "                                     or a /v1/evaluate request)\n"
+    "  batch FILE [--json] [-o OUT]       a batch ({\"model\"|\"model_id\", \"base\"?, \"runs\"}, or a case\n"
+    "                                     file with \"runs\"): one NDJSON line per run, in index order\n"
     "  job ID [--wait] [--csv|--json] [-o OUT]\n"
     "                                     a job's status (or, with --wait, its result)\n"
     "  cancel ID                          cancel a queued or running job\n"
     "URL defaults to $HAMEL_URL, then " HAMELCLIENT_DEFAULT_URL "; T to $HAMEL_TOKEN.\n"
     "CSV columns: t, the coordinates, the speeds, then q' of each coordinate as name'.\n"
-    "Exit status: 0 ok, 1 the service reported a problem, 2 usage, 3 transport.\n";
+    "A wait longer than a second shows its progress on standard error when that is a\n"
+    "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
+    "Exit status: 0 ok, 1 the service refused the request or a run failed, 2 usage (bad\n"
+    "arguments, a file that cannot be read), 3 transport (no answer, or not the API's),\n"
+    "130 interrupted (the job is cancelled).\n";
 
 static int remote_usage(const char *msg)
 {
@@ -91,6 +126,7 @@ static int remote_usage(const char *msg)
 static int remote_parse(int argc, char **argv, remote_args *a)
 {
     memset(a, 0, sizeof *a);
+    a->progress = -1;
     int i = 1;
     if (i < argc && strcmp(argv[i], "remote") == 0)
         i++;
@@ -115,6 +151,10 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->json = 1;
         else if (strcmp(s, "--wait") == 0)
             a->wait = 1;
+        else if (strcmp(s, "--progress") == 0)
+            a->progress = 1;
+        else if (strcmp(s, "--no-progress") == 0)
+            a->progress = 0;
         else if (strncmp(s, "--url=", 6) == 0)
             a->url = s + 6;
         else if (strncmp(s, "--token=", 8) == 0)
@@ -246,7 +286,16 @@ static json_t *remote_request_of(const char *file, json_t *doc)
 static int remote_progress(void *user, const char *job_id, const char *status, double p)
 {
     remote_ui *ui = user;
-    if (ui->tty) {
+    double now = remote_now();
+    if (!ui->show || now - ui->start < REMOTE_PROGRESS_AFTER_S) {
+        /* not yet (or not at all) */
+    } else if (!ui->tty) {
+        if (now - ui->last_line >= REMOTE_PROGRESS_LINE_S || p >= 1.0) {
+            fprintf(stderr, "hamel remote: %s %5.1f%% %s after %.1f s\n", job_id, 100.0 * p, status,
+                    now - ui->start);
+            ui->last_line = now;
+        }
+    } else {
         static const char hashes[] = "##############################";
         int fill = (int)(p * REMOTE_BAR_WIDTH + 0.5);
         fill = fill < 0 ? 0 : (fill > REMOTE_BAR_WIDTH ? REMOTE_BAR_WIDTH : fill);
@@ -260,7 +309,7 @@ static int remote_progress(void *user, const char *job_id, const char *status, d
 
 static void remote_progress_end(remote_ui *ui)
 {
-    if (ui->drawn)
+    if (ui->drawn && ui->tty)
         fputc('\n', stderr);
     ui->drawn = 0;
 }
@@ -295,110 +344,23 @@ static void remote_print_json(FILE *f, const json_t *doc, int compact)
     fputc('\n', f);
 }
 
-/* Column names: `names` (an array of strings, e.g. the model's coordinates) when it
- * lists every key of `group`, else the group's own key order. */
-static json_t *remote_columns(const json_t *group, const json_t *names)
-{
-    if (json_is_array(names) && json_array_size(names) == json_object_size(group)) {
-        size_t i;
-        json_t *n;
-        int all = 1;
-        json_array_foreach(names, i, n) all &= json_object_get(group, remote_sv(n, "")) != NULL;
-        if (all)
-            return json_incref((json_t *)names);
-    }
-    json_t *cols = json_array();
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)group, key, v) json_array_append_new(cols, json_string(key));
-    return cols;
-}
-
-static json_t *remote_names(const json_t *list)
-{
-    json_t *names = json_array();
-    size_t i;
-    json_t *e;
-    json_array_foreach(list, i, e)
-    {
-        const char *n =
-            json_is_string(e) ? json_string_value(e) : json_string_value(json_object_get(e, "name"));
-        if (n != NULL)
-            json_array_append_new(names, json_string(n));
-    }
-    return names;
-}
-
-/* Prints `v` with the fewest significant digits (15 to 17) that read back exactly. */
-static void remote_put_double(FILE *f, const char *sep, double v)
-{
-    char buf[32];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    fprintf(f, "%s%s", sep, buf);
-}
-
-/* Writes the trajectory of `result` as CSV: t, q..., speeds..., q'... . The model (may
- * be NULL) gives the column order. Returns 0, or -1 when the result has no trajectory. */
-static int remote_write_csv(FILE *f, const json_t *result, const json_t *model)
-{
-    json_t *tr = json_object_get(result, "trajectory");
-    json_t *t = json_object_get(tr, "t");
-    if (!json_is_array(t)) {
-        fprintf(stderr, "hamel remote: the result has no trajectory\n");
-        return -1;
-    }
-    static const char *const groups[] = {"q", "speeds", "qdot"};
-    json_t *coords = json_object_get(model, "coordinates");
-    json_t *speed_names = remote_names(json_object_get(model, "speeds"));
-    json_t *cols[3];
-    for (int g = 0; g < 3; g++) {
-        json_t *grp = json_object_get(tr, groups[g]);
-        cols[g] = json_is_object(grp) ? remote_columns(grp, g == 1 ? speed_names : coords) : json_array();
-    }
-    json_decref(speed_names);
-    fputs("t", f);
-    for (int g = 0; g < 3; g++) {
-        size_t i;
-        json_t *n;
-        json_array_foreach(cols[g], i, n) fprintf(f, ",%s%s", json_string_value(n), g == 2 ? "'" : "");
-    }
-    fputc('\n', f);
-    size_t rows = json_array_size(t);
-    for (size_t k = 0; k < rows; k++) {
-        remote_put_double(f, "", json_number_value(json_array_get(t, k)));
-        for (int g = 0; g < 3; g++) {
-            json_t *grp = json_object_get(tr, groups[g]);
-            size_t i;
-            json_t *n;
-            json_array_foreach(cols[g], i, n)
-            {
-                json_t *v = json_array_get(json_object_get(grp, json_string_value(n)), k);
-                if (json_is_number(v))
-                    remote_put_double(f, ",", json_number_value(v));
-                else
-                    fputs(",", f);
-            }
-        }
-        fputc('\n', f);
-    }
-    for (int g = 0; g < 3; g++)
-        json_decref(cols[g]);
-    return 0;
-}
-
 /* Writes a finished result as JSON (compact) or CSV to -o OUT or stdout. */
 static int remote_emit_result(const remote_args *a, const json_t *result, const json_t *model)
 {
+    /* a check that failed is said on standard error, whatever the output */
+    hamelclient_warning w[16];
+    size_t nw = hamelclient_warnings(result, w, sizeof w / sizeof w[0]);
+    for (size_t i = 0; i < nw && i < sizeof w / sizeof w[0]; i++)
+        fprintf(stderr, "hamel remote: warning: %s: %s\n", w[i].code, w[i].message);
+    if (nw > sizeof w / sizeof w[0])
+        fprintf(stderr, "hamel remote: warning: %zu more (see \"warnings\" in the result)\n",
+                nw - sizeof w / sizeof w[0]);
     FILE *f = remote_open_out(a->out);
     if (f == NULL)
         return REMOTE_EXIT_USAGE;
     int bad = 0;
     if (a->csv)
-        bad = remote_write_csv(f, result, model) != 0;
+        bad = hameltext_csv(f, result, model) != 0;
     else
         remote_print_json(f, result, 1);
     int rc = remote_close_out(f, a->out);
@@ -407,9 +369,10 @@ static int remote_emit_result(const remote_args *a, const json_t *result, const 
 
 /* Waits for a job with a progress bar on a terminal; Ctrl-C cancels the job. On
  * success *result holds the result (caller owns it). */
-static int remote_wait(hamelclient *c, const char *job_id, json_t *started, json_t **result)
+static int remote_wait(hamelclient *c, const remote_args *a, const char *job_id, json_t *started,
+                       json_t **result)
 {
-    remote_ui ui = {isatty(STDERR_FILENO), 0};
+    remote_ui ui = remote_ui_new(a);
     hamelclient_error err;
     int rc;
     if (started != NULL && json_object_get(started, "trajectory") != NULL) {
@@ -450,7 +413,7 @@ static int remote_run(hamelclient *c, const remote_args *a)
         code = remote_fail(c, a->pos[1], rc, &err);
     else {
         const char *id = json_string_value(json_object_get(started, "job_id"));
-        code = remote_wait(c, id ? id : "", started, &result);
+        code = remote_wait(c, a, id ? id : "", started, &result);
     }
     if (code == REMOTE_EXIT_OK)
         code = remote_emit_result(a, result, json_object_get(req, "model"));
@@ -459,45 +422,6 @@ static int remote_run(hamelclient *c, const remote_args *a)
     json_decref(req);
     json_decref(doc);
     return code;
-}
-
-/* Prints the expression at `path` (the service's form: "model.constraints[1].expr",
- * rooted at the model) with a caret under `column` (1-based), when the path leads to
- * a string of the model. */
-static void remote_point_at(const json_t *model, const char *path, int column)
-{
-    static const char root[] = "model";
-    if (path == NULL || strncmp(path, root, sizeof root - 1) != 0 || column < 1)
-        return;
-    const json_t *cur = model;
-    const char *p = path + sizeof root - 1;
-    char key[256];
-    while (cur != NULL && *p != '\0') {
-        if (*p == '.') {
-            p++;
-            size_t n = strcspn(p, ".[");
-            if (n == 0 || n >= sizeof key)
-                return;
-            memcpy(key, p, n);
-            key[n] = '\0';
-            cur = json_object_get(cur, key);
-            p += n;
-        } else if (*p == '[') {
-            char *end = NULL;
-            long idx = strtol(p + 1, &end, 10);
-            if (end == p + 1 || *end != ']' || idx < 0)
-                return;
-            cur = json_array_get(cur, (size_t)idx);
-            p = end + 1;
-        } else
-            return;
-    }
-    if (json_is_object(cur) && json_is_string(json_object_get(cur, "expr")))
-        cur = json_object_get(cur, "expr");
-    const char *s = json_string_value(cur);
-    if (s == NULL || (size_t)column > strlen(s) + 1)
-        return;
-    fprintf(stderr, "    %s\n    %*s^\n", s, column - 1, "");
 }
 
 static int remote_check(hamelclient *c, const remote_args *a)
@@ -513,20 +437,10 @@ static int remote_check(hamelclient *c, const remote_args *a)
     int rc = hamelclient_model_submit(c, model, &sum, &created, &err);
     if (rc == HAMELCLIENT_E_PROBLEM) {
         const json_t *prob = hamelclient_last_problem(c);
-        fprintf(stderr, "%s: %s (HTTP %d)\n", file, err.title[0] ? err.title : "invalid model", err.status);
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(prob, "errors"), i, e)
-        {
-            const char *path = json_string_value(json_object_get(e, "path"));
-            json_t *col = json_object_get(e, "column");
-            fprintf(stderr, "%s: %s", file, path ? path : "(no path)");
-            if (json_is_integer(col))
-                fprintf(stderr, ": column %lld", (long long)json_integer_value(col));
-            fprintf(stderr, ": %s\n", remote_str(e, "reason", ""));
-            if (json_is_integer(col))
-                remote_point_at(model, path, (int)json_integer_value(col));
-        }
+        if (a->json)
+            remote_print_json(stderr, prob, 0);
+        else
+            hameltext_problem(stderr, file, prob, model, err.status);
         json_decref(doc);
         return REMOTE_EXIT_PROBLEM;
     }
@@ -534,31 +448,10 @@ static int remote_check(hamelclient *c, const remote_args *a)
         json_decref(doc);
         return remote_fail(c, file, rc, &err);
     }
-    printf("%s: valid, %s (%s)\n", file, remote_str(sum, "model_id", "?"), created ? "new" : "known");
-    printf("  n=%lld m=%lld dof=%lld%s%s\n", (long long)json_integer_value(json_object_get(sum, "n")),
-           (long long)json_integer_value(json_object_get(sum, "m")),
-           (long long)json_integer_value(json_object_get(sum, "dof")),
-           json_is_true(json_object_get(sum, "scleronomic")) ? ", scleronomic" : ", rheonomic",
-           json_is_true(json_object_get(sum, "energy_conserved")) ? ", energy conserved" : "");
-    static const char *const lists[] = {"coordinates", "speeds"};
-    for (int l = 0; l < 2; l++) {
-        json_t *names = remote_names(json_object_get(sum, lists[l]));
-        printf("  %s:", lists[l]);
-        size_t i;
-        json_t *n;
-        json_array_foreach(names, i, n) printf(" %s", json_string_value(n));
-        putchar('\n');
-        json_decref(names);
-    }
-    size_t i;
-    json_t *con;
-    json_array_foreach(json_object_get(sum, "constraints"), i, con)
-    {
-        printf("  constraint %s: %s, %s, %s\n", remote_str(con, "name", "?"),
-               json_is_true(json_object_get(con, "linear")) ? "linear" : "nonlinear",
-               json_is_true(json_object_get(con, "rheonomic")) ? "rheonomic" : "scleronomic",
-               json_is_true(json_object_get(con, "holonomic")) ? "holonomic" : "not integrable alone");
-    }
+    if (a->json)
+        remote_print_json(stdout, sum, 0);
+    else
+        hameltext_summary(stdout, file, sum, created);
     json_decref(sum);
     json_decref(doc);
     return REMOTE_EXIT_OK;
@@ -707,7 +600,7 @@ static int remote_equations(hamelclient *c, const remote_args *a)
     if (code == REMOTE_EXIT_OK && a->json)
         remote_print_json(stdout, eq, 0);
     else if (code == REMOTE_EXIT_OK) {
-        json_t *speeds = remote_names(json_object_get(sum, "speeds"));
+        json_t *speeds = hameltext_names(json_object_get(sum, "speeds"));
         printf("model %s\nformulation %s\n", remote_str(eq, "model_id", "?"),
                remote_str(eq, "formulation", "?"));
         printf("kinematics (q' = Phi u + Phi_t):\n");
@@ -750,6 +643,132 @@ static int remote_equations(hamelclient *c, const remote_args *a)
     return code;
 }
 
+/* The request of `hamel remote linearize|evaluate FILE`: the file's "model" (or
+ * "model_id") with its `which` member as the request, else the file itself. Returns 0
+ * with *req (caller frees) or the exit code. */
+static int remote_inner_request(const remote_args *a, const char *which, json_t **req)
+{
+    char usage[64];
+    snprintf(usage, sizeof usage, "%s needs one FILE", which);
+    if (a->npos != 2)
+        return remote_usage(usage);
+    json_t *doc = remote_load(a->pos[1]);
+    if (doc == NULL)
+        return REMOTE_EXIT_USAGE;
+    json_t *inner = json_object_get(doc, which);
+    if (json_is_object(inner)) {
+        *req = json_deep_copy(inner);
+        if (json_object_get(doc, "model") != NULL)
+            json_object_set(*req, "model", json_object_get(doc, "model"));
+        else if (json_object_get(doc, "model_id") != NULL)
+            json_object_set(*req, "model_id", json_object_get(doc, "model_id"));
+    } else {
+        *req = json_incref(doc);
+    }
+    json_decref(doc);
+    if (json_object_get(*req, "model") == NULL && json_object_get(*req, "model_id") == NULL) {
+        fprintf(stderr, "%s: needs \"model\" (or \"model_id\") and a \"%s\" request, or to be one\n",
+                a->pos[1], which);
+        json_decref(*req);
+        return REMOTE_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int remote_linearize_or_evaluate(hamelclient *c, const remote_args *a, const char *which)
+{
+    json_t *req = NULL, *out = NULL;
+    int pre = remote_inner_request(a, which, &req);
+    if (pre)
+        return pre;
+    hamelclient_error err;
+    int rc = strcmp(which, "linearize") == 0 ? hamelclient_linearize(c, req, &out, &err)
+                                             : hamelclient_evaluate(c, req, &out, &err);
+    int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
+    if (code == REMOTE_EXIT_OK) {
+        FILE *f = remote_open_out(a->out);
+        if (f == NULL)
+            code = REMOTE_EXIT_USAGE;
+        else {
+            remote_print_json(f, out, 0);
+            code = remote_close_out(f, a->out);
+        }
+    }
+    json_decref(out);
+    json_decref(req);
+    return code;
+}
+
+static int remote_linearize(hamelclient *c, const remote_args *a)
+{
+    return remote_linearize_or_evaluate(c, a, "linearize");
+}
+
+static int remote_evaluate(hamelclient *c, const remote_args *a)
+{
+    return remote_linearize_or_evaluate(c, a, "evaluate");
+}
+
+/* hamel remote batch FILE: FILE is a batch request ({"model" | "model_id", "base"?,
+ * "runs", "fields"?}) or a case file with "runs" (its "simulation" is the base; other
+ * members of the file are left out). Prints
+ * each run's line as NDJSON in index order (--json: the whole batch document); exits 1
+ * when a run failed or was cancelled. */
+static int remote_batch(hamelclient *c, const remote_args *a)
+{
+    if (a->npos != 2)
+        return remote_usage("batch needs one FILE");
+    json_t *doc = remote_load(a->pos[1]);
+    if (doc == NULL)
+        return REMOTE_EXIT_USAGE;
+    if (!json_is_array(json_object_get(doc, "runs"))) {
+        fprintf(stderr, "%s: a batch needs \"runs\" (and \"model\" or \"model_id\")\n", a->pos[1]);
+        json_decref(doc);
+        return REMOTE_EXIT_USAGE;
+    }
+    /* the members of a batch request; a case file's "simulation" is the base */
+    json_t *req = json_object();
+    static const char *const members[] = {"model", "model_id", "base", "runs", "fields"};
+    for (size_t i = 0; i < sizeof members / sizeof *members; i++)
+        if (json_object_get(doc, members[i]) != NULL)
+            json_object_set(req, members[i], json_object_get(doc, members[i]));
+    json_t *sim = json_object_get(doc, "simulation");
+    if (json_is_object(sim) && json_object_get(req, "base") == NULL)
+        json_object_set(req, "base", sim);
+    json_decref(doc);
+    remote_ui ui = remote_ui_new(a);
+    hamelclient_error err;
+    json_t *out = NULL;
+    int rc = hamelclient_batch(c, req, remote_progress, &ui, &out, &err);
+    remote_progress_end(&ui);
+    int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
+    if (code == REMOTE_EXIT_OK) {
+        FILE *f = remote_open_out(a->out);
+        if (f == NULL)
+            code = REMOTE_EXIT_USAGE;
+        else {
+            if (a->json)
+                remote_print_json(f, out, 0);
+            else {
+                size_t i;
+                json_t *line;
+                json_array_foreach(json_object_get(out, "results"), i, line) remote_print_json(f, line, 1);
+            }
+            code = remote_close_out(f, a->out);
+        }
+        json_int_t bad = json_integer_value(json_object_get(out, "failed")) +
+                         json_integer_value(json_object_get(out, "cancelled"));
+        if (code == REMOTE_EXIT_OK && bad > 0) {
+            fprintf(stderr, "hamel remote: %lld of %lld runs did not finish\n", (long long)bad,
+                    (long long)json_integer_value(json_object_get(out, "count")));
+            code = REMOTE_EXIT_PROBLEM;
+        }
+    }
+    json_decref(out);
+    json_decref(req);
+    return code;
+}
+
 static int remote_job(hamelclient *c, const remote_args *a)
 {
     if (a->npos != 2)
@@ -762,7 +781,7 @@ static int remote_job(hamelclient *c, const remote_args *a)
     int code = REMOTE_EXIT_OK;
     if (a->wait) {
         json_t *result = NULL;
-        code = remote_wait(c, a->pos[1], job, &result);
+        code = remote_wait(c, a, a->pos[1], job, &result);
         if (code == REMOTE_EXIT_OK)
             code = remote_emit_result(a, result, NULL);
         json_decref(result);
@@ -813,9 +832,15 @@ int hamelclient_remote_main(int argc, char **argv)
         const char *name;
         int (*fn)(hamelclient *, const remote_args *);
     } commands[] = {
-        {"run", remote_run},     {"check", remote_check},
-        {"gamma", remote_gamma}, {"equations", remote_equations},
-        {"job", remote_job},     {"cancel", remote_cancel},
+        {"run", remote_run},
+        {"check", remote_check},
+        {"gamma", remote_gamma},
+        {"equations", remote_equations},
+        {"job", remote_job},
+        {"cancel", remote_cancel},
+        {"linearize", remote_linearize},
+        {"evaluate", remote_evaluate},
+        {"batch", remote_batch},
     };
     int (*fn)(hamelclient *, const remote_args *) = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

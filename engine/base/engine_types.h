@@ -11,7 +11,14 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#define ENGINE_VERSION "0.1.0"
+/* The engine's build identity is ENGINE_VERSION and ENGINE_NUMERICS together (identity.h,
+ * engine/DESIGN.md "Build identity"): it is part of every result key and of the native code
+ * cache's names, so results of an older engine are recomputed, never served. Bump
+ * ENGINE_NUMERICS with every change that may alter a number the engine computes (a zero
+ * decision, a derivation, an integrator, a check, code generation); bump ENGINE_VERSION
+ * for a release, and then reset nothing: the pair only ever moves forward. */
+#define ENGINE_VERSION "0.3.0"
+#define ENGINE_NUMERICS 1
 
 typedef struct engine_model engine_model;
 

@@ -47,6 +47,7 @@ struct bctx {
     struct point *points;
     int npt;
     int errors;
+    bodies_result *out;
 };
 
 static void err(struct bctx *b, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -515,6 +516,28 @@ static expr **velocity(struct bctx *b, int p)
     return pt->v;
 }
 
+/* Keeps a quantity that depends on parameters for the checks of a request that
+ * overrides them (bodies_geom). Out of memory: the quantity is not kept. */
+static void note_geom(struct bctx *b, int kind, expr *const *e, int n, const char *path)
+{
+    int dep = 0;
+    for (int i = 0; i < n; i++)
+        dep |= expr_depends_class(b->c, e[i], SYM_PARAM);
+    if (!dep)
+        return;
+    bodies_geom *g = realloc(b->out->geom, (size_t)(b->out->n_geom + 1) * sizeof *g);
+    if (!g)
+        return;
+    b->out->geom = g;
+    g += b->out->n_geom++;
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->n_roots = n;
+    for (int i = 0; i < n; i++)
+        g->e[i] = e[i];
+    snprintf(g->path, sizeof g->path, "%s", path);
+}
+
 /* A positive mass: an expression that is positive at the parameter values. */
 static expr *parse_mass(struct bctx *b, const json_t *obj, const char *path)
 {
@@ -537,7 +560,25 @@ static expr *parse_mass(struct bctx *b, const json_t *obj, const char *path)
         err(b, p, "must be positive: it is %.17g at the parameter values", mv);
         return NULL;
     }
+    note_geom(b, BODIES_GEOM_MASS, &m, 1, p);
     return m;
+}
+
+/* A length that must be positive (a radius): an expression of numbers and parameters
+ * that is positive and finite at the parameter values (`what` names it in the message).
+ * One that depends on the configuration or time is taken as given. Returns e, or NULL
+ * with an error. */
+static expr *positive_length(struct bctx *b, expr *e, const char *path, const char *what)
+{
+    if (!e || expr_depends_class(b->c, e, SYM_COORD) || expr_depends_class(b->c, e, SYM_TIME))
+        return e;
+    double v = num_value(b, e);
+    if (!(v > 0) || !isfinite(v)) {
+        err(b, path, "%s must be positive: it is %.17g at the parameter values", what, v);
+        return NULL;
+    }
+    note_geom(b, BODIES_GEOM_LENGTH, &e, 1, path);
+    return e;
 }
 
 /* The inertia tensor about the mass center in body axes: [[Ixx, Ixy, Ixz], [Ixy, Iyy,
@@ -594,6 +635,7 @@ static int parse_inertia(struct bctx *b, const json_t *obj, const char *path, ex
             a[0], a[4], a[8], m1, m2, m3);
         return -1;
     }
+    note_geom(b, BODIES_GEOM_INERTIA, I, 9, p);
     return 0;
 }
 
@@ -668,6 +710,7 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
     b.c = c;
     b.max_chars = max_expr_chars;
     b.problem = problem;
+    b.out = out;
     int ns = expr_sym_count(c);
     b.vals = malloc((ns + 1) * sizeof *b.vals);
     b.frames = calloc(BODIES_MAX_ITEMS + 1, sizeof *b.frames);
@@ -823,11 +866,12 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
             if (gn && (!json_is_string(gn) || (nk = axis_letter(json_string_value(gn), &nsign)) < 0))
                 err(&b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
             snprintf(p, sizeof p, "%s.radius", path);
-            expr *r = parse_expr(&b, json_object_get(dj, "radius"), p);
+            expr *r = positive_length(&b, parse_expr(&b, json_object_get(dj, "radius"), p), p, "the radius");
             expr *rho = expr_num(c, 0.0);
             if (json_object_get(dj, "tube_radius")) {
                 snprintf(p, sizeof p, "%s.tube_radius", path);
-                rho = parse_expr(&b, json_object_get(dj, "tube_radius"), p);
+                rho = positive_length(&b, parse_expr(&b, json_object_get(dj, "tube_radius"), p), p,
+                                      "the tube radius (omit it for a thin disk)");
             }
             const json_t *dep = json_object_get(dj, "dependent");
             snprintf(p, sizeof p, "%s.dependent", path);
@@ -930,5 +974,6 @@ void bodies_result_free(bodies_result *r)
     json_decref(r->canonical);
     free(r->vel);
     free(r->pos);
+    free(r->geom);
     memset(r, 0, sizeof *r);
 }

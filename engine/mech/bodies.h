@@ -27,14 +27,28 @@ typedef struct bodies_constraint {
     char path[96];      /* JSON path of what generated it */
 } bodies_constraint;
 
+/* A quantity of the bodies whose range is checked again when a request overrides the
+ * parameters it depends on (geom.h): a mass or a length must be positive, an inertia
+ * tensor symmetric and positive semi-definite. Only quantities that depend on
+ * parameters are kept; the expressions live in the model's context. */
+enum { BODIES_GEOM_MASS, BODIES_GEOM_LENGTH, BODIES_GEOM_INERTIA };
+typedef struct bodies_geom {
+    int kind;
+    int n_roots; /* 1, or 9 for an inertia (row-major) */
+    expr *e[9];
+    char path[128]; /* the model field, e.g. model.rolling_disks[0].tube_radius */
+} bodies_geom;
+
 typedef struct bodies_result {
     int present; /* the model has at least one of the bodies keys */
     expr *T, *V; /* contributions (the number 0 when absent) */
     int n_vel, n_pos;
     bodies_constraint *vel; /* [n_vel] no-slip constraints, linear in q' */
     bodies_constraint *pos; /* [n_pos] holonomic contact conditions f(q, t) = 0 */
-    json_t *canonical;      /* the bodies keys with every expression printed canonically and
-                             * every number a real (owned; NULL without bodies) */
+    int n_geom;
+    bodies_geom *geom; /* [n_geom] parameter-dependent masses, lengths, inertias (owned) */
+    json_t *canonical; /* the bodies keys with every expression printed canonically and
+                        * every number a real (owned; NULL without bodies) */
 } bodies_result;
 
 /* The JSON keys this module reads from a model (NULL-terminated). */

@@ -4,9 +4,9 @@
  * the Hamel coefficients that are not identically zero, and names the model by the
  * SHA-256 of its canonical form. */
 #include "model.h"
+#include "model_build.h"
 
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,19 +15,15 @@
 #include "budget.h"
 #include "equations.h"
 #include "exprjson.h"
-#include "reduce.h"
+#include "geom.h"
 #include "hamel.h"
-#include "holonomy.h"
-#include "nonlin.h"
+#include "sha256.h"
 #include <time.h>
-#include "jit.h"
 #include "native.h"
 #include "linalg.h"
 
 #define MODEL_NAME_MAX 128
 #define MODEL_TEST_POINTS 3
-#define MODEL_HOLONOMY_SECONDS 0.04 /* the Lie brackets past this: "complete": false */
-#define MODEL_REDUCE_SHARE 0.25     /* of max_compile_seconds the symbolic reduction may use */
 
 /* ---- small helpers ---- */
 
@@ -123,6 +119,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_psi);
     tape_free(m->tape_dyn);
     tape_free(m->tape_obs);
+    geom_free(m);
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
     tape_free(m->tape_fast);
@@ -130,6 +127,7 @@ static void model_free(struct engine_model *m)
     tape_free(m->tape_pos);
     free(m->pos_con);
     json_decref(m->bodies_js);
+    json_decref(m->units_js);
     tape_free(m->tape_det);
     tape_free(m->tape_mass);
     free(m->u_slot);
@@ -333,6 +331,50 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
     return 0;
 }
 
+/* "units": {symbol: unit}, a label for display only (nothing is converted): each key a
+ * parameter, a coordinate, a speed named in "speeds", or "t"; each value a non-empty
+ * string of at most UNIT_MAX bytes. Kept in the canonical form and the summary. */
+#define UNIT_MAX 32
+static void parse_units(struct engine_model *m, const json_t *js, json_t *problem)
+{
+    const json_t *units = json_object_get(js, "units");
+    if (!units)
+        return;
+    if (!json_is_object(units)) {
+        add_error(problem, "model.units", -1, "must be an object of symbol: unit (such as \"kg\")");
+        return;
+    }
+    const json_t *speeds = json_object_get(js, "speeds");
+    const char *key;
+    const json_t *val;
+    int bad = 0;
+    json_object_foreach((json_t *)units, key, val)
+    {
+        char path[160];
+        snprintf(path, sizeof path, "model.units.%.100s", key);
+        int known = strcmp(key, "t") == 0;
+        for (int i = 0; !known && i < m->np; i++)
+            known = strcmp(m->params[i], key) == 0;
+        for (int i = 0; !known && i < m->n; i++)
+            known = strcmp(m->coords[i], key) == 0;
+        for (size_t i = 0; !known && json_is_array(speeds) && i < json_array_size(speeds); i++) {
+            const json_t *sn = json_object_get(json_array_get(speeds, i), "name");
+            known = json_is_string(sn) && strcmp(json_string_value(sn), key) == 0;
+        }
+        if (!known) {
+            add_error(problem, path, -1,
+                      "unknown symbol: units are for parameters, coordinates, speeds and t");
+            bad = 1;
+        } else if (!json_is_string(val) || json_string_length(val) == 0 ||
+                   json_string_length(val) > UNIT_MAX) {
+            add_error(problem, path, -1, "must be a non-empty string of at most %d bytes", UNIT_MAX);
+            bad = 1;
+        }
+    }
+    if (!bad)
+        m->units_js = json_deep_copy(units);
+}
+
 static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
                        const json_t **speeds_js)
 {
@@ -414,6 +456,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
             m->sym_p[i] = expr_sym_add(m->ctx, m->params[i], SYM_PARAM, i);
     }
     m->sym_t = expr_sym_add(m->ctx, "t", SYM_TIME, 0);
+    parse_units(m, js, problem);
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "model.coordinates[%d]", i);
         if (!name_free(m, m->coords[i], path, problem))
@@ -544,6 +587,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
 
     if (add_generated(m, js, &br, lim, problem) < 0)
         add_error(problem, "model", -1, "out of memory while adding the generated constraints");
+    geom_take(m, &br); /* masses, radii, inertias a request's parameters may change */
     bodies_result_free(&br);
 
     *speeds_js = json_object_get(js, "speeds");
@@ -907,6 +951,8 @@ static int make_canonical(struct engine_model *m)
     budget_stage(bg, "printing", "model");
     if (m->bodies_js)
         json_object_update(js, m->bodies_js);
+    if (m->units_js)
+        json_object_set(js, "units", m->units_js);
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
@@ -943,12 +989,10 @@ static int make_canonical(struct engine_model *m)
     json_decref(js);
     if (!m->canonical)
         return -1;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(m->canonical, strlen(m->canonical), md, &mdlen, EVP_sha256(), NULL))
-        return -1;
+    unsigned char md[SHA256_BYTES];
+    sha256(m->canonical, strlen(m->canonical), md);
     strcpy(m->id, "sha256:");
-    for (unsigned i = 0; i < mdlen; i++)
+    for (unsigned i = 0; i < SHA256_BYTES; i++)
         sprintf(m->id + 7 + 2 * i, "%02x", md[i]);
     return 0;
 }
@@ -958,6 +1002,8 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     json_t *s = json_object();
     json_object_set_new(s, "model_id", json_string(m->id));
     json_object_set_new(s, "name", json_string(m->name));
+    if (m->units_js)
+        json_object_set(s, "units", m->units_js);
     json_object_set_new(s, "n", json_integer(m->n));
     json_object_set_new(s, "m", json_integer(m->nc));
     json_object_set_new(s, "dof", json_integer(m->nlin == m->nc ? m->k : m->n - m->nc));
@@ -1001,70 +1047,7 @@ static void make_summary(struct engine_model *m, json_t *warnings)
     m->summary = s;
 }
 
-/* ---- the fast path: the symbolically reduced equations as one tape ---- */
-
-static int build_fast(struct engine_model *m, const reduce_result *red)
-{
-    int n = m->n, k = m->k;
-    const char *off = getenv("HAMEL_NO_REDUCTION"); /* for measurements: numeric Phi always */
-    if (!red->have_phi || !red->exact || (off && *off && strcmp(off, "0") != 0))
-        return 0;
-    /* The speeds must be the only velocity symbols left after the substitution. */
-    int ns = expr_sym_count(m->ctx);
-    unsigned char *allowed = calloc(ns + 1, 1);
-    expr **roots = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *roots);
-    m->u_slot = calloc(k + 1, sizeof *m->u_slot);
-    if (!allowed || !roots || !m->u_slot) {
-        free(allowed);
-        free(roots);
-        return -1;
-    }
-    for (int r = 0; r < k; r++) {
-        allowed[m->sym_u[r]] = 1;
-        const expr_symbol *sym = expr_sym_get(m->ctx, m->sym_u[r]);
-        m->u_slot[r] = model_input_qd(m) + sym->index;
-    }
-    int idx = 0;
-    for (int i = 0; i < n; i++)
-        roots[idx++] = red->kin[i];
-    for (int r = 0; r < k; r++)
-        for (int s = r; s < k; s++)
-            roots[idx++] = red->mass[r * k + s];
-    for (int r = 0; r < k; r++)
-        roots[idx++] = red->forcing[r];
-    int clean = 1;
-    for (int i = 0; i < idx && clean; i++)
-        for (int s = 0; s < ns && clean; s++) {
-            const expr_symbol *sym = expr_sym_get(m->ctx, s);
-            if ((sym->cls == SYM_VELOCITY || sym->cls == SYM_SPEED) && !allowed[s] &&
-                expr_depends(roots[i], s))
-                clean = 0;
-        }
-    m->fast_mass_const = 1;
-    for (int i = n; i < n + k * (k + 1) / 2; i++)
-        for (int s = 0; s < ns; s++)
-            if (expr_sym_get(m->ctx, s)->cls != SYM_PARAM && expr_depends(roots[i], s))
-                m->fast_mass_const = 0;
-    if (clean)
-        expr_factor_sums(m->ctx, roots, idx); /* fewer multiplications in the tapes */
-    if (clean && m->fast_mass_const) {
-        /* M* depends on the parameters only: its own tape, run once per workspace
-         * (hamel.c inverts it then), and the fast tape gives q' and F alone. */
-        int nm = k * (k + 1) / 2;
-        m->tape_mass = build_tape(m, roots + n, nm);
-        memmove(roots + n, roots + n + nm, k * sizeof *roots);
-        idx = n + k;
-        if (!m->tape_mass)
-            clean = 0;
-    }
-    if (clean)
-        m->tape_fast = build_tape(m, roots, idx);
-    free(allowed);
-    free(roots);
-    return 0;
-}
-
-/* ---- the whole compilation ---- */
+/* ---- the steps of the compilation (model_build.h; engine/compile.c runs them) ---- */
 
 static const char *const known_keys[] = {"name",
                                          "coordinates",
@@ -1083,81 +1066,66 @@ static const char *const known_keys[] = {"name",
                                          "gravity",
                                          "rolling_disks",
                                          "description",
+                                         "units",
                                          "notes",
                                          "source",
                                          NULL};
 
-int model_compile(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
-                  json_t **problem)
+int model_build_begin(struct model_build *b)
 {
-    *out = NULL;
-    *problem = NULL;
-    if (!lim)
-        lim = &engine_default_limits;
-    if (!json_is_object(js)) {
-        *problem = hamel_problem_new(HAMEL_E_INVALID_MODEL, "the model must be a JSON object");
-        hamel_problem_add(*problem, "model", -1, "must be an object");
-        return HAMEL_E_INVALID_MODEL;
-    }
-    struct timespec t_start;
-    clock_gettime(CLOCK_MONOTONIC, &t_start);
-    /* The compile budget: every stage below ticks it from inside its loops (budget.h);
-     * BUDGET_CHECK after each stage turns a stop into a 422 compile-limit (or a
-     * cancellation) naming the stage and the expression. */
-    budget bud;
-    double budget_seconds = lim->max_compile_seconds;
-    if (ctl && ctl->max_wall_seconds > 0 && (budget_seconds <= 0 || ctl->max_wall_seconds < budget_seconds))
-        budget_seconds = ctl->max_wall_seconds;
-    budget_init(&bud, budget_seconds, lim->max_compile_bytes, ctl ? &ctl->cancel : NULL);
-#define BUDGET_CHECK()                                                                                       \
-    do {                                                                                                     \
-        if (budget_check(&bud))                                                                              \
-            goto over;                                                                                       \
-    } while (0)
-    json_t *prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
-    json_t *warnings = json_array();
-    struct engine_model *m = calloc(1, sizeof *m);
-    int code = HAMEL_E_INVALID_MODEL;
-    expr **cgrad = NULL;
-    if (!m || !prob || !warnings)
-        goto oom;
+    b->prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
+    b->warnings = json_array();
+    b->code = HAMEL_E_INVALID_MODEL;
+    struct engine_model *m = b->m = calloc(1, sizeof *m);
+    if (!m || !b->prob || !b->warnings)
+        return MB_OOM;
     atomic_init(&m->refs, 1);
     pthread_mutex_init(&m->forms_lock, NULL);
-    m->ctx = expr_ctx_new(lim->max_nodes);
+    m->ctx = expr_ctx_new(b->lim->max_nodes);
     if (!m->ctx)
-        goto oom;
-    expr_ctx_set_budget(m->ctx, &bud);
+        return MB_OOM;
+    expr_ctx_set_budget(m->ctx, b->bud);
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)b->js, key, val)
     {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)js, key, val)
-        {
-            int known = 0;
-            for (int i = 0; known_keys[i]; i++)
-                known |= strcmp(known_keys[i], key) == 0;
-            if (!known) {
-                char w[160];
-                snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
-                json_array_append_new(warnings, json_string(w));
-            }
+        int known = 0;
+        for (int i = 0; known_keys[i]; i++)
+            known |= strcmp(known_keys[i], key) == 0;
+        if (!known) {
+            char w[160];
+            snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
+            json_array_append_new(b->warnings, json_string(w));
         }
     }
-    const json_t *speeds_js = NULL;
-    int parsed = parse_model(m, js, lim, prob, &speeds_js);
-    BUDGET_CHECK();
+    return MB_OK;
+}
+
+int model_build_parse(struct model_build *b)
+{
+    struct engine_model *m = b->m;
+    int parsed = parse_model(m, b->js, b->lim, b->prob, &b->speeds_js);
+    if (budget_check(b->bud))
+        return MB_OVER;
     if (parsed < 0)
-        goto fail;
+        return MB_FAIL;
+    m->n_in = m->np + 1 + 2 * m->n;
+    return MB_OK;
+}
 
+/* Constraints: linear or not, and their velocity gradients; then the speeds. */
+int model_build_constraints(struct model_build *b)
+{
+    struct engine_model *m = b->m;
     expr_ctx *c = m->ctx;
+    json_t *prob = b->prob;
     int n = m->n;
-    m->n_in = m->np + 1 + 2 * n;
-
-    /* Constraints: linear or not, and their velocity gradients. */
-    cgrad = calloc((size_t)(m->nc + 1) * n, sizeof *cgrad);
+    b->cgrad = calloc((size_t)(m->nc + 1) * n, sizeof *b->cgrad);
+    expr **cgrad = b->cgrad;
     expr **lin_grad = calloc((size_t)(m->nc + 1) * n, sizeof *lin_grad);
     if (!cgrad || !lin_grad) {
         free(lin_grad);
-        goto oom;
+        return MB_OOM;
     }
     for (int j = 0; j < m->nc; j++) {
         model_constraint *mc = &m->cons[j];
@@ -1171,7 +1139,7 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
                       mc->name);
             continue;
         }
-        budget_stage(&bud, "differentiation", path);
+        budget_stage(b->bud, "differentiation", path);
         mc->linear = velocity_gradient(m, mc->f, cgrad + (size_t)j * n, &bi, &bl);
         if (mc->linear) {
             for (int i = 0; i < n; i++)
@@ -1181,11 +1149,11 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         mc->rheonomic =
             expr_depends(mc->f, m->sym_t) || (mc->linear && !expr_is_zero(c, velocity_free(m, mc->f)));
     }
-    if (budget_check(&bud) || count_errors(prob)) {
+    if (budget_check(b->bud) || count_errors(prob)) {
         free(lin_grad);
-        if (budget_stopped(&bud))
-            goto over;
-        goto fail;
+        if (budget_stopped(b->bud))
+            return MB_OVER;
+        return MB_FAIL;
     }
     for (int j = 0; j < m->nc; j++)
         if (m->cons[j].linear)
@@ -1197,7 +1165,8 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
                     break;
                 }
     m->k = n - m->nlin;
-    if (speeds_js && m->nlin != m->nc && (int)json_array_size(speeds_js) == n - m->nc && n - m->nc >= 1) {
+    if (b->speeds_js && m->nlin != m->nc && (int)json_array_size(b->speeds_js) == n - m->nc &&
+        n - m->nc >= 1) {
         /* n - m speeds with m counting every constraint: the reduced nonlinear form */
         m->nl_reduced = 1;
         m->k = n - m->nc;
@@ -1206,17 +1175,18 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         add_error(prob, "model.constraints", -1,
                   "%d linear constraints leave no degree of freedom among %d coordinates", m->nlin, n);
         free(lin_grad);
-        goto fail;
+        return MB_FAIL;
     }
-    budget_stage(&bud, "choice of speeds", "model.constraints");
-    if (setup_speeds(m, speeds_js, lim, prob, lin_grad) < 0) {
+    budget_stage(b->bud, "choice of speeds", "model.constraints");
+    if (setup_speeds(m, b->speeds_js, b->lim, prob, lin_grad) < 0) {
         free(lin_grad);
-        if (budget_stopped(&bud))
-            goto over;
-        goto fail;
+        if (budget_stopped(b->bud))
+            return MB_OVER;
+        return MB_FAIL;
     }
     free(lin_grad);
-    BUDGET_CHECK();
+    if (budget_check(b->bud))
+        return MB_OVER;
     for (int j = 0; j < m->nc; j++)
         for (int r = 0; r < m->k; r++)
             if (strcmp(m->cons[j].name, m->speeds[r]) == 0) {
@@ -1225,28 +1195,39 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
                 add_error(prob, path, -1, "'%s' names a speed too", m->speeds[r]);
             }
     if (count_errors(prob))
-        goto fail;
+        return MB_FAIL;
+    return MB_OK;
+}
 
-    /* Psi: speeds then linear constraints. */
+/* Psi: speeds then linear constraints (then, in the reduced nonlinear form, the
+ * nonlinear constraints' velocity gradients); its tape, and a check that it is
+ * invertible somewhere. */
+int model_build_psi(struct model_build *b)
+{
+    struct engine_model *m = b->m;
+    expr_ctx *c = m->ctx;
+    json_t *prob = b->prob;
+    expr **cgrad = b->cgrad;
+    int n = m->n;
     m->psi = calloc((size_t)n * n, sizeof *m->psi);
     m->psi_t = calloc(n, sizeof *m->psi_t);
     m->row_names = calloc(n, sizeof *m->row_names);
     expr **sgrad = calloc(n, sizeof *sgrad);
     if (!m->psi || !m->psi_t || !m->row_names || !sgrad) {
         free(sgrad);
-        goto oom;
+        return MB_OOM;
     }
     for (int r = 0; r < m->k; r++) {
         int bi = 0, bl = 0;
         char spath[96];
         snprintf(spath, sizeof spath, "model.speeds[%d].expr", r);
-        budget_stage(&bud, "differentiation", spath);
+        budget_stage(b->bud, "differentiation", spath);
         if (!velocity_gradient(m, m->speed_f[r], sgrad, &bi, &bl)) {
             char path[96];
             snprintf(path, sizeof path, "model.speeds[%d].expr", r);
             add_error(prob, path, -1, "speed %s is not linear in the velocities (it has a %s'*%s' term)",
                       m->speeds[r], m->coords[bi], m->coords[bl]);
-            code = HAMEL_E_NONLINEAR_SPEED;
+            b->code = HAMEL_E_NONLINEAR_SPEED;
             continue;
         }
         for (int i = 0; i < n; i++)
@@ -1255,10 +1236,10 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         m->row_names[r] = m->speeds[r];
     }
     free(sgrad);
-    BUDGET_CHECK();
-    if (count_errors(prob)) {
-        goto fail;
-    }
+    if (budget_check(b->bud))
+        return MB_OVER;
+    if (count_errors(prob))
+        return MB_FAIL;
     {
         int row = m->k;
         for (int j = 0; j < m->nc; j++) {
@@ -1290,129 +1271,149 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         if (m->cons[j].rheonomic)
             m->scleronomic = 0;
 
-    /* Tape for Psi and Psi_t; check Psi is invertible somewhere. */
-    {
-        expr **roots = calloc((size_t)n * n + n, sizeof *roots);
-        if (!roots)
-            goto oom;
-        memcpy(roots, m->psi, (size_t)n * n * sizeof *roots);
-        memcpy(roots + n * n, m->psi_t, n * sizeof *roots);
-        budget_stage(&bud, "code generation", m->default_speeds ? "model.constraints" : "model.speeds");
-        m->tape_psi = build_tape(m, roots, n * n + n);
-        free(roots);
-        BUDGET_CHECK();
-        if (!m->tape_psi) {
-            add_error(prob, "model", -1, "Psi depends on the velocities");
-            goto fail;
-        }
-        double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_psi->n_ins, sizeof *work);
-        double *out = calloc((size_t)n * n + n, sizeof *out);
-        int *piv = calloc(n, sizeof *piv);
-        int regular = 0;
-        for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
-            model_test_point(m, k, in);
-            tape_eval(m->tape_psi, in, work, out);
-            if (linalg_lu(n, out, piv) == 0)
-                regular++;
-        }
-        free(in);
-        free(work);
-        free(out);
-        free(piv);
-        if (!regular) {
-            add_error(prob, m->default_speeds || !m->k ? "model.constraints" : "model.speeds", -1,
-                      "the speeds and the linear constraints are linearly dependent: Psi (%dx%d) is "
-                      "singular at every test configuration",
-                      n, n);
-            code = HAMEL_E_SINGULAR;
-            goto fail;
-        }
+    expr **roots = calloc((size_t)n * n + n, sizeof *roots);
+    if (!roots)
+        return MB_OOM;
+    memcpy(roots, m->psi, (size_t)n * n * sizeof *roots);
+    memcpy(roots + n * n, m->psi_t, n * sizeof *roots);
+    budget_stage(b->bud, "code generation", m->default_speeds ? "model.constraints" : "model.speeds");
+    m->tape_psi = build_tape(m, roots, n * n + n);
+    free(roots);
+    if (budget_check(b->bud))
+        return MB_OVER;
+    if (!m->tape_psi) {
+        add_error(prob, "model", -1, "Psi depends on the velocities");
+        return MB_FAIL;
     }
+    double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_psi->n_ins, sizeof *work);
+    double *out = calloc((size_t)n * n + n, sizeof *out);
+    int *piv = calloc(n, sizeof *piv);
+    int regular = 0;
+    for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
+        model_test_point(m, k, in);
+        tape_eval(m->tape_psi, in, work, out);
+        if (linalg_lu(n, out, piv) == 0)
+            regular++;
+    }
+    free(in);
+    free(work);
+    free(out);
+    free(piv);
+    if (!regular) {
+        add_error(prob, m->default_speeds || !m->k ? "model.constraints" : "model.speeds", -1,
+                  "the speeds and the linear constraints are linearly dependent: Psi (%dx%d) is "
+                  "singular at every test configuration",
+                  n, n);
+        b->code = HAMEL_E_SINGULAR;
+        return MB_FAIL;
+    }
+    return MB_OK;
+}
 
-    /* Dynamics: M = d2T/dq'dq', g = Q - dV/dq + dT/dq - D(dT/dq'), b = D(Psi q' + Psi_t). */
-    {
-        int nm = n * (n + 1) / 2;
-        expr **roots = calloc((size_t)nm + 2 * n, sizeof *roots);
-        expr **p = calloc(n, sizeof *p);
-        if (!roots || !p) {
-            free(roots);
-            free(p);
-            goto oom;
-        }
-        budget_stage(&bud, "differentiation", "model.kinetic_energy");
-        for (int i = 0; i < n; i++)
-            p[i] = expr_diff(c, m->T, m->sym_qd[i]);
-        int idx = 0;
-        for (int i = 0; i < n; i++)
-            for (int l = i; l < n; l++)
-                roots[idx++] = expr_diff(c, p[i], m->sym_qd[l]);
-        for (int i = 0; i < n; i++) {
-            budget_stage(&bud, "differentiation", "model.potential_energy");
-            expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
-            budget_stage(&bud, "differentiation", "model.kinetic_energy");
-            g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
-            g = expr_sub(c, g, expr_dt(c, p[i]));
-            roots[nm + i] = g;
-        }
-        budget_stage(&bud, "differentiation", "model.speeds");
-        for (int r = 0; r < m->k; r++)
-            roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
-        budget_stage(&bud, "differentiation", "model.constraints");
-        for (int j = 0; j < m->nc; j++)
-            if (m->cons[j].row >= 0)
-                roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
-        budget_stage(&bud, "code generation", "model.kinetic_energy");
-        expr_factor_sums(c, roots, nm + 2 * n); /* fewer multiplications per evaluation */
-        m->tape_dyn = build_tape(m, roots, nm + 2 * n);
-
-        /* Observables: the energy and every constraint. */
-        budget_stage(&bud, "energy", "model.kinetic_energy");
-        expr **obs = calloc(m->nc + 1 + n, sizeof *obs);
-        if (obs) {
-            obs[0] = energy_expr(m, p);
-            for (int j = 0; j < m->nc; j++)
-                obs[1 + j] = m->cons[j].f;
-            for (int i = 0; i < n; i++)
-                obs[1 + m->nc + i] = p[i];
-            m->tape_obs = build_tape(m, obs, 1 + m->nc + n);
-            free(obs);
-        }
-        /* Multipliers formulation: J = df/dq', Df = sum df/dq q' + df/dt. */
-        budget_stage(&bud, "differentiation", "model.constraints");
-        expr **mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *mult);
-        if (mult) {
-            for (int j = 0; j < m->nc; j++) {
-                for (int i = 0; i < n; i++)
-                    mult[j * n + i] = cgrad[(size_t)j * n + i];
-                mult[m->nc * n + j] = expr_dt(c, m->cons[j].f);
-            }
-            m->tape_mult = build_tape(m, mult, m->nc * (n + 1));
-            free(mult);
-        }
+/* Dynamics: M = d2T/dq'dq', g = Q - dV/dq + dT/dq - D(dT/dq'), b = D(Psi q' + Psi_t);
+ * the observables (energy, constraints, momenta) and the multipliers' J and Df. */
+int model_build_dynamics(struct model_build *b)
+{
+    struct engine_model *m = b->m;
+    expr_ctx *c = m->ctx;
+    expr **cgrad = b->cgrad;
+    int n = m->n;
+    if (geom_compile(m) < 0)
+        return MB_OOM;
+    int nm = n * (n + 1) / 2;
+    expr **roots = calloc((size_t)nm + 2 * n, sizeof *roots);
+    expr **p = calloc(n, sizeof *p);
+    if (!roots || !p) {
         free(roots);
         free(p);
-        BUDGET_CHECK();
+        return MB_OOM;
     }
-    /* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
-    {
-        size_t cnt = (size_t)n * n * n + 2 * (size_t)n * n;
-        expr **roots = calloc(cnt, sizeof *roots);
-        if (!roots)
-            goto oom;
-        for (int j = 0; j < n; j++)
-            for (int i = 0; i < n; i++) {
-                for (int k = 0; k < n; k++)
-                    roots[((size_t)j * n + i) * n + k] = expr_diff(c, m->psi[j * n + i], m->sym_q[k]);
-                roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
-                roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
-            }
-        budget_stage(&bud, "differentiation", m->default_speeds ? "model.constraints" : "model.speeds");
-        m->tape_dpsi = build_tape(m, roots, (int)cnt);
-        free(roots);
-        BUDGET_CHECK();
+    budget_stage(b->bud, "differentiation", "model.kinetic_energy");
+    for (int i = 0; i < n; i++)
+        p[i] = expr_diff(c, m->T, m->sym_qd[i]);
+    int idx = 0;
+    for (int i = 0; i < n; i++)
+        for (int l = i; l < n; l++)
+            roots[idx++] = expr_diff(c, p[i], m->sym_qd[l]);
+    for (int i = 0; i < n; i++) {
+        budget_stage(b->bud, "differentiation", "model.potential_energy");
+        expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
+        budget_stage(b->bud, "differentiation", "model.kinetic_energy");
+        g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
+        g = expr_sub(c, g, expr_dt(c, p[i]));
+        roots[nm + i] = g;
     }
-    /* Position-level constraints: their values and gradients, for the initial solve,
-     * the checks and the projection (sim.c). */
+    budget_stage(b->bud, "differentiation", "model.speeds");
+    for (int r = 0; r < m->k; r++)
+        roots[nm + n + r] = expr_dt(c, m->speed_f[r]);
+    budget_stage(b->bud, "differentiation", "model.constraints");
+    for (int j = 0; j < m->nc; j++)
+        if (m->cons[j].row >= 0)
+            roots[nm + n + m->cons[j].row] = expr_dt(c, m->cons[j].f);
+    budget_stage(b->bud, "code generation", "model.kinetic_energy");
+    expr_factor_sums(c, roots, nm + 2 * n); /* fewer multiplications per evaluation */
+    m->tape_dyn = build_tape(m, roots, nm + 2 * n);
+
+    /* Observables: the energy and every constraint. */
+    budget_stage(b->bud, "energy", "model.kinetic_energy");
+    expr **obs = calloc(m->nc + 1 + n, sizeof *obs);
+    if (obs) {
+        obs[0] = energy_expr(m, p);
+        for (int j = 0; j < m->nc; j++)
+            obs[1 + j] = m->cons[j].f;
+        for (int i = 0; i < n; i++)
+            obs[1 + m->nc + i] = p[i];
+        m->tape_obs = build_tape(m, obs, 1 + m->nc + n);
+        free(obs);
+    }
+    /* Multipliers formulation: J = df/dq', Df = sum df/dq q' + df/dt. */
+    budget_stage(b->bud, "differentiation", "model.constraints");
+    expr **mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *mult);
+    if (mult) {
+        for (int j = 0; j < m->nc; j++) {
+            for (int i = 0; i < n; i++)
+                mult[j * n + i] = cgrad[(size_t)j * n + i];
+            mult[m->nc * n + j] = expr_dt(c, m->cons[j].f);
+        }
+        m->tape_mult = build_tape(m, mult, m->nc * (n + 1));
+        free(mult);
+    }
+    free(roots);
+    free(p);
+    return MB_OK;
+}
+
+/* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
+int model_build_dpsi(struct model_build *b)
+{
+    struct engine_model *m = b->m;
+    expr_ctx *c = m->ctx;
+    int n = m->n;
+    size_t cnt = (size_t)n * n * n + 2 * (size_t)n * n;
+    expr **roots = calloc(cnt, sizeof *roots);
+    if (!roots)
+        return MB_OOM;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            for (int k = 0; k < n; k++)
+                roots[((size_t)j * n + i) * n + k] = expr_diff(c, m->psi[j * n + i], m->sym_q[k]);
+            roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
+            roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
+        }
+    budget_stage(b->bud, "differentiation", m->default_speeds ? "model.constraints" : "model.speeds");
+    m->tape_dpsi = build_tape(m, roots, (int)cnt);
+    free(roots);
+    return MB_OK;
+}
+
+/* Position-level constraints: their values and gradients, for the initial solve, the
+ * checks and the projection (sim.c); then whether every tape was made within the
+ * node limit. */
+int model_build_positions(struct model_build *b)
+{
+    struct engine_model *m = b->m;
+    expr_ctx *c = m->ctx;
+    int n = m->n;
     for (int j = 0; j < m->nc; j++)
         m->npos += m->cons[j].pos != NULL;
     if (m->npos) {
@@ -1420,7 +1421,7 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         m->pos_con = calloc(m->npos, sizeof *m->pos_con);
         if (!roots || !m->pos_con) {
             free(roots);
-            goto oom;
+            return MB_OOM;
         }
         int h = 0;
         for (int j = 0; j < m->nc; j++)
@@ -1434,148 +1435,55 @@ int model_compile(const json_t *js, const engine_limits *lim, engine_control *ct
         m->tape_pos = build_tape(m, roots, m->npos * (n + 1));
         free(roots);
         if (!m->tape_pos)
-            goto oom;
+            return MB_OOM;
     }
     if (expr_ctx_overflow(c) || !m->tape_dyn || !m->tape_obs || !m->tape_mult || !m->tape_dpsi) {
-        add_error(prob, "model", -1, "the derived equations exceed the expression node limit (%zu nodes)",
-                  lim->max_nodes);
-        code = HAMEL_E_LIMIT;
-        goto fail;
+        add_error(b->prob, "model", -1, "the derived equations exceed the expression node limit (%zu nodes)",
+                  b->lim->max_nodes);
+        b->code = HAMEL_E_LIMIT;
+        return MB_FAIL;
     }
-    budget_stage(&bud, "simplification", "model.kinetic_energy");
-    decide_energy(m);
-    budget_stage(&bud, "Hamel coefficients", m->default_speeds ? "model.constraints" : "model.speeds");
-    if (hamel_structure(m) < 0 || holonomy_flags(m) < 0)
-        goto oom;
-    BUDGET_CHECK();
-    if (make_canonical(m) < 0) {
-        BUDGET_CHECK();
-        goto oom;
-    }
-    BUDGET_CHECK();
-    budget_stage(&bud, "printing", "model");
-    make_summary(m, warnings);
-    BUDGET_CHECK();
-    {
-        reduce_result red;
-        /* The reduction is optional (the numeric path needs none of it): it gets a share
-         * of what is left of the budget, and past it the model is compiled without it. */
-        budget_stage(&bud, "symbolic reduction", "model");
-        budget_soft_begin(&bud, bud.seconds > 0 ? MODEL_REDUCE_SHARE * (bud.deadline - bud.start) : 0);
-        int red_rc = reduce_derive(m, lim->max_nodes / 4, &red);
-        int red_late = budget_soft_end(&bud);
-        if (red_rc == 0 && red_late) {
-            reduce_result_free(&red); /* past its share: the numeric path */
-            memset(&red, 0, sizeof red);
-            snprintf(red.why, sizeof red.why,
-                     "the symbolic reduction takes longer than its share of max_compile_seconds");
-        }
-        budget_stage(&bud, "equations", "model");
-        if (red_rc < 0 || nonlin_derive(m, &red) < 0 || build_fast(m, &red) < 0) {
-            reduce_result_free(&red);
-            BUDGET_CHECK();
-            goto oom;
-        }
-        if (!m->nl_reduced && red.have_phi)
-            equations_accel_symbols(m); /* the equations themselves are printed on request */
-        if (budget_check(&bud)) {
-            reduce_result_free(&red);
-            goto over;
-        }
-        int rejected = m->tape_fast && !m->nl_reduced && !hamel_fast_agrees(m);
-        if (rejected) {
-            /* A reduction that disagrees with the numeric path is a bug of ours (a wrong
-             * simplification) or catastrophic cancellation: integrate without it. */
-            tape_free(m->tape_fast);
-            m->tape_fast = NULL;
-            m->fast_mass_const = 0;
-            json_object_set_new(m->summary, "reduction_rejected",
-                                json_string("the symbolically reduced equations disagreed with the "
-                                            "numeric path at a test state"));
-            /* nor are they shown: the equations document says why instead */
-            reduce_result none;
-            memset(&none, 0, sizeof none);
-            snprintf(none.why, sizeof none.why,
-                     "the symbolically reduced equations disagreed with the numeric path at a test "
-                     "state; the model is integrated on the numeric path");
-            if (!m->nl_reduced && equations_defer(m, &none) < 0) {
-                reduce_result_free(&red);
-                goto oom;
-            }
-        }
-        /* The holonomy analysis (Lie brackets) is optional too: past its share of the
-         * budget it is reported as not done rather than failing the model. */
-        budget_stage(&bud, "holonomy analysis", "model.constraints");
-        budget_soft_begin(&bud, bud.seconds > 0 ? fmin(MODEL_HOLONOMY_SECONDS,
-                                                       MODEL_REDUCE_SHARE * (bud.deadline - bud.start))
-                                                : MODEL_HOLONOMY_SECONDS);
-        json_t *holonomy = holonomy_analyse(m, &red);
-        if (budget_soft_end(&bud)) {
-            json_decref(holonomy);
-            holonomy =
-                json_pack("{s:b, s:s}", "complete", 0, "reason",
-                          "the holonomy analysis takes longer than its 40 ms share of the compilation");
-        }
-        json_object_set_new(m->summary, "holonomy", holonomy);
-        if (m->nlin != m->nc)
-            json_object_set_new(m->summary, "nonlinear_form",
-                                json_string(m->nl_reduced ? "reduced" : "multipliers"));
-        m->psi_det_const = red.have_phi && red.pivots_expr == 0 && m->nlin == m->nc;
-        if (red.have_phi && red.pivots_expr == 1 && red.pivot_expr && m->nlin == m->nc)
-            m->tape_det = build_tape(m, &red.pivot_expr, 1); /* the watch's cheap test */
-        if (red.have_phi && red.exact && !rejected) {        /* kept for the classical forms (forms.h) */
-            m->red_kin = red.kin;
-            red.kin = NULL;
-            if (m->nlin == m->nc) {
-                m->red_phi = red.phi;
-                red.phi = NULL;
-            }
-        }
-        json_object_set_new(m->summary, "reduction",
-                            json_string(m->tape_fast   ? "symbolic"
-                                        : red.have_phi ? "numeric (symbolic Phi has "
-                                                         "pivots that may vanish)"
-                                                       : "numeric"));
-        /* The equations document is printed on first request, from this reduction. */
-        if (!m->nl_reduced && !rejected && equations_defer(m, &red) < 0) {
-            reduce_result_free(&red);
-            goto oom;
-        }
-        reduce_result_free(&red);
-    }
-    budget_stage(&bud, "machine code", "model");
-    BUDGET_CHECK();
-    expr_ctx_set_budget(c, NULL); /* bud ends here; the model's context is read-only now */
-    /* libtcc, in one state: in the background when the tiers are on (native.h). The
-     * background job holds a reference: no failure path (model_free) may follow. */
-    native_jit(m);
-    m->bytes = sizeof *m + expr_ctx_bytes(c) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
-               (size_t)n * n * n;
-    free(cgrad);
-    json_decref(prob);
-    json_decref(warnings);
-    struct timespec t_end;
-    clock_gettime(CLOCK_MONOTONIC, &t_end);
-    m->compile_ms = (t_end.tv_sec - t_start.tv_sec) * 1e3 + (t_end.tv_nsec - t_start.tv_nsec) / 1e6;
-    json_object_set_new(m->summary, "compile_ms", json_real(m->compile_ms));
-    *out = m;
-    return 0;
+    return MB_OK;
+}
 
-over:
-    code = budget_error(&bud);
-    json_decref(prob);
-    prob = budget_problem(&bud);
-    goto fail;
-oom:
-    code = HAMEL_E_INTERNAL;
-    json_decref(prob);
-    prob = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory while compiling the model");
-fail:
-    free(cgrad);
-    json_decref(warnings);
-    model_free(m);
-    hamel_problem_recode(prob, code);
-    *problem = prob;
-    return code;
-#undef BUDGET_CHECK
+int model_build_energy(struct model_build *b)
+{
+    decide_energy(b->m);
+    return MB_OK;
+}
+
+int model_build_canonical(struct model_build *b)
+{
+    if (make_canonical(b->m) < 0)
+        return budget_check(b->bud) ? MB_OVER : MB_OOM;
+    return MB_OK;
+}
+
+int model_build_summary(struct model_build *b)
+{
+    make_summary(b->m, b->warnings);
+    return MB_OK;
+}
+
+tape *model_build_tape(struct engine_model *m, expr **roots, int n_roots)
+{
+    return build_tape(m, roots, n_roots);
+}
+
+void model_build_end(struct model_build *b, int ok)
+{
+    free(b->cgrad);
+    b->cgrad = NULL;
+    json_decref(b->warnings);
+    b->warnings = NULL;
+    if (ok) {
+        struct engine_model *m = b->m;
+        m->bytes = sizeof *m + expr_ctx_bytes(m->ctx) + (size_t)m->work_len * 8 * 6 + strlen(m->canonical) +
+                   (size_t)m->n * m->n * m->n;
+        json_decref(b->prob);
+        b->prob = NULL;
+    } else {
+        model_free(b->m);
+        b->m = NULL;
+    }
 }

@@ -71,6 +71,7 @@ struct engine_model {
     expr *T, *V;
     expr *T_hand, *V_hand; /* the hand-written parts (T = T_hand + T of the bodies) */
     json_t *bodies_js;     /* the bodies keys of the model as given (for the canonical form) */
+    json_t *units_js;      /* "units": {symbol: unit text} as given, validated; NULL if absent */
     int npos;              /* position-level constraints */
     int *pos_con;          /* [npos] their index in cons */
     tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */
@@ -112,6 +113,11 @@ struct engine_model {
     atomic_int jit_done;                /* the first tier's libtcc work finished (native_jit) */
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
+    struct bodies_geom *geom; /* [n_geom] masses, radii, inertias that depend on parameters (geom.h) */
+    int n_geom;
+    unsigned char *geom_deps; /* [n_geom*np] which parameters each depends on */
+    tape *tape_geom;          /* -> their values, or NULL */
+
     json_t *summary;
     char *equations;                  /* API.md §5 JSON text, made on first request (equations_ensure) */
     struct reduce_result *eq_pending; /* what equations_derive prints, until it has (under forms_lock) */
@@ -143,10 +149,5 @@ tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, 
 /* Fills in[n_in] with the k-th pseudo-random test configuration: q, q' and t in
  * [0.35, 1.35], parameters at their values. */
 void model_test_point(const struct engine_model *m, int k, double *in);
-
-/* The whole compilation of a model (engine_model_compile_ctl of engine.h, which calls
- * it): same contract. */
-int model_compile(const json_t *js, const engine_limits *lim, engine_control *ctl, engine_model **out,
-                  json_t **problem);
 
 #endif

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -20,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,8 +32,12 @@
 #include "error.h"
 #include "engine_types.h"
 #include "hamel.h"
+#include "identity.h"
 #include "jit.h"
 #include "model.h"
+#include "sha256.h"
+
+_Static_assert(NATIVE_MAC_BYTES == SHA256_BYTES, "a record is one HMAC-SHA256");
 
 extern char **environ;
 
@@ -49,6 +54,10 @@ static int native_stopping; /* native_shutdown: the worker ends, nothing more is
 static pthread_t native_thread;
 static atomic_int native_child; /* pid of the running compiler, or 0 */
 static char native_dir[1024];
+/* The secret that signs what this tier writes to the cache (native__key_load); set with
+ * native_dir, under native_lock. */
+static unsigned char native_key[NATIVE_KEY_MAX];
+static size_t native_key_len;
 static atomic_uint native_seq;
 static atomic_uint native_builds; /* compiler runs: the directory is pruned every 64 */
 
@@ -58,29 +67,99 @@ static int native__disabled(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Whether a file or directory is ours and no one else may write it. */
+static int native__private(const struct stat *st)
+{
+    return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Reads the key file at path (a regular file of ours, mode 0600 or stricter, not a link),
+ * creating it with NATIVE_KEY_BYTES random bytes first if it does not exist (written under
+ * a temporary name and linked into place, so two processes starting at once agree on
+ * one key). Returns 0 with key[*len], or -1. */
+static int native__key_load(const char *path, unsigned char key[NATIVE_KEY_MAX], size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+        unsigned char fresh[NATIVE_KEY_BYTES];
+        int w = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int ok = w >= 0 && getrandom(fresh, sizeof fresh, 0) == (ssize_t)sizeof fresh &&
+                 write(w, fresh, sizeof fresh) == (ssize_t)sizeof fresh && fsync(w) == 0;
+        if (w >= 0 && close(w) != 0)
+            ok = 0;
+        if (ok && link(tmp, path) != 0 && errno != EEXIST)
+            ok = 0;
+        if (w >= 0)
+            unlink(tmp);
+        sha256_wipe(fresh, sizeof fresh);
+        if (!ok)
+            return -1;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
+        n = read(fd, key, NATIVE_KEY_MAX);
+    close(fd);
+    if (n < NATIVE_KEY_BYTES)
+        return -1;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* Checks dir (made if missing) and reads its key; 0, or -1. */
+static int native__open_dir(const char *dir, unsigned char key[NATIVE_KEY_MAX], size_t *key_len)
+{
+    if (strlen(dir) >= sizeof native_dir - 200)
+        return -1;
+    /* the directory and its parent (e.g. <data>/native under a new data dir) */
+    char parent[1024];
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = 0;
+        mkdir(parent, 0755);
+    }
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    /* Only this user may write there: another who could would plant objects. */
+    struct stat st;
+    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !native__private(&st))
+        return -1;
+    const char *kf = getenv("HAMEL_NATIVE_KEY_FILE");
+    char key_path[1100];
+    if (kf && *kf) {
+        snprintf(key_path, sizeof key_path, "%s", kf);
+    } else { /* beside the directory, never in it: <dir>.key */
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/')
+            n--;
+        snprintf(key_path, sizeof key_path, "%.*s.key", (int)n, dir);
+    }
+    if (native__key_load(key_path, key, key_len) != 0)
+        return -1;
+    return 0;
+}
+
 int native_configure(const char *dir)
 {
-    if (dir && *dir) {
-        if (strlen(dir) >= sizeof native_dir - 200)
-            return -1;
-        /* the directory and its parent (e.g. <data>/native under a new data dir) */
-        char parent[1024];
-        snprintf(parent, sizeof parent, "%s", dir);
-        char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
-            *slash = 0;
-            mkdir(parent, 0755);
-        }
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-            return -1;
-        struct stat st;
-        if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-            return -1;
-    }
+    unsigned char key[NATIVE_KEY_MAX];
+    size_t key_len = 0;
+    int rc = dir && *dir ? native__open_dir(dir, key, &key_len) : 0;
+    if (rc != 0)
+        key_len = 0;
+    /* A directory that fails the checks turns the tier off (not: keeps the last one). */
     pthread_mutex_lock(&native_lock);
-    snprintf(native_dir, sizeof native_dir, "%s", dir ? dir : "");
+    snprintf(native_dir, sizeof native_dir, "%s", rc == 0 && dir ? dir : "");
+    memcpy(native_key, key, key_len);
+    native_key_len = key_len;
     pthread_mutex_unlock(&native_lock);
-    return 0;
+    sha256_wipe(key, sizeof key);
+    return rc;
 }
 
 int engine_code_cache(const char *dir) { return native_configure(dir); }
@@ -258,12 +337,146 @@ static int native__cc(const char *c_path, const char *so_path)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* Loads so_path and checks f against the interpreter at a test point. */
-static native_code *native__load(const struct engine_model *m, const char *so_path)
+/* ---- what the cache holds: objects signed by the server that built them -------------- */
+
+/* The record of an object: HMAC-SHA256 under the key of its file name and its bytes, so
+ * neither a planted object nor a real one under another model's name verifies. */
+static void native__mac(const unsigned char *key, size_t key_len, const char *name,
+                        const unsigned char *bytes, size_t len, unsigned char mac[NATIVE_MAC_BYTES])
 {
-    void *dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl)
+    size_t nl = strlen(name) + 1;
+    unsigned char *msg = malloc(nl + len);
+    if (!msg) {
+        memset(mac, 0, NATIVE_MAC_BYTES);
+        free(msg);
+        return;
+    }
+    memcpy(msg, name, nl);
+    memcpy(msg + nl, bytes, len);
+    hmac_sha256(key, key_len, msg, nl + len, mac);
+    free(msg);
+}
+
+/* The whole content of the regular file at path, read through one descriptor opened
+ * without following a link, when the file is ours and no one else may write it.
+ * Returns it (caller frees) with *len, or NULL. */
+static unsigned char *native__read_private(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    struct stat st;
+    unsigned char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && native__private(&st) && st.st_size > 0 &&
+        (size_t)st.st_size <= max)
+        buf = malloc((size_t)st.st_size);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (!buf || got != (size_t)st.st_size) {
+        free(buf);
+        return NULL;
+    }
+    *len = got;
+    return buf;
+}
+
+/* The record's path for an object's: <name>.mac for <name>.so. */
+static void native__mac_path(const char *so_path, char *out, size_t cap)
+{
+    size_t n = strlen(so_path);
+    snprintf(out, cap, "%.*s.mac", (int)(n > 3 ? n - 3 : n), so_path);
+}
+
+static const char *native__base(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* The bytes of the object at so_path when its record proves that a server holding the
+ * key wrote them; NULL for anything else (a planted object, a link, a missing or forged
+ * record). Caller frees. */
+static unsigned char *native__read_signed(const char *so_path, const unsigned char *key, size_t key_len,
+                                          size_t *len)
+{
+    char mac_path[1400];
+    native__mac_path(so_path, mac_path, sizeof mac_path);
+    size_t rlen = 0;
+    unsigned char *rec = native__read_private(mac_path, 2 * NATIVE_MAC_BYTES + 1, &rlen);
+    unsigned char *obj = rec ? native__read_private(so_path, NATIVE_MAX_OBJECT_BYTES, len) : NULL;
+    int ok = obj && rlen >= 2 * NATIVE_MAC_BYTES;
+    if (ok) {
+        unsigned char want[NATIVE_MAC_BYTES], got[NATIVE_MAC_BYTES];
+        native__mac(key, key_len, native__base(so_path), obj, *len, want);
+        for (int i = 0; i < NATIVE_MAC_BYTES && ok; i++)
+            ok = sscanf((const char *)rec + 2 * i, "%2hhx", &got[i]) == 1;
+        ok = ok && sha256_equal(want, got, NATIVE_MAC_BYTES);
+    }
+    free(rec);
+    if (!ok) {
+        free(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* Writes the record of bytes under so_path's name (a temporary file renamed into place).
+ * Returns 0 or -1. */
+static int native__sign(const char *so_path, const unsigned char *key, size_t key_len,
+                        const unsigned char *bytes, size_t len)
+{
+    unsigned char mac[NATIVE_MAC_BYTES];
+    native__mac(key, key_len, native__base(so_path), bytes, len, mac);
+    char hex[2 * NATIVE_MAC_BYTES + 2];
+    for (int i = 0; i < NATIVE_MAC_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    hex[2 * NATIVE_MAC_BYTES] = '\n';
+    char mac_path[1400], tmp[1500];
+    native__mac_path(so_path, mac_path, sizeof mac_path);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", mac_path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int ok = fd >= 0 && write(fd, hex, 2 * NATIVE_MAC_BYTES + 1) == 2 * NATIVE_MAC_BYTES + 1;
+    if (fd >= 0 && close(fd) != 0)
+        ok = 0;
+    if (ok && rename(tmp, mac_path) != 0)
+        ok = 0;
+    if (!ok)
+        unlink(tmp);
+    return ok ? 0 : -1;
+}
+
+/* Loads an object from its verified bytes and checks f against the interpreter at a
+ * test point. The bytes go to a sealed memfd and dlopen reads that, so what runs is
+ * exactly what was verified, whatever happens to the file meanwhile; the memfd stays
+ * open while the object is loaded (its /proc/self/fd name must not be reused then). */
+static native_code *native__load(const struct engine_model *m, const unsigned char *bytes, size_t len)
+{
+    int fd = memfd_create("hamel-native", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return NULL;
+    size_t put = 0;
+    while (put < len) {
+        ssize_t n = write(fd, bytes + put, len - put);
+        if (n <= 0)
+            break;
+        put += (size_t)n;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    void *dl =
+        put == len && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0
+            ? dlopen(path, RTLD_NOW | RTLD_LOCAL)
+            : NULL;
+    if (!dl) {
+        close(fd);
+        return NULL;
+    }
     void *f = dlsym(dl, "f"), *g = dlsym(dl, "g");
     native_code *c = f ? calloc(1, sizeof *c) : NULL;
     const tape *t = m->tape_fast;
@@ -290,10 +503,12 @@ static native_code *native__load(const struct engine_model *m, const char *so_pa
     if (!ok) {
         free(c);
         dlclose(dl);
+        close(fd);
         return NULL;
     }
     atomic_init(&c->refs, 1);
     c->dl = dl;
+    c->fd = fd;
     return c;
 }
 
@@ -353,6 +568,9 @@ static void native__prune(const char *dir)
             char path[1400];
             snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
             unlink(path); /* a process that has it loaded keeps its mapping */
+            char mac_path[1400];
+            native__mac_path(path, mac_path, sizeof mac_path);
+            unlink(mac_path);
         }
     }
     free(files);
@@ -363,32 +581,45 @@ static int native__build(struct engine_model *m, const char *dir)
     char *src = native__source(m);
     if (!src)
         return -1;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[SHA256_BYTES];
     /* the compiler and its flags are part of what the file holds */
     const char *cc = getenv("HAMEL_CC");
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-             EVP_DigestUpdate(ctx, cc ? cc : "cc", strlen(cc ? cc : "cc")) &&
-             EVP_DigestUpdate(ctx, "-O2 v1\n", 7) && EVP_DigestUpdate(ctx, src, strlen(src)) &&
-             EVP_DigestFinal_ex(ctx, md, &mdlen);
-    EVP_MD_CTX_free(ctx);
-    if (!ok) {
-        free(src);
-        return -1;
-    }
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, cc ? cc : "cc", strlen(cc ? cc : "cc"));
+    sha256_update(&ctx, "-O2 v1\n", 7);
+    sha256_update(&ctx, engine_identity(), strlen(engine_identity()));
+    sha256_update(&ctx, src, strlen(src));
+    sha256_final(&ctx, md);
     const char *id = strchr(m->id, ':');
     id = id ? id + 1 : m->id;
     char so_path[1400], tmp_c[1400], tmp_so[1400];
     snprintf(so_path, sizeof so_path, "%s/%.64s-%02x%02x%02x%02x%02x%02x%02x%02x.so", dir, id, md[0], md[1],
              md[2], md[3], md[4], md[5], md[6], md[7]);
+    unsigned char key[NATIVE_KEY_MAX];
+    pthread_mutex_lock(&native_lock);
+    size_t key_len = native_key_len;
+    memcpy(key, native_key, key_len);
+    pthread_mutex_unlock(&native_lock);
     native_code *c = NULL;
-    if (access(so_path, R_OK) == 0) {
-        c = native__load(m, so_path);
-        if (!c)
-            unlink(so_path); /* damaged: build it again */
+    size_t len = 0;
+    struct stat st;
+    if (lstat(so_path, &st) == 0) {
+        /* Only what a server holding the key wrote is loaded; anything else under the
+         * name (a planted object, a link, a stale or damaged file) is removed and built
+         * again. */
+        unsigned char *obj = key_len ? native__read_signed(so_path, key, key_len, &len) : NULL;
+        if (obj)
+            c = native__load(m, obj, len);
+        free(obj);
+        if (!c) {
+            char mac_path[1400];
+            native__mac_path(so_path, mac_path, sizeof mac_path);
+            unlink(so_path);
+            unlink(mac_path);
+        }
     }
-    if (!c) {
+    if (!c && key_len) {
         unsigned seq = atomic_fetch_add(&native_seq, 1);
         snprintf(tmp_c, sizeof tmp_c, "%s/.tmp-%ld-%u.c", dir, (long)getpid(), seq);
         snprintf(tmp_so, sizeof tmp_so, "%s/.tmp-%ld-%u.so", dir, (long)getpid(), seq);
@@ -396,14 +627,22 @@ static int native__build(struct engine_model *m, const char *dir)
         int wrote = fp && fputs(src, fp) >= 0;
         if (fp && fclose(fp) != 0)
             wrote = 0;
-        if (wrote && native__cc(tmp_c, tmp_so) == 0 && rename(tmp_so, so_path) == 0)
-            c = native__load(m, so_path);
+        /* The compiler's output is read once; those bytes are signed, renamed into place
+         * and loaded (from memory), so a file swapped in meanwhile is never the one run. */
+        /* 0600 first: under a umask of 0 the compiler's output would be writable by all */
+        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0 && chmod(tmp_so, 0600) == 0
+                                 ? native__read_private(tmp_so, NATIVE_MAX_OBJECT_BYTES, &len)
+                                 : NULL;
+        if (obj && native__sign(so_path, key, key_len, obj, len) == 0 && rename(tmp_so, so_path) == 0)
+            c = native__load(m, obj, len);
+        free(obj);
         unlink(tmp_c);
         unlink(tmp_so);
         if (atomic_fetch_add(&native_builds, 1) % 64 == 0)
             native__prune(dir);
     }
     free(src);
+    sha256_wipe(key, sizeof key);
     if (!c)
         return -1;
     native_code *expected = NULL;
@@ -655,6 +894,7 @@ void native_release(native_code *c)
     if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
         return;
     dlclose(c->dl);
+    close(c->fd); /* after dlclose: the name /proc/self/fd/N is free again only now */
     free(c);
 }
 

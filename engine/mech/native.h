@@ -9,7 +9,16 @@
  * on the parameters only, its inverse folded too (the whole right-hand side becomes one function), compiles
  * it with `cc -O2 -shared -fPIC` into <dir>/<model id hex>-<source hash>.so (written under a temporary name
  * and renamed, so a file that exists is complete; a later process with the same model loads it instead of
- * compiling), dlopens it and publishes it on the model with one atomic store. Runs that start afterwards with
+ * compiling), dlopens it and publishes it on the model with one atomic store.
+ *
+ * Trust: the cache directory must belong to this user and be writable by no one else
+ * (else the tier stays off), and an object is loaded only when its record, <name>.mac
+ * beside it, is the HMAC-SHA256 of its file name and bytes under a secret key kept
+ * outside the directory (HAMEL_NATIVE_KEY_FILE, default <dir>.key, made 0600 with 32
+ * random bytes on first use). The object is read through one O_NOFOLLOW descriptor (a
+ * link is refused), verified in memory, and dlopen reads those same bytes from a sealed
+ * memfd, so no file swapped in after the check can run. Anything that does not verify
+ * is deleted and built again. Runs that start afterwards with
  * the default parameters use it (stats.code_tier "native"); runs in flight keep the code they started with,
  * and the loaded object is reference counted (the model holds one reference, each workspace using it
  * another), so it is unloaded only when the last user is gone. A failed build (no compiler, compiler error,
@@ -40,6 +49,7 @@ typedef void (*native_rhs_fn)(double t, const double *y, double *dydt);
 typedef struct native_code {
     atomic_int refs;
     void *dl;          /* dlopen handle */
+    int fd;            /* the sealed memfd it was loaded from, closed after dlclose */
     tape_fn fast;      /* tape_fast's outputs, parameters folded (reads the same in[]) */
     native_rhs_fn rhs; /* dydt directly (constant M*^-1 folded), or NULL */
 } native_code;
@@ -57,6 +67,12 @@ enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };
 #define NATIVE_MAX_FILES 1024
 /* Most models waiting for a build. */
 #define NATIVE_MAX_QUEUE 64
+/* The key that signs the cache: random bytes made on first use, at most this many read. */
+#define NATIVE_KEY_BYTES 32
+#define NATIVE_KEY_MAX 64
+#define NATIVE_MAC_BYTES 32 /* HMAC-SHA256 */
+/* Largest shared object loaded from the cache. */
+#define NATIVE_MAX_OBJECT_BYTES ((size_t)64 << 20)
 
 /* Sets the cache directory (created if missing; NULL or "" turns the tier off).
  * Returns 0, or -1 if the directory cannot be created. */

@@ -2,8 +2,9 @@
  *
  * A run is: validate, reset the stepper, then for each output time integ__advance
  * steps (one gsl_odeiv2_evolve_apply per step, clamped to the output time) with the
- * budget/cancel checks in between, and the sample callback is called there. Dense
- * output would replace integ__advance alone.
+ * budget/cancel checks in between, and the sample callback is called there. Events
+ * (integ.h) are looked for after each accepted step (integ__events): their times are
+ * found by Brent's method on a re-integration from the step's start (integ__reach).
  */
 #include "integ.h"
 
@@ -17,6 +18,7 @@
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_odeiv2.h>
+#include <gsl/gsl_roots.h>
 
 #include "error.h"
 
@@ -44,6 +46,9 @@ static const struct integ_method integ__methods[] = {
 };
 #define INTEG_N_METHODS (sizeof integ__methods / sizeof integ__methods[0])
 #define INTEG_METHOD_NAMES "rk2 rk4 rkf45 rkck rk8pd rk1imp rk2imp rk4imp bsimp msadams msbdf"
+#define INTEG_EVENT_MAX_SUBSTEPS 100000 /* steps of one re-integration within a step */
+#define INTEG_EVENT_MAX_ITER 200        /* Brent iterations for one crossing */
+#define INTEG__STOPPED 101              /* private: an event ended the run */
 
 struct integ_driver {
     integ_system sys;
@@ -61,6 +66,20 @@ struct integ_driver {
     long rhs_evals, jac_evals, jac_rhs_evals;
     int rhs_failed; /* the right-hand side failed since the current step began */
     char rhs_reason[INTEG_REASON_MAX];
+    /* Events (opt.n_events > 0; else all NULL): a private stepper for the
+     * re-integrations, Brent's solver and the values of g. */
+    gsl_odeiv2_step *ev_step;
+    gsl_odeiv2_control *ev_control;
+    gsl_odeiv2_evolve *ev_evolve;
+    gsl_odeiv2_driver ev_wiring;
+    gsl_root_fsolver *ev_root;
+    double *ev_ga, *ev_gb, *ev_g; /* [ne] g at the step's start, at its end, at a trial time */
+    double *ev_ya, *ev_y;         /* [dim] the state at the step's start, a re-integrated state */
+    double ev_ta;                 /* the step's start */
+    double *ev_t;                 /* [ne] crossing times of one step, increasing */
+    int *ev_i;                    /* [ne] their events */
+    int ev_index;                 /* the event Brent's method works on */
+    long ev_rhs_evals;
 };
 
 /* Where a run stands. */
@@ -68,7 +87,8 @@ typedef struct integ__run {
     double t0, t_end, t, h;
     double deadline; /* CLOCK_MONOTONIC seconds */
     long steps;
-    char *reason; /* INTEG_REASON_MAX bytes */
+    int stopped_by; /* 1 + the event that ended the run, else 0 */
+    char *reason;   /* INTEG_REASON_MAX bytes */
 } integ__run;
 
 __attribute__((format(printf, 4, 5))) static int integ__fail(char *reason, size_t size, int code,
@@ -163,6 +183,30 @@ static int integ__jacobian(double t, const double y[], double *dfdy, double dfdt
     return status;
 }
 
+/* The event workspaces of a driver whose options have events: 0, or -1 when out of
+ * memory (the driver's free releases what was made). */
+static int integ__events_new(integ_driver *d)
+{
+    const size_t n = d->sys.dim, ne = d->opt.n_events > 0 ? (size_t)d->opt.n_events : 0;
+    if (ne == 0 || !d->opt.event)
+        return 0;
+    d->ev_step = gsl_odeiv2_step_alloc(*d->method->type, n);
+    d->ev_control = gsl_odeiv2_control_y_new(d->opt.atol, d->opt.rtol);
+    d->ev_evolve = gsl_odeiv2_evolve_alloc(n);
+    d->ev_root = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+    d->ev_ga = malloc(ne * sizeof *d->ev_ga);
+    d->ev_gb = malloc(ne * sizeof *d->ev_gb);
+    d->ev_g = malloc(ne * sizeof *d->ev_g);
+    d->ev_t = malloc(ne * sizeof *d->ev_t);
+    d->ev_i = malloc(ne * sizeof *d->ev_i);
+    d->ev_ya = malloc(n * sizeof *d->ev_ya);
+    d->ev_y = malloc(n * sizeof *d->ev_y);
+    return d->ev_step && d->ev_control && d->ev_evolve && d->ev_root && d->ev_ga && d->ev_gb && d->ev_g &&
+                   d->ev_t && d->ev_i && d->ev_ya && d->ev_y
+               ? 0
+               : -1;
+}
+
 int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_driver **out, char *reason,
                      size_t reason_size)
 {
@@ -183,6 +227,8 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
     if (!(opt->h0 >= 0 && isfinite(opt->h0)))
         return integ__fail(reason, reason_size, HAMEL_E_BAD_REQUEST,
                            "the initial step must be finite and >= 0 (got %g)", opt->h0);
+    if (opt->n_events < 0 || (opt->n_events > 0 && (!opt->event || !opt->event_hit)))
+        return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "integ: events without their functions");
 
     integ_driver *d = calloc(1, sizeof *d);
     if (!d)
@@ -203,7 +249,8 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
     d->work = malloc(sys->dim * sizeof *d->work);
     if (m->implicit)
         d->jac = malloc(3 * sys->dim * sizeof *d->jac);
-    if (!d->step || !d->control || !d->evolve || !d->y || !d->work || (m->implicit && !d->jac)) {
+    if (!d->step || !d->control || !d->evolve || !d->y || !d->work || (m->implicit && !d->jac) ||
+        integ__events_new(d) != 0) {
         integ_driver_free(d);
         return integ__fail(reason, reason_size, HAMEL_E_INTERNAL, "out of memory");
     }
@@ -212,6 +259,13 @@ int integ_driver_new(const integ_system *sys, const integ_options *opt, integ_dr
     gsl_odeiv2_step_set_driver(d->step, &d->wiring);
     gsl_odeiv2_control_set_driver(d->control, &d->wiring);
     gsl_odeiv2_evolve_set_driver(d->evolve, &d->wiring);
+    if (d->ev_step) {
+        d->ev_wiring = (gsl_odeiv2_driver){
+            .sys = &d->gsys, .s = d->ev_step, .c = d->ev_control, .e = d->ev_evolve, .hmax = HUGE_VAL};
+        gsl_odeiv2_step_set_driver(d->ev_step, &d->ev_wiring);
+        gsl_odeiv2_control_set_driver(d->ev_control, &d->ev_wiring);
+        gsl_odeiv2_evolve_set_driver(d->ev_evolve, &d->ev_wiring);
+    }
     *out = d;
     return HAMEL_OK;
 }
@@ -229,6 +283,21 @@ void integ_driver_free(integ_driver *d)
     free(d->y);
     free(d->work);
     free(d->jac);
+    if (d->ev_step)
+        gsl_odeiv2_step_free(d->ev_step);
+    if (d->ev_control)
+        gsl_odeiv2_control_free(d->ev_control);
+    if (d->ev_evolve)
+        gsl_odeiv2_evolve_free(d->ev_evolve);
+    if (d->ev_root)
+        gsl_root_fsolver_free(d->ev_root);
+    free(d->ev_ga);
+    free(d->ev_gb);
+    free(d->ev_g);
+    free(d->ev_t);
+    free(d->ev_i);
+    free(d->ev_ya);
+    free(d->ev_y);
     free(d);
 }
 
@@ -268,10 +337,151 @@ static int integ__check_budgets(integ_driver *d, integ__run *r)
     return HAMEL_OK;
 }
 
+/* ---- events ---- */
+
+/* g at (t, y) into g: 0, or HAMEL_E_NUMERIC when it cannot be evaluated or is not finite. */
+static int integ__event_values(integ_driver *d, integ__run *r, double t, const double *y, double *g)
+{
+    if (d->opt.event(t, y, g, d->opt.event_ctx) != 0)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                           "the event functions could not be evaluated at t = %.17g", t);
+    for (int i = 0; i < d->opt.n_events; i++)
+        if (!isfinite(g[i]))
+            return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                               "event %d is not finite at t = %.17g (%g)", i, t, g[i]);
+    return HAMEL_OK;
+}
+
+/* The state at tau in [ev_ta, the step's end] into ev_y, by integrating again from the
+ * step's start (ev_ta, ev_ya) with the private stepper: for a one-step method one step
+ * of size tau - ev_ta, unless its error is too large. Returns 0 or an engine error. */
+static int integ__reach(integ_driver *d, double tau)
+{
+    const size_t n = d->sys.dim;
+    memcpy(d->ev_y, d->ev_ya, n * sizeof *d->ev_y);
+    if (!(tau > d->ev_ta))
+        return HAMEL_OK;
+    gsl_odeiv2_step_reset(d->ev_step);
+    gsl_odeiv2_evolve_reset(d->ev_evolve);
+    const long before = d->rhs_evals;
+    double t = d->ev_ta, h = tau - d->ev_ta;
+    int rc = HAMEL_OK;
+    for (long i = 0; t < tau && rc == HAMEL_OK; i++) {
+        d->rhs_failed = 0;
+        const double t_before = t;
+        int status =
+            gsl_odeiv2_evolve_apply(d->ev_evolve, d->ev_control, d->ev_step, &d->gsys, &t, tau, &h, d->ev_y);
+        if (status != GSL_SUCCESS || i >= INTEG_EVENT_MAX_SUBSTEPS || !(t > t_before))
+            rc = d->rhs_failed || status == GSL_EBADFUNC ? HAMEL_E_NUMERIC : HAMEL_E_INTEGRATOR;
+    }
+    d->ev_rhs_evals += d->rhs_evals - before;
+    return rc;
+}
+
+/* phi(tau) = g_i(tau, Y(tau)) for Brent's method (i = ev_index); NaN when it fails. */
+static double integ__phi(double tau, void *params)
+{
+    integ_driver *d = params;
+    if (integ__reach(d, tau) != HAMEL_OK || d->opt.event(tau, d->ev_y, d->ev_g, d->opt.event_ctx) != 0)
+        return NAN;
+    return d->ev_g[d->ev_index];
+}
+
+/* The time in (ev_ta, tb] where event i crosses zero, g having changed sign over the step:
+ * Brent's method on phi until the bracket is a few ulps of t wide. When the
+ * re-integration does not bracket the root (it differs from the trajectory by rounding,
+ * or by the tolerance for multistep methods, and g is that small at tb), the crossing
+ * is at tb. */
+static int integ__locate(integ_driver *d, integ__run *r, int i, double tb, double *tau)
+{
+    const double ta = d->ev_ta, fa = d->ev_ga[i];
+    d->ev_index = i;
+    double fb = integ__phi(tb, d);
+    if (isnan(fb))
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                           "event %d could not be evaluated while locating it in [%.17g, %.17g]", i, ta, tb);
+    *tau = tb;
+    if (fb == 0.0 || (fa > 0) == (fb > 0))
+        return HAMEL_OK;
+    gsl_function F = {integ__phi, d};
+    int status = gsl_root_fsolver_set(d->ev_root, &F, ta, tb);
+    const double eps = 4 * DBL_EPSILON * fmax(fabs(ta), fabs(tb));
+    for (int it = 0; it < INTEG_EVENT_MAX_ITER && status == GSL_SUCCESS; it++) {
+        status = gsl_root_fsolver_iterate(d->ev_root);
+        if (status != GSL_SUCCESS)
+            break;
+        *tau = gsl_root_fsolver_root(d->ev_root);
+        if (gsl_root_test_interval(gsl_root_fsolver_x_lower(d->ev_root), gsl_root_fsolver_x_upper(d->ev_root),
+                                   eps, 0.0) == GSL_SUCCESS)
+            break;
+    }
+    if (status != GSL_SUCCESS)
+        return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                           "event %d could not be located in [%.17g, %.17g]: %s", i, ta, tb,
+                           gsl_strerror(status));
+    return HAMEL_OK;
+}
+
+/* After an accepted step from (ev_ta, ev_ya) to (r->t, d->y): finds the crossings in
+ * the requested directions, locates them, and reports them in time order. Returns 0,
+ * INTEG__STOPPED (the run ends at an event: r->t and d->y are there) or an error. */
+static int integ__events(integ_driver *d, integ__run *r)
+{
+    const int ne = d->opt.n_events;
+    int rc = integ__event_values(d, r, r->t, d->y, d->ev_gb);
+    int nc = 0;
+    for (int i = 0; i < ne && rc == HAMEL_OK; i++) {
+        const int sa = (d->ev_ga[i] > 0) - (d->ev_ga[i] < 0), sb = (d->ev_gb[i] > 0) - (d->ev_gb[i] < 0);
+        const int dir = sa < 0 ? INTEG_EVENT_RISING : INTEG_EVENT_FALLING;
+        const int want = d->opt.event_dir ? d->opt.event_dir[i] : INTEG_EVENT_BOTH;
+        if (sa == 0 || sb == sa || (want != INTEG_EVENT_BOTH && want != dir))
+            continue;
+        double tau = r->t;
+        rc = integ__locate(d, r, i, r->t, &tau);
+        int c = nc++;
+        for (; c > 0 && d->ev_t[c - 1] > tau; c--) { /* insertion: stable for equal times */
+            d->ev_t[c] = d->ev_t[c - 1];
+            d->ev_i[c] = d->ev_i[c - 1];
+        }
+        d->ev_t[c] = tau;
+        d->ev_i[c] = i;
+    }
+    for (int c = 0; c < nc && rc == HAMEL_OK; c++) {
+        const double tau = d->ev_t[c];
+        const double *y = d->y;
+        if (tau < r->t) {
+            rc = integ__reach(d, tau);
+            if (rc != HAMEL_OK)
+                return integ__fail(r->reason, INTEG_REASON_MAX, rc,
+                                   "the state at event %d (t = %.17g) could not be computed", d->ev_i[c],
+                                   tau);
+            y = d->ev_y;
+        }
+        int hit = d->opt.event_hit(d->ev_i[c], tau, y, d->opt.event_ctx);
+        if (hit == INTEG_EVENT_STOP) {
+            if (y != d->y)
+                memcpy(d->y, y, d->sys.dim * sizeof *y);
+            r->t = tau;
+            r->stopped_by = d->ev_i[c] + 1;
+            return INTEG__STOPPED;
+        }
+        if (hit != HAMEL_OK)
+            return integ__fail(r->reason, INTEG_REASON_MAX, hit,
+                               "the run was stopped at event %d (t = %.17g)", d->ev_i[c], tau);
+    }
+    if (rc == HAMEL_OK)
+        memcpy(d->ev_ga, d->ev_gb, (size_t)ne * sizeof *d->ev_ga);
+    return rc;
+}
+
 /* One accepted step towards t1 (never past it), then the state is checked. */
 static int integ__step(integ_driver *d, integ__run *r, double t1)
 {
     const double t_before = r->t;
+    if (d->ev_step) {
+        d->ev_ta = r->t;
+        memcpy(d->ev_ya, d->y, d->sys.dim * sizeof *d->y);
+    }
     d->rhs_failed = 0;
     int status = gsl_odeiv2_evolve_apply(d->evolve, d->control, d->step, &d->gsys, &r->t, t1, &r->h, d->y);
     if (status != GSL_SUCCESS && (d->rhs_failed || status == GSL_EBADFUNC))
@@ -302,6 +512,8 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
             return integ__fail(r->reason, INTEG_REASON_MAX, rc,
                                "the run was stopped after the step to t = %.17g", r->t);
     }
+    if (d->ev_step)
+        return integ__events(d, r);
     return HAMEL_OK;
 }
 
@@ -359,15 +571,29 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
     gsl_odeiv2_step_reset(d->step);
     gsl_odeiv2_evolve_reset(d->evolve);
     memcpy(d->y, y0, d->sys.dim * sizeof *d->y);
-    d->rhs_evals = d->jac_evals = d->jac_rhs_evals = 0;
+    d->rhs_evals = d->jac_evals = d->jac_rhs_evals = d->ev_rhs_evals = 0;
     d->rhs_failed = 0;
     if (d->opt.progress)
         atomic_store(d->opt.progress, 0.0);
-    if (r.h == 0 && r.t_end > t0)
+    if (d->ev_step)
+        rc = integ__event_values(d, &r, t0, d->y, d->ev_ga);
+    if (rc == HAMEL_OK && r.h == 0 && r.t_end > t0)
         rc = integ__first_step(d, &r, (times[0] > t0 ? times[0] : times[1]) - t0);
 
     for (size_t k = 0; k < n_times && rc == HAMEL_OK; k++) {
         rc = integ__advance(d, &r, times[k]);
+        if (rc == INTEG__STOPPED) { /* a last sample at the event */
+            rc = HAMEL_OK;
+            stats->stopped_by = r.stopped_by;
+            if (sample) {
+                stats->samples++;
+                rc = sample(r.t, d->y, ctx);
+                if (rc != HAMEL_OK)
+                    integ__fail(stats->reason, INTEG_REASON_MAX, rc,
+                                "the run was stopped by its consumer at t = %.17g", r.t);
+            }
+            break;
+        }
         if (rc == HAMEL_OK && sample) {
             stats->samples++;
             rc = sample(times[k], d->y, ctx);
@@ -384,6 +610,7 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
     stats->rhs_evals = d->rhs_evals;
     stats->jac_evals = d->jac_evals;
     stats->jac_rhs_evals = d->jac_rhs_evals;
+    stats->event_rhs_evals = d->ev_rhs_evals;
     stats->t = r.t;
     stats->h = r.h;
     stats->wall_ms = 1e3 * (integ__now() - start);

@@ -15,6 +15,22 @@
  * right-hand side calls each. A NaN or infinite derivative or state is a failure
  * (HAMEL_E_NUMERIC), never a reason to shrink the step.
  *
+ * Events (integ_options.n_events > 0): functions g_i(t, y) whose sign changes are
+ * located. After every accepted step (and its step check) the driver compares the
+ * signs of g at the step's two ends; for each crossing in the requested direction it
+ * finds the time by Brent's method (gsl_root_fsolver_brent) on
+ * phi(tau) = g_i(tau, Y(tau)), where Y(tau) re-integrates from the step's start to
+ * tau with the same method and tolerances in a second, private stepper (for rk8pd and
+ * the other one-step methods: one step of size tau - t_a, smaller than the accepted
+ * one, so Y is as accurate as the trajectory itself; msadams/msbdf restart there).
+ * This is dense output of the method's own order, not an interpolant: the time is
+ * found to a few ulps of the exact root of phi, and its error is that of the
+ * integration. An even number of crossings within one step (g dips and comes back)
+ * is not seen; a g that is zero at the run's start is not a crossing there. The
+ * crossings of one step are reported in time order through event_hit, which may end
+ * the run at the event: the state is then the one at the event time and a last sample
+ * is delivered there.
+ *
  * The process must have called gsl_set_error_handler_off() (engine_init does).
  */
 #ifndef HAMEL_INTEG_H
@@ -45,6 +61,20 @@ typedef int (*integ_sample_fn)(double t, const double *y, void *ctx);
  * integ_driver_apply unchanged (the singularity watch of sim.c uses it). */
 typedef int (*integ_step_fn)(double t, const double *y, void *ctx);
 
+/* Event functions: writes g[n_events] at (t, y) (both borrowed). Returns 0, or nonzero
+ * when they cannot be evaluated there (the run then fails with HAMEL_E_NUMERIC). */
+typedef int (*integ_event_fn)(double t, const double *y, double *g, void *ctx);
+
+/* Called for each located crossing, in time order, with the event's index, the time
+ * and the state there (borrowed for the call). Returns 0 to go on, INTEG_EVENT_STOP to
+ * end the run there (a last sample is delivered at t and integ_driver_apply returns
+ * 0 with stats->stopped_by set), or an engine error code that ends the run. */
+typedef int (*integ_hit_fn)(int index, double t, const double *y, void *ctx);
+#define INTEG_EVENT_STOP 100
+
+/* Crossing directions of integ_options.event_dir. */
+enum integ_event_dir { INTEG_EVENT_BOTH = 0, INTEG_EVENT_RISING = 1, INTEG_EVENT_FALLING = -1 };
+
 typedef struct integ_system {
     size_t dim; /* > 0 */
     integ_rhs_fn rhs;
@@ -61,6 +91,11 @@ typedef struct integ_options {
     _Atomic double *progress; /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
     integ_step_fn step_check; /* after each accepted step; may be NULL */
     void *step_ctx;           /* passed to step_check; borrowed */
+    int n_events;             /* event functions; 0: none (the rest of these unused) */
+    const int *event_dir;     /* [n_events] enum integ_event_dir; NULL: both; borrowed */
+    integ_event_fn event;     /* writes g[n_events] */
+    integ_hit_fn event_hit;   /* each located crossing */
+    void *event_ctx;          /* passed to event and event_hit; borrowed */
 } integ_options;
 
 /* What one run did. On failure `reason` says what went wrong, where, in plain words. */
@@ -75,6 +110,8 @@ typedef struct integ_stats {
     double h;                      /* step size the integrator would try next, or the one that failed */
     double wall_ms;                /* wall time of the run */
     char reason[INTEG_REASON_MAX]; /* "" on success */
+    long event_rhs_evals;          /* right-hand side calls spent locating events (in rhs_evals) */
+    int stopped_by;                /* 1 + the index of the event that ended the run, else 0 */
 } integ_stats;
 
 typedef struct integ_driver integ_driver;

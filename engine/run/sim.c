@@ -3,18 +3,22 @@
 #include "sim.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "geom.h"
 #include "hamel.h"
 #include "holo.h"
+#include "identity.h"
 #include "integ.h"
 #include "jit.h"
 #include "jsonout.h"
 #include "mult.h"
 #include "native.h"
+#include "warnings.h"
 #include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
@@ -23,6 +27,8 @@
 #define SIM_INITIAL_POS_TOL 1e-10 /* the initial solve must reach at least this */
 #define SIM_PROJECT 2             /* on_sample: stop, the state was projected: restart */
 #define SIM_MAX_GAMMA_WORK 5e8    /* samples * n^4 for "hamel": "samples" (as ENGINE_MAX_GAMMA_WORK) */
+#define SIM_MAX_EVENTS 64         /* event functions of one request */
+#define SIM_MAX_EVENT_HITS 10000  /* crossings listed in one result; later ones are counted */
 
 /* Every problem of a simulation request is a bad request. */
 #define bad(problem, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, __VA_ARGS__)
@@ -58,6 +64,13 @@ void sim_request_free(sim_request *r)
     free(r->inv_names);
     tape_free(r->inv_tape);
     expr_ctx_free(r->inv_ctx);
+    for (int i = 0; i < r->n_ev; i++)
+        free(r->ev_names[i]);
+    free(r->ev_names);
+    free(r->ev_dir);
+    free(r->ev_stop);
+    tape_free(r->ev_tape);
+    expr_ctx_free(r->ev_ctx);
     memset(r, 0, sizeof *r);
 }
 
@@ -121,6 +134,139 @@ static int parse_invariants(const struct engine_model *m, const json_t *inv, sim
     }
     if (!*problem)
         r->inv_tape = model_tape(m, r->inv_ctx, roots, n);
+    free(roots);
+    return *problem ? -1 : 0;
+}
+
+/* One of the words of an enumerated member (events[i].direction): its index in
+ * words[], the default when absent, or -1 with a problem naming path. */
+static int parse_word(const json_t *v, const char *const *words, int dflt, const char *path, json_t **problem)
+{
+    if (!v)
+        return dflt;
+    for (int i = 0; words[i] && json_is_string(v); i++)
+        if (strcmp(json_string_value(v), words[i]) == 0)
+            return i;
+    char list[128] = "";
+    for (int i = 0, used = 0; words[i] && used < (int)sizeof list; i++)
+        used += snprintf(list + used, sizeof list - used, "%s\"%s\"", i ? ", " : "", words[i]);
+    bad(problem, path, "must be one of %s", list);
+    return -1;
+}
+
+/* "events": [{"name", "expr", "direction", "action"}]: expressions in t, the
+ * coordinates, their velocities q', the speeds (when the model reports them),
+ * parameters and definitions. */
+static int parse_events(const struct engine_model *m, const json_t *evs, sim_request *r,
+                        const engine_limits *lim, json_t **problem)
+{
+    static const char *const dirs[] = {"both", "rising", "falling", NULL};
+    static const int dir_code[] = {INTEG_EVENT_BOTH, INTEG_EVENT_RISING, INTEG_EVENT_FALLING};
+    static const char *const actions[] = {"record", "stop", NULL};
+    static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
+    if (!evs)
+        return 0;
+    if (!json_is_array(evs)) {
+        bad(problem, "events", "must be an array of {\"name\", \"expr\", \"direction\", \"action\"}");
+        return -1;
+    }
+    int n = (int)json_array_size(evs);
+    if (n > SIM_MAX_EVENTS) {
+        bad(problem, "events", "at most %d events", SIM_MAX_EVENTS);
+        return -1;
+    }
+    if (!n)
+        return 0;
+    r->ev_ctx = model_fresh_ctx(m);
+    r->ev_names = calloc(n, sizeof *r->ev_names);
+    r->ev_dir = calloc(n, sizeof *r->ev_dir);
+    r->ev_stop = calloc(n, 1);
+    expr **roots = calloc(n, sizeof *roots);
+    if (!r->ev_ctx || !r->ev_names || !r->ev_dir || !r->ev_stop || !roots) {
+        free(roots);
+        return -1;
+    }
+    /* the speeds, where the trajectory reports them, as definitions u_r(q, q', t) (default
+     * speeds are velocities q' already) */
+    r->ev_k = m->nlin == m->nc || m->nl_reduced ? m->k : 0;
+    for (int s = 0; s < r->ev_k; s++) {
+        if (expr_sym_find(r->ev_ctx, m->speeds[s]) >= 0)
+            continue;
+        pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock); /* forms may add nodes to m->ctx */
+        char *text = expr_print(m->ctx, m->speed_f[s]);
+        pthread_mutex_unlock((pthread_mutex_t *)&m->forms_lock);
+        expr_parse_opts o = {1, 1, 0, "a speed"};
+        expr_error err;
+        expr *u = text ? expr_parse(r->ev_ctx, text, &o, &err) : NULL;
+        free(text);
+        if (!u || expr_def_add(r->ev_ctx, m->speeds[s], u) < 0) {
+            free(roots);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const json_t *it = json_array_get(evs, i);
+        char path[64];
+        snprintf(path, sizeof path, "events[%d]", i);
+        if (!json_is_object(it)) {
+            bad(problem, path, "must be an object {\"name\", \"expr\", \"direction\", \"action\"}");
+            continue;
+        }
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)it, key, val)
+        {
+            int known = 0;
+            for (int j = 0; keys[j]; j++)
+                known |= strcmp(key, keys[j]) == 0;
+            if (!known) {
+                char kpath[128];
+                snprintf(kpath, sizeof kpath, "events[%d].%.80s", i, key);
+                bad(problem, kpath, "unknown member (expected name, expr, direction, action)");
+            }
+        }
+        const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
+        char defname[32];
+        snprintf(defname, sizeof defname, "E%d", i + 1);
+        snprintf(path, sizeof path, "events[%d].name", i);
+        if (name && (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 80))
+            bad(problem, path, "must be a name of 1 to 80 characters");
+        const char *nm = json_is_string(name) ? json_string_value(name) : defname;
+        for (int j = 0; j < r->n_ev; j++)
+            if (strcmp(r->ev_names[j], nm) == 0)
+                bad(problem, path, "\"%s\" is the name of events[%d] too: names must differ", nm, j);
+        r->ev_names[r->n_ev] = strdup(nm);
+        if (!r->ev_names[r->n_ev]) {
+            free(roots);
+            return -1;
+        }
+        snprintf(path, sizeof path, "events[%d].direction", i);
+        int d = parse_word(json_object_get(it, "direction"), dirs, 0, path, problem);
+        r->ev_dir[r->n_ev] = d >= 0 ? dir_code[d] : 0;
+        snprintf(path, sizeof path, "events[%d].action", i);
+        r->ev_stop[r->n_ev] = parse_word(json_object_get(it, "action"), actions, 0, path, problem) == 1;
+        r->n_ev++;
+        snprintf(path, sizeof path, "events[%d].expr", i);
+        if (!json_is_string(ex)) {
+            bad(problem, path, "required: an expression whose zero crossings are the event");
+            continue;
+        }
+        expr_parse_opts o = {1, 1, lim->max_expr_chars, path};
+        expr_error err;
+        roots[i] = expr_parse(r->ev_ctx, json_string_value(ex), &o, &err);
+        if (!roots[i]) {
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            hamel_problem_add(*problem, path, err.column, err.message);
+        }
+    }
+    if (!*problem) {
+        r->ev_tape = model_tape(m, r->ev_ctx, roots, n);
+        if (!r->ev_tape) {
+            free(roots);
+            return -1;
+        }
+    }
     free(roots);
     return *problem ? -1 : 0;
 }
@@ -252,6 +398,7 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
         else
             values[i] = json_number_value(val);
     }
+    geom_check(m, values, problem); /* a mass or radius these values make negative */
 }
 
 /* Nonlinear constraints, initial speeds only: a starting point for Newton's method
@@ -277,7 +424,8 @@ static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request 
 static const char *const known_request_keys[] = {
     "model",  "model_id",    "parameters",         "initial",    "t_end",
     "output", "integrator",  "formulation",        "invariants", "hamel",
-    "name",   "description", "position_tolerance", "projection", NULL};
+    "name",   "description", "position_tolerance", "projection", "events",
+    NULL};
 
 /* Solves the position-level constraints for their dependent coordinates at the
  * initial time, from r->q0 as a guess. Returns 0, -1 (out of memory) or an error with
@@ -358,7 +506,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
                 bad(problem, key,
                     "unknown field (expected one of model, model_id, parameters, "
                     "initial, t_end, output, integrator, formulation, invariants, hamel, "
-                    "position_tolerance, projection)");
+                    "position_tolerance, projection, events)");
         }
     }
     r->params = calloc(m->np + 1, sizeof *r->params);
@@ -550,6 +698,8 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             r->n_times, n);
     if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
         goto oom;
+    if (!*problem && parse_events(m, json_object_get(js, "events"), r, lim, problem) < 0 && !*problem)
+        goto oom;
     if (!*problem && lim->max_output_values > 0) {
         /* Every sample carries t, q, qdot, the speeds (linear constraints), the
          * multipliers (that formulation), the energy, the worst constraint residual and
@@ -721,6 +871,13 @@ struct run {
     double *yproj;          /* [2n] the projected state to restart from */
     double *qtmp;           /* [n] */
     int projections, projection_failures;
+    /* events (req->n_ev > 0) */
+    double *ev_in, *ev_work;            /* [n_in + ev_k] the event tape's inputs, its scratch */
+    int ev_n, ev_cap;                   /* crossings listed, room */
+    int *ev_which;                      /* [ev_cap] the event of each crossing */
+    double *ev_t, *ev_q, *ev_u, *ev_qd; /* [ev_cap], [ev_cap * n], [ev_cap * k], [ev_cap * n] */
+    long ev_dropped;                    /* crossings past SIM_MAX_EVENT_HITS */
+    int stopped_by;                     /* 1 + the event that ended the run, else 0 */
 };
 
 /* At a sample: the position-level residuals, and past the tolerance the projection of
@@ -762,6 +919,86 @@ static int project_sample(struct run *R, double t, const double *y)
     return SIM_PROJECT;
 }
 
+/* q' and the model's own speeds u at the integration state y, as on_sample keeps them. */
+static int state_velocities(struct run *R, double t, const double *y, double *qd, double *u)
+{
+    int n = R->n;
+    const struct engine_model *m = R->m;
+    if (R->req->formulation == SIM_HAMEL) {
+        if (hamel_qdot(R->w, t, y, y + n, qd) < 0)
+            return -1;
+        int rechosen = (watch_selected(R->wt) || m->nl_reduced) && watch_movable(R->wt);
+        for (int r = 0; r < R->k; r++)
+            u[r] = rechosen ? qd[watch_own_columns(R->wt)[r]] : y[n + r];
+        return 0;
+    }
+    memcpy(qd, y + n, n * sizeof *y);
+    if (R->req->ev_k > 0 && hamel_speeds(R->w, t, y, qd, u) < 0)
+        return -1;
+    return 0;
+}
+
+/* The event functions for integ (integ_event_fn): g on (params, t, q, q', u). */
+static int sim_events(double t, const double *y, double *g, void *ctx)
+{
+    struct run *R = ctx;
+    const struct engine_model *m = R->m;
+    double *in = R->ev_in;
+    memcpy(in, R->req->params, m->np * sizeof *in);
+    in[model_input_t(m)] = t;
+    memcpy(in + model_input_q(m), y, R->n * sizeof *y);
+    if (state_velocities(R, t, y, in + model_input_qd(m), in + m->n_in) < 0) /* speeds: unused */
+        return -1;
+    tape_eval(R->req->ev_tape, in, R->ev_work, g);
+    return 0;
+}
+
+/* A located crossing (integ_hit_fn): listed with q, q' and the speeds there; a stop
+ * event ends the run. */
+static int sim_event_hit(int index, double t, const double *y, void *ctx)
+{
+    struct run *R = ctx;
+    int n = R->n, k = R->req->ev_k;
+    if (R->ev_n == R->ev_cap && R->ev_cap < SIM_MAX_EVENT_HITS) {
+        int cap = R->ev_cap ? 2 * R->ev_cap : 16;
+        if (cap > SIM_MAX_EVENT_HITS)
+            cap = SIM_MAX_EVENT_HITS;
+        int *w = realloc(R->ev_which, cap * sizeof *w);
+        if (w)
+            R->ev_which = w;
+        double *tt = realloc(R->ev_t, cap * sizeof *tt);
+        if (tt)
+            R->ev_t = tt;
+        double *q = realloc(R->ev_q, (size_t)cap * n * sizeof *q);
+        if (q)
+            R->ev_q = q;
+        double *qd = realloc(R->ev_qd, (size_t)cap * n * sizeof *qd);
+        if (qd)
+            R->ev_qd = qd;
+        double *u = realloc(R->ev_u, ((size_t)cap * k + 1) * sizeof *u);
+        if (u)
+            R->ev_u = u;
+        if (!w || !tt || !q || !qd || !u)
+            return HAMEL_E_INTERNAL;
+        R->ev_cap = cap;
+    }
+    if (R->ev_n < R->ev_cap) {
+        int i = R->ev_n;
+        if (state_velocities(R, t, y, R->ev_qd + (size_t)i * n, R->ev_u + (size_t)i * k) < 0)
+            return HAMEL_E_NUMERIC;
+        R->ev_which[i] = index;
+        R->ev_t[i] = t;
+        memcpy(R->ev_q + (size_t)i * n, y, n * sizeof *y);
+        R->ev_n++;
+    } else {
+        R->ev_dropped++;
+    }
+    if (!R->req->ev_stop[index])
+        return 0;
+    R->stopped_by = index + 1;
+    return INTEG_EVENT_STOP;
+}
+
 /* Called by the integrator at each output time: keeps the state. Everything derived
  * from it (q', energy, residuals, invariants, multipliers, gammas) is computed after
  * the integration, so that integrate_ms measures the integration alone. */
@@ -787,7 +1024,7 @@ static int on_sample(double t, const double *y, void *ctx)
     else
         memcpy(R->qd + (size_t)i * n, y + n, n * sizeof *y);
     R->ns++;
-    return projected && R->ns < R->req->n_times ? SIM_PROJECT : 0;
+    return projected && R->ns < R->req->n_times && !R->stopped_by ? SIM_PROJECT : 0;
 }
 
 static int post_sample(struct run *R, int i)
@@ -848,6 +1085,39 @@ static void run_free(struct run *R)
     free(R->yproj);
     free(R->qtmp);
     json_decref(R->hamel_points);
+    free(R->ev_in);
+    free(R->ev_work);
+    free(R->ev_which);
+    free(R->ev_t);
+    free(R->ev_q);
+    free(R->ev_u);
+    free(R->ev_qd);
+}
+
+/* "events": every crossing listed, in time order. */
+static json_t *events_json(const struct run *R)
+{
+    const struct engine_model *m = R->m;
+    int n = R->n, k = R->req->ev_k;
+    json_t *a = json_array();
+    for (int i = 0; i < R->ev_n; i++) {
+        json_t *q = json_object(), *qd = json_object();
+        for (int c = 0; c < n; c++) {
+            json_object_set_new(q, m->coords[c], num(R->ev_q[(size_t)i * n + c]));
+            json_object_set_new(qd, m->coords[c], num(R->ev_qd[(size_t)i * n + c]));
+        }
+        json_t *e = json_pack("{s:s, s:o, s:o}", "name", R->req->ev_names[R->ev_which[i]], "t",
+                              num(R->ev_t[i]), "q", q);
+        if (k > 0) {
+            json_t *u = json_object();
+            for (int r = 0; r < k; r++)
+                json_object_set_new(u, m->speeds[r], num(R->ev_u[(size_t)i * k + r]));
+            json_object_set_new(e, "speeds", u);
+        }
+        json_object_set_new(e, "qdot", qd);
+        json_array_append_new(a, e);
+    }
+    return a;
 }
 
 /* Text mode (sim_run_text): a series is copied out of the run and stands in the
@@ -1045,6 +1315,25 @@ static json_t *checks_json(const struct run *R)
     return checks;
 }
 
+/* The result's "warnings": the checks that failed (warnings.h). */
+static json_t *run_warnings(const struct run *R, const json_t *checks)
+{
+    warn_scale sc = {R->req->rtol, 0.0};
+    for (size_t i = 0; i < (size_t)R->ns * R->n; i++)
+        if (fabs(R->qd[i]) > sc.qdot_max)
+            sc.qdot_max = fabs(R->qd[i]);
+    json_t *w = warn_from_checks(checks, &sc);
+    return w ? w : json_array();
+}
+
+/* The result's "provenance": which engine computed it, with which code and method. */
+static json_t *run_provenance(const sim_request *req, const char *tier)
+{
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "engine_version", engine_version(), "numerics",
+                     engine_numerics(), "build", engine_identity(), "code_tier", tier, "method", req->method,
+                     "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+}
+
 int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
             engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -1077,6 +1366,15 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     R.have_qd = calloc(nt, 1);
     double *y0 = calloc(2 * n + 1, sizeof *y0);
     int rc;
+    if (req->n_ev > 0) {
+        R.ev_in = calloc(m->n_in + req->ev_k, sizeof *R.ev_in);
+        R.ev_work = calloc(req->ev_tape->n_ins, sizeof *R.ev_work);
+        if (!R.ev_in || !R.ev_work) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "out of memory");
+            goto done;
+        }
+    }
     if (m->npos > 0) {
         R.hw = holo_ws_new(m, req->params);
         R.pres = calloc((size_t)nt * m->npos, sizeof *R.pres);
@@ -1126,6 +1424,13 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         opt.cancel = &ctl->cancel;
         opt.progress = &ctl->progress;
     }
+    if (req->n_ev > 0) {
+        opt.n_events = req->n_ev;
+        opt.event_dir = req->ev_dir;
+        opt.event = sim_events;
+        opt.event_hit = sim_event_hit;
+        opt.event_ctx = &R;
+    }
     char reason[INTEG_REASON_MAX] = "";
     integ_stats st;
     memset(&st, 0, sizeof st);
@@ -1160,6 +1465,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         st.rhs_evals += part.rhs_evals;
         st.jac_evals += part.jac_evals;
         st.jac_rhs_evals += part.jac_rhs_evals;
+        st.event_rhs_evals += part.event_rhs_evals;
         st.samples += part.samples;
         st.t = part.t;
         st.h = part.h;
@@ -1199,22 +1505,34 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (R.wt)
         json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R.wt)));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
-    json_object_set_new(stats, "code_tier",
-                        json_string(req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
-                                    : m->tape_dyn->fn             ? "tcc"
-                                                                  : "interp"));
+    const char *tier = req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                       : m->tape_dyn->fn             ? "tcc"
+                                                     : "interp";
+    json_object_set_new(stats, "code_tier", json_string(tier));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"
                                                                         : "numeric"));
     if (R.mw)
         json_object_set_new(stats, "baumgarte_alpha", json_real(MULT_BAUMGARTE_ALPHA));
+    if (req->n_ev > 0)
+        json_object_set_new(stats, "event_rhs_evals", json_integer(st.event_rhs_evals));
     json_t *body = json_object();
     json_object_set_new(body, "model_id", json_string(m->id));
     json_object_set_new(body, "formulation",
                         json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
     json_object_set_new(body, "trajectory", trajectory_json(&R));
-    json_object_set_new(body, "checks", checks_json(&R));
+    json_t *checks = checks_json(&R);
+    json_object_set_new(body, "checks", checks);
+    if (req->n_ev > 0) {
+        json_object_set_new(body, "events", events_json(&R));
+        if (R.ev_dropped)
+            json_object_set_new(body, "events_dropped", json_integer(R.ev_dropped));
+        if (R.stopped_by)
+            json_object_set_new(body, "stopped_by", json_string(req->ev_names[R.stopped_by - 1]));
+    }
+    json_object_set_new(body, "warnings", run_warnings(&R, checks));
+    json_object_set_new(body, "provenance", run_provenance(req, tier));
     if (req->hamel_mode != SIM_HAMEL_NONE)
         json_object_set_new(body, "hamel",
                             json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order", sim_gamma_order(m),

@@ -37,6 +37,13 @@ typedef struct sim_request {
     char **inv_names;
     expr_ctx *inv_ctx;
     tape *inv_tape;
+    int n_ev;               /* "events" */
+    char **ev_names;        /* [n_ev] */
+    int *ev_dir;            /* [n_ev] enum integ_event_dir */
+    unsigned char *ev_stop; /* [n_ev] action "stop" */
+    expr_ctx *ev_ctx;
+    tape *ev_tape; /* -> g [n_ev] on the model's inputs (speeds are definitions u(q, q', t)) */
+    int ev_k;      /* the model's k when the trajectory reports speeds, else 0 */
 } sim_request;
 
 /* Parses and validates a request against the model. On success returns 0 and fills

@@ -77,5 +77,168 @@ remote_run() {
 }
 check "hamel remote run (exec of hamel-remote) equals the local run" remote_run
 
+# ---- help and exit codes -------------------------------------------------------------
+help_run() {
+  expect_exit 0 "$hamel" run --help || return 1
+  has "$work/out" '^usage: hamel run FILE' && has "$work/out" 'Exit status' && [ ! -s "$work/err" ]
+}
+check "hamel run --help: usage on stdout, exit 0" help_run
+help_each() {
+  for c in check gamma equations linearize evaluate; do
+    expect_exit 0 "$hamel" "$c" --help || return 1
+    has "$work/out" "^usage: hamel $c FILE" || return 1
+    expect_exit 0 "$hamel" help "$c" || return 1
+    has "$work/out" "^usage: hamel $c FILE" || return 1
+  done
+  expect_exit 0 "$hamel" remote run --help && has "$work/out" 'batch FILE' && has "$work/out" 'Exit status'
+}
+check "every subcommand has --help (and hamel help CMD, hamel remote --help)" help_each
+help_exit_codes() {
+  expect_exit 0 "$hamel" --help && has "$work/out" '^Exit status: 0 ok; 1 the input was refused' &&
+    has "$work/out" '2 usage' && has "$work/out" '3 remote'
+}
+check "hamel --help documents the exit codes" help_exit_codes
+usage_errors() {
+  expect_exit 2 "$hamel" run "$case_file" --bogus && has "$work/err" 'unknown option --bogus' &&
+    expect_exit 2 "$hamel" check && has "$work/err" 'FILE is missing' &&
+    expect_exit 2 "$hamel" frobnicate "$case_file" && has "$work/err" "unknown command 'frobnicate'" &&
+    expect_exit 2 "$hamel" check "$case_file" --csv && has "$work/err" 'unknown option --csv'
+}
+check "usage errors exit 2 naming what was wrong" usage_errors
+
+# ---- run --csv, -o, progress ----------------------------------------------------------
+run_csv() {
+  expect_exit 0 "$hamel" run "$case_file" --csv || return 1
+  [ "$(head -n 1 "$work/out")" = "t,phi,theta,psi,x,y,wd,thd,Omega,phi',theta',psi',x',y'" ] ||
+    { head -n 1 "$work/out"; return 1; }
+  [ "$(wc -l <"$work/out")" = 12 ] || { echo "rows: $(wc -l <"$work/out")"; return 1; }
+  # the CSV's numbers are the JSON's
+  "$hamel" run "$case_file" >"$work/run.json" || return 1
+  want=$(jq -r '.trajectory.q.theta[5]' "$work/run.json")
+  got=$(sed -n 7p "$work/out" | cut -d, -f3)
+  awk -v a="$got" -v b="$want" 'BEGIN { exit !(a + 0 == b + 0) }' || { echo "theta[5]: csv $got, json $want"; return 1; }
+  # the same columns as hamel remote run --csv
+  expect_exit 0 "$hamel" remote --url "$url" run "$case_file" --csv || return 1
+  [ "$(head -n 1 "$work/out")" = "t,phi,theta,psi,x,y,wd,thd,Omega,phi',theta',psi',x',y'" ]
+}
+check "hamel run --csv: t, coordinates, speeds, rates; the JSON's numbers; remote's header" run_csv
+run_out() {
+  rm -f "$work/o.json" "$work/o.csv"
+  expect_exit 0 "$hamel" run "$case_file" -o "$work/o.json" && [ ! -s "$work/out" ] || return 1
+  jq -e '.status == "done" and (.trajectory.t | length) == 11' "$work/o.json" >/dev/null || return 1
+  expect_exit 0 "$hamel" run --csv -o "$work/o.csv" "$case_file" && [ "$(wc -l <"$work/o.csv")" = 12 ] || return 1
+  expect_exit 2 "$hamel" run "$case_file" -o "$work/no/such/dir/x.json"
+}
+check "hamel run -o FILE writes there (JSON or CSV); an unwritable one is exit 2" run_out
+# an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent
+cat >"$work/drift.json" <<'JSON'
+{"model": {"coordinates": ["x"], "kinetic_energy": "x'^2/2", "potential_energy": "x^2/2"},
+ "initial": {"q": {"x": 1}, "qdot": {"x": 0}}, "t_end": 200,
+ "integrator": {"method": "rk2", "rtol": 0.5, "atol": 0.5}}
+JSON
+run_warnings() {
+  expect_exit 0 "$hamel" run "$work/drift.json" || return 1
+  has "$work/err" '^hamel: warning: energy-drift: the energy should be conserved' || return 1
+  jq -e '.warnings[0].code == "energy-drift" and .provenance.engine_version != null' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" run "$work/drift.json" --csv || return 1
+  has "$work/err" '^hamel: warning: energy-drift' || return 1
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/drift.json" || return 1
+  has "$work/err" '^hamel remote: warning: energy-drift: the energy should be conserved' || return 1
+  expect_exit 0 "$hamel" run "$case_file" && [ ! -s "$work/err" ] && jq -e '.warnings == []' "$work/out" >/dev/null
+}
+check "hamel run (local and remote) prints a failed check as a warning on stderr; none for the case" run_warnings
+jq '.simulation.t_end = 25000 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/long.json"
+progress() {
+  # about 2.5 s of integration unloaded: a line a second with --progress
+  expect_exit 0 "$hamel" run "$work/long.json" --progress -o /dev/null || return 1
+  has "$work/err" '^hamel run: +[0-9.]+% after 1\.[0-9] s$' && has "$work/err" '^hamel run: 100\.0% after'
+}
+check "hamel run --progress: progress lines on stderr for a run longer than a second" progress
+no_progress() {
+  # stderr is not a terminal here: nothing is drawn without --progress
+  # about 1.5 s of integration unloaded
+  jq '.simulation.t_end = 15000 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/mid.json"
+  expect_exit 0 "$hamel" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]
+}
+check "no progress on stderr when it is not a terminal" no_progress
+remote_progress() {
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/long.json" --progress -o /dev/null || return 1
+  has "$work/err" '^hamel remote: [0-9a-f]+ +[0-9.]+% running after 1\.[0-9] s$' &&
+    has "$work/err" '^hamel remote: [0-9a-f]+ 100\.0% done after' || return 1
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]
+}
+check "hamel remote run --progress: a line a second on stderr; nothing without it off a terminal" remote_progress
+
+# ---- check: text and --json, local and remote ------------------------------------------
+check_text() {
+  expect_exit 0 "$hamel" check "$case_file" || return 1
+  has "$work/out" ': valid, sha256:[0-9a-f]{64}$' && has "$work/out" '^  n=5 m=2 dof=3, scleronomic, energy conserved$' &&
+    has "$work/out" '^  speeds: wd thd Omega$' && has "$work/out" '^  constraint slip_x: linear, scleronomic, not integrable alone$' || return 1
+  cp "$work/out" "$work/local.txt"
+  expect_exit 0 "$hamel" remote --url "$url" check "$case_file" || return 1
+  # the same lines, the remote one saying whether the server knew the model
+  sed -e 's/ (new)$//' -e 's/ (known)$//' "$work/out" | diff - "$work/local.txt"
+}
+check "check prints text, the same locally and remotely" check_text
+check_json() {
+  expect_exit 0 "$hamel" check "$case_file" --json || return 1
+  jq -e '.n == 5 and .dof == 3 and (.model_id | startswith("sha256:"))' "$work/out" >/dev/null || return 1
+  jq -S 'del(.source)' "$work/out" >"$work/local.json"
+  expect_exit 0 "$hamel" remote --url "$url" check "$case_file" --json || return 1
+  jq -S 'del(.source)' "$work/out" | jq -e --slurpfile l "$work/local.json" '.model_id == $l[0].model_id and .n == $l[0].n and .constraints == $l[0].constraints' >/dev/null
+}
+check "check --json prints the summary, local and remote agree" check_json
+jq '.model.potential_energy = "m*g*r*sin(theta) + theta'"'"'"' "$case_file" >"$work/bad.json"
+check_bad() {
+  expect_exit 1 "$hamel" check "$work/bad.json" || return 1
+  has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" && has "$work/err" '^ +\^$' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/bad.json" || return 1
+  has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" || return 1
+  expect_exit 1 "$hamel" check "$work/bad.json" --json && jq -e '.status == 422' "$work/err" >/dev/null
+}
+check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
+
+# ---- unknown names are errors everywhere ------------------------------------------------
+gamma_unknown() {
+  expect_exit 1 "$hamel" gamma "$case_file" --q thet=0.7 || return 1
+  jq -e '.errors[0].path == "q.thet"' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" remote --url "$url" gamma "$case_file" --q thet=0.7 || return 1
+  has "$work/err" 'q\.thet' || return 1
+  body=$(jq -c '{model: .model, q: (.simulation.initial.q + {thet: 0.7})}' "$case_file")
+  code=$(curl -s -o "$work/h.json" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$body" "$url/v1/hamel")
+  [ "$code" = 422 ] && jq -e '[.errors[].path] | index("q.thet") != null' "$work/h.json" >/dev/null || { echo "HTTP $code"; cat "$work/h.json"; return 1; }
+  expect_exit 0 "$hamel" gamma "$case_file" --q theta=0.7 && jq -e '.points[0].q.theta == 0.7' "$work/out" >/dev/null
+}
+check "hamel gamma --q thet=0.7 and POST /v1/hamel with thet fail naming q.thet" gamma_unknown
+
+# ---- remote linearize, evaluate, batch ------------------------------------------------
+jq '{model: .model, linearize: {q: {phi: 0, theta: 1.5707963267948966, psi: 0, x: 0, y: 0}, speeds: {wd: 0, thd: 0, Omega: 4}}}' "$case_file" >"$work/lin.json"
+jq '{model: .model, evaluate: {states: [.simulation.initial]}}' "$case_file" >"$work/eval.json"
+remote_lin_eval() {
+  "$hamel" linearize "$work/lin.json" >"$work/lin.local" || return 1
+  expect_exit 0 "$hamel" remote --url "$url" linearize "$work/lin.json" || return 1
+  jq -e --slurpfile l "$work/lin.local" '.points[0].A == $l[0].points[0].A and .points[0].eigenvalues == $l[0].points[0].eigenvalues' "$work/out" >/dev/null || return 1
+  "$hamel" evaluate "$work/eval.json" >"$work/eval.local" || return 1
+  expect_exit 0 "$hamel" remote --url "$url" evaluate "$work/eval.json" -o "$work/eval.remote" || return 1
+  jq -e --slurpfile l "$work/eval.local" '.states[0].speeds_dot == $l[0].states[0].speeds_dot' "$work/eval.remote" >/dev/null
+}
+check "hamel remote linearize and evaluate equal the local commands" remote_lin_eval
+jq '. + {runs: [{initial: {speeds: {Omega: 3}}}, {initial: {speeds: {Omega: 5}}}, {integrator: {max_steps: 3}}]}' "$case_file" >"$work/batch.json"
+remote_batch() {
+  expect_exit 1 "$hamel" remote --url "$url" batch "$work/batch.json" || return 1
+  has "$work/err" '1 of 3 runs did not finish' || return 1
+  [ "$(wc -l <"$work/out")" = 3 ] || return 1
+  jq -s -e '[.[].index] == [0, 1, 2] and .[0].status == "done" and .[2].status == "failed" and (.[1].final.speeds.Omega | type) == "number"' "$work/out" >/dev/null || return 1
+  jq 'del(.runs[2])' "$work/batch.json" >"$work/batch-ok.json"
+  expect_exit 0 "$hamel" remote --url "$url" batch "$work/batch-ok.json" --json || return 1
+  jq -e '.status == "done" and (.results | length) == 2 and .succeeded == 2' "$work/out" >/dev/null
+}
+check "hamel remote batch: one NDJSON line per run in index order; a failed run exits 1" remote_batch
+remote_batch_invalid() {
+  jq '. + {runs: [{initial: {q: {thet: 1}}}]}' "$case_file" >"$work/batch-bad.json"
+  expect_exit 1 "$hamel" remote --url "$url" batch "$work/batch-bad.json" && has "$work/err" 'runs\[0\]'
+}
+check "hamel remote batch with an invalid run exits 1 naming runs[0]" remote_batch_invalid
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -23,7 +23,8 @@
  * at start, and no log shows a password.
  *
  * Needs redis-server and nginx (scripts/install-deps.sh test); without them every test
- * is skipped (cluster_auth needs only redis-server). Built as build/test-cluster; scripts/run-tests.sh runs it once.
+ * is skipped (cluster_auth needs only redis-server). Built as build/test-cluster; scripts/run-tests.sh runs
+ * it once.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

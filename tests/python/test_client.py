@@ -176,6 +176,15 @@ def test_result_warnings_become_python_warnings():
     assert r.warnings == doc["warnings"] and list(r.q["x"]) == [0.0, 1.0]
 
 
+def test_a_real_results_warnings_are_python_warnings(client, case):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = client.simulate(case, t_end=200, integrator={"method": "rk2", "rtol": 1e-3, "atol": 1e-3})
+    assert r.warnings and r.warnings[0]["code"] == "energy-drift"
+    assert any(issubclass(w.category, hamel.HamelWarning) and str(w.message).startswith("energy-drift: ")
+               for w in caught), [str(w.message) for w in caught]
+
+
 def test_no_server_is_a_hamel_error():
     with pytest.raises(hamel.HamelError) as info:
         hamel.Client("http://127.0.0.1:9", timeout=2).health()

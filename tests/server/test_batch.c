@@ -456,6 +456,68 @@ Test(batch, a_bad_run_is_422_naming_its_index_and_nothing_runs)
     bstop_checked();
 }
 
+/* Events over HTTP: a single simulation with a stop event returns `events` and
+ * `stopped_by`, its trajectory ending at the event; a batch carries events through its
+ * merge (the base's, or a run's own replacing them) into each line; a bad event in one
+ * run is a 422 naming runs[i].events[0].expr. */
+Test(batch, events_over_http_single_and_batch)
+{
+    json_t *b = sweep(3, 3.0);
+    json_t *base = json_object_get(b, "base");
+    json_object_set_new(base, "events",
+                        json_pack("[{s:s, s:s, s:s, s:s}]", "name", "low", "expr", "theta - 1", "direction",
+                                  "falling", "action", "stop"));
+    json_t *req = single_of(b, 1);
+    harness_resp s = bpost("/v1/simulations?wait=60", req, NULL);
+    cr_assert_eq(s.status, 200, "%.400s", s.body);
+    json_t *ev = json_object_get(s.json, "events");
+    cr_assert_eq(json_array_size(ev), 1, "one stop event: %.400s", s.body);
+    cr_assert_str_eq(bstr(json_array_get(ev, 0), "name"), "low");
+    cr_assert_str_eq(bstr(s.json, "stopped_by"), "low");
+    double te = json_number_value(json_object_get(json_array_get(ev, 0), "t"));
+    json_t *ts = json_object_get(json_object_get(s.json, "trajectory"), "t");
+    cr_assert(te > 0 && te < 3.0, "stopped inside the run at %g", te);
+    cr_assert_eq(json_number_value(json_array_get(ts, json_array_size(ts) - 1)), te,
+                 "last sample at the event");
+    double th = json_number_value(json_object_get(json_object_get(json_array_get(ev, 0), "q"), "theta"));
+    cr_assert(fabs(th - 1) < 1e-12, "theta %.17g at the event", th);
+    harness_resp_free(&s);
+    json_decref(req);
+
+    /* run 2 records crossings of its own event instead of stopping */
+    json_object_set_new(json_array_get(json_object_get(b, "runs"), 2), "events",
+                        json_pack("[{s:s, s:s}]", "name", "cross", "expr", "theta - 1"));
+    harness_resp r = bpost("/v1/batches?wait=120", b, NULL);
+    cr_assert_eq(r.status, 200, "%.300s", r.body);
+    json_t *res = json_object_get(r.json, "results");
+    cr_assert_eq(json_array_size(res), 3);
+    for (size_t k = 0; k < 3; k++) {
+        json_t *line = json_array_get(res, k);
+        cr_assert_str_eq(bstr(line, "status"), "done", "%.300s", r.body);
+        json_t *lev = json_object_get(line, "events");
+        cr_assert(json_array_size(lev) >= 1, "run %zu: its events in the line", k);
+        if (k < 2) {
+            cr_assert_str_eq(bstr(line, "stopped_by"), "low", "run %zu", k);
+            cr_assert_eq(json_number_value(json_object_get(json_object_get(line, "final"), "t")),
+                         json_number_value(json_object_get(json_array_get(lev, 0), "t")),
+                         "run %zu: the final state is at the event", k);
+        } else {
+            cr_assert_null(json_object_get(line, "stopped_by"), "run 2 only records");
+            cr_assert_str_eq(bstr(json_array_get(lev, 0), "name"), "cross");
+            cr_assert_eq(json_number_value(json_object_get(json_object_get(line, "final"), "t")), 3.0);
+        }
+    }
+    harness_resp_free(&r);
+
+    json_object_set_new(json_array_get(json_object_get(b, "runs"), 1), "events",
+                        json_pack("[{s:s, s:s}]", "name", "bad", "expr", "theta - nope"));
+    r = bpost("/v1/batches", b, NULL);
+    assert_problem_path(&r, 422, "runs[1].events[0].expr");
+    harness_resp_free(&r);
+    json_decref(b);
+    bstop_checked();
+}
+
 TestSuite(batch_two_workers, .init = setup_two_workers, .fini = bteardown, .timeout = 300);
 
 /* Runs in the pool: the running-jobs gauge. */

@@ -219,6 +219,40 @@ Test(client, simulate_by_model_id_then_cached)
     json_decref(sum);
 }
 
+Test(client, a_failed_check_is_a_warning_the_client_exposes)
+{
+    /* an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent */
+    json_error_t jerr;
+    json_t *req = json_loads("{\"model\": {\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\","
+                             " \"potential_energy\": \"x^2/2\"}, \"initial\": {\"q\": {\"x\": 1},"
+                             " \"qdot\": {\"x\": 0}}, \"t_end\": 200, \"integrator\": {\"method\": \"rk2\","
+                             " \"rtol\": 0.5, \"atol\": 0.5}}",
+                             0, &jerr);
+    cr_assert_not_null(req, "%s", jerr.text);
+    hamelclient_error err;
+    json_t *result = NULL;
+    cr_assert_eq(hamelclient_simulate(cli, req, NULL, NULL, &result, &err), HAMELCLIENT_OK, "%s",
+                 err.message);
+    hamelclient_warning w[4];
+    size_t n = hamelclient_warnings(result, w, 4);
+    cr_assert_geq(n, 1, "the drifting energy is a warning");
+    cr_assert_str_eq(w[0].code, "energy-drift");
+    cr_assert_str_eq(w[0].check, "checks.energy.max_rel_drift");
+    cr_assert_gt(w[0].value, w[0].threshold, "the value passed the threshold");
+    cr_assert_not_null(strstr(w[0].message, "conserved"));
+    json_decref(result);
+    json_decref(req);
+
+    /* the rolling disk keeps its energy: no warnings */
+    req = json_deep_copy(json_object_get(disk, "simulation"));
+    json_object_set(req, "model", json_object_get(disk, "model"));
+    cr_assert_eq(hamelclient_simulate(cli, req, NULL, NULL, &result, &err), HAMELCLIENT_OK, "%s",
+                 err.message);
+    cr_assert_eq(hamelclient_warnings(result, NULL, 0), 0, "no warnings for the case");
+    json_decref(result);
+    json_decref(req);
+}
+
 Test(client, long_poll_wait)
 {
     hamelclient_options opts = {.long_poll_s = 5};

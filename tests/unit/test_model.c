@@ -646,3 +646,38 @@ Test(model, requests_take_whole_reals_as_integers)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* "units" (issue 17): labels for parameters, coordinates, speeds and t, kept in the
+ * canonical form and the summary; a model without them is unchanged; a unit for a
+ * symbol the model does not have, or one that is not a short string, is an error. */
+Test(model, units_label_symbols_and_are_checked)
+{
+    static const char base[] =
+        "{\"coordinates\": [\"x\"], \"parameters\": {\"m\": 2}, \"kinetic_energy\": \"m*x'^2/2\"";
+    char text[512];
+    snprintf(text, sizeof text, "%s}", base);
+    engine_model *plain = compile_ok(text);
+    json_t *s0 = engine_model_summary(plain);
+    cr_assert_null(json_object_get(s0, "units"), "no units unless given");
+    cr_assert_null(strstr(engine_model_canonical(plain), "units"));
+    snprintf(text, sizeof text, "%s, \"units\": {\"m\": \"kg\", \"x\": \"m\", \"t\": \"s\"}}", base);
+    engine_model *m = compile_ok(text);
+    json_t *s = engine_model_summary(m);
+    json_t *u = json_object_get(s, "units");
+    cr_assert_str_eq(json_string_value(json_object_get(u, "m")), "kg");
+    cr_assert_str_eq(json_string_value(json_object_get(u, "x")), "m");
+    cr_assert_str_eq(json_string_value(json_object_get(u, "t")), "s");
+    cr_assert_not_null(strstr(engine_model_canonical(m), "\"units\":{\"m\":\"kg\",\"t\":\"s\",\"x\":\"m\"}"),
+                       "canonical: %s", engine_model_canonical(m));
+    cr_assert_str_neq(engine_model_id(m), engine_model_id(plain), "the units are part of the model");
+    json_decref(s);
+    json_decref(s0);
+    engine_model_release(m);
+    engine_model_release(plain);
+    snprintf(text, sizeof text, "%s, \"units\": {\"mass\": \"kg\"}}", base);
+    compile_fails(text, "invalid-model", "model.units.mass", 0, "unknown symbol");
+    snprintf(text, sizeof text, "%s, \"units\": {\"m\": 3}}", base);
+    compile_fails(text, "invalid-model", "model.units.m", 0, "string");
+    snprintf(text, sizeof text, "%s, \"units\": [\"kg\"]}", base);
+    compile_fails(text, "invalid-model", "model.units", 0, "object");
+}

@@ -2,7 +2,9 @@
  * code cache gets native code in the background, later runs use it (stats.code_tier
  * "native") and agree with the tcc tier; a run with other parameters stays on tcc; a
  * second compile of the same model loads the cached object; a failing compiler leaves
- * the model on tcc. Each test uses its own fresh cache directory.
+ * the model on tcc; a planted object (or a link) under a cached name is never loaded, and
+ * a cache directory others can write turns the tier off. Each test uses its own fresh
+ * cache directory.
  */
 #include <criterion/criterion.h>
 
@@ -48,8 +50,8 @@ static void nt_cleanup(void)
 {
     engine_code_cache(NULL);
     unsetenv("HAMEL_CC");
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", nt_dir);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.key'", nt_dir, nt_dir);
     cr_expect_eq(system(cmd), 0);
 }
 
@@ -329,4 +331,97 @@ Test(native, first_tier_compiles_the_checks_bit_identical)
     engine_model_release(interp);
     json_decref(req);
     json_decref(c);
+}
+
+/* The name of the one shared object in the cache, into path[cap]. */
+static void nt_the_so(char *path, size_t cap)
+{
+    char pattern[400];
+    snprintf(pattern, sizeof pattern, "%s/*.so", nt_dir);
+    glob_t g;
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no object in %s", nt_dir);
+    cr_assert_eq(g.gl_pathc, 1);
+    snprintf(path, cap, "%s", g.gl_pathv[0]);
+    globfree(&g);
+}
+
+/* A compile of c's model with the cache, scheduled for the tier; its state after the wait. */
+static engine_model *nt_compile_native(const json_t *c, int *state)
+{
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    native_schedule(m);
+    *state = native_wait(m, 90);
+    return m;
+}
+
+/* issue 15: a shared object planted under a cached name, or a link there, ran its
+ * constructor inside the server. Only an object whose record (HMAC of its name and bytes
+ * under the key outside the directory) verifies is loaded; the model still runs. */
+Test(native, a_planted_object_is_never_loaded, .timeout = 180)
+{
+    nt_fresh_dir();
+    json_t *c = support_load_case("greenwood-5.3-rolling-disk.json");
+    json_t *req = json_object_get(c, "simulation");
+    int state = 0;
+    engine_model *m = nt_compile_native(c, &state);
+    cr_assert_eq(state, NATIVE_READY, "the first build");
+    engine_model_release(m);
+    char so[600], mark[600], evil_c[600], evil_so[600], cmd[2400];
+    nt_the_so(so, sizeof so);
+    snprintf(mark, sizeof mark, "%s-mark", nt_dir);
+    snprintf(evil_c, sizeof evil_c, "%s-evil.c", nt_dir);
+    snprintf(evil_so, sizeof evil_so, "%s-evil.so", nt_dir);
+    FILE *f = fopen(evil_c, "w");
+    cr_assert_not_null(f);
+    fputs("#include <stdio.h>\n#include <stdlib.h>\n"
+          "__attribute__((constructor)) static void mark(void) { const char *p = getenv(\"NT_PLANT_MARK\");\n"
+          "  FILE *f = p ? fopen(p, \"w\") : NULL; if (f) { fputs(\"ran\", f); fclose(f); } }\n"
+          "void f(const double *in, double *out) { (void)in; (void)out; }\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s'", evil_so, evil_c);
+    cr_assert_eq(system(cmd), 0, "cannot build the planted object");
+    setenv("NT_PLANT_MARK", mark, 1);
+
+    /* 1. the planted bytes under the cached name, beside the genuine record */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", evil_so, so);
+    cr_assert_eq(system(cmd), 0);
+    engine_code_cache(nt_dir);
+    m = nt_compile_native(c, &state);
+    cr_expect_neq(access(mark, F_OK), 0, "the planted object ran");
+    cr_expect_eq(state, NATIVE_READY, "the object is built again");
+    json_decref(nt_run(m, req, "native"));
+    engine_model_release(m);
+
+    /* 2. a link to it, with a record signed under another key */
+    unlink(so);
+    cr_assert_eq(symlink(evil_so, so), 0);
+    char mac[600];
+    snprintf(mac, sizeof mac, "%.*s.mac", (int)strlen(so) - 3, so);
+    snprintf(cmd, sizeof cmd, "openssl dgst -sha256 -hmac guess -r '%s' | cut -c1-64 > '%s'", evil_so, mac);
+    cr_expect_eq(system(cmd), 0);
+    m = nt_compile_native(c, &state);
+    cr_expect_neq(access(mark, F_OK), 0, "the linked object ran");
+    struct stat st;
+    cr_expect(lstat(so, &st) == 0 && S_ISREG(st.st_mode), "the link was replaced by a built object");
+    json_decref(nt_run(m, req, NULL));
+    engine_model_release(m);
+
+    /* 3. a directory others may write: the tier stays off, the model runs on tcc */
+    cr_assert_eq(chmod(nt_dir, 0777), 0);
+    cr_expect_neq(engine_code_cache(nt_dir), 0, "a cache directory others can write is refused");
+    chmod(nt_dir, 0700);
+    m = nt_compile_native(c, &state);
+    cr_expect_neq(state, NATIVE_READY);
+    json_decref(nt_run(m, req, "tcc"));
+    engine_model_release(m);
+
+    unsetenv("NT_PLANT_MARK");
+    unlink(mark);
+    unlink(evil_c);
+    unlink(evil_so);
+    json_decref(c);
+    nt_cleanup();
 }

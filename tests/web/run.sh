@@ -41,4 +41,4 @@ if [ -z "$url" ]; then
   echo "0 passed, 1 failed"; exit 1
 fi
 echo "web tests: server at $url (pid $pid), chromium $("$CHROMIUM" --version 2>/dev/null | head -n1)"
-HAMEL_BASE=$url ARTIFACTS=$artifacts node "$here/test.mjs"
+HAMEL_BASE=$url ARTIFACTS=$artifacts HAMEL_SERVER_BIN=$server node "$here/test.mjs"

@@ -6,6 +6,7 @@
 import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
+import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, extname, dirname, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -507,6 +508,265 @@ await check("a failed run clears the previous plots and draws its partial trajec
     await p10.screenshot({ path: join(ARTIFACTS, "web-partial.png"), fullPage: true });
   } finally {
     await p10.close();
+  }
+});
+
+await check("a 20-run sweep streams 20 overlaid curves and a summary plot", async () => {
+  const p11 = await context.newPage();
+  p11.on("pageerror", (e) => pageErrors.push("sweep: " + e));
+  try {
+    await p11.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p11.waitForFunction(() => document.body.dataset.ready === "1");
+    await p11.selectOption("#sw-var", "initial.speeds.Omega");
+    await p11.fill("#sw-from", "3");
+    await p11.fill("#sw-to", "5");
+    await p11.fill("#sw-n", "20");
+    await p11.selectOption("#sw-quantity", "q.x");
+    await p11.selectOption("#sw-final", "final.q.x");
+    await p11.click('[data-testid="sw-run"]');
+    await p11.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state));
+    assert(await p11.locator("#sw-card").getAttribute("data-state") === "done", "the sweep did not finish: " + await p11.locator("#sw-problem").innerText());
+    assert(/^20 of 20 runs/.test(await p11.locator("#sw-progress-text").innerText()), "progress does not count 20 runs");
+    const ds = await p11.locator('[data-testid="plot-sweep"] svg path.series').evaluateAll((ps) => ps.map((p) => p.getAttribute("d")));
+    assert(ds.length === 20 && new Set(ds).size === 20, `${ds.length} overlaid curves (${new Set(ds).size} distinct), expected 20`);
+    const dots = await p11.locator('[data-testid="plot-sweep-summary"] svg circle').count();
+    assert(dots === 20, `the summary plot has ${dots} points, expected 20`);
+    // the summary's last point is the final x of the run with Omega = 5, as the API computes it
+    const model = JSON.parse(await p11.locator("#model-editor textarea").inputValue());
+    const init = JSON.parse(await p11.locator("#initial-editor textarea").inputValue());
+    init.speeds.Omega = 5;
+    const one = await api("POST", "/v1/simulations?wait=60", { model, initial: init, t_end: Number(await p11.locator("#t_end").inputValue()), output: { samples: 301 },
+      integrator: { method: "rk8pd", rtol: 1e-12, atol: 1e-14, max_steps: 1000000 }, formulation: "hamel", hamel: "none" });
+    assert(one.status === 200, `the single run: ${one.status} ${one.text.slice(0, 200)}`);
+    const xEnd = one.body.trajectory.q.x.at(-1);
+    const shown = await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY);
+    near(Number(shown), xEnd, 1e-12, "the summary's final x at Omega = 5 vs a single run");
+    // a derived quantity: an expression of the final state
+    await p11.selectOption("#sw-final", "expr");
+    await p11.fill("#sw-expr", "sqrt(x^2 + y^2) + 0*x'");
+    await p11.press("#sw-expr", "Enter");
+    await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
+    const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
+    near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
+    await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
+  } finally {
+    await p11.close();
+  }
+});
+
+await check("the animation's frames change with time (top view and 3-D)", async () => {
+  const p12 = await context.newPage();
+  p12.on("pageerror", (e) => pageErrors.push("animation: " + e));
+  try {
+    await p12.goto(`${BASE}/?example=rolling-disk-bodies`);
+    await p12.waitForFunction(() => document.body.dataset.ready === "1");
+    await p12.fill("#t_end", "2");
+    await runAndWait(p12);
+    await p12.locator('[data-testid="anim"]').waitFor({ state: "visible" });
+    await p12.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const n = Number(await p12.locator("#anim-t").getAttribute("max"));
+    const frameAt = async (i, sel) => {
+      await p12.locator("#anim-t").fill(String(i));
+      await p12.waitForFunction((k) => document.getElementById("anim-card").dataset.index === String(k), i);
+      return p12.locator(sel).evaluate((c) => c.toDataURL("image/png"));
+    };
+    const a3 = await frameAt(0, "#anim-3d canvas"), b3 = await frameAt(n, "#anim-3d canvas");
+    assert(a3.length > 2000 && a3 !== b3, "the 3-D view is the same at t = 0 and at the end");
+    await p12.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-3d.png") });
+    await p12.click("#anim-view-top");
+    const a2 = await frameAt(0, "#anim-top"), b2 = await frameAt(Math.round(n / 2), "#anim-top");
+    assert(a2 !== b2, "the top view is the same at t = 0 and half way");
+    // played, the time moves on by itself
+    await p12.locator("#anim-t").fill("0");
+    await p12.click('[data-testid="anim-play"]');
+    await p12.waitForFunction(() => Number(document.getElementById("anim-card").dataset.index) > 5);
+    await p12.click('[data-testid="anim-play"]');
+    await p12.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-top.png") });
+  } finally {
+    await p12.close();
+  }
+});
+
+await check("a pinned run is drawn dashed under the next one", async () => {
+  const p13 = await context.newPage();
+  p13.on("pageerror", (e) => pageErrors.push("pin: " + e));
+  try {
+    await p13.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p13.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p13);
+    await p13.click('[data-testid="pin"]');
+    const init = JSON.parse(await p13.locator("#initial-editor textarea").inputValue());
+    init.speeds.Omega = 3;
+    await p13.locator("#initial-editor textarea").fill(JSON.stringify(init, null, 2));
+    await runAndWait(p13);
+    const dashed = await p13.locator('[data-testid="plot-q"] svg path.series[stroke-dasharray]').count();
+    assert(dashed === 6, `${dashed} dashed curves in the q plot, expected 5 of the pinned run and its legend entry`);
+  } finally {
+    await p13.close();
+  }
+});
+
+await check("plots zoom, pan and export as PNG and SVG; declared units are on the axes and parameters", async () => {
+  const p14 = await context.newPage();
+  p14.on("pageerror", (e) => pageErrors.push("zoom: " + e));
+  try {
+    await p14.goto(`${BASE}/?example=rolling-disk-bodies`);
+    await p14.waitForFunction(() => document.body.dataset.ready === "1");
+    await p14.fill("#t_end", "2");
+    await runAndWait(p14);
+    const q = p14.locator('[data-testid="plot-q"]');
+    const labels = await q.locator("svg .axis .label").allTextContents();
+    assert(labels.includes("t [s]"), `the time axis says ${labels}`);
+    assert((await q.locator("svg .legend").textContent()).includes("x [m]"), "the legend has no units");
+    assert(/kg/.test(await p14.locator('[data-testid="params"]').innerText()), "the mass's unit is not beside it");
+    const x = async () => [Number(await q.locator("svg").getAttribute("data-x0")), Number(await q.locator("svg").getAttribute("data-x1"))];
+    const [a0, a1] = await x();
+    await q.hover();
+    await q.locator('[data-testid="zoom-in"]').click();
+    const [b0, b1] = await x();
+    near(b1 - b0, (a1 - a0) / 2, 1e-9, "the zoomed time range");
+    const box = await q.locator("svg").boundingBox();
+    await p14.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await p14.mouse.down();
+    await p14.mouse.move(box.x + box.width / 2 - 120, box.y + box.height / 2, { steps: 4 });
+    await p14.mouse.up();
+    const [c0, c1] = await x();
+    assert(c0 > b0 && Math.abs((c1 - c0) - (b1 - b0)) < 1e-9, `dragging left did not pan later in time: ${b0}..${b1} → ${c0}..${c1}`);
+    const [svgDl] = await Promise.all([p14.waitForEvent("download"), q.locator('[data-testid="export-svg"]').click()]);
+    const svgText = readFileSync(await svgDl.path(), "utf8");
+    assert(svgDl.suggestedFilename().endsWith(".svg") && /<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/.test(svgText) && (svgText.match(/<path/g) || []).length >= 5,
+      `the SVG export: ${svgDl.suggestedFilename()}, ${svgText.slice(0, 120)}`);
+    const [pngDl] = await Promise.all([p14.waitForEvent("download"), q.locator('[data-testid="export-png"]').click()]);
+    const png = readFileSync(await pngDl.path());
+    assert(png.length > 5000 && png.slice(1, 4).toString() === "PNG", `the PNG export: ${png.length} bytes`);
+    await q.locator('[data-testid="zoom-reset"]').click();
+    const [d0, d1] = await x();
+    assert(d0 === a0 && d1 === a1, "reset does not bring back the whole plot");
+  } finally {
+    await p14.close();
+  }
+});
+
+await check("a failed check is shown as a warning box; the rolling disk has none", async () => {
+  const p14 = await context.newPage();
+  p14.on("pageerror", (e) => pageErrors.push("warnings: " + e));
+  try {
+    await p14.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p14.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p14);
+    assert(await p14.locator('[data-testid="warnings"]').count() === 0, "the rolling disk shows a warning");
+    // an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent
+    const osc = { coordinates: ["x"], kinetic_energy: "x'^2/2", potential_energy: "x^2/2" };
+    await p14.locator("#model-editor textarea").fill(JSON.stringify(osc, null, 2));
+    await p14.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { x: 1 }, qdot: { x: 0 } }));
+    await p14.fill("#t_end", "200");
+    await p14.selectOption("#method", "rk2");
+    await p14.fill("#rtol", "0.5");
+    await p14.fill("#atol", "0.5");
+    await runAndWait(p14);
+    const box = p14.locator('[data-testid="warnings"]');
+    await box.waitFor({ state: "visible" });
+    const text = await box.innerText();
+    assert(/energy-drift/.test(text) && /conserved/.test(text), `the warning box says "${text}"`);
+  } finally {
+    await p14.close();
+  }
+});
+
+/** A second server, started with HAMEL_TOKEN: {url, stop}. */
+async function tokenServer(token) {
+  const bin = process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server");
+  const data = mkdtempSync(join(tmpdir(), "hamel-web-token-"));
+  const child = spawn(bin, [], { env: { ...process.env, HAMEL_PORT: "0", HAMEL_STATIC: webRoot, HAMEL_DATA: data, HAMEL_TOKEN: token }, stdio: ["ignore", "pipe", "pipe"] });
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error("the token server did not start: " + out)), 20000);
+    const look = (b) => { out += b; const m = /listening on (http:\/\/\S+)/.exec(out); if (m) { clearTimeout(timer); resolve(m[1]); } };
+    child.stdout.on("data", look);
+    child.stderr.on("data", look);
+  });
+  return { url: url.replace(/\/+$/, ""), stop: () => { child.kill("SIGTERM"); rmSync(data, { recursive: true, force: true }); } };
+}
+
+await check("a server with a token asks for it; the token is kept for the tab, never taken from the address", async () => {
+  const token = "web-test-token-7f3a";
+  const srv = await tokenServer(token);
+  const { b, p } = await freshBrowser();
+  try {
+    const model = JSON.parse(readFileSync(join(webRoot, "examples", "greenwood-5.1-knife-edge-body.json"), "utf8")).model;
+    const res = await fetch(srv.url + "/v1/models", { method: "POST", headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` }, body: JSON.stringify(model) });
+    const id = (await res.json()).model_id;
+    // ?token= in the address is not used
+    await p.goto(`${srv.url}/?token=${token}`);
+    await p.locator('[data-testid="token"]').waitFor({ state: "visible" });
+    assert(/token required/.test(await p.locator("#health").innerText()), "a token in the address was used");
+    // a shared link waits for the token, then opens the model
+    await p.goto(`${srv.url}/?model=${id}`);
+    await p.locator('[data-testid="token"]').waitFor({ state: "visible" });
+    await p.fill('[data-testid="token"]', token);
+    await p.click("#server-form button[type=submit]");
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    const shown = JSON.parse(await p.locator("#model-editor textarea").inputValue());
+    assert(JSON.stringify(shown.coordinates) === JSON.stringify(model.coordinates), "the shared model did not open after the token");
+    assert(await p.evaluate(() => sessionStorage.getItem("hamel.token")) === token, "the token is not kept for the tab");
+    assert(!p.url().includes(token), "the token went into the address");
+  } finally {
+    await b.close();
+    srv.stop();
+  }
+});
+
+await check("New model, the recent models list, and the JSON file saved and opened again", async () => {
+  const p16 = await context.newPage();
+  p16.on("pageerror", (e) => pageErrors.push("files: " + e));
+  try {
+    await p16.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p16.waitForFunction(() => document.body.dataset.ready === "1");
+    await p16.click('[data-testid="new-model"]');
+    const fresh = JSON.parse(await p16.locator("#model-editor textarea").inputValue());
+    assert(fresh.name === "my-model" && !p16.url().includes("model="), "New model did not start a new model");
+    await p16.fill("#t_end", "3");
+    await runAndWait(p16);
+    const id = new URL(p16.url()).searchParams.get("model");
+    const recent = await p16.locator('[data-testid="recent"] option').evaluateAll((os) => os.map((o) => o.value));
+    assert(recent.includes(id), `the model just run (${id}) is not among the recent models`);
+    // save the JSON, change the page, open the file: the same model and settings come back
+    const [dl] = await Promise.all([p16.waitForEvent("download"), p16.click("#save-json")]);
+    const saved = JSON.parse(readFileSync(await dl.path(), "utf8"));
+    assert(saved.model && saved.model.name === "my-model" && saved.simulation && saved.simulation.t_end === 3, "the saved file: " + JSON.stringify(saved).slice(0, 200));
+    await p16.selectOption("#example", { index: 1 });
+    await p16.waitForFunction(() => !/my-model/.test(document.querySelector("#model-editor textarea").value));
+    await p16.setInputFiles("#open-json", { name: "saved.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(saved)) });
+    await p16.waitForFunction(() => /my-model/.test(document.querySelector("#model-editor textarea").value));
+    assert(await p16.locator("#t_end").inputValue() === "3", "the opened file's t_end is not filled in");
+    // a recent model reopens from the list
+    await p16.selectOption('[data-testid="recent"]', id);
+    await p16.waitForFunction((m) => new URL(location.href).searchParams.get("model") === m, id);
+  } finally {
+    await p16.close();
+  }
+});
+
+await check("what-if: with rerun on change, a parameter's new value runs at once as an override", async () => {
+  const p17 = await context.newPage();
+  p17.on("pageerror", (e) => pageErrors.push("what-if: " + e));
+  try {
+    await p17.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p17.waitForFunction(() => document.body.dataset.ready === "1");
+    const first = await runAndWait(p17);
+    const e0 = Number(await p17.locator('[data-testid="energy-drift"]').evaluate((n) => n.parentElement.querySelector(".check-sub").textContent.match(/E₀ = ([-0-9.e]+)/)[1]));
+    await p17.check("#auto-run");
+    await p17.fill('#params input[data-param="g"]', "19.62");
+    await p17.waitForFunction((id) => {
+      const j = document.getElementById("job-id").textContent;
+      return j && !j.includes(id) && document.getElementById("progress").classList.contains("done");
+    }, first);
+    const e1 = Number(await p17.locator('[data-testid="energy-drift"]').evaluate((n) => n.parentElement.querySelector(".check-sub").textContent.match(/E₀ = ([-0-9.e]+)/)[1]));
+    // E = T + m g r sin(theta): doubling g adds m g r sin(1.2) = 0.5 * 9.81 * sin(1.2)
+    near(e1 - e0, 9.81 * 0.5 * Math.sin(1.2), 1e-8, "the energy added by doubling g");
+    assert(await p17.locator('#params .param.changed').count() === 1, "the changed parameter is not marked");
+  } finally {
+    await p17.close();
   }
 });
 

@@ -60,7 +60,7 @@ export class Api {
 
   /** POST /v1/batches streamed as NDJSON: onLine(obj) for each line as it arrives.
    *  Resolves with {batchId} at the end of the stream; `signal` aborts it. */
-  async batchStream(body, onLine, signal) {
+  async batchStream(body, onLine, signal, onStart) {
     const headers = { Accept: "application/x-ndjson", "Content-Type": "application/json" };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     let res;
@@ -76,6 +76,7 @@ export class Api {
       throw new ApiError(res.status, json || { title: `HTTP ${res.status}`, detail: text.slice(0, 300) });
     }
     const batchId = res.headers.get("X-Batch-Id");
+    if (onStart) onStart(batchId);
     const reader = res.body.getReader();
     const dec = new TextDecoder();
     let buf = "";

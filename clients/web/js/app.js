@@ -8,6 +8,8 @@ import { parseWithPositions, pathSegments, locate, lineColOf } from "./jsonpos.j
 import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
+import { setupSweep } from "./sweep.js";
+import { setupAnim } from "./anim.js";
 import { $, h } from "./dom.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
@@ -37,8 +39,9 @@ const state = {
 const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
-const anim = { clear() {}, show() {} }; // replaced by the animation card
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
+const anim = setupAnim();
+const sweep = setupSweep({ getApi: () => state.api, prepare: () => prepare(), chart: (...a) => chartIn(...a) });
 
 // ---- server connection ----------------------------------------------------------
 
@@ -145,6 +148,7 @@ function applyWorkspace(ws) {
   $("initial-note").textContent = "";
   renderParams(model, sim.parameters || {});
   clearProblem();
+  sweep.refresh(null, model, initial);
 }
 
 /** The model and the run as one document (the format of the example files). */
@@ -439,6 +443,34 @@ function reconcile(model, summary, initial) {
   return init;
 }
 
+/** The model validated and the request built from the page, for the sweep card:
+ *  {request, summary, unitOf}, or null with the problem shown beside the editors. */
+async function prepare() {
+  clearProblem();
+  const model = parseEditor(modelEditor, "model");
+  const initial = parseEditor(initialEditor, "initial state");
+  const invariants = parseEditor(invariantsEditor, "invariants");
+  const errs = [model.error, initial.error, invariants.error].filter(Boolean);
+  if (errs.length) { showProblem({ title: "The text is not valid JSON", errors: errs }, "local"); return null; }
+  let summary;
+  try {
+    summary = (await state.api.postModel(model.value)).body;
+  } catch (e) {
+    showProblem(e instanceof ApiError ? e.problem : { title: String(e) }, "model");
+    return null;
+  }
+  summary.coordinates = namesOf(summary.coordinates);
+  summary.speeds = namesOf(summary.speeds);
+  const built = buildRequest(reconcile(model.value, summary, initial.value), parseEditor(invariantsEditor, "invariants").value);
+  if (built.bad.length) {
+    for (const b of built.bad) (b.el || $(b.field)).classList.add("invalid");
+    $("problem").hidden = false;
+    $("problem").replaceChildren(h("div", { class: "problem-title" }, "Check the run settings"), h("ul", { class: "errors" }, built.bad.map((b) => h("li", {}, b.reason))));
+    return null;
+  }
+  return { request: { ...built.req, model_id: summary.model_id }, summary, unitOf: (n) => unitOf(model.value, n), params: { ...state.paramDefaults } };
+}
+
 async function run() {
   if (state.running) return;
   clearProblem();
@@ -480,6 +512,7 @@ async function run() {
     const req = { ...buildRequest(reconcile(model.value, summary, initial.value), parseEditor(invariantsEditor, "invariants").value).req, model_id: summary.model_id };
     state.request = req;
     rememberRun(summary.model_id, req);
+    sweep.refresh(summary, model.value, req.initial);
     setPermalink(summary.model_id, null);
     await submitAndFollow(req, model.value);
   } catch (e) {
@@ -546,8 +579,7 @@ function showFailure(job) {
 
 /** Hides the previous run's plots, so nothing stale stays beside a new run's answer. */
 function clearResults() {
-  for (const host of charts.keys()) resizer.unobserve(host);
-  charts.clear();
+  forgetCharts();
   for (const f of document.querySelectorAll("#results > .plots > figure")) { f.hidden = true; f.replaceChildren(); }
   state.result = null;
   $("results").classList.add("stale");
@@ -729,6 +761,7 @@ async function openModel(id, localCopy, simulation, jobId) {
     state.summary = summary;
     state.modelSpec = source || localCopy;
     if (source) rememberModel(id, source);
+    sweep.refresh(summary, source || localCopy, JSON.parse(initialEditor.value));
     renderSummary(summary, null);
     $("results").classList.remove("empty");
     loadEquations(id);
@@ -822,6 +855,10 @@ function renderSummary(s, result) {
       h("div", { class: "head-right" },
         result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "csv") }, "⤓ CSV") : null,
         result ? h("button", { type: "button", class: "dl", onclick: () => download(result, "json") }, "⤓ JSON") : null,
+        result && !result.partial ? h("button", {
+          type: "button", class: "dl", "data-testid": "pin", title: "keep this run drawn (dashed) under the next runs, to compare them",
+          onclick: () => { state.pinned = state.pinned && state.pinned.result === result ? null : { result, label: `job ${(result.job_id || "").slice(0, 8)}` }; renderResult(result); },
+        }, state.pinned && state.pinned.result === result ? "Unpin" : "Pin to compare") : null,
         h("code", { class: "model-id", title: s.model_id }, (s.model_id || "").slice(0, 19) + "…"))),
     facts,
     ...(cons.length ? [h("ul", { class: "constraints" }, cons)] : []),
@@ -895,8 +932,19 @@ function renderChecks(r) {
       st.rhs_evals != null ? `${st.rhs_evals} rhs evaluations` : null,
       st.integrate_ms != null ? `${fmt(st.integrate_ms, 3)} ms` : null,
       r.cached ? "from cache" : null,
+      r.provenance ? `engine ${r.provenance.engine_version} (${r.provenance.build}), ${r.provenance.code_tier}` : null,
     ].filter(Boolean).join(" · "))));
-  return h("div", { class: "checks" }, cells);
+  return h("div", {}, renderWarnings(r), h("div", { class: "checks" }, cells));
+}
+
+/** The result's `warnings` (checks that failed: energy expected conserved but drifting,
+ *  a constraint not kept) as a box above the checks; null when there are none. */
+function renderWarnings(r) {
+  const ws = Array.isArray(r.warnings) ? r.warnings : [];
+  if (!ws.length) return null;
+  return h("div", { class: "warnings", role: "alert", "data-testid": "warnings" },
+    h("div", { class: "warnings-title" }, ws.length === 1 ? "A check failed: do not trust this trajectory" : `${ws.length} checks failed: do not trust this trajectory`),
+    h("ul", {}, ws.map((w) => h("li", { "data-code": w.code || "" }, h("b", {}, w.code || "warning"), " ", w.message || ""))));
 }
 
 function xyPairs(coords) {
@@ -948,6 +996,13 @@ const resizer = new ResizeObserver((entries) => {
     if (c && Math.abs(en.target.clientWidth - c.w) > 2) drawChart(c);
   }
 });
+function forgetCharts() {
+  for (const host of [...charts.keys()]) if (!host.isConnected) { resizer.unobserve(host); charts.delete(host); }
+}
+function chartIn(id, kind, opts, caption) {
+  forgetCharts();
+  chart(figure(id, caption), kind, opts);
+}
 function chart(host, kind, opts) {
   const c = { host, kind, opts, w: 0 };
   charts.set(host, c);
@@ -965,8 +1020,7 @@ function figure(id, caption) {
 }
 
 function renderResult(r) {
-  for (const host of charts.keys()) resizer.unobserve(host);
-  charts.clear();
+  forgetCharts();
   if (state.summary) renderSummary(state.summary, r);
   $("results").classList.remove("empty");
   $("results").classList.remove("stale");
@@ -974,16 +1028,38 @@ function renderResult(r) {
   const t = tr.t || [];
   const coords = (state.summary && state.summary.coordinates) || Object.keys(tr.q || {});
   const part = r.partial ? ` — partial, up to t = ${fmt(t[t.length - 1], 6)}` : "";
-  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: "t", yLabel: "q", series: seriesOf(tr.q, t, coords) });
+  // units the model declares ("units": {symbol: unit}) go on the axes
+  const units = (state.summary && state.summary.units) || ((state.modelSpec || {}).units) || {};
+  const withUnit = (n) => (units[n] ? `${n} [${units[n]}]` : n);
+  const axisOf = (sym, names) => {
+    const us = new Set(names.map((n) => units[n] || ""));
+    return us.size === 1 && [...us][0] ? `${sym} [${[...us][0]}]` : sym;
+  };
+  const unitNames = (series, names) => {
+    const us = new Set(names.map((n) => units[n] || ""));
+    if (us.size > 1) for (const s0 of series) s0.name = withUnit(s0.name);
+    return series;
+  };
+  const tLabel = withUnit("t");
+  // a pinned run is drawn dashed under this one, in the same colours
+  const pin = state.pinned && state.pinned.result !== r ? state.pinned : null;
+  const withPinned = (series, group) => {
+    if (!pin) return series;
+    const ptr = pin.result.trajectory || {};
+    const extra = series.filter((s0) => ptr[group] && ptr[group][s0.name]).map((s0) => ({ name: "", x: ptr.t, y: ptr[group][s0.name], color: s0.color, dash: "6 4", noLegend: true, pinned: true }));
+    if (extra.length) extra.push({ name: `${pin.label} (pinned, dashed)`, x: [], y: [], color: "#7a8796", dash: "6 4" });
+    return extra.length ? [...series, ...extra] : series;
+  };
+  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: tLabel, yLabel: axisOf("q", coords), series: unitNames(withPinned(seriesOf(tr.q, t, coords), "q"), coords) });
   if (tr.speeds && Object.keys(tr.speeds).length) {
     const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
-    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: "t", yLabel: "u", series: seriesOf(tr.speeds, t, speedNames) });
+    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: tLabel, yLabel: axisOf("u", speedNames), series: unitNames(withPinned(seriesOf(tr.speeds, t, speedNames), "speeds"), speedNames) });
   } else {
     $("plot-speeds").hidden = true; // the multipliers formulation integrates q and q' directly
   }
   if (tr.multipliers && Object.keys(tr.multipliers).length) {
     chart(figure("plot-multipliers", "Generalized constraint forces of the multipliers formulation, one per constraint: compare them with friction limits to check no-slip."), "line", {
-      title: "Constraint forces λ(t)", xLabel: "t", yLabel: "λ", series: seriesOf(tr.multipliers, t, Object.keys(tr.multipliers)),
+      title: "Constraint forces λ(t)", xLabel: tLabel, yLabel: "λ", series: seriesOf(tr.multipliers, t, Object.keys(tr.multipliers)),
     });
   } else {
     $("plot-multipliers").hidden = true;
@@ -997,7 +1073,7 @@ function renderResult(r) {
       { x: tr.q[x][t.length - 1], y: tr.q[y][t.length - 1], label: k === 0 ? "end" : "", color: "#b3261e" },
     ]);
     chart(figure("plot-path", "Path in the plane, equal scales on both axes."), "line", {
-      title: "Path in the x–y plane", xLabel: pairs.length > 1 ? "x" : pairs[0][0], yLabel: pairs.length > 1 ? "y" : pairs[0][1], series, markers, equalAspect: true,
+      title: "Path in the x–y plane", xLabel: pairs.length > 1 ? axisOf("x", pairs.map((p) => p[0])) : withUnit(pairs[0][0]), yLabel: pairs.length > 1 ? axisOf("y", pairs.map((p) => p[1])) : withUnit(pairs[0][1]), series, markers, equalAspect: true,
     });
   } else {
     $("plot-path").hidden = true;
@@ -1024,7 +1100,7 @@ function renderResult(r) {
     if (zero.length) notes.push(`The ${zero.join(", ")} is exactly 0 at every sample: the speeds are integrated and q̇ = Φu satisfies the constraints by construction.`);
     if (c.energy && c.energy.conserved_expected === false) notes.push(`Energy is not expected to be conserved here${c.energy.reason ? " (" + c.energy.reason + ")" : ""}.`);
     chart(figure("plot-checks", notes.join(" ")), "line", {
-      title: "Energy drift and constraint residual", xLabel: "t", yLabel: "absolute error", logY: true, series,
+      title: "Energy drift and constraint residual", xLabel: tLabel, yLabel: "absolute error", logY: true, series,
     });
   } else {
     const items = [];
@@ -1037,6 +1113,7 @@ function renderResult(r) {
     });
   }
   renderHamel(r);
+  anim.show(r, state.modelSpec || parseEditor(modelEditor, "model").value, state.summary, (state.request && state.request.parameters) || {});
 }
 
 // ---- Hamel coefficients ------------------------------------------------------------

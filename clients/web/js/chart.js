@@ -100,6 +100,11 @@ export function lineChart(host, opts) {
   let [y0, y1] = extent(ys);
   if (!Number.isFinite(x0)) { x0 = 0; x1 = 1; }
   if (!Number.isFinite(y0)) { y0 = opts.logY ? 1e-16 : 0; y1 = opts.logY ? 1e-12 : 1; }
+  // a zoomed or panned view (set by the tools below): exact ranges, ticks inside them
+  const view = opts.view || null;
+  if (view && view.x) [x0, x1] = view.x;
+  if (view && view.y && !opts.logY && !opts.equalAspect) [y0, y1] = view.y;
+  const exact = (t, lo, hi) => { t.lo = lo; t.hi = hi; t.ticks = t.ticks.filter((v) => v >= lo - 1e-12 * Math.abs(hi - lo) && v <= hi + 1e-12 * Math.abs(hi - lo)); return t; };
 
   const pw = W - M.l - M.r, ph = H - M.t - M.b;
   let xt, yt, X, Y;
@@ -111,6 +116,7 @@ export function lineChart(host, opts) {
     for (let p = p0; p <= p1; p += every) yt.push(p);
     Y = (v) => M.t + ph - ((Math.log10(v) - p0) / (p1 - p0)) * ph;
     xt = niceTicks(x0, x1);
+    if (view && view.x) exact(xt, x0, x1);
     X = (v) => M.l + ((v - xt.lo) / (xt.hi - xt.lo)) * pw;
   } else {
     if (opts.equalAspect) {
@@ -130,6 +136,8 @@ export function lineChart(host, opts) {
       xt = niceTicks(x0, x1);
       const pad = (y1 - y0) * 0.04;
       yt = niceTicks(y0 - pad, y1 + pad, 5);
+      if (view && view.x) exact(xt, x0, x1);
+      if (view && view.y) exact(yt, y0, y1);
     }
     X = (v) => M.l + ((v - xt.lo) / (xt.hi - xt.lo)) * pw;
     Y = (v) => M.t + ph - ((v - yt.lo) / (yt.hi - yt.lo)) * ph;
@@ -183,7 +191,7 @@ export function lineChart(host, opts) {
       }
       return;
     }
-    svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}) }, plot);
+    svg("path", { d, class: "series", stroke: color, "data-series": s.name, ...(s.dash ? { "stroke-dasharray": s.dash } : {}), ...(s.width ? { style: `stroke-width:${s.width}` } : {}) }, plot);
     if (s.points) {
       for (let i = 0; i < s.x.length; i++) {
         if (Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0)) svg("circle", { cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.5, fill: color }, plot);
@@ -208,12 +216,149 @@ export function lineChart(host, opts) {
   }
 
   hover(root, opts, X, Y, M, pw, ph);
+  const range = { x: [xt.lo, xt.hi], y: opts.logY ? null : [yt.lo, yt.hi] };
+  root.dataset.x0 = String(range.x[0]);
+  root.dataset.x1 = String(range.x[1]);
+  tools(host, root, opts, range, { M, pw, ph });
   return root;
+}
+
+// ---- zoom, pan and export ---------------------------------------------------------------
+
+/** Buttons over a chart (zoom in and out, reset, PNG, SVG), drag to pan, Ctrl + wheel
+ *  to zoom at the pointer, double-click to reset. The view lives in opts.view, so a
+ *  redraw on resize keeps it. */
+function tools(host, root, opts, range, { M, pw, ph }) {
+  host.style.position = "relative";
+  const redraw = () => lineChart(host, opts);
+  const zoom = (f, cx, cy) => {
+    const [a, b] = range.x;
+    const px = cx ?? (a + b) / 2;
+    const v = { x: [px - (px - a) * f, px + (b - px) * f] };
+    if (range.y && !opts.equalAspect) {
+      const [c, d] = range.y;
+      const py = cy ?? (c + d) / 2;
+      v.y = [py - (py - c) * f, py + (d - py) * f];
+    }
+    opts.view = v;
+    redraw();
+  };
+  const bar = document.createElement("div");
+  bar.className = "chart-tools";
+  const button = (label, title, fn, testid) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = label;
+    b.title = title;
+    if (testid) b.dataset.testid = testid;
+    b.addEventListener("click", fn);
+    bar.append(b);
+  };
+  button("+", "zoom in (or Ctrl + wheel over the plot; drag to pan)", () => zoom(0.5), "zoom-in");
+  button("−", "zoom out", () => zoom(2), "zoom-out");
+  if (opts.view) button("⟲", "back to the whole plot (or double-click)", () => { opts.view = null; redraw(); }, "zoom-reset");
+  button("PNG", "save as PNG", () => exportChart(root, opts, "png"), "export-png");
+  button("SVG", "save as SVG", () => exportChart(root, opts, "svg"), "export-svg");
+  host.append(bar);
+
+  const toData = (ev) => {
+    const pt = root.createSVGPoint();
+    pt.x = ev.clientX; pt.y = ev.clientY;
+    const p = pt.matrixTransform(root.getScreenCTM().inverse());
+    const [a, b] = range.x;
+    const x = a + ((p.x - M.l) / pw) * (b - a);
+    const y = range.y ? range.y[0] + ((M.t + ph - p.y) / ph) * (range.y[1] - range.y[0]) : null;
+    return { x, y, px: p.x, py: p.y };
+  };
+  root.addEventListener("wheel", (ev) => {
+    if (!ev.ctrlKey && !ev.metaKey) return;
+    ev.preventDefault();
+    const d = toData(ev);
+    zoom(Math.exp(ev.deltaY * 0.002), d.x, d.y);
+  }, { passive: false });
+  root.addEventListener("dblclick", () => { if (opts.view) { opts.view = null; redraw(); } });
+  let drag = null;
+  root.addEventListener("pointerdown", (ev) => {
+    const d = toData(ev);
+    if (d.px < M.l || d.px > M.l + pw || d.py < M.t || d.py > M.t + ph) return;
+    drag = { start: d, id: ev.pointerId };
+    root.setPointerCapture(ev.pointerId);
+    root.classList.add("panning");
+  });
+  root.addEventListener("pointermove", (ev) => {
+    if (!drag) return;
+    const d = toData(ev);
+    const g = root.querySelector("g[clip-path]");
+    if (g) g.setAttribute("transform", `translate(${d.px - drag.start.px} ${opts.equalAspect || !range.y ? 0 : d.py - drag.start.py})`);
+  });
+  root.addEventListener("pointerup", (ev) => {
+    if (!drag) return;
+    const d = toData(ev);
+    const moved = Math.hypot(d.px - drag.start.px, d.py - drag.start.py);
+    root.classList.remove("panning");
+    const s0 = drag.start;
+    drag = null;
+    if (moved < 3) return;
+    const dx = d.x - s0.x;
+    const v = { x: [range.x[0] - dx, range.x[1] - dx] };
+    if (range.y && !opts.equalAspect) { const dy = d.y - s0.y; v.y = [range.y[0] - dy, range.y[1] - dy]; }
+    opts.view = v;
+    redraw();
+  });
+}
+
+const STYLE_PROPS = ["fill", "fill-opacity", "stroke", "stroke-width", "stroke-dasharray", "stroke-opacity", "opacity",
+  "font-family", "font-size", "font-weight", "font-style", "text-anchor", "visibility"];
+
+/** The chart as a standalone SVG document: the page's CSS copied onto each element. */
+export function chartSVG(root) {
+  const clone = root.cloneNode(true);
+  const src = root.querySelectorAll("*"), dst = clone.querySelectorAll("*");
+  src.forEach((n, i) => {
+    const cs = getComputedStyle(n);
+    dst[i].setAttribute("style", STYLE_PROPS.map((p) => `${p}:${cs.getPropertyValue(p)}`).join(";"));
+  });
+  for (const n of clone.querySelectorAll(".hover")) n.remove();
+  clone.setAttribute("xmlns", SVG);
+  const [, , w, h] = root.getAttribute("viewBox").split(" ").map(Number);
+  clone.setAttribute("width", String(w));
+  clone.setAttribute("height", String(h));
+  clone.insertBefore(Object.assign(document.createElementNS(SVG, "rect"), {}), clone.firstChild).setAttribute("style", "fill:#ffffff");
+  const bg = clone.firstChild;
+  bg.setAttribute("width", "100%");
+  bg.setAttribute("height", "100%");
+  return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(clone);
+}
+
+function saveBlob(blob, name) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+function exportChart(root, opts, kind) {
+  const name = (opts.title || "chart").replace(/[^\w.-]+/g, "_").replace(/^_+|_+$/g, "") || "chart";
+  const text = chartSVG(root);
+  if (kind === "svg") return saveBlob(new Blob([text], { type: "image/svg+xml" }), name + ".svg");
+  const [, , w, h] = root.getAttribute("viewBox").split(" ").map(Number);
+  const img = new Image();
+  img.onload = () => {
+    const c = document.createElement("canvas");
+    c.width = 2 * w; c.height = 2 * h;
+    const g = c.getContext("2d");
+    g.scale(2, 2);
+    g.drawImage(img, 0, 0, w, h);
+    c.toBlob((b) => saveBlob(b, name + ".png"), "image/png");
+  };
+  img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(text);
 }
 
 // A vertical rule and the values of every series at the nearest sample.
 function hover(root, opts, X, Y, M, pw, ph) {
-  if (opts.equalAspect || !opts.series.length) return;
+  if (opts.equalAspect || !opts.series.length || opts.series.length > 12) return;
   const s0 = opts.series[0];
   const g = svg("g", { class: "hover", visibility: "hidden" }, root);
   const rule = svg("line", { y1: M.t, y2: M.t + ph }, g);

@@ -325,3 +325,32 @@ export function termsML(src) {
 
 export const ml = { el, mo, mrow, nameML, paren, toML: (src) => toML(parseExpr(src)), termsML };
 export { FUNCS };
+
+const FN = {
+  sin: Math.sin, cos: Math.cos, tan: Math.tan, sec: (x) => 1 / Math.cos(x), csc: (x) => 1 / Math.sin(x), cot: (x) => 1 / Math.tan(x),
+  asin: Math.asin, acos: Math.acos, atan: Math.atan, atan2: Math.atan2, sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh,
+  exp: Math.exp, log: Math.log, sqrt: Math.sqrt, abs: Math.abs, pow: Math.pow,
+};
+
+/** An expression of the model language as a function of a name → value lookup
+ *  (`pi` is π; q' is looked up as "q'"; an unknown name is NaN). Numbers pass through. */
+export function compileExpr(src) {
+  if (typeof src === "number") return () => src;
+  const tree = parseExpr(String(src));
+  const ev = (n, env) => {
+    switch (n.t) {
+      case "num": return Number(n.v);
+      case "id": return n.v in env ? env[n.v] : n.v === "pi" ? Math.PI : NaN;
+      case "add": return ev(n.a, env) + ev(n.b, env);
+      case "sub": return ev(n.a, env) - ev(n.b, env);
+      case "mul": return ev(n.a, env) * ev(n.b, env);
+      case "div": return ev(n.a, env) / ev(n.b, env);
+      case "neg": return -ev(n.a, env);
+      case "pow": return Math.pow(ev(n.a, env), ev(n.b, env));
+      case "dot": return n.a.t === "id" && (n.a.v + "'") in env ? env[n.a.v + "'"] : NaN;
+      case "call": { const f = FN[n.f]; return f ? f(...n.args.map((a) => ev(a, env))) : NaN; }
+      default: return NaN;
+    }
+  };
+  return (env) => ev(tree, env);
+}

@@ -1,0 +1,34 @@
+/* warnings.h — the checks of a run that failed, as the result's top-level "warnings".
+ *
+ * A run's checks (checks.energy, checks.constraints) are numbers a user must think to
+ * read; a check that fails is also said in words, as an entry {code, message, check,
+ * value, threshold} of the result's "warnings" array, which every client shows. The
+ * thresholds (engine/DESIGN.md "Warnings", api/openapi.yaml) follow the request's
+ * tolerances: with tol = max(1e-6, min(1e3 * rtol, 1e-2)),
+ *   energy-drift          energy expected conserved, |E - E0| / |E0| > tol (absolute when E0 = 0)
+ *   constraint-residual   a velocity constraint's residual > tol * max(1, max |q'|)
+ *   position-drift        a position constraint's residual > max(position_tolerance, tol),
+ *                         projection off
+ *   projection-failed     a projection back onto a position constraint failed
+ * and any check that is not a number (NaN) fails.
+ */
+#ifndef HAMEL_WARNINGS_H
+#define HAMEL_WARNINGS_H
+
+#include <jansson.h>
+
+/* What the thresholds depend on besides the checks themselves. */
+typedef struct warn_scale {
+    double rtol;     /* the request's relative tolerance */
+    double qdot_max; /* the largest |q'| over the samples (the scale of a velocity residual) */
+} warn_scale;
+
+/* The relative threshold for a request with relative tolerance rtol:
+ * max(1e-6, min(1e3 * rtol, 1e-2)). */
+double warn_tolerance(double rtol);
+
+/* The warnings of a run whose checks object (the result's "checks", borrowed) is given:
+ * a new array, empty when every check passes; NULL only when out of memory. */
+json_t *warn_from_checks(const json_t *checks, const warn_scale *scale);
+
+#endif
