@@ -1,4 +1,5 @@
 /* trust.c — see trust.h. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "trust.h"
@@ -42,4 +43,19 @@ int model_constraints_trusted_at(const struct engine_model *m, const double *in)
     int ok = model_trusted_at(m, roots, count, in);
     free(roots);
     return ok;
+}
+
+int model_psi_evidence(const struct engine_model *m, const double *in, const double *psi)
+{
+    double lo = INFINITY, hi = 0.0;
+    for (int i = 0; i < m->n * m->n; i++) {
+        double v = fabs(psi[i]);
+        if (!isfinite(v))
+            return 0;
+        if (v > 0.0 && v < lo)
+            lo = v;
+        if (v > hi)
+            hi = v;
+    }
+    return hi <= 1e8 * lo && model_constraints_trusted_at(m, in);
 }

@@ -15,4 +15,10 @@ int model_trusted_at(const struct engine_model *m, expr *const *roots, int n, co
  * coefficients, holonomy) evaluate through the tapes. */
 int model_constraints_trusted_at(const struct engine_model *m, const double *in);
 
+/* Can Psi's values psi [n*n] at in, found singular there, be believed? Only when its
+ * expressions are trustworthy at in and its nonzero entries span at most 1e8: with
+ * y' + 1e17*x' (an exp of a feature far from the test points) the matrix
+ * [[1, 0], [1e17, 1]] is regular but its LU's pivot test calls it singular. */
+int model_psi_evidence(const struct engine_model *m, const double *in, const double *psi);
+
 #endif

@@ -911,6 +911,15 @@ Test(expr, folding_keeps_underflows_and_shifts)
     double want = exp(-850.5 * d * d);
     cr_expect_leq(fabs(expr_eval(c, x, vals) - want), 1e-12 * want, "expanded: %.17g, want %.17g",
                   expr_eval(c, x, vals), want);
+    /* and at the polynomial level: (x - 4023)^6 near x = 4024.69 (difftest seed 1030) */
+    expr *p6 = expr_expand(c, te_parse(c, "0.00124708*(x - 4023)^6"), 64);
+    vals[expr_sym_find(c, "x")] = 4024.69282971;
+    double d6 = 4024.69282971 - 4023, want6 = 0.00124708 * pow(d6, 6);
+    cr_expect_leq(fabs(expr_eval(c, p6, vals) - want6), 1e-12 * want6, "expanded: %.17g, want %.17g",
+                  expr_eval(c, p6, vals), want6);
+    cr_expect(expr_is_zero(c, expr_sub(c, expr_expand(c, te_parse(c, "(x + y)^2"), 64),
+                                       te_parse(c, "x^2 + 2*x*y + y^2"))),
+              "powers of sums without numbers are still multiplied out");
     expr_ctx_free(c);
 }
 
