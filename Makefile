@@ -20,10 +20,10 @@ OPT ?= -O2 -g
 WERROR ?=
 PKG_CONFIG ?= pkg-config
 
-# The engine hashes with its own SHA-256 (engine/base/sha256.c): no libcrypto, so the
-# one-shot CLI does not load it. The server's request keys still use OpenSSL's.
-ENGINE_PKGS := gsl jansson
-SERVER_PKGS := libmicrohttpd hiredis libcrypto
+# The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c), initialised without
+# its configuration files.
+ENGINE_PKGS := gsl jansson libcrypto
+SERVER_PKGS := libmicrohttpd hiredis
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 
@@ -141,11 +141,12 @@ deps:
 web:
 	@clients/web/tools/make-examples.sh
 
-# Fuzzing (not part of `make test`): libFuzzer targets for the expression parser, model
+# Fuzzing: libFuzzer targets for the expression parser, model
 # compilation and requests (simulation, Hamel coefficients) against a fixed model, built
 # with clang into build/fuzz/ and run FUZZ_TIME seconds each.
 # Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
-# build/fuzz/corpus-*.
+# build/fuzz/corpus-*. The test command runs each for a few seconds from its committed
+# corpus (tests/fuzz/run.sh).
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
@@ -156,8 +157,10 @@ FUZZ_RUN := -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 -print_f
 FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(ENGINE_SRC) $(wildcard tests/fuzz/*.c))
 .SECONDARY: $(FUZZ_OBJ)
 
-.PHONY: fuzz
-fuzz: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model $(FUZZ_DIR)/fuzz_request
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model $(FUZZ_DIR)/fuzz_request
+
+fuzz: fuzz-build
 	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model $(FUZZ_DIR)/corpus-request
 	@for f in ../shared/cases/*.json; do [ -f "$$f" ] && jq -c .model "$$f" \
 		> $(FUZZ_DIR)/corpus-model/shared-$$(basename "$$f") || true; done

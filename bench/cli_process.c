@@ -1,8 +1,9 @@
 /* cli_process.c — `hamel run CASE` as a whole process against the hand-written C process
  * (bench/hand_disk.c) on the same case, interleaved (issue 19, item 3): wall time of
- * fork + exec + wait, standard output to /dev/null, median of RUNS pairs each. Prints
- * the medians, the ratio (goal <= 2), the load average before and after, and the median
- * of the runs' own stats.compile_ms (read from RUNS more runs into a temporary file).
+ * fork + exec + wait, standard output and error to /dev/null, RUNS pairs run back to
+ * back. Prints each side's median and fastest, the median of the pairs' ratios (the
+ * judged figure; goal <= 2), the load average before and after, and the median of the
+ * runs' own stats.compile_ms (read from RUNS more runs into a temporary file).
  *
  * Usage: bench-cli_process HAND HAMEL CASE [RUNS]   (exit 1 when the goal is missed)
  */
@@ -32,8 +33,15 @@ static double cli_time(char *const argv[], const char *out)
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int nul = open("/dev/null", O_WRONLY);
         if (fd >= 0)
             dup2(fd, STDOUT_FILENO);
+        if (nul >= 0)
+            dup2(nul, STDERR_FILENO);
+        if (fd > STDERR_FILENO)
+            close(fd);
+        if (nul > STDERR_FILENO)
+            close(nul);
         execv(argv[0], argv);
         _exit(127);
     }
@@ -108,13 +116,20 @@ int main(int argc, char **argv)
     }
     unlink(tmp);
     cli_load("after");
+    /* each pair ran back to back under the same load: the median of the pairs' ratios is
+     * the judged figure (the medians of each side move with the machine's load) */
+    static double pr[CLI_MAX_RUNS];
+    for (int i = 0; i < runs; i++)
+        pr[i] = tc[i] / th[i];
+    double ratio = cli_median(pr, runs);
     double mh = cli_median(th, runs), mc = cli_median(tc, runs);
-    double ratio = mc / mh;
-    printf("hand-written C process (bench/hand_disk.c), median of %d: %.2f ms\n", runs, mh);
-    printf("hamel run, median of %d:                               %.2f ms\n", runs, mc);
+    printf("hand-written C process (bench/hand_disk.c), median of %d: %.2f ms (fastest %.2f)\n", runs, mh,
+           th[0]);
+    printf("hamel run, median of %d:                               %.2f ms (fastest %.2f)\n", runs, mc,
+           tc[0]);
     if (ncm > 0)
         printf("hamel run stats.compile_ms, median of %d:              %.3f ms\n", ncm, cli_median(cm, ncm));
-    printf("%-52s %10.2f   <= %.1f (%s)\n", "one-shot CLI, hamel run / hand C process (median)", ratio,
+    printf("%-52s %10.2f   <= %.1f (%s)\n", "one-shot CLI, hamel run / hand C process (pairs)", ratio,
            CLI_GOAL_RATIO, ratio <= CLI_GOAL_RATIO ? "met" : "MISSED");
     return ratio <= CLI_GOAL_RATIO ? 0 : 1;
 }

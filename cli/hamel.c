@@ -297,8 +297,10 @@ static int cmd_run(const cli_args *a)
     json_object_set_new(result, "status", json_string("done"));
     json_object_set_new(result, "cached", json_false());
     hameltext_warnings(stderr, "hamel", result); /* a check that failed, said in words */
-    if (!a->csv)
+    if (!a->csv) {
+        json_decref(model_doc);
         return cli_print(a, result);
+    }
     FILE *f = cli_open_out(a->out);
     int code = CLI_EXIT_USAGE;
     if (f != NULL) {

@@ -236,6 +236,11 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
         }
     }
     hamel_ws_set_guess(w, guess);
+    if (!json_is_object(qv)) {
+        /* speeds only: they must determine q' */
+        snprintf(p, sizeof p, "%sspeeds", path);
+        return sim_nl_velocity(m, w, t, q, u, qd, p, problem) ? -1 : 0;
+    }
     if (hamel_qdot(w, t, q, u, qd) < 0) {
         *problem =
             hamel_problem_new(HAMEL_E_NUMERIC, "no velocities satisfy the constraints with these speeds");

@@ -66,6 +66,16 @@ size_t engine_model_bytes(const engine_model *m);
 /* The model summary of API.md §2 (new reference). */
 json_t *engine_model_summary(const engine_model *m);
 
+/* A model compiled elsewhere (in an engine worker process, server/isolate.h): it has
+ * the id, the canonical JSON, the summary (borrowed: a reference is taken) and the
+ * byte count of the compiled one, and nothing else. Only the five accessors above may
+ * be called on it; the computations need the compiled model (the worker runs them).
+ * NULL when out of memory. */
+engine_model *engine_model_shell(const char *id, const char *canonical, json_t *summary, size_t bytes);
+
+/* Whether m was made by engine_model_shell. */
+int engine_model_is_shell(const engine_model *m);
+
 /* Runs a simulation request (API.md §3; its "model"/"model_id" members are ignored:
  * the model is given). On success *result holds the result object with trajectory,
  * checks, hamel and stats (no job_id, status or cached: the caller adds those).

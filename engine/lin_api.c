@@ -302,23 +302,12 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
 
     /* Consistency, as for a simulation's initial state. */
     if (st->from_speeds) {
-        int found = !m->nl_reduced;
-        /* nonlinear constraints: Newton from q' of growing size along a fixed direction
-         * (zero velocities can make df/dq' vanish), as a simulation's initial state */
-        double scale = 1.0, g[256];
-        for (int r = 0; r < k; r++)
-            scale = fmax(scale, fabs(st->u[r]));
-        for (int attempt = 0; !found && attempt < 6 && n <= 256; attempt++) {
-            for (int i = 0; i < n; i++)
-                g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
-            hamel_ws_set_guess(hw, g);
-            found = hamel_qdot(hw, st->t, st->q, st->u, st->qd) == 0;
-        }
-        if (m->nl_reduced && !found) {
+        if (m->nl_reduced) {
+            /* nonlinear constraints: the speeds must determine q' (none or several: a
+             * 422 naming them), as for a simulation's initial state */
             snprintf(path, sizeof path, "%sspeeds", prefix);
-            bad(problem, HAMEL_E_BAD_REQUEST, path,
-                "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
-        } else if (!m->nl_reduced && hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
+            sim_nl_velocity(m, hw, st->t, st->q, st->u, st->qd, path, problem);
+        } else if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
             snprintf(path, sizeof path, "%sq", prefix);
             bad(problem, HAMEL_E_BAD_REQUEST, path,
                 "Psi (speeds and constraints) is singular here: the speeds do not determine q'");

@@ -8,7 +8,7 @@ run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttp
           libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev curl ca-certificates jq)
 # redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
 # python3-*: the Python client's tests (tests/python: a venv with the system's numpy)
-test_pkgs=(libcriterion-dev jq clang-format cppcheck redis-server nginx
+test_pkgs=(libcriterion-dev jq clang clang-format cppcheck redis-server nginx
            python3-venv python3-wheel python3-setuptools python3-numpy python3-pandas python3-pytest
            python3-sympy)  # tests/difftest: the symbolic core against SymPy
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots

@@ -114,6 +114,9 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
     run_suite criterion "engine under ASan+UBSan" build-san/test-unit --jobs "$jobs"
     [ -x build-san/test-server ] && HAMEL_SERVER_BIN=build-san/hamel-server \
       run_suite criterion "server under ASan+UBSan" build-san/test-server --jobs 1
+    # the CLI (and hamel-remote beside it) with leak detection; shorter long runs
+    [ -x build-san/hamel ] && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 HAMEL_CLI_BIN=build-san/hamel \
+      HAMEL_CLI_LONG_T=8000 run_suite plain "cli under ASan+UBSan" tests/cli/run.sh
     unset ASAN_OPTIONS UBSAN_OPTIONS
   fi
   note "build hamel-server with -fsanitize=thread"
@@ -121,6 +124,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
     TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 HAMEL_SERVER_BIN=build-tsan/hamel-server \
       run_suite criterion "server under ThreadSanitizer" build/test-server --jobs 1
   fi
+  [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus + ${FUZZ_TEST_SECONDS:-10} s each)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
   [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh

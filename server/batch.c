@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ids.h"
+#include "isolate.h"
 #include "jsonout.h"
 #include "metrics.h"
 
@@ -754,20 +755,37 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
     b->count = count;
     b->fields = fields;
 
-    /* Every run is merged and checked before anything is queued. */
+    /* Every run is merged and checked before anything is queued (checked in one call to
+     * the engine's worker). */
     json_t *bad = NULL;
     size_t nbad = 0;
+    json_t *reqs = json_array();
+    json_t **checks = calloc(count ? count : 1, sizeof *checks);
+    int all = reqs && checks ? 0 : HAMEL_E_INTERNAL;
+    for (size_t i = 0; all == 0 && i < count; i++) {
+        json_t *req = batch__merge(b->base, json_array_get(b->partials, i));
+        all = req && json_array_append_new(reqs, req) == 0 ? 0 : HAMEL_E_INTERNAL;
+    }
+    json_t *all_problem = NULL;
+    if (all == 0)
+        all = isolate_simulation_check_all(m, reqs, &bs->cfg.limits, checks, &all_problem);
+    if (all != 0) {
+        json_decref(reqs);
+        free(checks);
+        batch__destroy(b);
+        *problem = all_problem ? all_problem : hamel_problem_new(all, "out of memory");
+        return all;
+    }
     for (size_t i = 0; i < count; i++) {
         batch_run *r = &b->runs[i];
         r->b = b;
         r->index = i;
         const json_t *run = json_array_get(b->partials, i);
-        json_t *req = batch__merge(b->base, run);
-        json_t *p = NULL;
-        int c = req ? engine_simulation_check(m, req, &bs->cfg.limits, &p) : HAMEL_E_INTERNAL;
+        json_t *req = json_array_get(reqs, i);
+        json_t *p = checks[i];
+        int c = p ? hamel_problem_code(p) : 0;
         if (c == 0)
             c = engine_simulation_key(m, req, r->key, &p);
-        json_decref(req);
         if (c != 0) {
             if (!bad) {
                 bad = hamel_problem_new(c, NULL);
@@ -779,6 +797,8 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         }
         json_decref(p);
     }
+    json_decref(reqs);
+    free(checks);
     if (bad) {
         char detail[160];
         snprintf(detail, sizeof detail,

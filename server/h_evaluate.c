@@ -11,8 +11,8 @@ static void http__run_evaluate(void *arg)
 {
     http_conn *c = arg;
     http__watch_begin(c);
-    c->work_rc = engine_evaluate_ctl(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                     &c->out_problem);
+    c->work_rc = isolate_evaluate_ctl(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
+                                      &c->out_problem);
     http__watch_end(c, c->work_rc);
     http__lin_cancelled(c, "evaluation");
 }

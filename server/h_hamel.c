@@ -9,7 +9,7 @@
 static void http__run_hamel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = engine_hamel(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+    c->work_rc = isolate_hamel(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
 }
 
 enum MHD_Result http__post_hamel(http_conn *c, json_t *body)

@@ -67,6 +67,7 @@ static void http__run_metrics(void *arg)
     offload_counts(s->derive, &derive_queued, &derive_running);
     g.offload_queued += derive_queued;
     g.offload_running += derive_running;
+    isolate_counts(&g.engine_workers_started, &g.engine_faults);
     if (s->d.st)
         store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
     free(c->out_text);

@@ -27,8 +27,8 @@ static void http__run_linearize(void *arg)
 {
     http_conn *c = arg;
     http__watch_begin(c);
-    c->work_rc = engine_linearize(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                  &c->out_problem);
+    c->work_rc = isolate_linearize(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
+                                   &c->out_problem);
     http__watch_end(c, c->work_rc);
     http__lin_cancelled(c, "linearization");
 }

@@ -80,8 +80,8 @@ static void http__run_form(void *arg)
     http_conn *c = arg;
     const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
     http__watch_begin(c);
-    c->work_rc = engine_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                           &c->out_problem);
+    c->work_rc = isolate_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
+                                            &c->out_problem);
     http__watch_end(c, c->work_rc);
 }
 
@@ -140,7 +140,7 @@ static void http__form_start(http_conn *c)
 static void http__run_equations(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = engine_equations(c->work_model, &c->out, &c->out_problem);
+    c->work_rc = isolate_equations_form_ctl(c->work_model, NULL, NULL, NULL, &c->out, &c->out_problem);
 }
 
 static enum MHD_Result http__resume_form(http_conn *c)

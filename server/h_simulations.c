@@ -190,7 +190,7 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
         return;
     /* A cache hit was valid when it was computed; anything else is checked here, so a
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    int rc = engine_simulation_check(m, body, s->d.limits, &c->sim_problem);
+    int rc = isolate_simulation_check(m, body, s->d.limits, &c->sim_problem);
     if (rc != 0) {
         if (!c->sim_problem)
             c->sim_problem = hamel_problem_new(rc, NULL);

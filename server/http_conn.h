@@ -23,6 +23,7 @@
 #include "hangup.h"
 #include "heads.h"
 #include "http.h"
+#include "isolate.h"
 #include "metrics.h"
 #include "offload.h"
 #include "once.h"
@@ -245,6 +246,11 @@ enum MHD_Result http__readyz(http_conn *c);
 enum MHD_Result http__metrics(http_conn *c);
 
 enum MHD_Result http__livez(http_conn *c);
+
+/* ---- h_quarantine.c ---- */
+
+/* GET and DELETE /v1/quarantine/{id}: a quarantined model's record; clearing it. */
+enum MHD_Result http__quarantine(http_conn *c);
 
 /* ---- h_static.c ---- */
 

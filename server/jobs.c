@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ids.h"
+#include "isolate.h"
 #include "jsonout.h"
 #include "metrics.h"
 
@@ -237,8 +238,8 @@ static void jobs__run(jobs *p, job *j)
                              j->model_id, "progress", 1.0);
     char *text = NULL;
     size_t text_len = 0;
-    int rc = head ? engine_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
-                                         &text_len, &problem)
+    int rc = head ? isolate_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
+                                          &text_len, &problem)
                   : HAMEL_E_INTERNAL;
     json_decref(head);
     metrics_integrate(jobs_now() - t0);
@@ -547,7 +548,8 @@ static job *jobs__task_job(jobs *p, const redis_task *t)
     if (!j->model && !problem) {
         json_error_t err;
         json_t *spec = json_loads(t->model, 0, &err);
-        int rc = spec ? engine_model_compile(spec, &p->cfg.limits, &j->model, &problem) : HAMEL_E_BAD_JSON;
+        int rc = spec ? isolate_model_compile_ctl(spec, &p->cfg.limits, NULL, &j->model, &problem)
+                      : HAMEL_E_BAD_JSON;
         json_decref(spec);
         if (rc != 0 && !problem)
             problem = hamel_problem_new(rc, "the queued model could not be read");

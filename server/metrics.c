@@ -181,6 +181,14 @@ char *metrics_render(const metrics_gauges *g, size_t *len)
                   "# HELP hamel_offload_running Requests running on an offload thread now.\n"
                   "# TYPE hamel_offload_running gauge\nhamel_offload_running %zu\n",
                   g->offload_queued, g->offload_running);
+    dynbuf_printf(
+        &b,
+        "# HELP hamel_engine_workers_started_total Engine worker processes started.\n"
+        "# TYPE hamel_engine_workers_started_total counter\nhamel_engine_workers_started_total %ld\n"
+        "# HELP hamel_engine_faults_total Engine calls whose worker process died (500 "
+        "engine-fault; the model was quarantined).\n"
+        "# TYPE hamel_engine_faults_total counter\nhamel_engine_faults_total %ld\n",
+        g->engine_workers_started, g->engine_faults);
     dynbuf_printf(&b,
                   "# HELP hamel_store_result_bytes Bytes of results kept on disk (HAMEL_STORE_BYTES).\n"
                   "# TYPE hamel_store_result_bytes gauge\nhamel_store_result_bytes %zu\n"

@@ -25,6 +25,7 @@
     X(JOB, "/v1/jobs/{id}")                                                                                  \
     X(BATCHES, "/v1/batches")                                                                                \
     X(BATCH, "/v1/batches/{id}")                                                                             \
+    X(QUARANTINE, "/v1/quarantine/{id}")                                                                     \
     X(METRICS, "/metrics")                                                                                   \
     X(LIVEZ, "/livez")                                                                                       \
     X(READYZ, "/readyz")                                                                                     \
@@ -72,6 +73,7 @@ typedef struct metrics_gauges {
     size_t batches_active, batches_kept, batch_bytes;
     size_t offload_queued, offload_running;               /* requests waiting for / on an offload thread */
     size_t store_result_bytes, store_results, store_jobs; /* kept on disk */
+    long engine_workers_started, engine_faults;           /* isolate.h */
 } metrics_gauges;
 
 /* Counts one finished request. */

@@ -549,6 +549,39 @@ static void rstore__close(void *impl)
     free(s);
 }
 
+/* The quarantine (quarantine.h): "hamel:quarantine:<key>", expiring with the record. */
+static int rstore__quarantine_put(void *impl, const char *key, const char *doc, double expires)
+{
+    redis_store *s = impl;
+    char rkey[256], ex[32];
+    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    double left = expires - redis__wall();
+    snprintf(ex, sizeof ex, "%ld", left > 1 ? (long)left : 1L);
+    redisReply *r = REDIS_CMD(&s->pool, "SET", rkey, doc, "EX", ex);
+    int ok = r != NULL;
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+static int rstore__quarantine_get(void *impl, const char *key, char **doc, double *expires)
+{
+    char rkey[256];
+    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    *expires = redis__wall() + 1; /* asked again soon: another instance may clear it */
+    return rstore__get(impl, rkey, doc, NULL);
+}
+
+static int rstore__quarantine_del(void *impl, const char *key)
+{
+    redis_store *s = impl;
+    char rkey[256];
+    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    redisReply *r = REDIS_CMD(&s->pool, "DEL", rkey);
+    int rc = !r ? -1 : r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? 0 : 1;
+    freeReplyObject(r);
+    return rc;
+}
+
 static const store_ops redis__store_ops = {rstore__put_model,
                                            rstore__get_model,
                                            rstore__put_job,
@@ -560,7 +593,10 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            NULL,
                                            NULL,
                                            NULL,
-                                           NULL};
+                                           NULL, /* full */
+                                           rstore__quarantine_put,
+                                           rstore__quarantine_get,
+                                           rstore__quarantine_del};
 
 /* PING through the pool: 0 when Redis answers. */
 static int redis__ping(redis_pool *p)

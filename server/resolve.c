@@ -16,6 +16,7 @@
 
 #include "http_conn.h"
 #include "ids.h"
+#include "quarantine.h"
 
 /* Caches m under "m:<id>" and, given the key of the spec text it came from, points that
  * key at the id in the memo (the model's bytes are charged to the model cache once). */
@@ -51,7 +52,7 @@ static engine_model *http__model_by_text(http_server *s, const char *bkey, int c
 static int http__compile(http_server *s, const json_t *spec, engine_model **out, json_t **problem)
 {
     double t0 = jobs_now();
-    int rc = engine_model_compile(spec, s->d.limits, out, problem);
+    int rc = isolate_model_compile_ctl(spec, s->d.limits, NULL, out, problem);
     metrics_derive(jobs_now() - t0);
     if (rc == HAMEL_E_COMPILE_LIMIT)
         metrics_compile_stopped(METRICS_COMPILE_LIMIT);
@@ -77,6 +78,17 @@ static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t
                                    "the client that started it went away); retry");
     }
     return 1;
+}
+
+/* *out (a new reference), unless its model is quarantined (quarantine.h): then it is
+ * released and the recorded problem is the answer. Returns 0 or HAMEL_E_ENGINE_FAULT. */
+static int http__unless_quarantined(engine_model **out, json_t **problem)
+{
+    if (!quarantine_check(engine_model_id(*out), problem))
+        return 0;
+    engine_model_release(*out);
+    *out = NULL;
+    return HAMEL_E_ENGINE_FAULT;
 }
 
 /* The "m:<id>" key of a model id into key; returns 0 if the id is too long to be one. */
@@ -111,7 +123,7 @@ int http__model_by_id(http_conn *c, const char *id, engine_model **out, json_t *
         return HAMEL_E_NOT_FOUND;
     *out = cache_get(s->d.models, key);
     if (*out)
-        return 0;
+        return http__unless_quarantined(out, problem);
     int rc;
     if (!http__take_compiled(c, &rc, out, problem)) {
         json_t *spec = http__stored_spec(s, id);
@@ -160,7 +172,7 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
         return HAMEL_E_INTERNAL;
     *out = http__model_by_text(s, c->spec_key, 1);
     if (*out)
-        return 0;
+        return http__unless_quarantined(out, problem);
     int rc;
     if (!http__take_compiled(c, &rc, out, problem))
         rc = http__compile(s, spec, out, problem);
@@ -250,7 +262,7 @@ static void http__run_compile(void *arg)
     const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
     http__watch_begin(c);
     c->pre_rc =
-        engine_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
+        isolate_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
     http__watch_end(c, c->pre_rc);
     store *st = c->srv->d.st;
     int queued = 0; /* the model was queued for the store, to be committed with a job */

@@ -42,6 +42,8 @@ static const http_route http__routes[] = {
     {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, NULL, http__post_batch},
     {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
     {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
+    {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL},
+    {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL},
     {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, http__metrics, NULL},
     {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, http__livez, NULL},
     {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, http__readyz, NULL},

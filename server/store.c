@@ -79,12 +79,14 @@ static const char *const store__sql[STMT_COUNT_] = {
 };
 
 /* The reader connection's statements. */
-enum { RSTMT_GET_MODEL, RSTMT_GET_RESULT, RSTMT_GET_JOB, RSTMT_COUNT_ };
+enum { RSTMT_GET_MODEL, RSTMT_GET_RESULT, RSTMT_GET_JOB, RSTMT_GET_QUARANTINE, RSTMT_COUNT_ };
 
 static const char *const store__rsql[RSTMT_COUNT_] = {
     [RSTMT_GET_MODEL] = "SELECT json FROM models WHERE id = ?1",
     [RSTMT_GET_RESULT] = "SELECT body FROM results WHERE key = ?1",
     [RSTMT_GET_JOB] = "SELECT status, model_id, key, doc, created FROM jobs WHERE id = ?1",
+    [RSTMT_GET_QUARANTINE] = "SELECT doc, expires FROM quarantine WHERE key = ?1 AND expires > "
+                             "(julianday('now') - 2440587.5) * 86400.0",
 };
 
 static const char store__schema[] =
@@ -92,6 +94,7 @@ static const char store__schema[] =
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA wal_autocheckpoint=0;"
     "CREATE TABLE IF NOT EXISTS models(id TEXT PRIMARY KEY, json TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS quarantine(key TEXT PRIMARY KEY, doc TEXT NOT NULL, expires REAL NOT NULL);"
     "CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, model_id TEXT NOT NULL,"
     "  job_id TEXT NOT NULL, bytes INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL, body TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS jobs(id TEXT PRIMARY KEY, status TEXT NOT NULL,"
@@ -908,4 +911,63 @@ void store_job_clear(store_job *j)
     free(j->key);
     free(j->doc);
     memset(j, 0, sizeof *j);
+}
+
+/* The quarantine: rare writes (a fault, an operator's clear), made on the reader
+ * connection under rlock (SQLite serialises them with the writer's transactions; the
+ * busy timeout covers a wait), and one read per engine call. */
+
+static int store__quarantine_write(store *s, const char *sql, const char *key, const char *doc,
+                                   double expires)
+{
+    pthread_mutex_lock(&s->rlock);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->rdb, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        store__text(st, 1, key);
+        if (doc) {
+            store__text(st, 2, doc);
+            sqlite3_bind_double(st, 3, expires);
+        }
+        rc = sqlite3_step(st);
+    }
+    int changed = rc == SQLITE_DONE ? sqlite3_changes(s->rdb) : -1;
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->rlock);
+    return changed;
+}
+
+int store_quarantine_put(store *s, const char *key, const char *doc, double expires)
+{
+    return store__quarantine_write(s,
+                                   "INSERT OR REPLACE INTO quarantine(key, doc, expires) VALUES(?1, ?2, ?3)",
+                                   key, doc, expires) < 0
+               ? -1
+               : 0;
+}
+
+int store_quarantine_del(store *s, const char *key)
+{
+    int n = store__quarantine_write(s, "DELETE FROM quarantine WHERE key = ?1", key, NULL, 0);
+    return n < 0 ? -1 : n == 0 ? 1 : 0;
+}
+
+int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
+{
+    *doc = NULL;
+    pthread_mutex_lock(&s->rlock);
+    sqlite3_stmt *st = s->rstmt[RSTMT_GET_QUARANTINE];
+    store__text(st, 1, key);
+    int rc = sqlite3_step(st);
+    int out = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+    if (out == 0) {
+        *doc = store__dup_column(st, 0);
+        *expires = sqlite3_column_double(st, 1);
+        if (!*doc)
+            out = -1;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    pthread_mutex_unlock(&s->rlock);
+    return out;
 }

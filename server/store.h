@@ -102,6 +102,17 @@ int store_get_result(store *s, const char *key, blob **out);
 /* The stored record of a job: 0 and *out filled, 1 if unknown, -1. */
 int store_get_job(store *s, const char *id, store_job *out);
 
+/* The quarantine (quarantine.h): records a problem document under key until `expires`
+ * (wall-clock seconds), replacing one there. Returns 0 or -1. */
+int store_quarantine_put(store *s, const char *key, const char *doc, double expires);
+
+/* The quarantine record under key: 0 with *doc (caller frees) and *expires, 1 when there
+ * is none (or it expired), -1. */
+int store_quarantine_get(store *s, const char *key, char **doc, double *expires);
+
+/* Removes the quarantine record under key: 0, 1 when there was none, -1. */
+int store_quarantine_del(store *s, const char *key);
+
 /* Frees the strings of a store_job. */
 void store_job_clear(store_job *j);
 
@@ -125,6 +136,10 @@ typedef struct store_ops {
     void (*commit_counts)(void *impl, long long *commits, long long *writes);
     int (*put_model_async)(void *impl, const char *model_id, const char *json); /* NULL: put_model */
     int (*full)(void *impl);                                                    /* NULL: never */
+    /* optional (NULL: no quarantine kept, every call -1) */
+    int (*quarantine_put)(void *impl, const char *key, const char *doc, double expires);
+    int (*quarantine_get)(void *impl, const char *key, char **doc, double *expires);
+    int (*quarantine_del)(void *impl, const char *key);
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

@@ -143,10 +143,25 @@ static int seam__put_model_async(void *impl, const char *model_id, const char *j
 
 static int seam__full(void *impl) { return store_sqlite_full(impl); }
 
-static const store_ops seam__sqlite = {seam__put_model,     seam__get_model,       seam__put_job,
-                                       seam__put_done,      seam__get_result,      seam__get_job,
-                                       seam__counts,        seam__close,           seam__put_job_async,
-                                       seam__commit_counts, seam__put_model_async, seam__full};
+static int seam__quarantine_put(void *impl, const char *key, const char *doc, double expires)
+{
+    return store_sqlite_quarantine_put(impl, key, doc, expires);
+}
+
+static int seam__quarantine_get(void *impl, const char *key, char **doc, double *expires)
+{
+    return store_sqlite_quarantine_get(impl, key, doc, expires);
+}
+
+static int seam__quarantine_del(void *impl, const char *key)
+{
+    return store_sqlite_quarantine_del(impl, key);
+}
+
+static const store_ops seam__sqlite = {
+    seam__put_model,       seam__get_model, seam__put_job,        seam__put_done,       seam__get_result,
+    seam__get_job,         seam__counts,    seam__close,          seam__put_job_async,  seam__commit_counts,
+    seam__put_model_async, seam__full,      seam__quarantine_put, seam__quarantine_get, seam__quarantine_del};
 
 int store_open(const char *dir, const store_limits *lim, store **out)
 {
@@ -156,4 +171,20 @@ int store_open(const char *dir, const store_limits *lim, store **out)
         return -1;
     *out = store_new(&seam__sqlite, impl);
     return *out ? 0 : -1;
+}
+
+int store_quarantine_put(store *s, const char *key, const char *doc, double expires)
+{
+    return s->ops->quarantine_put ? s->ops->quarantine_put(s->impl, key, doc, expires) : -1;
+}
+
+int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
+{
+    *doc = NULL;
+    return s->ops->quarantine_get ? s->ops->quarantine_get(s->impl, key, doc, expires) : -1;
+}
+
+int store_quarantine_del(store *s, const char *key)
+{
+    return s->ops->quarantine_del ? s->ops->quarantine_del(s->impl, key) : -1;
 }

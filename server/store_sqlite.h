@@ -25,6 +25,9 @@
 #define store_commit_counts store_sqlite_commit_counts
 #define store_full store_sqlite_full
 #define store_new store_sqlite_new_unused
+#define store_quarantine_put store_sqlite_quarantine_put
+#define store_quarantine_get store_sqlite_quarantine_get
+#define store_quarantine_del store_sqlite_quarantine_del
 #include "store.h"
 #else
 #include "store.h"
@@ -47,6 +50,9 @@ int store_sqlite_put_job_async(store_sqlite *s, const char *id, const char *stat
 void store_sqlite_commit_counts(store_sqlite *s, long long *commits, long long *writes);
 int store_sqlite_put_model_async(store_sqlite *s, const char *model_id, const char *json);
 int store_sqlite_full(store_sqlite *s);
+int store_sqlite_quarantine_put(store_sqlite *s, const char *key, const char *doc, double expires);
+int store_sqlite_quarantine_get(store_sqlite *s, const char *key, char **doc, double *expires);
+int store_sqlite_quarantine_del(store_sqlite *s, const char *key);
 #endif
 
 #endif

@@ -36,7 +36,8 @@
     X(UNAVAILABLE, 503, "unavailable", "The service is unavailable")                                         \
     X(NOT_IMPLEMENTED, 501, "not-implemented", "Not implemented")                                            \
     X(INTERNAL, 500, "internal", "Internal error")                                                           \
-    X(BAD_HTTP, 400, "bad-http", "The request is not well-formed HTTP")
+    X(BAD_HTTP, 400, "bad-http", "The request is not well-formed HTTP")                                      \
+    X(ENGINE_FAULT, 500, "engine-fault", "The engine failed on this model")
 
 typedef enum hamel_error {
     HAMEL_OK = 0,

@@ -1,11 +1,14 @@
-/* sha256.h — SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), written out here so that
- * the engine needs no cryptographic library: model ids, request keys and the native code
- * cache's names and records. A one-shot `hamel run` used to spend a third of its time
- * loading libcrypto and initialising its provider (issue 19, item 3); these are a few
- * hundred lines with no state beyond the context, no configuration and no allocation.
+/* sha256.h — the engine's hashing: SHA-256 and HMAC-SHA256 for model ids, request keys
+ * and the native code cache's names and records, done by OpenSSL's libcrypto (the
+ * project's chosen library for hashing; we do not write our own). libcrypto is
+ * initialised once, on first use, without reading its configuration files
+ * (OPENSSL_INIT_NO_LOAD_CONFIG), and the SHA-256 method is fetched once, so a one-shot
+ * `hamel run` pays neither openssl.cnf nor a fetch per digest (issue 19, item 3).
  *
- * A sha256_ctx is plain data owned by the caller: init, any number of updates, final.
- * Every function is thread-safe on distinct contexts.
+ * A sha256_ctx is owned by the caller: init, any number of updates, final (which frees
+ * what init allocated). Every function is thread-safe on distinct contexts. Running out
+ * of memory inside libcrypto while hashing aborts the process: there is no digest to
+ * give back, and a made-up one could name another model.
  */
 #ifndef HAMEL_SHA256_H
 #define HAMEL_SHA256_H
@@ -17,10 +20,7 @@
 #define SHA256_BLOCK_BYTES 64 /* the compression function's block */
 
 typedef struct sha256_ctx {
-    uint32_t h[8];
-    uint64_t bytes; /* hashed so far */
-    unsigned char block[SHA256_BLOCK_BYTES];
-    size_t fill; /* bytes waiting in block */
+    void *evp; /* libcrypto's EVP_MD_CTX */
 } sha256_ctx;
 
 /* Starts a digest. */

@@ -833,7 +833,8 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
             Vt[nV++] = expr_neg(c, expr_mul(c, m, dot3(c, g, b.points[p].r)));
         }
 
-    /* rolling disks: {"name", "frame", "axis", "center", "radius", "ground_normal", "dependent"} */
+    /* rolling disks: {"name", "frame", "axis", "center", "radius", "ground_normal", "dependent",
+     * "friction"} (friction is read by the run: contact.h) */
     const json_t *disks = json_object_get(model, "rolling_disks");
     if (disks && (!json_is_array(disks) || json_array_size(disks) > BODIES_MAX_ITEMS))
         err(&b, "model.rolling_disks",
@@ -873,6 +874,12 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
                 rho = positive_length(&b, parse_expr(&b, json_object_get(dj, "tube_radius"), p), p,
                                       "the tube radius (omit it for a thin disk)");
             }
+            const json_t *fr = json_object_get(dj, "friction");
+            snprintf(p, sizeof p, "%s.friction", path);
+            if (fr && !(json_is_number(fr) && json_number_value(fr) >= 0 && isfinite(json_number_value(fr))))
+                err(&b, p,
+                    "must be a number >= 0: the coefficient of friction at the contact (sim.c reports "
+                    "the contact forces and when |tangential| > friction * normal)");
             const json_t *dep = json_object_get(dj, "dependent");
             snprintf(p, sizeof p, "%s.dependent", path);
             if (dep && !json_is_string(dep))

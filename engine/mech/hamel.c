@@ -535,6 +535,64 @@ static int newton_qdot(hamel_ws *w, double t, const double *q, const double *u, 
 
 void hamel_ws_set_guess(hamel_ws *w, const double *qd) { memcpy(w->guess, qd, w->n * sizeof *qd); }
 
+#define HAMEL_ROOT_PATTERNS 16 /* sign patterns of the starting points */
+#define HAMEL_ROOTS_MAX 8      /* distinct roots remembered */
+
+int hamel_qdot_roots(hamel_ws *w, double t, const double *q, const double *u, double *roots, int max)
+{
+    int n = w->n, k = w->k, found = 0;
+    if (n > 256)
+        return 0;
+    double scale = 1.0, g[256], qd[256], keep[HAMEL_ROOTS_MAX][256];
+    for (int r = 0; r < k; r++)
+        scale = fmax(scale, fabs(u[r]));
+    int patterns = n < 4 ? 1 << n : HAMEL_ROOT_PATTERNS;
+    /* starting points: a fixed direction at three scales and every sign pattern of its
+     * first components, then each root found with one component's sign flipped */
+    int fixed = 3 * patterns;
+    for (int a = 0; a < fixed + HAMEL_ROOTS_MAX * (n + 1); a++) {
+        if (a < fixed) {
+            int p = a % patterns, s = a / patterns;
+            for (int i = 0; i < n; i++) {
+                double mag = scale * (s ? 0.3 * s : 1.0) * (0.5 + 0.37 * ((i * 7 + s * 3) % 5));
+                g[i] = (i < 4 && ((p >> i) & 1)) ? -mag : mag;
+            }
+        } else {
+            int b = (a - fixed) / (n + 1), i = (a - fixed) % (n + 1);
+            if (b >= found || b >= HAMEL_ROOTS_MAX)
+                break;
+            memcpy(g, keep[b], n * sizeof *g);
+            if (i < n)
+                g[i] = -g[i];
+            else
+                for (int c = 0; c < n; c++)
+                    g[c] = -g[c];
+        }
+        memcpy(w->guess, g, n * sizeof *g);
+        if (newton_qdot(w, t, q, u, qd) < 0)
+            continue;
+        int known = 0;
+        for (int b = 0; b < found && b < HAMEL_ROOTS_MAX && !known; b++) {
+            double d = 0.0, mag = 1.0;
+            for (int i = 0; i < n; i++) {
+                d = fmax(d, fabs(qd[i] - keep[b][i]));
+                mag = fmax(mag, fabs(qd[i]));
+            }
+            known = d <= 1e-7 * mag;
+        }
+        if (known)
+            continue;
+        if (found < HAMEL_ROOTS_MAX)
+            memcpy(keep[found], qd, n * sizeof *qd);
+        if (found < max)
+            memcpy(roots + (size_t)found * n, qd, n * sizeof *qd);
+        found++;
+    }
+    if (found)
+        memcpy(w->guess, keep[0], n * sizeof *w->guess);
+    return found;
+}
+
 /* Called for every output sample: on Psi's block structure when there is one (a
  * dense LU of Psi cost more than the integration between two samples at n = 40). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd)

@@ -75,6 +75,13 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
  * one set by hamel_ws_set_guess). Returns 0 or -1 (Psi singular, no convergence). */
 int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *qd);
 
+/* Nonlinear constraints in the reduced form: the distinct solutions q' of the speeds u
+ * at (t, q), found by Newton's method from deterministic starting points spread over
+ * signs and scales. Writes up to max of them to roots[max][n] and returns how many were
+ * found in all (0: none; more than one: the speeds do not determine q'). On return the
+ * guess for hamel_qdot is the first root (when there is one). n <= 256. */
+int hamel_qdot_roots(hamel_ws *w, double t, const double *q, const double *u, double *roots, int max);
+
 /* Newton's starting point for the next hamel_qdot (nonlinear constraints): q' [n]. */
 void hamel_ws_set_guess(hamel_ws *w, const double *qd);
 

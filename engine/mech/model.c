@@ -167,6 +167,27 @@ const char *engine_model_canonical(const engine_model *m) { return m->canonical;
 size_t engine_model_bytes(const engine_model *m) { return m->bytes; }
 json_t *engine_model_summary(const engine_model *m) { return json_deep_copy(m->summary); }
 
+engine_model *engine_model_shell(const char *id, const char *canonical, json_t *summary, size_t bytes)
+{
+    struct engine_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    atomic_init(&m->refs, 1);
+    pthread_mutex_init(&m->forms_lock, NULL);
+    snprintf(m->id, sizeof m->id, "%s", id);
+    m->canonical = strdup(canonical);
+    m->summary = json_incref(summary);
+    m->bytes = bytes;
+    m->shell = 1;
+    if (!m->canonical || !m->summary) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int engine_model_is_shell(const engine_model *m) { return m->shell; }
+
 /* ---- parsing the JSON ---- */
 
 struct src_expr {
@@ -998,26 +1019,60 @@ static int make_canonical(struct engine_model *m)
     return 0;
 }
 
+/* A nonlinear model integrated with multipliers has n - m degrees of freedom but
+ * n - (linear constraints) speeds in its Psi: the summary lists the speeds left when
+ * each nonlinear constraint takes one it determines (the last speed that shares a
+ * velocity with it), so that "dof" is the number of "speeds" listed. keep[k]. */
+static void summary_speeds(const struct engine_model *m, unsigned char *keep)
+{
+    int n = m->n, k = m->k;
+    memset(keep, 1, (size_t)k);
+    if (m->nlin == m->nc || m->nl_reduced)
+        return;
+    for (int j = 0; j < m->nc; j++) {
+        if (m->cons[j].linear)
+            continue;
+        int drop = -1;
+        for (int r = k - 1; r >= 0 && drop < 0; r--)
+            for (int i = 0; i < n && keep[r] && drop < 0; i++)
+                if (m->psi && m->psi[r * n + i] && !expr_is_num(m->psi[r * n + i], 0.0) &&
+                    expr_depends(m->cons[j].f, m->sym_qd[i]))
+                    drop = r;
+        for (int r = k - 1; r >= 0 && drop < 0; r--)
+            if (keep[r])
+                drop = r;
+        if (drop >= 0)
+            keep[drop] = 0;
+    }
+}
+
 static void make_summary(struct engine_model *m, json_t *warnings)
 {
     json_t *s = json_object();
     json_object_set_new(s, "model_id", json_string(m->id));
     json_object_set_new(s, "name", json_string(m->name));
     if (m->units_js)
-        json_object_set(s, "units", m->units_js);
+        json_object_set_new(s, "units", json_deep_copy(m->units_js));
     json_object_set_new(s, "n", json_integer(m->n));
     json_object_set_new(s, "m", json_integer(m->nc));
-    json_object_set_new(s, "dof", json_integer(m->nlin == m->nc ? m->k : m->n - m->nc));
+    unsigned char *keep = malloc((size_t)m->k + 1);
+    if (keep)
+        summary_speeds(m, keep);
     json_t *coords = json_array();
     for (int i = 0; i < m->n; i++)
         json_array_append_new(coords, json_string(m->coords[i]));
     json_object_set_new(s, "coordinates", coords);
     json_t *speeds = json_array(), *sexpr = json_array();
     for (int r = 0; r < m->k; r++) {
+        if (keep && !keep[r])
+            continue;
         json_array_append_new(speeds, json_string(m->speeds[r]));
         json_array_append_new(sexpr, json_pack("{s:s, s:o}", "name", m->speeds[r], "expr",
                                                exprjson_text(m->ctx, m->speed_f[r])));
     }
+    free(keep);
+    /* the degrees of freedom are the speeds listed: n - m (m counting every constraint) */
+    json_object_set_new(s, "dof", json_integer((json_int_t)json_array_size(speeds)));
     json_object_set_new(s, "speeds", speeds);
     json_object_set_new(s, "speed_definitions", sexpr);
     json_object_set_new(s, "default_speeds", json_boolean(m->default_speeds));

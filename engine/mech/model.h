@@ -126,6 +126,7 @@ struct engine_model {
     pthread_mutex_t forms_lock;       /* held while a form (forms.h) adds nodes to ctx */
     char *forms[5];                   /* the forms' JSON text, made on first request */
     size_t bytes;
+    int shell; /* engine_model_shell: id, canonical, summary and bytes only */
 };
 
 static inline int model_input_t(const struct engine_model *m) { return m->np; }

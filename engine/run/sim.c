@@ -16,6 +16,7 @@
 #include "integ.h"
 #include "jit.h"
 #include "jsonout.h"
+#include "contact.h"
 #include "mult.h"
 #include "native.h"
 #include "warnings.h"
@@ -71,6 +72,8 @@ void sim_request_free(sim_request *r)
     free(r->ev_stop);
     tape_free(r->ev_tape);
     expr_ctx_free(r->ev_ctx);
+    free(r->ev_lam_sym);
+    free(r->con);
     memset(r, 0, sizeof *r);
 }
 
@@ -154,9 +157,88 @@ static int parse_word(const json_t *v, const char *const *words, int dflt, const
     return -1;
 }
 
+/* The tape of the user's events: the model's inputs, then the multipliers lambda_j at
+ * n_in + j (symbols of class SYM_PARAM with index np + j in the events' context). */
+static tape *events_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, int n_roots)
+{
+    int ns = expr_sym_count(c);
+    int *slot = malloc((ns + 1) * sizeof *slot);
+    if (!slot)
+        return NULL;
+    for (int s = 0; s < ns; s++) {
+        const expr_symbol *sym = expr_sym_get(c, s);
+        switch (sym->cls) {
+        case SYM_PARAM: slot[s] = sym->index < m->np ? sym->index : m->n_in + sym->index - m->np; break;
+        case SYM_TIME: slot[s] = model_input_t(m); break;
+        case SYM_COORD: slot[s] = model_input_q(m) + sym->index; break;
+        case SYM_VELOCITY: slot[s] = model_input_qd(m) + sym->index; break;
+        default: slot[s] = -1; break;
+        }
+    }
+    tape *t = tape_build(c, roots, n_roots, slot, m->n_in + m->nc);
+    free(slot);
+    return t;
+}
+
+/* The names an event expression may use besides the model's own: the speeds as
+ * definitions u_r(q, q', t) (where the trajectory reports speeds; default speeds are
+ * velocities q' already), the multipliers lambda_<constraint> and, for each contact,
+ * normal_<disk> and tangential_<disk> (contact.h). A name the model already uses keeps
+ * its meaning. */
+static int events_names(const struct engine_model *m, sim_request *r)
+{
+    expr_parse_opts o = {1, 1, 0, "a name of the events"};
+    expr_error err;
+    r->ev_k = m->nlin == m->nc || m->nl_reduced ? m->k : 0;
+    for (int s = 0; s < r->ev_k; s++) {
+        if (expr_sym_find(r->ev_ctx, m->speeds[s]) >= 0)
+            continue;
+        pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock); /* forms may add nodes to m->ctx */
+        char *text = expr_print(m->ctx, m->speed_f[s]);
+        pthread_mutex_unlock((pthread_mutex_t *)&m->forms_lock);
+        expr *u = text ? expr_parse(r->ev_ctx, text, &o, &err) : NULL;
+        free(text);
+        if (!u || expr_def_add(r->ev_ctx, m->speeds[s], u) < 0)
+            return -1;
+    }
+    for (int j = 0; j < m->nc; j++) {
+        char name[160];
+        snprintf(name, sizeof name, "lambda_%s", m->cons[j].name);
+        r->ev_lam_sym[j] =
+            expr_sym_find(r->ev_ctx, name) < 0 ? expr_sym_add(r->ev_ctx, name, SYM_PARAM, m->np + j) : -1;
+    }
+    for (int c = 0; c < r->n_con; c++) {
+        const contact_spec *cs = &r->con[c];
+        char name[96], text[400];
+        for (int kind = 0; kind < 2; kind++) {
+            int a = kind ? cs->tang[0] : cs->normal, b = kind ? cs->tang[1] : -1;
+            if (kind == 0 && a < 0)
+                continue; /* no normal force */
+            snprintf(name, sizeof name, "%s_%s", kind ? "tangential" : "normal", cs->name);
+            if (expr_sym_find(r->ev_ctx, name) >= 0)
+                continue;
+            if (kind == 0)
+                snprintf(text, sizeof text, "lambda_%s", m->cons[a].name);
+            else if (a >= 0 && b >= 0)
+                snprintf(text, sizeof text, "sqrt(lambda_%s^2 + lambda_%s^2)", m->cons[a].name,
+                         m->cons[b].name);
+            else if (a >= 0 || b >= 0)
+                snprintf(text, sizeof text, "sqrt(lambda_%s^2)", m->cons[a >= 0 ? a : b].name);
+            else
+                snprintf(text, sizeof text, "0");
+            expr *e = expr_parse(r->ev_ctx, text, &o, &err);
+            if (!e || expr_def_add(r->ev_ctx, name, e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* "events": [{"name", "expr", "direction", "action"}]: expressions in t, the
- * coordinates, their velocities q', the speeds (when the model reports them),
- * parameters and definitions. */
+ * coordinates, their velocities q', the speeds (when the model reports them), the
+ * multipliers and contact forces, parameters and definitions. After the user's events
+ * come two internal ones per contact (contact.h): the normal force and friction * N -
+ * |F_t|, falling (lift-off and slip), computed in code and not listed. */
 static int parse_events(const struct engine_model *m, const json_t *evs, sim_request *r,
                         const engine_limits *lim, json_t **problem)
 {
@@ -164,9 +246,7 @@ static int parse_events(const struct engine_model *m, const json_t *evs, sim_req
     static const int dir_code[] = {INTEG_EVENT_BOTH, INTEG_EVENT_RISING, INTEG_EVENT_FALLING};
     static const char *const actions[] = {"record", "stop", NULL};
     static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
-    if (!evs)
-        return 0;
-    if (!json_is_array(evs)) {
+    if (evs && !json_is_array(evs)) {
         bad(problem, "events", "must be an array of {\"name\", \"expr\", \"direction\", \"action\"}");
         return -1;
     }
@@ -175,35 +255,28 @@ static int parse_events(const struct engine_model *m, const json_t *evs, sim_req
         bad(problem, "events", "at most %d events", SIM_MAX_EVENTS);
         return -1;
     }
-    if (!n)
-        return 0;
-    r->ev_ctx = model_fresh_ctx(m);
-    r->ev_names = calloc(n, sizeof *r->ev_names);
-    r->ev_dir = calloc(n, sizeof *r->ev_dir);
-    r->ev_stop = calloc(n, 1);
-    expr **roots = calloc(n, sizeof *roots);
-    if (!r->ev_ctx || !r->ev_names || !r->ev_dir || !r->ev_stop || !roots) {
-        free(roots);
+    r->n_con = contact_list(m, &r->con);
+    if (r->n_con < 0) {
+        r->n_con = 0;
         return -1;
     }
-    /* the speeds, where the trajectory reports them, as definitions u_r(q, q', t) (default
-     * speeds are velocities q' already) */
-    r->ev_k = m->nlin == m->nc || m->nl_reduced ? m->k : 0;
-    for (int s = 0; s < r->ev_k; s++) {
-        if (expr_sym_find(r->ev_ctx, m->speeds[s]) >= 0)
-            continue;
-        pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock); /* forms may add nodes to m->ctx */
-        char *text = expr_print(m->ctx, m->speed_f[s]);
-        pthread_mutex_unlock((pthread_mutex_t *)&m->forms_lock);
-        expr_parse_opts o = {1, 1, 0, "a speed"};
-        expr_error err;
-        expr *u = text ? expr_parse(r->ev_ctx, text, &o, &err) : NULL;
-        free(text);
-        if (!u || expr_def_add(r->ev_ctx, m->speeds[s], u) < 0) {
-            free(roots);
+    int total = n + 2 * r->n_con;
+    if (!total)
+        return 0;
+    r->ev_names = calloc(total, sizeof *r->ev_names);
+    r->ev_dir = calloc(total, sizeof *r->ev_dir);
+    r->ev_stop = calloc(total, 1);
+    if (!r->ev_names || !r->ev_dir || !r->ev_stop)
+        return -1;
+    if (n > 0) {
+        r->ev_ctx = model_fresh_ctx(m);
+        r->ev_lam_sym = malloc((m->nc + 1) * sizeof *r->ev_lam_sym);
+        if (!r->ev_ctx || !r->ev_lam_sym || events_names(m, r) < 0)
             return -1;
-        }
     }
+    expr **roots = calloc(n + 1, sizeof *roots);
+    if (!roots)
+        return -1;
     for (int i = 0; i < n; i++) {
         const json_t *it = json_array_get(evs, i);
         char path[64];
@@ -260,14 +333,27 @@ static int parse_events(const struct engine_model *m, const json_t *evs, sim_req
             hamel_problem_add(*problem, path, err.column, err.message);
         }
     }
-    if (!*problem) {
-        r->ev_tape = model_tape(m, r->ev_ctx, roots, n);
+    if (!*problem && n > 0) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < m->nc && !r->ev_lam; j++)
+                r->ev_lam = r->ev_lam_sym[j] >= 0 && expr_depends(roots[i], r->ev_lam_sym[j]);
+        r->ev_tape = events_tape(m, r->ev_ctx, roots, n);
         if (!r->ev_tape) {
             free(roots);
             return -1;
         }
     }
     free(roots);
+    r->n_ev_user = r->n_ev;
+    for (int c = 0; c < r->n_con && !*problem; c++)
+        for (int kind = 0; kind < 2; kind++) {
+            char name[CONTACT_NAME_MAX + 16];
+            snprintf(name, sizeof name, "%s.%s", r->con[c].name, kind ? "slip" : "lift_off");
+            r->ev_names[r->n_ev] = strdup(name);
+            if (!r->ev_names[r->n_ev])
+                return -1;
+            r->ev_dir[r->n_ev++] = INTEG_EVENT_FALLING;
+        }
     return *problem ? -1 : 0;
 }
 
@@ -401,24 +487,59 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
     geom_check(m, values, problem); /* a mass or radius these values make negative */
 }
 
-/* Nonlinear constraints, initial speeds only: a starting point for Newton's method
- * that converges (zero velocities can make df/dq' vanish, as sqrt does at 0): q' of
- * growing size along a fixed direction until one converges. */
-static int initial_guess(const struct engine_model *m, hamel_ws *w, sim_request *r)
+#define SIM_ROOTS_SHOWN 4
+
+int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                    double *qd, const char *path, json_t **problem)
 {
-    double scale = 1.0, g[256];
-    if (m->n > 256)
-        return -1;
-    for (int s = 0; s < m->k; s++)
-        scale = fmax(scale, fabs(r->u0[s]));
-    for (int attempt = 0; attempt < 6; attempt++) {
-        for (int i = 0; i < m->n; i++)
-            g[i] = scale * (attempt ? 0.3 * attempt : 1.0) * (0.5 + 0.37 * ((i * 7 + attempt * 3) % 5));
-        hamel_ws_set_guess(w, g);
-        if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) == 0)
-            return 0;
+    int n = m->n;
+    double roots[SIM_ROOTS_SHOWN * 256];
+    int found = n <= 256 ? hamel_qdot_roots(w, t, q, u, roots, SIM_ROOTS_SHOWN) : 0;
+    if (found == 1) {
+        memcpy(qd, roots, n * sizeof *qd);
+        return 0;
     }
-    return -1;
+    if (found == 0) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
+                                         "no velocities satisfy the constraints with these speeds");
+        hamel_problem_add(
+            *problem, path, -1,
+            "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
+        return HAMEL_E_BAD_INITIAL;
+    }
+    char text[900];
+    int used = 0;
+    json_t *list = json_array();
+    for (int r = 0; r < found && r < SIM_ROOTS_SHOWN; r++) {
+        json_t *one = json_object();
+        used += snprintf(text + used, sizeof text - (size_t)used, "%s(", r ? " and " : "");
+        for (int i = 0; i < n; i++) {
+            double v = roots[(size_t)r * n + i];
+            json_object_set_new(one, m->coords[i], num(v));
+            if (used < (int)sizeof text - 80)
+                used += snprintf(text + used, sizeof text - (size_t)used, "%s%s' = %.10g", i ? ", " : "",
+                                 m->coords[i], v);
+        }
+        if (used < (int)sizeof text - 4)
+            used += snprintf(text + used, sizeof text - (size_t)used, ")");
+        json_array_append_new(list, one);
+    }
+    char msg[1100];
+    snprintf(msg, sizeof msg,
+             "these speeds leave %d%s solutions for q' on the nonlinear constraints: %s; give qdot instead "
+             "of the speeds (the "
+             "solution nearest to it is taken)",
+             found, found > SIM_ROOTS_SHOWN ? " or more" : "", text);
+    int created = !*problem;
+    if (created)
+        *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, msg);
+    hamel_problem_add(*problem, path, -1, msg);
+    if (created)
+        json_object_set_new(*problem, "roots", list);
+    else
+        json_decref(list);
+    return HAMEL_E_BAD_INITIAL;
 }
 
 static const char *const known_request_keys[] = {
@@ -705,7 +826,7 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
          * multipliers (that formulation), the energy, the worst constraint residual and
          * each invariant: the result's size is samples x series numbers. */
         long series = 1 + 2L * n + (all_linear ? k : 0) + (r->formulation == SIM_MULTIPLIERS ? m->nc : 0) +
-                      2 + r->n_inv;
+                      2 + r->n_inv + 2L * r->n_con;
         double values = (double)r->n_times * (double)series;
         if (values > (double)lim->max_output_values) {
             char msg[256];
@@ -751,12 +872,9 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         goto oom;
     }
     if (!r->have_qd0) {
-        if (m->nl_reduced && initial_guess(m, w, r) < 0) {
-            *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
-                                         "no velocities satisfy the constraints with these speeds");
-            hamel_problem_add(*problem, "initial.speeds", -1,
-                              "Newton's method found no q' with these speeds on the nonlinear constraints: "
-                              "give initial.qdot");
+        if (m->nl_reduced) {
+            /* the speeds must determine q': no solution or several are a 422 naming them */
+            sim_nl_velocity(m, w, r->t0, r->q0, r->u0, r->qd0, "initial.speeds", problem);
         } else if (hamel_qdot(w, r->t0, r->q0, r->u0, r->qd0) < 0) {
             *problem = hamel_problem_new(
                 HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
@@ -877,6 +995,9 @@ struct run {
     int *ev_which;                      /* [ev_cap] the event of each crossing */
     double *ev_t, *ev_q, *ev_u, *ev_qd; /* [ev_cap], [ev_cap * n], [ev_cap * k], [ev_cap * n] */
     long ev_dropped;                    /* crossings past SIM_MAX_EVENT_HITS */
+    double *ev_speeds, *ev_y2;          /* [k + 1], [2n]: scratch of the event functions */
+    double *con_n, *con_t;              /* [n_times * n_con] normal, tangential force at the samples */
+    double *con_lift, *con_slip;        /* [n_con] first lift-off and slip times, or NaN */
     int stopped_by;                     /* 1 + the event that ended the run, else 0 */
 };
 
@@ -943,13 +1064,28 @@ static int sim_events(double t, const double *y, double *g, void *ctx)
 {
     struct run *R = ctx;
     const struct engine_model *m = R->m;
-    double *in = R->ev_in;
-    memcpy(in, R->req->params, m->np * sizeof *in);
+    const sim_request *req = R->req;
+    int n = R->n;
+    double *in = R->ev_in, *qd = in + model_input_qd(m), *lam = in + m->n_in;
+    memcpy(in, req->params, m->np * sizeof *in);
     in[model_input_t(m)] = t;
-    memcpy(in + model_input_q(m), y, R->n * sizeof *y);
-    if (state_velocities(R, t, y, in + model_input_qd(m), in + m->n_in) < 0) /* speeds: unused */
+    memcpy(in + model_input_q(m), y, n * sizeof *y);
+    if (state_velocities(R, t, y, qd, R->ev_speeds) < 0)
         return -1;
-    tape_eval(R->req->ev_tape, in, R->ev_work, g);
+    if (req->ev_lam || req->n_con) { /* the multipliers at (q, q') (mult.h) */
+        memcpy(R->ev_y2, y, n * sizeof *y);
+        memcpy(R->ev_y2 + n, qd, n * sizeof *qd);
+        if (mult_lambda(R->mw, t, R->ev_y2, lam) < 0)
+            return -1;
+    }
+    if (req->ev_tape)
+        tape_eval(req->ev_tape, in, R->ev_work, g);
+    for (int c = 0; c < req->n_con; c++) {
+        double nf, tf;
+        contact_forces(&req->con[c], lam, &nf, &tf);
+        g[req->n_ev_user + 2 * c] = isnan(nf) ? 1.0 : nf;
+        g[req->n_ev_user + 2 * c + 1] = isnan(nf) ? 1.0 : req->con[c].mu * nf - tf;
+    }
     return 0;
 }
 
@@ -959,6 +1095,13 @@ static int sim_event_hit(int index, double t, const double *y, void *ctx)
 {
     struct run *R = ctx;
     int n = R->n, k = R->req->ev_k;
+    if (index >= R->req->n_ev_user) { /* a contact's lift-off or slip: its first time */
+        int c = (index - R->req->n_ev_user) / 2;
+        double *first = (index - R->req->n_ev_user) % 2 ? R->con_slip : R->con_lift;
+        if (isnan(first[c]))
+            first[c] = t;
+        return 0;
+    }
     if (R->ev_n == R->ev_cap && R->ev_cap < SIM_MAX_EVENT_HITS) {
         int cap = R->ev_cap ? 2 * R->ev_cap : 16;
         if (cap > SIM_MAX_EVENT_HITS)
@@ -1044,6 +1187,27 @@ static int post_sample(struct run *R, int i)
             hamel_speeds(R->w, t, q, qd, u);
         mult_lambda(R->mw, t, y, R->lam + (size_t)i * R->nc);
     }
+    if (R->req->n_con > 0) {
+        /* the contact forces from the multipliers at the sample (the formulation's own
+         * in the multipliers formulation) */
+        double *lam =
+            R->req->formulation == SIM_MULTIPLIERS ? R->lam + (size_t)i * R->nc : R->ev_in + m->n_in;
+        if (R->req->formulation == SIM_HAMEL) {
+            memcpy(R->ev_y2, q, n * sizeof *q);
+            memcpy(R->ev_y2 + n, qd, n * sizeof *qd);
+            if (mult_lambda(R->mw, t, R->ev_y2, lam) < 0)
+                for (int j = 0; j < R->nc; j++)
+                    lam[j] = NAN;
+        }
+        for (int c = 0; c < R->req->n_con; c++) {
+            size_t at = (size_t)i * R->req->n_con + c;
+            contact_forces(&R->req->con[c], lam, &R->con_n[at], &R->con_t[at]);
+            if (i == 0 && R->con_n[at] < 0 && isnan(R->con_lift[c]))
+                R->con_lift[c] = t; /* the run starts off the ground */
+            if (i == 0 && R->con_t[at] > R->req->con[c].mu * R->con_n[at] && isnan(R->con_slip[c]))
+                R->con_slip[c] = t;
+        }
+    }
     hamel_observe(R->w, t, q, qd, R->obs);
     R->energy[i] = R->obs[0];
     memcpy(R->res + (size_t)i * R->nc, R->obs + 1, R->nc * sizeof *R->obs);
@@ -1087,11 +1251,47 @@ static void run_free(struct run *R)
     json_decref(R->hamel_points);
     free(R->ev_in);
     free(R->ev_work);
+    free(R->ev_speeds);
+    free(R->ev_y2);
+    free(R->con_n);
+    free(R->con_t);
+    free(R->con_lift);
+    free(R->con_slip);
     free(R->ev_which);
     free(R->ev_t);
     free(R->ev_q);
     free(R->ev_u);
     free(R->ev_qd);
+}
+
+static json_t *series(const double *v, int count, int stride, int offset);
+
+/* checks.contacts: per contact its friction, the normal and tangential force at every
+ * sample and the first lift-off (N < 0) and slip (|F_t| > friction * N) times, located
+ * as events; or why the model gives no normal force. */
+static json_t *contacts_json(const struct run *R)
+{
+    json_t *out = json_object();
+    int nk = R->req->n_con;
+    for (int c = 0; c < nk; c++) {
+        const contact_spec *cs = &R->req->con[c];
+        json_t *o = json_object();
+        json_object_set_new(o, "friction", json_real(cs->mu));
+        if (cs->normal >= 0) {
+            json_object_set_new(o, "normal", series(R->con_n, R->ns, nk, c));
+            json_object_set_new(o, "tangential", series(R->con_t, R->ns, nk, c));
+            json_object_set_new(
+                o, "lift_off", isnan(R->con_lift[c]) ? json_null() : json_pack("{s:f}", "t", R->con_lift[c]));
+            json_object_set_new(
+                o, "slip", isnan(R->con_slip[c]) ? json_null() : json_pack("{s:f}", "t", R->con_slip[c]));
+        } else {
+            json_object_set_new(o, "normal", json_null());
+            json_object_set_new(o, "tangential", series(R->con_t, R->ns, nk, c));
+            json_object_set_new(o, "reason", json_string(CONTACT_NO_NORMAL));
+        }
+        json_object_set_new(out, cs->name, o);
+    }
+    return out;
 }
 
 /* "events": every crossing listed, in time order. */
@@ -1367,13 +1567,24 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     double *y0 = calloc(2 * n + 1, sizeof *y0);
     int rc;
     if (req->n_ev > 0) {
-        R.ev_in = calloc(m->n_in + req->ev_k, sizeof *R.ev_in);
-        R.ev_work = calloc(req->ev_tape->n_ins, sizeof *R.ev_work);
-        if (!R.ev_in || !R.ev_work) {
+        R.ev_in = calloc(m->n_in + m->nc, sizeof *R.ev_in);
+        R.ev_work = calloc(req->ev_tape ? req->ev_tape->n_ins : 1, sizeof *R.ev_work);
+        R.ev_speeds = calloc(m->k + 1, sizeof *R.ev_speeds);
+        R.ev_y2 = calloc(2 * n, sizeof *R.ev_y2);
+        R.con_n = calloc((size_t)nt * req->n_con + 1, sizeof *R.con_n);
+        R.con_t = calloc((size_t)nt * req->n_con + 1, sizeof *R.con_t);
+        R.con_lift = malloc((req->n_con + 1) * sizeof *R.con_lift);
+        R.con_slip = malloc((req->n_con + 1) * sizeof *R.con_slip);
+        if ((req->ev_lam || req->n_con) && req->formulation == SIM_HAMEL)
+            R.mw = mult_ws_new(m, req->params); /* the multipliers of the Hamel states */
+        if (!R.ev_in || !R.ev_work || !R.ev_speeds || !R.ev_y2 || !R.con_n || !R.con_t || !R.con_lift ||
+            !R.con_slip || ((req->ev_lam || req->n_con) && req->formulation == SIM_HAMEL && !R.mw)) {
             rc = HAMEL_E_INTERNAL;
             *problem = hamel_problem_new(rc, "out of memory");
             goto done;
         }
+        for (int c = 0; c < req->n_con; c++)
+            R.con_lift[c] = R.con_slip[c] = NAN;
     }
     if (m->npos > 0) {
         R.hw = holo_ws_new(m, req->params);
@@ -1513,7 +1724,7 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
                                     : m->tape_fast                      ? "symbolic"
                                                                         : "numeric"));
-    if (R.mw)
+    if (req->formulation == SIM_MULTIPLIERS)
         json_object_set_new(stats, "baumgarte_alpha", json_real(MULT_BAUMGARTE_ALPHA));
     if (req->n_ev > 0)
         json_object_set_new(stats, "event_rhs_evals", json_integer(st.event_rhs_evals));
@@ -1524,7 +1735,9 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     json_object_set_new(body, "trajectory", trajectory_json(&R));
     json_t *checks = checks_json(&R);
     json_object_set_new(body, "checks", checks);
-    if (req->n_ev > 0) {
+    if (req->n_con > 0)
+        json_object_set_new(checks, "contacts", contacts_json(&R));
+    if (req->n_ev_user > 0) {
         json_object_set_new(body, "events", events_json(&R));
         if (R.ev_dropped)
             json_object_set_new(body, "events_dropped", json_integer(R.ev_dropped));

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "engine_types.h"
+#include "hamel.h"
 #include "model.h"
 
 enum sim_formulation { SIM_HAMEL, SIM_MULTIPLIERS };
@@ -42,14 +43,28 @@ typedef struct sim_request {
     int *ev_dir;            /* [n_ev] enum integ_event_dir */
     unsigned char *ev_stop; /* [n_ev] action "stop" */
     expr_ctx *ev_ctx;
-    tape *ev_tape; /* -> g [n_ev] on the model's inputs (speeds are definitions u(q, q', t)) */
-    int ev_k;      /* the model's k when the trajectory reports speeds, else 0 */
+    int n_ev_user;   /* the user's events (listed); the rest are the contacts' (2 each) */
+    tape *ev_tape;   /* -> g [n_ev_user] on the model's inputs [n_in] then the multipliers [nc]
+                      * (speeds and contact forces are definitions) */
+    int ev_k;        /* the model's k when the trajectory reports speeds, else 0 */
+    int *ev_lam_sym; /* [nc] symbol of lambda_<constraint> in ev_ctx, or -1 */
+    int ev_lam;      /* the user's events read the multipliers */
+    int n_con;       /* contacts (contact.h): rolling disks with a friction */
+    struct contact_spec *con;
 } sim_request;
 
 /* Parses and validates a request against the model. On success returns 0 and fills
  * *req (free with sim_request_free); else returns an error code with *problem. */
 int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
                       sim_request *req, json_t **problem);
+
+/* Nonlinear constraints in the reduced form: q' from the speeds u at (t, q) when they
+ * determine it. Returns 0 with qd[n] (and the guess of w at it), or an error with
+ * *problem at `path` (the speeds' JSON path): no q' satisfies the constraints, or more
+ * than one does (the problem names the roots, also as "roots": [{coordinate: q'}], and
+ * asks for qdot, of which the nearest root is taken). */
+int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                    double *qd, const char *path, json_t **problem);
 
 /* Fills values[np] with the model's parameter values overridden by the request's
  * "parameters" object (may be NULL); adds an error to *problem (creating it) for an

@@ -40,7 +40,8 @@ struct sim_watch {
     double t_hit, cond_hit, *y_hit;
     int crossed; /* the determinant changed sign (or vanished) in the last step */
     int switches;
-    char reason[640]; /* why the watch ended the run, or "" */
+    char nl_names[200]; /* the nonlinear constraints (W->nl), for messages */
+    char reason[900];   /* why the watch ended the run, or "" */
 };
 
 int watch_step(double t, const double *y, void *ctx)
@@ -133,6 +134,48 @@ void watch_free(sim_watch *W)
     free(W);
 }
 
+/* Nonlinear constraints in the reduced form: whether every speed is a plain velocity
+ * u_r = q_c' (its row of Psi the unit row e_c, Psi_rt = 0, at two test configurations;
+ * speeds are linear in q', so probing q' = 0 and q' = e_i reads the rows). Then the
+ * watch may re-choose them as it does default speeds, and the samples still report the
+ * model's own speeds as components of q'. Fills cols[k]. */
+static int watch__plain_velocities(const struct engine_model *m, hamel_ws *w, int *cols)
+{
+    int n = m->n, k = m->k;
+    double in[1024], qd[256], u[256], t;
+    if (n > 256 || k > 256 || m->n_in > 1024)
+        return 0;
+    for (int r = 0; r < k; r++)
+        cols[r] = -1;
+    for (int point = 0; point < 2; point++) {
+        model_test_point(m, point, in);
+        t = in[model_input_t(m)];
+        const double *q = in + model_input_q(m);
+        for (int i = -1; i < n; i++) {
+            memset(qd, 0, n * sizeof *qd);
+            if (i >= 0)
+                qd[i] = 1.0;
+            hamel_speeds(w, t, q, qd, u);
+            for (int r = 0; r < k; r++) {
+                if (i < 0) {
+                    if (u[r] != 0.0)
+                        return 0;
+                } else if (u[r] == 1.0) {
+                    if (cols[r] >= 0 && cols[r] != i)
+                        return 0;
+                    cols[r] = i;
+                } else if (u[r] != 0.0) {
+                    return 0;
+                }
+            }
+        }
+    }
+    for (int r = 0; r < k; r++)
+        if (cols[r] < 0)
+            return 0;
+    return 1;
+}
+
 sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
 {
     sim_watch *W = calloc(1, sizeof *W);
@@ -150,6 +193,17 @@ sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
     if (!W->orig || !W->cur || !W->y_prev || !W->y_hit) {
         watch_free(W);
         return NULL;
+    }
+    if (W->nl) {
+        /* speeds that are velocities can be re-chosen as default speeds are */
+        W->movable = watch__plain_velocities(m, w, W->orig);
+        memcpy(W->cur, W->orig, m->k * sizeof *W->cur);
+        W->nl_names[0] = '\0';
+        for (int j = 0, used = 0; j < m->nc; j++)
+            if (!m->cons[j].linear && used < (int)sizeof W->nl_names - 90)
+                used += snprintf(W->nl_names + used, sizeof W->nl_names - (size_t)used, "%s%s",
+                                 used ? ", " : "", m->cons[j].name);
+        return W;
     }
     /* the symbol table may grow while a form is derived (forms.h): read it under the lock */
     pthread_mutex_lock((pthread_mutex_t *)&m->forms_lock);
@@ -174,8 +228,10 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
     long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
     int n = m->n, rc;
     if (W && W->movable) {
-        double cond, det, best;
-        int regular = hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
+        double cond, det, best, qd0[256];
+        /* nonlinear constraints: Psi is taken at q'(q, u) */
+        int regular = (!W->nl || (n <= 256 && hamel_qdot(W->w, t0, y0, y0 + n, qd0) == 0)) &&
+                      hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
         /* start in the best chart when the model's own choice is poor here */
         int saved[256];
         if (W->k <= 256)
@@ -214,7 +270,10 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         evals += seg.rhs_evals;
         wall += seg.wall_ms;
         *st = seg;
-        if (!W || (rc != SIM_WATCH_STOP && !(rc == HAMEL_E_NUMERIC && W->movable)))
+        /* the equations failing in the current chart: re-chosen speeds may pass; with
+         * nonlinear constraints it is q' that could not be solved (the speeds no longer
+         * determine it), said as a singularity */
+        if (!W || (rc != SIM_WATCH_STOP && !(rc == HAMEL_E_NUMERIC && (W->movable || W->nl))))
             break;
         /* the watch stopped the run (or the equations failed in the current chart) */
         double *y = W->crossed || rc != SIM_WATCH_STOP ? W->y_prev : W->y_hit;
@@ -232,14 +291,30 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
             for (int i = 0, used = 0; i < n && used < (int)sizeof cfg - 100; i++)
                 used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i],
                                  q[i]);
-            snprintf(W->reason, sizeof W->reason,
-                     "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
-                     "longer determine q'; %s",
-                     W->crossed ? "became singular" : "became ill-conditioned",
-                     rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
-                     W->crossed ? " (its determinant changed sign)" : "",
-                     W->movable ? "no other choice of velocities is regular there"
-                                : "choose speeds regular along the motion, or leave them to the engine");
+            if (W->nl)
+                snprintf(W->reason, sizeof W->reason,
+                         "Psi (the speeds, the linear constraints and the velocity gradient of the nonlinear "
+                         "constraint %s) %s t = %.10g, q = (%s)%s: the speeds no longer determine q' (two "
+                         "solutions for q' meet there); %s",
+                         W->nl_names,
+                         rc == HAMEL_E_NUMERIC ? "turned singular just after"
+                         : W->crossed          ? "became singular at"
+                                               : "became ill-conditioned at",
+                         rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
+                         W->crossed && rc == SIM_WATCH_STOP ? " (its determinant changed sign)" : "",
+                         W->movable ? "no other choice of velocities is regular there"
+                                    : "choose speeds that stay regular along the motion (plain velocities q' "
+                                      "can be re-chosen by the engine), or use the multipliers formulation");
+            else
+                snprintf(
+                    W->reason, sizeof W->reason,
+                    "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
+                    "longer determine q'; %s",
+                    W->crossed ? "became singular" : "became ill-conditioned",
+                    rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
+                    W->crossed ? " (its determinant changed sign)" : "",
+                    W->movable ? "no other choice of velocities is regular there"
+                               : "choose speeds regular along the motion, or leave them to the engine");
             snprintf(reason, reason_size, "%.*s", (int)reason_size - 1, W->reason);
             st->reason[0] = '\0';
             rc = HAMEL_E_SINGULAR;

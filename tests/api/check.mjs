@@ -514,13 +514,14 @@ async function live() {
 
   const ids = {
     '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/jobs/{id}': jobId,
-    '/v1/batches/{id}': batchId,
+    '/v1/batches/{id}': batchId, '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,
   };
   const unknown = {
     '/v1/models/{id}': `sha256:${'0'.repeat(64)}`,
     '/v1/models/{id}/equations': `sha256:${'0'.repeat(64)}`,
     '/v1/jobs/{id}': '0'.repeat(32),
     '/v1/batches/{id}': '0'.repeat(32),
+    '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,
   };
   const fill = (p, table) => p.replace(/\{id\}/, () => table[p]);
 
@@ -546,6 +547,17 @@ async function live() {
         JSON.stringify([...allow].sort()) === JSON.stringify([...documented].sort()), `documented: ${documented.join(', ')}`);
       check(`${p}: CORS headers on the preflight`,
         Boolean(pre.headers['access-control-allow-origin'] && pre.headers['access-control-max-age']));
+      continue;
+    }
+    if (p.startsWith('/v1/quarantine/')) { // nothing is quarantined here (tests/server/test_isolate.c)
+      const res = await call(base, M, url);
+      conforms(`${label}, a model not quarantined`, M, url, res);
+      check(`${label}, a model not quarantined: 404`, res.status === 404, `${res.status}`);
+      if (tokenBase) {
+        const nt = await call(tokenBase, M, url);
+        conforms(`${label} without a token`, M, url, nt);
+        check(`${label} without a token is 401`, nt.status === 401, `${nt.status}`);
+      }
       continue;
     }
     let body;

@@ -3,7 +3,9 @@
 # build/hamel-remote, which `hamel remote` execs) against the shared rolling-disk case,
 # locally and against a real hamel-server on an ephemeral loopback port with a temporary
 # HAMEL_DATA. Prints one line per check and "N passed, N failed"; exits 1 if any failed.
-# Env: HAMEL_SERVER_BIN (build/hamel-server), HAMEL_CLI_BIN (build/hamel).
+# Env: HAMEL_SERVER_BIN (build/hamel-server), HAMEL_CLI_BIN (build/hamel; hamel-remote
+# beside it), HAMEL_CLI_LONG_T (25000: t_end of the rolling disk for a run of a few
+# seconds; smaller for a sanitizer build, which integrates several times slower).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 srv=${HAMEL_SERVER_BIN:-$top/build/hamel-server}
@@ -147,7 +149,8 @@ run_warnings() {
   expect_exit 0 "$hamel" run "$case_file" && [ ! -s "$work/err" ] && jq -e '.warnings == []' "$work/out" >/dev/null
 }
 check "hamel run (local and remote) prints a failed check as a warning on stderr; none for the case" run_warnings
-jq '.simulation.t_end = 25000 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/long.json"
+long_t=${HAMEL_CLI_LONG_T:-25000}
+jq --argjson t "$long_t" '.simulation.t_end = $t | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/long.json"
 progress() {
   # about 2.5 s of integration unloaded: a line a second with --progress
   expect_exit 0 "$hamel" run "$work/long.json" --progress -o /dev/null || return 1
@@ -157,12 +160,14 @@ check "hamel run --progress: progress lines on stderr for a run longer than a se
 no_progress() {
   # stderr is not a terminal here: nothing is drawn without --progress
   # about 1.5 s of integration unloaded
-  jq '.simulation.t_end = 15000 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/mid.json"
+  jq --argjson t "$long_t" '.simulation.t_end = $t * 0.6 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/mid.json"
   expect_exit 0 "$hamel" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]
 }
 check "no progress on stderr when it is not a terminal" no_progress
 remote_progress() {
-  expect_exit 0 "$hamel" remote --url "$url" run "$work/long.json" --progress -o /dev/null || return 1
+  # the server is the plain build whatever the CLI's: its own few-second run
+  jq '.simulation.t_end = 25000 | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/rlong.json"
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/rlong.json" --progress -o /dev/null || return 1
   has "$work/err" '^hamel remote: [0-9a-f]+ +[0-9.]+% running after 1\.[0-9] s$' &&
     has "$work/err" '^hamel remote: [0-9a-f]+ 100\.0% done after' || return 1
   expect_exit 0 "$hamel" remote --url "$url" run "$work/mid.json" -o /dev/null && [ ! -s "$work/err" ]

@@ -16,7 +16,9 @@
  * after Redis loses its data (FLUSHALL) a job that waited in the stream fails saying so,
  * the running one finishes and new ones run; results in Redis keep their bounds; with
  * Redis held (SIGSTOP), an instance with one poll thread answers /v1/health while its
- * /readyz waits for Redis.
+ * /readyz waits for Redis; a model the engine crashed on through one instance
+ * (HAMEL_TEST_FAULTS=1) is answered from the quarantine by every other, until it is
+ * cleared through any.
  *
  * The suite cluster_auth starts redis-server with a password and an ACL user: two
  * servers, one on each, share database 2; a wrong password and rediss:// are refused
@@ -249,6 +251,8 @@ static void server_start(int i)
                                "HAMEL_ACCESS_LOG=0",
                                "HAMEL_REDIS_TIMEOUT=1",
                                CLUSTER_TIER,
+                               "HAMEL_TEST_FAULTS=1",
+                               "HAMEL_WORKER_MEMORY_MB=1024",
                                NULL};
     cr_assert_eq(harness_start(&srv[i], env), 0, "instance %d did not start (log above)", i);
 }
@@ -537,6 +541,46 @@ Test(cluster, a_job_that_outlives_its_instances_twice_fails_instead_of_running_a
     cr_assert(detail && strstr(detail, "2 instances stopped"), "the problem says why: %s", detail);
     harness_resp_free(&r);
     json_decref(req);
+}
+
+/* A model the engine crashes on (the test hook) through one instance is quarantined on
+ * all: the others answer its 500 engine-fault at once, no worker of theirs dies. */
+Test(cluster, a_poison_model_does_not_walk_from_instance_to_instance)
+{
+    json_t *model = json_pack("{s:s, s:[s], s:s, s:s}", "name", "__fault_abort__", "coordinates", "x",
+                              "kinetic_energy", "x'^2/2", "potential_energy", "x^2/2");
+    json_t *req = json_pack("{s:O, s:{s:{s:f}, s:{s:f}}, s:f}", "model", model, "initial", "q", "x", 1.0,
+                            "qdot", "x", 0.0, "t_end", 1.0);
+    harness_resp r = call(&srv[0], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(r.status, 500, "%ld %s", r.status, r.body);
+    cr_assert(strstr(str(r.json, "type"), "/engine-fault"), "%s", r.body);
+    char id[80];
+    snprintf(id, sizeof id, "%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    cr_assert_eq(metric_sum("hamel_engine_faults_total"), 1, "one worker died, on whichever instance ran it");
+    for (int i = 0; i < CLUSTER_N; i++) {
+        r = call(&srv[i], "POST", "/v1/simulations?wait=30", req);
+        cr_assert_eq(r.status, 500, "instance %d: %ld %s", i, r.status, r.body);
+        cr_assert_str_eq(str(r.json, "model_id"), id, "instance %d", i);
+        cr_assert(str(r.json, "quarantined_until"), "instance %d answers from the quarantine: %s", i, r.body);
+        harness_resp_free(&r);
+    }
+    cr_assert_eq(metric_sum("hamel_engine_faults_total"), 1, "no instance ran it again");
+
+    /* cleared through one instance, it is run again through another (and, the hook on,
+     * crashes its worker again) */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/quarantine/%s", id);
+    r = call(&srv[1], "DELETE", path, NULL);
+    cr_assert_eq(r.status, 204, "%ld %s", r.status, r.body);
+    harness_resp_free(&r);
+    harness_nap(1500); /* past what another instance holds in memory of a record it read */
+    r = call(&srv[2], "POST", "/v1/simulations?wait=30", req);
+    cr_assert_eq(r.status, 500, "%ld %s", r.status, r.body);
+    harness_resp_free(&r);
+    cr_assert_eq(metric_sum("hamel_engine_faults_total"), 2, "run again once cleared");
+    json_decref(req);
+    json_decref(model);
 }
 
 /* ---- 1,000 jobs --------------------------------------------------------------------- */

@@ -16,9 +16,10 @@ unset HAMEL_TOKEN HAMEL_URL
 [ -x "$top/build/hamel" ] || { echo "tests/python: no build/hamel (make all)"; echo "0 passed, 1 failed"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hamel-python-test.XXXXXX")
-pid=
+pids=
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  for p in $pids; do wait "$p" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -34,21 +35,31 @@ if ! "$py" -m venv --system-site-packages "$venv" >"$work/venv.log" 2>&1 ||
 fi
 echo "ok   pip install --no-build-isolation clients/python into a --system-site-packages venv"
 
-mkdir -p "$work/data"
-: >"$work/server.log"
-HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/data" "$srv" >"$work/server.log" 2>&1 &
-pid=$!
-port=
-tries=0
-while [ -z "$port" ] && [ $tries -lt 200 ]; do
-  port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/server.log" | head -n 1)
-  [ -n "$port" ] || sleep 0.1
-  tries=$((tries + 1))
-done
-[ -n "$port" ] || { cat "$work/server.log"; echo "tests/python: the server did not start"; echo "1 passed, 1 failed"; exit 1; }
+# start_server NAME [VAR=value ...]: a server on an ephemeral port; sets $port
+start_server() {
+  name=$1
+  shift
+  mkdir -p "$work/$name/data"
+  : >"$work/$name/log"
+  env HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/$name/data" "$@" "$srv" >"$work/$name/log" 2>&1 &
+  pids="$pids $!"
+  port=
+  tries=0
+  while [ -z "$port" ] && [ $tries -lt 200 ]; do
+    port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/$name/log" | head -n 1)
+    [ -n "$port" ] || sleep 0.1
+    tries=$((tries + 1))
+  done
+  [ -n "$port" ] || { cat "$work/$name/log"; echo "tests/python: the $name server did not start"; echo "1 passed, 1 failed"; exit 1; }
+}
+start_server main
+main_port=$port
+start_server token HAMEL_TOKEN=python-test-token
+token_port=$port
 
 # run from outside the source tree, so `import hamel` is the installed package
-cd "$work" && HAMEL_TEST_URL=http://127.0.0.1:$port HAMEL_TEST_CLI=$top/build/hamel HAMEL_TEST_CASES=$cases \
+cd "$work" && HAMEL_TEST_URL=http://127.0.0.1:$main_port HAMEL_TEST_TOKEN_URL=http://127.0.0.1:$token_port \
+  HAMEL_TEST_TOKEN=python-test-token HAMEL_TEST_CLI=$top/build/hamel HAMEL_TEST_CASES=$cases \
   "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE "$top/tests/python/test_client.py" >"$work/pytest.log" 2>&1
 rc=$?
 cat "$work/pytest.log"

@@ -185,6 +185,15 @@ def test_a_real_results_warnings_are_python_warnings(client, case):
                for w in caught), [str(w.message) for w in caught]
 
 
+def test_a_server_with_a_token(case):
+    url, token = os.environ["HAMEL_TEST_TOKEN_URL"], os.environ["HAMEL_TEST_TOKEN"]
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client(url).simulate(case)
+    assert info.value.status == 401
+    r = hamel.Client(url, token=token).simulate(case)
+    assert r.ok and len(r.t) == 11
+
+
 def test_no_server_is_a_hamel_error():
     with pytest.raises(hamel.HamelError) as info:
         hamel.Client("http://127.0.0.1:9", timeout=2).health()

@@ -26,7 +26,7 @@
 
 #define HARNESS_START_SECONDS 20.0 /* longest wait for the listening line */
 #define HARNESS_STOP_SECONDS 10.0  /* SIGTERM grace before SIGKILL */
-#define HARNESS_MAX_ENV 8
+#define HARNESS_MAX_ENV 12
 #define HARNESS_DIR_MAX 1024         /* directory paths, short enough to append file names */
 #define HARNESS_HEADERS_MAX 8192     /* response headers kept by harness_resp */
 #define HARNESS_TIMEOUT_SECONDS 180L /* one HTTP request, start to end */

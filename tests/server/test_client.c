@@ -524,3 +524,62 @@ Test(client, remote_check_reports_problems)
     const char *usage[] = {"frobnicate", NULL};
     cr_assert_eq(remote(usage), 2, "an unknown command is a usage error");
 }
+
+/* ---- linearize, evaluate, batch -------------------------------------------------------- */
+
+static int count_progress(void *user, const char *id, const char *status, double p)
+{
+    (void)id;
+    (void)status;
+    cr_assert(p >= 0 && p <= 1, "progress %g", p);
+    (*(int *)user)++;
+    return 0;
+}
+
+Test(client, linearize_evaluate_and_a_batch)
+{
+    hamelclient_error err;
+    json_t *lin = NULL, *ev = NULL, *batch = NULL;
+    json_t *lreq = json_pack("{s:O, s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}", "model",
+                             json_object_get(disk, "model"), "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0,
+                             "x", 0.0, "y", 0.0, "speeds", "wd", 0.0, "thd", 0.0, "Omega", 4.0);
+    cr_assert_eq(hamelclient_linearize(cli, lreq, &lin, &err), HAMELCLIENT_OK, "%s", err.message);
+    json_t *a = json_object_get(json_array_get(json_object_get(lin, "points"), 0), "A");
+    cr_assert_eq(json_array_size(a), 8, "A is 8 x 8");
+    /* upright: the tilt rate's row has (4/5) g / r = 15.696 in the tilt's column */
+    cr_assert_float_eq(json_number_value(json_array_get(json_array_get(a, 6), 1)), 15.696, 1e-12);
+
+    json_t *ereq = json_pack("{s:O, s:[O]}", "model", json_object_get(disk, "model"), "states",
+                             json_object_get(json_object_get(disk, "simulation"), "initial"));
+    cr_assert_eq(hamelclient_evaluate(cli, ereq, &ev, &err), HAMELCLIENT_OK, "%s", err.message);
+    cr_assert(
+        json_is_object(json_object_get(json_array_get(json_object_get(ev, "states"), 0), "speeds_dot")));
+
+    json_t *breq = json_pack("{s:O, s:O, s:[{s:{s:{s:f}}}, {s:{s:i}}]}", "model",
+                             json_object_get(disk, "model"), "base", json_object_get(disk, "simulation"),
+                             "runs", "initial", "speeds", "Omega", 3.0, "integrator", "max_steps", 3);
+    int polls = 0;
+    cr_assert_eq(hamelclient_batch(cli, breq, count_progress, &polls, &batch, &err), HAMELCLIENT_OK, "%s",
+                 err.message);
+    cr_assert_geq(polls, 1, "progress was reported");
+    json_t *results = json_object_get(batch, "results");
+    cr_assert_eq(json_array_size(results), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(results, 0), "status")), "done");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(results, 1), "status")), "failed",
+                     "a failed run is a line of the batch, not an error of the call");
+    json_decref(batch);
+    batch = NULL;
+
+    /* an invalid run refuses the whole batch, naming it */
+    json_object_set_new(json_array_get(json_object_get(breq, "runs"), 0), "initial",
+                        json_pack("{s:{s:f}}", "q", "thet", 1.0));
+    int rc = hamelclient_batch(cli, breq, NULL, NULL, &batch, &err);
+    cr_assert_eq(rc, HAMELCLIENT_E_PROBLEM, "got %s", hamelclient_kind_name(rc));
+    cr_assert_null(batch);
+    cr_assert(strstr(err.path, "runs[0]") != NULL, "path %s", err.path);
+    json_decref(breq);
+    json_decref(ev);
+    json_decref(ereq);
+    json_decref(lin);
+    json_decref(lreq);
+}

@@ -163,10 +163,27 @@ Test(server_linearize, nonlinear_constraint_by_newton)
                         json_pack("[{s:s, s:s}]", "name", "appell", "expr", "z'^2 - a^2*(x'^2 + y'^2)"));
     json_t *models[2] = {base, sq};
     harness_resp r[2];
+    /* the squared writing leaves z' = +-a v for these speeds (a 422 naming both roots):
+     * its upper root is given as qdot */
+    double a = json_number_value(json_object_get(json_object_get(base, "parameters"), "a"));
+    harness_resp two =
+        post("/v1/linearize",
+             json_pack("{s:O, s:{s:f, s:f, s:f}, s:{s:f, s:f}, s:[s], s:b}", "model", sq, "q", "x", 0.3, "y",
+                       -0.2, "z", 1.1, "speeds", "eta1", 1.3, "eta2", -0.7, "inputs", "g", "steady", 0));
+    cr_assert_eq(two.status, 422, "two roots: %s", two.body);
+    cr_assert_eq(json_array_size(json_object_get(two.json, "roots")), 2, "%s", two.body);
+    harness_resp_free(&two);
     for (int i = 0; i < 2; i++) {
-        r[i] = post("/v1/linearize", json_pack("{s:O, s:{s:f, s:f, s:f}, s:{s:f, s:f}, s:[s], s:b}", "model",
-                                               models[i], "q", "x", 0.3, "y", -0.2, "z", 1.1, "speeds",
-                                               "eta1", 1.3, "eta2", -0.7, "inputs", "g", "steady", 0));
+        if (i == 0)
+            r[i] =
+                post("/v1/linearize", json_pack("{s:O, s:{s:f, s:f, s:f}, s:{s:f, s:f}, s:[s], s:b}", "model",
+                                                models[i], "q", "x", 0.3, "y", -0.2, "z", 1.1, "speeds",
+                                                "eta1", 1.3, "eta2", -0.7, "inputs", "g", "steady", 0));
+        else
+            r[i] = post("/v1/linearize",
+                        json_pack("{s:O, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}, s:[s], s:b}", "model",
+                                  models[i], "q", "x", 0.3, "y", -0.2, "z", 1.1, "qdot", "x", 1.3, "y", -0.7,
+                                  "z", a * hypot(1.3, 0.7), "inputs", "g", "steady", 0));
         cr_assert_eq(r[i].status, 200, "%s", r[i].body);
     }
     const json_t *p0 = json_array_get(json_object_get(r[0].json, "points"), 0);
@@ -184,9 +201,9 @@ Test(server_linearize, nonlinear_constraint_by_newton)
             }
     harness_resp_free(&r[0]);
     harness_resp_free(&r[1]);
-    harness_resp e = post("/v1/evaluate",
-                          json_pack("{s:O, s:[{s:{s:f, s:f, s:f}, s:{s:f, s:f}}]}", "model", sq, "states",
-                                    "q", "x", 0.0, "y", 0.0, "z", 1.0, "speeds", "eta1", 3.0, "eta2", 4.0));
+    harness_resp e = post("/v1/evaluate", json_pack("{s:O, s:[{s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f}}]}",
+                                                    "model", sq, "states", "q", "x", 0.0, "y", 0.0, "z", 1.0,
+                                                    "qdot", "x", 3.0, "y", 4.0, "z", 1.5));
     cr_assert_eq(e.status, 200, "%s", e.body);
     double xdd = -0.3 * 9.81 * 3.0 / (5.0 * 1.09);
     double got = num_at(json_array_get(json_object_get(e.json, "states"), 0), "speeds_dot", "eta1");

@@ -15,6 +15,10 @@ mkdir -p "$artifacts"
 if [ ! -x "$server" ] && [ -z "${HAMEL_SERVER_BIN:-}" ]; then
   make -C "$repo" --no-print-directory build/hamel-server >&2
 fi
+# the CLI beside the server: the CSV check compares the page's columns with `hamel run --csv`
+if [ ! -x "$(dirname "$server")/hamel" ] && [ -z "${HAMEL_SERVER_BIN:-}" ]; then
+  make -C "$repo" --no-print-directory build/hamel >&2
+fi
 [ -x "$server" ] || { echo "web tests: no server binary at $server"; echo "0 passed, 1 failed"; exit 1; }
 [ -x "$CHROMIUM" ] || { echo "web tests: no chromium at $CHROMIUM (scripts/install-deps.sh test installs it)"; echo "0 passed, 1 failed"; exit 1; }
 command -v node >/dev/null || { echo "web tests: node is missing (scripts/install-deps.sh test installs it)"; echo "0 passed, 1 failed"; exit 1; }

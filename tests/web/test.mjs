@@ -6,7 +6,7 @@
 import { chromium } from "playwright-core";
 import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, extname, dirname, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -548,6 +548,19 @@ await check("a 20-run sweep streams 20 overlaid curves and a summary plot", asyn
     await p11.waitForFunction(() => /sqrt/.test(document.querySelector('[data-testid="plot-sweep-summary"] .chart-title').textContent));
     const dist = Number(await p11.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
     near(dist, Math.hypot(xEnd, one.body.trajectory.q.y.at(-1)), 1e-12, "the final distance from the start at Omega = 5");
+    // two variables: 4 values of Omega for each of 3 values of r, one summary curve per r
+    await p11.fill("#sw-n", "4");
+    await p11.selectOption("#sw-var2", "parameters.r");
+    await p11.fill("#sw-from2", "0.4");
+    await p11.fill("#sw-to2", "0.6");
+    await p11.fill("#sw-n2", "3");
+    await p11.selectOption("#sw-final", "final.q.x");
+    await p11.click('[data-testid="sw-run"]');
+    await p11.waitForFunction(() => document.getElementById("sw-card").dataset.state === "done" && /^12 of 12/.test(document.getElementById("sw-progress-text").textContent));
+    const curves = await p11.locator('[data-testid="plot-sweep"] svg path.series').count();
+    const lines2 = await p11.locator('[data-testid="plot-sweep-summary"] svg path.series').count();
+    const pts2 = await p11.locator('[data-testid="plot-sweep-summary"] svg circle').count();
+    assert(curves === 12 && lines2 === 3 && pts2 === 12, `2-D sweep: ${curves} curves, ${lines2} summary curves, ${pts2} points (12, 3, 12 expected)`);
     await p11.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep.png") });
   } finally {
     await p11.close();
@@ -675,9 +688,15 @@ await check("a failed check is shown as a warning box; the rolling disk has none
 
 /** A second server, started with HAMEL_TOKEN: {url, stop}. */
 async function tokenServer(token) {
+  return otherServer({ HAMEL_TOKEN: token });
+}
+
+/** Another server of this build with extra settings, on `port` (0: any) and its own
+ *  data directory (or `data`): {url, data, stop(keepData)}. */
+async function otherServer(extra, port = 0, data = null) {
   const bin = process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server");
-  const data = mkdtempSync(join(tmpdir(), "hamel-web-token-"));
-  const child = spawn(bin, [], { env: { ...process.env, HAMEL_PORT: "0", HAMEL_STATIC: webRoot, HAMEL_DATA: data, HAMEL_TOKEN: token }, stdio: ["ignore", "pipe", "pipe"] });
+  data = data || mkdtempSync(join(tmpdir(), "hamel-web-other-"));
+  const child = spawn(bin, [], { env: { ...process.env, HAMEL_PORT: String(port), HAMEL_STATIC: webRoot, HAMEL_DATA: data, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
   const url = await new Promise((resolve, reject) => {
     let out = "";
     const timer = setTimeout(() => reject(new Error("the token server did not start: " + out)), 20000);
@@ -685,8 +704,43 @@ async function tokenServer(token) {
     child.stdout.on("data", look);
     child.stderr.on("data", look);
   });
-  return { url: url.replace(/\/+$/, ""), stop: () => { child.kill("SIGTERM"); rmSync(data, { recursive: true, force: true }); } };
+  const exited = new Promise((r) => child.on("exit", r));
+  return {
+    url: url.replace(/\/+$/, ""), data,
+    stop: async (keepData) => { child.kill("SIGTERM"); await exited; if (!keepData) rmSync(data, { recursive: true, force: true }); },
+  };
 }
+
+await check("a run whose result has expired (410) says so and runs again", async () => {
+  // a store of 100 kB keeps no result of 2001 samples once the server restarts
+  const settings = { HAMEL_STORE_BYTES: "100000" };
+  let srv = await otherServer(settings);
+  const port = Number(new URL(srv.url).port);
+  const ex = JSON.parse(readFileSync(join(webRoot, "examples", `${ROLLING_DISK}.json`), "utf8"));
+  const run = { ...ex.simulation, output: { samples: 2001 } };
+  const post = await fetch(srv.url + "/v1/simulations?wait=60", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...run, model: ex.model }) });
+  const job = await post.json();
+  assert(job.status === "done", `the run: ${JSON.stringify(job).slice(0, 200)}`);
+  await srv.stop(true);
+  srv = await otherServer(settings, port, srv.data);
+  const { b, p } = await freshBrowser();
+  try {
+    const gone = await fetch(`${srv.url}/v1/jobs/${job.job_id}`);
+    assert(gone.status === 410, `GET the job after the restart: ${gone.status}, expected 410`);
+    const b64 = Buffer.from(JSON.stringify(run)).toString("base64").replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    await p.goto(`${srv.url}/?model=${job.model_id}&job=${job.job_id}&run=${b64}`);
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    await p.locator('[data-testid="run-again"]').waitFor();
+    assert(/no longer kept/.test(await p.locator('[data-testid="problem"]').innerText()), "the page does not say the result expired");
+    assert(await p.locator("#samples").inputValue() === "2001", "the run's settings are not filled in");
+    await runAndWait(p, '[data-testid="run-again"]');
+    const id = (await p.locator("#job-id").innerText()).replace(/^job /, "").trim();
+    assert(id && id !== job.job_id, "no new job");
+  } finally {
+    await b.close();
+    await srv.stop();
+  }
+});
 
 await check("a server with a token asks for it; the token is kept for the tab, never taken from the address", async () => {
   const token = "web-test-token-7f3a";
@@ -712,7 +766,7 @@ await check("a server with a token asks for it; the token is kept for the tab, n
     assert(!p.url().includes(token), "the token went into the address");
   } finally {
     await b.close();
-    srv.stop();
+    await srv.stop();
   }
 });
 
@@ -767,6 +821,26 @@ await check("what-if: with rerun on change, a parameter's new value runs at once
     assert(await p17.locator('#params .param.changed').count() === 1, "the changed parameter is not marked");
   } finally {
     await p17.close();
+  }
+});
+
+await check("the CSV download has the CLI's columns (hamel run --csv)", async () => {
+  const cli = join(dirname(process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server")), "hamel");
+  const out = spawnSync(cli, ["run", join(webRoot, "examples", `${ROLLING_DISK}.json`), "--csv"], { encoding: "utf8" });
+  assert(out.status === 0, `${cli} run --csv: exit ${out.status} ${out.stderr}`);
+  const want = out.stdout.split("\n")[0];
+  const p18 = await context.newPage();
+  try {
+    await p18.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p18.waitForFunction(() => document.body.dataset.ready === "1");
+    await runAndWait(p18);
+    const [dl] = await Promise.all([p18.waitForEvent("download"), p18.locator("button.dl", { hasText: "CSV" }).click()]);
+    const text = readFileSync(await dl.path(), "utf8");
+    const got = text.split("\n")[0];
+    assert(got === want, `the page's CSV header "${got}" is not the CLI's "${want}"`);
+    assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
+  } finally {
+    await p18.close();
   }
 });
 

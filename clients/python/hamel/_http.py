@@ -81,10 +81,10 @@ class Transport:
             if self._conn is None or fresh:
                 self.close()
                 self._conn = self._connect()
-            if timeout is not None:
-                self._conn.timeout = timeout
-                if self._conn.sock is not None:
-                    self._conn.sock.settimeout(timeout)
+            wait = self.timeout if timeout is None else timeout  # a long poll's is longer
+            self._conn.timeout = wait
+            if self._conn.sock is not None:
+                self._conn.sock.settimeout(wait)
             try:
                 resp = self._send(self._conn, method, path, body, hdrs)
                 raw = resp.read()

@@ -1,0 +1,1330 @@
+/* isolate.c — engine work in supervised worker processes (isolate.h).
+ *
+ * The server side (a pool of exec'd workers, the calls and their supervision) comes
+ * first, then the worker's main loop with its model cache and the test hook.
+ *
+ * Lock order: iso.mu is a leaf; it is never held while a worker is spoken to, while a
+ * process is started or reaped, or during a quarantine or store call.
+ *
+ * Workers are started by one thread of their own (the spawner), which lives until
+ * isolate_stop: a worker asks the kernel for SIGKILL when the thread that started it
+ * ends (PR_SET_PDEATHSIG), so it dies with the server, kill -9 included, but not when
+ * some pool thread that happened to start it ends first.
+ */
+#include "isolate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/sha.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ids.h"
+#include "quarantine.h"
+
+extern char **environ;
+
+enum {
+    ISO_COMPILE = 1,
+    ISO_CHECK,
+    ISO_SIMULATE,
+    ISO_HAMEL,
+    ISO_EVALUATE,
+    ISO_LINEARIZE,
+    ISO_EQUATIONS,
+    ISO_FORM,
+    ISO_CHECK_ALL,
+};
+
+#define ISO_STRINGS 5            /* model id, model text, request, head, argument */
+#define ISO_REPLY_STRINGS 4      /* text, id, canonical, summary */
+#define ISO_RECENT 32            /* model ids a worker is known to hold (affinity) */
+#define ISO_POLL_MS 20           /* how often a waiting caller forwards cancel/progress */
+#define ISO_GRACE_SECONDS 30.0   /* a call's hard deadline past its engine budget */
+#define ISO_NO_BUDGET 3600.0     /* ... when it has none */
+#define ISO_CANCEL_GRACE 10.0    /* a worker that ignores a cancel this long is killed */
+#define ISO_STOP_SECONDS 2.0     /* isolate_stop: a worker's time to exit on its own */
+#define ISO_MAX_FRAME (1u << 31) /* one message, bytes */
+#define ISO_WORKER_MODELS 64     /* compiled models a worker keeps */
+#define ISO_WORKER_BYTES (512UL << 20)
+#define ISO_OOM_CHUNK (64UL << 20)   /* the test hook's allocations */
+#define ISO_OOM_UNCAPPED (2UL << 30) /* ... and where it stops itself without a memory cap */
+
+/* The page shared with a worker: the engine_control of the running call (lock-free
+ * atomics), and a note the worker leaves before it ends itself on purpose. */
+typedef struct iso_shared {
+    engine_control ctl;
+    char note[256];
+} iso_shared;
+
+typedef struct iso_worker {
+    pid_t pid; /* 0: not running */
+    int fd;
+    iso_shared *sh;
+    int busy;
+    uint64_t recent[ISO_RECENT];
+    int recent_next;
+} iso_worker;
+
+/* A request to the spawner thread: start a worker in slot w. */
+typedef struct iso_spawn {
+    iso_worker *w;
+    int rc, done;
+    int async; /* nobody waits: the spawner frees it and frees the slot */
+    struct iso_spawn *next;
+} iso_spawn;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    iso_worker *w;
+    int n;
+    int active, stopping;
+    char exe[PATH_MAX];
+    char memory[32];
+    char code_dir[PATH_MAX];
+    char **envp;
+    atomic_long started, faults;
+    pthread_t spawner;
+    int spawner_running, spawner_stop;
+    pthread_cond_t spawn_more; /* to the spawner: a request, or stop */
+    pthread_cond_t spawn_done; /* from it: a request was served */
+    iso_spawn *spawn_head, *spawn_tail;
+} iso = {.mu = PTHREAD_MUTEX_INITIALIZER,
+         .freed = PTHREAD_COND_INITIALIZER,
+         .spawn_more = PTHREAD_COND_INITIALIZER,
+         .spawn_done = PTHREAD_COND_INITIALIZER};
+
+static void *iso__spawner_main(void *arg);
+static int iso__start_worker(iso_worker *w, int async);
+
+static double iso__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t iso__hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+typedef struct iso_buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} iso_buf;
+
+static void iso__put(iso_buf *b, const void *data, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static void iso__put_u32(iso_buf *b, uint32_t v) { iso__put(b, &v, sizeof v); }
+
+static void iso__put_str(iso_buf *b, const char *s, size_t n)
+{
+    iso__put_u32(b, s ? (uint32_t)n : UINT32_MAX);
+    if (s)
+        iso__put(b, s, n);
+}
+
+/* A message being read: pos walks data[len]. */
+typedef struct iso_msg {
+    const char *data;
+    size_t len, pos;
+    int bad;
+} iso_msg;
+
+static void iso__get(iso_msg *m, void *out, size_t n)
+{
+    if (m->bad || m->len - m->pos < n) {
+        m->bad = 1;
+        memset(out, 0, n);
+        return;
+    }
+    memcpy(out, m->data + m->pos, n);
+    m->pos += n;
+}
+
+/* A string of the message, copied (NUL-terminated; NULL when it was sent as NULL). */
+static char *iso__get_str(iso_msg *m, size_t *len)
+{
+    uint32_t n = 0;
+    iso__get(m, &n, sizeof n);
+    if (len)
+        *len = 0;
+    if (m->bad || n == UINT32_MAX)
+        return NULL;
+    if (m->len - m->pos < n) {
+        m->bad = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        m->bad = 1;
+        return NULL;
+    }
+    memcpy(s, m->data + m->pos, n);
+    s[n] = '\0';
+    m->pos += n;
+    if (len)
+        *len = n;
+    return s;
+}
+
+static int iso__write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int iso__read_all(int fd, char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Sends b as one frame (its length first). */
+static int iso__send(int fd, const iso_buf *b)
+{
+    uint32_t n = (uint32_t)b->len;
+    if (b->failed || b->len >= ISO_MAX_FRAME)
+        return -1;
+    if (iso__write_all(fd, (const char *)&n, sizeof n) != 0)
+        return -1;
+    return iso__write_all(fd, b->p, b->len);
+}
+
+/* Reads one frame into a new buffer (*data, *len). Returns 0, or -1 at end of file or on
+ * an error. */
+static int iso__recv(int fd, char **data, size_t *len)
+{
+    uint32_t n = 0;
+    *data = NULL;
+    if (iso__read_all(fd, (char *)&n, sizeof n) != 0 || n >= ISO_MAX_FRAME)
+        return -1;
+    char *p = malloc((size_t)n + 1);
+    if (!p)
+        return -1;
+    if (iso__read_all(fd, p, n) != 0) {
+        free(p);
+        return -1;
+    }
+    p[n] = '\0';
+    *data = p;
+    *len = n;
+    return 0;
+}
+
+/* ---- the pool ------------------------------------------------------------------------ */
+
+/* env with the sanitizer options a worker needs appended (harmless in a plain build): a
+ * failed allocation returns NULL (the memory cap is RLIMIT_AS, and the engine checks its
+ * allocations), and the test hook may set SIGSEGV's handler back to the default. */
+static char **iso__worker_env(void)
+{
+    static const char *const names[] = {"ASAN_OPTIONS", "TSAN_OPTIONS"};
+    static const char add[] = "allocator_may_return_null=1:allow_user_segv_handler=1";
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 3, sizeof *env);
+    if (!env)
+        return NULL;
+    int seen[2] = {0, 0};
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        int which = -1;
+        for (int j = 0; j < 2; j++)
+            if (!strncmp(e, names[j], strlen(names[j])) && e[strlen(names[j])] == '=')
+                which = j;
+        if (which < 0) {
+            env[k++] = strdup(e);
+            continue;
+        }
+        seen[which] = 1;
+        size_t len = strlen(e) + sizeof add + 2;
+        env[k] = malloc(len);
+        if (env[k])
+            snprintf(env[k], len, "%s%s%s", e, e[strlen(names[which]) + 1] ? ":" : "", add);
+        k++;
+    }
+    for (int j = 0; j < 2; j++) {
+        if (seen[j])
+            continue;
+        size_t len = strlen(names[j]) + sizeof add + 2;
+        env[k] = malloc(len);
+        if (env[k])
+            snprintf(env[k], len, "%s=%s", names[j], add);
+        k++;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (!env[i]) {
+            for (size_t j = 0; j < k; j++)
+                free(env[j]);
+            free(env);
+            return NULL;
+        }
+    return env;
+}
+
+int isolate_start(const isolate_config *cfg)
+{
+    if (cfg->max_workers < 1 || !cfg->exe || strlen(cfg->exe) >= sizeof iso.exe) {
+        fprintf(stderr, "hamel-server: the engine workers cannot be set up\n");
+        return -1;
+    }
+    char **env = iso__worker_env();
+    iso_worker *w = calloc((size_t)cfg->max_workers, sizeof *w);
+    if (!env || !w) {
+        free(w);
+        fprintf(stderr, "hamel-server: out of memory setting up the engine workers\n");
+        return -1;
+    }
+    pthread_mutex_lock(&iso.mu);
+    iso.w = w;
+    iso.n = cfg->max_workers;
+    iso.envp = env;
+    snprintf(iso.exe, sizeof iso.exe, "%s", cfg->exe);
+    snprintf(iso.memory, sizeof iso.memory, "%ld", cfg->memory_mb > 0 ? cfg->memory_mb : 0L);
+    snprintf(iso.code_dir, sizeof iso.code_dir, "%s", cfg->code_dir ? cfg->code_dir : "");
+    iso.stopping = 0;
+    iso.active = 1;
+    iso.spawner_stop = 0;
+    iso.spawner_running = pthread_create(&iso.spawner, NULL, iso__spawner_main, NULL) == 0;
+    int ok = iso.spawner_running;
+    if (ok)
+        iso.w[0].busy = 1; /* the first worker is started now, in the background */
+    pthread_mutex_unlock(&iso.mu);
+    if (!ok) {
+        fprintf(stderr, "hamel-server: cannot start the engine workers' thread\n");
+        return -1;
+    }
+    if (iso__start_worker(&iso.w[0], 1) != 0) {
+        pthread_mutex_lock(&iso.mu);
+        iso.w[0].busy = 0;
+        pthread_mutex_unlock(&iso.mu);
+    }
+    return 0;
+}
+
+int isolate_active(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    int a = iso.active;
+    pthread_mutex_unlock(&iso.mu);
+    return a;
+}
+
+void isolate_counts(long *started, long *faults)
+{
+    *started = atomic_load(&iso.started);
+    *faults = atomic_load(&iso.faults);
+}
+
+/* Closes a worker's end and mapping and reaps its process (already ending: its socket
+ * gave end of file, or it was killed). Returns the wait status. */
+static int iso__reap(iso_worker *w)
+{
+    int status = 0;
+    close(w->fd);
+    w->fd = -1;
+    if (w->sh)
+        munmap(w->sh, sizeof *w->sh);
+    w->sh = NULL;
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    w->pid = 0;
+    memset(w->recent, 0, sizeof w->recent);
+    return status;
+}
+
+/* Starts a worker process in slot w (reserved by the caller). Returns 0 or -1. */
+static int iso__spawn(iso_worker *w)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    int shm = memfd_create("hamel-engine-worker", MFD_CLOEXEC);
+    iso_shared *sh = MAP_FAILED;
+    if (shm >= 0 && ftruncate(shm, sizeof *sh) == 0)
+        sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
+    if (sh == MAP_FAILED) {
+        if (shm >= 0)
+            close(shm);
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, 2, 1); /* stdout is the server's listening line */
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, shm, 4);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+    char *argv[] = {iso.exe, "--engine-worker", "3", "4", iso.memory, iso.code_dir, NULL};
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, iso.exe, &fa, NULL, argv, iso.envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(sv[1]);
+    close(shm);
+    if (rc != 0) {
+        fprintf(stderr, "hamel-server: cannot start an engine worker (%s): %s\n", iso.exe, strerror(rc));
+        munmap(sh, sizeof *sh);
+        close(sv[0]);
+        return -1;
+    }
+    w->pid = pid;
+    w->fd = sv[0];
+    w->sh = sh;
+    atomic_fetch_add(&iso.started, 1);
+    return 0;
+}
+
+static void *iso__spawner_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&iso.mu);
+    for (;;) {
+        while (!iso.spawn_head && !iso.spawner_stop)
+            pthread_cond_wait(&iso.spawn_more, &iso.mu);
+        iso_spawn *r = iso.spawn_head;
+        if (!r)
+            break;
+        iso.spawn_head = r->next;
+        if (!iso.spawn_head)
+            iso.spawn_tail = NULL;
+        pthread_mutex_unlock(&iso.mu);
+        int rc = iso__spawn(r->w);
+        pthread_mutex_lock(&iso.mu);
+        if (r->async) {
+            r->w->busy = 0;
+            pthread_cond_broadcast(&iso.freed);
+            free(r);
+            continue;
+        }
+        r->rc = rc;
+        r->done = 1;
+        pthread_cond_broadcast(&iso.spawn_done);
+    }
+    pthread_mutex_unlock(&iso.mu);
+    return NULL;
+}
+
+/* Has the spawner thread start a worker in slot w (reserved by the caller): 0 or -1.
+ * With async, returns at once (the slot is freed once it is started). */
+static int iso__start_worker(iso_worker *w, int async)
+{
+    iso_spawn local = {w, -1, 0, 0, NULL};
+    iso_spawn *r = async ? calloc(1, sizeof *r) : &local;
+    if (!r)
+        return -1;
+    r->w = w;
+    r->async = async;
+    pthread_mutex_lock(&iso.mu);
+    if (!iso.spawner_running || iso.spawner_stop) {
+        pthread_mutex_unlock(&iso.mu);
+        if (async)
+            free(r);
+        return -1;
+    }
+    if (iso.spawn_tail)
+        iso.spawn_tail->next = r;
+    else
+        iso.spawn_head = r;
+    iso.spawn_tail = r;
+    pthread_cond_signal(&iso.spawn_more);
+    while (!async && !local.done)
+        pthread_cond_wait(&iso.spawn_done, &iso.mu);
+    pthread_mutex_unlock(&iso.mu);
+    return async ? 0 : local.rc;
+}
+
+/* Takes a free worker, preferring one known to hold the model `key`; NULL when stopping. */
+static iso_worker *iso__acquire(uint64_t key)
+{
+    pthread_mutex_lock(&iso.mu);
+    for (;;) {
+        if (iso.stopping || !iso.active) {
+            pthread_mutex_unlock(&iso.mu);
+            return NULL;
+        }
+        iso_worker *best = NULL;
+        int best_score = -1;
+        for (int i = 0; i < iso.n; i++) {
+            iso_worker *w = &iso.w[i];
+            if (w->busy)
+                continue;
+            int score = w->pid ? 1 : 0; /* a running worker before starting one */
+            for (int r = 0; key && w->pid && r < ISO_RECENT; r++)
+                if (w->recent[r] == key)
+                    score = 2;
+            if (score > best_score) {
+                best = w;
+                best_score = score;
+            }
+        }
+        if (best) {
+            best->busy = 1;
+            pthread_mutex_unlock(&iso.mu);
+            return best;
+        }
+        pthread_cond_wait(&iso.freed, &iso.mu);
+    }
+}
+
+static void iso__release(iso_worker *w, uint64_t key)
+{
+    pthread_mutex_lock(&iso.mu);
+    if (key && w->pid) {
+        int known = 0;
+        for (int r = 0; r < ISO_RECENT; r++)
+            known |= w->recent[r] == key;
+        if (!known) {
+            w->recent[w->recent_next] = key;
+            w->recent_next = (w->recent_next + 1) % ISO_RECENT;
+        }
+    }
+    w->busy = 0;
+    pthread_cond_broadcast(&iso.freed);
+    pthread_mutex_unlock(&iso.mu);
+}
+
+void isolate_stop(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    if (!iso.active) {
+        pthread_mutex_unlock(&iso.mu);
+        return;
+    }
+    iso.stopping = 1;
+    pthread_cond_broadcast(&iso.freed);
+    while (1) { /* calls still running end first (they see stopping when they end) */
+        int busy = 0;
+        for (int i = 0; i < iso.n; i++)
+            busy |= iso.w[i].busy;
+        if (!busy)
+            break;
+        pthread_cond_wait(&iso.freed, &iso.mu);
+    }
+    iso.active = 0;
+    iso_worker *w = iso.w;
+    int n = iso.n;
+    iso.w = NULL;
+    iso.n = 0;
+    char **env = iso.envp;
+    iso.envp = NULL;
+    pthread_mutex_unlock(&iso.mu);
+    for (int i = 0; i < n; i++) /* end of file: each worker exits */
+        if (w[i].pid) {
+            shutdown(w[i].fd, SHUT_RDWR);
+        }
+    double deadline = iso__now() + ISO_STOP_SECONDS;
+    for (int i = 0; i < n; i++) {
+        if (!w[i].pid)
+            continue;
+        int status;
+        while (waitpid(w[i].pid, &status, WNOHANG) == 0 && iso__now() < deadline) {
+            struct timespec ts = {0, 10000000L};
+            nanosleep(&ts, NULL);
+        }
+        kill(w[i].pid, SIGKILL); /* harmless when it has ended (not reaped yet: it stays ours) */
+        iso__reap(&w[i]);
+    }
+    pthread_mutex_lock(&iso.mu);
+    iso.spawner_stop = 1;
+    pthread_cond_broadcast(&iso.spawn_more);
+    int joined = iso.spawner_running;
+    iso.spawner_running = 0;
+    pthread_mutex_unlock(&iso.mu);
+    if (joined)
+        pthread_join(iso.spawner, NULL);
+    free(w);
+    for (size_t i = 0; env && env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+/* ---- calls --------------------------------------------------------------------------- */
+
+typedef struct iso_call {
+    int op;
+    const char *model_id;   /* the model's id, or for a compilation the id of its text */
+    const char *model_name; /* for messages, may be NULL */
+    const char *what;       /* "compiling", "running", ... for messages */
+    const char *text[ISO_STRINGS];
+    size_t text_len[ISO_STRINGS];
+    const engine_limits *limits;
+    engine_control *ctl;
+    double budget; /* seconds the engine may take (0: none) */
+    /* the reply */
+    int rc;
+    char *out[ISO_REPLY_STRINGS];
+    size_t out_len[ISO_REPLY_STRINGS];
+    uint64_t bytes;
+} iso_call;
+
+static void iso__call_clear(iso_call *c)
+{
+    for (int i = 0; i < ISO_REPLY_STRINGS; i++) {
+        free(c->out[i]);
+        c->out[i] = NULL;
+    }
+}
+
+static const char *iso__signal_name(int sig, char buf[32])
+{
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev)
+        snprintf(buf, 32, "SIG%s", abbrev);
+    else
+        snprintf(buf, 32, "signal %d", sig);
+    return buf;
+}
+
+/* The problem of a call whose worker died (status: its wait status), quarantining the
+ * model. */
+static json_t *iso__fault(const iso_call *c, int status, int timed_out, const char *note)
+{
+    char sig[32] = "", detail[768], how[128];
+    if (timed_out)
+        snprintf(how, sizeof how, "did not answer within its deadline and was killed");
+    else if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "died of %s", iso__signal_name(WTERMSIG(status), sig));
+    else if (WIFEXITED(status))
+        snprintf(how, sizeof how, "exited with status %d", WEXITSTATUS(status));
+    else
+        snprintf(how, sizeof how, "ended");
+    snprintf(detail, sizeof detail,
+             "the engine worker process %s while %s model %s%s%s%s%s; the model is quarantined (an "
+             "operator can clear it: DELETE /v1/quarantine/%s)",
+             how, c->what, c->model_name ? "\"" : "", c->model_name ? c->model_name : "",
+             c->model_name ? "\" (" : "", c->model_id, c->model_name ? ")" : "", c->model_id);
+    if (note && *note) {
+        size_t l = strlen(detail);
+        snprintf(detail + l, sizeof detail - l, "; %s", note);
+    }
+    json_t *p = hamel_problem_new(HAMEL_E_ENGINE_FAULT, detail);
+    json_object_set_new(p, "model_id", json_string(c->model_id));
+    if (c->model_name)
+        json_object_set_new(p, "model_name", json_string(c->model_name));
+    if (sig[0])
+        json_object_set_new(p, "signal", json_string(sig));
+    else if (timed_out)
+        json_object_set_new(p, "signal", json_string("SIGKILL"));
+    json_object_set_new(p, "operation", json_string(c->what));
+    quarantine_add(c->model_id, p);
+    atomic_fetch_add(&iso.faults, 1);
+    fprintf(stderr, "hamel-server: engine fault: %s\n", detail);
+    return p;
+}
+
+/* Waits for the reply on w, forwarding cancel and progress. Returns 0 with the frame,
+ * -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2 when it
+ * was killed for not stopping after a cancel). */
+static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *timed_out)
+{
+    double start = iso__now(), cancelled_at = 0;
+    double deadline = start + (c->budget > 0 ? c->budget : ISO_NO_BUDGET) + ISO_GRACE_SECONDS;
+    *timed_out = 0;
+    for (;;) {
+        struct pollfd pfd = {w->fd, POLLIN, 0};
+        int r = poll(&pfd, 1, ISO_POLL_MS);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r > 0)
+            break;
+        if (c->ctl) {
+            int cancel = atomic_load(&c->ctl->cancel);
+            if (cancel && !atomic_load(&w->sh->ctl.cancel)) {
+                atomic_store(&w->sh->ctl.cancel, cancel);
+                cancelled_at = iso__now();
+            }
+            atomic_store(&c->ctl->progress, atomic_load(&w->sh->ctl.progress));
+        }
+        double now = iso__now();
+        if (now > deadline || (cancelled_at > 0 && now > cancelled_at + ISO_CANCEL_GRACE)) {
+            kill(w->pid, SIGKILL);
+            *timed_out = now > deadline ? 1 : 2;
+            return -1;
+        }
+    }
+    if (c->ctl)
+        atomic_store(&c->ctl->progress, atomic_load(&w->sh->ctl.progress));
+    return iso__recv(w->fd, data, len);
+}
+
+/* Runs call c in a worker. Returns the engine's status (the reply in c->out), or
+ * HAMEL_E_ENGINE_FAULT / HAMEL_E_UNAVAILABLE with *problem. */
+static int iso__run(iso_call *c, json_t **problem)
+{
+    uint64_t key = iso__hash(c->model_id);
+    iso_buf b = {0};
+    iso__put_u32(&b, (uint32_t)c->op);
+    engine_limits lim = c->limits ? *c->limits : engine_default_limits;
+    iso__put(&b, &lim, sizeof lim);
+    for (int i = 0; i < ISO_STRINGS; i++)
+        iso__put_str(&b, c->text[i], c->text_len[i]);
+    if (b.failed) {
+        free(b.p);
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory sending the engine call");
+        return HAMEL_E_INTERNAL;
+    }
+    for (int attempt = 0;; attempt++) {
+        iso_worker *w = iso__acquire(key);
+        if (!w) {
+            free(b.p);
+            *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, "the service is stopping; retry");
+            return HAMEL_E_UNAVAILABLE;
+        }
+        if (!w->pid && iso__start_worker(w, 0) != 0) {
+            iso__release(w, 0);
+            free(b.p);
+            *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, "no engine worker could be started; retry");
+            return HAMEL_E_UNAVAILABLE;
+        }
+        engine_control *sc = &w->sh->ctl;
+        atomic_store(&sc->cancel, c->ctl ? atomic_load(&c->ctl->cancel) : 0);
+        atomic_store(&sc->progress, 0.0);
+        sc->max_steps = c->ctl ? c->ctl->max_steps : 0;
+        sc->max_wall_seconds = c->ctl ? c->ctl->max_wall_seconds : 0;
+        w->sh->note[0] = '\0';
+        if (iso__send(w->fd, &b) != 0) {
+            /* It had ended before this call (killed from outside): not this model's fault.
+             * Start another and send once more. */
+            kill(w->pid, SIGKILL);
+            iso__reap(w);
+            iso__release(w, 0);
+            if (attempt == 0)
+                continue;
+            free(b.p);
+            *problem =
+                hamel_problem_new(HAMEL_E_UNAVAILABLE, "the engine worker could not be reached; retry");
+            return HAMEL_E_UNAVAILABLE;
+        }
+        char *data = NULL;
+        size_t len = 0;
+        int timed_out = 0;
+        if (iso__wait(w, c, &data, &len, &timed_out) != 0) {
+            char note[sizeof w->sh->note];
+            memcpy(note, w->sh->note, sizeof note);
+            note[sizeof note - 1] = '\0';
+            int status = iso__reap(w);
+            iso__release(w, 0);
+            free(b.p);
+            if (timed_out == 2) { /* cancelled: the call ends as cancelled, the model is not at fault */
+                *problem = hamel_problem_new(HAMEL_E_CANCELLED, "cancelled (the engine worker was stopped)");
+                return HAMEL_E_CANCELLED;
+            }
+            *problem = iso__fault(c, status, timed_out, note);
+            return HAMEL_E_ENGINE_FAULT;
+        }
+        iso__release(w, key);
+        free(b.p);
+        iso_msg m = {data, len, 0, 0};
+        int32_t rc = 0;
+        iso__get(&m, &rc, sizeof rc);
+        for (int i = 0; i < ISO_REPLY_STRINGS; i++)
+            c->out[i] = iso__get_str(&m, &c->out_len[i]);
+        iso__get(&m, &c->bytes, sizeof c->bytes);
+        free(data);
+        if (m.bad) {
+            iso__call_clear(c);
+            *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the engine worker's answer could not be read");
+            return HAMEL_E_INTERNAL;
+        }
+        c->rc = rc;
+        if (rc != 0) { /* the problem document */
+            *problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
+            if (!*problem)
+                *problem = hamel_problem_new(rc, NULL);
+        }
+        return rc;
+    }
+}
+
+static double iso__budget(const engine_limits *lim, const engine_control *ctl, int run)
+{
+    if (!lim)
+        lim = &engine_default_limits;
+    double b = run ? lim->max_wall_seconds : lim->max_compile_seconds;
+    if (ctl && ctl->max_wall_seconds > b)
+        b = ctl->max_wall_seconds;
+    return b;
+}
+
+/* The quarantine's answer for model id, if it is quarantined (returns 1). */
+static int iso__quarantined(const char *id, json_t **problem) { return quarantine_check(id, problem); }
+
+/* The request's JSON text without its model (the worker has it by id). */
+static char *iso__request_text(const json_t *request)
+{
+    if (!json_is_object(request))
+        return json_dumps(request, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_t *copy = json_copy((json_t *)request);
+    if (!copy)
+        return NULL;
+    json_object_del(copy, "model");
+    char *t = json_dumps(copy, JSON_COMPACT);
+    json_decref(copy);
+    return t;
+}
+
+/* The model's name (a new string) from its summary, for messages; NULL if none. */
+static char *iso__name_of(const engine_model *m)
+{
+    json_t *s = engine_model_summary(m);
+    const char *n = json_string_value(json_object_get(s, "name"));
+    char *out = n ? strdup(n) : NULL;
+    json_decref(s);
+    return out;
+}
+
+/* A call on a compiled model (a shell): request text and head prepared, run in a worker. */
+static int iso__model_call(int op, const char *what, const engine_model *m, const json_t *request,
+                           const char *arg, const json_t *head, const engine_limits *limits,
+                           engine_control *ctl, int run, iso_call *c, json_t **problem)
+{
+    memset(c, 0, sizeof *c);
+    if (iso__quarantined(engine_model_id(m), problem))
+        return HAMEL_E_ENGINE_FAULT;
+    char *req = request ? iso__request_text(request) : NULL;
+    char *hd = head ? json_dumps(head, JSON_COMPACT) : NULL;
+    char *name = iso__name_of(m);
+    if ((request && !req) || (head && !hd)) {
+        free(req);
+        free(hd);
+        free(name);
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    c->op = op;
+    c->what = what;
+    c->model_id = engine_model_id(m);
+    c->model_name = name;
+    c->text[0] = c->model_id;
+    c->text[1] = engine_model_canonical(m);
+    c->text[2] = req;
+    c->text[3] = hd;
+    c->text[4] = arg;
+    for (int i = 0; i < ISO_STRINGS; i++)
+        c->text_len[i] = c->text[i] ? strlen(c->text[i]) : 0;
+    c->limits = limits;
+    c->ctl = ctl;
+    c->budget = iso__budget(limits, ctl, run);
+    int rc = iso__run(c, problem);
+    free(req);
+    free(hd);
+    free(name);
+    return rc;
+}
+
+/* A call whose result is a JSON document. */
+static int iso__json_call(int op, const char *what, const engine_model *m, const json_t *request,
+                          const char *arg, const engine_limits *limits, engine_control *ctl, json_t **result,
+                          json_t **problem)
+{
+    iso_call c;
+    *result = NULL;
+    *problem = NULL;
+    int rc = iso__model_call(op, what, m, request, arg, NULL, limits, ctl, 0, &c, problem);
+    if (rc == 0) {
+        *result = c.out[0] ? json_loads(c.out[0], JSON_DECODE_ANY, NULL) : NULL;
+        if (!*result) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "the engine worker's result could not be read");
+        }
+    }
+    iso__call_clear(&c);
+    return rc;
+}
+
+int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
+                              engine_model **out, json_t **problem)
+{
+    *out = NULL;
+    *problem = NULL;
+    if (!isolate_active() || !json_is_object(model)) {
+        int rc = engine_model_compile_ctl(model, limits, ctl, out, problem);
+        if (rc == 0 && iso__quarantined(engine_model_id(*out), problem)) {
+            engine_model_release(*out);
+            *out = NULL;
+            return HAMEL_E_ENGINE_FAULT;
+        }
+        return rc;
+    }
+    char *text = json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!text) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)text, strlen(text), d);
+    char spec_id[8 + 2 * SHA256_DIGEST_LENGTH + 1];
+    snprintf(spec_id, sizeof spec_id, "sha256:");
+    ids_hex(d, sizeof d, spec_id + 7);
+    if (iso__quarantined(spec_id, problem)) {
+        free(text);
+        return HAMEL_E_ENGINE_FAULT;
+    }
+    iso_call c;
+    memset(&c, 0, sizeof c);
+    c.op = ISO_COMPILE;
+    c.what = "compiling";
+    c.model_id = spec_id;
+    c.model_name = json_string_value(json_object_get(model, "name"));
+    c.text[1] = text;
+    for (int i = 0; i < ISO_STRINGS; i++)
+        c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+    c.limits = limits;
+    c.ctl = ctl;
+    c.budget = iso__budget(limits, ctl, 0);
+    int rc = iso__run(&c, problem);
+    free(text);
+    if (rc == 0) {
+        json_t *summary = c.out[3] ? json_loads(c.out[3], 0, NULL) : NULL;
+        *out =
+            summary && c.out[1] && c.out[2] ? engine_model_shell(c.out[1], c.out[2], summary, c.bytes) : NULL;
+        json_decref(summary);
+        if (!*out) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "the engine worker's model could not be read");
+        } else if (iso__quarantined(engine_model_id(*out), problem)) {
+            engine_model_release(*out);
+            *out = NULL;
+            rc = HAMEL_E_ENGINE_FAULT;
+        }
+    }
+    iso__call_clear(&c);
+    return rc;
+}
+
+int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                             json_t **problem)
+{
+    *problem = NULL;
+    if (!engine_model_is_shell(m))
+        return engine_simulation_check(m, request, limits, problem);
+    iso_call c;
+    int rc = iso__model_call(ISO_CHECK, "checking a simulation of", m, request, NULL, NULL, limits, NULL, 0,
+                             &c, problem);
+    iso__call_clear(&c);
+    return rc;
+}
+
+int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
+                                 json_t **problems, json_t **problem)
+{
+    *problem = NULL;
+    size_t n = json_array_size(requests);
+    if (!engine_model_is_shell(m)) {
+        for (size_t i = 0; i < n; i++) {
+            problems[i] = NULL;
+            engine_simulation_check(m, json_array_get(requests, i), limits, &problems[i]);
+        }
+        return 0;
+    }
+    json_t *result = NULL;
+    int rc = iso__json_call(ISO_CHECK_ALL, "checking a simulation of", m, requests, NULL, limits, NULL,
+                            &result, problem);
+    if (rc == 0 && json_array_size(result) != n) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "the engine worker's checks could not be read");
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *p = json_array_get(result, i);
+        problems[i] = json_is_object(p) ? json_incref(p) : NULL;
+    }
+    json_decref(result);
+    return rc;
+}
+
+int isolate_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
+                          engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem)
+{
+    *text = NULL;
+    *len = 0;
+    *problem = NULL;
+    if (!engine_model_is_shell(m))
+        return engine_simulate_text(m, request, limits, ctl, head, text, len, problem);
+    iso_call c;
+    int rc = iso__model_call(ISO_SIMULATE, "running", m, request, NULL, head, limits, ctl, 1, &c, problem);
+    if (rc == 0) { /* the result text, passed through */
+        *text = c.out[0];
+        *len = c.out_len[0];
+        c.out[0] = NULL;
+        if (!*text) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "the engine worker's result could not be read");
+        }
+    }
+    iso__call_clear(&c);
+    return rc;
+}
+
+int isolate_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                  json_t **problem)
+{
+    if (!engine_model_is_shell(m))
+        return engine_hamel(m, request, limits, result, problem);
+    return iso__json_call(ISO_HAMEL, "computing the Hamel coefficients of", m, request, NULL, limits, NULL,
+                          result, problem);
+}
+
+int isolate_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
+                         engine_control *ctl, json_t **result, json_t **problem)
+{
+    if (!engine_model_is_shell(m))
+        return engine_evaluate_ctl(m, request, limits, ctl, result, problem);
+    return iso__json_call(ISO_EVALUATE, "evaluating", m, request, NULL, limits, ctl, result, problem);
+}
+
+int isolate_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                      engine_control *ctl, json_t **result, json_t **problem)
+{
+    if (!engine_model_is_shell(m))
+        return engine_linearize(m, request, limits, ctl, result, problem);
+    return iso__json_call(ISO_LINEARIZE, "linearizing", m, request, NULL, limits, ctl, result, problem);
+}
+
+int isolate_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
+                               engine_control *ctl, json_t **result, json_t **problem)
+{
+    if (!engine_model_is_shell(m))
+        return form ? engine_equations_form_ctl(m, form, limits, ctl, result, problem)
+                    : engine_equations(m, result, problem);
+    return iso__json_call(form ? ISO_FORM : ISO_EQUATIONS, "deriving the equations of", m, NULL, form, limits,
+                          ctl, result, problem);
+}
+
+/* ---- the worker ---------------------------------------------------------------------- */
+
+typedef struct wk_model {
+    engine_model *m;
+    int abort_on_run; /* the test hook's __fault_abort__ */
+    unsigned long used;
+} wk_model;
+
+static struct {
+    wk_model cache[ISO_WORKER_MODELS];
+    size_t bytes;
+    unsigned long tick;
+    int test_faults;
+    long memory_mb;
+    iso_shared *sh;
+} wk;
+
+/* The test hook (HAMEL_TEST_FAULTS=1): a model named __fault_segv__ raises SIGSEGV and one
+ * named __fault_oom__ allocates without bound while compiled. */
+static void wk__compile_hook(const char *name)
+{
+    if (!wk.test_faults || !name)
+        return;
+    if (!strcmp(name, "__fault_segv__")) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGSEGV, &sa, NULL);
+        raise(SIGSEGV);
+    }
+    if (!strcmp(name, "__fault_oom__")) {
+        size_t total = 0;
+        for (;;) {
+            char *p = malloc(ISO_OOM_CHUNK);
+            if (!p || (!wk.memory_mb && total >= ISO_OOM_UNCAPPED)) {
+                snprintf(wk.sh->note, sizeof wk.sh->note,
+                         "an allocation failed after %zu MiB (the worker's memory cap is %ld MiB)",
+                         total >> 20, wk.memory_mb);
+                abort();
+            }
+            memset(p, 1, ISO_OOM_CHUNK);
+            total += ISO_OOM_CHUNK;
+            __asm__ volatile("" : : "r"(p) : "memory"); /* kept: the allocation is not optimised away */
+        }
+    }
+}
+
+static void wk__evict(void)
+{
+    while (1) {
+        int n = 0, oldest = -1;
+        for (int i = 0; i < ISO_WORKER_MODELS; i++) {
+            if (!wk.cache[i].m)
+                continue;
+            n++;
+            if (oldest < 0 || wk.cache[i].used < wk.cache[oldest].used)
+                oldest = i;
+        }
+        if (oldest < 0 || (n < ISO_WORKER_MODELS && wk.bytes <= ISO_WORKER_BYTES))
+            return;
+        wk.bytes -= engine_model_bytes(wk.cache[oldest].m);
+        engine_model_release(wk.cache[oldest].m);
+        memset(&wk.cache[oldest], 0, sizeof wk.cache[oldest]);
+    }
+}
+
+/* Compiles the model text and keeps it. Returns the engine's status. */
+static int wk__compile(const char *text, const engine_limits *lim, engine_control *ctl, wk_model **out,
+                       json_t **problem)
+{
+    *out = NULL;
+    json_error_t err;
+    json_t *spec = json_loads(text ? text : "", 0, &err);
+    if (!spec) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the engine worker could not read the model");
+        return HAMEL_E_INTERNAL;
+    }
+    const char *name = json_string_value(json_object_get(spec, "name"));
+    wk__compile_hook(name);
+    engine_model *m = NULL;
+    int rc = engine_model_compile_ctl(spec, lim, ctl, &m, problem);
+    int abort_on_run = wk.test_faults && name && !strcmp(name, "__fault_abort__");
+    json_decref(spec);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < ISO_WORKER_MODELS; i++)
+        if (wk.cache[i].m && !strcmp(engine_model_id(wk.cache[i].m), engine_model_id(m))) {
+            engine_model_release(m);
+            wk.cache[i].used = ++wk.tick;
+            *out = &wk.cache[i];
+            return 0;
+        }
+    int slot = -1;
+    for (int i = 0; i < ISO_WORKER_MODELS && slot < 0; i++)
+        if (!wk.cache[i].m)
+            slot = i;
+    if (slot < 0) {
+        wk__evict();
+        for (int i = 0; i < ISO_WORKER_MODELS && slot < 0; i++)
+            if (!wk.cache[i].m)
+                slot = i;
+    }
+    wk.cache[slot].m = m;
+    wk.cache[slot].abort_on_run = abort_on_run;
+    wk.cache[slot].used = ++wk.tick;
+    wk.bytes += engine_model_bytes(m);
+    *out = &wk.cache[slot];
+    wk__evict();
+    return 0;
+}
+
+/* The compiled model of id (compiled from text when this worker does not hold it). */
+static int wk__model(const char *id, const char *text, const engine_limits *lim, engine_control *ctl,
+                     wk_model **out, json_t **problem)
+{
+    for (int i = 0; id && i < ISO_WORKER_MODELS; i++)
+        if (wk.cache[i].m && !strcmp(engine_model_id(wk.cache[i].m), id)) {
+            wk.cache[i].used = ++wk.tick;
+            *out = &wk.cache[i];
+            return 0;
+        }
+    return wk__compile(text, lim, ctl, out, problem);
+}
+
+/* Answers one call; the reply goes to r. */
+static void wk__serve(iso_msg *in, iso_buf *r)
+{
+    uint32_t op = 0;
+    engine_limits lim;
+    iso__get(in, &op, sizeof op);
+    iso__get(in, &lim, sizeof lim);
+    char *s[ISO_STRINGS];
+    for (int i = 0; i < ISO_STRINGS; i++)
+        s[i] = iso__get_str(in, NULL);
+    engine_control *ctl = &wk.sh->ctl;
+    json_t *problem = NULL, *result = NULL, *request = NULL, *head = NULL;
+    char *text = NULL;
+    size_t text_len = 0;
+    const char *id = NULL, *canonical = NULL;
+    char *summary = NULL;
+    uint64_t bytes = 0;
+    int rc = 0;
+    wk_model *wm = NULL;
+    if (in->bad) {
+        rc = HAMEL_E_INTERNAL;
+        problem = hamel_problem_new(rc, "the engine worker could not read the call");
+    } else if (op == ISO_COMPILE) {
+        rc = wk__compile(s[1], &lim, ctl, &wm, &problem);
+        if (rc == 0) {
+            id = engine_model_id(wm->m);
+            canonical = engine_model_canonical(wm->m);
+            json_t *sj = engine_model_summary(wm->m);
+            summary = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
+            json_decref(sj);
+            bytes = engine_model_bytes(wm->m);
+        }
+    } else {
+        rc = wk__model(s[0], s[1], &lim, ctl, &wm, &problem);
+        if (rc == 0 && s[2]) {
+            request = json_loads(s[2], JSON_DECODE_ANY, NULL);
+            if (!request) {
+                rc = HAMEL_E_INTERNAL;
+                problem = hamel_problem_new(rc, "the engine worker could not read the request");
+            }
+        }
+        if (rc == 0 && s[3])
+            head = json_loads(s[3], 0, NULL);
+    }
+    if (rc == 0 && op != ISO_COMPILE) {
+        const engine_model *m = wm->m;
+        switch (op) {
+        case ISO_CHECK: rc = engine_simulation_check(m, request, &lim, &problem); break;
+        case ISO_CHECK_ALL: /* an array of requests: an array of null or problems */
+            result = json_array();
+            for (size_t i = 0; result && i < json_array_size(request); i++) {
+                json_t *p = NULL;
+                engine_simulation_check(m, json_array_get(request, i), &lim, &p);
+                json_array_append_new(result, p ? p : json_null());
+            }
+            break;
+        case ISO_SIMULATE:
+            if (wm->abort_on_run)
+                abort(); /* the test hook's __fault_abort__ */
+            rc = engine_simulate_text(m, request, &lim, ctl, head, &text, &text_len, &problem);
+            break;
+        case ISO_HAMEL: rc = engine_hamel(m, request, &lim, &result, &problem); break;
+        case ISO_EVALUATE: rc = engine_evaluate_ctl(m, request, &lim, ctl, &result, &problem); break;
+        case ISO_LINEARIZE: rc = engine_linearize(m, request, &lim, ctl, &result, &problem); break;
+        case ISO_EQUATIONS: rc = engine_equations(m, &result, &problem); break;
+        case ISO_FORM: rc = engine_equations_form_ctl(m, s[4], &lim, ctl, &result, &problem); break;
+        default: rc = HAMEL_E_INTERNAL; problem = hamel_problem_new(rc, "unknown engine call");
+        }
+    }
+    if (rc != 0) {
+        free(text);
+        text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+        text_len = text ? strlen(text) : 0;
+    } else if (result) {
+        text = json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
+        text_len = text ? strlen(text) : 0;
+    }
+    int32_t rc32 = rc;
+    iso__put(r, &rc32, sizeof rc32);
+    iso__put_str(r, text, text_len);
+    iso__put_str(r, id, id ? strlen(id) : 0);
+    iso__put_str(r, canonical, canonical ? strlen(canonical) : 0);
+    iso__put_str(r, summary, summary ? strlen(summary) : 0);
+    iso__put(r, &bytes, sizeof bytes);
+    free(text);
+    free(summary);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(request);
+    json_decref(head);
+    for (int i = 0; i < ISO_STRINGS; i++)
+        free(s[i]);
+}
+
+/* Caps the address space at what the process maps now plus mb MiB. */
+static void wk__memory_cap(long mb)
+{
+    if (mb <= 0)
+        return;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)mb << 20);
+    struct rlimit rl = {cap, cap};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+        fprintf(stderr, "hamel-server: engine worker: RLIMIT_AS: %s\n", strerror(errno));
+}
+
+int isolate_worker_main(int argc, char **argv)
+{
+    if (argc < 6)
+        return 2;
+    int fd = atoi(argv[2]), shm = atoi(argv[3]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server gone (even kill -9): the worker too */
+    if (getppid() == 1)
+        return 0;
+    signal(SIGPIPE, SIG_IGN);
+    wk.sh = mmap(NULL, sizeof *wk.sh, PROT_READ | PROT_WRITE, MAP_SHARED, shm, 0);
+    close(shm);
+    if (wk.sh == MAP_FAILED)
+        return 2;
+    wk.memory_mb = atol(argv[4]);
+    const char *tf = getenv("HAMEL_TEST_FAULTS");
+    wk.test_faults = tf && !strcmp(tf, "1");
+    engine_init();
+    if (argv[5][0] && engine_code_cache(argv[5]) != 0)
+        fprintf(stderr, "hamel-server: engine worker: code cache %s cannot be made\n", argv[5]);
+    wk__memory_cap(wk.memory_mb);
+    for (;;) {
+        char *data = NULL;
+        size_t len = 0;
+        if (iso__recv(fd, &data, &len) != 0)
+            break;
+        iso_msg in = {data, len, 0, 0};
+        iso_buf r = {0};
+        wk__serve(&in, &r);
+        free(data);
+        int sent = iso__send(fd, &r);
+        free(r.p);
+        if (sent != 0)
+            break;
+    }
+    for (int i = 0; i < ISO_WORKER_MODELS; i++)
+        engine_model_release(wk.cache[i].m);
+    engine_shutdown();
+    munmap(wk.sh, sizeof *wk.sh);
+    return 0;
+}

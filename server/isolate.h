@@ -1,0 +1,95 @@
+/* isolate.h — the engine's work done in supervised worker processes, so that a fault in
+ * the engine (SIGSEGV, SIGBUS, SIGFPE, abort, a runaway allocation) costs one request,
+ * never the service.
+ *
+ * Every engine call that runs on user input (compiling a model, checking and running a
+ * simulation, Hamel coefficients, evaluate, linearize, the equations and their forms)
+ * is sent to an engine worker: this same executable started with --engine-worker
+ * (exec'd with posix_spawn, never a bare fork of the threaded server), which holds a
+ * cache of compiled models keyed by model id, so a model is compiled once per worker.
+ * The server keeps shells of the models (engine_model_shell: id, canonical JSON,
+ * summary), which is all its caches, keys and answers need.
+ *
+ * The protocol on a socketpair is small and length-prefixed: a request {operation,
+ * limits, model id, model JSON text, request JSON text, head, argument} and a reply
+ * {status, text (the result text, passed through as is, or the problem document),
+ * and for a compilation id, canonical JSON, summary, bytes}. Cancellation and progress
+ * go through a page of shared memory holding the call's engine_control (its atomics are
+ * lock-free, so they work across the two processes): while it waits, the calling thread
+ * copies the caller's cancel flag in and the worker's progress out.
+ *
+ * The pool: up to isolate_config.max_workers processes, started when first needed. A
+ * thread takes a free worker (one that has the model compiled, when there is one), sends
+ * it the call and waits. If the process dies (end of file on the socket; waitpid says
+ * how: a signal, or an exit), or passes the call's hard deadline (it is killed), the call
+ * ends with HAMEL_E_ENGINE_FAULT (500 engine-fault) naming the model and the signal, the
+ * model is quarantined (quarantine.h), and the next call starts a new worker. Each worker
+ * caps its own address space (RLIMIT_AS: the memory it had at start plus
+ * isolate_config.memory_mb), so a runaway allocation ends that worker, not the machine.
+ *
+ * Before every call the model's quarantine is consulted: a quarantined model is
+ * answered at once with its recorded problem.
+ *
+ * Without isolate_start (the unit tests, the CLI, HAMEL_ISOLATE=0) every function below
+ * calls the engine in this process (still consulting the quarantine when one is set up).
+ *
+ * Thread-safe. Lock order: the pool mutex is a leaf; it is never held during a call.
+ */
+#ifndef HAMEL_SERVER_ISOLATE_H
+#define HAMEL_SERVER_ISOLATE_H
+
+#include <jansson.h>
+
+#include "engine.h"
+
+typedef struct isolate_config {
+    const char *exe;      /* the worker executable (this hamel-server), borrowed; copied */
+    int max_workers;      /* processes at most (one per thread that can call at once) */
+    long memory_mb;       /* RLIMIT_AS headroom of a worker over its start, MiB (0: none) */
+    const char *code_dir; /* the native code cache for the workers ("" or NULL: none) */
+} isolate_config;
+
+/* Starts the worker pool (no process yet: they start when first needed). Returns 0 or -1
+ * with a message on stderr. Call once from main, after quarantine_start. */
+int isolate_start(const isolate_config *cfg);
+
+/* Ends every worker (closing its socket, then SIGKILL after a moment) and frees the
+ * pool. Calls still running end with HAMEL_E_UNAVAILABLE. Harmless without a start. */
+void isolate_stop(void);
+
+/* Whether the engine runs in worker processes. */
+int isolate_active(void);
+
+/* The worker process's main (hamel-server --engine-worker FD SHMFD MEMORY_MB CODE_DIR):
+ * answers calls on FD until it is closed, then exits. */
+int isolate_worker_main(int argc, char **argv);
+
+/* The engine.h calls of the same names, run in a worker. The models they take are
+ * shells made by isolate_model_compile_ctl (or compiled models, when not isolated). */
+int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
+                              engine_model **out, json_t **problem);
+int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                             json_t **problem);
+/* isolate_simulation_check of every request of the array `requests` in one call (a
+ * batch's runs): problems[i] is NULL or the problem of requests[i] (caller releases).
+ * Returns 0, or an error with *problem when the call itself failed (then no problems[i]
+ * is set). */
+int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
+                                 json_t **problems, json_t **problem);
+int isolate_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
+                          engine_control *ctl, const json_t *head, char **text, size_t *len,
+                          json_t **problem);
+int isolate_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                  json_t **problem);
+int isolate_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
+                         engine_control *ctl, json_t **result, json_t **problem);
+int isolate_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                      engine_control *ctl, json_t **result, json_t **problem);
+/* engine_equations (form NULL, limits and ctl ignored) or engine_equations_form_ctl. */
+int isolate_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
+                               engine_control *ctl, json_t **result, json_t **problem);
+
+/* Worker processes started and faults seen since start (for /metrics). */
+void isolate_counts(long *started, long *faults);
+
+#endif

@@ -1,0 +1,291 @@
+/* test_isolate.c — an engine fault costs one request, never the service (issue 15, item 4),
+ * against the real hamel-server.
+ *
+ * The engine runs in worker processes (server/isolate.h). With HAMEL_TEST_FAULTS=1 a
+ * model named __fault_segv__ raises SIGSEGV while compiled, __fault_oom__ allocates
+ * without bound while compiled (the worker's memory cap, HAMEL_WORKER_MEMORY_MB, ends it)
+ * and __fault_abort__ calls abort() when run. Each must answer 500 engine-fault naming
+ * the model, while a job of another model running at the same time finishes and the
+ * server goes on answering; the model is then quarantined: answered at once (no worker
+ * dies again: hamel_engine_faults_total stays), after a restart on the same HAMEL_DATA
+ * too, until DELETE /v1/quarantine/{id} clears it. Without HAMEL_TEST_FAULTS the names
+ * mean nothing.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define ISO_JOB_SECONDS 120.0 /* generous bound on the long job under a sanitizer */
+
+static harness_server srv, srv2;
+
+static void teardown(void)
+{
+    harness_stop(&srv2); /* first: it may use srv's data directory */
+    harness_stop(&srv);
+}
+
+static const char *const fault_env[] = {"HAMEL_TEST_FAULTS=1", "HAMEL_WORKER_MEMORY_MB=1024", NULL};
+
+static void start(harness_server *s, const char *const *env)
+{
+    cr_assert_eq(harness_start(s, env), 0, "the server did not start (log above)");
+}
+
+/* A one-coordinate model named `name` (a pendulum: V = -cos x). */
+static char *model(const char *name)
+{
+    char *m = NULL;
+    cr_assert(asprintf(&m,
+                       "{\"name\":\"%s\",\"coordinates\":[\"x\"],\"kinetic_energy\":\"x'^2/2\","
+                       "\"potential_energy\":\"-cos(x)\"}",
+                       name) > 0);
+    return m;
+}
+
+/* A simulation request of model(name) to t_end, as JSON text (caller frees). */
+static char *simulation(const char *name, double t_end)
+{
+    char *m = model(name), *r = NULL;
+    cr_assert(asprintf(&r,
+                       "{\"model\":%s,\"initial\":{\"q\":{\"x\":1},\"qdot\":{\"x\":0}},\"t_end\":%g,"
+                       "\"output\":{\"samples\":11},\"integrator\":{\"max_steps\":100000000}}",
+                       m, t_end) > 0);
+    free(m);
+    return r;
+}
+
+static long request(harness_server *s, const char *method, const char *path, const char *body,
+                    harness_resp *r)
+{
+    cr_assert_eq(harness_request(s, method, path, body, NULL, r), CURLE_OK, "%s %s", method, path);
+    return r->status;
+}
+
+static double faults(harness_server *s)
+{
+    harness_resp r = {0};
+    cr_assert_eq(request(s, "GET", "/metrics", NULL, &r), 200);
+    double v = harness_metric(&r, "hamel_engine_faults_total");
+    harness_resp_free(&r);
+    return v;
+}
+
+/* Asserts r is the 500 engine-fault problem of the model named `name`; its model id
+ * goes to id[80]. */
+static void assert_fault(const harness_resp *r, const char *name, const char *signal, char id[80])
+{
+    cr_assert_eq(r->status, 500, "status %ld: %s", r->status, r->body);
+    const char *type = json_string_value(json_object_get(r->json, "type"));
+    cr_assert(type && strstr(type, "/engine-fault"), "type: %s", r->body);
+    const char *mid = json_string_value(json_object_get(r->json, "model_id"));
+    cr_assert(mid && !strncmp(mid, "sha256:", 7), "model_id: %s", r->body);
+    const char *detail = json_string_value(json_object_get(r->json, "detail"));
+    cr_assert(detail && strstr(detail, mid) && strstr(detail, name), "the detail names the model: %s",
+              r->body);
+    cr_assert_str_eq(json_string_value(json_object_get(r->json, "model_name")), name);
+    if (signal)
+        cr_assert_str_eq(json_string_value(json_object_get(r->json, "signal")), signal, "%s", r->body);
+    snprintf(id, 80, "%s", mid);
+}
+
+/* Starts the long job of another model and waits until it runs (its progress, written by
+ * the worker process, is past 0). Its id goes to job[64]. */
+static void start_long_job(char job[64])
+{
+    char *body = simulation("long", 5e5);
+    harness_resp r = {0};
+    long st = request(&srv, "POST", "/v1/simulations", body, &r);
+    free(body);
+    cr_assert(st == 202 || st == 201 || st == 200, "the long job was accepted (%ld: %s)", st, r.body);
+    snprintf(job, 64, "%s", json_string_value(json_object_get(r.json, "job_id")));
+    harness_resp_free(&r);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    double deadline = harness_now() + ISO_JOB_SECONDS;
+    double progress = 0;
+    while (progress <= 0 && harness_now() < deadline) {
+        cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200);
+        progress = json_number_value(json_object_get(r.json, "progress"));
+        const char *st = json_string_value(json_object_get(r.json, "status"));
+        cr_assert(st && (!strcmp(st, "queued") || !strcmp(st, "running")), "%s", r.body);
+        harness_resp_free(&r);
+        if (progress <= 0)
+            harness_nap(20);
+    }
+    cr_assert(progress > 0, "the long job's progress crosses from its worker process");
+}
+
+/* The long job is still running now, then finishes done. */
+static void long_job_finishes(const char *job)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", job);
+    harness_resp r = {0};
+    cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "running",
+                     "the long job ran through the fault: %s", r.body);
+    harness_resp_free(&r);
+    double deadline = harness_now() + ISO_JOB_SECONDS;
+    const char *status = "running";
+    char last[32] = "running";
+    while (!strcmp(last, "running") && harness_now() < deadline) {
+        snprintf(path, sizeof path, "/v1/jobs/%s?wait=5", job);
+        cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200);
+        status = json_string_value(json_object_get(r.json, "status"));
+        snprintf(last, sizeof last, "%s", status ? status : "?");
+        harness_resp_free(&r);
+    }
+    cr_assert_str_eq(last, "done", "the other model's job finished");
+}
+
+static void healthy(harness_server *s)
+{
+    harness_resp r = {0};
+    cr_assert_eq(request(s, "GET", "/v1/health", NULL, &r), 200, "the server goes on answering");
+    harness_resp_free(&r);
+}
+
+Test(isolate, a_segv_while_compiling_costs_one_request, .fini = teardown, .timeout = 300)
+{
+    start(&srv, fault_env);
+    char job[64], id[80];
+    start_long_job(job);
+    char *m = model("__fault_segv__");
+    harness_resp r = {0};
+    request(&srv, "POST", "/v1/models", m, &r);
+    assert_fault(&r, "__fault_segv__", "SIGSEGV", id);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "operation")), "compiling");
+    harness_resp_free(&r);
+    long_job_finishes(job);
+    healthy(&srv);
+    cr_assert_eq(faults(&srv), 1);
+
+    /* quarantined: the same problem at once, no worker dies again (as a simulation too) */
+    char again[80];
+    request(&srv, "POST", "/v1/models", m, &r);
+    assert_fault(&r, "__fault_segv__", "SIGSEGV", again);
+    cr_assert_str_eq(again, id);
+    cr_assert(json_string_value(json_object_get(r.json, "quarantined_until")), "%s", r.body);
+    harness_resp_free(&r);
+    char *sim = simulation("__fault_segv__", 1);
+    request(&srv, "POST", "/v1/simulations?wait=30", sim, &r);
+    assert_fault(&r, "__fault_segv__", "SIGSEGV", again);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv), 1, "answered from the quarantine");
+
+    /* other models are still compiled and run */
+    char *ok = simulation("fine", 1);
+    cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=30", ok, &r), 200, "%s", r.body);
+    harness_resp_free(&r);
+    free(ok);
+    free(sim);
+    free(m);
+}
+
+Test(isolate, a_runaway_allocation_while_compiling_meets_the_memory_cap, .fini = teardown, .timeout = 300)
+{
+    start(&srv, fault_env);
+    char job[64], id[80];
+    start_long_job(job);
+    char *m = model("__fault_oom__");
+    harness_resp r = {0};
+    request(&srv, "POST", "/v1/models", m, &r);
+    assert_fault(&r, "__fault_oom__", NULL, id);
+    harness_resp_free(&r);
+    long_job_finishes(job);
+    healthy(&srv);
+    request(&srv, "POST", "/v1/models", m, &r);
+    assert_fault(&r, "__fault_oom__", NULL, id);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv), 1, "answered from the quarantine");
+    free(m);
+}
+
+Test(isolate, an_abort_while_running_fails_the_job_and_quarantines_until_cleared, .fini = teardown,
+     .timeout = 300)
+{
+    start(&srv, fault_env);
+    char job[64], id[80], again[80];
+    start_long_job(job);
+    char *sim = simulation("__fault_abort__", 1);
+    harness_resp r = {0};
+    request(&srv, "POST", "/v1/simulations?wait=30", sim, &r);
+    assert_fault(&r, "__fault_abort__", "SIGABRT", id);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "operation")), "running");
+    harness_resp_free(&r);
+    long_job_finishes(job);
+    healthy(&srv);
+
+    /* the model compiled: its real id is quarantined, for every request naming it */
+    char path[160];
+    snprintf(path, sizeof path, "/v1/models/%s", id);
+    request(&srv, "GET", path, NULL, &r);
+    assert_fault(&r, "__fault_abort__", "SIGABRT", again);
+    harness_resp_free(&r);
+    request(&srv, "POST", "/v1/simulations?wait=30", sim, &r);
+    assert_fault(&r, "__fault_abort__", "SIGABRT", again);
+    cr_assert_str_eq(again, id);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv), 1, "answered from the quarantine");
+    snprintf(path, sizeof path, "/v1/quarantine/%s", id);
+    cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200, "%s", r.body);
+    harness_resp_free(&r);
+
+    /* after a restart on the same data: still quarantined, at once */
+    int status;
+    cr_assert(harness_stop_checked(&srv, &status), "the server stopped cleanly");
+    char data_env[PATH_MAX + 16];
+    snprintf(data_env, sizeof data_env, "HAMEL_DATA=%s", srv.data);
+    const char *env2[] = {"HAMEL_TEST_FAULTS=1", "HAMEL_WORKER_MEMORY_MB=1024", data_env, NULL};
+    start(&srv2, env2);
+    request(&srv2, "POST", "/v1/simulations?wait=30", sim, &r);
+    assert_fault(&r, "__fault_abort__", "SIGABRT", again);
+    cr_assert_str_eq(again, id);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv2), 0, "answered from the stored quarantine");
+
+    /* an operator clears it: the model is run again (and, the hook still on, faults again) */
+    cr_assert_eq(request(&srv2, "DELETE", path, NULL, &r), 204, "%s", r.body);
+    harness_resp_free(&r);
+    cr_assert_eq(request(&srv2, "DELETE", path, NULL, &r), 404, "%s", r.body);
+    harness_resp_free(&r);
+    request(&srv2, "POST", "/v1/simulations?wait=30", sim, &r);
+    assert_fault(&r, "__fault_abort__", "SIGABRT", again);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv2), 1, "run again after the clear");
+    healthy(&srv2);
+    free(sim);
+}
+
+Test(isolate, the_fault_names_mean_nothing_without_the_test_flag, .fini = teardown, .timeout = 120)
+{
+    start(&srv, NULL);
+    const char *names[] = {"__fault_segv__", "__fault_oom__", "__fault_abort__"};
+    for (int i = 0; i < 3; i++) {
+        char *sim = simulation(names[i], 1);
+        harness_resp r = {0};
+        cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=30", sim, &r), 200, "%s: %s", names[i],
+                     r.body);
+        harness_resp_free(&r);
+        free(sim);
+    }
+    cr_assert_eq(faults(&srv), 0);
+}
+
+Test(isolate, clearing_a_quarantine_needs_the_token, .fini = teardown, .timeout = 120)
+{
+    const char *env[] = {"HAMEL_TEST_FAULTS=1", "HAMEL_TOKEN=sesame", NULL};
+    start(&srv, env);
+    harness_resp r = {0};
+    cr_assert_eq(request(&srv, "DELETE", "/v1/quarantine/sha256:00", NULL, &r), 401, "%s", r.body);
+    harness_resp_free(&r);
+    const char *auth[] = {"Authorization: Bearer sesame", NULL};
+    cr_assert_eq(harness_request(&srv, "DELETE", "/v1/quarantine/sha256:00", NULL, auth, &r), CURLE_OK);
+    cr_assert_eq(r.status, 404, "%s", r.body);
+    harness_resp_free(&r);
+}
