@@ -38,11 +38,12 @@ enum {
     CLI_OPT_PROGRESS = 1 << 3, /* --progress, --no-progress */
     CLI_OPT_Q = 1 << 4,        /* --q name=value,... */
     CLI_OPT_T = 1 << 5,        /* --t T */
-    CLI_OPT_FORM = 1 << 6      /* --form F */
+    CLI_OPT_FORM = 1 << 6,     /* --form F */
+    CLI_OPT_LANG = 1 << 7      /* --lang c|python */
 };
 
 typedef struct cli_args {
-    const char *file, *out, *q, *t, *form;
+    const char *file, *out, *q, *t, *form, *lang;
     int csv, json;
     int progress; /* -1: when standard error is a terminal; 0 never; 1 always */
 } cli_args;
@@ -459,6 +460,30 @@ static int cmd_linearize(const cli_args *a) { return cmd_lin(a, "linearize"); }
 
 static int cmd_evaluate(const cli_args *a) { return cmd_lin(a, "evaluate"); }
 
+/* hamel export FILE [--lang c|python] [-o OUT]: the generated source (engine_code). */
+static int cmd_export(const cli_args *a)
+{
+    engine_model *m;
+    json_t *req, *problem = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    if (cli_compile(a->file, &m, &req, NULL))
+        return CLI_EXIT_PROBLEM;
+    int rc = engine_code(m, req, a->lang ? a->lang : "c", NULL, &text, &len, &problem);
+    json_decref(req);
+    engine_model_release(m);
+    if (rc)
+        return cli_fail(problem);
+    FILE *f = cli_open_out(a->out);
+    int code = CLI_EXIT_USAGE;
+    if (f != NULL) {
+        fwrite(text, 1, len, f);
+        code = cli_close_out(f, a->out);
+    }
+    free(text);
+    return code;
+}
+
 static const cli_command cli_commands[] = {
     {"run",
      "usage: hamel run FILE [--csv|--json] [-o OUT] [--progress|--no-progress]\n"
@@ -496,6 +521,14 @@ static const cli_command cli_commands[] = {
      "FILE is {\"model\": ..., \"evaluate\": {\"states\": [...]}} (or a /v1/evaluate request with\n"
      "\"model\"): prints q', u', q'' and the multipliers at each state.\n",
      CLI_OPT_OUT, cmd_evaluate},
+    {"export",
+     "usage: hamel export FILE [--lang c|python] [-o OUT]\n"
+     "Prints one standalone source file with the right-hand side, its Jacobian, the kinematics\n"
+     "and the parameters of FILE's model. With a simulation request in FILE its state, times and\n"
+     "tolerances are baked in: `cc -O2 -DHAMEL_MAIN file.c -lgsl -lgslcblas -lm` builds a program\n"
+     "(and `python3 file.py` runs the module with scipy) that prints the trajectory as CSV: t, the\n"
+     "coordinates, the speeds.\n",
+     CLI_OPT_OUT | CLI_OPT_LANG, cmd_export},
 };
 
 #define CLI_NCOMMANDS (sizeof cli_commands / sizeof *cli_commands)
@@ -509,6 +542,7 @@ static void cli_usage(FILE *f)
           "  equations FILE [--form F]           the derived equations (F: hamel|appell|kane|maggi|voronec)\n"
           "  linearize FILE                      A, B and eigenvalues about operating points\n"
           "  evaluate FILE                       q', u', q'' and multipliers at states\n"
+          "  export FILE [--lang c|python]       generated code: rhs, Jacobian, a main for a request\n"
           "  remote [--url URL] COMMAND ...      the same against a server, and batch, job, cancel\n"
           "                                      (hamel remote --help)\n"
           "  --version, --help\n",
@@ -538,6 +572,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         {"-q", CLI_OPT_Q, 1},
         {"--t", CLI_OPT_T, 1},
         {"--form", CLI_OPT_FORM, 1},
+        {"--lang", CLI_OPT_LANG, 1},
     };
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
@@ -575,6 +610,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         case CLI_OPT_PROGRESS: a->progress = strcmp(s, "--progress") == 0; break;
         case CLI_OPT_Q: a->q = v; break;
         case CLI_OPT_T: a->t = v; break;
+        case CLI_OPT_LANG: a->lang = v; break;
         default: a->form = v; break;
         }
     }

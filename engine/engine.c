@@ -14,6 +14,7 @@
 
 #include "budget.h"
 #include "equations.h"
+#include "export.h"
 #include "expr_internal.h"
 #include "forms.h"
 #include "hamel.h"
@@ -550,3 +551,39 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
 }
 
 /* engine_evaluate and engine_linearize: lin_api.c. */
+
+int engine_code(const engine_model *m, const json_t *request, const char *lang, const engine_limits *limits,
+                char **text, size_t *len, json_t **problem)
+{
+    *text = NULL;
+    *problem = NULL;
+    int which = EXPORT_C;
+    if (lang && strcmp(lang, "python") == 0) {
+        which = EXPORT_PYTHON;
+    } else if (lang && strcmp(lang, "c") != 0) {
+        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "lang", "must be \"c\" or \"python\"");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    if (!request)
+        return export_source(m, NULL, which, NULL, NULL, text, len, problem);
+    if (!json_is_object(request)) {
+        hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "", "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    json_t *copy = json_copy((json_t *)request); /* without "lang", which is not a simulation field */
+    if (!copy) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    json_object_del(copy, "lang");
+    sim_request req;
+    int rc = sim_request_parse(m, copy, limits ? limits : &engine_default_limits, &req, problem);
+    if (rc == 0) {
+        const json_t *nm = json_object_get(copy, "name"), *ds = json_object_get(copy, "description");
+        rc = export_source(m, &req, which, json_is_string(nm) ? json_string_value(nm) : NULL,
+                           json_is_string(ds) ? json_string_value(ds) : NULL, text, len, problem);
+        sim_request_free(&req);
+    }
+    json_decref(copy);
+    return rc;
+}

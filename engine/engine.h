@@ -146,4 +146,15 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
 int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
                      engine_control *ctl, json_t **result, json_t **problem);
 
+/* Generated code (POST /v1/code, GET /v1/models/{id}/code, hamel export): one standalone
+ * source file for m in `lang` ("c" or "python"; NULL: "c") with the right-hand side,
+ * its Jacobian, the kinematics and the parameters (engine/run/export.h). With a
+ * simulation `request` (its "lang" member is ignored; NULL: none) the file bakes its
+ * initial state, parameters, times and tolerances and has a main. On success *text
+ * (malloc'd, NUL-terminated; caller frees) and *len; else an error code with *problem
+ * (422 naming "lang", a request member, or the model when its formulation cannot be
+ * carried). */
+int engine_code(const engine_model *m, const json_t *request, const char *lang, const engine_limits *limits,
+                char **text, size_t *len, json_t **problem);
+
 #endif

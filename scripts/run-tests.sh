@@ -6,7 +6,8 @@
 #   3. runs the server suite once more against a hamel-server built with
 #      -fsanitize=thread (build-tsan/; Criterion itself cannot run under ThreadSanitizer,
 #      so the test binary is the plain one and the server stops at its first data race);
-#   4. runs the curl recipes, the hamel CLI, the Python client and the browser tests
+#   4. runs the curl recipes, the hamel CLI, the generated code (compiled and run against
+#      hamel run), the Python client and the browser tests
 #      against the real server.
 # Step 1 includes the cluster test (tests/cluster: redis-server, three servers, nginx),
 # once, with the plain build.
@@ -128,6 +129,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
   [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh
+  [ -x tests/export/run.sh ] && run_suite plain "generated code" tests/export/run.sh
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
   [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh

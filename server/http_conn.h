@@ -327,6 +327,14 @@ enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
 /* POST /v1/linearize: the linearization about the body's operating point. */
 enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
 
+/* ---- h_code.c ---- */
+
+/* POST /v1/code: the generated file of a simulation request (its "lang"). */
+enum MHD_Result http__post_code(http_conn *c, json_t *body);
+
+/* GET /v1/models/{id}/code?lang=: the generated file of a model, no state baked in. */
+enum MHD_Result http__model_code(http_conn *c);
+
 /* After an offloaded evaluate/linearize: a cancelled one (c->work_rc HAMEL_E_CANCELLED)
  * becomes 503 unavailable (retry), as a cancelled compilation; `what` names the work. */
 void http__lin_cancelled(http_conn *c, const char *what);

@@ -49,6 +49,7 @@ enum {
     ISO_EQUATIONS,
     ISO_FORM,
     ISO_CHECK_ALL,
+    ISO_CODE,
 };
 
 #define ISO_STRINGS 5            /* model id, model text, request, head, argument */
@@ -1052,6 +1053,30 @@ int isolate_equations_form_ctl(const engine_model *m, const char *form, const en
                           ctl, result, problem);
 }
 
+int isolate_code(const engine_model *m, const json_t *request, const char *lang, const engine_limits *limits,
+                 char **text, size_t *len, json_t **problem)
+{
+    *text = NULL;
+    *len = 0;
+    *problem = NULL;
+    if (!engine_model_is_shell(m))
+        return engine_code(m, request, lang, limits, text, len, problem);
+    iso_call c;
+    int rc = iso__model_call(ISO_CODE, "generating the code of", m, request, lang ? lang : "c", NULL, limits,
+                             NULL, 0, &c, problem);
+    if (rc == 0) { /* the source text, passed through */
+        *text = c.out[0];
+        *len = c.out_len[0];
+        c.out[0] = NULL;
+        if (!*text) {
+            rc = HAMEL_E_INTERNAL;
+            *problem = hamel_problem_new(rc, "the engine worker's file could not be read");
+        }
+    }
+    iso__call_clear(&c);
+    return rc;
+}
+
 /* ---- the worker ---------------------------------------------------------------------- */
 
 typedef struct wk_model {
@@ -1242,6 +1267,7 @@ static void wk__serve(iso_msg *in, iso_buf *r)
         case ISO_LINEARIZE: rc = engine_linearize(m, request, &lim, ctl, &result, &problem); break;
         case ISO_EQUATIONS: rc = engine_equations(m, &result, &problem); break;
         case ISO_FORM: rc = engine_equations_form_ctl(m, s[4], &lim, ctl, &result, &problem); break;
+        case ISO_CODE: rc = engine_code(m, request, s[4], &lim, &text, &text_len, &problem); break;
         default: rc = HAMEL_E_INTERNAL; problem = hamel_problem_new(rc, "unknown engine call");
         }
     }

@@ -29,10 +29,9 @@
 #include "redis.h"
 #include "store.h"
 
-#define MAIN_MODEL_CACHE_SHARE 4   /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
-#define MAIN_BATCHES_KEPT 256      /* batch records kept in memory (finished ones evicted first) */
-#define MAIN_EXIT_SLACK 0.9        /* the watchdog fires this long after the drain: within its + 1 s */
-#define MAIN_WORKER_MEMORY_MB 4096 /* HAMEL_WORKER_MEMORY_MB: an engine worker's address space */
+#define MAIN_MODEL_CACHE_SHARE 4 /* models get 1/4 of HAMEL_CACHE_BYTES, results the rest */
+#define MAIN_BATCHES_KEPT 256    /* batch records kept in memory (finished ones evicted first) */
+#define MAIN_EXIT_SLACK 0.9      /* the watchdog fires this long after the drain: within its + 1 s */
 
 static void *main__model_retain(void *v) { return engine_model_retain(v); }
 static void main__model_release(void *v) { engine_model_release(v); }
@@ -58,19 +57,6 @@ static void *main__watchdog(void *arg)
 
 static const cache_ops main__model_ops = {main__model_retain, main__model_release};
 static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
-
-/* A number from the environment, or def when unset or empty. */
-static double main__env_number(const char *name, double def)
-{
-    const char *v = getenv(name);
-    char *end = NULL;
-    double d = v && *v ? strtod(v, &end) : def;
-    if (v && *v && (*end || d < 0)) {
-        fprintf(stderr, "hamel-server: %s=%s is not a number >= 0; using %g\n", name, v, def);
-        d = def;
-    }
-    return d;
-}
 
 int main(int argc, char **argv)
 {
@@ -126,8 +112,8 @@ int main(int argc, char **argv)
     /* The optimizing code tier (engine/native.h): shared objects cached in
      * HAMEL_CACHE_DIR, else <data>/native; HAMEL_NO_NATIVE=1 turns the tier off. */
     char code_dir[CONFIG_PATH_MAX + 16];
-    const char *cd = getenv("HAMEL_CACHE_DIR");
-    snprintf(code_dir, sizeof code_dir, "%s%s", cd && *cd ? cd : cfg.data, cd && *cd ? "" : "/native");
+    const char *cd = cfg.cache_dir;
+    snprintf(code_dir, sizeof code_dir, "%s%s", *cd ? cd : cfg.data, *cd ? "" : "/native");
     if (engine_code_cache(code_dir) != 0)
         fprintf(
             stderr,
@@ -136,17 +122,15 @@ int main(int argc, char **argv)
             code_dir, code_dir);
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
-    quarantine_start(st, main__env_number("HAMEL_QUARANTINE_SECONDS", QUARANTINE_DEFAULT_SECONDS));
-    const char *isolate_env = getenv("HAMEL_ISOLATE");
-    if (!isolate_env || strcmp(isolate_env, "0") != 0) {
+    quarantine_start(st, cfg.quarantine_seconds);
+    if (cfg.isolate) {
         char exe[CONFIG_PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         /* one worker for each thread that can call the engine at once: the offload pool
          * (2 per poll thread) and the derivations' lane (1 per poll thread), the job
          * workers, and as many for the shared queue */
-        isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1),
-                             (long)main__env_number("HAMEL_WORKER_MEMORY_MB", MAIN_WORKER_MEMORY_MB),
+        isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1), cfg.worker_memory_mb,
                              code_dir};
         if (n <= 0 || isolate_start(&ic) != 0)
             return 1;

@@ -18,6 +18,8 @@
     X(MODELS, "/v1/models")                                                                                  \
     X(MODEL, "/v1/models/{id}")                                                                              \
     X(EQUATIONS, "/v1/models/{id}/equations")                                                                \
+    X(MODEL_CODE, "/v1/models/{id}/code")                                                                    \
+    X(CODE, "/v1/code")                                                                                      \
     X(HAMEL, "/v1/hamel")                                                                                    \
     X(EVALUATE, "/v1/evaluate")                                                                              \
     X(LINEARIZE, "/v1/linearize")                                                                            \

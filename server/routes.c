@@ -33,6 +33,8 @@ static const http_route http__routes[] = {
     {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, NULL, http__post_model},
     {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, http__model, NULL},
     {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL},
+    {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, http__model_code, NULL},
+    {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, NULL, http__post_code},
     {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel},
     {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate},
     {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize},

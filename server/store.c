@@ -14,8 +14,7 @@
  *   ran inside a job's commit: 12 ms for every ~14th 277 KB result) is off, and this
  *   thread copies the WAL into the database beside the writer (see STORE_CKPT_FRAMES).
  */
-#define STORE_SQLITE_IMPL /* this file is the SQLite backend: store_sqlite.h */
-#include "store_sqlite.h"
+#include "store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -140,7 +139,9 @@ typedef struct store_write {
  * The checkpoint thread owns cdb; the writer's WAL hook wakes it (ckpt_wanted, under
  * clock), and it wakes the writer (restart_wal, under qlock) when the WAL is all copied.
  * Lock order: qlock, rlock and clock are leaves, never held together. */
-struct store {
+typedef struct sqlite_store sqlite_store;
+
+struct sqlite_store {
     sqlite3 *wdb;
     sqlite3_stmt *stmt[STMT_COUNT_];
     store_limits lim;
@@ -178,7 +179,7 @@ struct store {
 };
 
 /* Publishes the counts (writer thread). */
-static void store__publish(store *s)
+static void store__publish(sqlite_store *s)
 {
     atomic_store(&s->pub_bytes, s->result_bytes);
     atomic_store(&s->pub_results, s->results);
@@ -225,8 +226,8 @@ static int store__add_bytes_column(sqlite3 *db)
                         NULL);
 }
 
-static int store__exec(store *s, sqlite3_stmt *st);
-static int store__trim(store *s);
+static int store__exec(sqlite_store *s, sqlite3_stmt *st);
+static int store__trim(sqlite_store *s);
 static void *store__writer_main(void *arg);
 static void *store__ckpt_main(void *arg);
 
@@ -236,7 +237,7 @@ static int store__wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)db;
     (void)name;
-    store *s = arg;
+    sqlite_store *s = arg;
     if (frames < atomic_load(&s->wal_frames)) /* the WAL started again: nothing copied yet */
         atomic_store(&s->ckpt_frames, 0);
     int copied = atomic_load(&s->ckpt_frames);
@@ -261,7 +262,9 @@ static int store__connect(const char *path, sqlite3 **db)
     return rc;
 }
 
-int store_open(const char *dir, const store_limits *lim, store **out)
+static void sqlite__close(void *impl);
+
+static int sqlite__open(const char *dir, const store_limits *lim, sqlite_store **out)
 {
     *out = NULL;
     if (store__mkdirs(dir) != 0) {
@@ -270,7 +273,7 @@ int store_open(const char *dir, const store_limits *lim, store **out)
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/hamel.db", dir);
-    store *s = calloc(1, sizeof *s);
+    sqlite_store *s = calloc(1, sizeof *s);
     if (!s)
         return -1;
     pthread_mutex_init(&s->qlock, NULL);
@@ -339,15 +342,16 @@ int store_open(const char *dir, const store_limits *lim, store **out)
         fprintf(stderr, "hamel-server: store %s: %s\n", path,
                 err ? err : (failed ? sqlite3_errmsg(failed) : sqlite3_errstr(rc)));
         sqlite3_free(err);
-        store_close(s);
+        sqlite__close(s);
         return -1;
     }
     *out = s;
     return 0;
 }
 
-void store_close(store *s)
+static void sqlite__close(void *impl)
 {
+    sqlite_store *s = impl;
     if (!s)
         return;
     if (s->writer_running) { /* it commits whatever is still queued, then ends */
@@ -409,7 +413,7 @@ static int store__out_of_space(sqlite3 *db)
 }
 
 /* Steps a writer statement to completion and resets it (writer thread). */
-static int store__exec(store *s, sqlite3_stmt *st)
+static int store__exec(sqlite_store *s, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -432,7 +436,7 @@ static char *store__dup_column(sqlite3_stmt *st, int i)
 
 /* ---- the writer thread ----------------------------------------------------------- */
 
-static int store__put_job_w(store *s, const char *id, const char *status, const char *model_id,
+static int store__put_job_w(sqlite_store *s, const char *id, const char *status, const char *model_id,
                             const char *key, const char *doc, double created)
 {
     sqlite3_stmt *st = s->stmt[STMT_PUT_JOB];
@@ -453,7 +457,7 @@ static int store__put_job_w(store *s, const char *id, const char *status, const 
 /* Drops the oldest results and job records past the limits, down to STORE_TRIM_TO of
  * them, inside a transaction or not (writer thread, or store_open before it starts).
  * Returns 0 or -1. */
-static int store__trim(store *s)
+static int store__trim(sqlite_store *s)
 {
     long long max_bytes = (long long)s->lim.max_result_bytes, max_jobs = (long long)s->lim.max_jobs;
     if (s->result_bytes > max_bytes) {
@@ -492,7 +496,7 @@ static int store__trim(store *s)
 }
 
 /* One queued write inside the group's transaction. */
-static int store__apply(store *s, const store_write *w)
+static int store__apply(sqlite_store *s, const store_write *w)
 {
     if (w->kind == W_MODEL) {
         sqlite3_stmt *st = s->stmt[STMT_PUT_MODEL];
@@ -520,7 +524,7 @@ static int store__apply(store *s, const store_write *w)
 
 /* Writes ws[0..n) in one transaction (then trims). On failure the transaction is
  * rolled back and the counts are read again. */
-static int store__commit(store *s, store_write *const *ws, int n)
+static int store__commit(sqlite_store *s, store_write *const *ws, int n)
 {
     int rc = store__exec(s, s->stmt[STMT_BEGIN]);
     for (int i = 0; i < n && rc == 0; i++)
@@ -560,7 +564,7 @@ static int store__model_failed(const store_write *list, const store_write *upto)
  * in order, so one bad write fails alone — except that a job record or result naming a
  * model whose (asynchronous) write just failed fails with it: no record in the store
  * names a model the store lacks. Sets each write's rc. */
-static void store__commit_list(store *s, store_write *list)
+static void store__commit_list(sqlite_store *s, store_write *list)
 {
     int n = 0;
     for (store_write *w = list; w; w = w->next)
@@ -583,7 +587,7 @@ static void store__commit_list(store *s, store_write *list)
  * checkpoints (a second checkpointer would be refused at once). While one is running
  * and the WAL is under twice the cap, it only holds the next one off and returns: the
  * writer's next group truncates without waiting for that checkpoint's disk syncs. */
-static void store__truncate_wal(store *s)
+static void store__truncate_wal(sqlite_store *s)
 {
     pthread_mutex_lock(&s->clock);
     s->ckpt_hold = 1;
@@ -609,7 +613,7 @@ static void store__truncate_wal(store *s)
 /* Lets the checkpoint thread go on after a truncation that was held off (see
  * store__truncate_wal) became unneeded: the WAL went back under the cap meanwhile (a
  * checkpoint copied it all and it restarted). */
-static void store__release_hold(store *s)
+static void store__release_hold(sqlite_store *s)
 {
     pthread_mutex_lock(&s->clock);
     if (s->ckpt_hold) {
@@ -623,7 +627,7 @@ static void store__release_hold(store *s)
  * (the header's user_version, unused): the first commit after a complete checkpoint
  * does that and, before it, syncs the new WAL header to disk, a wait better spent here
  * than in a job's commit. Only when nothing was committed since the checkpoint. */
-static void store__restart_wal(store *s)
+static void store__restart_wal(sqlite_store *s)
 {
     if (atomic_load(&s->wal_frames) != atomic_load(&s->ckpt_frames))
         return;
@@ -636,7 +640,7 @@ static void store__restart_wal(store *s)
  * store_close it commits what is left and ends. */
 static void *store__writer_main(void *arg)
 {
-    store *s = arg;
+    sqlite_store *s = arg;
     pthread_mutex_lock(&s->qlock);
     for (;;) {
         while (!s->qsync && !s->stopping && !s->restart_wal)
@@ -677,7 +681,7 @@ static void *store__writer_main(void *arg)
 
 /* Queues w for the writer thread; unless it is asynchronous, returns only once it is
  * committed, with its result. -1 once store_close has begun. */
-static int store__submit(store *s, store_write *w)
+static int store__submit(sqlite_store *s, store_write *w)
 {
     w->next = NULL;
     pthread_mutex_lock(&s->qlock);
@@ -711,7 +715,7 @@ static int store__submit(store *s, store_write *w)
  * while commits made during the last one keep a long WAL from being reused. */
 static void *store__ckpt_main(void *arg)
 {
-    store *s = arg;
+    sqlite_store *s = arg;
     int chase = 0;
     pthread_mutex_lock(&s->clock);
     for (;;) {
@@ -753,15 +757,17 @@ static void *store__ckpt_main(void *arg)
 
 /* ---- the store's functions ------------------------------------------------------- */
 
-int store_put_model(store *s, const char *model_id, const char *json)
+static int sqlite__put_model(void *impl, const char *model_id, const char *json)
 {
+    sqlite_store *s = impl;
     store_write w = {W_MODEL, model_id, NULL, NULL, NULL, json, NULL, 0.0, 0, 0, 0, NULL};
     return store__submit(s, &w);
 }
 
-int store_put_job(store *s, const char *id, const char *status, const char *model_id, const char *key,
-                  const char *doc, double created)
+static int sqlite__put_job(void *impl, const char *id, const char *status, const char *model_id,
+                           const char *key, const char *doc, double created)
 {
+    sqlite_store *s = impl;
     store_write w = {W_JOB, id, status, model_id, key, doc, NULL, created, 0, 0, 0, NULL};
     return store__submit(s, &w);
 }
@@ -800,36 +806,45 @@ static store_write *store__async_new(int kind, const char *id, const char *statu
     return w;
 }
 
-int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
-                        const char *doc, double created)
+static int sqlite__put_job_async(void *impl, const char *id, const char *status, const char *model_id,
+                                 const char *key, const char *doc, double created)
 {
+    sqlite_store *s = impl;
     store_write *w = store__async_new(W_JOB, id, status, model_id, key, doc, created);
-    return w ? store__submit(s, w) : store_put_job(s, id, status, model_id, key, doc, created);
+    return w ? store__submit(s, w) : sqlite__put_job(s, id, status, model_id, key, doc, created);
 }
 
-int store_put_model_async(store *s, const char *model_id, const char *json)
+static int sqlite__put_model_async(void *impl, const char *model_id, const char *json)
 {
+    sqlite_store *s = impl;
     store_write *w = store__async_new(W_MODEL, model_id, NULL, NULL, NULL, json, 0.0);
-    return w ? store__submit(s, w) : store_put_model(s, model_id, json);
+    return w ? store__submit(s, w) : sqlite__put_model(s, model_id, json);
 }
 
-int store_put_done(store *s, const char *id, const char *model_id, const char *key, const blob *body,
-                   double created)
+static int sqlite__put_done(void *impl, const char *id, const char *model_id, const char *key,
+                            const blob *body, double created)
 {
+    sqlite_store *s = impl;
     store_write w = {W_DONE, id, "done", model_id, key, NULL, body, created, 0, 0, 0, NULL};
     return store__submit(s, &w);
 }
 
-int store_full(store *s) { return atomic_load(&s->full); }
-
-void store_commit_counts(store *s, long long *commits, long long *writes)
+static int sqlite__full(void *impl)
 {
+    sqlite_store *s = impl;
+    return atomic_load(&s->full);
+}
+
+static void sqlite__commit_counts(void *impl, long long *commits, long long *writes)
+{
+    sqlite_store *s = impl;
     *commits = atomic_load(&s->commits);
     *writes = atomic_load(&s->grouped);
 }
 
-void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs)
+static void sqlite__counts(void *impl, size_t *result_bytes, size_t *results, size_t *jobs)
 {
+    sqlite_store *s = impl;
     /* the last commit's counts: never waits for the writer (a poll thread calls this) */
     long long b = atomic_load(&s->pub_bytes), r = atomic_load(&s->pub_results), j = atomic_load(&s->pub_jobs);
     *result_bytes = b > 0 ? (size_t)b : 0;
@@ -839,8 +854,9 @@ void store_counts(store *s, size_t *result_bytes, size_t *results, size_t *jobs)
 
 /* Reads: the reader connection, under rlock. */
 
-int store_get_model(store *s, const char *model_id, char **json)
+static int sqlite__get_model(void *impl, const char *model_id, char **json)
 {
+    sqlite_store *s = impl;
     *json = NULL;
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_MODEL];
@@ -858,8 +874,9 @@ int store_get_model(store *s, const char *model_id, char **json)
     return out;
 }
 
-int store_get_result(store *s, const char *key, blob **out)
+static int sqlite__get_result(void *impl, const char *key, blob **out)
 {
+    sqlite_store *s = impl;
     *out = NULL;
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_RESULT];
@@ -879,8 +896,9 @@ int store_get_result(store *s, const char *key, blob **out)
     return res;
 }
 
-int store_get_job(store *s, const char *id, store_job *out)
+static int sqlite__get_job(void *impl, const char *id, store_job *out)
 {
+    sqlite_store *s = impl;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_JOB];
@@ -917,7 +935,7 @@ void store_job_clear(store_job *j)
  * connection under rlock (SQLite serialises them with the writer's transactions; the
  * busy timeout covers a wait), and one read per engine call. */
 
-static int store__quarantine_write(store *s, const char *sql, const char *key, const char *doc,
+static int store__quarantine_write(sqlite_store *s, const char *sql, const char *key, const char *doc,
                                    double expires)
 {
     pthread_mutex_lock(&s->rlock);
@@ -937,8 +955,9 @@ static int store__quarantine_write(store *s, const char *sql, const char *key, c
     return changed;
 }
 
-int store_quarantine_put(store *s, const char *key, const char *doc, double expires)
+static int sqlite__quarantine_put(void *impl, const char *key, const char *doc, double expires)
 {
+    sqlite_store *s = impl;
     return store__quarantine_write(s,
                                    "INSERT OR REPLACE INTO quarantine(key, doc, expires) VALUES(?1, ?2, ?3)",
                                    key, doc, expires) < 0
@@ -946,14 +965,16 @@ int store_quarantine_put(store *s, const char *key, const char *doc, double expi
                : 0;
 }
 
-int store_quarantine_del(store *s, const char *key)
+static int sqlite__quarantine_del(void *impl, const char *key)
 {
+    sqlite_store *s = impl;
     int n = store__quarantine_write(s, "DELETE FROM quarantine WHERE key = ?1", key, NULL, 0);
     return n < 0 ? -1 : n == 0 ? 1 : 0;
 }
 
-int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
+static int sqlite__quarantine_get(void *impl, const char *key, char **doc, double *expires)
 {
+    sqlite_store *s = impl;
     *doc = NULL;
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_QUARANTINE];
@@ -970,4 +991,34 @@ int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
     sqlite3_clear_bindings(st);
     pthread_mutex_unlock(&s->rlock);
     return out;
+}
+
+/* ---- the backend ----------------------------------------------------------------- */
+
+static const store_ops sqlite__ops = {
+    .put_model = sqlite__put_model,
+    .get_model = sqlite__get_model,
+    .put_job = sqlite__put_job,
+    .put_done = sqlite__put_done,
+    .get_result = sqlite__get_result,
+    .get_job = sqlite__get_job,
+    .counts = sqlite__counts,
+    .close = sqlite__close,
+    .put_job_async = sqlite__put_job_async,
+    .commit_counts = sqlite__commit_counts,
+    .put_model_async = sqlite__put_model_async,
+    .full = sqlite__full,
+    .quarantine_put = sqlite__quarantine_put,
+    .quarantine_get = sqlite__quarantine_get,
+    .quarantine_del = sqlite__quarantine_del,
+};
+
+int store_open(const char *dir, const store_limits *lim, store **out)
+{
+    *out = NULL;
+    sqlite_store *impl = NULL;
+    if (sqlite__open(dir, lim, &impl) != 0)
+        return -1;
+    *out = store_new(&sqlite__ops, impl);
+    return *out ? 0 : -1;
 }

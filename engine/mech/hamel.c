@@ -974,6 +974,32 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
     return GSL_SUCCESS;
 }
 
+int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double *qd)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    double *M = w->M, big = 0.0;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++) {
+            M[i * n + l] = M[l * n + i] = w->dyn[idx];
+            if (!isfinite(w->dyn[idx]))
+                return -1;
+        }
+    for (int i = 0; i < n; i++)
+        big = fmax(big, fabs(M[i * n + i]));
+    if (!(big > 0))
+        return 1; /* no inertia at all: nothing negative */
+    /* semi-definite: Cholesky of M + eps I succeeds (a zero eigenvalue passes, a
+     * negative one past eps fails) */
+    for (int i = 0; i < n; i++)
+        M[i * n + i] += 1e-9 * big;
+    return linalg_chol(n, M) == 0 ? 1 : 0;
+}
+
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out)
 {
     const struct engine_model *m = w->m;

@@ -95,6 +95,11 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params);
 /* Energy and constraint values at (t, q, q'): out[0] = energy, out[1 + j] = f_j. */
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out);
 
+/* Whether the mass matrix M = d2T/dq'dq' at (t, q, q') is positive semi-definite (up to
+ * 1e-9 of its largest diagonal entry): 1, 0 when it has a negative eigenvalue (a mass or
+ * an inertia out of range), -1 when it could not be evaluated. Uses w's scratch. */
+int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double *qd);
+
 /* The residual of the Boltzmann–Hamel equations (5.94) written out with the gammas,
  * at state y and speed derivatives udot (k): res[r] for r < k. For checks. */
 int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot, double *res);

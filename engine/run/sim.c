@@ -1518,7 +1518,9 @@ static json_t *checks_json(const struct run *R)
 /* The result's "warnings": the checks that failed (warnings.h). */
 static json_t *run_warnings(const struct run *R, const json_t *checks)
 {
-    warn_scale sc = {R->req->rtol, 0.0};
+    warn_scale sc = {R->req->rtol, R->req->atol, 0.0, 0};
+    if (R->ns > 0)
+        sc.mass_indefinite = hamel_mass_semidefinite(R->w, R->t[0], R->q, R->qd) == 0;
     for (size_t i = 0; i < (size_t)R->ns * R->n; i++)
         if (fabs(R->qd[i]) > sc.qdot_max)
             sc.qdot_max = fabs(R->qd[i]);

@@ -34,12 +34,15 @@ static void warn__add(json_t *out, const char *code, const char *check, double v
     json_array_append_new(out, w);
 }
 
-static void warn__energy(json_t *out, const json_t *energy, double tol)
+static void warn__energy(json_t *out, const json_t *energy, double tol, double atol)
 {
     if (!json_is_true(json_object_get(energy, "conserved_expected")))
         return;
     double rel = warn__num(energy, "max_rel_drift");
-    if (rel <= tol)
+    /* an energy that is zero up to rounding (E0 = 1e-17) drifts "relatively" by its
+     * rounding: below the absolute floor nothing is said */
+    double floor = WARN_TOL_FACTOR * atol < WARN_TOL_FLOOR ? WARN_TOL_FACTOR * atol : WARN_TOL_FLOOR;
+    if (rel <= tol || warn__num(energy, "max_abs_drift") <= floor)
         return;
     char msg[400];
     snprintf(msg, sizeof msg,
@@ -104,6 +107,38 @@ static void warn__position(json_t *out, const json_t *pos, double floor)
     }
 }
 
+/* checks.contacts (contact.h): a contact that lifts off or slips is no longer a rolling
+ * contact from then on, so the trajectory after it is not the physical one. */
+static void warn__contacts(json_t *out, const json_t *contacts)
+{
+    const char *name;
+    const json_t *c;
+    json_object_foreach((json_t *)contacts, name, c)
+    {
+        static const char *const kinds[2] = {"lift_off", "slip"};
+        for (int k = 0; k < 2; k++) {
+            double t = warn__num(json_object_get(c, kinds[k]), "t");
+            if (isnan(t))
+                continue;
+            char check[300], msg[500];
+            snprintf(check, sizeof check, "checks.contacts.%s.%s.t", name, kinds[k]);
+            if (k == 0)
+                snprintf(msg, sizeof msg,
+                         "the normal force of contact %s turns negative at t = %.10g: the disk would leave "
+                         "the ground there, and the rolling model is not valid after it",
+                         name, t);
+            else
+                snprintf(msg, sizeof msg,
+                         "the tangential force of contact %s exceeds friction %.3g times the normal force "
+                         "at t = %.10g: the disk would slip there, and rolling without slipping is not "
+                         "valid after it",
+                         name, warn__num(c, "friction"), t);
+            warn__add(out, k == 0 ? "contact-lift-off" : "contact-slip", check, t,
+                      k == 0 ? 0.0 : warn__num(c, "friction"), msg);
+        }
+    }
+}
+
 json_t *warn_from_checks(const json_t *checks, const warn_scale *scale)
 {
     json_t *out = json_array();
@@ -111,11 +146,17 @@ json_t *warn_from_checks(const json_t *checks, const warn_scale *scale)
         return NULL;
     double tol = warn_tolerance(scale->rtol);
     double q = scale->qdot_max;
-    warn__energy(out, json_object_get(checks, "energy"), tol);
+    warn__energy(out, json_object_get(checks, "energy"), tol, scale->atol);
     const json_t *cons = json_object_get(checks, "constraints");
     warn__velocity(out, cons, tol, q > 1.0 ? q : 1.0);
     const json_t *pos = json_object_get(cons, "position");
     if (pos)
         warn__position(out, pos, tol);
+    if (scale->mass_indefinite)
+        warn__add(out, "mass-indefinite", "model.kinetic_energy", NAN, 0.0,
+                  "the kinetic energy is not positive semi-definite at the initial state (its mass matrix "
+                  "d2T/dq'dq' has a negative eigenvalue): a mass or an inertia is out of range, in "
+                  "kinetic_energy or through the parameters");
+    warn__contacts(out, json_object_get(checks, "contacts"));
     return out;
 }

@@ -6,10 +6,15 @@
  * thresholds (engine/DESIGN.md "Warnings", api/openapi.yaml) follow the request's
  * tolerances: with tol = max(1e-6, min(1e3 * rtol, 1e-2)),
  *   energy-drift          energy expected conserved, |E - E0| / |E0| > tol (absolute when E0 = 0)
+ *                         and |E - E0| > min(1e3 * atol, 1e-6) (an energy zero up to rounding says nothing)
  *   constraint-residual   a velocity constraint's residual > tol * max(1, max |q'|)
  *   position-drift        a position constraint's residual > max(position_tolerance, tol),
  *                         projection off
  *   projection-failed     a projection back onto a position constraint failed
+ *   mass-indefinite       the kinetic energy is not positive semi-definite at the initial
+ *                         state (a negative mass or inertia, in T or through parameters)
+ *   contact-lift-off      a contact's normal force turned negative (checks.contacts, contact.h)
+ *   contact-slip          a contact's |F_t| exceeded friction * N
  * and any check that is not a number (NaN) fails.
  */
 #ifndef HAMEL_WARNINGS_H
@@ -19,8 +24,10 @@
 
 /* What the thresholds depend on besides the checks themselves. */
 typedef struct warn_scale {
-    double rtol;     /* the request's relative tolerance */
-    double qdot_max; /* the largest |q'| over the samples (the scale of a velocity residual) */
+    double rtol;         /* the request's relative tolerance */
+    double atol;         /* the request's absolute tolerance */
+    double qdot_max;     /* the largest |q'| over the samples (the scale of a velocity residual) */
+    int mass_indefinite; /* M = d2T/dq'dq' has a negative eigenvalue at the initial state */
 } warn_scale;
 
 /* The relative threshold for a request with relative tolerance rtol:

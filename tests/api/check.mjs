@@ -513,12 +513,14 @@ async function live() {
   }
 
   const ids = {
-    '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/jobs/{id}': jobId,
+    '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/models/{id}/code': modelId,
+    '/v1/jobs/{id}': jobId,
     '/v1/batches/{id}': batchId, '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,
   };
   const unknown = {
     '/v1/models/{id}': `sha256:${'0'.repeat(64)}`,
     '/v1/models/{id}/equations': `sha256:${'0'.repeat(64)}`,
+    '/v1/models/{id}/code': `sha256:${'0'.repeat(64)}`,
     '/v1/jobs/{id}': '0'.repeat(32),
     '/v1/batches/{id}': '0'.repeat(32),
     '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,

@@ -197,6 +197,12 @@ Test(contacts, slip_against_newton_euler)
                            json_number_value(json_array_get(ts, i)));
     cr_expect(fabs(t_s - ref) <= 1e-8 * ref, "slip at %.15g, Newton-Euler %.15g", t_s, ref);
     cr_expect_null(json_object_get(r, "events"), "the contacts' own events are not listed");
+    const json_t *w = json_object_get(r, "warnings");
+    int said = 0;
+    for (size_t k = 0; k < json_array_size(w); k++)
+        said |= !strcmp(json_string_value(json_object_get(json_array_get(w, k), "code")), "contact-slip") &&
+                json_number_value(json_object_get(json_array_get(w, k), "value")) == t_s;
+    cr_expect(said, "a contact-slip warning at the slip time: %s", json_dumps(w, 0));
     json_decref(r);
     engine_model_release(m);
 }

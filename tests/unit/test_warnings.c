@@ -67,6 +67,46 @@ Test(warnings, an_energy_that_drifts_is_a_warning, .init = setup)
     json_decref(r);
 }
 
+Test(warnings, an_energy_of_the_size_of_rounding_is_not_a_warning, .init = setup)
+{
+    /* x(0) = 1e-8: E0 = 5e-17, kept by rk2 only to atol (1e-10) in x, so its relative
+     * drift is large while the absolute one is far below anything physical */
+    json_t *r = run(oscillator, "{\"initial\": {\"q\": {\"x\": 1e-8}, \"qdot\": {\"x\": 0}}, \"t_end\": 50,"
+                                " \"integrator\": {\"method\": \"rk2\", \"atol\": 1e-10}}");
+    const json_t *e = json_object_get(json_object_get(r, "checks"), "energy");
+    cr_assert_gt(json_number_value(json_object_get(e, "max_rel_drift")), 1e-2,
+                 "the relative drift is past the threshold (else this test shows nothing)");
+    cr_assert_null(warning(r, "energy-drift"), "an absolute drift of %.3g is rounding",
+                   json_number_value(json_object_get(e, "max_abs_drift")));
+    json_decref(r);
+}
+
+Test(warnings, a_kinetic_energy_that_is_not_positive_is_a_warning, .init = setup)
+{
+    static const char massive[] =
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 1},"
+        " \"kinetic_energy\": \"m/2*x'^2 + y'^2/2\", \"potential_energy\": \"x^2/2\"}";
+    static const char req[] = "{\"initial\": {\"q\": {\"x\": 1, \"y\": 0}, \"qdot\": {\"x\": 0, \"y\": 1}},"
+                              " \"t_end\": 1%s}";
+    char text[300];
+    snprintf(text, sizeof text, req, "");
+    json_t *r = run(massive, text);
+    cr_assert_null(warning(r, "mass-indefinite"), "m = 1 is a mass");
+    json_decref(r);
+    snprintf(text, sizeof text, req, ", \"parameters\": {\"m\": -1}");
+    r = run(massive, text);
+    const json_t *w = warning(r, "mass-indefinite");
+    cr_assert_not_null(w, "a negative mass in T is a warning");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "check")), "model.kinetic_energy");
+    json_decref(r);
+    /* no inertia in a coordinate (semi-definite) is not one */
+    r = run(
+        "{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2/2\", \"constraints\": [\"y' - x'\"]}",
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0}, \"qdot\": {\"x\": 1, \"y\": 1}}, \"t_end\": 1}");
+    cr_assert_null(warning(r, "mass-indefinite"), "a coordinate without inertia is no negative mass");
+    json_decref(r);
+}
+
 Test(warnings, an_energy_not_expected_conserved_is_not_a_warning, .init = setup)
 {
     json_t *r = run("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\", \"potential_energy\": "
