@@ -50,6 +50,7 @@ enum {
     ISO_FORM,
     ISO_CHECK_ALL,
     ISO_CODE,
+    ISO_STEADY,
 };
 
 #define ISO_STRINGS 5            /* model id, model text, request, head, argument */
@@ -1053,6 +1054,15 @@ int isolate_equations_form_ctl(const engine_model *m, const char *form, const en
                           ctl, result, problem);
 }
 
+int isolate_steady(const engine_model *m, const json_t *request, const engine_limits *limits,
+                   engine_control *ctl, json_t **result, json_t **problem)
+{
+    if (!engine_model_is_shell(m))
+        return engine_steady(m, request, limits, ctl, result, problem);
+    return iso__json_call(ISO_STEADY, "finding steady motions of", m, request, NULL, limits, ctl, result,
+                          problem);
+}
+
 int isolate_code(const engine_model *m, const json_t *request, const char *lang, const engine_limits *limits,
                  char **text, size_t *len, json_t **problem)
 {
@@ -1267,6 +1277,7 @@ static void wk__serve(iso_msg *in, iso_buf *r)
         case ISO_LINEARIZE: rc = engine_linearize(m, request, &lim, ctl, &result, &problem); break;
         case ISO_EQUATIONS: rc = engine_equations(m, &result, &problem); break;
         case ISO_FORM: rc = engine_equations_form_ctl(m, s[4], &lim, ctl, &result, &problem); break;
+        case ISO_STEADY: rc = engine_steady(m, request, &lim, ctl, &result, &problem); break;
         case ISO_CODE: rc = engine_code(m, request, s[4], &lim, &text, &text_len, &problem); break;
         default: rc = HAMEL_E_INTERNAL; problem = hamel_problem_new(rc, "unknown engine call");
         }

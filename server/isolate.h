@@ -89,6 +89,10 @@ int isolate_linearize(const engine_model *m, const json_t *request, const engine
 int isolate_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
                                engine_control *ctl, json_t **result, json_t **problem);
 
+/* engine_steady in a worker. */
+int isolate_steady(const engine_model *m, const json_t *request, const engine_limits *limits,
+                   engine_control *ctl, json_t **result, json_t **problem);
+
 /* engine_code in a worker: the source text (caller frees) passed through. */
 int isolate_code(const engine_model *m, const json_t *request, const char *lang, const engine_limits *limits,
                  char **text, size_t *len, json_t **problem);
