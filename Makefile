@@ -23,7 +23,7 @@ PKG_CONFIG ?= pkg-config
 # The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c), initialised without
 # its configuration files.
 ENGINE_PKGS := gsl jansson libcrypto
-SERVER_PKGS := libmicrohttpd hiredis
+SERVER_PKGS := libmicrohttpd hiredis zlib
 CLIENT_PKGS := libcurl
 TEST_PKGS := criterion
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 what=${1:-test}
 run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
-          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev curl ca-certificates jq)
+          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev zlib1g-dev curl ca-certificates jq)
 # redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
 # python3-*: the Python client's tests (tests/python: a venv with the system's numpy);
 # python3-scipy: the generated Python modules integrated by solve_ivp (tests/export)

@@ -132,6 +132,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
   [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh
+  [ -x tests/docker/check.sh ] && run_suite plain "docker image (read)" tests/docker/check.sh
 fi
 
 [ -x scripts/lint.sh ] && run_suite plain "style (clang-format, cppcheck)" scripts/lint.sh
