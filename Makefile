@@ -171,7 +171,7 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/tests/fuzz/fuzz_%.o $(filter $(FUZZ_DIR)/engine/
 	$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_SAN) $^ -o $@ $(ENGINE_LIBS)
 
 fmt:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files '*.c' '*.h' ':!:api/examples/*')
 
 lint:
 	@scripts/lint.sh

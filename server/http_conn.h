@@ -348,6 +348,11 @@ enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
 /* POST /v1/linearize: the linearization about the body's operating point. */
 enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
 
+/* ---- h_steady.c ---- */
+
+/* POST /v1/steady: steady motions and their branches. */
+enum MHD_Result http__post_steady(http_conn *c, json_t *body);
+
 /* ---- h_code.c ---- */
 
 /* POST /v1/code: the generated file of a simulation request (its "lang"). */
