@@ -60,7 +60,7 @@ LIBCLIENT := $(BUILD)/libhamelclient.a
 BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
-.PHONY: all test test-fast run bench fmt lint clean deps
+.PHONY: all test test-fast run bench fmt lint clean deps difftest
 all: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
@@ -120,6 +120,14 @@ test:
 # The suite on an already set-up machine, without the sanitizer pass.
 test-fast: all
 	@HAMEL_TEST_FAST=1 scripts/run-tests.sh
+
+# A longer differential campaign against SymPy: make difftest N=500 [SEED=1000]
+# (random models from seed SEED on, plus the corpus); reports N, the time and every
+# disagreement, and keeps the disagreeing models in build/difftest-failures.
+N ?= 200
+SEED ?= 1000
+difftest: $(BUILD)/hamel
+	@tests/difftest/run.sh --seeds $(SEED):$$(($(SEED) + $(N))) --save $(BUILD)/difftest-failures
 
 bench:
 	@scripts/install-deps.sh bench
