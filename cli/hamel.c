@@ -450,8 +450,9 @@ static int cmd_lin(const cli_args *a, const char *which)
     json_t *result = NULL, *problem = NULL;
     int rc = engine_model_compile(model, NULL, &m, &problem);
     if (rc == 0)
-        rc = strcmp(which, "evaluate") ? engine_linearize(m, r, NULL, NULL, &result, &problem)
-                                       : engine_evaluate(m, r, NULL, &result, &problem);
+        rc = !strcmp(which, "evaluate") ? engine_evaluate(m, r, NULL, &result, &problem)
+             : !strcmp(which, "steady") ? engine_steady(m, r, NULL, NULL, &result, &problem)
+                                        : engine_linearize(m, r, NULL, NULL, &result, &problem);
     json_decref(doc);
     engine_model_release(m);
     return rc ? cli_fail(problem) : cli_print(a, result);
@@ -460,6 +461,8 @@ static int cmd_lin(const cli_args *a, const char *which)
 static int cmd_linearize(const cli_args *a) { return cmd_lin(a, "linearize"); }
 
 static int cmd_evaluate(const cli_args *a) { return cmd_lin(a, "evaluate"); }
+
+static int cmd_steady(const cli_args *a) { return cmd_lin(a, "steady"); }
 
 /* hamel export FILE [--lang c|python] [-o OUT]: the generated source (engine_code). */
 static int cmd_export(const cli_args *a)
@@ -522,6 +525,12 @@ static const cli_command cli_commands[] = {
      "FILE is {\"model\": ..., \"evaluate\": {\"states\": [...]}} (or a /v1/evaluate request with\n"
      "\"model\"): prints q', u', q'' and the multipliers at each state.\n",
      CLI_OPT_OUT, cmd_evaluate},
+    {"steady",
+     "usage: hamel steady FILE [-o OUT]\n"
+     "FILE is {\"model\": ..., \"steady\": {\"state\", \"unknowns\", \"continuation\"?}} (or a /v1/steady\n"
+     "request with \"model\"): prints the steady motion found by Newton's method from the state,\n"
+     "and with continuation the branch, its eigenvalues and where its stability changes.\n",
+     CLI_OPT_OUT, cmd_steady},
     {"export",
      "usage: hamel export FILE [--lang c|python] [-o OUT]\n"
      "Prints one standalone source file with the right-hand side, its Jacobian, the kinematics\n"
@@ -543,6 +552,7 @@ static void cli_usage(FILE *f)
           "  equations FILE [--form F]           the derived equations (F: hamel|appell|kane|maggi|voronec)\n"
           "  linearize FILE                      A, B and eigenvalues about operating points\n"
           "  evaluate FILE                       q', u', q'' and multipliers at states\n"
+          "  steady FILE                         steady motions and their branches, stability changes\n"
           "  export FILE [--lang c|python]       generated code: rhs, Jacobian, a main for a request\n"
           "  remote [--url URL] COMMAND ...      the same against a server, and batch, job, cancel\n"
           "                                      (hamel remote --help)\n"

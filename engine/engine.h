@@ -146,6 +146,16 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
 int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
                      engine_control *ctl, json_t **result, json_t **problem);
 
+/* POST /v1/steady: from the guessed "state" {t, q, speeds}, the steady motion (every
+ * speed derivative zero) over the "unknowns" (coordinates, speeds, parameters) by
+ * Newton's method on the exact Jacobian (as many unknowns as independent equations,
+ * else 422 saying how many); with "continuation" {vary, to, steps} the branch by
+ * pseudo-arclength steps, ending at `to` exactly: "points" (state, values, eigenvalues
+ * without the structural zeros, stable) and "stability_changes" [{value, kind: "real" |
+ * "complex"}] located to 1e-10 (engine/steady_api.c). `ctl` may be NULL. */
+int engine_steady(const engine_model *m, const json_t *request, const engine_limits *limits,
+                  engine_control *ctl, json_t **result, json_t **problem);
+
 /* Generated code (POST /v1/code, GET /v1/models/{id}/code, hamel export): one standalone
  * source file for m in `lang` ("c" or "python"; NULL: "c") with the right-hand side,
  * its Jacobian, the kinematics and the parameters (engine/run/export.h). With a

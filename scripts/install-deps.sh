@@ -5,13 +5,13 @@
 set -euo pipefail
 what=${1:-test}
 run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttpd-dev
-          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev curl ca-certificates jq)
+          libssl-dev libtcc-dev libcurl4-openssl-dev libsqlite3-dev libhiredis-dev zlib1g-dev curl ca-certificates jq)
 # redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
 # python3-*: the Python client's tests (tests/python: a venv with the system's numpy);
 # python3-scipy: the generated Python modules integrated by solve_ivp (tests/export)
 test_pkgs=(libcriterion-dev jq clang clang-format cppcheck redis-server nginx
            python3-venv python3-wheel python3-setuptools python3-numpy python3-pandas python3-pytest
-           python3-scipy)
+           python3-scipy python3-sympy)  # scipy: tests/export; sympy: tests/difftest (the symbolic core against SymPy)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
 bench_pkgs=(wrk valgrind python3 python3-sympy)  # sympy: the SymPy-generated C baselines of bench-scale.sh
 pkgs=("${run_pkgs[@]}")

@@ -189,6 +189,8 @@ static blob *batch__dump_line(json_t *line)
     blob *b = malloc(sizeof *b + n + 2);
     if (b) {
         atomic_init(&b->refs, 1);
+        atomic_init(&b->gz, NULL);
+        b->aux = 0;
         b->len = n + 1;
         b->data = (char *)(b + 1);
         memcpy(b->data, text, n);

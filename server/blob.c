@@ -10,6 +10,8 @@ blob *blob_new(const char *data, size_t len)
     if (!b)
         return NULL;
     atomic_init(&b->refs, 1);
+    atomic_init(&b->gz, NULL);
+    b->aux = 0;
     b->len = len;
     b->data = (char *)(b + 1);
     memcpy(b->data, data, len);
@@ -27,6 +29,8 @@ blob *blob_take_len(char *s, size_t len)
         return NULL;
     }
     atomic_init(&b->refs, 1);
+    atomic_init(&b->gz, NULL);
+    b->aux = 0;
     b->len = len;
     b->data = s;
     return b;
@@ -43,6 +47,7 @@ blob *blob_retain(blob *b)
 void blob_release(blob *b)
 {
     if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) {
+        blob_release(atomic_load_explicit(&b->gz, memory_order_acquire));
         if (b->data != (char *)(b + 1))
             free(b->data);
         free(b);

@@ -15,6 +15,11 @@ typedef struct blob {
     size_t len;
     char *data; /* len bytes, then a NUL: right after the struct (blob_new), or a block
                  * of its own taken over (blob_take_len: the engine's result text) */
+    /* A result's gzip form (gzip.h: gzip_deflate_rest), made on the first answer that
+     * asks for it and kept as long as the blob; released with it. Set once, by
+     * compare-and-swap (respond.c). */
+    _Atomic(struct blob *) gz;
+    unsigned long aux; /* what a derived blob says of its source (gzip: its CRC-32); 0 */
 } blob;
 
 /* A new blob with one reference holding a copy of `len` bytes of `data` (borrowed).

@@ -2,8 +2,10 @@
  *
  * Owns the batch answers: the status document (202 + Location while unfinished, with
  * "results" when finished), long-polls with ?wait parked on the batch, and NDJSON streams
- * (Accept: application/x-ndjson or ?stream=1): a content reader that suspends its
- * connection while no line is ready, so a stream never blocks a poll thread. Creating a
+ * (Accept: application/x-ndjson or ?stream=1, q-values honoured): a content reader that
+ * suspends its connection while no line is ready, so a stream never blocks a poll thread;
+ * with Accept-Encoding: gzip the stream is one gzip member flushed (Z_SYNC_FLUSH) at
+ * every line end, and a large status document is deflated for its answer. Creating a
  * batch and cancelling one (its jobs' cancellations are store writes) run on the offload
  * pool.
  */
@@ -12,7 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gzip.h"
 #include "http_conn.h"
+#include "negotiate.h"
 
 #define HTTP_STREAM_BLOCK 4096 /* NDJSON bytes handed to MHD per read (fits HTTP_CONN_MEMORY) */
 #define HTTP_NDJSON "application/x-ndjson"
@@ -24,6 +28,10 @@ typedef struct http_stream {
     batch *b;
     batch_cursor cur;
     batch_waiter w;
+    int gz;        /* the lines go through z (Content-Encoding: gzip) */
+    int gz_end;    /* ... and the member has been finished */
+    gzip_stream z; /* ... holding the deflated bytes not yet handed to MHD */
+    char raw[HTTP_STREAM_BLOCK];
 } http_stream;
 
 static void http__stream_wake(void *arg)
@@ -47,11 +55,28 @@ static ssize_t http__stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     http_stream *st = cls;
     batches *bs = st->srv->d.batches;
-    ssize_t n = batch_read(bs, st->b, &st->cur, buf, max);
-    if (n < 0)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    if (n > 0)
-        return n;
+    if (st->gz) { /* deflated bytes still waiting go first; then new lines are deflated */
+        for (;;) {
+            size_t k = gzip_stream_take(&st->z, buf, max);
+            if (k > 0)
+                return (ssize_t)k;
+            if (st->gz_end)
+                return MHD_CONTENT_READER_END_OF_STREAM;
+            ssize_t n = batch_read(bs, st->b, &st->cur, st->raw, sizeof st->raw);
+            if (n == 0)
+                break;
+            int rc = n < 0 ? gzip_stream_finish(&st->z) : gzip_stream_add(&st->z, st->raw, (size_t)n);
+            if (rc != 0)
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            st->gz_end = n < 0;
+        }
+    } else {
+        ssize_t n = batch_read(bs, st->b, &st->cur, buf, max);
+        if (n < 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (n > 0)
+            return n;
+    }
     MHD_suspend_connection(st->conn);
     if (batch_stream_park(bs, st->b, &st->cur, &st->w) != 0)
         MHD_resume_connection(st->conn);
@@ -64,18 +89,29 @@ static void http__stream_free(void *cls)
     batches *bs = st->srv->d.batches;
     batch_unpark(bs, &st->w);
     batch_release(bs, st->b);
+    gzip_stream_free(&st->z);
     atomic_fetch_sub(&st->srv->streams, 1);
     free(st);
 }
 
-/* Whether the client asked for NDJSON: Accept: application/x-ndjson (or
- * application/ndjson), or ?stream=1. */
+/* Whether the client asked for NDJSON: Accept naming application/x-ndjson (or
+ * application/ndjson) with a q-value above 0 and not below application/json's (so
+ * "application/x-ndjson;q=0.9, application/json" is JSON; wildcards alone never pick
+ * NDJSON), or ?stream=1 unless Accept gives NDJSON q=0. */
 static int http__wants_stream(http_conn *c)
 {
     const char *accept = http__header(c, MHD_HTTP_HEADER_ACCEPT);
-    if (accept && (strcasestr(accept, HTTP_NDJSON) || strcasestr(accept, "application/ndjson")))
+    negotiate_match how = NEGOTIATE_NONE, how2 = NEGOTIATE_NONE;
+    double q = negotiate_accept(accept, HTTP_NDJSON, &how);
+    double q2 = negotiate_accept(accept, "application/ndjson", &how2);
+    if (how2 > how || (how2 == how && q2 > q)) {
+        q = q2;
+        how = how2;
+    }
+    double qjson = negotiate_accept(accept, "application/json", NULL);
+    if (accept && how == NEGOTIATE_EXACT && q > 0 && q >= qjson)
         return 1;
-    return http__flag(c, "stream");
+    return http__flag(c, "stream") && (!accept || how == NEGOTIATE_NONE || q > 0);
 }
 
 /* Streams b's lines (completion order) as chunked NDJSON; takes the reference on b. */
@@ -93,6 +129,13 @@ static enum MHD_Result http__batch_stream(http_conn *c, batch *b)
     st->cur.summary = http__flag(c, "summary");
     st->w.wake = http__stream_wake;
     st->w.arg = st;
+    if (http__gzip_ok(c)) {
+        if (gzip_stream_init(&st->z, GZIP_LEVEL_ONCE) != 0) {
+            http__stream_free(st);
+            return http__error(c, HAMEL_E_INTERNAL, "out of memory");
+        }
+        st->gz = 1;
+    }
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK,
                                                                http__stream_read, st, http__stream_free);
     if (!r) {
@@ -105,6 +148,9 @@ static enum MHD_Result http__batch_stream(http_conn *c, batch *b)
     MHD_add_response_header(r, "X-Batch-Id", batch_id(b));
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* proxies: pass lines on at once */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    if (st->gz)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     return http__send(c, MHD_HTTP_OK, r, HTTP_NDJSON, 0);
 }
 
@@ -119,12 +165,13 @@ enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
     char *text = batch_render(bs, b, !bare, &len);
     if (!text)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
-    struct MHD_Response *r = http__text_response(text, len);
+    size_t sent = 0;
+    struct MHD_Response *r = http__encoded_response(c, text, len, &sent);
     char location[BATCH_ID_LEN + 16];
     snprintf(location, sizeof location, "/v1/batches/%s", batch_id(b));
     if (r && sync)
         MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
-    return http__send(c, sync && !done ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, r, "application/json", len);
+    return http__send(c, sync && !done ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, r, "application/json", sent);
 }
 
 /* Parks the connection on c->batch until it finishes or `wait` seconds pass. */

@@ -13,7 +13,9 @@
 
 enum MHD_Result http__health(http_conn *c)
 {
-    return http__json(c, 200, json_pack("{s:s, s:s}", "status", "ok", "version", ENGINE_VERSION));
+    return http__json(c, 200,
+                      json_pack("{s:s, s:s, s:s}", "status", "ok", "version", engine_version(), "build",
+                                engine_identity()));
 }
 
 /* Whether the probes ask Redis (HAMEL_REDIS): then they run on the offload pool. */

@@ -3,10 +3,11 @@
  *
  * Owns the model answers: the summary (201 + Location for a model new to the service,
  * with ?source=1 the model itself under "source",
- * ETag = the model id, 304 on If-None-Match) and the derived equations (?form= chooses a
- * printed form). Resolution and compilation are resolve.c's; a model known only to the
- * store is compiled on the offload pool before the answer. The equations document is
- * printed on its first request (engine_equations: milliseconds for a bicycle) and a
+ * ETag = the model id, 304 on If-None-Match; a GET by its content address, sha256:...,
+ * is Cache-Control: immutable) and the derived equations (?form= chooses a printed form;
+ * ETag = the model id + "-equations-" + the form, 304 before anything is derived). Resolution and compilation
+ * are resolve.c's; a model known only to the store is compiled on the offload pool before the answer. The
+ * equations document is printed on its first request (engine_equations: milliseconds for a bicycle) and a
  * ?form= derived on its first request under the compile budget, cancelled like a
  * compilation when its client hangs up, on the derivations' lane (http_server.derive).
  * One derivation runs per (model, form, limits); requests that ask meanwhile wait for its
@@ -18,6 +19,17 @@
 #include <string.h>
 
 #include "http_conn.h"
+#include "negotiate.h"
+
+/* A model's id is the SHA-256 of its canonical form: what GET /v1/models/sha256:... answers
+ * never changes, so caches may keep it for a year without asking again. */
+#define HTTP_IMMUTABLE "max-age=31536000, immutable"
+
+/* The Cache-Control of a GET of model id: immutable when the id is a content address. */
+static const char *http__model_cache_control(const char *id)
+{
+    return !strncmp(id, "sha256:", 7) ? HTTP_IMMUTABLE : NULL;
+}
 
 /* ?source, ?source=1, =true or =yes: the summary carries the model under "source". */
 static int http__source_wanted(http_conn *c)
@@ -32,13 +44,10 @@ static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int st
     char etag[CACHE_MAX_KEY + 3], location[CACHE_MAX_KEY + 16];
     snprintf(etag, sizeof etag, "\"%s\"", engine_model_id(m));
     snprintf(location, sizeof location, "/v1/models/%s", engine_model_id(m));
-    const char *inm = http__header(c, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    if (status == 200 && inm && !strcmp(inm, etag) && c->method != HTTP_POST) {
+    const char *cc = c->method != HTTP_POST ? http__model_cache_control(engine_model_id(m)) : NULL;
+    if (status == 200 && c->method != HTTP_POST && http__not_modified_since(c, etag)) {
         json_decref(summary);
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        if (r)
-            MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
-        return http__send(c, MHD_HTTP_NOT_MODIFIED, r, NULL, 0);
+        return http__not_modified(c, etag, cc ? MHD_HTTP_HEADER_CACHE_CONTROL : NULL, cc);
     }
     if (!summary)
         return http__error(c, HAMEL_E_INTERNAL, "no summary");
@@ -52,8 +61,11 @@ static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int st
         }
         json_object_set_new(summary, "source", source);
     }
+    if (status == 201)
+        return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
+                            MHD_HTTP_HEADER_LOCATION, location);
     return http__json_h(c, status, summary, "application/json", MHD_HTTP_HEADER_ETAG, etag,
-                        status == 201 ? MHD_HTTP_HEADER_LOCATION : NULL, location);
+                        cc ? MHD_HTTP_HEADER_CACHE_CONTROL : NULL, cc);
 }
 
 enum MHD_Result http__post_model(http_conn *c, json_t *body)
@@ -143,12 +155,31 @@ static void http__run_equations(void *arg)
     c->work_rc = isolate_equations_form_ctl(c->work_model, NULL, NULL, NULL, &c->out, &c->out_problem);
 }
 
+/* The entity tag of c's equations document (the model's id, "equations" and the form:
+ * the document is a function of them) into etag[cap]. */
+static void http__equations_etag(http_conn *c, const char *id, char *etag, size_t cap)
+{
+    const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
+    char f[33];
+    size_t n = 0;
+    for (const char *p = form ? form : "default"; *p && n < sizeof f - 1; p++) /* tag characters only */
+        f[n++] = (*p > 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '_';
+    f[n] = '\0';
+    snprintf(etag, cap, "\"%s-equations-%s\"", id, f);
+}
+
 static enum MHD_Result http__resume_form(http_conn *c)
 {
     json_t *out = c->out, *problem = c->out_problem;
     c->out = c->out_problem = NULL;
-    if (c->work_rc == 0)
-        return http__json(c, 200, out);
+    if (c->work_rc == 0) {
+        char etag[NEGOTIATE_ETAG_MAX + CACHE_MAX_KEY];
+        const char *id = c->work_model ? engine_model_id(c->work_model) : c->id;
+        http__equations_etag(c, id, etag, sizeof etag);
+        const char *cc = http__model_cache_control(id);
+        return http__json_h(c, 200, out, "application/json", MHD_HTTP_HEADER_ETAG, etag,
+                            cc ? MHD_HTTP_HEADER_CACHE_CONTROL : NULL, cc);
+    }
     if (c->work_rc == HAMEL_E_CANCELLED) {
         json_decref(problem);
         problem =
@@ -175,6 +206,15 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     if (rc != 0)
         return http__problem(c, problem);
     const char *form = equations ? MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form") : NULL;
+    if (equations) { /* a copy the client holds is still good: nothing to derive */
+        char etag[NEGOTIATE_ETAG_MAX + CACHE_MAX_KEY];
+        http__equations_etag(c, engine_model_id(m), etag, sizeof etag);
+        if (http__not_modified_since(c, etag)) {
+            const char *cc = http__model_cache_control(engine_model_id(m));
+            engine_model_release(m);
+            return http__not_modified(c, etag, cc ? MHD_HTTP_HEADER_CACHE_CONTROL : NULL, cc);
+        }
+    }
     if (equations && form) { /* derived on first request: once per (model, form, limits) */
         c->work_model = m;
         const engine_limits *lim = c->srv->d.limits;

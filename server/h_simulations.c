@@ -47,7 +47,7 @@ int http__simulation_memo(http_conn *c, enum MHD_Result *ret)
         char etag[CACHE_MAX_KEY + 3];
         snprintf(etag, sizeof etag, "\"%s\"", key->data);
         metrics_job(METRICS_JOB_CACHED);
-        *ret = http__result(c, hit, 1, etag);
+        *ret = http__result(c, hit, 1, etag, key->data);
         blob_release(hit);
     }
     blob_release(key);
@@ -101,7 +101,7 @@ enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     char etag[JOB_ID_LEN + 3];
     snprintf(etag, sizeof etag, "\"%s\"", v.id);
     if (v.state == JOB_DONE && v.body) {
-        ret = http__result(c, v.body, 0, etag);
+        ret = http__result(c, v.body, 0, etag, v.key);
     } else if ((v.state == JOB_FAILED || v.state == JOB_CANCELLED) && v.body) {
         json_t *doc = json_loadb(v.body->data, v.body->len, 0, NULL);
         json_t *problem = json_object_get(doc, "problem");
@@ -235,7 +235,7 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
         char etag[CACHE_MAX_KEY + 3];
         snprintf(etag, sizeof etag, "\"%s\"", c->sim_key);
         metrics_job(METRICS_JOB_CACHED);
-        enum MHD_Result ret = http__result(c, c->sim_hit, 1, etag);
+        enum MHD_Result ret = http__result(c, c->sim_hit, 1, etag, c->sim_key);
         blob_release(c->sim_hit);
         c->sim_hit = NULL;
         return ret;
@@ -397,7 +397,7 @@ static enum MHD_Result http__resume_stored_job(http_conn *c)
         } else {
             char etag[HTTP_ID_MAX + 3];
             snprintf(etag, sizeof etag, "\"%s\"", c->id);
-            ret = x->b ? http__result(c, x->b, 0, etag) : http__error(c, HAMEL_E_INTERNAL, NULL);
+            ret = x->b ? http__result(c, x->b, 0, etag, NULL) : http__error(c, HAMEL_E_INTERNAL, NULL);
         }
     } else if (sj->doc) {
         ret = http__json(c, 200, json_loads(sj->doc, 0, NULL));

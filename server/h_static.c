@@ -1,7 +1,8 @@
 /* h_static.c — the static web front end: GET of any path outside /v1 (HAMEL_STATIC).
  *
  * Owns the file answer: a regular file under HAMEL_STATIC ("/" is index.html), sent from
- * its descriptor with a Content-Type by extension; ".." and any file whose resolved path
+ * its descriptor with a Content-Type by extension and an ETag made of its size, inode and
+ * modification time (a 304 to a matching If-None-Match); ".." and any file whose resolved path
  * leaves the directory (a symbolic link out) are 404. Without HAMEL_STATIC, "/" lists the
  * endpoints. (open and fstat of a local file are the one file-system touch on a poll
  * thread: a page cache lookup, bounded, as MHD's own sendfile is.)
@@ -89,10 +90,19 @@ enum MHD_Result http__static(http_conn *c)
             close(fd);
         return http__error(c, HAMEL_E_NOT_FOUND, NULL);
     }
+    /* What changes when the file is replaced or rewritten: its size, inode and mtime. */
+    char etag[96];
+    snprintf(etag, sizeof etag, "\"%llx-%llx-%llx.%09ld\"", (unsigned long long)st.st_size,
+             (unsigned long long)st.st_ino, (unsigned long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+    if (http__not_modified_since(c, etag)) {
+        close(fd);
+        return http__not_modified(c, etag, NULL, NULL);
+    }
     struct MHD_Response *r = MHD_create_response_from_fd((size_t)st.st_size, fd);
     if (!r) {
         close(fd);
         return MHD_NO;
     }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
     return http__send(c, 200, r, http__mime(rel), (size_t)st.st_size);
 }

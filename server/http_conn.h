@@ -234,8 +234,29 @@ enum MHD_Result http__error(http_conn *c, int code, const char *detail);
 enum MHD_Result http__error_at(http_conn *c, int code, const char *path, const char *reason);
 
 /* Sends a result blob (borrowed; the response keeps its own reference) as
- * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. */
-enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag);
+ * {"cached":<cached>, ...rest of the blob}: no copy of the trajectory is made. When the
+ * request accepts gzip, the answer is b's gzip form (deflated once, kept with b and
+ * counted in the results cache's entry under `key`, which may be NULL), under the ETag
+ * etag + "-gzip". A matching If-None-Match is a 304. Both carry Vary: Accept-Encoding. */
+enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag, const char *key);
+
+/* Whether the request's Accept-Encoding allows gzip (q > 0). */
+int http__gzip_ok(http_conn *c);
+
+/* The entity tag etag ("\"x\"") with suffix before its closing quote, into out[cap]. */
+void http__etag_variant(const char *etag, const char *suffix, char *out, size_t cap);
+
+/* Whether the request's If-None-Match matches etag (negotiate_none_match); NULL: no. */
+int http__not_modified_since(http_conn *c, const char *etag);
+
+/* The 304 answer for etag, with one more header (a NULL name skips it): a Cache-Control
+ * or Vary the 200 would have carried. */
+enum MHD_Result http__not_modified(http_conn *c, const char *etag, const char *h1, const char *v1);
+
+/* A response for text (taken: malloc'd, len bytes), gzip-coded when it is at least
+ * GZIP_MIN_BYTES and the request accepts gzip; Vary: Accept-Encoding either way. *sent
+ * receives the bytes the response holds. NULL when out of memory. */
+struct MHD_Response *http__encoded_response(http_conn *c, char *text, size_t len, size_t *sent);
 
 /* ---- h_health.c ---- */
 
@@ -331,6 +352,11 @@ enum MHD_Result http__post_evaluate(http_conn *c, json_t *body);
 
 /* POST /v1/linearize: the linearization about the body's operating point. */
 enum MHD_Result http__post_linearize(http_conn *c, json_t *body);
+
+/* ---- h_steady.c ---- */
+
+/* POST /v1/steady: steady motions and their branches. */
+enum MHD_Result http__post_steady(http_conn *c, json_t *body);
 
 /* ---- h_code.c ---- */
 

@@ -125,6 +125,7 @@ int main(int argc, char **argv)
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
     quarantine_start(st, cfg.quarantine_seconds);
+    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     if (cfg.isolate) {
         char exe[CONFIG_PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -133,11 +134,10 @@ int main(int argc, char **argv)
          * (2 per poll thread) and the derivations' lane (1 per poll thread), the job
          * workers, and as many for the shared queue */
         isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1), cfg.worker_memory_mb,
-                             code_dir};
+                             code_dir, model_bytes};
         if (n <= 0 || isolate_start(&ic) != 0)
             return 1;
     }
-    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
     jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits, shared ? &rcfg : NULL};

@@ -20,6 +20,7 @@
     X(EQUATIONS, "/v1/models/{id}/equations")                                                                \
     X(MODEL_CODE, "/v1/models/{id}/code")                                                                    \
     X(CODE, "/v1/code")                                                                                      \
+    X(STEADY, "/v1/steady")                                                                                  \
     X(HAMEL, "/v1/hamel")                                                                                    \
     X(EVALUATE, "/v1/evaluate")                                                                              \
     X(LINEARIZE, "/v1/linearize")                                                                            \

@@ -35,6 +35,7 @@ static const http_route http__routes[] = {
     {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL},
     {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, http__model_code, NULL},
     {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, NULL, http__post_code},
+    {HTTP_POST, "/v1/steady", METRICS_ROUTE_STEADY, NULL, http__post_steady},
     {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel},
     {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate},
     {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize},

@@ -4,6 +4,7 @@
  * the Hamel coefficients that are not identically zero, and names the model by the
  * SHA-256 of its canonical form. */
 #include "model.h"
+#include "trust.h"
 #include "model_build.h"
 
 #include <math.h>
@@ -128,6 +129,7 @@ static void model_free(struct engine_model *m)
     free(m->pos_con);
     json_decref(m->bodies_js);
     json_decref(m->units_js);
+    json_decref(m->contacts_js);
     tape_free(m->tape_det);
     tape_free(m->tape_mass);
     free(m->u_slot);
@@ -350,6 +352,83 @@ static int add_generated(struct engine_model *m, const json_t *js, const bodies_
             return -1;
     }
     return 0;
+}
+
+/* The index of the constraint named `name`, or -1. */
+static int constraint_index(const struct engine_model *m, const char *name)
+{
+    for (int j = 0; name && j < m->nc; j++)
+        if (m->cons[j].name && strcmp(m->cons[j].name, name) == 0)
+            return j;
+    return -1;
+}
+
+/* "contacts": [{"name", "normal"?, "tangential"?: [at most 2], "friction"}]: constraints
+ * marked as a contact whose validity a run checks (engine/run/contact.h): the multiplier
+ * of "normal" is the normal force, those of "tangential" the tangential force's
+ * components. Names of constraints (model.constraints, position_constraints, or
+ * generated: <disk>_contact ...); "normal" absent says the model has none. */
+static void parse_contacts(struct engine_model *m, const json_t *js, json_t *problem)
+{
+    const json_t *cs = json_object_get(js, "contacts");
+    char path[160];
+    if (!cs)
+        return;
+    if (!json_is_array(cs) || json_array_size(cs) > 64) {
+        add_error(problem, "model.contacts", -1,
+                  "must be an array of at most 64 {\"name\", \"normal\", \"tangential\", \"friction\"}");
+        return;
+    }
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cs, i, c)
+    {
+        snprintf(path, sizeof path, "model.contacts[%zu]", i);
+        const json_t *nm = json_object_get(c, "name"), *fr = json_object_get(c, "friction");
+        const json_t *nr = json_object_get(c, "normal"), *tg = json_object_get(c, "tangential");
+        if (!json_is_object(c)) {
+            add_error(problem, path, -1,
+                      "must be an object {\"name\", \"normal\", \"tangential\", \"friction\"}");
+            continue;
+        }
+        const char *key;
+        const json_t *val;
+        json_object_foreach((json_t *)c, key, val)
+        {
+            if (strcmp(key, "name") && strcmp(key, "normal") && strcmp(key, "tangential") &&
+                strcmp(key, "friction")) {
+                snprintf(path, sizeof path, "model.contacts[%zu].%.80s", i, key);
+                add_error(problem, path, -1, "unknown member (expected name, normal, tangential, friction)");
+            }
+        }
+        snprintf(path, sizeof path, "model.contacts[%zu].name", i);
+        if (!json_is_string(nm) || !valid_identifier(json_string_value(nm)) || json_string_length(nm) > 40)
+            add_error(problem, path, -1, "required: an identifier of at most 40 characters");
+        for (size_t k = 0; k < i && json_is_string(nm); k++)
+            if (json_equal(json_object_get(json_array_get(cs, k), "name"), nm))
+                add_error(problem, path, -1, "'%s' is the name of model.contacts[%zu] too",
+                          json_string_value(nm), k);
+        snprintf(path, sizeof path, "model.contacts[%zu].friction", i);
+        if (!(json_is_number(fr) && json_number_value(fr) >= 0 && isfinite(json_number_value(fr))))
+            add_error(problem, path, -1, "required: the coefficient of friction, a number >= 0");
+        snprintf(path, sizeof path, "model.contacts[%zu].normal", i);
+        if (nr && (!json_is_string(nr) || constraint_index(m, json_string_value(nr)) < 0))
+            add_error(problem, path, -1,
+                      "must name a constraint of the model (its multiplier is the normal force)");
+        snprintf(path, sizeof path, "model.contacts[%zu].tangential", i);
+        if (tg && (!json_is_array(tg) || json_array_size(tg) > 2))
+            add_error(problem, path, -1, "must be an array of at most 2 constraint names");
+        size_t k;
+        const json_t *t;
+        json_array_foreach(tg, k, t)
+        {
+            snprintf(path, sizeof path, "model.contacts[%zu].tangential[%zu]", i, k);
+            if (!json_is_string(t) || constraint_index(m, json_string_value(t)) < 0)
+                add_error(problem, path, -1, "must name a constraint of the model");
+        }
+    }
+    if (!count_errors(problem))
+        m->contacts_js = json_deep_copy(cs);
 }
 
 /* "units": {symbol: unit}, a label for display only (nothing is converted): each key a
@@ -608,6 +687,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
 
     if (add_generated(m, js, &br, lim, problem) < 0)
         add_error(problem, "model", -1, "out of memory while adding the generated constraints");
+    parse_contacts(m, js, problem);
     geom_take(m, &br); /* masses, radii, inertias a request's parameters may change */
     bodies_result_free(&br);
 
@@ -974,6 +1054,8 @@ static int make_canonical(struct engine_model *m)
         json_object_update(js, m->bodies_js);
     if (m->units_js)
         json_object_set(js, "units", m->units_js);
+    if (m->contacts_js)
+        json_object_set(js, "contacts", m->contacts_js);
     json_t *forces = json_object();
     for (int i = 0; i < m->n; i++)
         if (!expr_is_num(m->Q[i], 0.0))
@@ -1122,6 +1204,7 @@ static const char *const known_keys[] = {"name",
                                          "rolling_disks",
                                          "description",
                                          "units",
+                                         "contacts",
                                          "notes",
                                          "source",
                                          NULL};
@@ -1343,13 +1426,18 @@ int model_build_psi(struct model_build *b)
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_psi->n_ins, sizeof *work);
     double *out = calloc((size_t)n * n + n, sizeof *out);
     int *piv = calloc(n, sizeof *piv);
-    int regular = 0;
+    int regular = 0, singular = 0;
     for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
         model_test_point(m, k, in);
         tape_eval(m->tape_psi, in, work, out);
+        int evidence = model_psi_evidence(m, in, out); /* issue 15: else it proves nothing */
         if (linalg_lu(n, out, piv) == 0)
             regular++;
+        else
+            singular += evidence;
     }
+    if (!regular && !singular)
+        regular = 1; /* no trustworthy point: claim nothing (the run watches Psi) */
     free(in);
     free(work);
     free(out);

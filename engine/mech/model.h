@@ -72,6 +72,8 @@ struct engine_model {
     expr *T_hand, *V_hand; /* the hand-written parts (T = T_hand + T of the bodies) */
     json_t *bodies_js;     /* the bodies keys of the model as given (for the canonical form) */
     json_t *units_js;      /* "units": {symbol: unit text} as given, validated; NULL if absent */
+    json_t *contacts_js;   /* "contacts": [{name, normal?, tangential?, friction}] as given, validated
+                            * (names of constraints; contact.h reads it); NULL if absent */
     int npos;              /* position-level constraints */
     int *pos_con;          /* [npos] their index in cons */
     tape *tape_pos;        /* -> pos_j [npos], d pos_j / d q_i [npos * n] (row-major) */

@@ -6,6 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The index of the constraint named `name` (may be NULL), or -1. */
+static int contact__index(const struct engine_model *m, const char *name)
+{
+    for (int j = 0; name && j < m->nc; j++)
+        if (strcmp(m->cons[j].name, name) == 0)
+            return j;
+    return -1;
+}
+
 /* The index of constraint "<disk>_<suffix>", or -1. */
 static int contact__constraint(const struct engine_model *m, const char *disk, const char *suffix)
 {
@@ -25,6 +34,7 @@ int contact_list(const struct engine_model *m, contact_spec **out)
     const json_t *d;
     int n = 0;
     json_array_foreach(disks, i, d) n += json_is_number(json_object_get(d, "friction"));
+    n += (int)json_array_size(m->contacts_js);
     if (!n)
         return 0;
     contact_spec *c = calloc(n, sizeof *c);
@@ -42,6 +52,16 @@ int contact_list(const struct engine_model *m, contact_spec **out)
         c[k].normal = contact__constraint(m, name, "contact");
         c[k].tang[0] = contact__constraint(m, name, "rolling");
         c[k].tang[1] = contact__constraint(m, name, "lateral");
+        k++;
+    }
+    json_array_foreach(m->contacts_js, i, d)
+    {
+        snprintf(c[k].name, sizeof c[k].name, "%s", json_string_value(json_object_get(d, "name")));
+        c[k].mu = json_number_value(json_object_get(d, "friction"));
+        c[k].normal = contact__index(m, json_string_value(json_object_get(d, "normal")));
+        const json_t *tg = json_object_get(d, "tangential");
+        c[k].tang[0] = contact__index(m, json_string_value(json_array_get(tg, 0)));
+        c[k].tang[1] = contact__index(m, json_string_value(json_array_get(tg, 1)));
         k++;
     }
     *out = c;

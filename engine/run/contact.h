@@ -11,6 +11,13 @@
  * When the disk's height is fixed by the coordinates (the contact condition holds
  * identically: a coordinate eliminated by hand) there is no <name>_contact and no way
  * to the normal force: the contact says so instead of guessing.
+ *
+ * A model written with T and constraints marks its own contacts in "contacts" (model.h:
+ * contacts_js): the constraint whose multiplier is the normal force, at most two whose
+ * multipliers are the tangential components, and the friction. Those multipliers are
+ * forces only when the constraints are written so (the normal one as the height of the
+ * contact point, the tangential ones as its velocity along unit directions): their scale
+ * follows how the constraint is written. Without "normal" the contact has no normal force.
  */
 #ifndef HAMEL_CONTACT_H
 #define HAMEL_CONTACT_H
@@ -26,7 +33,8 @@ typedef struct contact_spec {
     int tang[2];                 /* <name>_rolling, <name>_lateral, or -1 (zero on the branch) */
 } contact_spec;
 
-/* The model's contacts: every rolling disk with a "friction". Returns their number and
+/* The model's contacts: every rolling disk with a "friction", then the model's own
+ * "contacts". Returns their number and
  * sets *out (caller frees; NULL when there are none), or -1 when out of memory. */
 int contact_list(const struct engine_model *m, contact_spec **out);
 
@@ -36,9 +44,9 @@ void contact_forces(const contact_spec *c, const double *lam, double *normal, do
 
 /* The reason a contact has no normal force, for the result. */
 #define CONTACT_NO_NORMAL                                                                                    \
-    "the model gives no way to the normal force: the disk's height is fixed by the coordinates (the "        \
-    "contact "                                                                                               \
-    "condition holds identically, a coordinate eliminated by hand); give the disk a free height coordinate " \
-    "and name it as the disk's \"dependent\" to get N, lift-off and slip"
+    "the model gives no way to the normal force: no constraint holds the contact point's height (it is "     \
+    "fixed by the coordinates, a coordinate eliminated by hand); give the body a free height coordinate "    \
+    "held by a position constraint (a rolling disk's \"dependent\", or a contact's \"normal\") to get N, "   \
+    "lift-off and slip"
 
 #endif

@@ -18,6 +18,10 @@
  * (hamel_choose_speeds): the trajectory goes on correctly and the samples report the
  * model's own speeds (components of q'). With speeds the user gave, the same events
  * past SIM_WATCH_FAIL end the run with a failure naming the time and configuration.
+ * Nonlinear constraints in the reduced form (Psi taken at q'(q, u)): speeds that are
+ * plain velocities q_c' are re-chosen as default speeds are; other speeds, and a q' that
+ * Newton's method can no longer find (two solutions meeting: the right-hand side fails),
+ * end the run with the same failure naming the nonlinear constraints.
  * When det Psi is a nonzero number (model.h: psi_det_const) there is nothing to watch. */
 #define SIM_WATCH_SWITCH 10.0
 #define SIM_WATCH_FAIL 1e8

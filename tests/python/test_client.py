@@ -134,6 +134,18 @@ def test_batch_yields_results_as_lines_arrive(client, case):
     assert (single.q["x"] == seen[1].q["x"]).all()
 
 
+def test_events_come_through_single_and_batch(client, case):
+    ev = [{"name": "low", "expr": "theta - 1", "direction": "falling", "action": "stop"}]
+    r = client.simulate(case, events=ev)
+    assert r.stopped_by == "low" and [e["name"] for e in r.events] == ["low"]
+    assert r.t[-1] == r.events[0]["t"] and abs(r.q["theta"][-1] - 1) < 1e-12
+    runs = [{"initial": {"speeds": {"Omega": w}}, "events": ev} for w in (3, 4)]
+    for b in client.batch(case, runs):
+        assert b.ok and b.stopped_by == "low" and b.events[0]["name"] == "low"
+    plain = client.simulate(case)
+    assert plain.events == [] and plain.stopped_by is None and plain.contacts == {}
+
+
 def test_batch_with_an_invalid_run_raises(client, case):
     with pytest.raises(hamel.HamelError) as info:
         list(client.batch(case, [{"initial": {"q": {"thet": 1}}}]))
@@ -222,3 +234,35 @@ def test_example_notebook_is_valid_and_runs(monkeypatch, capsys):
     assert "Omega =  6.0: tilt oscillates" in out
     assert "422 invalid-model" in out and "potential_energy" in out
     assert ns["df"].shape == (1001, 14)
+
+
+def test_the_client_gets_gzip_from_the_server_and_decodes_it(client, case, monkeypatch):
+    """The server compresses (Accept-Encoding: gzip) and the client decodes: a result and
+    a streamed batch (one gzip member, decoded line by line) equal the identity answers."""
+    from hamel import _http
+    codings, streams = [], []
+    real_decode, real_decompressobj = _http._decode, _http.zlib.decompressobj
+
+    def decode(raw, headers):
+        codings.append(headers.get("content-encoding"))
+        return real_decode(raw, headers)
+
+    def decompressobj(*args, **kw):
+        if args == (31,):  # the client's stream decoder (gzip.decompress makes its own)
+            streams.append(args)
+        return real_decompressobj(*args, **kw)
+
+    monkeypatch.setattr(_http, "_decode", decode)
+    monkeypatch.setattr(_http.zlib, "decompressobj", decompressobj)
+    sim = copy.deepcopy(case["simulation"])
+    sim["output"] = {"samples": 1001}
+    r = client.simulate(case["model"], **sim)
+    assert "gzip" in codings, codings
+    doc = server_json("/v1/jobs/" + r.job_id)  # urllib asks for no coding: identity
+    exact(r.t, doc["trajectory"]["t"], "t")
+    for name, texts in doc["trajectory"]["q"].items():
+        exact(r.q[name], texts, "q." + name)
+    runs = [{"initial": {"speeds": {"Omega": 1 + 0.1 * k}}} for k in range(4)]
+    got = sorted(x.index for x in client.batch(case, runs, base={"t_end": 0.5}))
+    assert got == [0, 1, 2, 3]
+    assert streams, "the NDJSON stream came gzip-coded"

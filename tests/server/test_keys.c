@@ -63,6 +63,15 @@ Test(keys, an_older_engines_result_is_recomputed_not_served, .timeout = 240)
     harness_server old, cur;
 
     keys_start(&old, data, "0.2.0");
+    harness_resp h;
+    memset(&h, 0, sizeof h);
+    cr_assert_eq(harness_request(&old, "GET", "/v1/health", NULL, NULL, &h), CURLE_OK);
+    cr_assert_str_eq(json_string_value(json_object_get(h.json, "version")), "0.2.0", "%s", h.body);
+    char build[64];
+    snprintf(build, sizeof build, "0.2.0+n%d", ENGINE_NUMERICS);
+    cr_assert_str_eq(json_string_value(json_object_get(h.json, "build")), build, "health names the build: %s",
+                     h.body);
+    harness_resp_free(&h);
     harness_resp a = keys_post(&old, keys_request);
     cr_assert(json_is_false(json_object_get(a.json, "cached")), "the first answer is computed");
     cr_assert_str_eq(keys_str(a.json, "provenance", "engine_version"), "0.2.0",

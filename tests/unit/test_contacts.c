@@ -114,6 +114,9 @@ Test(contacts, forces_against_newton_euler)
         cr_expect(fabs(a - b) <= 1e-8 * fabs(a), "sample %zu: hamel %.15g, multipliers %.15g", i, a, b);
     }
     cr_expect_eq(json_number_value(json_object_get(contact(h), "friction")), 0.3);
+    /* |F_t| / N = 0.314 > 0.3 at the start: it slips from t = 0, whatever crosses later */
+    cr_expect_eq(json_number_value(json_object_get(json_object_get(contact(h), "slip"), "t")), 0.0, "%s",
+                 json_dumps(json_object_get(contact(h), "slip"), 0));
     json_decref(h);
     json_decref(mu);
     engine_model_release(m);
@@ -234,6 +237,78 @@ Test(contacts, no_normal_force_is_said_and_bad_friction_refused)
     const json_t *err = json_array_get(json_object_get(problem, "errors"), 0);
     cr_expect_str_eq(json_string_value(json_object_get(err, "path")), "model.rolling_disks[0].friction", "%s",
                      json_dumps(problem, 0));
+    json_decref(problem);
+    json_decref(bad);
+}
+
+/* A model's own contact: a knife edge (mass m, inertia I about the vertical) on the
+ * ground z = 0 (a position constraint, the normal), sliding along its blade at speed v
+ * while a torque tau turns it (phi' = w0 + tau t / I) and a force c t lifts it. Closed
+ * forms: N = m g - c t, |F_t| = m v phi' (the lateral force that turns the velocity), so
+ * lift-off at m g / c and slip where m v (w0 + tau t / I) = mu (m g - c t). */
+#define KNIFE_CONTACT_MODEL(CONTACTS)                                                                        \
+    "{\"name\": \"knife-contact\", \"coordinates\": [\"x\", \"y\", \"z\", \"phi\"],"                         \
+    " \"parameters\": {\"m\": 2, \"I\": 0.5, \"g\": 9.81, \"tau\": 0.3, \"c\": 4},"                          \
+    " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2 + z'^2) + 1/2*I*phi'^2\", \"potential_energy\": \"m*g*z\","   \
+    " \"generalized_forces\": {\"phi\": \"tau\", \"z\": \"c*t\"},"                                           \
+    " \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - y'*cos(phi)\"}],"                    \
+    " \"position_constraints\": [{\"name\": \"ground\", \"expr\": \"z\", \"dependent\": \"z\"}]" CONTACTS    \
+    "}"
+
+Test(contacts, a_models_own_contact_against_the_closed_form)
+{
+    const double m = 2, I = 0.5, g = 9.81, tau = 0.3, c = 4, v = 1.5, w0 = 0.2, mu = 0.4;
+    engine_model *k = support_compile_text(
+        KNIFE_CONTACT_MODEL(", \"contacts\": [{\"name\": \"edge\", \"normal\": \"ground\", \"tangential\": "
+                            "[\"knife\"], \"friction\": 0.4}]"));
+    char req[1024];
+    snprintf(
+        req, sizeof req,
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"z\": 0, \"phi\": 0}, \"qdot\": {\"x\": %.17g, \"y\": "
+        "0, "
+        "\"z\": 0, \"phi\": %.17g}}, \"t_end\": 6, \"output\": {\"samples\": 61}, \"integrator\": {\"rtol\": "
+        "1e-12, \"atol\": 1e-14}}",
+        v, w0);
+    json_t *r = support_run(k, req);
+    const json_t *e = json_object_get(json_object_get(json_object_get(r, "checks"), "contacts"), "edge");
+    cr_assert(json_is_object(e), "%s", json_dumps(json_object_get(r, "checks"), 0));
+    const json_t *ts = json_object_get(json_object_get(r, "trajectory"), "t");
+    for (size_t i = 0; i < json_array_size(ts); i++) {
+        double t = json_number_value(json_array_get(ts, i));
+        double n = json_number_value(json_array_get(json_object_get(e, "normal"), i));
+        double f = json_number_value(json_array_get(json_object_get(e, "tangential"), i));
+        cr_expect(fabs(n - (m * g - c * t)) <= 1e-9 * m * g, "t = %g: N %.15g, closed form %.15g", t, n,
+                  m * g - c * t);
+        cr_expect(fabs(f - m * v * (w0 + tau * t / I)) <= 1e-9 * m * g,
+                  "t = %g: F_t %.15g, closed form %.15g", t, f, m * v * (w0 + tau * t / I));
+    }
+    double t_lift = m * g / c, t_slip = (mu * m * g - m * v * w0) / (m * v * tau / I + mu * c);
+    double got_lift = json_number_value(json_object_get(json_object_get(e, "lift_off"), "t"));
+    double got_slip = json_number_value(json_object_get(json_object_get(e, "slip"), "t"));
+    cr_expect(fabs(got_lift - t_lift) <= 1e-9 * t_lift, "lift-off %.15g, closed form %.15g", got_lift,
+              t_lift);
+    cr_expect(fabs(got_slip - t_slip) <= 1e-9 * t_slip, "slip %.15g, closed form %.15g", got_slip, t_slip);
+    json_decref(r);
+    engine_model_release(k);
+
+    /* without "normal": said; a contact naming no constraint: a 422 */
+    k = support_compile_text(KNIFE_CONTACT_MODEL(
+        ", \"contacts\": [{\"name\": \"edge\", \"tangential\": [\"knife\"], \"friction\": 0.4}]"));
+    r = support_run(k, req);
+    e = json_object_get(json_object_get(json_object_get(r, "checks"), "contacts"), "edge");
+    cr_expect(json_is_null(json_object_get(e, "normal")));
+    cr_expect(strstr(json_string_value(json_object_get(e, "reason")), "no way to the normal force") != NULL);
+    json_decref(r);
+    engine_model_release(k);
+    json_t *bad =
+        support_loads(KNIFE_CONTACT_MODEL(", \"contacts\": [{\"name\": \"edge\", \"normal\": \"floor\", "
+                                          "\"tangential\": [\"knife\"], \"friction\": 0.4}]"));
+    engine_model *none = NULL;
+    json_t *problem = NULL;
+    cr_expect_neq(engine_model_compile(bad, NULL, &none, &problem), 0);
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+        "model.contacts[0].normal", "%s", json_dumps(problem, 0));
     json_decref(problem);
     json_decref(bad);
 }

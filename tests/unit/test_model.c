@@ -682,3 +682,24 @@ Test(model, units_label_symbols_and_are_checked)
     snprintf(text, sizeof text, "%s, \"units\": [\"kg\"]}", base);
     compile_fails(text, "invalid-model", "model.units", 0, "object");
 }
+
+/* Issue 15: a regular Psi badly scaled at the test configurations (an exp of a
+ * feature far from them: [[1, 0], [1e17, 1]]) was called singular there; such a
+ * point proves nothing now. Dependent rows are still found. */
+Test(model, badly_scaled_psi_is_not_called_singular)
+{
+    static const char *const ok[] = {"y' + 1e17*x'", "y' + 0.3*exp((x + 2913)/71.7)*x'",
+                                     "y' - 3*exp(-100*(x - 40)^2)*x'"};
+    for (int i = 0; i < 3; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2 + y'^2\", \"constraints\": "
+                 "[{\"name\": \"c\", \"expr\": \"%s\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"x'\"}]}",
+                 ok[i]);
+        engine_model_release(compile_ok(text)); /* asserts it compiles */
+    }
+    compile_fails(
+        "{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2 + y'^2\", \"constraints\": "
+        "[{\"name\": \"c\", \"expr\": \"2*x'\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"x'\"}]}",
+        "singular-transformation", "model.speeds", 0, "singular");
+}

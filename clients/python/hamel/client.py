@@ -14,7 +14,7 @@ from .result import Result
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 WAIT_S = 30  # ?wait= per request while a job runs
-BATCH_FIELDS = ("run", "trajectory", "checks", "stats")
+BATCH_FIELDS = ("run", "trajectory", "checks", "stats", "events")
 
 
 def _load(source):
@@ -204,7 +204,7 @@ class Client:
         run is yielded too, with .status "failed" and .error a HamelError. `model` is as
         simulate's first argument (a case's simulation becomes the base); `base` is
         merged over it; `fields` are the line's fields (default run, trajectory,
-        checks, stats; ["final"] for just the last sample). An invalid run refuses the
+        checks, stats, events; ["final"] for just the last sample). An invalid run refuses the
         whole batch: HamelError naming runs[i]... before the first result."""
         ref, case_base = _split(model)
         body = dict(ref)

@@ -35,6 +35,11 @@ class Result:
             formulation only), in the model's order.
         checks: the energy, constraint and invariant checks (a dict, as the service sent it).
         warnings: the result's ``warnings`` list (empty when the service sent none).
+        events: the located crossings of the request's ``events``, in time order: a list of
+            dicts ``{"name", "t", "q", "speeds", "qdot"}`` (empty without events).
+        stopped_by: the name of the stop event that ended the trajectory, or None.
+        contacts: ``checks["contacts"]``: per contact its friction, ``normal`` and
+            ``tangential`` force arrays and ``lift_off`` / ``slip`` ({"t"} or None).
         stats: steps, right-hand side evaluations, compile and integrate times.
         hamel: the Hamel coefficients the request asked for (``"hamel"``), or None.
         model_id, job_id, cached, status: as in the result document.
@@ -54,6 +59,16 @@ class Result:
         self.checks = doc.get("checks") or {}
         w = doc.get("warnings")
         self.warnings = list(w) if isinstance(w, list) else []
+        ev = doc.get("events")
+        self.events = list(ev) if isinstance(ev, list) else []
+        self.stopped_by = doc.get("stopped_by")
+        self.contacts = {}
+        for name, c in (self.checks.get("contacts") or {}).items():
+            c = dict(c)
+            for key in ("normal", "tangential"):
+                if isinstance(c.get(key), list):
+                    c[key] = _array(c[key])
+            self.contacts[name] = c
         self.stats = doc.get("stats") or {}
         self.hamel = doc.get("hamel")
         self.model_id = doc.get("model_id")

@@ -44,7 +44,8 @@ export function setupAnim() {
       const m = /^x(.*)$/.exec(c);
       if (m && tr.q["y" + m[1]]) pairs.push(["x" + m[1], "y" + m[1]]);
     }
-    const hasBodies = model && Array.isArray(model.bodies) && model.bodies.length && Array.isArray(model.frames);
+    const hasBodies = model && ((Array.isArray(model.bodies) && model.bodies.length) || (Array.isArray(model.particles) && model.particles.length)) &&
+      (Array.isArray(model.frames) || Array.isArray(model.points));
     if (!pairs.length && !hasBodies) return;
     const env0 = {};
     for (const [k, v] of Object.entries((model && model.parameters) || {})) env0[k] = paramValue(v);
@@ -97,8 +98,8 @@ export function setupAnim() {
     card.dataset.index = String(i);
     card.dataset.t = String(data.t[i]);
     $("anim-time").textContent = `t = ${data.t[i].toFixed(3)}`;
-    if (view === "3d" && scene) scene.draw(i);
-    else drawTop(i);
+    if (view === "3d") { if (scene) scene.draw(i); }
+    else if (data.pairs.length) drawTop(i);
   }
 
   function drawTop(i) {

@@ -3,7 +3,8 @@
 // frames and points give every body's pose at each sample: frames are chains of
 // rotations about axes, points are offsets expressed in a frame. Rolling disks are drawn
 // as a tyre (torus) and a translucent disk, other bodies as their inertia ellipsoid
-// (semi-axes from the principal moments), every body frame as a small set of axes.
+// (semi-axes from the principal moments), every body frame as a small set of axes,
+// particles as small spheres.
 
 import * as THREE from "three";
 import { OrbitControls } from "three/addons/controls/OrbitControls.js";
@@ -151,6 +152,19 @@ export function makeScene(host, model, env0, tr) {
   }
   size = size || 1;
   for (const p of parts) p.axes.matrix.makeScale(0.35 * size, 0.35 * size, 0.35 * size);
+  // the model's points joined to their parents: the skeleton of the mechanism
+  // (not a point placed in N from the origin, such as a contact point at (x, y, 0): that
+  // "link" is only where the system has got to)
+  const links = (model.points || []).filter((pt) => (pt.parent || "O") !== "O" || (pt.frame || "N") !== "N").map((pt) => [pt.parent || "O", pt.name]);
+  const skeleton = new THREE.LineSegments(new THREE.BufferGeometry(), new THREE.LineBasicMaterial({ color: 0x4a5868 }));
+  skeleton.geometry.setAttribute("position", new THREE.Float32BufferAttribute(new Float32Array(6 * Math.max(1, links.length)), 3));
+  scene.add(skeleton);
+  // point masses as small spheres at their points
+  const dots = (model.particles || []).filter((pt) => pt && pt.point).map((pt) => {
+    const mesh = new THREE.Mesh(new THREE.SphereGeometry(0.08 * size, 20, 12), new THREE.MeshStandardMaterial({ color: 0x009e73 }));
+    scene.add(mesh);
+    return { point: pt.point, mesh };
+  });
 
   // the ground and the path of the first point on it
   const ground = model.points && model.points.find((p) => (p.parent || "O") === "O");
@@ -185,6 +199,8 @@ export function makeScene(host, model, env0, tr) {
     return g;
   })();
   scene.add(grid);
+  // the ground: z = 0 of the model, or below everything that hangs under it
+  const floor = lo.y < -1e-9 ? lo.y - 0.05 * size : 0;
   const path = new THREE.Line(new THREE.BufferGeometry().setFromPoints(pathPts), new THREE.LineBasicMaterial({ color: 0x0072b2 }));
   path.position.y = 0.002 * size;
   scene.add(path);
@@ -217,13 +233,22 @@ export function makeScene(host, model, env0, tr) {
       part.group.matrixWorldNeedsUpdate = true;
       part.axes.matrixWorldNeedsUpdate = true;
     }
+    for (const d of dots) d.mesh.position.copy(toThree(k.pointP(d.point)));
+    const pos = skeleton.geometry.attributes.position;
+    links.forEach(([a, b], j) => {
+      const A = toThree(k.pointP(a)), B = toThree(k.pointP(b));
+      pos.setXYZ(2 * j, A.x, A.y, A.z);
+      pos.setXYZ(2 * j + 1, B.x, B.y, B.z);
+    });
+    pos.needsUpdate = true;
+    skeleton.geometry.computeBoundingSphere();
     // the camera follows the system along its path
     const now = toThree(ground ? k.pointP(ground.name) : [0, 0, 0]);
     const d = now.clone().sub(followed);
     camera.position.add(d);
     controls.target.add(d);
     followed = now;
-    grid.position.set(Math.round(now.x / (5 * cell)) * 5 * cell, 0, Math.round(now.z / (5 * cell)) * 5 * cell);
+    grid.position.set(Math.round(now.x / (5 * cell)) * 5 * cell, floor, Math.round(now.z / (5 * cell)) * 5 * cell);
     controls.update();
     renderer.render(scene, camera);
   }

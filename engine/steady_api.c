@@ -1,0 +1,1070 @@
+/* steady_api.c — POST /v1/steady (engine_steady): steady motions by Newton's method on
+ * the exact Jacobian, and their branches by pseudo-arclength continuation.
+ *
+ * Every evaluation is one /v1/linearize of the point (engine_linearize, steady: false):
+ * its speeds_dot are the residual (every speed derivative zero), its A (on the
+ * independent states when the model has position constraints) and B (on the parameters
+ * among the unknowns) the exact derivatives, so the branch is the very equations that
+ * are integrated, and the position constraints are solved at every point as linearize
+ * solves them.
+ *
+ * Newton: the residual u' (k values) over the unknowns (nu of them, among coordinates,
+ * speeds and parameters); each step is the least-squares step of smallest norm (SVD,
+ * singular values below 1e-10 of the largest dropped), so equations that hold
+ * identically on the unknowns (a speed derivative that stays zero) cost nothing. As many
+ * unknowns as independent equations (the rank of du'/d(unknowns) at the guess): fewer
+ * independent equations than unknowns is a 422 saying how many.
+ *
+ * Continuation: x = (unknowns, vary) follows F(x) = 0 with pseudo-arclength steps: the
+ * tangent is the null vector of dF/dx (the right singular vector of the smallest
+ * singular value, oriented as the step before), the predictor x + ds t, the corrector
+ * Newton on [F; t . (x - x_pred)] = 0; a failed corrector halves ds. The last point is
+ * solved at vary = to exactly. At each point the eigenvalues of A after removing the
+ * states that do not enter (a column of A that is zero, removed again and again: a
+ * coordinate that no equation reads, a speed that only such coordinates read) and the
+ * zeros every point has (persistent zeros: first integrals, families of steady motions).
+ * A stability change is where the number of eigenvalues with positive real part changes:
+ * complex (a pair crosses) or real; it is located by the Illinois method on the real part
+ * of the crossing eigenvalue, solving the steady motion at each trial value of vary, to
+ * 1e-12 relative (at least 1e-10 as promised).
+ */
+#include "engine.h"
+
+#include <gsl/gsl_linalg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "linearize.h"
+#include "model.h"
+
+#define STEADY_MAX_NEWTON 40
+#define STEADY_MAX_STEPS 10000
+#define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
+#define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
+
+#define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
+
+enum { VAR_Q, VAR_U, VAR_P };
+
+typedef struct steady_var {
+    const char *name;
+    int kind; /* VAR_Q / VAR_U / VAR_P */
+    int idx;  /* coordinate, speed or parameter index */
+} steady_var;
+
+typedef struct steady {
+    const struct engine_model *m;
+    const engine_limits *lim;
+    engine_control *ctl;
+    double t;
+    double *q, *u, *p; /* the current point: n, k, np values */
+    steady_var *var;   /* the unknowns, then (continuation) vary last */
+    int nu, nv;        /* unknowns; variables (nu or nu + 1) */
+    int k;
+    double deadline;
+    /* the last evaluation */
+    double *r;      /* [k] u' */
+    double *J;      /* [k * nv] du'/d(var) */
+    int N;          /* states of A (reduced when the model has position constraints) */
+    double *A;      /* [N * N] */
+    json_t *point;  /* the linearize point (q solved, speeds) */
+    json_t *states; /* borrowed from point's answer: names of A's states */
+    json_t *answer; /* the last linearize answer */
+} steady;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double var_get(const steady *s, int i)
+{
+    const steady_var *v = &s->var[i];
+    return v->kind == VAR_Q ? s->q[v->idx] : v->kind == VAR_U ? s->u[v->idx] : s->p[v->idx];
+}
+
+static void var_set(steady *s, int i, double x)
+{
+    const steady_var *v = &s->var[i];
+    double *where = v->kind == VAR_Q ? &s->q[v->idx] : v->kind == VAR_U ? &s->u[v->idx] : &s->p[v->idx];
+    *where = x;
+}
+
+/* The state as {t, q, speeds} (new reference). */
+static json_t *state_json(const steady *s)
+{
+    const struct engine_model *m = s->m;
+    json_t *q = json_object(), *sp = json_object();
+    for (int i = 0; i < m->n; i++)
+        json_object_set_new(q, m->coords[i], json_real(s->q[i]));
+    for (int r = 0; r < m->k; r++)
+        json_object_set_new(sp, m->speeds[r], json_real(s->u[r]));
+    return json_pack("{s:f, s:o, s:o}", "t", s->t, "q", q, "speeds", sp);
+}
+
+static json_t *params_json(const steady *s)
+{
+    json_t *p = json_object();
+    for (int a = 0; a < s->m->np; a++)
+        json_object_set_new(p, s->m->params[a], json_real(s->p[a]));
+    return p;
+}
+
+/* Reads a matrix rows x cols from JSON arrays into out; 0 or -1. */
+static int read_matrix(const json_t *js, int rows, int cols, double *out)
+{
+    if ((int)json_array_size(js) != rows)
+        return -1;
+    for (int i = 0; i < rows; i++) {
+        const json_t *row = json_array_get(js, (size_t)i);
+        if ((int)json_array_size(row) != cols)
+            return -1;
+        for (int j = 0; j < cols; j++) {
+            const json_t *v = json_array_get(row, (size_t)j);
+            if (!json_is_number(v))
+                return -1;
+            out[i * cols + j] = json_number_value(v);
+        }
+    }
+    return 0;
+}
+
+static int state_index(const json_t *states, const char *name)
+{
+    for (size_t i = 0; i < json_array_size(states); i++)
+        if (!strcmp(json_string_value(json_array_get(states, i)), name))
+            return (int)i;
+    return -1;
+}
+
+/* Evaluates the point: r, J, A. Position constraints: the dependent coordinates are
+ * solved (and kept). Returns 0, or an error code with *problem. */
+static int evaluate(steady *s, json_t **problem)
+{
+    const struct engine_model *m = s->m;
+    if (now_s() > s->deadline) {
+        *problem = hamel_problem_new(HAMEL_E_COMPILE_LIMIT, "the steady-motion search ran out of time");
+        hamel_problem_add(*problem, "continuation", -1, "ask for fewer steps");
+        return HAMEL_E_COMPILE_LIMIT;
+    }
+    json_t *req = state_json(s), *inputs = json_array();
+    for (int i = 0; i < s->nv; i++)
+        if (s->var[i].kind == VAR_P)
+            json_array_append_new(inputs, json_string(s->var[i].name));
+    json_object_set_new(req, "parameters", params_json(s));
+    json_object_set_new(req, "inputs", inputs);
+    json_object_set_new(req, "steady", json_false());
+    json_t *res = NULL;
+    int rc = engine_linearize(m, req, s->lim, s->ctl, &res, problem);
+    json_decref(req);
+    if (rc)
+        return rc;
+    json_decref(s->answer);
+    s->answer = res;
+    const json_t *pt = json_array_get(json_object_get(res, "points"), 0);
+    const json_t *ind = json_object_get(pt, "independent");
+    const json_t *blk = ind ? ind : pt;
+    s->states = json_object_get(ind ? ind : res, "states");
+    int N = (int)json_array_size(s->states), ni = 0;
+    for (int i = 0; i < s->nv; i++)
+        ni += s->var[i].kind == VAR_P;
+    free(s->A);
+    s->A = calloc((size_t)N * N + 1, sizeof *s->A);
+    double *B = calloc((size_t)N * (ni + 1), sizeof *B);
+    s->N = N;
+    if (!s->A || !B || read_matrix(json_object_get(blk, "A"), N, N, s->A) < 0 ||
+        (ni && read_matrix(json_object_get(blk, "B"), N, ni, B) < 0)) {
+        free(B);
+        *problem = hamel_problem_new(HAMEL_E_NUMERIC, "the equations could not be evaluated at this point");
+        return HAMEL_E_NUMERIC;
+    }
+    /* the solved coordinates (position constraints) */
+    const json_t *qs = json_object_get(pt, "q");
+    for (int i = 0; i < m->n; i++) {
+        const json_t *v = json_object_get(qs, m->coords[i]);
+        if (json_is_number(v))
+            s->q[i] = json_number_value(v);
+    }
+    const json_t *ud = json_object_get(pt, "speeds_dot");
+    for (int r = 0; r < s->k; r++) {
+        const json_t *v = json_object_get(ud, m->speeds[r]);
+        s->r[r] = json_is_number(v) ? json_number_value(v) : NAN;
+    }
+    for (int r = 0; r < s->k; r++) {
+        int row = state_index(s->states, m->speeds[r]);
+        for (int i = 0, pi = 0; i < s->nv; i++) {
+            double d = 0.0;
+            if (s->var[i].kind == VAR_P)
+                d = row >= 0 ? B[row * ni + pi++] : 0.0;
+            else {
+                int col = state_index(s->states, s->var[i].name);
+                d = row >= 0 && col >= 0 ? s->A[row * N + col] : 0.0;
+            }
+            s->J[r * s->nv + i] = d;
+        }
+    }
+    free(B);
+    json_decref(s->point);
+    s->point = json_incref((json_t *)pt);
+    for (int r = 0; r < s->k; r++)
+        if (!isfinite(s->r[r])) {
+            *problem = hamel_problem_new(HAMEL_E_NUMERIC, "a speed derivative is not finite at this point");
+            return HAMEL_E_NUMERIC;
+        }
+    return 0;
+}
+
+/* The least-squares solution of smallest norm of M x = b (rows x cols, rows >= cols
+ * after padding), singular values below STEADY_RANK_TOL of the largest dropped; *rank
+ * receives the rank. M and b are not changed. Returns 0 or -1. */
+static int lsq(int rows, int cols, const double *M, const double *b, double *x, int *rank)
+{
+    int R = rows >= cols ? rows : cols;
+    gsl_matrix *U = gsl_matrix_calloc((size_t)R, (size_t)cols),
+               *V = gsl_matrix_alloc((size_t)cols, (size_t)cols);
+    gsl_vector *S = gsl_vector_alloc((size_t)cols), *work = gsl_vector_alloc((size_t)cols);
+    int rc = -1;
+    if (U && V && S && work) {
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++)
+                gsl_matrix_set(U, (size_t)i, (size_t)j, M[i * cols + j]);
+        if (gsl_linalg_SV_decomp(U, V, S, work) == 0) {
+            double smax = gsl_vector_get(S, 0);
+            int rk = 0;
+            for (int j = 0; j < cols; j++)
+                rk += gsl_vector_get(S, (size_t)j) > STEADY_RANK_TOL * smax && smax > 0;
+            if (rank)
+                *rank = rk;
+            if (x) {
+                for (int j = 0; j < cols; j++)
+                    x[j] = 0.0;
+                for (int c = 0; c < rk; c++) {
+                    double dot = 0.0;
+                    for (int i = 0; i < rows; i++)
+                        dot += gsl_matrix_get(U, (size_t)i, (size_t)c) * b[i];
+                    dot /= gsl_vector_get(S, (size_t)c);
+                    for (int j = 0; j < cols; j++)
+                        x[j] += gsl_matrix_get(V, (size_t)j, (size_t)c) * dot;
+                }
+            }
+            rc = 0;
+        }
+    }
+    gsl_matrix_free(U);
+    gsl_matrix_free(V);
+    gsl_vector_free(S);
+    gsl_vector_free(work);
+    return rc;
+}
+
+/* The unit null vector of the k x nv matrix J (the right singular vector of its smallest
+ * singular value) into t. Returns 0 or -1. */
+static int null_vector(int k, int nv, const double *J, double *t)
+{
+    int R = k >= nv ? k : nv;
+    gsl_matrix *U = gsl_matrix_calloc((size_t)R, (size_t)nv), *V = gsl_matrix_alloc((size_t)nv, (size_t)nv);
+    gsl_vector *S = gsl_vector_alloc((size_t)nv), *work = gsl_vector_alloc((size_t)nv);
+    int rc = -1;
+    if (U && V && S && work) {
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < nv; j++)
+                gsl_matrix_set(U, (size_t)i, (size_t)j, J[i * nv + j]);
+        if (gsl_linalg_SV_decomp(U, V, S, work) == 0) {
+            for (int j = 0; j < nv; j++)
+                t[j] = gsl_matrix_get(V, (size_t)j, (size_t)nv - 1);
+            rc = 0;
+        }
+    }
+    gsl_matrix_free(U);
+    gsl_matrix_free(V);
+    gsl_vector_free(S);
+    gsl_vector_free(work);
+    return rc;
+}
+
+static double max_abs(const double *v, int n)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, fabs(v[i]));
+    return m;
+}
+
+/* Converged: every speed derivative within rounding of the equations' scale. */
+static int converged(const steady *s)
+{
+    double scale = 1.0;
+    for (int i = 0; i < s->N * s->N; i++)
+        scale = fmax(scale, fabs(s->A[i]));
+    double x = 1.0;
+    for (int i = 0; i < s->nv; i++)
+        x = fmax(x, fabs(var_get(s, i)));
+    return max_abs(s->r, s->k) <= 1e-12 * scale * x;
+}
+
+/* Newton on the first `nfree` variables (the others held), optionally with the
+ * arclength row tan . (x - x0) = 0 over all nv variables (tan, x0 non-NULL). Returns 0
+ * (converged; s holds the solution evaluated), 1 (no convergence) or an error code. */
+static int newton(steady *s, int nfree, const double *tan, const double *x0, int *iters, json_t **problem)
+{
+    int rows = s->k + (tan ? 1 : 0), cols = tan ? s->nv : nfree;
+    double *M = calloc((size_t)(rows + 1) * (cols + 1), sizeof *M), *b = calloc((size_t)rows + 1, sizeof *b),
+           *dx = calloc((size_t)cols + 1, sizeof *dx);
+    int rc = M && b && dx ? 1 : HAMEL_E_INTERNAL, polished = 0;
+    if (rc != 1)
+        *problem = hamel_problem_new(rc, "out of memory");
+    for (int it = 0; rc == 1 && it <= STEADY_MAX_NEWTON; it++) {
+        int erc = evaluate(s, problem);
+        if (erc) {
+            rc = erc;
+            break;
+        }
+        if (iters)
+            *iters = it;
+        double arc = 0.0;
+        if (tan)
+            for (int i = 0; i < s->nv; i++)
+                arc += tan[i] * (var_get(s, i) - x0[i]);
+        if (converged(s) && (!tan || fabs(arc) <= 1e-12 * (1.0 + max_abs(x0, s->nv)))) {
+            if (polished || it == STEADY_MAX_NEWTON) {
+                rc = 0;
+                break;
+            }
+            polished = 1; /* one more step: the last digits */
+        }
+        if (it == STEADY_MAX_NEWTON)
+            break;
+        for (int r = 0; r < s->k; r++) {
+            for (int j = 0; j < cols; j++)
+                M[r * cols + j] = s->J[r * s->nv + j];
+            b[r] = -s->r[r];
+        }
+        if (tan) {
+            for (int j = 0; j < cols; j++)
+                M[s->k * cols + j] = tan[j];
+            b[s->k] = -arc;
+        }
+        if (lsq(rows, cols, M, b, dx, NULL) < 0) {
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "the Newton step could not be computed (SVD)");
+            break;
+        }
+        double step = 0.0, size = 0.0;
+        for (int j = 0; j < cols; j++) {
+            var_set(s, j, var_get(s, j) + dx[j]);
+            step = fmax(step, fabs(dx[j]));
+            size = fmax(size, fabs(var_get(s, j)));
+        }
+        if (!isfinite(step))
+            break;
+    }
+    free(M);
+    free(b);
+    free(dx);
+    return rc;
+}
+
+/* ---- eigenvalues without the structural zeros -------------------------------------- */
+
+/* The eigenvalues of A with the states that do not enter removed (a zero column, again
+ * and again), into re/im (at most N); returns their number, or -1. */
+static int reduced_eigenvalues(const steady *s, double *re, double *im, int *removed)
+{
+    int N = s->N;
+    double scale = 0.0;
+    for (int i = 0; i < N * N; i++)
+        scale = fmax(scale, fabs(s->A[i]));
+    double tiny = 1e-14 * scale;
+    char *gone = calloc((size_t)N + 1, 1);
+    double *B = calloc((size_t)N * N + 1, sizeof *B);
+    if (!gone || !B) {
+        free(gone);
+        free(B);
+        return -1;
+    }
+    for (int again = 1; again;) {
+        again = 0;
+        for (int j = 0; j < N; j++) {
+            if (gone[j])
+                continue;
+            int zero = 1;
+            for (int i = 0; i < N && zero; i++)
+                zero = gone[i] || fabs(s->A[i * N + j]) <= tiny;
+            if (zero) {
+                gone[j] = 1;
+                again = 1;
+            }
+        }
+    }
+    int M = 0;
+    int *keep = calloc((size_t)N + 1, sizeof *keep);
+    for (int j = 0; keep && j < N; j++)
+        if (!gone[j])
+            keep[M++] = j;
+    for (int i = 0; keep && i < M; i++)
+        for (int j = 0; j < M; j++)
+            B[i * M + j] = s->A[keep[i] * N + keep[j]];
+    int rc = keep && (M == 0 || lin_eigenvalues(M, B, re, im) == 0) ? M : -1;
+    if (removed)
+        *removed = N - M;
+    free(keep);
+    free(gone);
+    free(B);
+    return rc;
+}
+
+typedef struct spectrum {
+    int count;
+    double re[128], im[128];
+} spectrum;
+
+/* The spectrum of the current point (at most 128 eigenvalues kept). */
+static int spectrum_now(const steady *s, spectrum *sp, int *removed)
+{
+    if (s->N > 128) {
+        sp->count = 0;
+        return -1;
+    }
+    int c = reduced_eigenvalues(s, sp->re, sp->im, removed);
+    sp->count = c < 0 ? 0 : c;
+    return c < 0 ? -1 : 0;
+}
+
+/* The size scale of a spectrum: max(1, max |lambda|). */
+static double spec_scale(const spectrum *sp)
+{
+    double m = 1.0;
+    for (int i = 0; i < sp->count; i++)
+        m = fmax(m, hypot(sp->re[i], sp->im[i]));
+    return m;
+}
+
+/* Whether eigenvalue i is one of the z closest to the origin (persistent zeros). */
+static int is_persistent(const spectrum *sp, int i, int z)
+{
+    double a = hypot(sp->re[i], sp->im[i]);
+    int closer = 0;
+    for (int j = 0; j < sp->count; j++) {
+        double b = hypot(sp->re[j], sp->im[j]);
+        if (b < a || (b == a && j < i))
+            closer++;
+    }
+    return closer < z;
+}
+
+static int is_complex(const spectrum *sp, int i) { return fabs(sp->im[i]) > 1e-9 * spec_scale(sp); }
+
+/* Eigenvalues with positive real part of the kind (1 complex, 0 real), persistent zeros
+ * left out; a real part within rounding of zero (1e-10 of the spectrum's size: a
+ * conservative system's pairs on the imaginary axis) is not positive. */
+static int unstable_count(const spectrum *sp, int z, int complex_kind)
+{
+    int c = 0;
+    double tol = 1e-10 * spec_scale(sp);
+    for (int i = 0; i < sp->count; i++)
+        if (!is_persistent(sp, i, z) && is_complex(sp, i) == complex_kind && sp->re[i] > tol)
+            c++;
+    return c;
+}
+
+/* The real part of the eigenvalue of the kind nearest the imaginary axis. */
+static double critical_re(const spectrum *sp, int z, int complex_kind)
+{
+    double best = HUGE_VAL, val = NAN;
+    for (int i = 0; i < sp->count; i++)
+        if (!is_persistent(sp, i, z) && is_complex(sp, i) == complex_kind && fabs(sp->re[i]) < best) {
+            best = fabs(sp->re[i]);
+            val = sp->re[i];
+        }
+    return val;
+}
+
+static json_t *eigen_list(const spectrum *sp)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < sp->count; i++)
+        json_array_append_new(a, json_pack("{s:f, s:f}", "re", sp->re[i], "im", sp->im[i]));
+    return a;
+}
+
+/* ---- the request ------------------------------------------------------------------- */
+
+/* A name among the coordinates, speeds and parameters, into v; 0 or -1. */
+static int lookup(const struct engine_model *m, const char *name, steady_var *v)
+{
+    int i;
+    v->name = name;
+    if ((i = model_coord_index(m, name)) >= 0)
+        v->kind = VAR_Q;
+    else if ((i = model_speed_index(m, name)) >= 0)
+        v->kind = VAR_U;
+    else if ((i = model_param_index(m, name)) >= 0)
+        v->kind = VAR_P;
+    v->idx = i;
+    return i >= 0 ? 0 : -1;
+}
+
+static int get_values(const struct engine_model *m, const json_t *obj, const char *path, int kind,
+                      double *out, int required, json_t **problem)
+{
+    int count = kind == VAR_Q ? m->n : kind == VAR_U ? m->k : m->np;
+    if (obj && !json_is_object(obj)) {
+        bad(problem, path, "must be an object of numbers");
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        const char *name = kind == VAR_Q ? m->coords[i] : kind == VAR_U ? m->speeds[i] : m->params[i];
+        const json_t *v = json_object_get(obj, name);
+        char where[160];
+        snprintf(where, sizeof where, "%s.%s", path, name);
+        if (!v) {
+            if (required)
+                bad(problem, where, "missing");
+            continue;
+        }
+        if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            bad(problem, where, "must be a finite number");
+        else
+            out[i] = json_number_value(v);
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        steady_var sv;
+        if (lookup(m, key, &sv) < 0 || sv.kind != kind) {
+            char where[160];
+            snprintf(where, sizeof where, "%s.%.100s", path, key);
+            bad(problem, where, "'%.100s' is not a %s of the model", key,
+                kind == VAR_Q   ? "coordinate"
+                : kind == VAR_U ? "speed"
+                                : "parameter");
+        }
+    }
+    return 0;
+}
+
+/* The point's JSON: state, parameters (those varied), eigenvalues, residual. */
+static json_t *point_json(const steady *s, const spectrum *sp, int with_params)
+{
+    json_t *o = state_json(s);
+    const json_t *sq = json_object_get(s->point, "q");
+    if (sq)
+        json_object_set(o, "q", (json_t *)sq);
+    json_t *unk = json_object();
+    for (int i = 0; i < s->nv; i++)
+        json_object_set_new(unk, s->var[i].name, json_real(var_get(s, i)));
+    json_object_set_new(o, "values", unk);
+    if (with_params)
+        json_object_set_new(o, "parameters", params_json(s));
+    json_object_set_new(o, "eigenvalues", eigen_list(sp));
+    json_object_set_new(o, "max_abs_speeds_dot", json_real(max_abs(s->r, s->k)));
+    return o;
+}
+
+static void steady_free(steady *s)
+{
+    free(s->q);
+    free(s->u);
+    free(s->p);
+    free(s->var);
+    free(s->r);
+    free(s->J);
+    free(s->A);
+    json_decref(s->point);
+    json_decref(s->answer);
+}
+
+/* Solves the steady motion at vary = v (held) from the current point. */
+static int solve_at(steady *s, double v, json_t **problem)
+{
+    var_set(s, s->nv - 1, v);
+    int rc = newton(s, s->nu, NULL, NULL, NULL, problem);
+    return rc;
+}
+
+/* Bisection between branch points a and b on the number of unstable eigenvalues of the
+ * kind, solving the steady motion at each midpoint; 0 with *value, or -1. */
+static int bisect_count(steady *s, const double *xa, const double *xb, int z, int complex_kind, double *value)
+{
+    int nv = s->nv;
+    double va = xa[nv - 1], vb = xb[nv - 1];
+    spectrum sp;
+    int ca = -1;
+    for (int it = 0; it < 200; it++) {
+        double v = it == 0 ? va : 0.5 * (va + vb);
+        double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
+        for (int i = 0; i < nv; i++)
+            var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
+        json_t *p = NULL;
+        int nrc = solve_at(s, v, &p);
+        json_decref(p);
+        if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+            return -1;
+        int c = unstable_count(&sp, z, complex_kind);
+        if (it == 0) {
+            ca = c;
+            continue;
+        }
+        if (c == ca)
+            va = v;
+        else
+            vb = v;
+        if (fabs(vb - va) <= STEADY_LOCATE_TOL * fmax(1.0, fabs(v))) {
+            *value = 0.5 * (va + vb);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Locates a stability change of the kind between branch points a and b (their
+ * variables xa, xb) by the Illinois method on critical_re, solving the steady motion at
+ * each trial value. *value receives the crossing. Returns 0, or -1 when it cannot. */
+static int locate(steady *s, const double *xa, const double *xb, int z, int complex_kind, double *value,
+                  json_t **problem)
+{
+    int nv = s->nv;
+    double va = xa[nv - 1], vb = xb[nv - 1];
+    double fa = NAN, fb = NAN;
+    spectrum sp;
+    double *x = calloc((size_t)nv + 1, sizeof *x);
+    if (!x)
+        return -1;
+    /* f at the two ends */
+    for (int end = 0; end < 2; end++) {
+        const double *xe = end ? xb : xa;
+        for (int i = 0; i < nv; i++)
+            var_set(s, i, xe[i]);
+        json_t *p = NULL;
+        if (newton(s, s->nu, NULL, NULL, NULL, &p) != 0 || spectrum_now(s, &sp, NULL) < 0) {
+            json_decref(p);
+            free(x);
+            return -1;
+        }
+        (end ? &fb : &fa)[0] = critical_re(&sp, z, complex_kind);
+    }
+    if (!(fa * fb <= 0)) {
+        /* no smooth sign change to follow (a real pair meeting at zero and leaving as an
+         * imaginary pair, as a conservative system's do): bisection on the count */
+        free(x);
+        return bisect_count(s, xa, xb, z, complex_kind, value);
+    }
+    int side = 0, rc = -1;
+    for (int it = 0; it < 200; it++) {
+        double v = fa == fb ? 0.5 * (va + vb) : (va * fb - vb * fa) / (fb - fa);
+        if (!(v > fmin(va, vb) && v < fmax(va, vb)))
+            v = 0.5 * (va + vb);
+        double w = (v - va) / (vb - va);
+        for (int i = 0; i < nv; i++)
+            var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
+        json_t *p = NULL;
+        int nrc = solve_at(s, v, &p);
+        json_decref(p);
+        if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+            break;
+        double f = critical_re(&sp, z, complex_kind);
+        if (f == 0.0 || !isfinite(f)) {
+            *value = v;
+            rc = 0;
+            break;
+        }
+        if ((f < 0) == (fa < 0)) {
+            va = v;
+            fa = f;
+            if (side == -1)
+                fb *= 0.5;
+            side = -1;
+        } else {
+            vb = v;
+            fb = f;
+            if (side == 1)
+                fa *= 0.5;
+            side = 1;
+        }
+        if (fabs(vb - va) <= STEADY_LOCATE_TOL * fmax(1.0, fabs(v))) {
+            *value = fabs(fa) < fabs(fb) ? va : vb;
+            rc = 0;
+            break;
+        }
+    }
+    (void)problem;
+    free(x);
+    return rc;
+}
+
+int engine_steady(const engine_model *m, const json_t *request, const engine_limits *limits,
+                  engine_control *ctl, json_t **result, json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!limits)
+        limits = &engine_default_limits;
+    steady s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    s.lim = limits;
+    s.ctl = ctl;
+    s.k = m->k;
+    s.deadline = now_s() + (limits->max_wall_seconds > 0 ? limits->max_wall_seconds : 120.0);
+    s.q = calloc((size_t)m->n + 1, sizeof *s.q);
+    s.u = calloc((size_t)m->k + 1, sizeof *s.u);
+    s.p = calloc((size_t)m->np + 1, sizeof *s.p);
+    if (!s.q || !s.u || !s.p) {
+        steady_free(&s);
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    if (m->np)
+        memcpy(s.p, m->param_values, (size_t)m->np * sizeof *s.p);
+    if (!json_is_object(request)) {
+        bad(problem, "", "the request must be a JSON object");
+        steady_free(&s);
+        return HAMEL_E_BAD_REQUEST;
+    }
+    static const char *const known[] = {"model",      "model_id",     "state", "unknowns",
+                                        "parameters", "continuation", NULL};
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)request, key, val)
+    {
+        int ok = 0;
+        for (int i = 0; known[i]; i++)
+            ok |= !strcmp(key, known[i]);
+        if (!ok)
+            bad(problem, key, "unknown member (model, model_id, state, unknowns, parameters, continuation)");
+    }
+    const json_t *st = json_object_get(request, "state");
+    if (!json_is_object(st)) {
+        bad(problem, "state", "required: {\"t\"?, \"q\", \"speeds\"}, the guess");
+    } else {
+        const json_t *tv = json_object_get(st, "t");
+        if (tv && !json_is_number(tv))
+            bad(problem, "state.t", "must be a number");
+        s.t = tv ? json_number_value(tv) : 0.0;
+        get_values(m, json_object_get(st, "q"), "state.q", VAR_Q, s.q, 1, problem);
+        get_values(m, json_object_get(st, "speeds"), "state.speeds", VAR_U, s.u, 1, problem);
+    }
+    get_values(m, json_object_get(request, "parameters"), "parameters", VAR_P, s.p, 0, problem);
+    const json_t *unk = json_object_get(request, "unknowns");
+    const json_t *cont = json_object_get(request, "continuation");
+    size_t nu = json_array_size(unk);
+    s.var = calloc(nu + 2, sizeof *s.var);
+    if (!json_is_array(unk) || nu == 0) {
+        bad(problem, "unknowns", "required: a non-empty array of names (coordinates, speeds, parameters)");
+    } else if ((int)nu > m->k) {
+        bad(problem, "unknowns", "%zu unknowns, but the model has %d speed equations: give at most %d", nu,
+            m->k, m->k);
+    } else {
+        for (size_t i = 0; s.var && i < nu; i++) {
+            const json_t *v = json_array_get(unk, i);
+            char where[48];
+            snprintf(where, sizeof where, "unknowns[%zu]", i);
+            if (!json_is_string(v) || lookup(m, json_string_value(v), &s.var[i]) < 0)
+                bad(problem, where, "not a coordinate, speed or parameter of the model");
+            for (size_t j = 0; j < i && json_is_string(v); j++)
+                if (s.var[j].name && !strcmp(s.var[j].name, json_string_value(v)))
+                    bad(problem, where, "'%s' is named twice", json_string_value(v));
+        }
+    }
+    s.nu = (int)nu;
+    s.nv = s.nu;
+    double to = 0.0;
+    long steps = 0;
+    if (cont) {
+        const json_t *vy = json_object_get(cont, "vary"), *tv = json_object_get(cont, "to"),
+                     *sv = json_object_get(cont, "steps");
+        if (!json_is_object(cont)) {
+            bad(problem, "continuation", "must be {\"vary\", \"to\", \"steps\"}");
+        } else {
+            if (!json_is_string(vy) || !s.var || lookup(m, json_string_value(vy), &s.var[nu]) < 0)
+                bad(problem, "continuation.vary", "must name a coordinate, speed or parameter of the model");
+            for (size_t j = 0; json_is_string(vy) && s.var && j < nu; j++)
+                if (s.var[j].name && !strcmp(s.var[j].name, json_string_value(vy)))
+                    bad(problem, "continuation.vary", "'%s' is an unknown: vary another quantity",
+                        json_string_value(vy));
+            if (!json_is_number(tv) || !isfinite(json_number_value(tv)))
+                bad(problem, "continuation.to", "must be a finite number");
+            else
+                to = json_number_value(tv);
+            if (!json_is_integer(sv) || json_integer_value(sv) < 1 ||
+                json_integer_value(sv) > STEADY_MAX_STEPS)
+                bad(problem, "continuation.steps", "must be an integer from 1 to %d", STEADY_MAX_STEPS);
+            else
+                steps = (long)json_integer_value(sv);
+        }
+        s.nv = s.nu + 1;
+    }
+    s.r = calloc((size_t)m->k + 1, sizeof *s.r);
+    s.J = calloc((size_t)(m->k + 1) * (s.nv + 1), sizeof *s.J);
+    if (*problem || !s.var || !s.r || !s.J) {
+        int code = *problem ? HAMEL_E_BAD_REQUEST : HAMEL_E_INTERNAL;
+        if (!*problem)
+            *problem = hamel_problem_new(code, "out of memory");
+        steady_free(&s);
+        return code;
+    }
+    if (cont && json_object_get(cont, "vary") && fabs(to - var_get(&s, s.nv - 1)) == 0.0) {
+        bad(problem, "continuation.to", "equals the state's value of %s: nothing to follow",
+            s.var[s.nu].name);
+        steady_free(&s);
+        return HAMEL_E_BAD_REQUEST;
+    }
+
+    /* the rank of du'/d(unknowns) at the guess */
+    int rc = evaluate(&s, problem);
+    if (rc) {
+        steady_free(&s);
+        return rc;
+    }
+    int rank = 0;
+    {
+        double *Ju = calloc((size_t)(s.k + 1) * (s.nu + 1), sizeof *Ju);
+        for (int r = 0; Ju && r < s.k; r++)
+            for (int j = 0; j < s.nu; j++)
+                Ju[r * s.nu + j] = s.J[r * s.nv + j];
+        if (!Ju || lsq(s.k, s.nu, Ju, s.r, NULL, &rank) < 0)
+            rank = -1;
+        free(Ju);
+    }
+    if (rank < s.nu) {
+        json_t *p =
+            hamel_problem_new(HAMEL_E_BAD_REQUEST, "as many unknowns as independent equations are needed");
+        char why[320];
+        snprintf(
+            why, sizeof why,
+            "the speed derivatives depend independently on only %d of these %d unknowns at the guess (the "
+            "rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
+            rank < 0 ? 0 : rank, s.nu, rank < 0 ? 0 : rank);
+        hamel_problem_add(p, "unknowns", -1, why);
+        *problem = p;
+        steady_free(&s);
+        return HAMEL_E_BAD_REQUEST;
+    }
+    int iters = 0;
+    rc = newton(&s, s.nu, NULL, NULL, &iters, problem);
+    if (rc == 1) {
+        json_t *p = hamel_problem_new(HAMEL_E_NUMERIC, "no steady motion found from the guess");
+        char why[400];
+        int worst = 0;
+        for (int r = 1; r < s.k; r++)
+            if (fabs(s.r[r]) > fabs(s.r[worst]))
+                worst = r;
+        snprintf(
+            why, sizeof why,
+            "Newton's method did not make every speed derivative zero in %d iterations (%s' = %.6g): the "
+            "unknowns may not be able to (more independent equations than unknowns), or the guess is too "
+            "far",
+            STEADY_MAX_NEWTON, m->speeds[worst], s.r[worst]);
+        hamel_problem_add(p, "unknowns", -1, why);
+        *problem = p;
+        rc = HAMEL_E_NUMERIC;
+    }
+    if (rc) {
+        steady_free(&s);
+        return rc;
+    }
+    spectrum sp;
+    int removed = 0;
+    spectrum_now(&s, &sp, &removed);
+    json_t *out = json_pack("{s:s, s:i, s:o}", "model_id", m->id, "iterations", iters, "steady",
+                            point_json(&s, &sp, 1));
+    json_t *excluded = json_array();
+    {
+        /* the states left out of the eigenvalues: recomputed by name for the answer */
+        int N = s.N;
+        double scale = 0.0;
+        for (int i = 0; i < N * N; i++)
+            scale = fmax(scale, fabs(s.A[i]));
+        char *gone = calloc((size_t)N + 1, 1);
+        for (int again = 1; gone && again;) {
+            again = 0;
+            for (int j = 0; j < N; j++) {
+                int zero = !gone[j];
+                for (int i = 0; i < N && zero; i++)
+                    zero = gone[i] || fabs(s.A[i * N + j]) <= 1e-14 * scale;
+                if (zero) {
+                    gone[j] = 1;
+                    again = 1;
+                }
+            }
+        }
+        for (int j = 0; gone && j < N; j++)
+            if (gone[j])
+                json_array_append_new(excluded, json_incref(json_array_get(s.states, (size_t)j)));
+        free(gone);
+    }
+    json_object_set_new(out, "excluded_states", excluded);
+    {
+        int unstable = 0;
+        double tol0 = 1e-10 * spec_scale(&sp);
+        for (int i = 0; i < sp.count; i++)
+            unstable += sp.re[i] > tol0;
+        json_object_set_new(json_object_get(out, "steady"), "stable", json_boolean(unstable == 0));
+    }
+    if (!cont) {
+        steady_free(&s);
+        *result = out;
+        return 0;
+    }
+
+    /* ---- continuation ---- */
+    int nv = s.nv;
+    double from = var_get(&s, nv - 1), dir = to > from ? 1.0 : -1.0;
+    double ds = fabs(to - from) / (double)steps;
+    long max_points = 20 * steps + 20;
+    double *x = calloc((size_t)nv, sizeof *x), *xp = calloc((size_t)nv, sizeof *xp),
+           *tan = calloc((size_t)nv, sizeof *tan), *tprev = calloc((size_t)nv, sizeof *tprev),
+           *xs = calloc((size_t)(max_points + 2) * nv, sizeof *xs);
+    spectrum *specs = calloc((size_t)max_points + 2, sizeof *specs);
+    json_t *points = json_array();
+    long np = 0;
+    rc = x && xp && tan && tprev && xs && specs ? 0 : HAMEL_E_INTERNAL;
+    if (rc)
+        *problem = hamel_problem_new(rc, "out of memory");
+    for (int i = 0; !rc && i < nv; i++) {
+        x[i] = var_get(&s, i);
+        tprev[i] = i == nv - 1 ? dir : 0.0;
+    }
+    if (!rc) {
+        memcpy(xs, x, (size_t)nv * sizeof *x);
+        specs[0] = sp;
+        json_array_append_new(points, point_json(&s, &sp, 0));
+        np = 1;
+    }
+    int done = 0;
+    while (!rc && !done && np < max_points) {
+        /* the tangent at x: null vector of dF/dx, oriented as the step before */
+        if (null_vector(s.k, nv, s.J, tan) < 0) {
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "the branch's tangent could not be computed");
+            break;
+        }
+        double dot = 0.0;
+        for (int i = 0; i < nv; i++)
+            dot += tan[i] * tprev[i];
+        if (dot < 0)
+            for (int i = 0; i < nv; i++)
+                tan[i] = -tan[i];
+        int accepted = 0;
+        for (int tries = 0; !accepted && tries < 30; tries++) {
+            for (int i = 0; i < nv; i++)
+                xp[i] = x[i] + ds * tan[i];
+            if ((xp[nv - 1] - to) * dir >= 0) { /* past the end: the last point at `to` exactly */
+                double w = (to - x[nv - 1]) / (xp[nv - 1] - x[nv - 1]);
+                for (int i = 0; i < nv; i++)
+                    var_set(&s, i, x[i] + w * (xp[i] - x[i]));
+                json_t *p = NULL;
+                int nrc = solve_at(&s, to, &p);
+                if (nrc == 0) {
+                    json_decref(p);
+                    accepted = done = 1;
+                    break;
+                }
+                if (nrc != 1) {
+                    rc = nrc;
+                    *problem = p;
+                    break;
+                }
+                json_decref(p);
+                ds *= 0.5;
+                continue;
+            }
+            for (int i = 0; i < nv; i++)
+                var_set(&s, i, xp[i]);
+            json_t *p = NULL;
+            int nrc = newton(&s, nv, tan, xp, NULL, &p);
+            if (nrc == 0) {
+                json_decref(p);
+                accepted = 1;
+            } else if (nrc != 1) {
+                rc = nrc;
+                *problem = p;
+                break;
+            } else {
+                json_decref(p);
+                ds *= 0.5;
+            }
+        }
+        if (rc)
+            break;
+        if (!accepted) {
+            rc = HAMEL_E_NUMERIC;
+            *problem = hamel_problem_new(rc, "the branch could not be followed further");
+            char why[200];
+            snprintf(why, sizeof why,
+                     "the corrector failed at %s = %.10g even with small steps (a fold or an end)",
+                     s.var[nv - 1].name, x[nv - 1]);
+            hamel_problem_add(*problem, "continuation", -1, why);
+            break;
+        }
+        memcpy(tprev, tan, (size_t)nv * sizeof *tan);
+        for (int i = 0; i < nv; i++)
+            x[i] = var_get(&s, i);
+        memcpy(xs + (size_t)np * nv, x, (size_t)nv * sizeof *x);
+        spectrum_now(&s, &specs[np], NULL);
+        json_array_append_new(points, point_json(&s, &specs[np], 0));
+        np++;
+        ds = fmin(ds * 1.5, fabs(to - from) / (double)steps);
+    }
+    if (!rc && !done) {
+        rc = HAMEL_E_LIMIT;
+        *problem = hamel_problem_new(rc, "the branch did not reach `to` within the steps allowed");
+        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
+    }
+    json_t *changes = json_array();
+    if (!rc) {
+        /* persistent zeros: the fewest eigenvalues near zero at any point */
+        int z = 1 << 30;
+        for (long i = 0; i < np; i++) {
+            double tol0 = 1e-8 * spec_scale(&specs[i]);
+            int c = 0;
+            for (int j = 0; j < specs[i].count; j++)
+                c += hypot(specs[i].re[j], specs[i].im[j]) <= tol0;
+            z = c < z ? c : z;
+        }
+        for (long i = 0; i < np; i++)
+            json_object_set_new(
+                json_array_get(points, (size_t)i), "stable",
+                json_boolean(unstable_count(&specs[i], z, 0) + unstable_count(&specs[i], z, 1) == 0));
+        for (long i = 0; i + 1 < np && !rc; i++)
+            for (int kind = 1; kind >= 0; kind--) {
+                int a = unstable_count(&specs[i], z, kind), b = unstable_count(&specs[i + 1], z, kind);
+                if (a == b)
+                    continue;
+                double value = NAN;
+                json_t *p = NULL;
+                if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
+                    json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
+                                                             kind ? "complex" : "real", "direction",
+                                                             b > a ? "loses stability" : "gains stability"));
+                json_decref(p);
+            }
+        json_object_set_new(out, "points", points);
+        points = NULL;
+        json_object_set_new(out, "stability_changes", changes);
+        changes = NULL;
+        json_object_set_new(out, "vary", json_string(s.var[nv - 1].name));
+        json_object_set_new(out, "persistent_zero_eigenvalues", json_integer(z));
+    }
+    json_decref(points);
+    json_decref(changes);
+    free(x);
+    free(xp);
+    free(tan);
+    free(tprev);
+    free(xs);
+    free(specs);
+    steady_free(&s);
+    if (rc) {
+        json_decref(out);
+        return rc;
+    }
+    *result = out;
+    return 0;
+}

@@ -1,0 +1,143 @@
+/* test_steady.c — steady motions (engine_steady, POST /v1/steady): Newton on the exact
+ * Jacobian and pseudo-arclength continuation. The benchmark bicycle's upright branch,
+ * followed in thetaR' = -v / rR, changes stability where the paper's weave and capsize
+ * speeds are (Meijaard et al. 2007: 4.29238253634111 and 6.02426201538837 m/s, to 1e-9);
+ * the rolling disk's steady circular motions are the closed form of Greenwood (5.194)
+ * (thd' = 0: wd^2 / (4 tan theta) - 3/2 wd Omega - g/r cos theta = 0) at every point of a
+ * branch in Omega; its upright branch becomes stable at Omega^2 = g / (3 r); a count of
+ * unknowns the equations cannot determine is a 422 saying how many. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+#include "support.h"
+
+#define BIKE_FILE "api/examples/whipple-bicycle.json"
+
+static json_t *run_steady(engine_model *m, json_t *req, int expect_rc, json_t **problem)
+{
+    json_t *res = NULL, *p = NULL;
+    int rc = engine_steady(m, req, NULL, NULL, &res, &p);
+    json_decref(req);
+    char *txt = p ? json_dumps(p, 0) : NULL;
+    cr_assert_eq(rc, expect_rc, "engine_steady: %d (%s)", rc, txt ? txt : "");
+    free(txt);
+    if (problem)
+        *problem = p;
+    else
+        json_decref(p);
+    return res;
+}
+
+static int has_error_at(const json_t *p, const char *path)
+{
+    const json_t *errs = json_object_get(p, "errors");
+    for (size_t i = 0; i < json_array_size(errs); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(errs, i), "path")), path))
+            return 1;
+    return 0;
+}
+
+Test(steady, bicycle_upright_branch_weave_and_capsize)
+{
+    json_t *doc = support_load_file(BIKE_FILE);
+    cr_assert_not_null(doc, "cannot load %s", BIKE_FILE);
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
+    double rR = 0.3;
+    json_t *req = json_pack("{s:{s:f, s:O, s:{s:f, s:f, s:f}}, s:[s, s], s:{s:s, s:f, s:i}}", "state", "t",
+                            0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"), "speeds",
+                            "phid", 0.0, "deltad", 0.0, "thetaRd", -3.0 / rR, "unknowns", "phi", "delta",
+                            "continuation", "vary", "thetaRd", "to", -7.0 / rR, "steps", 20);
+    json_t *res = run_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_eq(json_array_size(ch), 2, "two changes: %s", json_dumps(ch, 0));
+    const char *kinds[2] = {"complex", "real"};
+    const double v[2] = {4.29238253634111, 6.02426201538837};
+    for (int i = 0; i < 2; i++) {
+        const json_t *c = json_array_get(ch, (size_t)i);
+        double speed = -rR * json_number_value(json_object_get(c, "value"));
+        cr_assert(fabs(speed - v[i]) < 1e-9, "%s change at v = %.15g, paper %.15g", kinds[i], speed, v[i]);
+        cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), kinds[i]);
+    }
+    /* the branch: ends exactly at `to`, stable between weave and capsize only */
+    const json_t *pts = json_object_get(res, "points");
+    cr_assert_geq(json_array_size(pts), 21);
+    const json_t *last = json_array_get(pts, json_array_size(pts) - 1);
+    cr_assert_eq(json_number_value(json_object_get(json_object_get(last, "values"), "thetaRd")), -7.0 / rR,
+                 "the last point is at `to` exactly");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *pt = json_array_get(pts, i);
+        double speed = -rR * json_number_value(json_object_get(json_object_get(pt, "values"), "thetaRd"));
+        int stable = json_is_true(json_object_get(pt, "stable"));
+        cr_assert_eq(stable, speed > v[0] && speed < v[1], "v = %g: stable %d", speed, stable);
+        cr_assert_eq(json_array_size(json_object_get(pt, "eigenvalues")), 4,
+                     "roll, steer and their rates: the rest does not enter");
+    }
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(doc);
+}
+
+Test(steady, rolling_disk_circles_are_the_closed_form)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, r = 0.5, th = 1.2;
+    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                            "state", "q", "phi", 0.0, "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds",
+                            "wd", 0.3, "thd", 0.0, "Omega", 4.0, "unknowns", "wd", "continuation", "vary",
+                            "Omega", "to", 8.0, "steps", 8);
+    json_t *res = run_steady(m, req, 0, NULL);
+    const json_t *pts = json_object_get(res, "points");
+    cr_assert_geq(json_array_size(pts), 9);
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        const json_t *val = json_object_get(json_array_get(pts, i), "values");
+        double W = json_number_value(json_object_get(val, "Omega")),
+               wd = json_number_value(json_object_get(val, "wd"));
+        /* the root of a wd^2 + b wd + c = 0 the branch follows (the guess picks it) */
+        double a = 0.25 / tan(th), b = -1.5 * W, c = -g / r * cos(th);
+        double root = (-b - sqrt(b * b - 4 * a * c)) / (2 * a);
+        cr_assert(fabs(wd - root) <= 1e-12 * fmax(1.0, fabs(root)), "Omega = %g: wd %.17g, closed form %.17g",
+                  W, wd, root);
+    }
+    cr_assert_eq(json_array_size(json_object_get(res, "stability_changes")), 0, "a circle stays stable");
+    json_decref(res);
+
+    /* the upright disk: stable for Omega^2 > g / (3 r) (a real pair meets at zero) */
+    req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}", "state",
+                    "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.0,
+                    "thd", 0.0, "Omega", 1.0, "unknowns", "thd", "continuation", "vary", "Omega", "to", 4.0,
+                    "steps", 6);
+    res = run_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_eq(json_array_size(ch), 1, "%s", json_dumps(ch, 0));
+    double crit = sqrt(g / (3 * r)), at = json_number_value(json_object_get(json_array_get(ch, 0), "value"));
+    cr_assert(fabs(at - crit) <= 1e-10 * crit, "upright disk: stable from %.17g, closed form %.17g", at,
+              crit);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(ch, 0), "kind")), "real");
+    json_decref(res);
+
+    /* too many unknowns: the speed derivatives depend on wd and Omega only through thd' */
+    json_t *p = NULL;
+    req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s, s]}", "state", "q", "phi",
+                    0.0, "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.3, "thd", 0.0,
+                    "Omega", 4.0, "unknowns", "wd", "Omega");
+    res = run_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    cr_assert(has_error_at(p, "unknowns"), "names unknowns");
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "reason"));
+    cr_assert(why && strstr(why, "only 1 of these 2"), "says how many: %s", why ? why : "");
+    json_decref(p);
+    /* a bad name */
+    req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s]}", "state", "q", "phi", 0.0,
+                    "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.3, "thd", 0.0, "Omega",
+                    4.0, "unknowns", "nope");
+    res = run_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    cr_assert(has_error_at(p, "unknowns[0]"));
+    json_decref(p);
+    engine_model_release(m);
+    json_decref(cs);
+}
