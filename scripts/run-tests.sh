@@ -128,6 +128,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus + ${FUZZ_TEST_SECONDS:-10} s each)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
+  [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh
   [ -x tests/export/run.sh ] && run_suite plain "generated code" tests/export/run.sh
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
