@@ -45,7 +45,7 @@ TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
 
 ENGINE_SRC := $(wildcard $(patsubst %,engine/%/*.c,$(ENGINE_LAYERS)) engine/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
-CLIENT_SRC := $(wildcard clients/c/*.c)
+CLIENT_SRC := $(filter-out clients/c/example.c,$(wildcard clients/c/*.c))
 UNIT_SRC := $(wildcard tests/unit/*.c)
 SRVTEST_SRC := $(wildcard tests/server/*.c)
 CLUSTER_SRC := $(wildcard tests/cluster/*.c)
@@ -57,7 +57,7 @@ LIBENGINE := $(BUILD)/libhamel.a
 LIBSERVER := $(BUILD)/libhamelserver.a
 LIBCLIENT := $(BUILD)/libhamelclient.a
 
-BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server
+BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server $(BUILD)/hamelclient-example
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
 .PHONY: all test test-fast run bench fmt lint clean deps difftest
@@ -85,6 +85,10 @@ $(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
+	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
+
+# The C client's example program (clients/c/README.md), run against a server by the tests.
+$(BUILD)/hamelclient-example: $(call obj,clients/c/example.c) $(LIBCLIENT)
 	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
 
 $(BUILD)/hamel-server: $(call obj,server/main.c) $(LIBSERVER) $(LIBENGINE)
