@@ -79,9 +79,10 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-# The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
+# The one-shot CLI links the engine only (and the server's table of problem statuses,
+# server/problems.c, so its problem documents are the API's): `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
-$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c) $(LIBENGINE)
+$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c server/problems.c) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)

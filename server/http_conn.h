@@ -277,6 +277,11 @@ enum MHD_Result http__livez(http_conn *c);
 /* GET and DELETE /v1/quarantine/{id}: a quarantined model's record; clearing it. */
 enum MHD_Result http__quarantine(http_conn *c);
 
+/* ---- h_problems.c ---- */
+
+/* GET /problems/ and /problems/{slug}: the HTML pages of the problem types (problems.h). */
+enum MHD_Result http__problems(http_conn *c);
+
 /* ---- h_static.c ---- */
 
 /* GET of a path outside /v1: a file of HAMEL_STATIC (url is the request's, unlimited). */

@@ -213,7 +213,12 @@ check_bad() {
   has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" && has "$work/err" '^ +\^$' || return 1
   expect_exit 1 "$hamel" remote --url "$url" check "$work/bad.json" || return 1
   has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" || return 1
-  expect_exit 1 "$hamel" check "$work/bad.json" --json && jq -e '.status == 422' "$work/err" >/dev/null
+  expect_exit 1 "$hamel" check "$work/bad.json" --json && jq -e '.status == 422 and .type == "/problems/invalid-model"' "$work/err" >/dev/null || return 1
+  # the local problem document is the server's (same type, title, status; the CLI links
+  # the server's table of statuses, server/problems.c)
+  jq -S 'del(.instance)' "$work/err" >"$work/local-problem.json"
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/bad.json" --json || return 1
+  jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/local-problem.json"
 }
 check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
 
