@@ -1029,7 +1029,11 @@ expr *expr_pow(expr_ctx *c, expr *b, expr *e)
                     return expr_pow(c, b->args[0], expr_num(c, be->num * k));
                 return expr_pow(c, b->args[0], expr_mul(c, be, e));
             }
-            if (b->kind == EXPR_MUL && folds(pow(b->num, k), 0)) {
+            /* (c*x)^k = c^k x^k only while c^k stays moderate: (1.557*y)^1999 as
+             * 1e384*y^1999 overflows where the power itself is ~1, and the Horner
+             * factoring's partial products multiplied such coefficients to inf */
+            double ck = fabs(pow(b->num, k));
+            if (b->kind == EXPR_MUL && ck >= 1e-30 && ck <= 1e30) {
                 expr *local[16], **f = b->nargs < 16 ? local : malloc((b->nargs + 1) * sizeof *f);
                 if (!f) {
                     c->overflow = 1;
