@@ -1298,7 +1298,7 @@ static int zero_prepare(expr_ctx *c)
  * so every run and every instance decides the same). The first points lie in
  * [0.35, 1.35) (positive, then of either sign: abs(x) - x and sqrt(x^2) - x are not
  * taken for zero); the rest spread over wide scales, |x| = 10^u with u in [-3, 4),
- * two in three positive, so that log(x - 300) or sqrt(x - 5000) meet points inside
+ * three in four positive, so that log(x - 300) or sqrt(x - 5000) meet points inside
  * their domain and a Gaussian far from the origin meets points near it. A point
  * where any subexpression leaves the safe range proves nothing (zero_step). */
 static double zero_point_value(int sym, int k)
