@@ -88,6 +88,10 @@ scripts/bench-http-cold.sh || status=$?
 echo
 scripts/bench-isolation.sh || status=$?
 
+# ---- cache hits of a large result, identity vs gzip (issue 19, item 7) -------------
+echo
+scripts/bench-gzip.sh || status=$?
+
 # ---- server benchmarks (issue 3: wrk against the running server) -------------------
 # scripts/bench-server.sh is owned by the server work; its output is appended here.
 if [ -x scripts/bench-server.sh ]; then

@@ -41,6 +41,7 @@
 #include <jansson.h>
 
 #include "engine.h"
+#include "problems.h"
 
 typedef struct isolate_config {
     const char *exe;      /* the worker executable (this hamel-server), borrowed; copied */

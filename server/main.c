@@ -25,6 +25,7 @@
 #include "http.h"
 #include "isolate.h"
 #include "jobs.h"
+#include "problems.h"
 #include "quarantine.h"
 #include "redis.h"
 #include "store.h"
@@ -60,6 +61,7 @@ static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
 
 int main(int argc, char **argv)
 {
+    problems_init(); /* the service's problem codes and statuses, in this process and its workers */
     if (argc > 1 && !strcmp(argv[1], "--engine-worker"))
         return isolate_worker_main(argc, argv);
     static server_config cfg;
