@@ -23,8 +23,9 @@
  * states that do not enter (a column of A that is zero, removed again and again: a
  * coordinate that no equation reads, a speed that only such coordinates read) and the
  * zeros every point has (persistent zeros: first integrals, families of steady motions).
- * A stability change is where the number of eigenvalues with positive real part changes:
- * complex (a pair crosses) or real; it is located by the Illinois method on the real part
+ * A stability change is where the number of eigenvalues with positive real part changes
+ * (two real ones meeting and leaving as a complex pair change nothing): complex (a pair
+ * crosses) or real; it is located by the Illinois method on the real part
  * of the crossing eigenvalue, solving the steady motion at each trial value of vary, to
  * 1e-12 relative (at least 1e-10 as promised).
  */
@@ -41,9 +42,10 @@
 #include "model.h"
 
 #define STEADY_MAX_NEWTON 40
-#define STEADY_MAX_STEPS 10000
-#define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
-#define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
+#define STEADY_MAX_STEPS 2000
+#define STEADY_BUDGET_FACTOR 5.0 /* the whole search: this many compile budgets */
+#define STEADY_RANK_TOL 1e-10    /* singular values below this times the largest are dropped */
+#define STEADY_LOCATE_TOL 1e-12  /* stability changes, relative to max(1, |value|) */
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -711,7 +713,8 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     s.lim = limits;
     s.ctl = ctl;
     s.k = m->k;
-    s.deadline = now_s() + (limits->max_wall_seconds > 0 ? limits->max_wall_seconds : 120.0);
+    s.deadline = now_s() +
+                 STEADY_BUDGET_FACTOR * (limits->max_compile_seconds > 0 ? limits->max_compile_seconds : 2.0);
     s.q = calloc((size_t)m->n + 1, sizeof *s.q);
     s.u = calloc((size_t)m->k + 1, sizeof *s.u);
     s.p = calloc((size_t)m->np + 1, sizeof *s.p);
@@ -917,7 +920,7 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     int nv = s.nv;
     double from = var_get(&s, nv - 1), dir = to > from ? 1.0 : -1.0;
     double ds = fabs(to - from) / (double)steps;
-    long max_points = 20 * steps + 20;
+    long max_points = 4 * steps + 20;
     double *x = calloc((size_t)nv, sizeof *x), *xp = calloc((size_t)nv, sizeof *xp),
            *tan = calloc((size_t)nv, sizeof *tan), *tprev = calloc((size_t)nv, sizeof *tprev),
            *xs = calloc((size_t)(max_points + 2) * nv, sizeof *xs);
@@ -1032,19 +1035,23 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
             json_object_set_new(
                 json_array_get(points, (size_t)i), "stable",
                 json_boolean(unstable_count(&specs[i], z, 0) + unstable_count(&specs[i], z, 1) == 0));
-        for (long i = 0; i + 1 < np && !rc; i++)
-            for (int kind = 1; kind >= 0; kind--) {
-                int a = unstable_count(&specs[i], z, kind), b = unstable_count(&specs[i + 1], z, kind);
-                if (a == b)
-                    continue;
-                double value = NAN;
-                json_t *p = NULL;
-                if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
-                    json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
-                                                             kind ? "complex" : "real", "direction",
-                                                             b > a ? "loses stability" : "gains stability"));
-                json_decref(p);
-            }
+        for (long i = 0; i + 1 < np && !rc; i++) {
+            /* a change of the number of growing modes; two real ones that meet and leave
+             * as a complex pair (or the reverse) change nothing */
+            int ac = unstable_count(&specs[i], z, 1), ar = unstable_count(&specs[i], z, 0);
+            int bc = unstable_count(&specs[i + 1], z, 1), br = unstable_count(&specs[i + 1], z, 0);
+            int da = ac + ar, db = bc + br;
+            if (da == db)
+                continue;
+            int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
+            double value = NAN;
+            json_t *p = NULL;
+            if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
+                json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
+                                                         kind ? "complex" : "real", "direction",
+                                                         db > da ? "loses stability" : "gains stability"));
+            json_decref(p);
+        }
         json_object_set_new(out, "points", points);
         points = NULL;
         json_object_set_new(out, "stability_changes", changes);

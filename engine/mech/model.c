@@ -1432,11 +1432,11 @@ int model_build_psi(struct model_build *b)
     for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
         model_test_point(m, k, in);
         tape_eval(m->tape_psi, in, work, out);
-        int evidence = model_psi_evidence(m, in, out); /* issue 15: else it proves nothing */
-        if (linalg_lu(n, out, piv) == 0)
+        int verdict = model_psi_verdict(m, in, out); /* issue 15: scaled, trusted */
+        if (linalg_lu(n, out, piv) == 0 || verdict > 0)
             regular++;
         else
-            singular += evidence;
+            singular += verdict < 0;
     }
     if (!regular && !singular)
         regular = 1; /* no trustworthy point: claim nothing (the run watches Psi) */

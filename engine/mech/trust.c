@@ -1,6 +1,9 @@
 /* trust.c — see trust.h. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "linalg.h"
 
 #include "trust.h"
 
@@ -45,17 +48,34 @@ int model_constraints_trusted_at(const struct engine_model *m, const double *in)
     return ok;
 }
 
-int model_psi_evidence(const struct engine_model *m, const double *in, const double *psi)
+int model_psi_verdict(const struct engine_model *m, const double *in, const double *psi)
 {
-    double lo = INFINITY, hi = 0.0;
-    for (int i = 0; i < m->n * m->n; i++) {
-        double v = fabs(psi[i]);
-        if (!isfinite(v))
-            return 0;
-        if (v > 0.0 && v < lo)
-            lo = v;
-        if (v > hi)
-            hi = v;
-    }
-    return hi <= 1e8 * lo && model_constraints_trusted_at(m, in);
+    int n = m->n;
+    double *a = malloc(((size_t)n * n + 1) * sizeof *a);
+    int *piv = malloc((n + 1) * sizeof *piv);
+    int verdict = 0;
+    if (!a || !piv)
+        goto done;
+    memcpy(a, psi, (size_t)n * n * sizeof *a);
+    for (int i = 0; i < n * n; i++)
+        if (!isfinite(a[i]))
+            goto done; /* proves nothing */
+    /* equilibrate rows, then columns: D1 Psi D2 is regular exactly when Psi is */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            double mx = 0.0;
+            for (int j = 0; j < n; j++)
+                mx = fmax(mx, fabs(pass ? a[j * n + i] : a[i * n + j]));
+            if (mx > 0.0)
+                for (int j = 0; j < n; j++)
+                    *(pass ? &a[j * n + i] : &a[i * n + j]) /= mx;
+        }
+    if (linalg_lu(n, a, piv) == 0)
+        verdict = 1;
+    else if (model_constraints_trusted_at(m, in))
+        verdict = -1;
+done:
+    free(a);
+    free(piv);
+    return verdict;
 }

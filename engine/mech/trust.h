@@ -15,10 +15,10 @@ int model_trusted_at(const struct engine_model *m, expr *const *roots, int n, co
  * coefficients, holonomy) evaluate through the tapes. */
 int model_constraints_trusted_at(const struct engine_model *m, const double *in);
 
-/* Can Psi's values psi [n*n] at in, found singular there, be believed? Only when its
- * expressions are trustworthy at in and its nonzero entries span at most 1e8: with
- * y' + 1e17*x' (an exp of a feature far from the test points) the matrix
- * [[1, 0], [1e17, 1]] is regular but its LU's pivot test calls it singular. */
-int model_psi_evidence(const struct engine_model *m, const double *in, const double *psi);
+/* What Psi's values psi [n*n] at the test configuration in say: 1 regular (after
+ * equilibrating rows and columns: [[1, 0], [1e17, 1]], from an exp of a feature far
+ * from the test points, is regular though its LU's pivot test calls it singular),
+ * -1 singular (and its expressions are trustworthy there), 0 nothing. */
+int model_psi_verdict(const struct engine_model *m, const double *in, const double *psi);
 
 #endif

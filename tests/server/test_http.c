@@ -216,6 +216,32 @@ Test(encoding, a_cached_result_in_gzip_is_kept_and_decodes_to_the_identity_bytes
     json_decref(sim);
 }
 
+Test(encoding, a_result_past_a_megabyte_is_deflated_off_the_poll_thread_and_decodes)
+{
+    json_t *sim = disk_request(6001); /* about 1.7 MB of JSON: deflated on the offload pool */
+    static const char *const gz[] = {"Accept-Encoding: gzip", NULL};
+    harness_resp z = req("POST", "/v1/simulations?wait=60", sim, gz);
+    cr_assert_eq(z.status, 200, "%ld", z.status);
+    cr_assert_str_eq(hdr(&z, "Content-Encoding", 0), "gzip", "a job's answer after the wait, gzip");
+    harness_resp id = req("POST", "/v1/simulations", sim, NULL);
+    cr_assert(id.len > (1u << 20), "past a megabyte: %zu", id.len);
+    harness_resp z2 = req("POST", "/v1/simulations", sim, gz);
+    cr_assert_str_eq(hdr(&z2, "Content-Encoding", 0), "gzip");
+    size_t n = 0;
+    char *plain = gunzip(z2.body, z2.len, &n);
+    cr_assert(n == id.len && !memcmp(plain, id.body, n), "inflates to the identity bytes");
+    free(plain);
+    plain = gunzip(z.body, z.len, &n);
+    json_t *first = json_loadb(plain, n, 0, NULL);
+    cr_assert(json_is_false(json_object_get(first, "cached")), "the first answer is the job's own");
+    json_decref(first);
+    free(plain);
+    harness_resp_free(&z);
+    harness_resp_free(&z2);
+    harness_resp_free(&id);
+    json_decref(sim);
+}
+
 /* ---- NDJSON through gzip, decoded as it arrives ---------------------------------------- */
 
 typedef struct live {

@@ -689,8 +689,9 @@ Test(model, units_label_symbols_and_are_checked)
 Test(model, badly_scaled_psi_is_not_called_singular)
 {
     static const char *const ok[] = {"y' + 1e17*x'", "y' + 0.3*exp((x + 2913)/71.7)*x'",
-                                     "y' - 3*exp(-100*(x - 40)^2)*x'"};
-    for (int i = 0; i < 3; i++) {
+                                     "y' - 3*exp(-100*(x - 40)^2)*x'",
+                                     "y' + 0.298*x'^3 + 1.12*exp((y + 315.6)/20.7)*x'"};
+    for (int i = 0; i < 4; i++) {
         char text[512];
         snprintf(text, sizeof text,
                  "{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2 + y'^2\", \"constraints\": "
