@@ -286,6 +286,7 @@ struct hamel_ws {
     int *minv_row, *minv_col; /* its nonzeros by row: [k+1], [k*k] */
     double *minv_val;         /* [k*k] */
     int minv_ready;
+    int minv_diag;       /* M*^-1 has its nonzeros on the diagonal only (each row one) */
     int numeric;         /* ignore tape_fast (for cross-checks) */
     native_code *native; /* the optimizing tier (a reference), or NULL */
     double *guess;       /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
@@ -294,6 +295,9 @@ struct hamel_ws {
     double *blu;         /* Psi's diagonal blocks, LU-factored (sparse) */
     int *bpiv;           /* [n] their pivots */
     double *tmp;         /* [n] */
+    double *save;        /* [k*k] solve_spd, solve_mass: the matrix kept for the LU fallback */
+    int *spiv;           /* [k] its pivots */
+    double *mconst;      /* [k*k] invert_constant_mass: M* */
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
@@ -340,6 +344,9 @@ void hamel_ws_free(hamel_ws *w)
     free(w->blu);
     free(w->bpiv);
     free(w->tmp);
+    free(w->save);
+    free(w->spiv);
+    free(w->mconst);
     free(w);
 }
 
@@ -397,11 +404,15 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->blu = calloc(m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
     w->bpiv = calloc(n, sizeof *w->bpiv);
     w->tmp = calloc(n, sizeof *w->tmp);
-    if (!w->sel || !w->guess || !w->Mfull || !w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows ||
-        !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->minv_row || !w->minv_col || !w->minv_val ||
-        !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M ||
-        !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F || !w->Phi || !w->phit || !w->dpsi ||
-        !w->A || !w->W || !w->obs || !w->mult) {
+    /* scratch of the mass solves, sized by the model (+1: k may be 0) */
+    w->save = calloc((size_t)k * k + 1, sizeof *w->save);
+    w->spiv = calloc(k + 1, sizeof *w->spiv);
+    w->mconst = calloc((size_t)k * k + 1, sizeof *w->mconst);
+    if (!w->save || !w->spiv || !w->mconst || !w->sel || !w->guess || !w->Mfull || !w->ent_mag || !w->inner ||
+        !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->minv_row ||
+        !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu ||
+        !w->piv || !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F ||
+        !w->Phi || !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
         hamel_ws_free(w);
         return NULL;
     }
@@ -424,7 +435,7 @@ const char *hamel_ws_tier(const hamel_ws *w)
 
 int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv)
 {
-    if (!m->tape_fast || !m->fast_mass_const || m->k > 64)
+    if (!m->tape_fast || !m->fast_mass_const)
         return -1;
     hamel_ws *w = hamel_ws_new(m, params);
     double *in = calloc(m->n_in + 1, sizeof *in), *y = calloc(m->n + m->k + 1, sizeof *y),
@@ -635,55 +646,31 @@ int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, doubl
     return 0;
 }
 
-/* Solves Ms u' = F in place in F: Cholesky (Ms is symmetric positive definite for a
- * positive definite T), LU if rounding or an indefinite T defeats it. Ms is full. */
-/* Solves the symmetric c x c system A x = b in place in b (A overwritten):
- * Cholesky, or LU when rounding or an indefinite T defeats it. */
-static int solve_spd(int c, double *A, double *b)
+/* Solves the symmetric c x c system A x = b in place in b (A overwritten), c <= k:
+ * Cholesky (A is positive definite for a positive definite T), or LU on the copy kept
+ * in w->save when rounding or an indefinite T defeats it. Allocates nothing. */
+static int solve_spd(hamel_ws *w, int c, double *A, double *b)
 {
-    double save[64 * 64];
-    int piv[64];
-    if (c > 64) { /* no room for the LU fallback */
-        if (linalg_chol(c, A) < 0)
-            return -1;
-        linalg_chol_solve(c, A, b);
-        return 0;
-    }
-    memcpy(save, A, (size_t)c * c * sizeof *save);
+    memcpy(w->save, A, (size_t)c * c * sizeof *w->save);
     if (linalg_chol(c, A) == 0) {
         linalg_chol_solve(c, A, b);
         return 0;
     }
-    if (linalg_lu(c, save, piv) < 0)
+    if (linalg_lu(c, w->save, w->spiv) < 0)
         return -1;
-    linalg_lu_solve(c, save, piv, b);
+    linalg_lu_solve(c, w->save, w->spiv, b);
     return 0;
 }
 
-static int solve_mass(hamel_ws *w, int k)
-{
-    double save[64 * 64];
-    int piv[64];
-    if (k <= 64)
-        memcpy(save, w->Ms, (size_t)k * k * sizeof *save);
-    if (linalg_chol(k, w->Ms) == 0) {
-        linalg_chol_solve(k, w->Ms, w->F);
-        return 0;
-    }
-    if (k > 64 || linalg_lu(k, save, piv) < 0)
-        return -1;
-    linalg_lu_solve(k, save, piv, w->F);
-    return 0;
-}
+/* Solves Ms u' = F in place in F (Ms, full k x k, overwritten): solve_spd. */
+static int solve_mass(hamel_ws *w, int k) { return solve_spd(w, k, w->Ms, w->F); }
 
 /* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
  * first evaluation: column by column through solve_mass, kept as its nonzero entries
  * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse). */
 static int invert_constant_mass(hamel_ws *w, int k)
 {
-    double ms[64 * 64];
-    if (k > 64)
-        return -1;
+    double *ms = w->mconst;
     double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
     tape_run(w->m->tape_mass, w->in, w->work, up);
     for (int r = 0, idx = 0; r < k; r++)
@@ -708,8 +695,25 @@ static int invert_constant_mass(hamel_ws *w, int k)
             }
     }
     w->minv_row[k] = nz;
+    w->minv_diag = 1;
+    for (int r = 0; r < k; r++)
+        if (w->minv_row[r + 1] != w->minv_row[r] + 1 || w->minv_col[w->minv_row[r]] != r)
+            w->minv_diag = 0;
     w->minv_ready = 1;
     return 0;
+}
+
+/* tape_fast's inputs t, q and u from the state. */
+static void fast_inputs(hamel_ws *w, double t, const double *y)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *in = w->in;
+    in[model_input_t(m)] = t;
+    for (int i = 0; i < n; i++)
+        in[model_input_q(m) + i] = y[i];
+    for (int r = 0; r < k; r++)
+        in[m->u_slot[r]] = y[n + r];
 }
 
 /* The symbolically reduced equations: one tape gives q', F and (unless it is
@@ -723,15 +727,22 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         return GSL_SUCCESS;
     }
     double *in = w->in;
-    in[model_input_t(m)] = t;
-    for (int i = 0; i < n; i++)
-        in[model_input_q(m) + i] = y[i];
-    for (int r = 0; r < k; r++)
-        in[m->u_slot[r]] = y[n + r];
+    /* the first tier's entry that reads t and y itself (tape.h), when published */
+    tape_yfn yf = atomic_load_explicit(&((tape *)m->tape_fast)->yfn, memory_order_acquire);
+    if (!yf)
+        fast_inputs(w, t, y);
     if (m->fast_mass_const) {
         if (!w->minv_ready && invert_constant_mass(w, k) < 0)
             return GSL_EBADFUNC;
-        tape_run(m->tape_fast, in, w->work, dydt); /* q' straight into dydt */
+        if (yf)
+            yf(t, y, in, dydt); /* q' straight into dydt */
+        else
+            tape_run(m->tape_fast, in, w->work, dydt);
+        if (w->minv_diag) { /* the sum below with its one term: 0.0 + v F, in place */
+            for (int r = 0; r < k; r++)
+                dydt[n + r] = 0.0 + w->minv_val[r] * dydt[n + r];
+            return GSL_SUCCESS;
+        }
         const double *F = dydt + n;
         double *ud = w->F;
         for (int r = 0; r < k; r++) {
@@ -743,10 +754,15 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         memcpy(dydt + n, ud, k * sizeof *ud);
         return GSL_SUCCESS;
     }
-    if (w->native)
+    if (w->native) {
+        if (yf) /* native's f reads in[] */
+            fast_inputs(w, t, y);
         w->native->fast(in, w->fast);
-    else
+    } else if (yf) {
+        yf(t, y, in, w->fast);
+    } else {
         tape_run(m->tape_fast, in, w->work, w->fast);
+    }
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;
@@ -898,12 +914,59 @@ static int rhs_sparse(hamel_ws *w, double t, const double *y, double *dydt)
                 w->Ms[a * c + b2] = w->Mfull[idx[a] * k + idx[b2]];
             w->tmp[a] = w->F[idx[a]];
         }
-        if (solve_spd(c, w->Ms, w->tmp) < 0)
+        if (solve_spd(w, c, w->Ms, w->tmp) < 0)
             return GSL_EBADFUNC;
         for (int a = 0; a < c; a++)
             ud[idx[a]] = w->tmp[a];
     }
     return GSL_SUCCESS;
+}
+
+void hamel_project(int n, int k, const double *lu, const int *piv, const double *dyn, double *M, double *a,
+                   double *X, double *h, double *MX, double *F, double *Ms)
+{
+    const double *up = dyn, *g = dyn + n * (n + 1) / 2, *b = g + n;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            M[i * n + l] = M[l * n + i] = up[idx];
+    /* a = Phi b; columns of Phi_S. */
+    memcpy(a, b, n * sizeof *b);
+    linalg_lu_solve(n, lu, piv, a);
+    for (int r = 0; r < k; r++) {
+        double *x = X + (size_t)r * n;
+        memset(x, 0, n * sizeof *x);
+        x[r] = 1.0;
+        linalg_lu_solve(n, lu, piv, x);
+    }
+    /* h = g + M a; MX = M Phi_S. */
+    for (int i = 0; i < n; i++) {
+        double s = g[i];
+        const double *Mi = M + (size_t)i * n;
+        for (int l = 0; l < n; l++)
+            s += Mi[l] * a[l];
+        h[i] = s;
+        for (int r = 0; r < k; r++) {
+            const double *x = X + (size_t)r * n;
+            double v = 0.0;
+            for (int l = 0; l < n; l++)
+                v += Mi[l] * x[l];
+            MX[(size_t)r * n + i] = v;
+        }
+    }
+    for (int r = 0; r < k; r++) {
+        const double *x = X + (size_t)r * n;
+        double f = 0.0;
+        for (int i = 0; i < n; i++)
+            f += x[i] * h[i];
+        F[r] = f;
+        for (int s = 0; s <= r; s++) {
+            const double *mx = MX + (size_t)s * n;
+            double v = 0.0;
+            for (int i = 0; i < n; i++)
+                v += x[i] * mx[i];
+            Ms[r * k + s] = Ms[s * k + r] = v;
+        }
+    }
 }
 
 int hamel_rhs(double t, const double *y, double *dydt, void *params)
@@ -925,49 +988,7 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
     if (w->sel_on) /* the rows of selected speeds are constant: D(q_c') = 0 */
         memset(w->dyn + n * (n + 1) / 2 + n, 0, k * sizeof *w->dyn);
-    const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
-    double *M = w->M;
-    for (int i = 0, idx = 0; i < n; i++)
-        for (int l = i; l < n; l++, idx++)
-            M[i * n + l] = M[l * n + i] = up[idx];
-    /* a = Phi b; columns of Phi_S. */
-    memcpy(w->a, b, n * sizeof *b);
-    linalg_lu_solve(n, w->lu, w->piv, w->a);
-    for (int r = 0; r < k; r++) {
-        double *x = w->X + (size_t)r * n;
-        memset(x, 0, n * sizeof *x);
-        x[r] = 1.0;
-        linalg_lu_solve(n, w->lu, w->piv, x);
-    }
-    /* h = g + M a; MX = M Phi_S. */
-    for (int i = 0; i < n; i++) {
-        double s = g[i];
-        const double *Mi = M + (size_t)i * n;
-        for (int l = 0; l < n; l++)
-            s += Mi[l] * w->a[l];
-        w->h[i] = s;
-        for (int r = 0; r < k; r++) {
-            const double *x = w->X + (size_t)r * n;
-            double v = 0.0;
-            for (int l = 0; l < n; l++)
-                v += Mi[l] * x[l];
-            w->MX[(size_t)r * n + i] = v;
-        }
-    }
-    for (int r = 0; r < k; r++) {
-        const double *x = w->X + (size_t)r * n;
-        double f = 0.0;
-        for (int i = 0; i < n; i++)
-            f += x[i] * w->h[i];
-        w->F[r] = f;
-        for (int s = 0; s <= r; s++) {
-            const double *mx = w->MX + (size_t)s * n;
-            double v = 0.0;
-            for (int i = 0; i < n; i++)
-                v += x[i] * mx[i];
-            w->Ms[r * k + s] = w->Ms[s * k + r] = v;
-        }
-    }
+    hamel_project(n, k, w->lu, w->piv, w->dyn, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
     if (solve_mass(w, k) < 0)
         return GSL_EBADFUNC;
     memcpy(ud, w->F, k * sizeof *ud);
