@@ -22,7 +22,11 @@ if (!BASE) { console.error("test.mjs: set HAMEL_BASE to the server's URL (run.sh
 mkdirSync(ARTIFACTS, { recursive: true });
 
 let passed = 0, failed = 0;
+// WEB_TEST_ONLY=regex runs the checks whose names match it (and the first, which loads
+// the page): for working on one feature; the suite as a whole runs them all.
+const ONLY = process.env.WEB_TEST_ONLY ? new RegExp(process.env.WEB_TEST_ONLY, "i") : null;
 async function check(name, fn) {
+  if (ONLY && passed + failed > 0 && !ONLY.test(name) && name !== "no script errors in the page") return;
   const t0 = Date.now();
   try {
     await fn();
@@ -104,11 +108,11 @@ async function runAndWait(p, button = '[data-testid="run"]') {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 12 shipped examples and a healthy server", async () => {
+await check("page loads with the 13 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 12, `expected 12 examples (the 7 shared cases, 3 closed-form systems, the rolling disk and the bicycle with bodies), found ${n}`);
+  assert(n === 13, `expected 13 examples (the 7 shared cases, 3 closed-form systems, the rolling disk, the falling disk with its contact and the bicycle with bodies), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -860,6 +864,93 @@ await check("the CSV download has the CLI's columns (hamel run --csv)", async ()
     assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
   } finally {
     await p18.close();
+  }
+});
+
+/** The x pixel of a path's last point ("...L123.45,67.89"). */
+const lastX = (d) => { const m = /([\d.]+),[\d.-]+$/.exec(d || ""); return m ? Number(m[1]) : NaN; };
+
+await check("events: a stop event added in the editor ends the plotted trajectory at its time and is listed", async () => {
+  const pe = await context.newPage();
+  pe.on("pageerror", (e) => pageErrors.push("events: " + e));
+  try {
+    await pe.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await pe.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(await pe.locator('[data-testid="event-row"]').count() === 0, "the rolling disk's example has no events");
+    // a misspelled symbol first: the 422 names events[0].expr and the field is marked
+    await pe.click('[data-testid="event-add"]');
+    const row0 = pe.locator('[data-testid="event-row"]').nth(0);
+    await row0.locator('[data-field="name"]').fill("low");
+    await row0.locator('[data-field="expr"]').fill("thet - 1");
+    await row0.locator('[data-field="direction"]').selectOption("falling");
+    await row0.locator('[data-field="action"]').selectOption("stop");
+    await pe.click('[data-testid="run"]');
+    await pe.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    const prob = await pe.locator('[data-testid="problem"]').innerText();
+    assert(/events\[0\]\.expr/.test(prob), `the problem does not name events[0].expr: ${prob}`);
+    assert(await row0.locator('[data-field="expr"].invalid').count() === 1, "the event's expression is not marked");
+    const sel = await row0.locator('[data-field="expr"]').evaluate((el) => el.value.slice(el.selectionStart, el.selectionEnd));
+    assert(sel === "thet", `the selection in the expression is "${sel}", not the unknown name`);
+    await row0.locator('[data-field="expr"]').fill("theta - 1");
+    // and a second event that only records
+    await pe.click('[data-testid="event-add"]');
+    const row1 = pe.locator('[data-testid="event-row"]').nth(1);
+    await row1.locator('[data-field="name"]').fill("half");
+    await row1.locator('[data-field="expr"]').fill("t - 0.1");
+    const id = await runAndWait(pe);
+    const job = (await api("GET", `/v1/jobs/${encodeURIComponent(id)}`)).body;
+    assert(job.stopped_by === "low", `the job says stopped_by ${job.stopped_by}; events ${JSON.stringify(job.events)}, last t ${job.trajectory.t.slice(-1)}`);
+    const names = job.events.map((e) => e.name).join(",");
+    assert(names === "half,low", `the job's events are ${names}`);
+    const stop = job.events[1];
+    const tr = job.trajectory.t;
+    assert(tr[tr.length - 1] === stop.t && stop.t > 0.1 && stop.t < 5, `the trajectory ends at ${tr[tr.length - 1]}, the event at ${stop.t}`);
+    // shown: stopped by, and the list with each crossing's t
+    const sb = pe.locator('[data-testid="stopped-by"]');
+    assert(await sb.getAttribute("data-name") === "low" && Number(await sb.getAttribute("data-t")) === stop.t, "stopped_by is not shown with its time");
+    const hits = await pe.locator('[data-testid="event-hit"]').evaluateAll((rs) => rs.map((r) => [r.dataset.name, Number(r.dataset.t)]));
+    assert(JSON.stringify(hits) === JSON.stringify(job.events.map((e) => [e.name, e.t])), `listed ${JSON.stringify(hits)}`);
+    assert(/theta/.test(await pe.locator('[data-testid="events-list"] thead').innerText()), "the list has no state columns");
+    // the plotted q(t) ends where the stop event's marker is
+    for (const plot of ["plot-q", "plot-speeds"]) {
+      const vl = await pe.locator(`[data-testid="${plot}"] line.vline`).evaluateAll((ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.x), Number(l.getAttribute("x1"))]));
+      assert(vl.length === 2 && vl[1][0] === "low" && vl[1][1] === stop.t && vl[0][0] === "half" && vl[0][1] === job.events[0].t, `${plot}: markers ${JSON.stringify(vl)}`);
+      const ds = await pe.locator(`[data-testid="${plot}"] svg path.series`).evaluateAll((ps) => ps.map((q) => q.getAttribute("d")));
+      for (const d of ds) assert(Math.abs(lastX(d) - vl[1][2]) < 0.02, `${plot}: a curve ends at x = ${lastX(d)} px, the stop marker is at ${vl[1][2]} px`);
+    }
+    await pe.locator('[data-testid="events"]').screenshot({ path: join(ARTIFACTS, "web-events.png") });
+  } finally {
+    await pe.close();
+  }
+});
+
+await check("contacts: the falling disk's normal and tangential forces, its slip, and a stop at lift-off (normal_disk)", async () => {
+  const pc = await context.newPage();
+  pc.on("pageerror", (e) => pageErrors.push("contacts: " + e));
+  try {
+    await pc.goto(`${BASE}/?example=falling-disk-contact`);
+    await pc.waitForFunction(() => document.body.dataset.ready === "1");
+    const ex = JSON.parse(readFileSync(join(webRoot, "examples", "falling-disk-contact.json"), "utf8"));
+    const rows = await pc.locator('[data-testid="event-row"]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("[data-field]")].map((f) => f.value)));
+    assert(JSON.stringify(rows) === JSON.stringify(ex.simulation.events.map((e) => [e.name, e.expr, e.direction || "both", e.action || "record"])), `the example's events are shown as ${JSON.stringify(rows)}`);
+    const id = await runAndWait(pc);
+    const job = (await api("GET", `/v1/jobs/${encodeURIComponent(id)}`)).body;
+    const c = job.checks.contacts.disk;
+    const stop = job.events[job.events.length - 1];
+    assert(job.stopped_by === "lift_off" && c.slip && c.slip.t > 0 && c.slip.t < stop.t, `job: stopped_by ${job.stopped_by}, slip ${JSON.stringify(c.slip)}, stop ${stop.t}`);
+    // N at the stop is zero: the stop event is the lift-off
+    assert(Math.abs(c.normal[c.normal.length - 1]) < 1e-6, `N at the stop is ${c.normal[c.normal.length - 1]}`);
+    const cell = pc.locator('[data-testid="contact-check"]');
+    assert(Number(await cell.getAttribute("data-slip")) === c.slip.t, "the slip time shown is not the API's");
+    const names = await pc.locator('[data-testid="plot-contacts"] svg path.series').evaluateAll((ps) => ps.map((q) => q.dataset.series));
+    assert(names.length === 3 && names.some((n) => /^N/.test(n)) && names.some((n) => /μN/.test(n)) && names.some((n) => /F_t/.test(n)), `contact plot series ${names}`);
+    const vl = await pc.locator('[data-testid="plot-contacts"] line.vline').evaluateAll((ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.x)]));
+    assert(vl.some(([l, x]) => l === "slip" && x === c.slip.t), `no slip marker: ${JSON.stringify(vl)}`);
+    assert(vl.some(([l, x]) => l === "lift_off" && x === stop.t), `no lift-off event marker: ${JSON.stringify(vl)}`);
+    assert(await pc.locator('[data-testid="warnings"] li[data-code="contact-slip"]').count() === 1, "the slip warning is not shown");
+    await pc.locator('[data-testid="plot-contacts"]').screenshot({ path: join(ARTIFACTS, "web-contacts.png") });
+  } finally {
+    await pc.close();
   }
 });
 
