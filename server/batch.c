@@ -367,20 +367,23 @@ static int bl__key_is(const bl_span *k, const char *name)
     return k->p && (size_t)(k->e - k->p) == n && !memcmp(k->p, name, n);
 }
 
-/* The value of member `name` of the object v (absent: p NULL); -1 when malformed. */
-static int bl__member(bl_span v, const char *name, bl_span *out)
+/* The values of members names[0..n-1] of the object v (absent: p NULL), in one pass;
+ * -1 when malformed. */
+static int bl__members(bl_span v, const char *const *names, size_t n, bl_span *out)
 {
-    out->p = out->e = NULL;
+    for (size_t i = 0; i < n; i++)
+        out[i].p = out[i].e = NULL;
     if (!v.p || *v.p != '{')
         return 0;
     const char *p = v.p;
     bl_span k, x;
     int rc;
     for (int start = 1; (rc = bl__next(&p, v.e, start, &k, &x)) == 1; start = 0)
-        if (bl__key_is(&k, name)) {
-            *out = x;
-            return 0;
-        }
+        for (size_t i = 0; i < n; i++)
+            if (!out[i].p && bl__key_is(&k, names[i])) {
+                out[i] = x;
+                break;
+            }
     return rc;
 }
 
@@ -410,8 +413,9 @@ static void bl__put_member(jsonout *o, const char *name, bl_span v)
 /* "final" from the trajectory's text (batch__final's result). Returns -1 when malformed. */
 static int bl__final(jsonout *o, bl_span tr)
 {
-    bl_span t, last;
-    if (bl__member(tr, "t", &t) < 0 || bl__last(t, &last) < 0)
+    static const char *const names[] = {"t", "q", "speeds", "qdot", "multipliers"};
+    bl_span m[5], last;
+    if (bl__members(tr, names, 5, m) < 0 || bl__last(m[0], &last) < 0)
         return -1;
     jsonout_raw(o, ",\"final\":{", 10);
     int first = 1;
@@ -420,16 +424,13 @@ static int bl__final(jsonout *o, bl_span tr)
         jsonout_raw(o, last.p, (size_t)(last.e - last.p));
         first = 0;
     }
-    static const char *const groups[] = {"q", "speeds", "qdot", "multipliers"};
-    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-        bl_span grp;
-        if (bl__member(tr, groups[g], &grp) < 0)
-            return -1;
+    for (size_t g = 1; g < 5; g++) {
+        bl_span grp = m[g];
         if (!grp.p || *grp.p != '{')
             continue;
         jsonout_raw(o, ",", first ? 0 : 1);
         first = 0;
-        jsonout_string(o, groups[g], strlen(groups[g]));
+        jsonout_string(o, names[g], strlen(names[g]));
         jsonout_raw(o, ":{", 2);
         const char *p = grp.p;
         bl_span k, series;
@@ -459,23 +460,36 @@ static json_t *batch__checks(const json_t *checks, unsigned fields);
  * writes (the caller then parses it). */
 static blob *batch__line_fast(const batch *b, batch_run *r, const blob *result, int cached)
 {
-    bl_span res = {result->data, result->data + result->len}, v;
+    /* the top-level members used, found in one pass over the body */
+    enum {
+        M_JOB_ID,
+        M_TRAJECTORY,
+        M_WARNINGS,
+        M_PROVENANCE,
+        M_CHECKS,
+        M_STATS,
+        M_HAMEL,
+        M_EVENTS,
+        M_EVENTS_DROPPED,
+        M_STOPPED_BY,
+        M_COUNT
+    };
+    static const char *const names[M_COUNT] = {"job_id",         "trajectory", "warnings", "provenance",
+                                               "checks",         "stats",      "hamel",    "events",
+                                               "events_dropped", "stopped_by"};
+    bl_span res = {result->data, result->data + result->len}, m[M_COUNT], v;
     res.p = bl__ws(res.p, res.e);
-    if (res.p >= res.e || *res.p != '{' || bl__value_end(res.p, res.e) == NULL)
+    if (res.p >= res.e || *res.p != '{' || bl__members(res, names, M_COUNT, m) < 0)
         return NULL;
     char jid_buf[sizeof r->job_id];
     const char *jid = r->job_id;
-    if (cached) {
-        if (bl__member(res, "job_id", &v) < 0)
+    if (cached && (v = m[M_JOB_ID]).p) { /* the job that computed it: a plain string of hex digits */
+        if (*v.p != '"' || (size_t)(v.e - v.p) - 2 >= sizeof jid_buf ||
+            memchr(v.p + 1, '\\', (size_t)(v.e - v.p) - 2))
             return NULL;
-        if (v.p) { /* the job that computed it: a plain string of hex digits */
-            if (*v.p != '"' || (size_t)(v.e - v.p) - 2 >= sizeof jid_buf ||
-                memchr(v.p + 1, '\\', (size_t)(v.e - v.p) - 2))
-                return NULL;
-            memcpy(jid_buf, v.p + 1, (size_t)(v.e - v.p) - 2);
-            jid_buf[v.e - v.p - 2] = '\0';
-            jid = jid_buf;
-        }
+        memcpy(jid_buf, v.p + 1, (size_t)(v.e - v.p) - 2);
+        jid_buf[v.e - v.p - 2] = '\0';
+        jid = jid_buf;
     }
     jsonout o;
     if (jsonout_init(&o, result->len / 2 + 512) < 0)
@@ -493,41 +507,30 @@ static blob *batch__line_fast(const batch *b, batch_run *r, const blob *result, 
         jsonout_raw(&o, ",\"run\":", 7);
         jsonout_value(&o, json_array_get(b->partials, r->index));
     }
-    bl_span tr;
-    int bad = bl__member(res, "trajectory", &tr) < 0;
-    static const char *const pass1[] = {"warnings", "provenance"};
-    for (size_t i = 0; !bad && i < 2; i++) {
-        bad = bl__member(res, pass1[i], &v) < 0;
-        if (!bad && v.p)
-            bl__put_member(&o, pass1[i], v);
-    }
-    if (!bad && (f & FIELD_FINAL))
-        bad = bl__final(&o, tr) < 0;
-    if (!bad && (f & FIELD_CHECKS)) {
-        bad = bl__member(res, "checks", &v) < 0;
-        if (!bad && v.p) {
-            json_t *c = json_loadb(v.p, (size_t)(v.e - v.p), JSON_DECODE_ANY, NULL);
-            json_t *cut = c ? batch__checks(c, f) : NULL;
-            json_decref(c);
-            bad = cut == NULL;
-            if (!bad) {
-                jsonout_raw(&o, ",\"checks\":", 10);
-                jsonout_value(&o, cut);
-            }
-            json_decref(cut);
+    int bad = 0;
+    for (int i = M_WARNINGS; i <= M_PROVENANCE; i++)
+        if (m[i].p)
+            bl__put_member(&o, names[i], m[i]);
+    if (f & FIELD_FINAL)
+        bad = bl__final(&o, m[M_TRAJECTORY]) < 0;
+    if (!bad && (f & FIELD_CHECKS) && (v = m[M_CHECKS]).p) {
+        json_t *c = json_loadb(v.p, (size_t)(v.e - v.p), JSON_DECODE_ANY, NULL);
+        json_t *cut = c ? batch__checks(c, f) : NULL;
+        json_decref(c);
+        bad = cut == NULL;
+        if (!bad) {
+            jsonout_raw(&o, ",\"checks\":", 10);
+            jsonout_value(&o, cut);
         }
+        json_decref(cut);
     }
-    static const char *const pass2[] = {"stats",  "trajectory",     "hamel",
-                                        "events", "events_dropped", "stopped_by"};
-    static const unsigned pass2_field[] = {FIELD_STATS,  FIELD_TRAJECTORY, FIELD_HAMEL,
-                                           FIELD_EVENTS, FIELD_EVENTS,     FIELD_EVENTS};
-    for (size_t i = 0; !bad && i < sizeof pass2 / sizeof pass2[0]; i++) {
-        if (!(f & pass2_field[i]))
-            continue;
-        bad = bl__member(res, pass2[i], &v) < 0;
-        if (!bad && v.p)
-            bl__put_member(&o, pass2[i], v);
-    }
+    static const unsigned field_of[M_COUNT] = {
+        [M_STATS] = FIELD_STATS,   [M_TRAJECTORY] = FIELD_TRAJECTORY, [M_HAMEL] = FIELD_HAMEL,
+        [M_EVENTS] = FIELD_EVENTS, [M_EVENTS_DROPPED] = FIELD_EVENTS, [M_STOPPED_BY] = FIELD_EVENTS};
+    static const int pass2[] = {M_STATS, M_TRAJECTORY, M_HAMEL, M_EVENTS, M_EVENTS_DROPPED, M_STOPPED_BY};
+    for (size_t i = 0; !bad && i < sizeof pass2 / sizeof pass2[0]; i++)
+        if ((f & field_of[pass2[i]]) && m[pass2[i]].p)
+            bl__put_member(&o, names[pass2[i]], m[pass2[i]]);
     jsonout_raw(&o, "}\n", 2);
     size_t len = 0;
     char *text = jsonout_finish(&o, &len);
@@ -798,7 +801,8 @@ static int batch__submit(batches *bs, batch *b, batch_run *r)
     }
     json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
     job *j = NULL;
-    int rc = req ? jobs_submit(bs->pool, b->model, req, r->key, &j) : HAMEL_E_INTERNAL;
+    int rc = req ? jobs_submit_flags(bs->pool, b->model, req, r->key, JOBS_SUBMIT_LAZY_RECORD, &j)
+                 : HAMEL_E_INTERNAL;
     json_decref(req);
     if (rc == HAMEL_E_QUEUE_FULL) { /* others fill the queue: this run waits its turn */
         pthread_mutex_lock(&bs->lock);
