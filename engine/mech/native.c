@@ -233,8 +233,13 @@ static char *native__source(const struct engine_model *m)
         if (!src_f)
             goto out;
     }
-    /* g: dydt = (q', M*^-1 F), the products in hamel.c's order */
-    double *minv = m->fast_mass_const && k <= 64 ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
+    /* g: dydt = (q', M*^-1 F), the products in hamel.c's order. M*^-1 is written as k*k
+     * literals, so only up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it
+     * the object has f only (the reduced tape's outputs) and hamel.c applies M*^-1, as it
+     * does when there is no g. */
+    enum { NATIVE_MINV_MAX_K = 64 };
+    double *minv =
+        m->fast_mass_const && k <= NATIVE_MINV_MAX_K ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
     if (minv && hamel_const_mass_inverse(m, m->param_values, minv) == 0) {
         size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
         epi = malloc(cap);

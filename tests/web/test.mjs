@@ -439,6 +439,13 @@ await check("bicycle: roll/steer eigenvalues against v, stable between the weave
     const bikeChanges = JSON.parse(await p6.locator("#linearize").getAttribute("data-changes"));
     assert(bikeChanges.length === 2 && Math.abs(bikeChanges[0] - 4.29238253634111) < 1e-9 && Math.abs(bikeChanges[1] - 6.02426201538837) < 1e-9,
       `stability changes at v = ${JSON.stringify(bikeChanges)}, expected the weave and capsize speeds 4.29238253634111 and 6.02426201538837`);
+    // marked on the branch and on both eigenvalue plots, where the stable part begins and ends
+    for (const plot of ["plot-branch", "plot-eig-re", "plot-eig-im"]) {
+      const vl = await p6.locator(`[data-testid="${plot}"] line.vline`).evaluateAll((ls) => ls.map((l) => [Number(l.dataset.x), l.dataset.label]));
+      assert(vl.length === 2 && vl[0][0] === bikeChanges[0] && vl[1][0] === bikeChanges[1] && /^stable from 4\.29/.test(vl[0][1]) && /^unstable from 6\.02/.test(vl[1][1]),
+        `${plot}: stability-change markers ${JSON.stringify(vl)}`);
+    }
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-steady-bicycle.png") });
     // its equations have entries too large to print (null in the API): named, never "null"
     await runAndWait(p6);
     await p6.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
@@ -951,6 +958,55 @@ await check("contacts: the falling disk's normal and tangential forces, its slip
     await pc.locator('[data-testid="plot-contacts"]').screenshot({ path: join(ARTIFACTS, "web-contacts.png") });
   } finally {
     await pc.close();
+  }
+});
+
+await check("export code: C and Python files of the model and run from POST /v1/code, with the page's parameter values", async () => {
+  const px = await context.newPage();
+  px.on("pageerror", (e) => pageErrors.push("export: " + e));
+  try {
+    await px.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await px.waitForFunction(() => document.body.dataset.ready === "1");
+    const model = JSON.parse(readFileSync(join(webRoot, "examples", `${ROLLING_DISK}.json`), "utf8")).model;
+    const want = { ...model.parameters, m: 2.5 }; // a what-if value: the file bakes the run as shown
+    await px.locator('input[data-param="m"]').fill("2.5");
+    const grab = async (button, type) => {
+      const [resp, dl] = await Promise.all([
+        px.waitForResponse((r) => r.url().endsWith("/v1/code") && r.request().method() === "POST"),
+        px.waitForEvent("download"),
+        px.click(button),
+      ]);
+      const ct = resp.headers()["content-type"] || "";
+      assert(resp.status() === 200 && ct.startsWith(type), `POST /v1/code answered ${resp.status()} ${ct}, expected ${type}`);
+      const sent = JSON.parse(resp.request().postData());
+      assert(sent.parameters && sent.parameters.m === 2.5 && sent.initial && sent.t_end > 0, `the request sent: ${JSON.stringify(sent).slice(0, 300)}`);
+      return { name: dl.suggestedFilename(), text: readFileSync(await dl.path(), "utf8") };
+    };
+    const c = await grab('[data-testid="export-c"]', "text/x-c");
+    assert(/\.c$/.test(c.name), `the C file is named ${c.name}`);
+    const names = /hamel_parameter_names\[[^\]]*\] = \{([^}]*)\}/.exec(c.text);
+    const values = /hamel_p\[[^\]]*\] = \{([^}]*)\}/.exec(c.text);
+    assert(names && values, "no hamel_parameter_names / hamel_p in the C file");
+    const cn = names[1].split(",").map((x) => x.trim()).filter((x) => x !== "0").map((x) => JSON.parse(x));
+    const cv = values[1].split(",").map(Number);
+    assert(JSON.stringify([...cn].sort()) === JSON.stringify(Object.keys(want).sort()), `the C file's parameters ${cn}`);
+    cn.forEach((n, i) => assert(cv[i] === want[n], `C: ${n} = ${cv[i]}, the page's ${want[n]}`));
+    assert(/int main\(/.test(c.text) && /hamel_rhs\(/.test(c.text), "the C file has no rhs or main");
+    const py = await grab('[data-testid="export-py"]', "text/x-python");
+    assert(/\.py$/.test(py.name) && /^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(py.name), `the Python file is named ${py.name}`);
+    const pm = /PARAMETERS = (\{[^}]*\})/.exec(py.text);
+    assert(pm, "no PARAMETERS in the Python file");
+    const pp = JSON.parse(pm[1]);
+    for (const [n, v] of Object.entries(want)) assert(pp[n] === v, `Python: ${n} = ${pp[n]}, the page's ${v}`);
+    assert(/def rhs\(t, y, p/.test(py.text) && /def jacobian\(/.test(py.text), "the Python file has no rhs or jacobian");
+    // a model the generator does not carry: the problem is shown, nothing downloaded
+    await px.selectOption("#formulation", "multipliers");
+    await px.click('[data-testid="export-c"]');
+    await px.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    const prob = await px.locator('[data-testid="problem"]').innerText();
+    assert(/multipliers|formulation/i.test(prob), `the problem shown: ${prob}`);
+  } finally {
+    await px.close();
   }
 });
 

@@ -727,6 +727,36 @@ $("open-json").addEventListener("change", async (ev) => {
   }
 });
 
+/** "⤓ C code", "⤓ Python code": the model and the run as the page shows them (the
+ *  request a run would send) through POST /v1/code, saved as one source file. */
+async function exportCode(lang, btn) {
+  const ctx = await prepare();
+  if (!ctx) return;
+  const was = btn.textContent;
+  btn.disabled = true;
+  btn.textContent = "generating…";
+  try {
+    let res;
+    try {
+      res = await state.api.code({ ...ctx.request, lang });
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      // the server forgot the model: send it inline
+      const { model_id: _m, ...rest } = ctx.request;
+      res = await state.api.code({ ...rest, model: parseEditor(modelEditor, "model").value, lang });
+    }
+    const stem = (modelNameOf() || "hamel_model").replace(/[^A-Za-z0-9_]+/g, "_").replace(/^(\d)/, "_$1");
+    saveText(res.text, `${stem}.${lang === "python" ? "py" : "c"}`, res.type.split(";")[0]);
+  } catch (e) {
+    showProblem(e instanceof ApiError ? e.problem : { title: "Something went wrong", detail: String(e) }, "simulation");
+  } finally {
+    btn.disabled = false;
+    btn.textContent = was;
+  }
+}
+$("export-c").addEventListener("click", (ev) => exportCode("c", ev.currentTarget));
+$("export-py").addEventListener("click", (ev) => exportCode("python", ev.currentTarget));
+
 function saveText(text, name, type) {
   const a = h("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
   document.body.append(a);
