@@ -439,6 +439,13 @@ await check("bicycle: roll/steer eigenvalues against v, stable between the weave
     const bikeChanges = JSON.parse(await p6.locator("#linearize").getAttribute("data-changes"));
     assert(bikeChanges.length === 2 && Math.abs(bikeChanges[0] - 4.29238253634111) < 1e-9 && Math.abs(bikeChanges[1] - 6.02426201538837) < 1e-9,
       `stability changes at v = ${JSON.stringify(bikeChanges)}, expected the weave and capsize speeds 4.29238253634111 and 6.02426201538837`);
+    // marked on the branch and on both eigenvalue plots, where the stable part begins and ends
+    for (const plot of ["plot-branch", "plot-eig-re", "plot-eig-im"]) {
+      const vl = await p6.locator(`[data-testid="${plot}"] line.vline`).evaluateAll((ls) => ls.map((l) => [Number(l.dataset.x), l.dataset.label]));
+      assert(vl.length === 2 && vl[0][0] === bikeChanges[0] && vl[1][0] === bikeChanges[1] && /^stable from 4\.29/.test(vl[0][1]) && /^unstable from 6\.02/.test(vl[1][1]),
+        `${plot}: stability-change markers ${JSON.stringify(vl)}`);
+    }
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-steady-bicycle.png") });
     // its equations have entries too large to print (null in the API): named, never "null"
     await runAndWait(p6);
     await p6.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
