@@ -1100,7 +1100,25 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
                     Wi[l] += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
                 inner[i] += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
             }
+            /* a column r of Phi that is zero on every row taking part gives +0 throughout
+             * (0.0 plus products that are +-0 when W and inner are finite): the zeros
+             * are written, not summed (Phi of a chain of bodies is block-diagonal: most r) */
+            int finite = 1;
+            for (int x = 0; x < nr && finite; x++) {
+                int i = rows[x];
+                finite = isfinite(inner[i]) != 0;
+                for (int l = 0; l < n && finite; l++)
+                    finite = isfinite(w->W[(size_t)i * n + l]) != 0;
+            }
             for (int r = 0; r < n; r++) {
+                int zero = finite;
+                for (int x = 0; x < nr && zero; x++)
+                    zero = PHI(rows[x], r) == 0.0;
+                if (zero) { /* out was cleared above */
+                    if (out_t)
+                        out_t[(size_t)j * n + r] = 0.0;
+                    continue;
+                }
                 if (out)
                     for (int l = 0; l < n; l++) {
                         double v = 0.0;
