@@ -698,7 +698,8 @@ static char **jit__inputs(const tape *t, int yform)
 
 /* Appends the first tier's function(s) for t: `void <name>(const double *in, double
  * *out)` and, when t->yin is set, `void <name>y(double t, const double *y, const
- * double *in, double *out)`. */
+ * double *in, double *out)` first, with <name> then only gathering y from in[] and
+ * calling it (the computation is written once: libtcc's time grows with the source). */
 static void jit__functions(const tape *t, const char *name, jit_buf *b)
 {
     jit_plan p;
@@ -706,23 +707,37 @@ static void jit__functions(const tape *t, const char *name, jit_buf *b)
         b->err = JIT_E_NOMEM;
         return;
     }
-    int forms = t->yin ? 2 : 1;
-    for (int yform = 0; yform < forms && !b->err; yform++) {
-        char **inexpr = jit__inputs(t, yform);
-        if (!inexpr) {
-            b->err = JIT_E_NOMEM;
-            break;
-        }
-        if (yform)
-            jit__buf_printf(b, "void %sy(double t, const double *y, const double *in, double *out)\n{\n",
-                            name);
-        else
-            jit__buf_printf(b, "void %s(const double *in, double *out)\n{\n", name);
-        jit__body_inline(t, &p, (const char *const *)inexpr, "out", b);
-        jit__buf_put(b, "}\n", 2);
-        free(inexpr);
+    char **inexpr = jit__inputs(t, t->yin != NULL);
+    if (!inexpr) {
+        jit__plan_free(&p);
+        b->err = JIT_E_NOMEM;
+        return;
     }
+    if (t->yin)
+        jit__buf_printf(b, "void %sy(double t, const double *y, const double *in, double *out)\n{\n", name);
+    else
+        jit__buf_printf(b, "void %s(const double *in, double *out)\n{\n", name);
+    jit__body_inline(t, &p, (const char *const *)inexpr, "out", b);
+    jit__buf_put(b, "}\n", 2);
+    free(inexpr);
     jit__plan_free(&p);
+    if (!t->yin)
+        return;
+    int ny = 0, at = -1;
+    for (int a = 0; a < t->n_inputs; a++) {
+        if (t->yin[a] >= ny)
+            ny = t->yin[a] + 1;
+        if (t->yin[a] == TAPE_YIN_T)
+            at = a;
+    }
+    jit__buf_printf(b, "void %s(const double *in, double *out)\n{\ndouble y[%d];\n", name, ny > 0 ? ny : 1);
+    for (int a = 0; a < t->n_inputs; a++)
+        if (t->yin[a] >= 0)
+            jit__buf_printf(b, "y[%d] = in[%d];\n", (int)t->yin[a], a);
+    if (at >= 0)
+        jit__buf_printf(b, "%sy(in[%d], y, in, out);\n}\n", name, at);
+    else
+        jit__buf_printf(b, "%sy(0.0, y, in, out);\n}\n", name);
 }
 
 /* Writes the whole translation unit for t into b: f and, with t->yin, fy. */
