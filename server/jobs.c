@@ -847,6 +847,11 @@ static json_t *jobs__private_request(const json_t *request)
 
 int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out)
 {
+    return jobs_submit_flags(p, m, request, key, 0, out);
+}
+
+int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out)
+{
     *out = NULL;
     job *j = calloc(1, sizeof *j);
     if (!j)
@@ -875,7 +880,9 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
     }
     /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
      * learns it (503: a job the store does not know would be lost to a restart). */
-    if (p->st && store_put_job(p->st, j->id, "queued", j->model_id, j->key, NULL, j->created) != 0) {
+    int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared;
+    if (p->st && (lazy ? store_put_job_async : store_put_job)(p->st, j->id, "queued", j->model_id, j->key,
+                                                              NULL, j->created) != 0) {
         fprintf(stderr, "hamel-server: job %s: its record could not be stored; not accepted\n", j->id);
         metrics_store_failed();
         json_decref(j->request);
