@@ -45,7 +45,7 @@ TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
 
 ENGINE_SRC := $(wildcard $(patsubst %,engine/%/*.c,$(ENGINE_LAYERS)) engine/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
-CLIENT_SRC := $(wildcard clients/c/*.c)
+CLIENT_SRC := $(filter-out clients/c/example.c,$(wildcard clients/c/*.c))
 UNIT_SRC := $(wildcard tests/unit/*.c)
 SRVTEST_SRC := $(wildcard tests/server/*.c)
 CLUSTER_SRC := $(wildcard tests/cluster/*.c)
@@ -57,10 +57,10 @@ LIBENGINE := $(BUILD)/libhamel.a
 LIBSERVER := $(BUILD)/libhamelserver.a
 LIBCLIENT := $(BUILD)/libhamelclient.a
 
-BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server
+BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server $(BUILD)/hamelclient-example
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
-.PHONY: all test test-fast run bench fmt lint clean deps
+.PHONY: all test test-fast run bench fmt lint clean deps difftest
 all: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
@@ -79,12 +79,17 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 	@rm -f $@
 	ar rcs $@ $^
 
-# The one-shot CLI links the engine only: `hamel remote` execs hamel-remote (beside it,
+# The one-shot CLI links the engine only (and the server's table of problem statuses,
+# server/problems.c, so its problem documents are the API's): `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
-$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c) $(LIBENGINE)
+$(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c server/problems.c) $(LIBENGINE)
 	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
+	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
+
+# The C client's example program (clients/c/README.md), run against a server by the tests.
+$(BUILD)/hamelclient-example: $(call obj,clients/c/example.c) $(LIBCLIENT)
 	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)
 
 $(BUILD)/hamel-server: $(call obj,server/main.c) $(LIBSERVER) $(LIBENGINE)
@@ -120,6 +125,14 @@ test:
 # The suite on an already set-up machine, without the sanitizer pass.
 test-fast: all
 	@HAMEL_TEST_FAST=1 scripts/run-tests.sh
+
+# A longer differential campaign against SymPy: make difftest N=500 [SEED=1000]
+# (random models from seed SEED on, plus the corpus); reports N, the time and every
+# disagreement, and keeps the disagreeing models in build/difftest-failures.
+N ?= 200
+SEED ?= 1000
+difftest: $(BUILD)/hamel
+	@tests/difftest/run.sh --seeds $(SEED):$$(($(SEED) + $(N))) --save $(BUILD)/difftest-failures
 
 bench:
 	@scripts/install-deps.sh bench

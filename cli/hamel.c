@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "hameltext.h"
 #include "jsonout.h"
+#include "problems.h"
 
 #define CLI_REMOTE_PROGRAM "hamel-remote"
 #define CLI_PROGRESS_AFTER_S 1.0 /* a run shows progress once it has taken this long */
@@ -668,6 +669,9 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "remote") == 0)
         return cli_exec_remote(argv + 1);
+    /* The server's statuses in the problem documents the CLI prints, from the server's own
+     * table (server/problems.c), so `hamel run` and the API give the same JSON. */
+    problems_init();
     if (argc < 2) {
         cli_usage(stderr);
         return CLI_EXIT_USAGE;

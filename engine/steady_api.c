@@ -41,9 +41,10 @@
 #include "model.h"
 
 #define STEADY_MAX_NEWTON 40
-#define STEADY_MAX_STEPS 10000
-#define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
-#define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
+#define STEADY_MAX_STEPS 2000
+#define STEADY_BUDGET_FACTOR 5.0 /* the whole search: this many compile budgets */
+#define STEADY_RANK_TOL 1e-10    /* singular values below this times the largest are dropped */
+#define STEADY_LOCATE_TOL 1e-12  /* stability changes, relative to max(1, |value|) */
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -711,7 +712,8 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     s.lim = limits;
     s.ctl = ctl;
     s.k = m->k;
-    s.deadline = now_s() + (limits->max_wall_seconds > 0 ? limits->max_wall_seconds : 120.0);
+    s.deadline = now_s() +
+                 STEADY_BUDGET_FACTOR * (limits->max_compile_seconds > 0 ? limits->max_compile_seconds : 2.0);
     s.q = calloc((size_t)m->n + 1, sizeof *s.q);
     s.u = calloc((size_t)m->k + 1, sizeof *s.u);
     s.p = calloc((size_t)m->np + 1, sizeof *s.p);
@@ -917,7 +919,7 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     int nv = s.nv;
     double from = var_get(&s, nv - 1), dir = to > from ? 1.0 : -1.0;
     double ds = fabs(to - from) / (double)steps;
-    long max_points = 20 * steps + 20;
+    long max_points = 4 * steps + 20;
     double *x = calloc((size_t)nv, sizeof *x), *xp = calloc((size_t)nv, sizeof *xp),
            *tan = calloc((size_t)nv, sizeof *tan), *tprev = calloc((size_t)nv, sizeof *tprev),
            *xs = calloc((size_t)(max_points + 2) * nv, sizeof *xs);

@@ -13,8 +13,10 @@
 #    models answered in time).
 # 4. A cold simulation over HTTP against a real server (issue 8): scripts/bench-http-cold.sh
 #    (median of 200 requests; goal <= 5 ms).
-# 5. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
-# 6. The one-shot CLI (issue 19): scripts/bench-cli.sh — `hamel run` of the rolling disk
+# 5. What the engine's worker processes cost (issue 15): scripts/bench-isolation.sh
+#    (cold and warm requests alternating with a HAMEL_ISOLATE=0 server; goal <= 1.5x).
+# 6. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
+# 7. The one-shot CLI (issue 19): scripts/bench-cli.sh — `hamel run` of the rolling disk
 #    as a process against a hand-written C process (bench/hand_disk.c); goal <= 2x.
 # Each section prints its figures with the goal and met/MISSED beside them.
 #
@@ -81,6 +83,14 @@ scripts/bench-cli.sh || status=$?
 # ---- a cold simulation over HTTP (issue 8, item 5) -----------------------------------
 echo
 scripts/bench-http-cold.sh || status=$?
+
+# ---- what isolating the engine costs (issue 15, item 4) ------------------------------
+echo
+scripts/bench-isolation.sh || status=$?
+
+# ---- cache hits of a large result, identity vs gzip (issue 19, item 7) -------------
+echo
+scripts/bench-gzip.sh || status=$?
 
 # ---- server benchmarks (issue 3: wrk against the running server) -------------------
 # scripts/bench-server.sh is owned by the server work; its output is appended here.

@@ -11,7 +11,7 @@ run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttp
 # python3-scipy: the generated Python modules integrated by solve_ivp (tests/export)
 test_pkgs=(libcriterion-dev jq clang clang-format cppcheck redis-server nginx
            python3-venv python3-wheel python3-setuptools python3-numpy python3-pandas python3-pytest
-           python3-scipy)
+           python3-scipy python3-sympy)  # scipy: tests/export; sympy: tests/difftest (the symbolic core against SymPy)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots
 bench_pkgs=(wrk valgrind python3 python3-sympy)  # sympy: the SymPy-generated C baselines of bench-scale.sh
 pkgs=("${run_pkgs[@]}")

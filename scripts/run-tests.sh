@@ -68,18 +68,25 @@ logdir=${HAMEL_TEST_LOGS:-build/test-logs}
 mkdir -p "$logdir"
 rm -f "$logdir"/*.log
 run_suite() { # kind, name, command...
-  local kind=$1 name=$2 log rc before
+  local kind=$1 name=$2 log rc before t0=$SECONDS
   shift 2
   log="$logdir/$(tr -c 'A-Za-z0-9\n' '-' <<<"$name" | tr -s '-' | sed 's/-$//').log"
   note "$name"
   "$@" >"$log" 2>&1
   rc=$?
+  echo "($name: $((SECONDS - t0)) s)"
   grep -aE 'FAIL|Assertion|error|Synthesis|passed, [0-9]+ failed|ERROR|runtime error' "$log" | tail -n 60
   before=$failed
   if [ "$kind" = criterion ]; then count_criterion "$name" "$log" "$rc" "$log"; else count_plain "$name" "$log" "$rc" "$log"; fi
+  summary[${#summary[@]}-1]+=" [$((SECONDS - t0)) s]"
   if [ "$failed" -ne "$before" ]; then
-    echo "-- $name failed (exit $rc); the last lines of $log:"
-    tail -n 25 "$log"
+    if grep -aqE 'ERROR: [A-Za-z]+Sanitizer|runtime error' "$log"; then
+      echo "-- $name failed (exit $rc); the sanitizer's report in $log:"
+      grep -aE -m 2 -A 14 'ERROR: [A-Za-z]+Sanitizer|runtime error' "$log"
+    else
+      echo "-- $name failed (exit $rc); the last lines of $log:"
+      tail -n 25 "$log"
+    fi
   fi
 }
 
@@ -128,6 +135,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
   [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus + ${FUZZ_TEST_SECONDS:-10} s each)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
+  [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh
   [ -x tests/export/run.sh ] && run_suite plain "generated code" tests/export/run.sh
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
@@ -137,7 +145,7 @@ fi
 
 [ -x scripts/lint.sh ] && run_suite plain "style (clang-format, cppcheck)" scripts/lint.sh
 
-note "summary"
+note "summary ($((SECONDS / 60)) min $((SECONDS % 60)) s in all)"
 printf '%s\n' "${summary[@]}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -58,6 +58,11 @@ const config_setting config_settings[] = {
     CONFIG_STR("token", "HAMEL_TOKEN", 't', token, "", "none", 1,
                "When set, every /v1 request needs `Authorization: Bearer <token>`, unknown /v1 paths too "
                "(401 before 404)."),
+    CONFIG_STR("token-file", "HAMEL_TOKEN_FILE", 0, token_file, "", "none", 0,
+               "The bearer token read from this file (its first line, surrounding whitespace dropped), so "
+               "it is not in the environment or the command line that `ps` shows; instead of "
+               "`HAMEL_TOKEN`, not with it. An empty file is refused (it would turn the token off); a file "
+               "that others can read or write is started with a warning (make it 0600, or 0400)."),
     CONFIG_STR("metrics-token", "HAMEL_METRICS_TOKEN", 0, metrics_token, "", "none", 1,
                "When set, `/metrics` needs `Authorization: Bearer` with it."),
     {"cors", "HAMEL_CORS_ORIGINS", 'c', 1, CONFIG_ORIGINS, 0, 0, "*", NULL, 0, 0, 0, 1,
@@ -231,6 +236,56 @@ static int config__is_dir(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads the bearer token from cfg->token_file into cfg->token: its first line without
+ * surrounding whitespace. Refuses a token also given by HAMEL_TOKEN, a file that is not
+ * a regular file or cannot be read, an empty token and one too long; warns when group or
+ * others may read or write the file. Returns 0 or -1 with a message on stderr. */
+static int config__token_file(server_config *cfg)
+{
+    const char *path = cfg->token_file;
+    if (cfg->token[0]) {
+        fprintf(stderr, "hamel-server: HAMEL_TOKEN and HAMEL_TOKEN_FILE are both set: give one\n");
+        return -1;
+    }
+    FILE *f = fopen(path, "re");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "hamel-server: HAMEL_TOKEN_FILE=%s: %s\n", path,
+                f ? "not a regular file" : strerror(errno));
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    if (st.st_mode & (S_IRWXG | S_IRWXO))
+        fprintf(stderr,
+                "hamel-server: warning: HAMEL_TOKEN_FILE=%s can be read or written by others (mode %03o); "
+                "chmod 600 it\n",
+                path, (unsigned)(st.st_mode & 0777));
+    char line[sizeof cfg->token + 2];
+    size_t n = fgets(line, sizeof line, f) ? strlen(line) : 0;
+    int too_long = n == sizeof line - 1 && line[n - 1] != '\n' && fgetc(f) != EOF;
+    fclose(f);
+    const char *p = line;
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    if (too_long || n >= sizeof cfg->token) {
+        fprintf(stderr, "hamel-server: HAMEL_TOKEN_FILE=%s: the token is longer than %zu characters\n", path,
+                sizeof cfg->token - 1);
+        return -1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "hamel-server: HAMEL_TOKEN_FILE=%s: the file holds no token\n", path);
+        return -1;
+    }
+    memcpy(cfg->token, p, n);
+    cfg->token[n] = '\0';
+    return 0;
 }
 
 /* Sets one row's field from the text v, checking its bounds unless `trusted` (a default
@@ -415,6 +470,8 @@ int config_load(server_config *cfg, int argc, char **argv)
         fprintf(stderr, "hamel-server: unexpected argument %s\n", argv[optind]);
         return -1;
     }
+    if (cfg->token_file[0])
+        return config__token_file(cfg);
     return 0;
 }
 

@@ -173,6 +173,8 @@ size_t gzip_stream_take(gzip_stream *g, char *buf, size_t max)
     size_t k = g->len - g->pos;
     if (k > max)
         k = max;
+    if (k == 0)
+        return 0; /* g->out may still be NULL */
     memcpy(buf, g->out + g->pos, k);
     g->pos += k;
     return k;

@@ -571,6 +571,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         blob_release(c->view.body);
     json_decref(c->stored_spec);
     blob_release(c->sim_hit);
+    blob_release(c->gz_src);
     http__stored_job_free(c->stored_job);
     json_decref(c->out);
     json_decref(c->out_problem);

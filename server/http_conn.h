@@ -139,6 +139,10 @@ typedef struct http_conn {
     int view_set;                      /* c->job's state read off the poll thread: */
     job_view view;                     /* ... the next answer about it uses this copy */
     http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
+    blob *gz_src;                      /* a large result being deflated on the offload pool */
+    int gz_cached, gz_tried;           /* ... answered as "cached", once (no second try) */
+    char gz_etag[CACHE_MAX_KEY + 3];   /* ... under this identity ETag ("" none) */
+    char gz_key[CACHE_MAX_KEY + 1];    /* ... and counted in the results cache under this */
     http_flight *flight;               /* the compilation this request runs for others too */
     engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
     char form_key[ONCE_KEY_MAX + 1];   /* a ?form= request: its key in http_server.forms */
@@ -272,6 +276,11 @@ enum MHD_Result http__livez(http_conn *c);
 
 /* GET and DELETE /v1/quarantine/{id}: a quarantined model's record; clearing it. */
 enum MHD_Result http__quarantine(http_conn *c);
+
+/* ---- h_problems.c ---- */
+
+/* GET /problems/ and /problems/{slug}: the HTML pages of the problem types (problems.h). */
+enum MHD_Result http__problems(http_conn *c);
 
 /* ---- h_static.c ---- */
 

@@ -53,17 +53,16 @@ enum {
     ISO_STEADY,
 };
 
-#define ISO_STRINGS 5            /* model id, model text, request, head, argument */
-#define ISO_REPLY_STRINGS 4      /* text, id, canonical, summary */
-#define ISO_RECENT 32            /* model ids a worker is known to hold (affinity) */
-#define ISO_POLL_MS 20           /* how often a waiting caller forwards cancel/progress */
-#define ISO_GRACE_SECONDS 30.0   /* a call's hard deadline past its engine budget */
-#define ISO_NO_BUDGET 3600.0     /* ... when it has none */
-#define ISO_CANCEL_GRACE 10.0    /* a worker that ignores a cancel this long is killed */
-#define ISO_STOP_SECONDS 2.0     /* isolate_stop: a worker's time to exit on its own */
-#define ISO_MAX_FRAME (1u << 31) /* one message, bytes */
-#define ISO_WORKER_MODELS 64     /* compiled models a worker keeps */
-#define ISO_WORKER_BYTES (512UL << 20)
+#define ISO_STRINGS 5                /* model id, model text, request, head, argument */
+#define ISO_REPLY_STRINGS 4          /* text, id, canonical, summary */
+#define ISO_RECENT 32                /* model ids a worker is known to hold (affinity) */
+#define ISO_POLL_MS 20               /* how often a waiting caller forwards cancel/progress */
+#define ISO_GRACE_SECONDS 30.0       /* a call's hard deadline past its engine budget */
+#define ISO_NO_BUDGET 3600.0         /* ... when it has none */
+#define ISO_CANCEL_GRACE 10.0        /* a worker that ignores a cancel this long is killed */
+#define ISO_STOP_SECONDS 2.0         /* isolate_stop: a worker's time to exit on its own */
+#define ISO_MAX_FRAME (1u << 31)     /* one message, bytes */
+#define ISO_WORKER_MODELS 1024       /* compiled models a worker keeps, within isolate_config.model_bytes */
 #define ISO_OOM_CHUNK (64UL << 20)   /* the test hook's allocations */
 #define ISO_OOM_UNCAPPED (2UL << 30) /* ... and where it stops itself without a memory cap */
 
@@ -73,6 +72,14 @@ typedef struct iso_shared {
     engine_control ctl;
     char note[256];
 } iso_shared;
+
+/* A reply: this head, then the strings it gives the lengths of (UINT32_MAX: none),
+ * each read straight into a buffer of its own (a result text is not copied again). */
+typedef struct iso_reply_head {
+    int32_t rc;
+    uint32_t len[ISO_REPLY_STRINGS];
+    uint64_t bytes;
+} iso_reply_head;
 
 typedef struct iso_worker {
     pid_t pid; /* 0: not running */
@@ -99,6 +106,7 @@ static struct {
     int active, stopping;
     char exe[PATH_MAX];
     char memory[32];
+    char model_bytes[32];
     char code_dir[PATH_MAX];
     char **envp;
     atomic_long started, faults;
@@ -343,6 +351,7 @@ int isolate_start(const isolate_config *cfg)
     iso.envp = env;
     snprintf(iso.exe, sizeof iso.exe, "%s", cfg->exe);
     snprintf(iso.memory, sizeof iso.memory, "%ld", cfg->memory_mb > 0 ? cfg->memory_mb : 0L);
+    snprintf(iso.model_bytes, sizeof iso.model_bytes, "%zu", cfg->model_bytes);
     snprintf(iso.code_dir, sizeof iso.code_dir, "%s", cfg->code_dir ? cfg->code_dir : "");
     iso.stopping = 0;
     iso.active = 1;
@@ -419,7 +428,7 @@ static int iso__spawn(iso_worker *w)
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
     posix_spawn_file_actions_adddup2(&fa, shm, 4);
     posix_spawn_file_actions_addclosefrom_np(&fa, 5);
-    char *argv[] = {iso.exe, "--engine-worker", "3", "4", iso.memory, iso.code_dir, NULL};
+    char *argv[] = {iso.exe, "--engine-worker", "3", "4", iso.memory, iso.code_dir, iso.model_bytes, NULL};
     pid_t pid = 0;
     int rc = posix_spawn(&pid, iso.exe, &fa, NULL, argv, iso.envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -676,10 +685,33 @@ static json_t *iso__fault(const iso_call *c, int status, int timed_out, const ch
     return p;
 }
 
-/* Waits for the reply on w, forwarding cancel and progress. Returns 0 with the frame,
- * -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2 when it
- * was killed for not stopping after a cancel). */
-static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *timed_out)
+/* Reads a reply into c (rc, out, bytes). Returns 0, or -1 at end of file or on an error. */
+static int iso__read_reply(int fd, iso_call *c)
+{
+    iso_reply_head h;
+    if (iso__read_all(fd, (char *)&h, sizeof h) != 0)
+        return -1;
+    c->rc = h.rc;
+    c->bytes = h.bytes;
+    for (int i = 0; i < ISO_REPLY_STRINGS; i++) {
+        c->out_len[i] = 0;
+        if (h.len[i] == UINT32_MAX)
+            continue;
+        if (h.len[i] >= ISO_MAX_FRAME)
+            return -1;
+        c->out[i] = malloc((size_t)h.len[i] + 1);
+        if (!c->out[i] || iso__read_all(fd, c->out[i], h.len[i]) != 0)
+            return -1;
+        c->out[i][h.len[i]] = '\0';
+        c->out_len[i] = h.len[i];
+    }
+    return 0;
+}
+
+/* Waits for the reply on w, forwarding cancel and progress, and reads it into c. Returns
+ * 0, or -1 when the worker died (*timed_out: 1 when it was killed for its deadline, 2
+ * when it was killed for not stopping after a cancel). */
+static int iso__wait(iso_worker *w, iso_call *c, int *timed_out)
 {
     double start = iso__now(), cancelled_at = 0;
     double deadline = start + (c->budget > 0 ? c->budget : ISO_NO_BUDGET) + ISO_GRACE_SECONDS;
@@ -708,7 +740,7 @@ static int iso__wait(iso_worker *w, iso_call *c, char **data, size_t *len, int *
     }
     if (c->ctl)
         atomic_store(&c->ctl->progress, atomic_load(&w->sh->ctl.progress));
-    return iso__recv(w->fd, data, len);
+    return iso__read_reply(w->fd, c);
 }
 
 /* Runs call c in a worker. Returns the engine's status (the reply in c->out), or
@@ -759,10 +791,9 @@ static int iso__run(iso_call *c, json_t **problem)
                 hamel_problem_new(HAMEL_E_UNAVAILABLE, "the engine worker could not be reached; retry");
             return HAMEL_E_UNAVAILABLE;
         }
-        char *data = NULL;
-        size_t len = 0;
         int timed_out = 0;
-        if (iso__wait(w, c, &data, &len, &timed_out) != 0) {
+        if (iso__wait(w, c, &timed_out) != 0) {
+            iso__call_clear(c);
             char note[sizeof w->sh->note];
             memcpy(note, w->sh->note, sizeof note);
             note[sizeof note - 1] = '\0';
@@ -778,19 +809,7 @@ static int iso__run(iso_call *c, json_t **problem)
         }
         iso__release(w, key);
         free(b.p);
-        iso_msg m = {data, len, 0, 0};
-        int32_t rc = 0;
-        iso__get(&m, &rc, sizeof rc);
-        for (int i = 0; i < ISO_REPLY_STRINGS; i++)
-            c->out[i] = iso__get_str(&m, &c->out_len[i]);
-        iso__get(&m, &c->bytes, sizeof c->bytes);
-        free(data);
-        if (m.bad) {
-            iso__call_clear(c);
-            *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the engine worker's answer could not be read");
-            return HAMEL_E_INTERNAL;
-        }
-        c->rc = rc;
+        int rc = c->rc;
         if (rc != 0) { /* the problem document */
             *problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
             if (!*problem)
@@ -1101,6 +1120,7 @@ static struct {
     unsigned long tick;
     int test_faults;
     long memory_mb;
+    size_t max_bytes; /* of the compiled models kept */
     iso_shared *sh;
 } wk;
 
@@ -1134,7 +1154,9 @@ static void wk__compile_hook(const char *name)
     }
 }
 
-static void wk__evict(void)
+/* Drops the least recently used models until the cache has a free slot and is within
+ * its bytes, never the one in slot `keep` (-1: none). */
+static void wk__evict(int keep)
 {
     while (1) {
         int n = 0, oldest = -1;
@@ -1142,10 +1164,10 @@ static void wk__evict(void)
             if (!wk.cache[i].m)
                 continue;
             n++;
-            if (oldest < 0 || wk.cache[i].used < wk.cache[oldest].used)
+            if (i != keep && (oldest < 0 || wk.cache[i].used < wk.cache[oldest].used))
                 oldest = i;
         }
-        if (oldest < 0 || (n < ISO_WORKER_MODELS && wk.bytes <= ISO_WORKER_BYTES))
+        if (oldest < 0 || (n < ISO_WORKER_MODELS && wk.bytes <= wk.max_bytes))
             return;
         wk.bytes -= engine_model_bytes(wk.cache[oldest].m);
         engine_model_release(wk.cache[oldest].m);
@@ -1184,7 +1206,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
         if (!wk.cache[i].m)
             slot = i;
     if (slot < 0) {
-        wk__evict();
+        wk__evict(-1);
         for (int i = 0; i < ISO_WORKER_MODELS && slot < 0; i++)
             if (!wk.cache[i].m)
                 slot = i;
@@ -1194,7 +1216,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
     wk.cache[slot].used = ++wk.tick;
     wk.bytes += engine_model_bytes(m);
     *out = &wk.cache[slot];
-    wk__evict();
+    wk__evict(slot);
     return 0;
 }
 
@@ -1211,8 +1233,8 @@ static int wk__model(const char *id, const char *text, const engine_limits *lim,
     return wk__compile(text, lim, ctl, out, problem);
 }
 
-/* Answers one call; the reply goes to r. */
-static void wk__serve(iso_msg *in, iso_buf *r)
+/* Answers one call with a reply on fd. Returns 0, or -1 when the reply could not be sent. */
+static int wk__serve(iso_msg *in, int fd)
 {
     uint32_t op = 0;
     engine_limits lim;
@@ -1290,13 +1312,14 @@ static void wk__serve(iso_msg *in, iso_buf *r)
         text = json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
         text_len = text ? strlen(text) : 0;
     }
-    int32_t rc32 = rc;
-    iso__put(r, &rc32, sizeof rc32);
-    iso__put_str(r, text, text_len);
-    iso__put_str(r, id, id ? strlen(id) : 0);
-    iso__put_str(r, canonical, canonical ? strlen(canonical) : 0);
-    iso__put_str(r, summary, summary ? strlen(summary) : 0);
-    iso__put(r, &bytes, sizeof bytes);
+    const char *out[ISO_REPLY_STRINGS] = {text, id, canonical, summary};
+    iso_reply_head h = {rc, {0}, bytes};
+    h.len[0] = text ? (uint32_t)text_len : UINT32_MAX;
+    for (int i = 1; i < ISO_REPLY_STRINGS; i++)
+        h.len[i] = out[i] ? (uint32_t)strlen(out[i]) : UINT32_MAX;
+    int sent = text_len < ISO_MAX_FRAME && iso__write_all(fd, (const char *)&h, sizeof h) == 0;
+    for (int i = 0; sent && i < ISO_REPLY_STRINGS; i++)
+        sent = !out[i] || iso__write_all(fd, out[i], h.len[i]) == 0;
     free(text);
     free(summary);
     json_decref(problem);
@@ -1305,6 +1328,7 @@ static void wk__serve(iso_msg *in, iso_buf *r)
     json_decref(head);
     for (int i = 0; i < ISO_STRINGS; i++)
         free(s[i]);
+    return sent ? 0 : -1;
 }
 
 /* Caps the address space at what the process maps now plus mb MiB. */
@@ -1327,7 +1351,7 @@ static void wk__memory_cap(long mb)
 
 int isolate_worker_main(int argc, char **argv)
 {
-    if (argc < 6)
+    if (argc < 7)
         return 2;
     int fd = atoi(argv[2]), shm = atoi(argv[3]);
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server gone (even kill -9): the worker too */
@@ -1339,6 +1363,7 @@ int isolate_worker_main(int argc, char **argv)
     if (wk.sh == MAP_FAILED)
         return 2;
     wk.memory_mb = atol(argv[4]);
+    wk.max_bytes = (size_t)strtoull(argv[6], NULL, 10);
     const char *tf = getenv("HAMEL_TEST_FAULTS");
     wk.test_faults = tf && !strcmp(tf, "1");
     engine_init();
@@ -1351,11 +1376,8 @@ int isolate_worker_main(int argc, char **argv)
         if (iso__recv(fd, &data, &len) != 0)
             break;
         iso_msg in = {data, len, 0, 0};
-        iso_buf r = {0};
-        wk__serve(&in, &r);
+        int sent = wk__serve(&in, fd);
         free(data);
-        int sent = iso__send(fd, &r);
-        free(r.p);
         if (sent != 0)
             break;
     }

@@ -41,12 +41,14 @@
 #include <jansson.h>
 
 #include "engine.h"
+#include "problems.h"
 
 typedef struct isolate_config {
     const char *exe;      /* the worker executable (this hamel-server), borrowed; copied */
     int max_workers;      /* processes at most (one per thread that can call at once) */
     long memory_mb;       /* RLIMIT_AS headroom of a worker over its start, MiB (0: none) */
     const char *code_dir; /* the native code cache for the workers ("" or NULL: none) */
+    size_t model_bytes;   /* compiled models a worker keeps, bytes (the least recently used go) */
 } isolate_config;
 
 /* Starts the worker pool (no process yet: they start when first needed). Returns 0 or -1
@@ -60,8 +62,8 @@ void isolate_stop(void);
 /* Whether the engine runs in worker processes. */
 int isolate_active(void);
 
-/* The worker process's main (hamel-server --engine-worker FD SHMFD MEMORY_MB CODE_DIR):
- * answers calls on FD until it is closed, then exits. */
+/* The worker process's main (hamel-server --engine-worker FD SHMFD MEMORY_MB CODE_DIR
+ * MODEL_BYTES): answers calls on FD until it is closed, then exits. */
 int isolate_worker_main(int argc, char **argv);
 
 /* The engine.h calls of the same names, run in a worker. The models they take are

@@ -25,6 +25,7 @@
 #include "blob.h"
 #include "cache.h"
 #include "engine.h"
+#include "problems.h"
 #include "redis.h"
 #include "store.h"
 #include "waiters.h"

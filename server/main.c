@@ -25,6 +25,7 @@
 #include "http.h"
 #include "isolate.h"
 #include "jobs.h"
+#include "problems.h"
 #include "quarantine.h"
 #include "redis.h"
 #include "store.h"
@@ -60,6 +61,7 @@ static const cache_ops main__blob_ops = {main__blob_retain, main__blob_release};
 
 int main(int argc, char **argv)
 {
+    problems_init(); /* the service's problem codes and statuses, in this process and its workers */
     if (argc > 1 && !strcmp(argv[1], "--engine-worker"))
         return isolate_worker_main(argc, argv);
     static server_config cfg;
@@ -123,6 +125,7 @@ int main(int argc, char **argv)
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
     quarantine_start(st, cfg.quarantine_seconds);
+    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     if (cfg.isolate) {
         char exe[CONFIG_PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -131,11 +134,10 @@ int main(int argc, char **argv)
          * (2 per poll thread) and the derivations' lane (1 per poll thread), the job
          * workers, and as many for the shared queue */
         isolate_config ic = {exe, cfg.http_threads * 3 + cfg.workers * (shared ? 2 : 1), cfg.worker_memory_mb,
-                             code_dir};
+                             code_dir, model_bytes};
         if (n <= 0 || isolate_start(&ic) != 0)
             return 1;
     }
-    size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     cache *models = cache_new(model_bytes, &main__model_ops);
     cache *results = cache_new(cfg.cache_bytes - model_bytes, &main__blob_ops);
     jobs_config jc = {cfg.workers, cfg.queue, cfg.max_jobs, limits, shared ? &rcfg : NULL};

@@ -29,6 +29,7 @@
     X(BATCHES, "/v1/batches")                                                                                \
     X(BATCH, "/v1/batches/{id}")                                                                             \
     X(QUARANTINE, "/v1/quarantine/{id}")                                                                     \
+    X(PROBLEMS, "/problems/{id}")                                                                            \
     X(METRICS, "/metrics")                                                                                   \
     X(LIVEZ, "/livez")                                                                                       \
     X(READYZ, "/readyz")                                                                                     \

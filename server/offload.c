@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "problems.h"
 
 typedef struct offload_task {
     void (*run)(void *arg);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "problems.h"
 
 #define QUARANTINE_MEMORY 256 /* records kept in memory (the store keeps every one) */
 #define QUARANTINE_KEY_MAX 160

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "error.h"
+#include "problems.h"
 
 #define REDIS_POOL_MAX 64 /* idle connections kept */
 #define REDIS_HOST_MAX 256

@@ -101,7 +101,7 @@ static const char store__schema[] =
     "UPDATE jobs SET status = 'failed', updated = (julianday('now') - 2440587.5) * 86400.0, doc = "
     "json_object("
     "  'job_id', id, 'status', 'failed', 'model_id', model_id, 'progress', 0,"
-    "  'problem', json_object('type', 'https://hamel.dev/problems/internal',"
+    "  'problem', json_object('type', '/problems/internal',"
     "    'title', 'Internal error', 'status', 500,"
     "    'detail', 'the server stopped before this job finished', 'errors', json_array()))"
     "  WHERE status IN ('queued', 'running');";

@@ -18,7 +18,7 @@
  * decision, a derivation, an integrator, a check, code generation); bump ENGINE_VERSION
  * for a release, and then reset nothing: the pair only ever moves forward. */
 #define ENGINE_VERSION "0.3.0"
-#define ENGINE_NUMERICS 2
+#define ENGINE_NUMERICS 3 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15) */
 
 typedef struct engine_model engine_model;
 

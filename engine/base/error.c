@@ -1,32 +1,36 @@
-/* error.c — status, slug and title of each error code, and problem documents. */
+/* error.c — slug and title of each error code, the embedding program's classes and
+ * statuses (hamel_error_use), and problem documents. */
 #include "error.h"
 #include <stdarg.h>
 
 #include <stdio.h>
 #include <string.h>
 
-struct error_info {
-    int code;
-    int status;
-    const char *slug;
-    const char *title;
-};
-
-static const struct error_info infos[] = {
-#define HAMEL_ERROR_INFO(name, status, slug, title) {HAMEL_E_##name, status, slug, title},
+static const hamel_error_class infos[] = {
+#define HAMEL_ERROR_INFO(name, slug, title) {HAMEL_E_##name, slug, title},
     HAMEL_ERROR_MAP(HAMEL_ERROR_INFO)
 #undef HAMEL_ERROR_INFO
 };
 
-static const struct error_info *error_find(int code)
+static const hamel_error_protocol *error_protocol; /* hamel_error_use; NULL: none */
+
+void hamel_error_use(const hamel_error_protocol *protocol) { error_protocol = protocol; }
+
+static const hamel_error_class *error_find(int code)
 {
     for (size_t i = 0; i < sizeof infos / sizeof infos[0]; i++)
         if (infos[i].code == code)
             return &infos[i];
+    for (size_t i = 0; error_protocol && i < error_protocol->n_classes; i++)
+        if (error_protocol->classes[i].code == code)
+            return &error_protocol->classes[i];
     return &infos[sizeof infos / sizeof infos[0] - 1]; /* INTERNAL */
 }
 
-int hamel_error_status(int code) { return error_find(code)->status; }
+int hamel_error_status(int code)
+{
+    return error_protocol && error_protocol->status ? error_protocol->status(code) : 0;
+}
 
 const char *hamel_error_slug(int code) { return error_find(code)->slug; }
 
@@ -34,11 +38,13 @@ const char *hamel_error_title(int code) { return error_find(code)->title; }
 
 json_t *hamel_problem_new(int code, const char *detail)
 {
-    const struct error_info *e = error_find(code);
+    const hamel_error_class *e = error_find(code);
     char type[128];
-    snprintf(type, sizeof type, "https://hamel.dev/problems/%s", e->slug);
-    json_t *p =
-        json_pack("{s:s, s:s, s:i, s:[]}", "type", type, "title", e->title, "status", e->status, "errors");
+    snprintf(type, sizeof type, HAMEL_PROBLEM_TYPE_PREFIX "%s", e->slug);
+    int status = hamel_error_status(e->code);
+    json_t *p = status ? json_pack("{s:s, s:s, s:i, s:[]}", "type", type, "title", e->title, "status", status,
+                                   "errors")
+                       : json_pack("{s:s, s:s, s:[]}", "type", type, "title", e->title, "errors");
     if (p && detail)
         json_object_set_new(p, "detail", json_string(detail));
     return p;
@@ -46,22 +52,34 @@ json_t *hamel_problem_new(int code, const char *detail)
 
 void hamel_problem_recode(json_t *problem, int code)
 {
-    const struct error_info *e = error_find(code);
+    const hamel_error_class *e = error_find(code);
     char type[128];
-    snprintf(type, sizeof type, "https://hamel.dev/problems/%s", e->slug);
+    snprintf(type, sizeof type, HAMEL_PROBLEM_TYPE_PREFIX "%s", e->slug);
     json_object_set_new(problem, "type", json_string(type));
     json_object_set_new(problem, "title", json_string(e->title));
-    json_object_set_new(problem, "status", json_integer(e->status));
+    int status = hamel_error_status(e->code);
+    if (status)
+        json_object_set_new(problem, "status", json_integer(status));
+    else
+        json_object_del(problem, "status");
+}
+
+static int error_by_slug(const char *slug)
+{
+    for (size_t i = 0; i < sizeof infos / sizeof infos[0]; i++)
+        if (strcmp(infos[i].slug, slug) == 0)
+            return infos[i].code;
+    for (size_t i = 0; error_protocol && i < error_protocol->n_classes; i++)
+        if (strcmp(error_protocol->classes[i].slug, slug) == 0)
+            return error_protocol->classes[i].code;
+    return HAMEL_E_INTERNAL;
 }
 
 int hamel_problem_code(const json_t *problem)
 {
     const char *type = json_string_value(json_object_get(problem, "type"));
     const char *slash = type ? strrchr(type, '/') : NULL;
-    for (size_t i = 0; slash && i < sizeof infos / sizeof infos[0]; i++)
-        if (strcmp(infos[i].slug, slash + 1) == 0)
-            return infos[i].code;
-    return HAMEL_E_INTERNAL;
+    return slash ? error_by_slug(slash + 1) : HAMEL_E_INTERNAL;
 }
 
 void hamel_problem_add(json_t *problem, const char *path, int column, const char *reason)

@@ -1,68 +1,92 @@
-/* error.h — every error the engine (and the service above it) can report.
+/* error.h — every error the engine can report, and the problem documents that carry them.
  *
- * One X-macro list gives each error its code, HTTP status, problem-type slug and
+ * One X-macro list gives each of the engine's errors its code, problem-type slug and
  * title, so the problem+json documents can never drift from the code (libuv's
- * UV_ERRNO_MAP). The problem "type" is "https://hamel.dev/problems/<slug>".
+ * UV_ERRNO_MAP). The problem "type" is the relative URI "/problems/<slug>".
+ *
+ * The engine knows no protocol: HTTP statuses, and the codes only a service has (not
+ * found, queue full, ...), belong to the program that embeds it, which hands them over
+ * once at start with hamel_error_use (the server and the CLI: server/problems.c). A
+ * problem document then carries that program's "status" after its title; without one
+ * it carries none.
  */
 #ifndef HAMEL_ERROR_H
 #define HAMEL_ERROR_H
 
 #include <jansson.h>
+#include <stddef.h>
+
+#define HAMEL_PROBLEM_TYPE_PREFIX "/problems/"
 
 #define HAMEL_ERROR_MAP(X)                                                                                   \
-    X(BAD_JSON, 400, "bad-json", "The body is not valid JSON")                                               \
-    X(BAD_REQUEST, 422, "invalid-request", "The request is not valid")                                       \
-    X(INVALID_MODEL, 422, "invalid-model", "The model is not valid")                                         \
-    X(PARSE, 422, "expression-syntax", "An expression could not be parsed")                                  \
-    X(NONLINEAR_SPEED, 422, "nonlinear-speed", "A speed is not linear in the velocities")                    \
-    X(SINGULAR, 422, "singular-transformation", "The speeds and constraints are dependent")                  \
-    X(BAD_INITIAL, 422, "invalid-initial-state", "The initial state is not valid")                           \
-    X(FORMULATION, 422, "formulation-unavailable", "That formulation cannot run this model")                 \
-    X(TOO_LARGE, 413, "too-large", "The request exceeds a limit")                                            \
-    X(LIMIT, 422, "limit-exceeded", "The request exceeds a limit")                                           \
-    X(COMPILE_LIMIT, 422, "compile-limit", "The model is too large to compile within the limits")            \
-    X(NOT_FOUND, 404, "not-found", "No such resource")                                                       \
-    X(METHOD, 405, "method-not-allowed", "Method not allowed")                                               \
-    X(UNAUTHORIZED, 401, "unauthorized", "A bearer token is required")                                       \
-    X(QUEUE_FULL, 503, "queue-full", "The job queue is full")                                                \
-    X(UNSUPPORTED_MEDIA, 415, "unsupported-media-type", "The body must be application/json")                 \
-    X(STEP_LIMIT, 422, "step-limit", "The integrator reached its step limit")                                \
-    X(TIME_LIMIT, 422, "time-limit", "The simulation reached its wall-time limit")                           \
-    X(CANCELLED, 409, "cancelled", "The job was cancelled")                                                  \
-    X(INTEGRATOR, 422, "integrator-failure", "The integrator failed")                                        \
-    X(NUMERIC, 422, "numerical-failure", "The equations could not be evaluated")                             \
-    X(CONFLICT, 409, "conflict", "The resource is not in a state that allows this")                          \
-    X(GONE, 410, "gone", "The result is no longer kept")                                                     \
-    X(UNAVAILABLE, 503, "unavailable", "The service is unavailable")                                         \
-    X(NOT_IMPLEMENTED, 501, "not-implemented", "Not implemented")                                            \
-    X(INTERNAL, 500, "internal", "Internal error")                                                           \
-    X(BAD_HTTP, 400, "bad-http", "The request is not well-formed HTTP")                                      \
-    X(ENGINE_FAULT, 500, "engine-fault", "The engine failed on this model")
+    X(BAD_JSON, "bad-json", "The body is not valid JSON")                                                    \
+    X(BAD_REQUEST, "invalid-request", "The request is not valid")                                            \
+    X(INVALID_MODEL, "invalid-model", "The model is not valid")                                              \
+    X(PARSE, "expression-syntax", "An expression could not be parsed")                                       \
+    X(NONLINEAR_SPEED, "nonlinear-speed", "A speed is not linear in the velocities")                         \
+    X(SINGULAR, "singular-transformation", "The speeds and constraints are dependent")                       \
+    X(BAD_INITIAL, "invalid-initial-state", "The initial state is not valid")                                \
+    X(FORMULATION, "formulation-unavailable", "That formulation cannot run this model")                      \
+    X(LIMIT, "limit-exceeded", "The request exceeds a limit")                                                \
+    X(COMPILE_LIMIT, "compile-limit", "The model is too large to compile within the limits")                 \
+    X(STEP_LIMIT, "step-limit", "The integrator reached its step limit")                                     \
+    X(TIME_LIMIT, "time-limit", "The simulation reached its wall-time limit")                                \
+    X(CANCELLED, "cancelled", "The job was cancelled")                                                       \
+    X(INTEGRATOR, "integrator-failure", "The integrator failed")                                             \
+    X(NUMERIC, "numerical-failure", "The equations could not be evaluated")                                  \
+    X(INTERNAL, "internal", "Internal error")
 
 typedef enum hamel_error {
     HAMEL_OK = 0,
-#define HAMEL_ERROR_ENUM(name, status, slug, title) HAMEL_E_##name,
+#define HAMEL_ERROR_ENUM(name, slug, title) HAMEL_E_##name,
     HAMEL_ERROR_FIRST_ = -100,
     HAMEL_ERROR_MAP(HAMEL_ERROR_ENUM)
 #undef HAMEL_ERROR_ENUM
+    /* the embedding program's codes (hamel_error_use) are numbered from here on */
+    HAMEL_ERROR_END_
 } hamel_error;
 
-/* The HTTP status of an error code (500 for an unknown one). */
-int hamel_error_status(int code);
+/* An error class of the embedding program: its code (HAMEL_ERROR_END_ or above), slug and
+ * title (static strings). */
+typedef struct hamel_error_class {
+    int code;
+    const char *slug;
+    const char *title;
+} hamel_error_class;
 
-/* The problem-type slug and title of an error code (static strings). */
+/* What the embedding program adds to the engine's errors: its own classes, and the
+ * status its protocol reports for any code (written into each problem document; NULL:
+ * no "status" member). Everything is borrowed and must be static. */
+typedef struct hamel_error_protocol {
+    const hamel_error_class *classes;
+    size_t n_classes;
+    int (*status)(int code);
+} hamel_error_protocol;
+
+/* Installs the embedding program's classes and statuses (NULL: none). Call once at start,
+ * before any thread uses the engine; the pointer is read without a lock afterwards. */
+void hamel_error_use(const hamel_error_protocol *protocol);
+
+/* The problem-type slug and title of an error code (static strings; INTERNAL's for an
+ * unknown code). */
 const char *hamel_error_slug(int code);
 const char *hamel_error_title(int code);
 
-/* A new problem document {type, title, status, detail, errors: []}. `detail` may be
+/* The status the embedding program reports for a code, or 0 when it installed none. */
+int hamel_error_status(int code);
+
+/* A new problem document {type, title, status (when the embedding program gives one),
+ * errors: [], detail}. `detail` may be
  * NULL. Caller owns the result. */
 json_t *hamel_problem_new(int code, const char *detail);
 
-/* Gives a problem document the type, title and status of another code (its errors
+/* Gives a problem document the type, title and status (or none) of another code (its errors
  * and detail stay). Borrows `problem`. */
 void hamel_problem_recode(json_t *problem, int code);
 
-/* The error code whose problem type the document carries (HAMEL_E_INTERNAL if none). */
+/* The error code whose problem type the document carries (HAMEL_E_INTERNAL if none);
+ * any type ending in /<slug> counts, so documents stored with an older absolute type
+ * URI still map. */
 int hamel_problem_code(const json_t *problem);
 
 /* Appends {path, column?, reason} to the problem's "errors" array; column < 0 means

@@ -998,6 +998,16 @@ expr *expr_div(expr_ctx *c, expr *a, expr *b)
 
 static int is_integer(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 1e9; }
 
+/* A number computed from numbers may replace the expression only if nothing was lost:
+ * finite, and not an underflow (0 or subnormal) unless exact_zero says 0 is exact.
+ * (x/1.61)^4099 is not x^4099 * 0, exp(-1000) stays exp(-1000): issue 15.) */
+static int folds(double v, int exact_zero)
+{
+    if (v == 0.0)
+        return exact_zero;
+    return isnormal(v);
+}
+
 expr *expr_pow(expr_ctx *c, expr *b, expr *e)
 {
     if (e->kind == EXPR_NUM) {
@@ -1008,7 +1018,7 @@ expr *expr_pow(expr_ctx *c, expr *b, expr *e)
             return b;
         if (b->kind == EXPR_NUM) {
             double v = pow(b->num, k);
-            if (isfinite(v) && (b->num >= 0.0 || is_integer(k)) && !(b->num == 0.0 && k < 0))
+            if (folds(v, b->num == 0.0) && (b->num >= 0.0 || is_integer(k)) && !(b->num == 0.0 && k < 0))
                 return expr_num(c, v);
             return intern(c, EXPR_POW, 0, -1, 0.0, (expr *[]){b, e}, 2);
         }
@@ -1019,7 +1029,7 @@ expr *expr_pow(expr_ctx *c, expr *b, expr *e)
                     return expr_pow(c, b->args[0], expr_num(c, be->num * k));
                 return expr_pow(c, b->args[0], expr_mul(c, be, e));
             }
-            if (b->kind == EXPR_MUL) {
+            if (b->kind == EXPR_MUL && folds(pow(b->num, k), 0)) {
                 expr *local[16], **f = b->nargs < 16 ? local : malloc((b->nargs + 1) * sizeof *f);
                 if (!f) {
                     c->overflow = 1;
@@ -1079,7 +1089,7 @@ expr *expr_fun(expr_ctx *c, expr_fn fn, expr *a)
 {
     if (a->kind == EXPR_NUM) {
         double v = expr__apply(fn, a->num, 0.0);
-        if (isfinite(v))
+        if (folds(v, a->num == 0.0 || fn == FN_LOG || fn == FN_ACOS))
             return expr_num(c, v);
     }
     /* Pull the sign out of odd functions and drop it in even ones, so f(-x) and
@@ -1106,7 +1116,7 @@ expr *expr_fun2(expr_ctx *c, expr_fn fn, expr *a, expr *b)
 {
     if (a->kind == EXPR_NUM && b->kind == EXPR_NUM) {
         double v = expr__apply(fn, a->num, b->num);
-        if (isfinite(v))
+        if (folds(v, a->num == 0.0))
             return expr_num(c, v);
     }
     return intern(c, EXPR_FUN, fn, -1, 0.0, (expr *[]){a, b}, 2);
@@ -1280,19 +1290,114 @@ static int zero_prepare(expr_ctx *c)
     return 0;
 }
 
-/* Deterministic pseudo-random symbol values for point k: in [0.35, 1.35) for the
- * first half of the points, of either sign for the rest (so that abs(x) - x or
- * sqrt(x^2) - x are not taken for zero; points where an expression is not finite,
- * log of a negative say, are skipped). */
+/* Deterministic pseudo-random symbol values for point k (seeded by symbol and point,
+ * so every run and every instance decides the same). The first points lie in
+ * [0.35, 1.35) (positive, then of either sign: abs(x) - x and sqrt(x^2) - x are not
+ * taken for zero); the rest spread over wide scales, |x| = 10^u with u in [-3, 4),
+ * two in three positive, so that log(x - 300) or sqrt(x - 5000) meet points inside
+ * their domain and a Gaussian far from the origin meets points near it. A point
+ * where any subexpression leaves the safe range proves nothing (zero_step). */
 static double zero_point_value(int sym, int k)
 {
     uint64_t x = (uint64_t)(sym + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(k + 1) * 0xBF58476D1CE4E5B9ull;
     x ^= x >> 31;
     x *= 0x94D049BB133111EBull;
     x ^= x >> 29;
-    double v = 0.35 + (double)(x >> 11) / 9007199254740992.0;
-    if (k >= ZERO_POINTS / 2 && (x & 1))
-        v = -v;
+    double r = (double)(x >> 11) / 9007199254740992.0;
+    if (k < ZERO_CLASSIC) {
+        double v = 0.35 + r;
+        return k >= ZERO_CLASSIC / 2 && (x & 1) ? -v : v;
+    }
+    double v = pow(10.0, -3.0 + 7.0 * r);
+    return (x & 3) == 0 ? -v : v;
+}
+
+/* The safe range of a sample point: a subexpression whose magnitude leaves it (or
+ * that underflows to 0, overflows, or leaves its function's domain) makes the point
+ * prove nothing. */
+#define ZERO_TINY 1e-150
+#define ZERO_HUGE 1e150
+/* An argument of a function or a power whose value is below this fraction of its
+ * magnitude has lost its digits to cancellation: the function's value is noise. */
+#define ZERO_DIGITS 1e-8
+
+static int zero_out_of_range(double a)
+{
+    a = fabs(a);
+    return !(a <= ZERO_HUGE) || (a != 0.0 && a < ZERO_TINY);
+}
+
+static int zero_digits_lost(double v, double m) { return m != 0.0 && !(fabs(v) > ZERO_DIGITS * m); }
+
+/* One node at one point: its value and its magnitude (the value with no cancellation
+ * in its sums, the scale its rounding error is judged against), the magnitude NaN
+ * where the point proves nothing about the node: an argument proved nothing, the
+ * value is not finite (overflow, log of a negative), a product or power of nonzero
+ * numbers or an exp underflowed, a magnitude left [ZERO_TINY, ZERO_HUGE], or a
+ * function's argument lost its digits. Arguments are read from tab: argument a's
+ * value at tab[a->id * stride + k], its magnitude at moff further. */
+static double zero_step(const expr *e, double symval, const double *tab, size_t stride, size_t k, size_t moff,
+                        double *mag)
+{
+#define ZV(a) tab[(size_t)(a)->id * stride + k]
+#define ZM(a) tab[(size_t)(a)->id * stride + moff + k]
+    double v, m;
+    int bad = 0;
+    switch (e->kind) {
+    case EXPR_NUM:
+        v = e->num;
+        m = fabs(v);
+        break;
+    case EXPR_SYM:
+        v = symval;
+        m = fabs(v);
+        break;
+    case EXPR_FUN: {
+        double a = ZV(e->args[0]), am = ZM(e->args[0]);
+        double b = e->nargs > 1 ? ZV(e->args[1]) : 0.0, bm = e->nargs > 1 ? ZM(e->args[1]) : 0.0;
+        v = expr__apply(e->fn, a, b);
+        m = fabs(v);
+        bad = isnan(am) || isnan(bm) || zero_digits_lost(a, am) || zero_digits_lost(b, bm) ||
+              (v == 0.0 && a != 0.0 && e->fn != FN_LOG && e->fn != FN_ACOS);
+        break;
+    }
+    case EXPR_POW: {
+        double b = ZV(e->args[0]), bm = ZM(e->args[0]);
+        double x = ZV(e->args[1]), xm = ZM(e->args[1]);
+        v = pow(b, x);
+        m = x > 0 ? pow(bm, x) : fabs(v);
+        bad = isnan(bm) || isnan(xm) || zero_digits_lost(x, xm) || (x < 0 && zero_digits_lost(b, bm)) ||
+              (v == 0.0 && b != 0.0);
+        break;
+    }
+    case EXPR_MUL: {
+        v = e->num;
+        m = fabs(e->num);
+        int zero_factor = e->num == 0.0;
+        for (int i = 0; i < e->nargs; i++) {
+            double a = ZV(e->args[i]), am = ZM(e->args[i]);
+            v *= a;
+            m *= am;
+            bad |= isnan(am);
+            zero_factor |= a == 0.0;
+        }
+        bad |= v == 0.0 && !zero_factor;
+        break;
+    }
+    default:
+        v = e->num;
+        m = fabs(e->num);
+        for (int i = 0; i < e->nargs; i++) {
+            v += ZV(e->args[i]);
+            m += ZM(e->args[i]);
+        }
+        break;
+    }
+#undef ZV
+#undef ZM
+    if (bad || !isfinite(v) || zero_out_of_range(m))
+        m = NAN;
+    *mag = m;
     return v;
 }
 
@@ -1304,53 +1409,38 @@ static void zero_eval(expr_ctx *c, const expr *e)
         zero_eval(c, e->args[i]);
     double *out = &c->zero_vals[(size_t)e->id * ZERO_POINTS * 2];
     for (int k = 0; k < ZERO_POINTS; k++) {
-        double v, m;
-        switch (e->kind) {
-        case EXPR_NUM:
-            v = e->num;
-            m = fabs(v);
-            break;
-        case EXPR_SYM:
-            v = zero_point_value(e->sym, k);
-            m = fabs(v);
-            break;
-        case EXPR_FUN: {
-            double a = c->zero_vals[(size_t)e->args[0]->id * ZERO_POINTS * 2 + k];
-            double b = e->nargs > 1 ? c->zero_vals[(size_t)e->args[1]->id * ZERO_POINTS * 2 + k] : 0;
-            v = expr__apply(e->fn, a, b);
-            m = fabs(v);
-            break;
-        }
-        case EXPR_POW: {
-            const double *bv = &c->zero_vals[(size_t)e->args[0]->id * ZERO_POINTS * 2];
-            const double *xv = &c->zero_vals[(size_t)e->args[1]->id * ZERO_POINTS * 2];
-            v = pow(bv[k], xv[k]);
-            m = xv[k] > 0 ? pow(bv[ZERO_POINTS + k], xv[k]) : fabs(v);
-            break;
-        }
-        case EXPR_MUL:
-            v = e->num;
-            m = fabs(e->num);
-            for (int i = 0; i < e->nargs; i++) {
-                const double *av = &c->zero_vals[(size_t)e->args[i]->id * ZERO_POINTS * 2];
-                v *= av[k];
-                m *= av[ZERO_POINTS + k];
-            }
-            break;
-        default:
-            v = e->num;
-            m = fabs(e->num);
-            for (int i = 0; i < e->nargs; i++) {
-                const double *av = &c->zero_vals[(size_t)e->args[i]->id * ZERO_POINTS * 2];
-                v += av[k];
-                m += av[ZERO_POINTS + k];
-            }
-            break;
-        }
-        out[k] = v;
-        out[ZERO_POINTS + k] = m;
+        double sv = e->kind == EXPR_SYM ? zero_point_value(e->sym, k) : 0.0;
+        out[k] =
+            zero_step(e, sv, c->zero_vals, ZERO_POINTS * 2, (size_t)k, ZERO_POINTS, &out[ZERO_POINTS + k]);
     }
     c->zero_done[e->id] = 1;
+}
+
+static void trusted_rec(const expr *e, const double *vals, double *tab, unsigned char *done)
+{
+    if (done[e->id])
+        return;
+    for (int i = 0; i < e->nargs; i++)
+        trusted_rec(e->args[i], vals, tab, done);
+    double *out = &tab[(size_t)e->id * 2];
+    out[0] = zero_step(e, e->kind == EXPR_SYM ? vals[e->sym] : 0.0, tab, 2, 0, 1, &out[1]);
+    done[e->id] = 1;
+}
+
+int expr_trusted_at(const expr_ctx *c, expr *const *roots, int n, const double *vals)
+{
+    double *tab = malloc(c->nnodes * 2 * sizeof *tab);
+    unsigned char *done = calloc(c->nnodes, 1);
+    int ok = tab && done;
+    for (int i = 0; ok && i < n; i++) {
+        if (!roots[i])
+            continue;
+        trusted_rec(roots[i], vals, tab, done);
+        ok = !isnan(tab[(size_t)roots[i]->id * 2 + 1]);
+    }
+    free(tab);
+    free(done);
+    return ok;
 }
 
 int expr__zero_values(expr_ctx *c, const expr *e, double *vals, double *mags)
@@ -1508,10 +1598,10 @@ int expr_is_zero(expr_ctx *c, expr *e)
     int valid = 0;
     for (int k = 0; k < ZERO_POINTS; k++) {
         if (!isfinite(v[k]) || !isfinite(m[k]))
-            continue;
+            continue; /* this point proves nothing */
         valid++;
-        if (fabs(v[k]) > 1e-9 * m[k] + 1e-300)
+        if (fabs(v[k]) > 1e-9 * m[k])
             return 0;
     }
-    return valid >= 2 && !zero_confirmed_nonzero(c, e, v, m);
+    return valid >= ZERO_MIN_TRUSTED && !zero_confirmed_nonzero(c, e, v, m);
 }

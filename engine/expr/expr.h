@@ -244,9 +244,19 @@ char *expr_print_latex(const expr_ctx *c, const expr *e);
  * tree with a memo; for tests and one-off evaluations, not hot paths (see tape.h). */
 double expr_eval(const expr_ctx *c, const expr *e, const double *vals);
 
-/* Decides "identically zero" numerically: evaluates e at several random points of
- * all symbols (Schwartz–Zippel style) and compares with the rounding scale of its
- * terms. Returns 1 if zero everywhere tested, 0 otherwise. */
+/* Decides "identically zero", soundly: 1 only when e is the number 0, or when at
+ * ZERO_MIN_TRUSTED or more deterministic pseudo-random points of all symbols (some in
+ * [0.35, 1.35), most over scales 1e-3..1e4 of either sign) e is within 1e-9 of the
+ * scale of its terms and no point says otherwise. A point proves nothing where any
+ * subexpression underflows, overflows, leaves its function's domain, leaves the safe
+ * range [1e-150, 1e150] or computes a function of an argument whose digits were lost
+ * to cancellation. 0 ("keep the term") whenever zero is not proven. */
 int expr_is_zero(expr_ctx *c, expr *e);
+
+/* 1 if every subexpression of roots[0..n) (NULL roots skipped) evaluated at vals
+ * (indexed by symbol) stays trustworthy in the sense of expr_is_zero: finite, in the
+ * safe range, no underflow, no function of a cancelled argument. A numeric test at a
+ * point where this is 0 proves nothing there. */
+int expr_trusted_at(const expr_ctx *c, expr *const *roots, int n, const double *vals);
 
 #endif

@@ -6,7 +6,11 @@
 #include "budget.h"
 #include "expr.h"
 
-#define ZERO_POINTS 6
+/* Sample points of the numeric zero test: ZERO_CLASSIC in [0.35, 1.35), the rest over
+ * wide scales; "zero" needs ZERO_MIN_TRUSTED points that prove something. */
+#define ZERO_POINTS 12
+#define ZERO_CLASSIC 6
+#define ZERO_MIN_TRUSTED 3
 
 struct chunk;
 

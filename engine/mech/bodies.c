@@ -137,7 +137,7 @@ static int zero_on_branch(struct bctx *b, expr *e)
             v[s] = sym->cls == SYM_PARAM ? b->vals[s] : 0.35 + (double)(x >> 11) / 9007199254740992.0;
         }
         double val = expr_eval(b->c, e, v);
-        zero = isfinite(val) && fabs(val) <= 1e-12;
+        zero = isfinite(val) && fabs(val) <= 1e-12 && expr_trusted_at(b->c, &e, 1, v);
     }
     free(v);
     return zero;

@@ -1,5 +1,6 @@
 /* hamel.c — Hamel coefficients and the Boltzmann–Hamel right-hand side (hamel.h). */
 #include "hamel.h"
+#include "trust.h"
 
 #include <gsl/gsl_errno.h>
 #include <math.h>
@@ -1180,11 +1181,14 @@ int hamel_structure(struct engine_model *m)
             continue;
         inverse_and_derivatives(w);
         gamma_all(w, g, gt, gm, gtm);
+        /* where Psi underflows or leaves its domain the point proves nothing: every
+         * coefficient is kept (issue 15) */
+        int trusted = model_constraints_trusted_at(m, in);
         for (size_t i = 0; i < n3; i++)
-            if (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i])
+            if (!trusted || (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i]))
                 m->gamma_nz[i] = 1;
         for (size_t i = 0; i < n2; i++)
-            if (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i])
+            if (!trusted || (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i]))
                 m->gamma_t_nz[i] = 1;
     }
     for (int c = 0; c < m->nc; c++) {

@@ -3,6 +3,7 @@
  * distribution by iterated Lie brackets (evaluated numerically with hyper-dual numbers)
  * with the integrable combinations it leaves. */
 #include "holonomy.h"
+#include "trust.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +47,14 @@ int holonomy_flags(struct engine_model *m)
             if (!mc->holonomic)
                 continue;
             int j = mc->row;
+            /* a point where the row underflows or leaves its domain proves nothing:
+             * claim nothing (issue 15) */
+            expr *row[2] = {mc->f, m->psi_t ? m->psi_t[j] : NULL};
+            if (!model_trusted_at(m, row, 2, in) ||
+                (m->psi && !model_trusted_at(m, m->psi + (size_t)j * n, n, in))) {
+                mc->holonomic = 0;
+                continue;
+            }
             /* a over z = (q, t); da[i*N + k] = d a_i / d z_k (d a_t / dt is never needed) */
             for (int i = 0; i < n; i++) {
                 a[i] = psi[(size_t)j * n + i];
@@ -882,6 +891,12 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         goto done;
     int drank = h.nf, complete = 1;
     const char *why = "the brackets exceeded their work budget: the closure rank is a lower bound";
+    for (int p = 0; p < HOL_POINTS && complete; p++)
+        if (!model_constraints_trusted_at(m, h.in[p]) || !model_trusted_at(m, roots, h.ngen * n, h.in[p])) {
+            complete = 0; /* an underflow there looks like a zero bracket (issue 15) */
+            why = "at a test configuration a term of the constraints underflows, overflows or leaves its "
+                  "domain: the closure rank is a lower bound";
+        }
     if (hol_close(&h, &complete, &why) < 0)
         goto done;
     hol_ranks(&h, out, nl, drank, complete, why);

@@ -4,6 +4,7 @@
  * the Hamel coefficients that are not identically zero, and names the model by the
  * SHA-256 of its canonical form. */
 #include "model.h"
+#include "trust.h"
 #include "model_build.h"
 
 #include <math.h>
@@ -1477,13 +1478,18 @@ int model_build_psi(struct model_build *b)
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_psi->n_ins, sizeof *work);
     double *out = calloc((size_t)n * n + n, sizeof *out);
     int *piv = calloc(n, sizeof *piv);
-    int regular = 0;
+    int regular = 0, singular = 0;
     for (int k = 0; k < MODEL_TEST_POINTS && in && work && out && piv; k++) {
         model_test_point(m, k, in);
         tape_eval(m->tape_psi, in, work, out);
-        if (linalg_lu(n, out, piv) == 0)
+        int verdict = model_psi_verdict(m, in, out); /* issue 15: scaled, trusted */
+        if (linalg_lu(n, out, piv) == 0 || verdict > 0)
             regular++;
+        else
+            singular += verdict < 0;
     }
+    if (!regular && !singular)
+        regular = 1; /* no trustworthy point: claim nothing (the run watches Psi) */
     free(in);
     free(work);
     free(out);

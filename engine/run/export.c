@@ -503,6 +503,9 @@ static void header(gen *g, const struct engine_model *m, const sim_request *req,
     if (req)
         outf(g, "%s The request's initial state, parameters, sample times and tolerances are baked in.\n",
              c0);
+    if (req && req->n_ev > 0)
+        outf(g, "%s The request's events and contact checks are not carried: the main integrates to t_end.\n",
+             c0);
     puts_(g, g->py ? "\n" : " */\n");
 }
 

@@ -1124,7 +1124,10 @@ static int sim_events(double t, const double *y, double *g, void *ctx)
     memcpy(in + model_input_q(m), y, n * sizeof *y);
     if (state_velocities(R, t, y, qd, R->ev_speeds) < 0)
         return -1;
-    if (req->ev_lam || req->n_con) { /* the multipliers at (q, q') (mult.h) */
+    int open = 0; /* contacts whose lift-off or slip is still to be found */
+    for (int c = 0; c < req->n_con; c++)
+        open |= isnan(R->con_lift[c]) || isnan(R->con_slip[c]);
+    if (req->ev_lam || open) { /* the multipliers at (q, q') (mult.h) */
         memcpy(R->ev_y2, y, n * sizeof *y);
         memcpy(R->ev_y2 + n, qd, n * sizeof *qd);
         if (mult_lambda(R->mw, t, R->ev_y2, lam) < 0)
@@ -1135,8 +1138,9 @@ static int sim_events(double t, const double *y, double *g, void *ctx)
     for (int c = 0; c < req->n_con; c++) {
         double nf, tf;
         contact_forces(&req->con[c], lam, &nf, &tf);
-        g[req->n_ev_user + 2 * c] = isnan(nf) ? 1.0 : nf;
-        g[req->n_ev_user + 2 * c + 1] = isnan(nf) ? 1.0 : req->con[c].mu * nf - tf;
+        /* once found, a first time is not looked for again (a constant: no falling crossing) */
+        g[req->n_ev_user + 2 * c] = isnan(nf) || !isnan(R->con_lift[c]) ? 1.0 : nf;
+        g[req->n_ev_user + 2 * c + 1] = isnan(nf) || !isnan(R->con_slip[c]) ? 1.0 : req->con[c].mu * nf - tf;
     }
     return 0;
 }
@@ -1254,9 +1258,9 @@ static int post_sample(struct run *R, int i)
         for (int c = 0; c < R->req->n_con; c++) {
             size_t at = (size_t)i * R->req->n_con + c;
             contact_forces(&R->req->con[c], lam, &R->con_n[at], &R->con_t[at]);
-            if (i == 0 && R->con_n[at] < 0 && isnan(R->con_lift[c]))
-                R->con_lift[c] = t; /* the run starts off the ground */
-            if (i == 0 && R->con_t[at] > R->req->con[c].mu * R->con_n[at] && isnan(R->con_slip[c]))
+            if (i == 0 && R->con_n[at] < 0)
+                R->con_lift[c] = t; /* the run starts off the ground: that is the first time */
+            if (i == 0 && R->con_t[at] > R->req->con[c].mu * R->con_n[at])
                 R->con_slip[c] = t;
         }
     }

@@ -355,18 +355,25 @@ function source(rel) {
   }
 }
 {
-  const errorH = source('engine/base/error.h');
-  const slugs = [...errorH.matchAll(/X\(\s*\w+,\s*(\d{3}),\s*"([a-z-]+)"/g)].map((m) => m[2]).sort();
+  // Slugs: the engine's list (engine/base/error.h) and the service's (server/problems.h);
+  // statuses: the rows of server/problems.c. Every code has a row, every slug is documented.
+  const classes = [source('engine/base/error.h'), source('server/problems.h')]
+    .flatMap((t) => [...t.matchAll(/X\(\s*(\w+),\s*"([a-z-]+)"/g)].map((m) => [m[1], m[2]]));
+  const statusOf = Object.fromEntries([...source('server/problems.c').matchAll(/\{HAMEL_E_(\w+),\s*(\d{3})\b/g)]
+    .map((m) => [m[1], m[2]]));
+  const slugs = classes.map(([, slug]) => slug).sort();
   const documented = (schemaDocs['problem.json']?.properties?.type?.enum || [])
-    .map((t) => t.replace('https://hamel.dev/problems/', '')).sort();
-  check('problem types agree with the engine (HAMEL_ERROR_MAP)', slugs.length > 0 && JSON.stringify(slugs) === JSON.stringify(documented),
-    `error.h: ${slugs.join(' ')} / problem.json: ${documented.join(' ')}`);
+    .map((t) => t.replace('/problems/', '')).sort();
+  check('problem types agree with the code (HAMEL_ERROR_MAP, PROBLEMS_SERVER_MAP)', slugs.length > 0 && JSON.stringify(slugs) === JSON.stringify(documented),
+    `code: ${slugs.join(' ')} / problem.json: ${documented.join(' ')}`);
+  const rowless = classes.filter(([name]) => !statusOf[name]).map(([name]) => name);
+  check('every error code has a row (status) in server/problems.c', rowless.length === 0, rowless.join(', '));
   const desc = schemaDocs['problem.json']?.properties?.type?.description || '';
-  const wrong = [...errorH.matchAll(/X\(\s*\w+,\s*(\d{3}),\s*"([a-z-]+)"/g)].filter(([, status, slug]) => {
+  const wrong = classes.filter(([name, slug]) => {
     const m = desc.match(new RegExp(`(?<![\\w-])${slug}(?![\\w-])[^;]*?\\b(\\d{3})\\b`));
-    return !m || m[1] !== status;
-  }).map(([, s, slug]) => `${slug} ${s}`);
-  check('problem type → status table agrees with the engine (HAMEL_ERROR_MAP)', wrong.length === 0, wrong.join(', '));
+    return !m || m[1] !== statusOf[name];
+  }).map(([name, slug]) => `${slug} ${statusOf[name]}`);
+  check('problem type → status table agrees with server/problems.c', wrong.length === 0, wrong.join(', '));
 }
 {
   const req = schemaDocs['simulation-request.json'] || {};
@@ -489,6 +496,23 @@ async function live() {
       JSON.stringify(res.hamel?.points?.map((pt) => pt.t)));
   }
 
+  // Every problem type resolves, relative to the URL that answered it, to its page.
+  {
+    const enumTypes = schemaDocs['problem.json']?.properties?.type?.enum || [];
+    const bad = [];
+    for (const t of enumTypes) {
+      const pg = await call(base, 'GET', t);
+      if (pg.status !== 200 || !String(pg.headers['content-type']).startsWith('text/html') || !pg.text.includes(t))
+        bad.push(`${t} ${pg.status}`);
+    }
+    check(`every problem type has its page (${enumTypes.length})`, enumTypes.length > 0 && bad.length === 0, bad.join(', '));
+    const nf = await call(base, 'GET', `/v1/jobs/${'0'.repeat(32)}`);
+    const type = JSON.parse(nf.text).type;
+    const pg = await call(base, 'GET', new URL(type, `${base}/v1/jobs/x`).pathname);
+    check('a problem\'s type resolves against the request URL to a page with its status',
+      type === '/problems/not-found' && pg.status === 200 && pg.text.includes('HTTP status 404'), `${type} ${pg.status}`);
+  }
+
   // A finished batch, and the same streamed.
   let batchId = null;
   const batchOp = doc.paths['/v1/batches']?.post;
@@ -516,6 +540,7 @@ async function live() {
     '/v1/models/{id}': modelId, '/v1/models/{id}/equations': modelId, '/v1/models/{id}/code': modelId,
     '/v1/jobs/{id}': jobId,
     '/v1/batches/{id}': batchId, '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,
+    '/problems/{slug}': 'compile-limit',
   };
   const unknown = {
     '/v1/models/{id}': `sha256:${'0'.repeat(64)}`,
@@ -524,8 +549,9 @@ async function live() {
     '/v1/jobs/{id}': '0'.repeat(32),
     '/v1/batches/{id}': '0'.repeat(32),
     '/v1/quarantine/{id}': `sha256:${'0'.repeat(64)}`,
+    '/problems/{slug}': 'no-such-problem',
   };
-  const fill = (p, table) => p.replace(/\{id\}/, () => table[p]);
+  const fill = (p, table) => p.replace(/\{(id|slug)\}/, () => table[p]);
 
   for (const { path: p, method, op, item } of ops) {
     const M = method.toUpperCase();
@@ -583,7 +609,7 @@ async function live() {
       check(`${label} on a finished one is 409`, res.status === 409);
     }
     // An unknown id.
-    if (p.includes('{id}')) {
+    if (p.includes('{id}') || p.includes('{slug}')) {
       const u = fill(p, unknown);
       conforms(`${label}, unknown id`, M, u, await call(base, M, u));
     }

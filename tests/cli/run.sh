@@ -149,6 +149,20 @@ run_warnings() {
   expect_exit 0 "$hamel" run "$case_file" && [ ! -s "$work/err" ] && jq -e '.warnings == []' "$work/out" >/dev/null
 }
 check "hamel run (local and remote) prints a failed check as a warning on stderr; none for the case" run_warnings
+# events in the file's request: a stop when theta falls through 1 (issue 18)
+jq '.simulation.events = [{"name": "low", "expr": "theta - 1", "direction": "falling", "action": "stop"}]' \
+  "$case_file" >"$work/events.json"
+run_events() {
+  expect_exit 0 "$hamel" run "$work/events.json" || return 1
+  jq -e '.stopped_by == "low" and (.events | length) == 1 and .events[0].t == .trajectory.t[-1]
+         and (.trajectory.q.theta[-1] - 1 | fabs) < 1e-12' "$work/out" >/dev/null || return 1
+  cp "$work/out" "$work/events-local.json"
+  expect_exit 0 "$hamel" run "$work/events.json" --csv || return 1
+  [ "$(tail -n 1 "$work/out" | cut -d, -f1)" = "$(jq -r '.events[0].t' "$work/events-local.json")" ] || return 1
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/events.json" || return 1
+  jq -e --slurpfile l "$work/events-local.json" '.stopped_by == "low" and .events == $l[0].events' "$work/out" >/dev/null
+}
+check "hamel run (local, --csv and remote) carries a stop event: events, stopped_by, the last row at it" run_events
 long_t=${HAMEL_CLI_LONG_T:-25000}
 jq --argjson t "$long_t" '.simulation.t_end = $t | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/long.json"
 progress() {
@@ -199,7 +213,12 @@ check_bad() {
   has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" && has "$work/err" '^ +\^$' || return 1
   expect_exit 1 "$hamel" remote --url "$url" check "$work/bad.json" || return 1
   has "$work/err" "model\.potential_energy: column 20: velocity theta' is not allowed" || return 1
-  expect_exit 1 "$hamel" check "$work/bad.json" --json && jq -e '.status == 422' "$work/err" >/dev/null
+  expect_exit 1 "$hamel" check "$work/bad.json" --json && jq -e '.status == 422 and .type == "/problems/invalid-model"' "$work/err" >/dev/null || return 1
+  # the local problem document is the server's (same type, title, status; the CLI links
+  # the server's table of statuses, server/problems.c)
+  jq -S 'del(.instance)' "$work/err" >"$work/local-problem.json"
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/bad.json" --json || return 1
+  jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/local-problem.json"
 }
 check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
 

@@ -137,6 +137,20 @@ run_to "$W/lin-bad" "$recipes/linearize.sh" "$C" '{"q": {"phi": 0, "theta": 1.2,
 check "linearize.sh of a falling disk fails with 422 at speeds.thd" jqe "$W/lin-bad" \
   '.status == 422 and any(.errors[]; .path == "speeds.thd")'
 
+# steady.sh: the upright disk's branch becomes stable at Omega = sqrt(g / 3r)
+run_to "$W/steady" "$recipes/steady.sh" "$C" '{"state": {"q": {"phi": 0, "theta": 1.5707963267948966, "psi": 0, "x": 0, "y": 0}, "speeds": {"wd": 0, "thd": 0, "Omega": 1}}, "unknowns": ["thd"], "continuation": {"vary": "Omega", "to": 4, "steps": 6}}'
+check "steady.sh: the upright disk is stable from sqrt(g/3r) on" jqe "$W/steady" \
+  '(.stability_changes | length) == 1 and close(.stability_changes[0].value; (9.81 / 1.5 | sqrt)) and .stability_changes[0].kind == "real"'
+# code.sh: the C file of the case compiles and prints the case's last sample
+run_to "$W/code.c" "$recipes/code.sh" "$C" c
+if cc -O2 -DHAMEL_MAIN -x c "$W/code.c" -o "$W/code" -lgsl -lgslcblas -lm 2>"$W/cc.err" && "$W/code" >"$W/code.csv"; then
+  tail -n 1 "$W/code.csv" | awk -F, '{printf "{\"t\": %s, \"Omega\": %s}\n", $1, $9}' >"$W/code-last"
+  check "code.sh: the C program's last row is the case's last sample" jqe "$W/code-last" \
+    '($case[0].expected.samples[-1]) as $e | close(.t; $e.t) and close(.Omega; $e.speeds.Omega)'
+else
+  check "code.sh: the C file compiles and runs" false
+fi
+
 # simulate.sh: the case within its tolerance, then the same request from the cache.
 SAMPLES='. as $r | $case[0].expected.samples | to_entries | all(.[]; .key as $k | .value as $s |
   (["q", "speeds", "qdot"] | all(.[]; . as $grp | $s[$grp] | to_entries |

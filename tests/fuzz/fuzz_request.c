@@ -43,8 +43,9 @@ static void check_outcome(const char *who, int rc, json_t *result, json_t *probl
         if (!result || problem)
             fail(who, problem);
     } else {
-        int status = (int)json_integer_value(json_object_get(problem, "status"));
-        if (result || !json_is_string(json_object_get(problem, "type")) || status < 400 || status > 599)
+        const char *type = json_string_value(json_object_get(problem, "type"));
+        if (result || !type ||
+            strncmp(type, HAMEL_PROBLEM_TYPE_PREFIX, strlen(HAMEL_PROBLEM_TYPE_PREFIX)) != 0)
             fail(who, problem);
     }
     json_decref(result);

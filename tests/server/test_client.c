@@ -283,7 +283,7 @@ Test(client, bad_model_is_a_typed_422_with_path_and_column)
     cr_assert_null(sum);
     cr_assert_eq(err.kind, HAMELCLIENT_E_PROBLEM);
     cr_assert_eq(err.status, 422, "status %d", err.status);
-    cr_assert(strstr(err.type, "https://hamel.dev/problems/") == err.type, "type %s", err.type);
+    cr_assert(strstr(err.type, "/problems/") == err.type, "type %s", err.type);
     cr_assert_neq(err.title[0], '\0', "the problem has a title");
     cr_assert(strstr(err.path, "kinetic_energy") != NULL, "path %s names kinetic_energy", err.path);
     cr_assert_eq(err.column, 14, "column %d of \"bogus\"", err.column);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -210,6 +212,32 @@ Test(encoding, a_cached_result_in_gzip_is_kept_and_decodes_to_the_identity_bytes
     harness_resp_free(&a);
 
     harness_resp_free(&z);
+    harness_resp_free(&id);
+    json_decref(sim);
+}
+
+Test(encoding, a_result_past_a_megabyte_is_deflated_off_the_poll_thread_and_decodes)
+{
+    json_t *sim = disk_request(6001); /* about 1.7 MB of JSON: deflated on the offload pool */
+    static const char *const gz[] = {"Accept-Encoding: gzip", NULL};
+    harness_resp z = req("POST", "/v1/simulations?wait=60", sim, gz);
+    cr_assert_eq(z.status, 200, "%ld", z.status);
+    cr_assert_str_eq(hdr(&z, "Content-Encoding", 0), "gzip", "a job's answer after the wait, gzip");
+    harness_resp id = req("POST", "/v1/simulations", sim, NULL);
+    cr_assert(id.len > (1u << 20), "past a megabyte: %zu", id.len);
+    harness_resp z2 = req("POST", "/v1/simulations", sim, gz);
+    cr_assert_str_eq(hdr(&z2, "Content-Encoding", 0), "gzip");
+    size_t n = 0;
+    char *plain = gunzip(z2.body, z2.len, &n);
+    cr_assert(n == id.len && !memcmp(plain, id.body, n), "inflates to the identity bytes");
+    free(plain);
+    plain = gunzip(z.body, z.len, &n);
+    json_t *first = json_loadb(plain, n, 0, NULL);
+    cr_assert(json_is_false(json_object_get(first, "cached")), "the first answer is the job's own");
+    json_decref(first);
+    free(plain);
+    harness_resp_free(&z);
+    harness_resp_free(&z2);
     harness_resp_free(&id);
     json_decref(sim);
 }
@@ -468,4 +496,109 @@ Test(conditional_static, static_files_carry_etags)
     cr_assert(strcmp(hdr(&r, "ETag", 0), etag) != 0);
     cr_assert(strstr(r.body, "two"));
     harness_resp_free(&r);
+}
+
+/* ---- HAMEL_TOKEN_FILE ------------------------------------------------------------------- */
+
+TestSuite(token_file, .fini = teardown, .timeout = 120);
+
+/* Writes text into static_dir/name with mode; returns the path (a static buffer). */
+static const char *token_at(const char *name, const char *text, mode_t mode)
+{
+    static char path[HARNESS_DIR_MAX + 32];
+    if (!static_dir[0]) {
+        snprintf(static_dir, sizeof static_dir, "/tmp/hamel-token-XXXXXX");
+        cr_assert_not_null(mkdtemp(static_dir));
+    }
+    snprintf(path, sizeof path, "%s/%s", static_dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+    cr_assert_eq(chmod(path, mode), 0);
+    return path;
+}
+
+/* Runs hamel-server with env (a shell word list) until it exits (it is expected to refuse
+ * its settings); its output into out[cap]. Returns its exit status. */
+static int refused(const char *env, char *out, size_t cap)
+{
+    char bin[PATH_MAX], cmd[PATH_MAX + 2 * HARNESS_DIR_MAX + 512];
+    harness_server_bin(bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "env HAMEL_PORT=0 HAMEL_DATA='%s/data' %s timeout 20 '%s' 2>&1", static_dir,
+             env, bin);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(token_file, the_token_comes_from_the_file_and_not_from_the_environment)
+{
+    const char *path = token_at("token", "  s3cret-from-a-file\n", 0600);
+    char env[HARNESS_DIR_MAX + 64];
+    snprintf(env, sizeof env, "HAMEL_TOKEN_FILE=%s", path);
+    const char *const envs[] = {env, NULL};
+    unsetenv("HAMEL_TOKEN");
+    start_with(envs);
+    harness_resp r = req("GET", "/v1/health", NULL, NULL);
+    cr_assert_eq(r.status, 401, "no token: %ld", r.status);
+    harness_resp_free(&r);
+    static const char *const bad[] = {"Authorization: Bearer s3cret", NULL};
+    r = req("GET", "/v1/health", NULL, bad);
+    cr_assert_eq(r.status, 401);
+    harness_resp_free(&r);
+    static const char *const good[] = {"Authorization: Bearer s3cret-from-a-file", NULL};
+    r = req("GET", "/v1/health", NULL, good);
+    cr_assert_eq(r.status, 200, "the file's token, whitespace dropped: %ld", r.status);
+    harness_resp_free(&r);
+    /* what ps and /proc show of the server: the file's name, never the token */
+    char proc[64], buf[8192];
+    for (int k = 0; k < 2; k++) {
+        snprintf(proc, sizeof proc, "/proc/%d/%s", (int)srv.pid, k ? "environ" : "cmdline");
+        FILE *f = fopen(proc, "r");
+        cr_assert_not_null(f, "%s", proc);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        cr_assert(memmem(buf, n, "s3cret", 6) == NULL, "%s holds the token", proc);
+    }
+    FILE *log = fopen(srv.log, "r");
+    size_t n = log ? fread(buf, 1, sizeof buf - 1, log) : 0;
+    if (log)
+        fclose(log);
+    cr_assert(memmem(buf, n, "warning", 7) == NULL, "a 0600 file gives no warning");
+}
+
+Test(token_file, a_file_others_can_read_warns_and_bad_files_are_refused)
+{
+    const char *path = token_at("open", "tok\n", 0644);
+    char env[HARNESS_DIR_MAX + 64];
+    snprintf(env, sizeof env, "HAMEL_TOKEN_FILE=%s", path);
+    const char *const envs[] = {env, NULL};
+    unsetenv("HAMEL_TOKEN");
+    start_with(envs);
+    char buf[8192];
+    FILE *log = fopen(srv.log, "r");
+    size_t n = log ? fread(buf, 1, sizeof buf - 1, log) : 0;
+    if (log)
+        fclose(log);
+    buf[n] = '\0';
+    cr_assert(strstr(buf, "warning: HAMEL_TOKEN_FILE") && strstr(buf, "644"), "the warning: %s", buf);
+    static const char *const good[] = {"Authorization: Bearer tok", NULL};
+    harness_resp r = req("GET", "/v1/health", NULL, good);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+
+    static char out[4096];
+    char e[HARNESS_DIR_MAX + 128];
+    snprintf(e, sizeof e, "HAMEL_TOKEN_FILE='%s'", token_at("empty", "\n", 0600));
+    cr_assert_neq(refused(e, out, sizeof out), 0, "an empty token file is refused: %s", out);
+    cr_assert(strstr(out, "no token"), "%s", out);
+    snprintf(e, sizeof e, "HAMEL_TOKEN_FILE='%s/missing'", static_dir);
+    cr_assert_neq(refused(e, out, sizeof out), 0, "a missing file is refused: %s", out);
+    snprintf(e, sizeof e, "HAMEL_TOKEN=x HAMEL_TOKEN_FILE='%s'", token_at("both", "y\n", 0600));
+    cr_assert_neq(refused(e, out, sizeof out), 0, "HAMEL_TOKEN and HAMEL_TOKEN_FILE together: %s", out);
+    cr_assert(strstr(out, "both"), "%s", out);
 }

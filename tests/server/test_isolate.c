@@ -9,10 +9,13 @@
  * server goes on answering; the model is then quarantined: answered at once (no worker
  * dies again: hamel_engine_faults_total stays), after a restart on the same HAMEL_DATA
  * too, until DELETE /v1/quarantine/{id} clears it. Without HAMEL_TEST_FAULTS the names
- * mean nothing.
+ * mean nothing. A worker killed from outside between calls is replaced, and that is no
+ * model's fault.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,4 +291,71 @@ Test(isolate, clearing_a_quarantine_needs_the_token, .fini = teardown, .timeout 
     cr_assert_eq(harness_request(&srv, "DELETE", "/v1/quarantine/sha256:00", NULL, auth, &r), CURLE_OK);
     cr_assert_eq(r.status, 404, "%s", r.body);
     harness_resp_free(&r);
+}
+
+/* The engine worker processes of the server (children whose command line has
+ * --engine-worker), into pids[cap]; returns how many. */
+static int workers_of(pid_t server, pid_t *pids, int cap)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    cr_assert(d);
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        char path[300], buf[4096];
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ppid = 0;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        const char *rp = strrchr(buf, ')');
+        if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != server)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < len; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+        buf[len] = '\0';
+        if (strstr(buf, "--engine-worker"))
+            pids[n++] = pid;
+    }
+    closedir(d);
+    return n;
+}
+
+Test(isolate, a_worker_killed_while_idle_is_replaced_without_a_fault, .fini = teardown, .timeout = 120)
+{
+    start(&srv, NULL);
+    harness_resp r = {0};
+    char *m = model("first");
+    cr_assert_eq(request(&srv, "POST", "/v1/models", m, &r), 201, "%s", r.body);
+    harness_resp_free(&r);
+    free(m);
+    pid_t pids[64];
+    int n = workers_of(srv.pid, pids, 64);
+    cr_assert(n >= 1, "the engine runs in a worker process of the server");
+    for (int i = 0; i < n; i++)
+        kill(pids[i], SIGKILL);
+    harness_nap(100);
+    m = model("second");
+    cr_assert_eq(request(&srv, "POST", "/v1/models", m, &r), 201, "a new worker compiles it: %s", r.body);
+    harness_resp_free(&r);
+    free(m);
+    char *sim = simulation("first", 1);
+    cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=30", sim, &r), 200,
+                 "a model the dead worker held is compiled again where it runs: %s", r.body);
+    harness_resp_free(&r);
+    free(sim);
+    cr_assert_eq(faults(&srv), 0, "a worker that died between calls is no model's fault");
 }

@@ -82,8 +82,8 @@ static void assert_compile_limit(int rc, const json_t *problem, const char *limi
 {
     char *dump = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
     cr_assert_eq(rc, HAMEL_E_COMPILE_LIMIT, "expected compile-limit, got %d: %s", rc, dump ? dump : "-");
-    cr_assert_str_eq(str(problem, "type"), "https://hamel.dev/problems/compile-limit", "%s", dump);
-    cr_assert_eq(json_integer_value(json_object_get(problem, "status")), 422, "%s", dump);
+    cr_assert_str_eq(str(problem, "type"), "/problems/compile-limit", "%s", dump);
+    cr_assert_neq(hamel_problem_code(problem), HAMEL_E_INTERNAL, "%s", dump);
     cr_assert_str_eq(str(problem, "limit"), limit, "%s", dump);
     cr_assert_not_null(str(problem, "stage"), "the stage is named: %s", dump);
     cr_assert_not_null(str(problem, "detail"), "%s", dump);
@@ -220,7 +220,7 @@ Test(budget, a_set_cancel_flag_stops_the_compilation)
     json_t *js = chain_model(30), *problem;
     int rc = compile_with(js, NULL, &ctl, &problem);
     cr_assert_eq(rc, HAMEL_E_CANCELLED);
-    cr_assert_str_eq(str(problem, "type"), "https://hamel.dev/problems/cancelled");
+    cr_assert_str_eq(str(problem, "type"), "/problems/cancelled");
     json_decref(problem);
     json_decref(js);
 }

@@ -114,6 +114,9 @@ Test(contacts, forces_against_newton_euler)
         cr_expect(fabs(a - b) <= 1e-8 * fabs(a), "sample %zu: hamel %.15g, multipliers %.15g", i, a, b);
     }
     cr_expect_eq(json_number_value(json_object_get(contact(h), "friction")), 0.3);
+    /* |F_t| / N = 0.314 > 0.3 at the start: it slips from t = 0, whatever crosses later */
+    cr_expect_eq(json_number_value(json_object_get(json_object_get(contact(h), "slip"), "t")), 0.0, "%s",
+                 json_dumps(json_object_get(contact(h), "slip"), 0));
     json_decref(h);
     json_decref(mu);
     engine_model_release(m);

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include <gsl/gsl_errno.h>
+#include <gsl/gsl_sf_ellint.h>
 #include <math.h>
 #include <string.h>
 
@@ -471,5 +472,67 @@ Test(sim_events, bad_events_name_the_member)
         json_decref(js);
         json_decref(problem);
     }
+    engine_model_release(m);
+}
+
+/* Through the singularity watch: a knife edge turning at w = 1 with speed 0.8 from phi0
+ * = 0.3 (default speeds, re-chosen at every phi = pi/2 + j pi) crosses phi = 1.6 at
+ * 1.3 and x = 0 (falling) at pi - 2 phi0 + 2 j pi: the segments between re-choices
+ * keep the events exact. */
+Test(sim_events, through_the_watchs_speed_switches)
+{
+    engine_model *m = support_compile_text(
+        "{\"name\": \"knife\", \"coordinates\": [\"x\", \"y\", \"phi\"], \"parameters\": {\"m\": 2, \"I\": "
+        "0.5},"
+        " \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*I*phi'^2\","
+        " \"constraints\": [{\"name\": \"knife\", \"expr\": \"x'*sin(phi) - y'*cos(phi)\"}]}");
+    char req[1024];
+    snprintf(
+        req, sizeof req,
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"phi\": 0.3}, \"qdot\": {\"x\": %.17g, \"y\": %.17g,"
+        " \"phi\": 1}}, \"t_end\": 10, \"output\": {\"samples\": 11}, \"integrator\": {\"rtol\": 1e-12,"
+        " \"atol\": 1e-14}, \"events\": [{\"name\": \"ph\", \"expr\": \"phi - 1.6\"}, {\"name\": \"xz\","
+        " \"expr\": \"x\", \"direction\": \"falling\"}]}",
+        0.8 * cos(0.3), 0.8 * sin(0.3));
+    json_t *r = support_run(m, req);
+    cr_expect_gt(json_integer_value(json_object_get(json_object_get(r, "stats"), "speed_switches")), 2);
+    cr_assert_eq(n_events(r), 3, "%s", json_dumps(json_object_get(r, "events"), 0));
+    expect_rel("phi = 1.6", event_t(r, 0), 1.3, 1e-9);
+    expect_rel("x = 0", event_t(r, 1), M_PI - 0.6, 1e-9);
+    expect_rel("x = 0 again", event_t(r, 2), 3 * M_PI - 0.6, 1e-9);
+    json_decref(r);
+    engine_model_release(m);
+}
+
+/* With a position constraint: a pendulum in Cartesian coordinates (the rod a
+ * position-level constraint, y solved from the guess) crosses x = 0 falling at 1, 5, 9,
+ * ... quarter periods K(sin(th0 / 2)) sqrt(L / g) of the closed form, over 15 periods;
+ * as a stop event the run ends at the first. */
+Test(sim_events, pendulum_with_a_position_constraint)
+{
+    json_t *c = support_load_file("api/examples/simulation-position-request.json");
+    engine_model *m = support_compile_json(json_object_get(c, "model"));
+    json_object_del(c, "model");
+    json_object_set_new(c, "t_end", json_real(30));
+    json_object_set_new(c, "output", json_pack("{s:i}", "samples", 301));
+    json_object_set_new(c, "events",
+                        support_loads("[{\"name\": \"bottom\", \"expr\": \"x\", \"direction\": "
+                                      "\"falling\"}]"));
+    json_t *r = support_simulate(m, c, NULL);
+    const double th0 = asin(0.6),
+                 quarter = gsl_sf_ellint_Kcomp(sin(th0 / 2), GSL_PREC_DOUBLE) * sqrt(1.0 / 9.81);
+    cr_assert_eq(n_events(r), 15, "%zu crossings", n_events(r));
+    for (size_t i = 0; i < 15; i++)
+        expect_rel("x = 0 falling", event_t(r, i), (4.0 * (double)i + 1) * quarter, 1e-9);
+    json_decref(r);
+    json_object_set_new(c, "events",
+                        support_loads("[{\"name\": \"bottom\", \"expr\": \"x\", \"direction\": "
+                                      "\"falling\", \"action\": \"stop\"}]"));
+    r = support_simulate(m, c, NULL);
+    cr_assert_eq(n_events(r), 1);
+    expect_rel("stop", event_t(r, 0), quarter, 1e-9);
+    cr_expect_str_eq(json_string_value(json_object_get(r, "stopped_by")), "bottom");
+    json_decref(r);
+    json_decref(c);
     engine_model_release(m);
 }

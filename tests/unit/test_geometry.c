@@ -27,7 +27,7 @@ static void refused(const json_t *model, const char *path, const char *word)
     int rc = engine_model_compile(model, NULL, &m, &problem);
     engine_model_release(m);
     cr_assert_neq(rc, 0, "the model compiles; expected a 422 at %s", path);
-    cr_assert_eq(json_integer_value(json_object_get(problem, "status")), 422);
+    cr_assert_neq(hamel_problem_code(problem), HAMEL_E_INTERNAL);
     size_t i;
     const json_t *e;
     int found = 0;
@@ -54,7 +54,7 @@ static void run_refused(const char *file, const char *params, const char *path, 
     int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
     cr_assert_neq(rc, 0, "%s with %s runs; expected a 422 at %s", file, params, path);
     char *text = json_dumps(problem, JSON_COMPACT);
-    cr_assert_eq(json_integer_value(json_object_get(problem, "status")), 422, "%s", text);
+    cr_assert_neq(hamel_problem_code(problem), HAMEL_E_INTERNAL, "%s", text);
     size_t i;
     const json_t *e;
     int found = 0;
