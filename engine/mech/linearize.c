@@ -57,41 +57,27 @@ void lin_ws_free(lin_ws *w)
 
 static int tape_size(const tape *t, int outputs) { return t ? (outputs ? t->n_outputs : t->n_ins) : 0; }
 
-lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
+/* The most slots and outputs of the tapes a lin_ws runs (the observation tape only in
+ * the reduced form of nonlinear constraints). */
+static void lin_tape_sizes(const struct engine_model *m, int *slots, int *outs)
 {
-    /* nonlinear constraints: only in the reduced form (n - m speeds; nonlin.h), with
-     * explicit kinematics (the reduced tape) or q' by Newton (the numeric path, with the
-     * implicit function theorem for dq') */
-    if ((m->nlin != m->nc && !m->nl_reduced) || nd_max < 1)
-        return NULL;
-    lin_ws *w = calloc(1, sizeof *w);
-    if (!w)
-        return NULL;
+    const tape *tapes[4] = {m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_mass};
+    *slots = *outs = 0;
+    for (int i = 0; i < 5; i++) {
+        const tape *t = i < 4 ? tapes[i] : m->nl_reduced ? m->tape_obs : NULL;
+        if (tape_size(t, 0) > *slots)
+            *slots = tape_size(t, 0);
+        if (tape_size(t, 1) > *outs)
+            *outs = tape_size(t, 1);
+    }
+}
+
+/* The values of a lin_ws: tape inputs, slots and outputs, Psi, M, Phi_S and M*; -1 when
+ * one is missing. */
+static int lin_ws_alloc_values(lin_ws *w, const struct engine_model *m, int slots, int outs)
+{
     int n = m->n, k = m->k;
-    size_t nn = (size_t)n * n, nd = (size_t)nd_max;
-    w->m = m;
-    w->n = n;
-    w->k = k;
-    w->np = m->np;
-    w->nd_max = nd_max;
-    w->numeric = numeric || !m->tape_fast;
-    int slots = tape_size(m->tape_psi, 0), outs = tape_size(m->tape_psi, 1);
-    if (tape_size(m->tape_dyn, 0) > slots)
-        slots = tape_size(m->tape_dyn, 0);
-    if (tape_size(m->tape_dyn, 1) > outs)
-        outs = tape_size(m->tape_dyn, 1);
-    if (tape_size(m->tape_fast, 0) > slots)
-        slots = tape_size(m->tape_fast, 0);
-    if (tape_size(m->tape_fast, 1) > outs)
-        outs = tape_size(m->tape_fast, 1);
-    if (tape_size(m->tape_mass, 0) > slots)
-        slots = tape_size(m->tape_mass, 0);
-    if (tape_size(m->tape_mass, 1) > outs)
-        outs = tape_size(m->tape_mass, 1);
-    if (m->nl_reduced && tape_size(m->tape_obs, 0) > slots)
-        slots = tape_size(m->tape_obs, 0);
-    if (m->nl_reduced && tape_size(m->tape_obs, 1) > outs)
-        outs = tape_size(m->tape_obs, 1);
+    size_t nn = (size_t)n * n, nd = (size_t)w->nd_max;
     w->in = calloc(m->n_in, sizeof *w->in);
     w->din = calloc((size_t)m->n_in * nd, sizeof *w->din);
     w->s = calloc(slots + 1, sizeof *w->s);
@@ -111,6 +97,17 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->MX = calloc((size_t)n * k + 1, sizeof *w->MX);
     w->Ms = calloc((size_t)k * k + 1, sizeof *w->Ms);
     w->Mf = calloc((size_t)k * k + 1, sizeof *w->Mf);
+    return (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
+            !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf)
+               ? -1
+               : 0;
+}
+
+/* The tangents of a lin_ws (and F, u'); -1 when one is missing. */
+static int lin_ws_alloc_tangents(lin_ws *w, const struct engine_model *m)
+{
+    int n = m->n, k = m->k;
+    size_t nn = (size_t)n * n, nd = (size_t)w->nd_max;
     w->F = calloc(k + 1, sizeof *w->F);
     w->ud = calloc(k + 1, sizeof *w->ud);
     w->dPsi = calloc(nn + n, sizeof *w->dPsi);
@@ -124,10 +121,32 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->dMs = calloc((size_t)k * k + 1, sizeof *w->dMs);
     w->dmup = calloc((size_t)k * (k + 1) / 2 * nd + 1, sizeof *w->dmup);
     w->dpsis = calloc((nn + n) * nd, sizeof *w->dpsis);
-    if (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
-        !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf ||
-        !w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp || !w->dF ||
-        !w->dMs || !w->dpsis || (m->nl_reduced && !(w->hw = hamel_ws_new(m, params)))) {
+    return (!w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp ||
+            !w->dF || !w->dMs || !w->dmup || !w->dpsis)
+               ? -1
+               : 0;
+}
+
+lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
+{
+    /* nonlinear constraints: only in the reduced form (n - m speeds; nonlin.h), with
+     * explicit kinematics (the reduced tape) or q' by Newton (the numeric path, with the
+     * implicit function theorem for dq') */
+    if ((m->nlin != m->nc && !m->nl_reduced) || nd_max < 1)
+        return NULL;
+    lin_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->m = m;
+    w->n = m->n;
+    w->k = m->k;
+    w->np = m->np;
+    w->nd_max = nd_max;
+    w->numeric = numeric || !m->tape_fast;
+    int slots, outs;
+    lin_tape_sizes(m, &slots, &outs);
+    if (lin_ws_alloc_values(w, m, slots, outs) < 0 || lin_ws_alloc_tangents(w, m) < 0 ||
+        (m->nl_reduced && !(w->hw = hamel_ws_new(m, params)))) {
         lin_ws_free(w);
         return NULL;
     }
