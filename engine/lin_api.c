@@ -188,49 +188,42 @@ done:
     return res;
 }
 
-/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
- * position-level constraints for their dependent coordinates (q is the guess); checks
- * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
-static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
-                       const char *prefix, lin_state *st, json_t **problem)
+/* One finite number per name (the model's speeds, else its coordinates) from object obj
+ * at <prefix><part> into out; missing: the message for a name without a value. */
+static void read_named(const struct engine_model *m, const json_t *obj, const char *prefix, const char *part,
+                       int speeds, const char *missing, double *out, json_t **problem)
 {
     char path[160];
-    /* speeds: every constraint linear, or nonlinear ones in the reduced form */
-    int n = m->n, k = m->k, all_linear = m->nlin == m->nc || m->nl_reduced, before = *problem != NULL;
-    int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
-    st->t = 0.0;
-    st->from_speeds = 0;
-    const json_t *tv = json_object_get(js, "t");
-    snprintf(path, sizeof path, "%st", prefix);
-    if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
-        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-    else if (tv)
-        st->t = json_number_value(tv);
-    const json_t *q = json_object_get(js, "q");
-    snprintf(path, sizeof path, "%sq", prefix);
-    if (!json_is_object(q)) {
-        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
-    } else {
-        for (int i = 0; i < n; i++) {
-            const json_t *v = json_object_get(q, m->coords[i]);
-            snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[i]);
-            if (!v)
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a value");
-            else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-            else
-                st->q[i] = json_number_value(v);
-        }
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)q, key, val)
-        {
-            if (model_coord_index(m, key) < 0) {
-                snprintf(path, sizeof path, "%sq.%.80s", prefix, key);
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
-            }
+    char *const *names = speeds ? m->speeds : m->coords;
+    int count = speeds ? m->k : m->n;
+    for (int i = 0; i < count; i++) {
+        const json_t *v = json_object_get(obj, names[i]);
+        snprintf(path, sizeof path, "%s%s.%s", prefix, part, names[i]);
+        if (!v)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "%s", missing);
+        else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+        else
+            out[i] = json_number_value(v);
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        if ((speeds ? model_speed_index(m, key) : model_coord_index(m, key)) < 0) {
+            snprintf(path, sizeof path, "%s%s.%.80s", prefix, part, key);
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                speeds ? "'%s' is not a speed of the model" : "'%s' is not a coordinate", key);
         }
     }
+}
+
+/* The velocities of a state: speeds (every constraint linear, or nonlinear ones in the
+ * reduced form: all_linear) or qdot, not both. */
+static void read_velocities(const struct engine_model *m, const json_t *js, const char *prefix,
+                            int all_linear, lin_state *st, json_t **problem)
+{
+    char path[160];
     const json_t *sp = json_object_get(js, "speeds"), *qd = json_object_get(js, "qdot");
     snprintf(path, sizeof path, "%s", *prefix ? prefix : "");
     if (*prefix)
@@ -245,75 +238,29 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
             bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every speed");
         } else {
             st->from_speeds = 1;
-            for (int r = 0; r < k; r++) {
-                const json_t *v = json_object_get(sp, m->speeds[r]);
-                snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
-                if (!v)
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every independent speed needs a value");
-                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-                else
-                    st->u[r] = json_number_value(v);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)sp, key, val)
-            {
-                if (model_speed_index(m, key) < 0) {
-                    snprintf(path, sizeof path, "%sspeeds.%.80s", prefix, key);
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a speed of the model", key);
-                }
-            }
+            read_named(m, sp, prefix, "speeds", 1, "missing: every independent speed needs a value", st->u,
+                       problem);
         }
     } else if (qd) {
         snprintf(path, sizeof path, "%sqdot", prefix);
-        if (!json_is_object(qd)) {
+        if (!json_is_object(qd))
             bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every coordinate");
-        } else {
-            for (int i = 0; i < n; i++) {
-                const json_t *v = json_object_get(qd, m->coords[i]);
-                snprintf(path, sizeof path, "%sqdot.%s", prefix, m->coords[i]);
-                if (!v)
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a velocity");
-                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-                else
-                    st->qd[i] = json_number_value(v);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)qd, key, val)
-            {
-                if (model_coord_index(m, key) < 0) {
-                    snprintf(path, sizeof path, "%sqdot.%.80s", prefix, key);
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
-                }
-            }
-        }
+        else
+            read_named(m, qd, prefix, "qdot", 0, "missing: every coordinate needs a velocity", st->qd,
+                       problem);
     } else {
         bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
             all_linear ? "give speeds (or qdot)" : "give qdot");
     }
-    int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
-    if ((before && errs > errs0) || (!before && *problem))
-        return;
-    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
-        return;
+}
 
-    /* Consistency, as for a simulation's initial state. */
-    if (st->from_speeds) {
-        if (m->nl_reduced) {
-            /* nonlinear constraints: the speeds must determine q' (none or several: a
-             * 422 naming them), as for a simulation's initial state */
-            snprintf(path, sizeof path, "%sspeeds", prefix);
-            sim_nl_velocity(m, hw, st->t, st->q, st->u, st->qd, path, problem);
-        } else if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
-            snprintf(path, sizeof path, "%sq", prefix);
-            bad(problem, HAMEL_E_BAD_REQUEST, path,
-                "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
-        }
-        return;
-    }
+/* A state given by its qdot: the constraints hold within LIN_CONSTRAINT_TOL of its scale
+ * and, with linear constraints, the speeds from it (Psi must be regular). */
+static void check_qdot(const struct engine_model *m, hamel_ws *hw, const char *prefix, int all_linear,
+                       lin_state *st, json_t **problem)
+{
+    char path[160];
+    int n = m->n;
     double vals[1 + 256], scale = 1.0;
     double *v = m->nc < 256 ? vals : calloc(1 + m->nc, sizeof *v);
     if (!v)
@@ -339,6 +286,54 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
         bad(problem, HAMEL_E_BAD_REQUEST, path, "Psi (speeds and constraints) is singular here");
     }
     free(check);
+}
+
+/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
+ * position-level constraints for their dependent coordinates (q is the guess); checks
+ * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
+static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
+                       const char *prefix, lin_state *st, json_t **problem)
+{
+    char path[160];
+    /* speeds: every constraint linear, or nonlinear ones in the reduced form */
+    int all_linear = m->nlin == m->nc || m->nl_reduced, before = *problem != NULL;
+    int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    st->t = 0.0;
+    st->from_speeds = 0;
+    const json_t *tv = json_object_get(js, "t");
+    snprintf(path, sizeof path, "%st", prefix);
+    if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+    else if (tv)
+        st->t = json_number_value(tv);
+    const json_t *q = json_object_get(js, "q");
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (!json_is_object(q))
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
+    else
+        read_named(m, q, prefix, "q", 0, "missing: every coordinate needs a value", st->q, problem);
+    read_velocities(m, js, prefix, all_linear, st, problem);
+    int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    if ((before && errs > errs0) || (!before && *problem))
+        return;
+    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
+        return;
+
+    /* Consistency, as for a simulation's initial state. */
+    if (!st->from_speeds) {
+        check_qdot(m, hw, prefix, all_linear, st, problem);
+        return;
+    }
+    if (m->nl_reduced) {
+        /* nonlinear constraints: the speeds must determine q' (none or several: a
+         * 422 naming them), as for a simulation's initial state */
+        snprintf(path, sizeof path, "%sspeeds", prefix);
+        sim_nl_velocity(m, hw, st->t, st->q, st->u, st->qd, path, problem);
+    } else if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
+        snprintf(path, sizeof path, "%sq", prefix);
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
+    }
 }
 
 static int check_keys(const json_t *js, const char *const *known, const char *list, const char *prefix,
