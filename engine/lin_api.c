@@ -463,6 +463,93 @@ static const char *const evaluate_keys[] = {"model", "model_id",    "parameters"
                                             "name",  "description", NULL};
 static const char *const state_keys[] = {"t", "q", "speeds", "qdot", NULL};
 
+/* The buffers of an evaluation, shared by its states. */
+struct eval_ws {
+    const struct engine_model *m;
+    const double *params;
+    hamel_ws *hw;
+    lin_ws *lw;
+    mult_ws *mw;
+    double *in, *work, *y, *dy, *seed, *f, *qdd, *lam;
+};
+
+/* Every constraint linear: q', u' from the integrated right-hand side itself; q'' as its
+ * tangent along the motion (dt = 1, dq = q', du = u'); the multipliers from q''. Into o;
+ * 0 when the equations cannot be evaluated. */
+static int evaluate_hamel(const struct eval_ws *E, lin_state *s, json_t *o)
+{
+    const struct engine_model *m = E->m;
+    int n = m->n, k = m->k;
+    double *y = E->y, *dy = E->dy, *seed = E->seed, *in = E->in;
+    memcpy(y, s->q, n * sizeof *y);
+    memcpy(y + n, s->u, k * sizeof *y);
+    int ok = hamel_rhs(s->t, y, dy, E->hw) == 0;
+    if (ok) {
+        memcpy(s->qd, dy, n * sizeof *dy);
+        memset(seed, 0, (1 + n + k + m->np) * sizeof *seed);
+        seed[0] = 1.0;
+        memcpy(seed + 1, dy, (n + k) * sizeof *seed);
+        ok = lin_rhs_tangent(E->lw, s->t, s->q, s->u, seed, 1, E->f, E->qdd) == 0;
+    }
+    if (ok) {
+        memcpy(in, E->params, m->np * sizeof *in);
+        in[model_input_t(m)] = s->t;
+        memcpy(in + model_input_q(m), s->q, n * sizeof *in);
+        memcpy(in + model_input_qd(m), s->qd, n * sizeof *in);
+        ok = hamel_multipliers(m, in, E->work, E->qdd, E->lam) == 0;
+    }
+    json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+    json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+    if (ok)
+        json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+    return ok;
+}
+
+/* Nonlinear constraints: q'' and the multipliers from the multipliers formulation's KKT
+ * system at (q, q'); in the reduced form also the speeds and their derivatives from the
+ * integrated right-hand side on (q, u). Into o; 0 when the equations cannot be evaluated. */
+static int evaluate_multipliers(const struct eval_ws *E, lin_state *s, json_t *o)
+{
+    const struct engine_model *m = E->m;
+    int n = m->n, k = m->k;
+    double *y = E->y, *dy = E->dy;
+    memcpy(y, s->q, n * sizeof *y);
+    memcpy(y + n, s->qd, n * sizeof *y);
+    int ok = mult_rhs(s->t, y, dy, E->mw) == 0 && mult_lambda(E->mw, s->t, y, E->lam) == 0;
+    memcpy(E->qdd, dy + n, n * sizeof *E->qdd);
+    if (ok && m->nl_reduced) {
+        memcpy(y + n, s->u, k * sizeof *y);
+        hamel_ws_set_guess(E->hw, s->qd);
+        ok = hamel_rhs(s->t, y, dy, E->hw) == 0;
+        json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+        if (ok)
+            json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+    }
+    json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+    return ok;
+}
+
+/* The document of state s: t, q, the velocities, q'' and the multipliers. NULL when the
+ * equations cannot be evaluated there. */
+static json_t *evaluate_state(const struct eval_ws *E, lin_state *s, int all_linear)
+{
+    const struct engine_model *m = E->m;
+    json_t *o = json_object();
+    json_object_set_new(o, "t", num(s->t));
+    json_object_set_new(o, "q", named(m->coords, s->q, m->n));
+    int ok = all_linear ? evaluate_hamel(E, s, o) : evaluate_multipliers(E, s, o);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "qddot", named(m->coords, E->qdd, m->n));
+    json_t *mo = json_object();
+    for (int j = 0; j < m->nc; j++)
+        json_object_set_new(mo, m->cons[j].name, num(E->lam[j]));
+    json_object_set_new(o, "multipliers", mo);
+    return o;
+}
+
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     json_t **result, json_t **problem)
 {
@@ -542,6 +629,7 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
         rc = hamel_problem_code(*problem);
         goto done;
     }
+    struct eval_ws E = {m, params, hw, lw, mw, in, work, y, dy, seed, f, qdd, lam};
     arr = json_array();
     for (int i = 0; i < ns; i++) {
         lin_state *s = &st[i];
@@ -549,54 +637,8 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
             rc = lin_stopped(&bud, "evaluation", i, ns, problem);
             goto done;
         }
-        json_t *o = json_object();
-        json_object_set_new(o, "t", num(s->t));
-        json_object_set_new(o, "q", named(m->coords, s->q, n));
-        int ok;
-        if (all_linear) {
-            /* q', u' from the integrated right-hand side itself; q'' as its tangent along
-             * the motion (dt = 1, dq = q', du = u'). */
-            memcpy(y, s->q, n * sizeof *y);
-            memcpy(y + n, s->u, k * sizeof *y);
-            ok = hamel_rhs(s->t, y, dy, hw) == 0;
-            if (ok) {
-                memcpy(s->qd, dy, n * sizeof *dy);
-                memset(seed, 0, (1 + n + k + m->np) * sizeof *seed);
-                seed[0] = 1.0;
-                memcpy(seed + 1, dy, (n + k) * sizeof *seed);
-                ok = lin_rhs_tangent(lw, s->t, s->q, s->u, seed, 1, f, qdd) == 0;
-            }
-            if (ok) {
-                memcpy(in, params, m->np * sizeof *in);
-                in[model_input_t(m)] = s->t;
-                memcpy(in + model_input_q(m), s->q, n * sizeof *in);
-                memcpy(in + model_input_qd(m), s->qd, n * sizeof *in);
-                ok = hamel_multipliers(m, in, work, qdd, lam) == 0;
-            }
-            json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
-            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
-            if (ok)
-                json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
-        } else {
-            /* nonlinear constraints: q'' and the multipliers from the multipliers
-             * formulation's KKT system at (q, q'); in the reduced form also the speeds
-             * and their derivatives from the integrated right-hand side on (q, u) */
-            memcpy(y, s->q, n * sizeof *y);
-            memcpy(y + n, s->qd, n * sizeof *y);
-            ok = mult_rhs(s->t, y, dy, mw) == 0 && mult_lambda(mw, s->t, y, lam) == 0;
-            memcpy(qdd, dy + n, n * sizeof *qdd);
-            if (ok && m->nl_reduced) {
-                memcpy(y + n, s->u, k * sizeof *y);
-                hamel_ws_set_guess(hw, s->qd);
-                ok = hamel_rhs(s->t, y, dy, hw) == 0;
-                json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
-                if (ok)
-                    json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
-            }
-            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
-        }
-        if (!ok) {
-            json_decref(o);
+        json_t *o = evaluate_state(&E, s, all_linear);
+        if (!o) {
             rc = HAMEL_E_NUMERIC;
             char path[48];
             snprintf(path, sizeof path, "states[%d].q", i);
@@ -604,11 +646,6 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
             hamel_problem_add(*problem, path, -1, "the mass matrix or Psi is singular here");
             goto done;
         }
-        json_object_set_new(o, "qddot", named(m->coords, qdd, n));
-        json_t *mo = json_object();
-        for (int j = 0; j < nc; j++)
-            json_object_set_new(mo, m->cons[j].name, num(lam[j]));
-        json_object_set_new(o, "multipliers", mo);
         json_array_append_new(arr, o);
     }
     *result = json_pack("{s:s, s:s, s:O}", "model_id", m->id, "formulation",
