@@ -200,7 +200,7 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
 {
     int n = m->n, k = m->k;
     const json_t *qv = json_object_get(pt, "qdot"), *sv = json_object_get(pt, "speeds");
-    double u[256], guess[256];
+    double u[ENGINE_COORDINATES_CEILING], guess[ENGINE_COORDINATES_CEILING];
     char p[160];
     if (!json_is_object(qv) && !json_is_object(sv)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
@@ -318,14 +318,15 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     }
     json_t *arr = json_array();
     for (int p = 0; p < np; p++) {
-        double qd[256];
+        double qd[ENGINE_COORDINATES_CEILING];
         if (m->nl_reduced) {
             /* velocity-dependent coefficients: Psi at (q, q'), q' on the constraints */
             char path[48] = "";
             if (points)
                 snprintf(path, sizeof path, "points[%d].", p);
-            if (n > 256 || nl_point_velocity(m, w, points ? json_array_get(points, p) : request, path, t[p],
-                                             q + (size_t)p * n, qd, problem) < 0) {
+            if (n > ENGINE_COORDINATES_CEILING ||
+                nl_point_velocity(m, w, points ? json_array_get(points, p) : request, path, t[p],
+                                  q + (size_t)p * n, qd, problem) < 0) {
                 json_decref(arr);
                 rc = *problem ? hamel_problem_code(*problem) : HAMEL_E_BAD_REQUEST;
                 goto done;

@@ -51,7 +51,7 @@ typedef struct lin_state {
     double t;
     double *q, *u, *qd; /* [n], [k], [n] */
     int from_speeds;    /* given as speeds (else as qdot) */
-    int dep[8];         /* position-level constraints: the solved coordinates (first 8) */
+    int *dep;           /* [npos] position-level constraints: the solved coordinates */
 } lin_state;
 
 static json_t *matrix_json(const double *a, int rows, int cols);
@@ -93,7 +93,7 @@ static int solve_position(const struct engine_model *m, const double *params, li
             guess, resid, iters, LIN_POSITION_TOL);
         goto done;
     }
-    for (int j = 0; j < h && j < 8; j++)
+    for (int j = 0; j < h; j++)
         st->dep[j] = dep[j];
     rc = 0;
 done:
@@ -112,17 +112,18 @@ static json_t *reduced_json(const struct engine_model *m, const double *params, 
                             const double *A, const double *B, int ni, int vectors)
 {
     int n = m->n, k = m->k, h = m->npos, N = n + k, Nr = N - h;
-    if (h > 8 || h >= n)
+    if (h >= n)
         return NULL;
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->tape_pos->n_ins + 1, sizeof *work);
     double *out = calloc((size_t)h * (n + 1), sizeof *out), *D = calloc((size_t)h * h, sizeof *D);
     double *E = calloc((size_t)N * Nr, sizeof *E), *Ar = calloc((size_t)Nr * Nr, sizeof *Ar);
     double *Br = calloc((size_t)Nr * ni + 1, sizeof *Br);
-    double z[8];
-    int piv[8], *rows = calloc(Nr, sizeof *rows);
-    unsigned char isdep[256] = {0};
+    double *z = calloc(h, sizeof *z);
+    int *piv = calloc(h, sizeof *piv), *rows = calloc(Nr, sizeof *rows);
+    unsigned char *isdep = calloc(n, 1);
+    const char **rn = calloc(Nr, sizeof *rn);
     json_t *res = NULL;
-    if (!in || !work || !out || !D || !E || !Ar || !Br || !rows || n > 256)
+    if (!in || !work || !out || !D || !E || !Ar || !Br || !rows || !z || !piv || !isdep || !rn)
         goto done;
     memcpy(in, params, m->np * sizeof *in);
     in[model_input_t(m)] = st->t;
@@ -162,7 +163,6 @@ static json_t *reduced_json(const struct engine_model *m, const double *params, 
         for (int c = 0; c < ni; c++)
             Br[(size_t)i * ni + c] = B[(size_t)rows[i] * ni + c];
     }
-    const char *rn[256];
     json_t *names = json_array();
     for (int i = 0; i < Nr; i++) {
         rn[i] = rows[i] < n ? m->coords[rows[i]] : m->speeds[rows[i] - n];
@@ -185,6 +185,10 @@ done:
     free(Ar);
     free(Br);
     free(rows);
+    free(z);
+    free(piv);
+    free(isdep);
+    free(rn);
     return res;
 }
 
@@ -593,14 +597,15 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
     lin_ws *lw = all_linear ? lin_ws_new(m, params, 1, 0) : NULL;
     mult_ws *mw = mult_ws_new(m, params);
     lin_state *st = calloc(ns, sizeof *st);
+    int *deps = calloc((size_t)ns * (m->npos + 1), sizeof *deps);
     double *store = calloc((size_t)ns * (2 * n + k + 1), sizeof *store);
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->work_len + 1, sizeof *work);
     double *y = calloc(2 * n + 1, sizeof *y), *dy = calloc(2 * n + 1, sizeof *dy);
     double *seed = calloc(1 + n + k + m->np, sizeof *seed), *f = calloc(n + k + 1, sizeof *f);
     double *qdd = calloc(n + k + 1, sizeof *qdd), *lam = calloc(nc + 1, sizeof *lam);
     json_t *arr = NULL;
-    if (!hw || (all_linear && !lw) || !mw || !st || !store || !in || !work || !y || !dy || !seed || !f ||
-        !qdd || !lam) {
+    if (!hw || (all_linear && !lw) || !mw || !st || !deps || !store || !in || !work || !y || !dy || !seed ||
+        !f || !qdd || !lam) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
@@ -610,6 +615,7 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
         snprintf(prefix, sizeof prefix, "states[%d].", i);
         const json_t *sj = json_array_get(states, i);
         st[i].q = store + (size_t)i * (2 * n + k + 1);
+        st[i].dep = deps + (size_t)i * (m->npos + 1);
         st[i].qd = st[i].q + n;
         st[i].u = st[i].qd + n;
         if (!json_is_object(sj)) {
@@ -656,6 +662,7 @@ done:
     lin_ws_free(lw);
     mult_ws_free(mw);
     free(st);
+    free(deps);
     free(store);
     free(in);
     free(work);
@@ -1180,12 +1187,13 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     int rc = 0;
     hamel_ws *hw = hamel_ws_new(m, params);
     lin_state *st = calloc(np, sizeof *st);
+    int *deps = calloc((size_t)np * (m->npos + 1), sizeof *deps);
     double *store = calloc((size_t)np * (2 * n + k + 1), sizeof *store);
     double *f = calloc(N, sizeof *f), *A = calloc((size_t)N * N, sizeof *A), *ft = calloc(N, sizeof *ft);
     const char **state_names = calloc(N, sizeof *state_names);
     double *B = calloc((size_t)N * ni + 1, sizeof *B);
     json_t *arr = NULL;
-    if (!hw || !st || !store || !f || !A || !ft || !B || !state_names) {
+    if (!hw || !st || !deps || !store || !f || !A || !ft || !B || !state_names) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
         goto done;
@@ -1195,6 +1203,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     for (int p = 0; p < np; p++) {
         char prefix[48] = "";
         st[p].q = store + (size_t)p * (2 * n + k + 1);
+        st[p].dep = deps + (size_t)p * (m->npos + 1);
         st[p].qd = st[p].q + n;
         st[p].u = st[p].qd + n;
         const json_t *pj = points ? json_array_get(points, p) : request;
@@ -1261,6 +1270,7 @@ done:
     json_decref(arr);
     hamel_ws_free(hw);
     free(st);
+    free(deps);
     free(store);
     free(f);
     free(A);

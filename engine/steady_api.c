@@ -23,8 +23,9 @@
  * states that do not enter (a column of A that is zero, removed again and again: a
  * coordinate that no equation reads, a speed that only such coordinates read) and the
  * zeros every point has (persistent zeros: first integrals, families of steady motions).
- * A stability change is where the number of eigenvalues with positive real part changes:
- * complex (a pair crosses) or real; it is located by the Illinois method on the real part
+ * A stability change is where the number of eigenvalues with positive real part changes
+ * (two real ones meeting and leaving as a complex pair change nothing): complex (a pair
+ * crosses) or real; it is located by the Illinois method on the real part
  * of the crossing eigenvalue, solving the steady motion at each trial value of vary, to
  * 1e-12 relative (at least 1e-10 as promised).
  */
@@ -1034,19 +1035,23 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
             json_object_set_new(
                 json_array_get(points, (size_t)i), "stable",
                 json_boolean(unstable_count(&specs[i], z, 0) + unstable_count(&specs[i], z, 1) == 0));
-        for (long i = 0; i + 1 < np && !rc; i++)
-            for (int kind = 1; kind >= 0; kind--) {
-                int a = unstable_count(&specs[i], z, kind), b = unstable_count(&specs[i + 1], z, kind);
-                if (a == b)
-                    continue;
-                double value = NAN;
-                json_t *p = NULL;
-                if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
-                    json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
-                                                             kind ? "complex" : "real", "direction",
-                                                             b > a ? "loses stability" : "gains stability"));
-                json_decref(p);
-            }
+        for (long i = 0; i + 1 < np && !rc; i++) {
+            /* a change of the number of growing modes; two real ones that meet and leave
+             * as a complex pair (or the reverse) change nothing */
+            int ac = unstable_count(&specs[i], z, 1), ar = unstable_count(&specs[i], z, 0);
+            int bc = unstable_count(&specs[i + 1], z, 1), br = unstable_count(&specs[i + 1], z, 0);
+            int da = ac + ar, db = bc + br;
+            if (da == db)
+                continue;
+            int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
+            double value = NAN;
+            json_t *p = NULL;
+            if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
+                json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
+                                                         kind ? "complex" : "real", "direction",
+                                                         db > da ? "loses stability" : "gains stability"));
+            json_decref(p);
+        }
         json_object_set_new(out, "points", points);
         points = NULL;
         json_object_set_new(out, "stability_changes", changes);

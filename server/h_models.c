@@ -189,7 +189,10 @@ static enum MHD_Result http__resume_form(http_conn *c)
     return http__problem(c, problem ? problem : hamel_problem_new(c->work_rc, NULL));
 }
 
-enum MHD_Result http__model(http_conn *c) { return http__get_model(c, c->route == METRICS_ROUTE_EQUATIONS); }
+enum MHD_Result http__model(http_conn *c)
+{
+    return http__get_model(c, http__route_has(c, HTTP_ROUTE_EQUATIONS));
+}
 
 enum MHD_Result http__get_model(http_conn *c, int equations)
 {
@@ -223,7 +226,7 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
         c->on_resume = http__resume_form;
         c->ran = 0;
         MHD_suspend_connection(c->conn); /* first: the outcome may come before form_start returns */
-        c->suspended = 1;
+        c->state = HTTP_CONN_OFFLOADED;
         http__form_start(c);
         return MHD_YES;
     }

@@ -135,7 +135,7 @@ static void http__run_view(void *arg)
 
 static enum MHD_Result http__resume_view(http_conn *c)
 {
-    return http__job_answer(c, c->job, c->route == METRICS_ROUTE_SIMULATIONS);
+    return http__job_answer(c, c->job, http__route_has(c, HTTP_ROUTE_SUBMITS));
 }
 
 enum MHD_Result http__job_reply(http_conn *c, int sync)

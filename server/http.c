@@ -224,7 +224,7 @@ void http__suspend_on(http_conn *c, waiter *w, double wait)
     w->arg = c;
     w->deadline = jobs_now() + wait;
     MHD_suspend_connection(c->conn);
-    c->suspended = 1;
+    c->state = HTTP_CONN_PARKED;
 }
 
 /* ---- the request lifecycle ---------------------------------------------------------- */
@@ -257,7 +257,8 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
         *ret = http__preflight(c, m.allow);
         return 1;
     }
-    if (m.route == METRICS_ROUTE_METRICS && !http__bearer_ok(c, c->srv->d.cfg->metrics_token)) {
+    c->row = m.row;
+    if (http__route_has(c, HTTP_ROUTE_METRICS_TOKEN) && !http__bearer_ok(c, c->srv->d.cfg->metrics_token)) {
         *ret = http__unauthorized(c);
         return 1;
     }
@@ -295,7 +296,6 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
             }
             c->too_big = 1;
         }
-        c->row = m.row;
         return 0; /* the body follows */
     }
     *ret = http__answer(c, m.row);
@@ -320,7 +320,7 @@ static enum MHD_Result http__offload_to(http_conn *c, offload *pool, void (*run)
     c->ran = 0;
     /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
     MHD_suspend_connection(c->conn);
-    c->suspended = 1;
+    c->state = HTTP_CONN_OFFLOADED;
     c->off_rc = offload_submit(pool, run, done, c);
     if (c->off_rc != 0) /* not queued: the refusal is answered on the resumed call */
         done(c, 0);
@@ -349,7 +349,7 @@ enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_R
     c->on_resume = resume;
     c->ran = 0;
     MHD_suspend_connection(c->conn); /* first: the pool may finish before submit returns */
-    c->suspended = 1;
+    c->state = HTTP_CONN_OFFLOADED;
     c->off_rc = offload_submit(c->srv->offload, run, http__offloaded, c);
     if (c->off_rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
         c->off_rc = 0;
@@ -386,7 +386,7 @@ static enum MHD_Result http__body(http_conn *c)
     if (c->body.len == 0)
         return http__error(c, HAMEL_E_BAD_JSON, "the body is empty");
     enum MHD_Result fast;
-    if (c->route == METRICS_ROUTE_SIMULATIONS && http__wait(c) >= 0 && http__simulation_memo(c, &fast))
+    if (http__route_has(c, HTTP_ROUTE_RESULT_MEMO) && http__wait(c) >= 0 && http__simulation_memo(c, &fast))
         return fast;
     if (!http__depth_ok(c->body.s, c->body.len, HTTP_MAX_JSON_DEPTH)) {
         char detail[96];
@@ -510,15 +510,18 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return ret;
         return MHD_YES;
     }
-    if (c->suspended) { /* resumed: finished, past the deadline or shutting down */
-        c->suspended = 0;
-        if (c->on_resume)
+    if (c->state == HTTP_CONN_OFFLOADED || c->state == HTTP_CONN_PARKED) {
+        /* resumed: the work ran, or the long-poll finished, passed its deadline or the
+         * server is stopping */
+        http_conn_state was = c->state;
+        c->state = HTTP_CONN_ROUTED;
+        if (was == HTTP_CONN_OFFLOADED)
             return http__resume_offloaded(c);
         if (c->batch)
-            return http__batch_answer(c, c->route == METRICS_ROUTE_BATCHES, 0);
-        return http__job_reply(c, c->route == METRICS_ROUTE_SIMULATIONS);
+            return http__batch_answer(c, http__route_has(c, HTTP_ROUTE_SUBMITS), 0);
+        return http__job_reply(c, http__route_has(c, HTTP_ROUTE_SUBMITS));
     }
-    if (c->answered || (c->method != HTTP_POST && *upload_data_size)) {
+    if (c->state == HTTP_CONN_ANSWERED || (c->method != HTTP_POST && *upload_data_size)) {
         *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
         return MHD_YES;
     }
@@ -552,8 +555,9 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
         return;
     *req_cls = NULL;
     double secs = jobs_now() - c->t0;
-    int status = c->answered ? c->status : 499; /* closed before an answer */
-    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !c->answered)
+    int answered = c->state == HTTP_CONN_ANSWERED;
+    int status = answered ? c->status : 499; /* closed before an answer */
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !answered)
         status = 499;
     metrics_request(c->route, status, secs);
     if (s->d.cfg->access_log)

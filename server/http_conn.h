@@ -85,6 +85,21 @@ typedef struct http_stored_job http_stored_job;
 /* A row of the route table (routes.c). */
 typedef struct http_route http_route;
 
+/* What a route row asks of the core (http_route.flags), so that nothing tests a route's
+ * metrics label. */
+#define HTTP_ROUTE_METRICS_TOKEN 0x01u  /* needs HAMEL_METRICS_TOKEN when one is set */
+#define HTTP_ROUTE_EQUATIONS 0x02u      /* GET of a model answers its equations */
+#define HTTP_ROUTE_BODY_IS_MODEL 0x04u  /* the POST body is the model itself (not {"model": ...}) */
+#define HTTP_ROUTE_SUBMITS 0x08u        /* submits the job or batch it answers about (?wait applies) */
+#define HTTP_ROUTE_RESULT_MEMO 0x10u    /* a repeated body may be answered from the result memo */
+#define HTTP_ROUTE_MODEL_WITH_JOB 0x20u /* a new model is committed with the job's record */
+
+/* Whether the request's route row (c->row) has flag. */
+int http__route_has(const struct http_conn *c, unsigned flag);
+
+/* The row's after-compile work (http_route.after_compile), if any, with model m. */
+void http__after_compile(struct http_conn *c, engine_model *m);
+
 /* What the route table says about a path and the request's method (http__route). */
 typedef struct http_route_match {
     metrics_route route;   /* the path's, for the metrics */
@@ -92,17 +107,27 @@ typedef struct http_route_match {
     char allow[48];        /* the path's methods, for 405 and preflight */
 } http_route_match;
 
+/* Where a request is between the access handler's calls (after libmicrohttpd's, curl's
+ * named states). Set and read on the connection's poll thread only, except that an
+ * offloaded task or a flight's owner resumes it (http__offloaded, http__wake). */
+typedef enum http_conn_state {
+    HTTP_CONN_ROUTED = 0, /* being answered: headers routed, a POST's body arriving or parsed */
+    HTTP_CONN_OFFLOADED,  /* suspended while work runs elsewhere; the resumed call is on_resume's */
+    HTTP_CONN_PARKED,     /* suspended on a job or batch (a long-poll); woken by http__wake */
+    HTTP_CONN_ANSWERED,   /* a response is queued (http__send): later calls drop what comes */
+} http_conn_state;
+
 typedef struct http_conn {
     http_server *srv;
     struct MHD_Connection *conn;
     metrics_route route;
     http_method method;
-    const http_route *row; /* a POST's route, for http__dispatch */
+    const http_route *row; /* the request's route row (NULL until routed, or none) */
     const char *url;       /* MHD's, set by the call that routes the request */
     double t0;
     int status;
     size_t bytes;
-    int answered;
+    http_conn_state state;
     char id[HTTP_ID_MAX + 1]; /* the {id} of the route, percent-decoded */
     dynbuf body;              /* up to cfg->max_body */
     size_t drained;
@@ -127,7 +152,8 @@ typedef struct http_conn {
     int pre_rc;                       /* http__model_by_spec */
     engine_model *pre_model;
     json_t *pre_problem;
-    int pre_recorded, pre_found;       /* the store was asked off the poll thread: found? */
+    int pre_recorded;                  /* the store was asked off the poll thread ... */
+    int pre_new;                       /* ... and did not know the model (put there now: 201) */
     char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
     json_t *stored_spec;               /* ... to compile (both on the offload pool) */
     char sim_key[80];                  /* POST /v1/simulations: its simulation key */
@@ -150,7 +176,6 @@ typedef struct http_conn {
     struct http_conn *next_waiter; /* in its flight's waiters */
 
     atomic_int resumed;
-    int suspended;
     char method_name[16];
     char path[HTTP_LOG_PATH_MAX];
 } http_conn;

@@ -185,13 +185,13 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
         engine_model_release(*out);
         *out = known;
     } else if (s->d.st) {
-        int found = c->pre_found; /* when pre_recorded: looked up (and put) off the poll thread */
+        int is_new = c->pre_new; /* when pre_recorded: looked up (and put) off the poll thread */
         if (!c->pre_recorded) {
             char *stored = NULL;
-            found = store_get_model(s->d.st, engine_model_id(*out), &stored);
+            is_new = store_get_model(s->d.st, engine_model_id(*out), &stored) == 1;
             free(stored);
         }
-        if (found == 1) {
+        if (is_new) {
             *created = 1;
             if (!c->pre_recorded)
                 store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
@@ -231,7 +231,7 @@ int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t 
 static const json_t *http__spec_of(const http_conn *c, const json_t *body)
 {
     const json_t *inner = json_object_get(body, "model");
-    if (c->route == METRICS_ROUTE_MODELS)
+    if (http__route_has(c, HTTP_ROUTE_BODY_IS_MODEL))
         return json_is_object(inner) && !json_object_get(body, "coordinates") ? inner : body;
     return json_is_object(inner) ? inner : NULL;
 }
@@ -266,20 +266,21 @@ static void http__run_compile(void *arg)
     http__watch_end(c, c->pre_rc);
     store *st = c->srv->d.st;
     int queued = 0; /* the model was queued for the store, to be committed with a job */
-    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text && c->route == METRICS_ROUTE_SIMULATIONS) {
+    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text &&
+        http__route_has(c, HTTP_ROUTE_MODEL_WITH_JOB)) {
         /* A simulation's model needs no answer about being new (201 is POST /v1/models'):
          * it is queued without a lookup (INSERT OR IGNORE) and committed with the job's
          * record, which is written after it, so no record names a model the store lacks
          * (and if no job follows, it is written below before anyone is answered). */
         queued = store_put_model_async(st, engine_model_id(c->pre_model), c->spec_text) == 0;
-        c->pre_found = 0;
+        c->pre_new = 0;
         c->pre_recorded = 1;
     } else if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
         /* A new model is remembered here, not on the poll thread (a store round trip). */
         char *stored = NULL;
-        c->pre_found = store_get_model(st, engine_model_id(c->pre_model), &stored);
+        c->pre_new = store_get_model(st, engine_model_id(c->pre_model), &stored) == 1;
         free(stored);
-        if (c->pre_found == 1)
+        if (c->pre_new)
             store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
         c->pre_recorded = 1;
     }
@@ -290,12 +291,10 @@ static void http__run_compile(void *arg)
      * per store round trip. A stored model whose canonical form changed since is not the
      * one asked for: http__model_by_id answers 404 on the resumed call. */
     int same = c->pre_rc == 0 && (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id));
-    if (same && c->route == METRICS_ROUTE_SIMULATIONS)
-        http__simulation_work(c, c->pre_model);
+    if (same)
+        http__after_compile(c, c->pre_model); /* the row's: http__simulation_work, http__batch_work */
     if (queued && !c->job) /* a cached result or a refused request: no job record carried it */
         store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
-    if (same && c->route == METRICS_ROUTE_BATCHES)
-        http__batch_work(c, c->pre_model);
 }
 
 /* Offloaded: read the model c->stored_id from the store and compile it; an id the store
@@ -320,7 +319,7 @@ static void http__flight_copy(const http_flight *f, http_conn *w)
     w->pre_model = engine_model_retain(f->model);
     w->pre_problem = f->problem ? json_deep_copy(f->problem) : NULL;
     w->pre_recorded = f->recorded; /* the owner put it in the store: known there */
-    w->pre_found = 0;
+    w->pre_new = 0;
 }
 
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
@@ -479,7 +478,7 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
         c->on_resume = http__resume_compiled;
         c->ran = 0;
         MHD_suspend_connection(c->conn);
-        c->suspended = 1;
+        c->state = HTTP_CONN_OFFLOADED;
         c->next_waiter = f->waiters;
         f->waiters = c;
         pthread_mutex_unlock(&s->flights_mu);

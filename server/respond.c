@@ -55,7 +55,7 @@ enum MHD_Result http__send(http_conn *c, int status, struct MHD_Response *r, con
     http__cors(c, r);
     c->status = status;
     c->bytes = bytes;
-    c->answered = 1;
+    c->state = HTTP_CONN_ANSWERED;
     enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;

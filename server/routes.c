@@ -23,37 +23,45 @@
 struct http_route {
     http_method method;
     const char *pattern;
-    metrics_route route;
+    metrics_route route; /* its label in the metrics, and only that: nothing branches on it */
     enum MHD_Result (*answer)(http_conn *c);
     enum MHD_Result (*post)(http_conn *c, json_t *body);
+    unsigned flags; /* HTTP_ROUTE_* (http_conn.h): what the core does differently for it */
+    /* run in the offloaded task that compiled the request's model, with that model: the
+     * work of a new simulation or batch goes on there (one resume, not one per store
+     * round trip); NULL for none */
+    void (*after_compile)(http_conn *c, engine_model *m);
 };
 
 static const http_route http__routes[] = {
-    {HTTP_GET, "/v1/health", METRICS_ROUTE_HEALTH, http__health, NULL},
-    {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, NULL, http__post_model},
-    {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, http__model, NULL},
-    {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL},
-    {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, http__model_code, NULL},
-    {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, NULL, http__post_code},
-    {HTTP_POST, "/v1/steady", METRICS_ROUTE_STEADY, NULL, http__post_steady},
-    {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel},
-    {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate},
-    {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize},
-    {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, NULL, http__post_simulation},
-    {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL},
-    {HTTP_DELETE, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL},
-    {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, NULL, http__post_batch},
-    {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
-    {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL},
-    {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL},
-    {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL},
-    {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, http__problems, NULL},
-    {HTTP_GET, "/problems/", METRICS_ROUTE_PROBLEMS, http__problems, NULL},
-    {HTTP_GET, "/problems/{id}", METRICS_ROUTE_PROBLEMS, http__problems, NULL},
-    {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, http__metrics, NULL},
-    {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, http__livez, NULL},
-    {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, http__readyz, NULL},
-    {HTTP_GET, "*", METRICS_ROUTE_STATIC, http__static, NULL},
+    {HTTP_GET, "/v1/health", METRICS_ROUTE_HEALTH, http__health, NULL, 0, NULL},
+    {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, NULL, http__post_model, HTTP_ROUTE_BODY_IS_MODEL, NULL},
+    {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, http__model, NULL, 0, NULL},
+    {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL, HTTP_ROUTE_EQUATIONS,
+     NULL},
+    {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, http__model_code, NULL, 0, NULL},
+    {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, NULL, http__post_code, 0, NULL},
+    {HTTP_POST, "/v1/steady", METRICS_ROUTE_STEADY, NULL, http__post_steady, 0, NULL},
+    {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel, 0, NULL},
+    {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate, 0, NULL},
+    {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize, 0, NULL},
+    {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, NULL, http__post_simulation,
+     HTTP_ROUTE_SUBMITS | HTTP_ROUTE_RESULT_MEMO | HTTP_ROUTE_MODEL_WITH_JOB, http__simulation_work},
+    {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL, 0, NULL},
+    {HTTP_DELETE, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL, 0, NULL},
+    {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, NULL, http__post_batch, HTTP_ROUTE_SUBMITS,
+     http__batch_work},
+    {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL, 0, NULL},
+    {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL, 0, NULL},
+    {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL, 0, NULL},
+    {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL, 0, NULL},
+    {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
+    {HTTP_GET, "/problems/", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
+    {HTTP_GET, "/problems/{id}", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
+    {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, http__metrics, NULL, HTTP_ROUTE_METRICS_TOKEN, NULL},
+    {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, http__livez, NULL, 0, NULL},
+    {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, http__readyz, NULL, 0, NULL},
+    {HTTP_GET, "*", METRICS_ROUTE_STATIC, http__static, NULL, 0, NULL},
 };
 
 /* The methods named in Allow, in this order (http_method's first five). */
@@ -144,6 +152,14 @@ int http__route(http_conn *c, const char *url, http_route_match *m)
 enum MHD_Result http__answer(http_conn *c, const http_route *row) { return row->answer(c); }
 
 enum MHD_Result http__dispatch(http_conn *c, json_t *body) { return c->row->post(c, body); }
+
+int http__route_has(const http_conn *c, unsigned flag) { return c->row && (c->row->flags & flag); }
+
+void http__after_compile(http_conn *c, engine_model *m)
+{
+    if (c->row && c->row->after_compile)
+        c->row->after_compile(c, m);
+}
 
 enum MHD_Result http__preflight(http_conn *c, const char *allow)
 {

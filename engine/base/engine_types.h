@@ -22,11 +22,17 @@
 
 typedef struct engine_model engine_model;
 
+/* The most coordinates any engine_limits.max_coordinates may allow: a few per-call
+ * buffers of the facade and the running layer are this long (engine.c's speeds of a
+ * point, run/sim.c's roots and state, run/watch.c's charts), so a model past it is
+ * refused when compiled (model.coordinates), never cut short or skipped there. */
+#define ENGINE_COORDINATES_CEILING 256
+
 /* Caps on what one request may make the engine do. Every growable thing has one. */
 typedef struct engine_limits {
     size_t max_expr_chars;      /* length of one expression string */
     size_t max_nodes;           /* expression nodes in a model after differentiation */
-    int max_coordinates;        /* n */
+    int max_coordinates;        /* n (at most ENGINE_COORDINATES_CEILING) */
     int max_samples;            /* output samples of one simulation */
     long max_steps;             /* integrator steps of one simulation (upper bound) */
     double max_wall_seconds;    /* wall time of one simulation (upper bound) */

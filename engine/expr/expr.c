@@ -1038,7 +1038,11 @@ expr *expr_pow(expr_ctx *c, expr *b, expr *e)
                     return expr_pow(c, b->args[0], expr_num(c, be->num * k));
                 return expr_pow(c, b->args[0], expr_mul(c, be, e));
             }
-            if (b->kind == EXPR_MUL && folds(pow(b->num, k), 0)) {
+            /* (c*x)^k = c^k x^k only while c^k stays moderate: (1.557*y)^1999 as
+             * 1e384*y^1999 overflows where the power itself is ~1, and the Horner
+             * factoring's partial products multiplied such coefficients to inf */
+            double ck = fabs(pow(b->num, k));
+            if (b->kind == EXPR_MUL && ck >= 1e-30 && ck <= 1e30) {
                 expr *local[16], **f = b->nargs < 16 ? local : malloc((b->nargs + 1) * sizeof *f);
                 if (!f) {
                     c->overflow = 1;
@@ -1303,7 +1307,7 @@ static int zero_prepare(expr_ctx *c)
  * so every run and every instance decides the same). The first points lie in
  * [0.35, 1.35) (positive, then of either sign: abs(x) - x and sqrt(x^2) - x are not
  * taken for zero); the rest spread over wide scales, |x| = 10^u with u in [-3, 4),
- * two in three positive, so that log(x - 300) or sqrt(x - 5000) meet points inside
+ * three in four positive, so that log(x - 300) or sqrt(x - 5000) meet points inside
  * their domain and a Gaussian far from the origin meets points near it. A point
  * where any subexpression leaves the safe range proves nothing (zero_step). */
 static double zero_point_value(int sym, int k)

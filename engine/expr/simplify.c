@@ -297,7 +297,9 @@ static expr *factor_base(expr *x)
         return NULL;
     if (x->kind == EXPR_POW) {
         const expr *k = x->args[1];
-        if (k->kind == EXPR_NUM && k->num >= 1 && k->num == floor(k->num))
+        /* (c*y)^1999, kept whole because c^1999 overflows: pulling its base out 1999
+         * times multiplied c into the coefficient each time (inf) */
+        if (k->kind == EXPR_NUM && k->num >= 1 && k->num == floor(k->num) && x->args[0]->kind != EXPR_MUL)
             return x->args[0];
         return NULL;
     }

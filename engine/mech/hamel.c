@@ -317,6 +317,9 @@ struct hamel_ws {
     double *blu;         /* Psi's diagonal blocks, LU-factored (sparse) */
     int *bpiv;           /* [n] their pivots */
     double *tmp;         /* [n] */
+    double *save;        /* [k*k] solve_spd, solve_mass: the matrix kept for the LU fallback */
+    int *spiv;           /* [k] its pivots */
+    double *mconst;      /* [k*k] invert_constant_mass: M* */
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
@@ -363,6 +366,9 @@ void hamel_ws_free(hamel_ws *w)
     free(w->blu);
     free(w->bpiv);
     free(w->tmp);
+    free(w->save);
+    free(w->spiv);
+    free(w->mconst);
     free(w);
 }
 
@@ -428,9 +434,13 @@ static int hamel_ws_alloc_extra(hamel_ws *w, const struct engine_model *m)
     w->blu = calloc(m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
     w->bpiv = calloc(n, sizeof *w->bpiv);
     w->tmp = calloc(n, sizeof *w->tmp);
+    /* scratch of the mass solves, sized by the model (+1: k may be 0) */
+    w->save = calloc((size_t)k * k + 1, sizeof *w->save);
+    w->spiv = calloc(k + 1, sizeof *w->spiv);
+    w->mconst = calloc((size_t)k * k + 1, sizeof *w->mconst);
     return (!w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->obs ||
             !w->mult || !w->fast || !w->minv || !w->sel || !w->guess || !w->minv_row || !w->minv_col ||
-            !w->minv_val || !w->blu || !w->bpiv || !w->tmp)
+            !w->minv_val || !w->blu || !w->bpiv || !w->tmp || !w->save || !w->spiv || !w->mconst)
                ? -1
                : 0;
 }
@@ -466,7 +476,7 @@ const char *hamel_ws_tier(const hamel_ws *w)
 
 int hamel_const_mass_inverse(const struct engine_model *m, const double *params, double *minv)
 {
-    if (!m->tape_fast || !m->fast_mass_const || m->k > 64)
+    if (!m->tape_fast || !m->fast_mass_const)
         return -1;
     hamel_ws *w = hamel_ws_new(m, params);
     double *in = calloc(m->n_in + 1, sizeof *in), *y = calloc(m->n + m->k + 1, sizeof *y),
@@ -677,55 +687,31 @@ int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, doubl
     return 0;
 }
 
-/* Solves Ms u' = F in place in F: Cholesky (Ms is symmetric positive definite for a
- * positive definite T), LU if rounding or an indefinite T defeats it. Ms is full. */
-/* Solves the symmetric c x c system A x = b in place in b (A overwritten):
- * Cholesky, or LU when rounding or an indefinite T defeats it. */
-static int solve_spd(int c, double *A, double *b)
+/* Solves the symmetric c x c system A x = b in place in b (A overwritten), c <= k:
+ * Cholesky (A is positive definite for a positive definite T), or LU on the copy kept
+ * in w->save when rounding or an indefinite T defeats it. Allocates nothing. */
+static int solve_spd(hamel_ws *w, int c, double *A, double *b)
 {
-    double save[64 * 64];
-    int piv[64];
-    if (c > 64) { /* no room for the LU fallback */
-        if (linalg_chol(c, A) < 0)
-            return -1;
-        linalg_chol_solve(c, A, b);
-        return 0;
-    }
-    memcpy(save, A, (size_t)c * c * sizeof *save);
+    memcpy(w->save, A, (size_t)c * c * sizeof *w->save);
     if (linalg_chol(c, A) == 0) {
         linalg_chol_solve(c, A, b);
         return 0;
     }
-    if (linalg_lu(c, save, piv) < 0)
+    if (linalg_lu(c, w->save, w->spiv) < 0)
         return -1;
-    linalg_lu_solve(c, save, piv, b);
+    linalg_lu_solve(c, w->save, w->spiv, b);
     return 0;
 }
 
-static int solve_mass(hamel_ws *w, int k)
-{
-    double save[64 * 64];
-    int piv[64];
-    if (k <= 64)
-        memcpy(save, w->Ms, (size_t)k * k * sizeof *save);
-    if (linalg_chol(k, w->Ms) == 0) {
-        linalg_chol_solve(k, w->Ms, w->F);
-        return 0;
-    }
-    if (k > 64 || linalg_lu(k, save, piv) < 0)
-        return -1;
-    linalg_lu_solve(k, save, piv, w->F);
-    return 0;
-}
+/* Solves Ms u' = F in place in F (Ms, full k x k, overwritten): solve_spd. */
+static int solve_mass(hamel_ws *w, int k) { return solve_spd(w, k, w->Ms, w->F); }
 
 /* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
  * first evaluation: column by column through solve_mass, kept as its nonzero entries
  * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse). */
 static int invert_constant_mass(hamel_ws *w, int k)
 {
-    double ms[64 * 64];
-    if (k > 64)
-        return -1;
+    double *ms = w->mconst;
     double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
     tape_run(w->m->tape_mass, w->in, w->work, up);
     for (int r = 0, idx = 0; r < k; r++)
@@ -940,12 +926,59 @@ static int rhs_sparse(hamel_ws *w, double t, const double *y, double *dydt)
                 w->Ms[a * c + b2] = w->Mfull[idx[a] * k + idx[b2]];
             w->tmp[a] = w->F[idx[a]];
         }
-        if (solve_spd(c, w->Ms, w->tmp) < 0)
+        if (solve_spd(w, c, w->Ms, w->tmp) < 0)
             return GSL_EBADFUNC;
         for (int a = 0; a < c; a++)
             ud[idx[a]] = w->tmp[a];
     }
     return GSL_SUCCESS;
+}
+
+void hamel_project(int n, int k, const double *lu, const int *piv, const double *dyn, double *M, double *a,
+                   double *X, double *h, double *MX, double *F, double *Ms)
+{
+    const double *up = dyn, *g = dyn + n * (n + 1) / 2, *b = g + n;
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            M[i * n + l] = M[l * n + i] = up[idx];
+    /* a = Phi b; columns of Phi_S. */
+    memcpy(a, b, n * sizeof *b);
+    linalg_lu_solve(n, lu, piv, a);
+    for (int r = 0; r < k; r++) {
+        double *x = X + (size_t)r * n;
+        memset(x, 0, n * sizeof *x);
+        x[r] = 1.0;
+        linalg_lu_solve(n, lu, piv, x);
+    }
+    /* h = g + M a; MX = M Phi_S. */
+    for (int i = 0; i < n; i++) {
+        double s = g[i];
+        const double *Mi = M + (size_t)i * n;
+        for (int l = 0; l < n; l++)
+            s += Mi[l] * a[l];
+        h[i] = s;
+        for (int r = 0; r < k; r++) {
+            const double *x = X + (size_t)r * n;
+            double v = 0.0;
+            for (int l = 0; l < n; l++)
+                v += Mi[l] * x[l];
+            MX[(size_t)r * n + i] = v;
+        }
+    }
+    for (int r = 0; r < k; r++) {
+        const double *x = X + (size_t)r * n;
+        double f = 0.0;
+        for (int i = 0; i < n; i++)
+            f += x[i] * h[i];
+        F[r] = f;
+        for (int s = 0; s <= r; s++) {
+            const double *mx = MX + (size_t)s * n;
+            double v = 0.0;
+            for (int i = 0; i < n; i++)
+                v += x[i] * mx[i];
+            Ms[r * k + s] = Ms[s * k + r] = v;
+        }
+    }
 }
 
 int hamel_rhs(double t, const double *y, double *dydt, void *params)
@@ -967,49 +1000,7 @@ int hamel_rhs(double t, const double *y, double *dydt, void *params)
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
     if (w->sel_on) /* the rows of selected speeds are constant: D(q_c') = 0 */
         memset(w->dyn + n * (n + 1) / 2 + n, 0, k * sizeof *w->dyn);
-    const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2, *b = g + n;
-    double *M = w->M;
-    for (int i = 0, idx = 0; i < n; i++)
-        for (int l = i; l < n; l++, idx++)
-            M[i * n + l] = M[l * n + i] = up[idx];
-    /* a = Phi b; columns of Phi_S. */
-    memcpy(w->a, b, n * sizeof *b);
-    linalg_lu_solve(n, w->lu, w->piv, w->a);
-    for (int r = 0; r < k; r++) {
-        double *x = w->X + (size_t)r * n;
-        memset(x, 0, n * sizeof *x);
-        x[r] = 1.0;
-        linalg_lu_solve(n, w->lu, w->piv, x);
-    }
-    /* h = g + M a; MX = M Phi_S. */
-    for (int i = 0; i < n; i++) {
-        double s = g[i];
-        const double *Mi = M + (size_t)i * n;
-        for (int l = 0; l < n; l++)
-            s += Mi[l] * w->a[l];
-        w->h[i] = s;
-        for (int r = 0; r < k; r++) {
-            const double *x = w->X + (size_t)r * n;
-            double v = 0.0;
-            for (int l = 0; l < n; l++)
-                v += Mi[l] * x[l];
-            w->MX[(size_t)r * n + i] = v;
-        }
-    }
-    for (int r = 0; r < k; r++) {
-        const double *x = w->X + (size_t)r * n;
-        double f = 0.0;
-        for (int i = 0; i < n; i++)
-            f += x[i] * w->h[i];
-        w->F[r] = f;
-        for (int s = 0; s <= r; s++) {
-            const double *mx = w->MX + (size_t)s * n;
-            double v = 0.0;
-            for (int i = 0; i < n; i++)
-                v += x[i] * mx[i];
-            w->Ms[r * k + s] = w->Ms[s * k + r] = v;
-        }
-    }
+    hamel_project(n, k, w->lu, w->piv, w->dyn, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
     if (solve_mass(w, k) < 0)
         return GSL_EBADFUNC;
     memcpy(ud, w->F, k * sizeof *ud);

@@ -123,4 +123,13 @@ int hamel_choose_speeds(hamel_ws *w, double t, const double *q, int *cols);
  * -1 when there is no such pivot or a selection is in force. */
 int hamel_det_pivot(hamel_ws *w, double t, const double *q, double *d);
 
+/* The Boltzmann–Hamel projection at one state: the one assembly of hamel_rhs's dense path
+ * and of linearize.c's numeric path (whose tangent rules differentiate it line by line).
+ * From Psi's LU (lu, piv) and the dynamics tape's outputs dyn (M's upper triangle, then
+ * g [n], then b [n]) it fills M [n*n] (full), a = Psi^-1 b [n], X (the columns of Phi_S,
+ * X_r at X + r*n), h = g + M a [n], MX = M X (column r at MX + r*n), F_r = X_r . h [k]
+ * and M*_rs = X_r . M X_s [k*k]. Allocates nothing: every array is the caller's. */
+void hamel_project(int n, int k, const double *lu, const int *piv, const double *dyn, double *M, double *a,
+                   double *X, double *h, double *MX, double *F, double *Ms);
+
 #endif

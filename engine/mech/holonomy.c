@@ -19,7 +19,9 @@
  * three trailers 1.0e7, with four 1.1e8): past it they stop ("complete": false), the same
  * on every machine, and the compilation stays short (a car with eight: 6e7 is about 6 ms). */
 #define HOL_MAX_UNITS 6e7
-#define HOL_MAX_N 24       /* larger models: only the per-constraint flags */
+#define HOL_MAX_N 24 /* larger models: only the per-constraint flags */
+#define HOL_V_MAX 64 /* a field's vectors: N = n (+1 for t) <= HOL_MAX_N + 1 (holonomy_analyse) */
+_Static_assert(HOL_MAX_N + 1 <= HOL_V_MAX, "a field's vectors hold every coordinate and t");
 #define HOL_RANK_TOL 1e-8  /* a field adds to the span past this relative residual */
 #define HOL_CONST_TOL 1e-8 /* coefficients equal at every point: constant */
 
@@ -102,7 +104,7 @@ struct field {
     int left, right; /* the bracket [left, right] of earlier fields */
     int depth;       /* nesting: 0 for a generator */
     int level;       /* bracket order (1 for a generator) */
-    double v[HOL_POINTS][64];
+    double v[HOL_POINTS][HOL_V_MAX];
 };
 
 /* The generators' tape evaluated at one hyper-dual point (hd_tape), kept: a bracket
@@ -439,7 +441,7 @@ done:
 static int span_add(struct hol *h, int p, const double *v0, double scale)
 {
     int N = h->N;
-    double v[64], norm0 = 0.0;
+    double v[HOL_V_MAX], norm0 = 0.0;
     for (int i = 0; i < N; i++) {
         v[i] = v0[i];
         norm0 += v[i] * v[i];
@@ -847,10 +849,10 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         hol_unconstrained(out, N);
         return out;
     }
-    if (!red->have_phi || m->nl_reduced || n > HOL_MAX_N || N > 63) {
+    if (!red->have_phi || m->nl_reduced || n > HOL_MAX_N || N > HOL_V_MAX - 1) {
         json_object_set_new(out, "complete", json_false());
         json_object_set_new(out, "reason",
-                            json_string(n > HOL_MAX_N || N > 63
+                            json_string(n > HOL_MAX_N || N > HOL_V_MAX - 1
                                             ? "more coordinates than the analysis takes (24)"
                                         : m->nl_reduced ? "the model has nonlinear constraints: the "
                                                           "distribution of its linear ones has no symbolic "

@@ -329,47 +329,10 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
     if (tape_eval_tangent(m->tape_dyn, w->in, w->din, nd, w->s, w->ds, w->o, w->dout) < 0)
         return -1;
     const size_t nu = (size_t)n * (n + 1) / 2;
-    const double *g = w->o + nu, *b = g + n;
     const double *dup = w->dout, *dg = w->dout + nu * nd, *db = dg + (size_t)n * nd;
-    for (int i = 0, idx = 0; i < n; i++)
-        for (int l = i; l < n; l++, idx++)
-            w->M[i * n + l] = w->M[l * n + i] = w->o[idx];
-    memcpy(w->a, b, n * sizeof *b);
-    linalg_lu_solve(n, w->lu, w->piv, w->a);
-    for (int r = 0; r < k; r++) {
-        double *x = w->X + (size_t)r * n;
-        memset(x, 0, n * sizeof *x);
-        x[r] = 1.0;
-        linalg_lu_solve(n, w->lu, w->piv, x);
-    }
-    for (int i = 0; i < n; i++) {
-        double sum = g[i];
-        const double *Mi = w->M + (size_t)i * n;
-        for (int l = 0; l < n; l++)
-            sum += Mi[l] * w->a[l];
-        w->h[i] = sum;
-        for (int r = 0; r < k; r++) {
-            const double *x = w->X + (size_t)r * n;
-            double v = 0.0;
-            for (int l = 0; l < n; l++)
-                v += Mi[l] * x[l];
-            w->MX[(size_t)r * n + i] = v;
-        }
-    }
-    for (int r = 0; r < k; r++) {
-        const double *x = w->X + (size_t)r * n;
-        double fr = 0.0;
-        for (int i = 0; i < n; i++)
-            fr += x[i] * w->h[i];
-        w->F[r] = fr;
-        for (int s = 0; s <= r; s++) {
-            const double *mx = w->MX + (size_t)s * n;
-            double v = 0.0;
-            for (int i = 0; i < n; i++)
-                v += x[i] * mx[i];
-            w->Ms[r * k + s] = w->Ms[s * k + r] = v;
-        }
-    }
+    /* the assembly itself is hamel_rhs's (hamel_project): the tangents below differentiate
+     * it line by line */
+    hamel_project(n, k, w->lu, w->piv, w->o, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
     if (factor_mass(w) < 0)
         return -1;
     memcpy(w->ud, w->F, k * sizeof *w->ud);

@@ -486,8 +486,10 @@ static int parse_coordinates(struct engine_model *m, const json_t *js, const eng
         add_error(problem, "model.coordinates", -1, "required: a non-empty array of coordinate names");
         return -1;
     }
-    if ((int)json_array_size(coords) > lim->max_coordinates) {
-        add_error(problem, "model.coordinates", -1, "at most %d coordinates", lim->max_coordinates);
+    int max_n =
+        lim->max_coordinates < ENGINE_COORDINATES_CEILING ? lim->max_coordinates : ENGINE_COORDINATES_CEILING;
+    if ((int)json_array_size(coords) > max_n) {
+        add_error(problem, "model.coordinates", -1, "at most %d coordinates", max_n);
         return -1;
     }
     m->n = (int)json_array_size(coords);
@@ -881,12 +883,11 @@ static int choose_speeds(struct engine_model *m, expr **cgrad, int *independent)
         tape_eval(t, in, work, a);
     tape_free(t);
     /* Greedy column selection by Gram–Schmidt on the columns of a (r rows). */
-    double *basis = calloc((size_t)r * r + 1, sizeof *basis);
+    double *basis = calloc((size_t)r * r + 1, sizeof *basis), *v = calloc((size_t)r + 1, sizeof *v);
     int nb = 0;
-    for (int c = n - 1; c >= 0 && nb < r && basis; c--) {
-        double v[64];
+    for (int c = n - 1; c >= 0 && nb < r && basis && v; c--) {
         double norm0 = 0;
-        for (int i = 0; i < r && i < 64; i++) {
+        for (int i = 0; i < r; i++) {
             v[i] = a[i * n + c];
             norm0 += v[i] * v[i];
         }
@@ -909,6 +910,7 @@ static int choose_speeds(struct engine_model *m, expr **cgrad, int *independent)
         }
     }
     free(basis);
+    free(v);
     if (nb == r) {
         int j = 0;
         for (int c = 0; c < n; c++)

@@ -516,8 +516,8 @@ int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const d
                     double *qd, const char *path, json_t **problem)
 {
     int n = m->n;
-    double roots[SIM_ROOTS_SHOWN * 256];
-    int found = n <= 256 ? hamel_qdot_roots(w, t, q, u, roots, SIM_ROOTS_SHOWN) : 0;
+    double roots[SIM_ROOTS_SHOWN * ENGINE_COORDINATES_CEILING];
+    int found = n <= ENGINE_COORDINATES_CEILING ? hamel_qdot_roots(w, t, q, u, roots, SIM_ROOTS_SHOWN) : 0;
     if (found == 1) {
         memcpy(qd, roots, n * sizeof *qd);
         return 0;
@@ -1236,7 +1236,7 @@ static int post_sample(struct run *R, int i)
         if (!R->have_qd[i] && hamel_qdot(R->w, t, q, u, qd) < 0)
             return HAMEL_E_NUMERIC;
     } else {
-        double y[256];
+        double y[2 * ENGINE_COORDINATES_CEILING]; /* q, q' */
         memcpy(y, q, n * sizeof *y);
         memcpy(y + n, qd, n * sizeof *y);
         if (m->nlin == m->nc || m->nl_reduced)

@@ -51,9 +51,9 @@ struct sim_watch {
 int watch_step(double t, const double *y, void *ctx)
 {
     sim_watch *W = ctx;
-    double cond = INFINITY, det = 0.0, qd[256];
+    double cond = INFINITY, det = 0.0, qd[ENGINE_COORDINATES_CEILING];
     int sing;
-    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0)) {
+    if (W->nl && (W->n > ENGINE_COORDINATES_CEILING || hamel_qdot(W->w, t, y, y + W->n, qd) < 0)) {
         sing = 1; /* Psi is evaluated at (q, q'(q, u)): no q' there */
     } else if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
         /* the model's own chart with one expression pivot: det Psi up to a number,
@@ -81,8 +81,8 @@ int watch_step(double t, const double *y, void *ctx)
 /* Starts a chart at (t, y): records its condition number and determinant. */
 static int watch_start(sim_watch *W, double t, const double *y)
 {
-    double cond, det, qd[256];
-    if (W->nl && (W->n > 256 || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+    double cond, det, qd[ENGINE_COORDINATES_CEILING];
+    if (W->nl && (W->n > ENGINE_COORDINATES_CEILING || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
         return -1;
     if (!W->nl && hamel_det_pivot(W->w, t, y, &det) == 0) {
         if (!(det != 0.0) || !isfinite(det))
@@ -108,9 +108,10 @@ static int watch_start(sim_watch *W, double t, const double *y)
  * -1 if no choice is regular there. */
 static int watch_rechoose(sim_watch *W, double t, double *y)
 {
-    int n = W->n, k = W->k, cols[256], changed = 0;
-    double qd[256];
-    if (n > 256 || hamel_qdot(W->w, t, y, y + n, qd) < 0 || hamel_choose_speeds(W->w, t, y, cols) < 0)
+    int n = W->n, k = W->k, cols[ENGINE_COORDINATES_CEILING], changed = 0;
+    double qd[ENGINE_COORDINATES_CEILING];
+    if (n > ENGINE_COORDINATES_CEILING || hamel_qdot(W->w, t, y, y + n, qd) < 0 ||
+        hamel_choose_speeds(W->w, t, y, cols) < 0)
         return -1;
     for (int r = 0; r < k; r++)
         changed |= cols[r] != W->cur[r];
@@ -143,12 +144,11 @@ void watch_free(sim_watch *W)
  * speeds are linear in q', so probing q' = 0 and q' = e_i reads the rows). Then the
  * watch may re-choose them as it does default speeds, and the samples still report the
  * model's own speeds as components of q'. Fills cols[k]. */
-static int watch__plain_velocities(const struct engine_model *m, hamel_ws *w, int *cols)
+static int watch__plain_velocities_in(const struct engine_model *m, hamel_ws *w, int *cols, double *in,
+                                      double *qd, double *u)
 {
     int n = m->n, k = m->k;
-    double in[1024], qd[256], u[256], t;
-    if (n > 256 || k > 256 || m->n_in > 1024)
-        return 0;
+    double t;
     for (int r = 0; r < k; r++)
         cols[r] = -1;
     for (int point = 0; point < 2; point++) {
@@ -178,6 +178,17 @@ static int watch__plain_velocities(const struct engine_model *m, hamel_ws *w, in
         if (cols[r] < 0)
             return 0;
     return 1;
+}
+
+/* watch__plain_velocities_in with its scratch (the tape inputs, q', u) allocated once
+ * here, at the watch's start: sized by the model, so no count of parameters or
+ * coordinates turns the test off. */
+static int watch__plain_velocities(const struct engine_model *m, hamel_ws *w, int *cols)
+{
+    double *in = calloc((size_t)m->n_in + m->n + m->k + 1, sizeof *in);
+    int plain = in ? watch__plain_velocities_in(m, w, cols, in, in + m->n_in, in + m->n_in + m->n) : 0;
+    free(in);
+    return plain;
 }
 
 sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
@@ -227,15 +238,16 @@ const char *watch_reason(const sim_watch *W) { return W && W->reason[0] ? W->rea
  * force) is poor at (t0, y0); kept otherwise, with u0 back in y0. */
 static void watch_first_chart(sim_watch *W, int n, double t0, double *y0, const double *u0)
 {
-    double cond, det, best, qd0[256];
+    double cond, det, best, qd0[ENGINE_COORDINATES_CEILING];
     /* nonlinear constraints: Psi is taken at q'(q, u) */
-    int regular = (!W->nl || (n <= 256 && hamel_qdot(W->w, t0, y0, y0 + n, qd0) == 0)) &&
-                  hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
+    int regular =
+        (!W->nl || (n <= ENGINE_COORDINATES_CEILING && hamel_qdot(W->w, t0, y0, y0 + n, qd0) == 0)) &&
+        hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
     /* start in the best chart when the model's own choice is poor here */
-    int saved[256];
-    if (W->k <= 256)
+    int saved[ENGINE_COORDINATES_CEILING];
+    if (W->k <= ENGINE_COORDINATES_CEILING)
         memcpy(saved, W->cur, W->k * sizeof *saved);
-    if (W->k <= 256 && watch_rechoose(W, t0, y0) == 1) {
+    if (W->k <= ENGINE_COORDINATES_CEILING && watch_rechoose(W, t0, y0) == 1) {
         hamel_psi_condition(W->w, t0, y0, &best, &det);
         if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
             /* back to the choice in force at t0 (the model's own at the start of a

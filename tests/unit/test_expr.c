@@ -920,6 +920,16 @@ Test(expr, folding_keeps_underflows_and_shifts)
     cr_expect(expr_is_zero(c, expr_sub(c, expr_expand(c, te_parse(c, "(x + y)^2"), 64),
                                        te_parse(c, "x^2 + 2*x*y + y^2"))),
               "powers of sums without numbers are still multiplied out");
+    /* a power kept whole is not taken apart by the factoring before tapes: pulling its
+     * base (a product) out 1999 times made the coefficient inf (difftest seed 3416) */
+    expr *big[1] = {te_parse(c, "(1.557*y)^1999*x^2 - 5*(1.557*y)^1999")};
+    expr_factor_sums(c, big, 1);
+    double v2[16] = {0};
+    v2[expr_sym_find(c, "y")] = 0.642;
+    v2[expr_sym_find(c, "x")] = 2.0;
+    double want2 = -pow(1.557 * 0.642, 1999);
+    cr_expect_leq(fabs(expr_eval(c, big[0], v2) - want2), 1e-9 * fabs(want2), "factored: %.17g, want %.17g",
+                  expr_eval(c, big[0], v2), want2);
     expr_ctx_free(c);
 }
 

@@ -341,6 +341,15 @@ await check("linearization: eigenvalues of the upright rolling disk against its 
     const maxIm = Number(await p4.locator('[data-testid="plot-eig-im"]').getAttribute("data-max-im"));
     near(maxIm, Math.max(...r.body.points[2].eigenvalues.map((e) => e.im)), 1e-12, "largest plotted frequency vs the API at Omega = 6");
     near(maxIm, Math.sqrt((12 * 36 - 4 * 9.81 / 0.5) / 5), 1e-12, "largest plotted frequency vs the closed form");
+    // the steady branch (POST /v1/steady, unknown theta): the disk stands up at Omega^2 = g/(3r)
+    await p4.click('[data-testid="lin-branch"]');
+    await p4.waitForFunction(() => document.getElementById("linearize").dataset.changes !== undefined);
+    assert(await p4.locator('[data-testid="lin-problem"]').isHidden(), "following the branch showed a problem");
+    const diskChanges = JSON.parse(await p4.locator("#linearize").getAttribute("data-changes"));
+    assert(diskChanges.length === 1 && Math.abs(diskChanges[0] - Math.sqrt(9.81 / 1.5)) < 1e-9,
+      `stability changes ${JSON.stringify(diskChanges)}, expected one at sqrt(g/3r) = ${Math.sqrt(9.81 / 1.5)}`);
+    assert(await p4.locator('[data-testid="plot-branch"] svg path.series').count() === 2, "the branch is not drawn in a stable and an unstable part");
+    assert(/2\.5573423/.test(await p4.locator('[data-testid="lin-summary"]').innerText()), "the summary does not name the stability change");
     await p4.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-linearize.png") });
     // a point that is not steady is a problem naming the speed
     await p4.selectOption("#lin-sweep", "speeds.thd");
@@ -420,6 +429,12 @@ await check("bicycle: roll/steer eigenvalues against v, stable between the weave
     const to = Number(await p6.locator("#linearize").getAttribute("data-stable-to"));
     // v in steps of 0.1: the paper's weave speed 4.2924 and capsize speed 6.0243
     assert(Math.abs(from - 4.3) < 1e-9 && Math.abs(to - 6.0) < 1e-9, `stable from v = ${from} to ${to}, expected 4.3 to 6.0`);
+    // the upright branch followed by POST /v1/steady: the paper's weave and capsize speeds
+    await p6.click('[data-testid="lin-branch"]');
+    await p6.waitForFunction(() => document.getElementById("linearize").dataset.changes !== undefined, null, { timeout: Math.max(TIMEOUT, 120000) });
+    const bikeChanges = JSON.parse(await p6.locator("#linearize").getAttribute("data-changes"));
+    assert(bikeChanges.length === 2 && Math.abs(bikeChanges[0] - 4.29238253634111) < 1e-9 && Math.abs(bikeChanges[1] - 6.02426201538837) < 1e-9,
+      `stability changes at v = ${JSON.stringify(bikeChanges)}, expected the weave and capsize speeds 4.29238253634111 and 6.02426201538837`);
     // its equations have entries too large to print (null in the API): named, never "null"
     await runAndWait(p6);
     await p6.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);

@@ -34,7 +34,10 @@ export function setupLinearize({ getApi, getModel }) {
 
   async function load(example, file) {
     await ready;
-    const preset = example.linearize ? { point: example.linearize, sweep: example.linearize_sweep, select: example.linearize_select } : presets[file];
+    const preset = example.linearize
+      ? { point: example.linearize, sweep: example.linearize_sweep, select: example.linearize_select, unknowns: example.linearize_unknowns }
+      : presets[file];
+    $("lin-unknowns").value = ((preset && preset.unknowns) || []).join(", ");
     select = (preset && preset.select) || null;
     const init = (example.simulation && example.simulation.initial) || {};
     const point = preset ? preset.point : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
@@ -57,7 +60,8 @@ export function setupLinearize({ getApi, getModel }) {
       ? (sw.note || "A steady motion of this system; press Linearize to sweep it.")
       : "This example has no preset steady motion: the initial state is linearized as it is (not checked for steadiness).";
     $("lin-problem").hidden = true;
-    for (const id of ["plot-eig-re", "plot-eig-im"]) { $(id).hidden = true; $(id).replaceChildren(); }
+    for (const id of ["plot-eig-re", "plot-eig-im", "plot-branch"]) { $(id).hidden = true; $(id).replaceChildren(); }
+    delete $("linearize").dataset.changes;
     $("lin-summary").textContent = "";
   }
 
@@ -108,7 +112,7 @@ export function setupLinearize({ getApi, getModel }) {
   function draw(res, xs) {
     // with "select", the eigenvalues of that block of A (e.g. a bicycle's roll and steer)
     const eigs = res.points.map((p) => (p.selected ? p.selected.eigenvalues : p.eigenvalues));
-    const N = eigs[0].length;
+    const N = Math.max(...eigs.map((list) => list.length)); // a branch may leave out more states at some points
     let big = 0;
     for (const list of eigs) for (const e of list) big = Math.max(big, Math.hypot(e.re, e.im));
     const zero = ZERO_REL * Math.max(1, big);
@@ -162,6 +166,68 @@ export function setupLinearize({ getApi, getModel }) {
       : "A mode grows (some Re λ > 0) at every swept point.";
   }
 
+  // The steady branch (POST /v1/steady): the operating point solved as a steady motion
+  // over the unknowns at `from`, followed by continuation to `to`; the unknowns drawn
+  // against the swept value, solid where no mode grows and dashed where one does, the
+  // eigenvalues as for a sweep, and the stability changes the service located.
+  async function branch() {
+    $("lin-problem").hidden = true;
+    const model = getModel();
+    if (model.error) return problem("The model is not valid JSON", [model.error]);
+    let point;
+    try { point = parseWithPositions(editor.value).value; } catch (e) { return problem("The operating point is not valid JSON", [{ reason: e.message }]); }
+    const [group, ...rest] = $("lin-sweep").value.split(".");
+    const name = rest.join(".");
+    const from = Number($("lin-from").value), to = Number($("lin-to").value), n = Math.round(Number($("lin-n").value));
+    const unknowns = $("lin-unknowns").value.split(/[\s,]+/).filter(Boolean);
+    if (!unknowns.length) return problem("Name the unknowns", [{ reason: "the coordinates, speeds or parameters the steady motion is solved for (e.g. phi, delta)" }]);
+    if (!Number.isFinite(from) || !Number.isFinite(to) || from === to || !(n >= 2 && n <= 2001)) {
+      return problem("Check the sweep", [{ reason: "from and to must be different numbers and points an integer from 2 to 2001" }]);
+    }
+    const state = { t: point.t || 0, q: { ...(point.q || {}) }, speeds: { ...(point.speeds || {}) } };
+    state[group] = { ...state[group], [name]: from };
+    const req = { model: model.value, state, unknowns, continuation: { vary: name, to, steps: n - 1 } };
+    $("lin-branch").disabled = true;
+    $("lin-summary").textContent = "following the branch…";
+    let res;
+    try {
+      res = (await getApi().call("POST", "/v1/steady", req)).body;
+    } catch (e) {
+      $("lin-summary").textContent = "";
+      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+      throw e;
+    } finally {
+      $("lin-branch").disabled = false;
+    }
+    const xs = res.points.map((p) => p.values[name] * axis.factor);
+    draw({ points: res.points.map((p) => ({ eigenvalues: p.eigenvalues })) }, xs);
+    const series = [];
+    unknowns.forEach((u, k) => {
+      const ys = res.points.map((p) => p.values[u]);
+      const color = PALETTE[k % PALETTE.length];
+      // each part keeps its end points, so that the two parts meet
+      const part = (stable) => res.points.map((p, j) => {
+        const here = p.stable === stable, next = res.points[j + 1], prev = res.points[j - 1];
+        return here || (next && next.stable === stable) || (prev && prev.stable === stable) ? ys[j] : NaN;
+      });
+      series.push({ name: `${u} (stable)`, x: xs, y: part(true), color, width: 3 });
+      series.push({ name: `${u} (unstable)`, x: xs, y: part(false), color, dash: "6 4" });
+    });
+    const f = $("plot-branch");
+    f.hidden = false;
+    const host = h("div", { class: "chart-host" });
+    f.replaceChildren(host);
+    f.append(h("figcaption", {}, `The steady branch: ${res.points.length} points from ${axis.label} = ${fmt(xs[0], 4)} to ${fmt(xs[xs.length - 1], 4)}; ` +
+      "solid where no mode grows, dashed where one does. Zero eigenvalues of states that do not enter are left out."));
+    lineChart(host, { title: "Steady branch: the unknowns", xLabel: axis.label, yLabel: unknowns.join(", "), series, height: 260 });
+    const changes = (res.stability_changes || []).map((c) => ({ ...c, at: c.value * axis.factor }));
+    $("linearize").dataset.changes = JSON.stringify(changes.map((c) => c.at));
+    $("lin-summary").textContent = changes.length
+      ? "Stability changes on the branch: " + changes.map((c) => `${axis.label} = ${c.at.toPrecision(12)} (${c.kind}, ${c.direction || ""})`).join("; ") + "."
+      : "The branch keeps its stability: " + (res.points[0].stable ? "stable" : "unstable") + " throughout.";
+  }
+
   $("lin-run").addEventListener("click", () => run());
+  $("lin-branch").addEventListener("click", () => branch());
   return { load };
 }
