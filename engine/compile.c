@@ -50,6 +50,25 @@ static int stage_hamel(struct compile_run *r)
     return MB_OK;
 }
 
+/* Where tape_fast's compiled entry reads each input (tape.h yin): t, q_i = y[i] and
+ * u_r = y[n + r]; the parameters (and anything else) from in[]. Without it (no memory)
+ * the first tier copies the state into in[] as the interpreter does. */
+static void fast_state_inputs(const struct engine_model *m, tape *t)
+{
+    t->yin = malloc((t->n_inputs + 1) * sizeof *t->yin);
+    if (!t->yin)
+        return;
+    for (int a = 0; a < t->n_inputs; a++)
+        t->yin[a] = TAPE_YIN_IN;
+    if (model_input_t(m) < t->n_inputs)
+        t->yin[model_input_t(m)] = TAPE_YIN_T;
+    for (int i = 0; i < m->n && model_input_q(m) + i < t->n_inputs; i++)
+        t->yin[model_input_q(m) + i] = i;
+    for (int r = 0; r < m->k; r++)
+        if (m->u_slot[r] < t->n_inputs)
+            t->yin[m->u_slot[r]] = m->n + r;
+}
+
 /* The fast path: the symbolically reduced equations as one tape. */
 static int build_fast(struct engine_model *m, const reduce_result *red)
 {
@@ -107,6 +126,8 @@ static int build_fast(struct engine_model *m, const reduce_result *red)
     }
     if (clean)
         m->tape_fast = model_build_tape(m, roots, idx);
+    if (m->tape_fast) /* the first tier's right-hand side reads t, q and u from the state */
+        fast_state_inputs(m, m->tape_fast);
     free(allowed);
     free(roots);
     return 0;

@@ -245,6 +245,23 @@ static void jit__emit_const(jit_buf *b, int i, double c)
                     (unsigned long long)bits, i, i);
 }
 
+/* The statements after `x = <operand>;` of jit__emit_powi (|k| >= 1). */
+static void jit__emit_powi_chain(jit_buf *b, int i, int32_t k)
+{
+    unsigned long e = k < 0 ? -(unsigned long)k : (unsigned long)k;
+    int started = 0;
+    while (e) {
+        if (e & 1) {
+            jit__buf_printf(b, "%s", started ? " r = r * x;" : " r = x;");
+            started = 1;
+        }
+        e >>= 1;
+        if (e)
+            jit__buf_printf(b, " x = x * x;");
+    }
+    jit__buf_printf(b, "\ndouble s%d = %sr;\n", i, k < 0 ? "1.0 / " : "");
+}
+
 /* s<i> = s<a>^k with exactly the multiplications of tape.c's powi, in order:
  * r picks up x at each set bit of |k| (the first time as r = x, which equals
  * 1.0 * x), x squares between bits, and a negative k ends with 1.0 / r. x and r
@@ -387,16 +404,348 @@ static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
     free(cos_of);
 }
 
-/* Writes the whole translation unit for t into b. */
+/* ---- the first tier's code: expressions kept whole ------------------------------
+ *
+ * tcc allocates registers only within one expression: every `double s<i> = ...;`
+ * statement stores its value to the stack and every use loads it back. So the first
+ * tier's code writes a slot used exactly once inside the expression that uses it
+ * (nested up to JIT_INLINE_DEPTH), finite constants as literals where they are used,
+ * and inputs used once as reads of their array where they are used. The operations,
+ * their operands and their order within each operation are the tape's, so the results
+ * are the interpreter's bit for bit (C evaluates each parenthesised operation as one
+ * IEEE operation; tcc neither contracts nor reassociates). Slots nobody reads are not
+ * computed at all (they have no side effects). */
+
+#define JIT_INLINE_DEPTH 12
+
+typedef struct jit_plan {
+    int *uses;          /* operand and output references */
+    int *partner;       /* the other half of a sincos pair, or -1 */
+    unsigned char *inl; /* written where used */
+    int *depth;         /* nesting of an inlined slot's expression */
+} jit_plan;
+
+static void jit__plan_free(jit_plan *p)
+{
+    free(p->uses);
+    free(p->partner);
+    free(p->inl);
+    free(p->depth);
+}
+
+/* A finite constant as a C floating literal (%.17g round-trips; a floating form keeps
+ * -0.0). Returns 0 when it has none (inf, NaN, an odd locale). */
+static int jit__literal(double c, char num[48])
+{
+    if (!isfinite(c))
+        return 0;
+    char d[40];
+    snprintf(d, sizeof d, "%.17g", c);
+    int floating = 0;
+    for (const char *q = d; *q; q++) {
+        if (*q == '.' || *q == 'e')
+            floating = 1;
+        else if (!(*q >= '0' && *q <= '9') && *q != '-' && *q != '+')
+            return 0;
+    }
+    snprintf(num, 48, "%s%s", d, floating ? "" : ".0");
+    return 1;
+}
+
+static int jit__binary(tape_op op)
+{
+    return op == TAPE_ADD || op == TAPE_SUB || op == TAPE_MUL || op == TAPE_DIV || op == TAPE_POW ||
+           op == TAPE_ATAN2;
+}
+
+/* |k| of a POWI written as an expression (1.0, x, x * x, x * (x * x) and 1.0 / those);
+ * longer chains keep the scratch-variable statements of jit__emit_powi. */
+#define JIT_POWI_INLINE 3
+
+static int jit__plan(const tape *t, jit_plan *p)
+{
+    int n = t->n_ins + 1;
+    p->uses = calloc(n, sizeof *p->uses);
+    p->partner = malloc(n * sizeof *p->partner);
+    p->inl = calloc(n, 1);
+    p->depth = calloc(n, sizeof *p->depth);
+    int *sin_of = malloc(n * sizeof *sin_of), *cos_of = malloc(n * sizeof *cos_of);
+    if (!p->uses || !p->partner || !p->inl || !p->depth || !sin_of || !cos_of) {
+        free(sin_of);
+        free(cos_of);
+        jit__plan_free(p);
+        return JIT_E_NOMEM;
+    }
+    for (int i = 0; i < t->n_ins; i++)
+        p->partner[i] = sin_of[i] = cos_of[i] = -1;
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *q = &t->ins[i];
+        tape_op op = (tape_op)q->op;
+        if (op == TAPE_INPUT || op == TAPE_CONST)
+            continue;
+        int32_t k = q->b;
+        p->uses[q->a] += op == TAPE_POWI && (k > 1 || k < -1) ? 2 : op == TAPE_POWI && k == 0 ? 0 : 1;
+        if (jit__binary(op))
+            p->uses[q->b]++;
+        if (op == TAPE_SIN && sin_of[q->a] < 0)
+            sin_of[q->a] = i;
+        if (op == TAPE_COS && cos_of[q->a] < 0)
+            cos_of[q->a] = i;
+    }
+    for (int k = 0; k < t->n_outputs; k++)
+        p->uses[t->outputs[k]]++;
+    for (int a = 0; a < t->n_ins; a++)
+        if (sin_of[a] >= 0 && cos_of[a] >= 0 && (p->uses[sin_of[a]] || p->uses[cos_of[a]])) {
+            p->partner[sin_of[a]] = cos_of[a];
+            p->partner[cos_of[a]] = sin_of[a];
+        }
+    free(sin_of);
+    free(cos_of);
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *q = &t->ins[i];
+        tape_op op = (tape_op)q->op;
+        char num[48];
+        if (op == TAPE_CONST) {
+            p->inl[i] = (unsigned char)jit__literal(q->c, num);
+            continue;
+        }
+        if (op == TAPE_INPUT) {
+            p->inl[i] = p->uses[i] == 1;
+            continue;
+        }
+        if (p->uses[i] != 1 || p->partner[i] >= 0)
+            continue;
+        if (op == TAPE_POWI && (q->b > JIT_POWI_INLINE || q->b < -JIT_POWI_INLINE))
+            continue;
+        int d = p->inl[q->a] ? p->depth[q->a] : 0;
+        if (jit__binary(op) && p->inl[q->b] && p->depth[q->b] > d)
+            d = p->depth[q->b];
+        if (d + 1 > JIT_INLINE_DEPTH)
+            continue;
+        p->inl[i] = 1;
+        p->depth[i] = d + 1;
+    }
+    return 0;
+}
+
+static void jit__expr(jit_buf *b, const tape *t, const jit_plan *p, const char *const *inexpr, int i);
+
+/* An operand: a local's name, or the slot's expression in parentheses. */
+static void jit__operand(jit_buf *b, const tape *t, const jit_plan *p, const char *const *inexpr, int a)
+{
+    if (!p->inl[a]) {
+        jit__buf_slot(b, a);
+        return;
+    }
+    jit__buf_put(b, "(", 1);
+    jit__expr(b, t, p, inexpr, a);
+    jit__buf_put(b, ")", 1);
+}
+
+/* The expression computing slot i from its operands (not for sincos pairs or long POWIs). */
+static void jit__expr(jit_buf *b, const tape *t, const jit_plan *p, const char *const *inexpr, int i)
+{
+    const tape_ins *q = &t->ins[i];
+    tape_op op = (tape_op)q->op;
+    char num[48];
+    switch (op) {
+    case TAPE_INPUT: jit__buf_str(b, inexpr[q->a]); break;
+    case TAPE_CONST:
+        if (jit__literal(q->c, num))
+            jit__buf_str(b, num);
+        else
+            jit__buf_slot(b, i); /* its union statement (never inlined) */
+        break;
+    case TAPE_ADD:
+    case TAPE_SUB:
+    case TAPE_MUL:
+    case TAPE_DIV:
+        jit__operand(b, t, p, inexpr, q->a);
+        jit__buf_put(b, " ", 1);
+        jit__buf_str(b, jit_binop[op]);
+        jit__buf_put(b, " ", 1);
+        jit__operand(b, t, p, inexpr, q->b);
+        break;
+    case TAPE_NEG:
+        jit__buf_put(b, "-", 1);
+        jit__operand(b, t, p, inexpr, q->a);
+        break;
+    case TAPE_POWI: { /* |k| <= JIT_POWI_INLINE: tape.c's chain, see jit__emit_powi */
+        int32_t k = q->b;
+        unsigned e = k < 0 ? -(unsigned)k : (unsigned)k;
+        if (e == 0) {
+            jit__buf_put(b, "1.0", 3);
+            break;
+        }
+        if (k < 0)
+            jit__buf_put(b, "1.0 / (", 7);
+        if (e == 1) {
+            jit__operand(b, t, p, inexpr, q->a);
+        } else if (e == 2) {
+            jit__operand(b, t, p, inexpr, q->a);
+            jit__buf_put(b, " * ", 3);
+            jit__operand(b, t, p, inexpr, q->a);
+        } else { /* r = x; x = x * x; r = r * x */
+            jit__operand(b, t, p, inexpr, q->a);
+            jit__buf_put(b, " * (", 4);
+            jit__operand(b, t, p, inexpr, q->a);
+            jit__buf_put(b, " * ", 3);
+            jit__operand(b, t, p, inexpr, q->a);
+            jit__buf_put(b, ")", 1);
+        }
+        if (k < 0)
+            jit__buf_put(b, ")", 1);
+        break;
+    }
+    case TAPE_POW:
+    case TAPE_ATAN2:
+        jit__buf_str(b, op == TAPE_POW ? "pow(" : "atan2(");
+        jit__operand(b, t, p, inexpr, q->a);
+        jit__buf_put(b, ", ", 2);
+        jit__operand(b, t, p, inexpr, q->b);
+        jit__buf_put(b, ")", 1);
+        break;
+    case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break;
+    default:
+        jit__buf_str(b, jit__unary_name(op));
+        jit__buf_put(b, "(", 1);
+        jit__operand(b, t, p, inexpr, q->a);
+        jit__buf_put(b, ")", 1);
+        break;
+    }
+}
+
+/* The body of a first-tier function: the statements of the slots kept in locals, then
+ * `<outv>[k] = <output k>;` for every output. inexpr[a] is how input a is read. */
+static void jit__body_inline(const tape *t, const jit_plan *p, const char *const *inexpr, const char *outv,
+                             jit_buf *b)
+{
+    int powi_scratch = 0;
+    for (int i = 0; i < t->n_ins; i++)
+        if (t->ins[i].op == TAPE_POWI && !p->inl[i] && p->uses[i] &&
+            (t->ins[i].b > JIT_POWI_INLINE || t->ins[i].b < -JIT_POWI_INLINE))
+            powi_scratch = 1;
+    if (powi_scratch)
+        jit__buf_put(b, "double x, r;\n", 13);
+    for (int i = 0; i < t->n_ins && !b->err; i++) {
+        const tape_ins *q = &t->ins[i];
+        if (p->partner[i] >= 0) {
+            int j = p->partner[i];
+            if (j > i) {
+                int si = q->op == TAPE_SIN ? i : j, ci = q->op == TAPE_SIN ? j : i;
+                jit__buf_put(b, "double ", 7); /* double s<si>, s<ci>; sincos(<a>, &s<si>, &s<ci>); */
+                jit__buf_slot(b, si);
+                jit__buf_put(b, ", ", 2);
+                jit__buf_slot(b, ci);
+                jit__buf_put(b, "; sincos(", 9);
+                jit__operand(b, t, p, inexpr, q->a);
+                jit__buf_put(b, ", &", 3);
+                jit__buf_slot(b, si);
+                jit__buf_put(b, ", &", 3);
+                jit__buf_slot(b, ci);
+                jit__buf_put(b, ");\n", 3);
+            }
+            continue;
+        }
+        if (p->inl[i] || p->uses[i] == 0)
+            continue;
+        if (q->op == TAPE_CONST) {
+            jit__emit_const(b, i, q->c);
+            continue;
+        }
+        if (q->op == TAPE_POWI && (q->b > JIT_POWI_INLINE || q->b < -JIT_POWI_INLINE)) {
+            jit__buf_put(b, "x = ", 4);
+            jit__operand(b, t, p, inexpr, q->a);
+            jit__buf_put(b, ";\n", 2);
+            jit__emit_powi_chain(b, i, q->b);
+            continue;
+        }
+        jit__buf_def(b, i);
+        jit__expr(b, t, p, inexpr, i);
+        jit__buf_put(b, ";\n", 2);
+    }
+    for (int k = 0; k < t->n_outputs && !b->err; k++) {
+        jit__buf_str(b, outv);
+        jit__buf_put(b, "[", 1);
+        jit__buf_int(b, k);
+        jit__buf_put(b, "] = ", 4);
+        jit__operand(b, t, p, inexpr, t->outputs[k]);
+        jit__buf_put(b, ";\n", 2);
+    }
+}
+
+/* The input expressions of a first-tier function: in[a], or (yform, with t->yin) t,
+ * y[j] or in[a]. Returns a malloc'd array of n_inputs strings in one block, or NULL. */
+static char **jit__inputs(const tape *t, int yform)
+{
+    size_t per = 24, n = (size_t)t->n_inputs;
+    char **v = malloc(n * sizeof *v + n * per + 1);
+    if (!v)
+        return NULL;
+    char *text = (char *)(v + n);
+    for (size_t a = 0; a < n; a++) {
+        v[a] = text + a * per;
+        int32_t w = yform ? t->yin[a] : TAPE_YIN_IN;
+        if (w == TAPE_YIN_T)
+            snprintf(v[a], per, "t");
+        else if (w >= 0)
+            snprintf(v[a], per, "y[%d]", (int)w);
+        else
+            snprintf(v[a], per, "in[%d]", (int)a);
+    }
+    return v;
+}
+
+/* Appends the first tier's function(s) for t: `void <name>(const double *in, double
+ * *out)` and, when t->yin is set, `void <name>y(double t, const double *y, const
+ * double *in, double *out)`. */
+static void jit__functions(const tape *t, const char *name, jit_buf *b)
+{
+    jit_plan p;
+    if (jit__plan(t, &p) < 0) {
+        b->err = JIT_E_NOMEM;
+        return;
+    }
+    int forms = t->yin ? 2 : 1;
+    for (int yform = 0; yform < forms && !b->err; yform++) {
+        char **inexpr = jit__inputs(t, yform);
+        if (!inexpr) {
+            b->err = JIT_E_NOMEM;
+            break;
+        }
+        if (yform)
+            jit__buf_printf(b, "void %sy(double t, const double *y, const double *in, double *out)\n{\n",
+                            name);
+        else
+            jit__buf_printf(b, "void %s(const double *in, double *out)\n{\n", name);
+        jit__body_inline(t, &p, (const char *const *)inexpr, "out", b);
+        jit__buf_put(b, "}\n", 2);
+        free(inexpr);
+    }
+    jit__plan_free(&p);
+}
+
+/* Writes the whole translation unit for t into b: f and, with t->yin, fy. */
 static void jit__generate(const tape *t, jit_buf *b)
 {
     jit__buf_printf(b, "/* generated by hamel jit.c from a tape of %d slots */\n", t->n_ins);
     jit__prelude(b);
-    jit__buf_printf(b, "void f(const double *in, double *out)\n{\n");
-    jit__body(t, NULL, b);
-    for (int k = 0; k < t->n_outputs; k++)
-        jit__buf_printf(b, "out[%d] = s%d;\n", k, t->outputs[k]);
-    jit__buf_printf(b, "}\n");
+    jit__functions(t, "f", b);
+}
+
+char *jit__tcc_source(const tape *t)
+{
+    if (jit__check(t) < 0)
+        return NULL;
+    jit_buf b = {malloc(4096), 0, 4096, 0};
+    if (!b.p)
+        return NULL;
+    jit__generate(t, &b);
+    if (b.err) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
 }
 
 char *jit_source(const tape *t, const jit_inputs *map, const char *signature, const char *epilogue,
@@ -451,9 +800,9 @@ typedef struct jit_state {
 } jit_state;
 
 /* Compiles src and looks up the n functions names[i] into fns[i]; on success *jit is a
- * state with n references. Same returns and err as jit_compile_msg. */
-static int jit__compile_names(const char *src, const char *const *names, void **fns, int n, void **jit,
-                              char *err, size_t err_size)
+ * state with `refs` references. Same returns and err as jit_compile_msg. */
+static int jit__compile_names(const char *src, const char *const *names, void **fns, int n, int refs,
+                              void **jit, char *err, size_t err_size)
 {
     *jit = NULL;
     jit_errctx ctx = {err, err_size, 0};
@@ -496,7 +845,7 @@ static int jit__compile_names(const char *src, const char *const *names, void **
     }
     pthread_mutex_unlock(&jit_lock);
     st->s = s;
-    atomic_init(&st->refs, n);
+    atomic_init(&st->refs, refs);
     *jit = st;
     return 0;
 }
@@ -506,7 +855,7 @@ int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, siz
     *fn = NULL;
     const char *name = "f";
     void *sym = NULL;
-    int rc = jit__compile_names(src, &name, &sym, 1, jit, err, err_size);
+    int rc = jit__compile_names(src, &name, &sym, 1, 1, jit, err, err_size);
     if (rc == 0) /* POSIX guarantees object and function pointers convert; ISO C does not. */
         memcpy(fn, &sym, sizeof *fn);
     return rc;
@@ -516,6 +865,20 @@ static int jit__disabled(void)
 {
     const char *v = getenv("HAMEL_NO_JIT");
     return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Publishes compiled code on t: jit first, then yfn, then fn (see tape.h). POSIX
+ * guarantees object and function pointers convert; ISO C does not. */
+static void jit__publish(tape *t, void *jit, void *f, void *fy)
+{
+    tape_fn fn;
+    tape_yfn yfn = NULL;
+    memcpy(&fn, &f, sizeof fn);
+    if (fy)
+        memcpy(&yfn, &fy, sizeof yfn);
+    t->jit = jit;
+    atomic_store_explicit(&t->yfn, yfn, memory_order_release);
+    atomic_store_explicit(&t->fn, fn, memory_order_release);
 }
 
 int jit_compile_msg(tape *t, char *err, size_t err_size)
@@ -549,14 +912,13 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
         return b.err;
     }
 
-    tape_fn fn;
-    void *jit;
-    rc = jit__compile_source(b.p, &fn, &jit, err, err_size);
+    const char *names[2] = {"f", "fy"};
+    void *syms[2] = {NULL, NULL}, *jit;
+    rc = jit__compile_names(b.p, names, syms, t->yin ? 2 : 1, 1, &jit, err, err_size);
     free(b.p);
     if (rc < 0)
         return rc;
-    t->jit = jit;
-    atomic_store_explicit(&t->fn, fn, memory_order_release); /* after jit: see tape.h */
+    jit__publish(t, jit, syms[0], syms[1]);
     return 0;
 }
 
@@ -577,24 +939,25 @@ int jit_compile_many(tape **ts, int n)
     if (!b.p)
         return JIT_E_NOMEM;
     jit__prelude(&b);
-    char names[16][16];
-    const char *np[16];
+    char names[32][20];
+    const char *np[32];
+    int nn = 0, at[16]; /* at[i]: the first of todo[i]'s names */
     for (int i = 0; i < m && !b.err; i++) {
-        snprintf(names[i], sizeof names[i], "f%d", i);
-        np[i] = names[i];
-        jit__buf_printf(&b, "void f%d(const double *in, double *out)\n{\n", i);
-        jit__body(todo[i], NULL, &b);
-        for (int k = 0; k < todo[i]->n_outputs; k++) {
-            jit__buf_put(&b, "out[", 4);
-            jit__buf_int(&b, k);
-            jit__buf_put(&b, "] = ", 4);
-            jit__buf_slot(&b, todo[i]->outputs[k]);
-            jit__buf_put(&b, ";\n", 2);
+        char fname[12];
+        snprintf(fname, sizeof fname, "f%d", i);
+        at[i] = nn;
+        snprintf(names[nn], sizeof names[nn], "%s", fname);
+        np[nn] = names[nn];
+        nn++;
+        if (todo[i]->yin) {
+            snprintf(names[nn], sizeof names[nn], "%sy", fname);
+            np[nn] = names[nn];
+            nn++;
         }
-        jit__buf_printf(&b, "}\n");
+        jit__functions(todo[i], fname, &b);
     }
-    void *syms[16], *jit = NULL;
-    int rc = b.err ? b.err : jit__compile_names(b.p, np, syms, m, &jit, NULL, 0);
+    void *syms[32], *jit = NULL;
+    int rc = b.err ? b.err : jit__compile_names(b.p, np, syms, nn, m, &jit, NULL, 0);
     free(b.p);
     if (rc < 0) { /* one at a time: a tape that defeats tcc costs only itself */
         int worst = 0;
@@ -605,12 +968,8 @@ int jit_compile_many(tape **ts, int n)
         }
         return worst;
     }
-    for (int i = 0; i < m; i++) {
-        tape_fn f;
-        memcpy(&f, &syms[i], sizeof f);
-        todo[i]->jit = jit;
-        atomic_store_explicit(&todo[i]->fn, f, memory_order_release);
-    }
+    for (int i = 0; i < m; i++)
+        jit__publish(todo[i], jit, syms[at[i]], todo[i]->yin ? syms[at[i] + 1] : NULL);
     return 0;
 }
 

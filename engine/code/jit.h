@@ -3,10 +3,17 @@
  * jit_compile turns a tape (tape.h) into C source — generated from the tape's
  * instructions only, never from user text — of one function
  *     void f(const double *in, double *out)
- * with one local per slot, compiles it with libtcc into memory and stores the
- * entry point in t->fn (and the compiler state in t->jit). tape_run then calls the
- * compiled code instead of the interpreter. Every libm function the code calls is
- * bound to this process's libm, so no runtime library files are needed.
+ * compiles it with libtcc into memory and stores the entry point in t->fn (and the
+ * compiler state in t->jit). tape_run then calls the compiled code instead of the
+ * interpreter. Every libm function the code calls is bound to this process's libm, so
+ * no runtime library files are needed. tcc keeps values in registers only within one
+ * expression, so a slot used once is written inside the expression that uses it (up
+ * to JIT_INLINE_DEPTH deep), constants as literals and inputs used once as reads of
+ * in[] where they are used; other slots are locals. When the tape's `yin` is set, a
+ * second function
+ *     void fy(double t, const double *y, const double *in, double *out)
+ * reads the inputs yin names from t and y directly (published in t->yfn): the
+ * right-hand side calls it without copying the state into in[] first.
  *
  * The compiled code does exactly the interpreter's IEEE operations in the same
  * order (TAPE_POWI as the same binary-exponentiation chain), so results agree with
@@ -16,7 +23,7 @@
  * leaves t->fn NULL and the interpreter is used. Setting the environment variable
  * HAMEL_NO_JIT (to anything but "" or "0") disables compilation.
  *
- * The compiled function keeps every slot in its stack frame: it needs 8 * n_ins
+ * The compiled function keeps at most every slot in its stack frame: it needs 8 * n_ins
  * bytes of stack plus what libm uses (at most JIT_MAX_SLOTS * 8 = 512 KiB + a
  * little), and tcc emits no stack probes, so threads that run compiled tapes need
  * a stack at least that large (glibc's default of 8 MiB is plenty).
@@ -88,5 +95,9 @@ char *jit_source(const tape *t, const jit_inputs *map, const char *signature, co
  * jit_compile does and returns its function `f` in *fn and the state to pass to
  * jit_release in *jit. Borrows src. Same return codes and err as jit_compile_msg. */
 int jit__compile_source(const char *src, tape_fn *fn, void **jit, char *err, size_t err_size);
+
+/* Internal, for tests and measurements: the source jit_compile gives libtcc for t
+ * (malloc'd), or NULL. */
+char *jit__tcc_source(const tape *t);
 
 #endif

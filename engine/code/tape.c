@@ -14,6 +14,7 @@ void tape_free(tape *t)
         jit_release(t->jit);
     free(t->ins);
     free(t->outputs);
+    free(t->yin);
     free(t);
 }
 

@@ -48,8 +48,13 @@ typedef struct tape_ins {
     double c;
 } tape_ins;
 
-/* Compiled code for a tape: reads in[n_inputs], writes out[n_outputs]. */
+/* Compiled code for a tape: reads in[n_inputs], writes out[n_outputs]. in and out must
+ * not overlap (compiled code reads inputs where it uses them). */
 typedef void (*tape_fn)(const double *in, double *out);
+
+/* Compiled code that reads the inputs the tape's `yin` names from t and y[] directly and
+ * the others from in[] (the right-hand side's entry: no copy of the state into in[]). */
+typedef void (*tape_yfn)(double t, const double *y, const double *in, double *out);
 
 typedef struct tape {
     int n_inputs;
@@ -63,7 +68,14 @@ typedef struct tape {
      * the bit, jit.h). */
     _Atomic(tape_fn) fn;
     void *jit; /* owned by jit.c */
+    /* Optional, [n_inputs], set before compiling (owned, freed by tape_free): where yfn
+     * reads input a: TAPE_YIN_IN (in[a]), TAPE_YIN_T (t) or an index into y. */
+    int32_t *yin;
+    _Atomic(tape_yfn) yfn; /* compiled with fn when yin is set, published before fn */
 } tape;
+
+#define TAPE_YIN_IN (-1)
+#define TAPE_YIN_T (-2)
 
 /* Frees a tape and its compiled code. Accepts NULL. */
 void tape_free(tape *t);

@@ -309,6 +309,7 @@ struct hamel_ws {
     int *minv_row, *minv_col; /* its nonzeros by row: [k+1], [k*k] */
     double *minv_val;         /* [k*k] */
     int minv_ready;
+    int minv_diag;       /* M*^-1 has its nonzeros on the diagonal only (each row one) */
     int numeric;         /* ignore tape_fast (for cross-checks) */
     native_code *native; /* the optimizing tier (a reference), or NULL */
     double *guess;       /* [n] last q' solved from (q, u) (nonlinear constraints: Newton's start) */
@@ -736,8 +737,25 @@ static int invert_constant_mass(hamel_ws *w, int k)
             }
     }
     w->minv_row[k] = nz;
+    w->minv_diag = 1;
+    for (int r = 0; r < k; r++)
+        if (w->minv_row[r + 1] != w->minv_row[r] + 1 || w->minv_col[w->minv_row[r]] != r)
+            w->minv_diag = 0;
     w->minv_ready = 1;
     return 0;
+}
+
+/* tape_fast's inputs t, q and u from the state. */
+static void fast_inputs(hamel_ws *w, double t, const double *y)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    double *in = w->in;
+    in[model_input_t(m)] = t;
+    for (int i = 0; i < n; i++)
+        in[model_input_q(m) + i] = y[i];
+    for (int r = 0; r < k; r++)
+        in[m->u_slot[r]] = y[n + r];
 }
 
 /* The symbolically reduced equations: one tape gives q', F and (unless it is
@@ -751,15 +769,22 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         return GSL_SUCCESS;
     }
     double *in = w->in;
-    in[model_input_t(m)] = t;
-    for (int i = 0; i < n; i++)
-        in[model_input_q(m) + i] = y[i];
-    for (int r = 0; r < k; r++)
-        in[m->u_slot[r]] = y[n + r];
+    /* the first tier's entry that reads t and y itself (tape.h), when published */
+    tape_yfn yf = atomic_load_explicit(&((tape *)m->tape_fast)->yfn, memory_order_acquire);
+    if (!yf)
+        fast_inputs(w, t, y);
     if (m->fast_mass_const) {
         if (!w->minv_ready && invert_constant_mass(w, k) < 0)
             return GSL_EBADFUNC;
-        tape_run(m->tape_fast, in, w->work, dydt); /* q' straight into dydt */
+        if (yf)
+            yf(t, y, in, dydt); /* q' straight into dydt */
+        else
+            tape_run(m->tape_fast, in, w->work, dydt);
+        if (w->minv_diag) { /* the sum below with its one term: 0.0 + v F, in place */
+            for (int r = 0; r < k; r++)
+                dydt[n + r] = 0.0 + w->minv_val[r] * dydt[n + r];
+            return GSL_SUCCESS;
+        }
         const double *F = dydt + n;
         double *ud = w->F;
         for (int r = 0; r < k; r++) {
@@ -771,10 +796,15 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         memcpy(dydt + n, ud, k * sizeof *ud);
         return GSL_SUCCESS;
     }
-    if (w->native)
+    if (w->native) {
+        if (yf) /* native's f reads in[] */
+            fast_inputs(w, t, y);
         w->native->fast(in, w->fast);
-    else
+    } else if (yf) {
+        yf(t, y, in, w->fast);
+    } else {
         tape_run(m->tape_fast, in, w->work, w->fast);
+    }
     for (int i = 0; i < n; i++)
         dydt[i] = w->fast[i];
     const double *up = w->fast + n, *F = up + k * (k + 1) / 2;

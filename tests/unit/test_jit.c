@@ -192,6 +192,78 @@ Test(jit, random_tapes_match_interpreter)
     }
 }
 
+/* The first tier writes a slot used once inside the expression that uses it (and
+ * constants as literals, inputs read where used): random tapes whose outputs are only
+ * a few late slots, so most slots are used once and nested, through both entries (f
+ * reading in[], fy reading t and y[] for the inputs yin names), bit for bit. */
+Test(jit, nested_expressions_and_the_state_entry_match_interpreter)
+{
+    int nested = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        int n_in = 6, n = 200 + (int)(seed % 7) * 40;
+        tape *t = tt_random(seed + 1000, n_in, n);
+        free(t->outputs); /* a few outputs: the last slots and one early one */
+        t->n_outputs = 4;
+        t->outputs = malloc(4 * sizeof *t->outputs);
+        cr_assert_not_null(t->outputs);
+        t->outputs[0] = n - 1;
+        t->outputs[1] = n - 2;
+        t->outputs[2] = n_in + (int)(seed % 50);
+        t->outputs[3] = n - 1; /* twice: the slot must be a local */
+        /* inputs 0..2 from y (in another order), 3 is t, 4..5 from in[] */
+        t->yin = malloc(n_in * sizeof *t->yin);
+        cr_assert_not_null(t->yin);
+        const int32_t yin[6] = {2, 0, 1, TAPE_YIN_T, TAPE_YIN_IN, TAPE_YIN_IN};
+        memcpy(t->yin, yin, sizeof yin);
+        char *src = jit__tcc_source(t);
+        cr_assert_not_null(src);
+        int defs = 0;
+        for (const char *q = src; (q = strstr(q, "double s")) != NULL; q++)
+            defs++;
+        int *uses = calloc((size_t)n, sizeof *uses), computed = 0;
+        cr_assert_not_null(uses);
+        for (int i = n_in; i < n; i++) {
+            uses[t->ins[i].a]++;
+            if (is_binary((tape_op)t->ins[i].op))
+                uses[t->ins[i].b]++;
+        }
+        for (int k = 0; k < 4; k++)
+            uses[t->outputs[k]]++;
+        for (int i = 0; i < n; i++)
+            computed += uses[i] > 0;
+        free(uses);
+        if (defs < 2 * computed * 3 / 4) /* a quarter of the locals gone, in both functions */
+            nested++;
+        free(src);
+        compile_ok(t);
+        tape_yfn yf = atomic_load(&t->yfn);
+        cr_assert_not_null(yf, "seed %llu: no state entry", (unsigned long long)seed);
+        uint64_t s = seed;
+        char what[64];
+        snprintf(what, sizeof what, "nested tape seed %llu", (unsigned long long)seed);
+        double *work = calloc((size_t)n, sizeof *work);
+        cr_assert_not_null(work);
+        for (int r = 0; r < 50; r++) {
+            double in[6], y[3], got[4], want[4];
+            for (int k = 0; k < n_in; k++)
+                in[k] = r < 45 ? (rng_unit(&s) - 0.5) * 4.0 : specials[rng_below(&s, N_SPECIALS)];
+            expect_match(t, in, what);
+            y[2] = in[0];
+            y[0] = in[1];
+            y[1] = in[2];
+            double other[6] = {NAN, NAN, NAN, NAN, in[4], in[5]}; /* fy must not read 0..3 from in[] */
+            yf(in[3], y, other, got);
+            tape_eval(t, in, work, want);
+            for (int k = 0; k < 4; k++)
+                cr_assert(same(got[k], want[k]), "%s, state entry: output %d: %.17g != %.17g", what, k,
+                          got[k], want[k]);
+        }
+        free(work);
+        tape_free(t);
+    }
+    cr_assert_eq(nested, 40, "the first tier kept most slots in locals (%d of 40 tapes nested)", nested);
+}
+
 /* Constants must come through bit for bit, NaN payloads included. */
 Test(jit, constants_keep_their_bits)
 {
