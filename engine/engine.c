@@ -29,7 +29,7 @@
 const engine_limits engine_default_limits = {
     .max_expr_chars = 20000,
     .max_nodes = 2000000,
-    .max_coordinates = 64,
+    .max_coordinates = 200,
     .max_samples = 100000,
     .max_steps = 10000000,
     .max_wall_seconds = 120.0,

@@ -18,6 +18,9 @@
 # 6. Server benchmarks (issue 3): scripts/bench-server.sh, when it exists.
 # 7. The one-shot CLI (issue 19): scripts/bench-cli.sh — `hamel run` of the rolling disk
 #    as a process against a hand-written C process (bench/hand_disk.c); goal <= 2x.
+# 8. Sweeps (issue 19): scripts/bench-sweep.sh — a 10,000-run NDJSON batch of the rolling
+#    disk through a 2-worker server against bench/hand_sweep.c (the hand-written
+#    right-hand side in 2 processes), alternating; goal: ratio >= 0.8.
 # Each section prints its figures with the goal and met/MISSED beside them.
 #
 # Environment: HAMEL_CASES_DIR (default ../shared/cases), BENCH_RUNS, BENCH_SAMPLES,
@@ -79,6 +82,10 @@ scripts/bench-scale.sh || status=$?
 # ---- the one-shot CLI as a process (issue 19, item 3) --------------------------------
 echo
 scripts/bench-cli.sh || status=$?
+
+# ---- sweeps through the batch path (issue 19, item 1) ---------------------------------
+echo
+scripts/bench-sweep.sh || status=$?
 
 # ---- a cold simulation over HTTP (issue 8, item 5) -----------------------------------
 echo

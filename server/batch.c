@@ -257,10 +257,300 @@ static json_t *batch__line_head(size_t index, const char *status, const char *jo
     return line;
 }
 
+/* ---- lines from the result's text ---------------------------------------------------
+ * A result body is written by jsonout (compact, reals in their shortest form), so a
+ * member copied from its text is byte for byte what parsing it and writing it again
+ * gives. The line of a done run is built from spans of the body: only "checks" (whose
+ * series are taken out) is parsed. Parsing the whole body with jansson cost more than
+ * the integration of a small run. */
+
+typedef struct bl_span {
+    const char *p, *e; /* [p, e): one JSON value; p == NULL: absent */
+} bl_span;
+
+static const char *bl__ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* The end of the string starting at p ('"'), past its closing quote, or NULL. */
+static const char *bl__string_end(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* The end of the value starting at p (no leading space), or NULL when malformed. */
+static const char *bl__value_end(const char *p, const char *e)
+{
+    if (p >= e)
+        return NULL;
+    if (*p == '"')
+        return bl__string_end(p, e);
+    if (*p != '{' && *p != '[') {
+        while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n')
+            p++;
+        return p;
+    }
+    int depth = 0;
+    for (; p < e; p++) {
+        if (*p == '"') {
+            p = bl__string_end(p, e);
+            if (!p)
+                return NULL;
+            p--;
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if ((*p == '}' || *p == ']') && --depth == 0) {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Steps through a container: *p at '{' or '[' on the first call (start = 1), then where
+ * the previous call left it. Sets the member's key (objects; without quotes, raw) and
+ * value. Returns 1 for a member, 0 at the end, -1 when malformed. */
+static int bl__next(const char **p, const char *e, int start, bl_span *key, bl_span *val)
+{
+    const char *q = *p;
+    int object = 0;
+    if (start) {
+        object = *q == '{';
+        q = bl__ws(q + 1, e);
+        if (q < e && (*q == '}' || *q == ']')) {
+            *p = q + 1;
+            return 0;
+        }
+    } else {
+        q = bl__ws(q, e);
+        if (q < e && (*q == '}' || *q == ']')) {
+            *p = q + 1;
+            return 0;
+        }
+        if (q >= e || *q != ',')
+            return -1;
+        q = bl__ws(q + 1, e);
+    }
+    if (q < e && *q == '"' && (start ? object : key != NULL)) {
+        const char *ke = bl__string_end(q, e);
+        if (!ke)
+            return -1;
+        key->p = q + 1;
+        key->e = ke - 1;
+        q = bl__ws(ke, e);
+        if (q >= e || *q != ':')
+            return -1;
+        q = bl__ws(q + 1, e);
+    } else if (key) {
+        key->p = key->e = NULL;
+    }
+    const char *ve = bl__value_end(q, e);
+    if (!ve)
+        return -1;
+    val->p = q;
+    val->e = ve;
+    *p = ve;
+    return 1;
+}
+
+static int bl__key_is(const bl_span *k, const char *name)
+{
+    size_t n = strlen(name);
+    return k->p && (size_t)(k->e - k->p) == n && !memcmp(k->p, name, n);
+}
+
+/* The values of members names[0..n-1] of the object v (absent: p NULL), in one pass;
+ * -1 when malformed. */
+static int bl__members(bl_span v, const char *const *names, size_t n, bl_span *out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i].p = out[i].e = NULL;
+    if (!v.p || *v.p != '{')
+        return 0;
+    const char *p = v.p;
+    bl_span k, x;
+    int rc;
+    for (int start = 1; (rc = bl__next(&p, v.e, start, &k, &x)) == 1; start = 0)
+        for (size_t i = 0; i < n; i++)
+            if (!out[i].p && bl__key_is(&k, names[i])) {
+                out[i] = x;
+                break;
+            }
+    return rc;
+}
+
+/* The last element of the array v (absent when v is not a non-empty array); -1 when
+ * malformed. */
+static int bl__last(bl_span v, bl_span *out)
+{
+    out->p = out->e = NULL;
+    if (!v.p || *v.p != '[')
+        return 0;
+    const char *p = v.p;
+    bl_span x;
+    int rc;
+    for (int start = 1; (rc = bl__next(&p, v.e, start, NULL, &x)) == 1; start = 0)
+        *out = x;
+    return rc;
+}
+
+static void bl__put_member(jsonout *o, const char *name, bl_span v)
+{
+    jsonout_raw(o, ",", 1);
+    jsonout_string(o, name, strlen(name));
+    jsonout_raw(o, ":", 1);
+    jsonout_raw(o, v.p, (size_t)(v.e - v.p));
+}
+
+/* "final" from the trajectory's text (batch__final's result). Returns -1 when malformed. */
+static int bl__final(jsonout *o, bl_span tr)
+{
+    static const char *const names[] = {"t", "q", "speeds", "qdot", "multipliers"};
+    bl_span m[5], last;
+    if (bl__members(tr, names, 5, m) < 0 || bl__last(m[0], &last) < 0)
+        return -1;
+    jsonout_raw(o, ",\"final\":{", 10);
+    int first = 1;
+    if (last.p) {
+        jsonout_raw(o, "\"t\":", 4);
+        jsonout_raw(o, last.p, (size_t)(last.e - last.p));
+        first = 0;
+    }
+    for (size_t g = 1; g < 5; g++) {
+        bl_span grp = m[g];
+        if (!grp.p || *grp.p != '{')
+            continue;
+        jsonout_raw(o, ",", first ? 0 : 1);
+        first = 0;
+        jsonout_string(o, names[g], strlen(names[g]));
+        jsonout_raw(o, ":{", 2);
+        const char *p = grp.p;
+        bl_span k, series;
+        int rc, inner = 1;
+        for (int start = 1; (rc = bl__next(&p, grp.e, start, &k, &series)) == 1; start = 0) {
+            if (bl__last(series, &last) < 0)
+                return -1;
+            if (!last.p)
+                continue;
+            jsonout_raw(o, ",", inner ? 0 : 1);
+            inner = 0;
+            jsonout_raw(o, k.p - 1, (size_t)(k.e - k.p) + 2); /* the key as written */
+            jsonout_raw(o, ":", 1);
+            jsonout_raw(o, last.p, (size_t)(last.e - last.p));
+        }
+        if (rc < 0)
+            return -1;
+        jsonout_raw(o, "}", 1);
+    }
+    jsonout_raw(o, "}", 1);
+    return 0;
+}
+
+static json_t *batch__checks(const json_t *checks, unsigned fields);
+
+/* batch__line_done from the body's text; NULL when the text is not what the engine
+ * writes (the caller then parses it). */
+static blob *batch__line_fast(const batch *b, batch_run *r, const blob *result, int cached)
+{
+    /* the top-level members used, found in one pass over the body */
+    enum {
+        M_JOB_ID,
+        M_TRAJECTORY,
+        M_WARNINGS,
+        M_PROVENANCE,
+        M_CHECKS,
+        M_STATS,
+        M_HAMEL,
+        M_EVENTS,
+        M_EVENTS_DROPPED,
+        M_STOPPED_BY,
+        M_COUNT
+    };
+    static const char *const names[M_COUNT] = {"job_id",         "trajectory", "warnings", "provenance",
+                                               "checks",         "stats",      "hamel",    "events",
+                                               "events_dropped", "stopped_by"};
+    bl_span res = {result->data, result->data + result->len}, m[M_COUNT], v;
+    res.p = bl__ws(res.p, res.e);
+    if (res.p >= res.e || *res.p != '{' || bl__members(res, names, M_COUNT, m) < 0)
+        return NULL;
+    char jid_buf[sizeof r->job_id];
+    const char *jid = r->job_id;
+    if (cached && (v = m[M_JOB_ID]).p) { /* the job that computed it: a plain string of hex digits */
+        if (*v.p != '"' || (size_t)(v.e - v.p) - 2 >= sizeof jid_buf ||
+            memchr(v.p + 1, '\\', (size_t)(v.e - v.p) - 2))
+            return NULL;
+        memcpy(jid_buf, v.p + 1, (size_t)(v.e - v.p) - 2);
+        jid_buf[v.e - v.p - 2] = '\0';
+        jid = jid_buf;
+    }
+    jsonout o;
+    if (jsonout_init(&o, result->len / 2 + 512) < 0)
+        return NULL;
+    char head[64];
+    int n = snprintf(head, sizeof head, "{\"index\":%zu,\"status\":\"done\"", r->index);
+    jsonout_raw(&o, head, (size_t)n);
+    if (jid[0]) {
+        jsonout_raw(&o, ",\"job_id\":", 10);
+        jsonout_string(&o, jid, strlen(jid));
+    }
+    jsonout_raw(&o, cached ? ",\"cached\":true" : ",\"cached\":false", cached ? 14 : 15);
+    unsigned f = b->fields;
+    if (f & FIELD_RUN) {
+        jsonout_raw(&o, ",\"run\":", 7);
+        jsonout_value(&o, json_array_get(b->partials, r->index));
+    }
+    int bad = 0;
+    for (int i = M_WARNINGS; i <= M_PROVENANCE; i++)
+        if (m[i].p)
+            bl__put_member(&o, names[i], m[i]);
+    if (f & FIELD_FINAL)
+        bad = bl__final(&o, m[M_TRAJECTORY]) < 0;
+    if (!bad && (f & FIELD_CHECKS) && (v = m[M_CHECKS]).p) {
+        json_t *c = json_loadb(v.p, (size_t)(v.e - v.p), JSON_DECODE_ANY, NULL);
+        json_t *cut = c ? batch__checks(c, f) : NULL;
+        json_decref(c);
+        bad = cut == NULL;
+        if (!bad) {
+            jsonout_raw(&o, ",\"checks\":", 10);
+            jsonout_value(&o, cut);
+        }
+        json_decref(cut);
+    }
+    static const unsigned field_of[M_COUNT] = {
+        [M_STATS] = FIELD_STATS,   [M_TRAJECTORY] = FIELD_TRAJECTORY, [M_HAMEL] = FIELD_HAMEL,
+        [M_EVENTS] = FIELD_EVENTS, [M_EVENTS_DROPPED] = FIELD_EVENTS, [M_STOPPED_BY] = FIELD_EVENTS};
+    static const int pass2[] = {M_STATS, M_TRAJECTORY, M_HAMEL, M_EVENTS, M_EVENTS_DROPPED, M_STOPPED_BY};
+    for (size_t i = 0; !bad && i < sizeof pass2 / sizeof pass2[0]; i++)
+        if ((f & field_of[pass2[i]]) && m[pass2[i]].p)
+            bl__put_member(&o, names[pass2[i]], m[pass2[i]]);
+    jsonout_raw(&o, "}\n", 2);
+    size_t len = 0;
+    char *text = jsonout_finish(&o, &len);
+    if (bad || !text) {
+        free(text);
+        return NULL;
+    }
+    if (cached && jid != r->job_id)
+        snprintf(r->job_id, sizeof r->job_id, "%s", jid);
+    return blob_take_len(text, len); /* frees text when it fails */
+}
+
 /* The line of a run done with `result` (a job body); a cached one takes its job_id. b's
  * partials are alive: the batch cannot finish before this run does. */
 static blob *batch__line_done(const batch *b, batch_run *r, const blob *result, int cached)
 {
+    blob *fast = batch__line_fast(b, r, result, cached);
+    if (fast)
+        return fast;
+
     json_t *res = json_loadb(result->data, result->len, 0, NULL);
     const char *jid = json_string_value(json_object_get(res, "job_id"));
     if (cached && jid) /* the job that computed it; a run in flight knows its own */
@@ -511,7 +801,8 @@ static int batch__submit(batches *bs, batch *b, batch_run *r)
     }
     json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
     job *j = NULL;
-    int rc = req ? jobs_submit(bs->pool, b->model, req, r->key, &j) : HAMEL_E_INTERNAL;
+    int rc = req ? jobs_submit_flags(bs->pool, b->model, req, r->key, JOBS_SUBMIT_LAZY_RECORD, &j)
+                 : HAMEL_E_INTERNAL;
     json_decref(req);
     if (rc == HAMEL_E_QUEUE_FULL) { /* others fill the queue: this run waits its turn */
         pthread_mutex_lock(&bs->lock);

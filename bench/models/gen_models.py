@@ -12,7 +12,7 @@ Writes case-style files {"description", "model", "simulation"} (API.md ยง1 and ย
                        y), 2 no-slip constraints, Greenwood's speeds (wd, thd, Omega):
                        n = 5N, m = 2N, k = 3N. The springs couple only the potential, so
                        the mass matrix is block-diagonal (3x3 blocks). N = 1, 2, 5, 8, 12
-                       (n = 5..60; the engine takes at most 64 coordinates); the issue's
+                       (n = 5..60; the engine takes at most 200 coordinates); the issue's
                        "n = 25..40" are N = 5..8.
   car-trailers-N.json  a car (rear axle centre (x, y), heading th0, steering angle
                        delta; knife-edge rear and front wheels) pulling N trailers, each

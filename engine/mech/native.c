@@ -235,12 +235,17 @@ static char *native__source_f(const tape *t, char **ex_in, double *val)
 }
 
 /* g: dydt = (q', M*^-1 F), the products in hamel.c's order; NULL when M* is not
- * constant and invertible (or out of memory). */
+ * constant and invertible (or out of memory). M*^-1 is written as k*k literals, so only
+ * up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it the object has f
+ * only (the reduced tape's outputs) and hamel.c applies M*^-1, as it does when there is
+ * no g. */
 static char *native__source_g(const struct engine_model *m, const tape *t, char **ex_y, double *val)
 {
+    enum { NATIVE_MINV_MAX_K = 64 };
     int n = m->n, k = m->k;
     char *src_g = NULL;
-    double *minv = m->fast_mass_const && k <= 64 ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
+    double *minv =
+        m->fast_mass_const && k <= NATIVE_MINV_MAX_K ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
     if (minv && hamel_const_mass_inverse(m, m->param_values, minv) == 0) {
         size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
         char *epi = malloc(cap);

@@ -266,3 +266,54 @@ def test_the_client_gets_gzip_from_the_server_and_decodes_it(client, case, monke
     got = sorted(x.index for x in client.batch(case, runs, base={"t_end": 0.5}))
     assert got == [0, 1, 2, 3]
     assert streams, "the NDJSON stream came gzip-coded"
+
+
+def test_code_bakes_the_request_and_the_python_rhs_is_the_servers(client, case):
+    src = client.code(case, lang="python", parameters={"m": 2.0})
+    assert isinstance(src, str) and "def rhs(t, y, p" in src and "def jacobian(" in src
+    ns = {}
+    exec(compile(src, "generated.py", "exec"), ns)  # numpy only at import
+    assert ns["PARAMETERS"] == {"g": 9.81, "m": 2.0, "r": 0.5}
+    y0 = np.asarray(ns["initial_state"](), dtype=float)
+    init = case["simulation"]["initial"]
+    assert ns["STATE"] == list(init["q"]) + list(init["speeds"])
+    assert list(y0) == list(init["q"].values()) + list(init["speeds"].values())
+    # the generated right-hand side at the initial state is the server's evaluate
+    ev = client.evaluate(case, states=[init], parameters={"m": 2.0})["states"][0]
+    want = [ev["qdot"][n] for n in init["q"]] + [ev["speeds_dot"][n] for n in init["speeds"]]
+    np.testing.assert_allclose(ns["rhs"](0.0, y0, ns["PARAMETERS"]), want, rtol=1e-12, atol=1e-12)
+    c = client.code(case, t_end=1.0)
+    assert "int main(" in c and "hamel_rhs(" in c
+    assert '{"g", "m", "r", 0}' in c and "{9.81, 1.0, 0.5, 0.0}" in c
+
+
+def test_code_of_a_bare_model_has_no_main_and_a_bad_lang_is_named(client, case):
+    c = client.code(case["model"])  # GET /v1/models/{id}/code: no baked state
+    assert "hamel_rhs(" in c and "HAMEL_MAIN" not in c
+    with pytest.raises(hamel.HamelError) as info:
+        client.code(case, lang="fortran")
+    assert info.value.status == 422 and any(e.get("path") == "lang" for e in info.value.errors)
+
+
+def test_steady_circles_of_the_rolling_disk_and_the_upright_disk_standing_up(client, case):
+    g, r, th = 9.81, 0.5, 1.2
+    state = {"t": 0, "q": {"phi": 0, "theta": th, "psi": 0, "x": 0, "y": 0},
+             "speeds": {"wd": 0.3, "thd": 0, "Omega": 4}}
+    res = client.steady(case, state=state, unknowns=["wd"],
+                        continuation={"vary": "Omega", "to": 8, "steps": 8})
+    assert len(res["points"]) >= 9 and res["stability_changes"] == []
+    for p in res["points"]:
+        w, wd = p["values"]["Omega"], p["values"]["wd"]
+        a, b, c = 0.25 / math.tan(th), -1.5 * w, -g / r * math.cos(th)
+        assert abs(wd - (-b - math.sqrt(b * b - 4 * a * c)) / (2 * a)) < 1e-12
+        assert isinstance(p["eigenvalues"], np.ndarray) and p["eigenvalues"].dtype == np.complex128
+    assert res["points"][-1]["values"]["Omega"] == 8
+    upright = {"t": 0, "q": dict(state["q"], theta=math.pi / 2), "speeds": {"wd": 0, "thd": 0, "Omega": 1}}
+    res = client.steady(case, state=upright, unknowns=["thd"],
+                        continuation={"vary": "Omega", "to": 4, "steps": 6})
+    (change,) = res["stability_changes"]
+    assert change["kind"] == "real"
+    assert abs(change["value"] - math.sqrt(g / (3 * r))) < 1e-10 * math.sqrt(g / (3 * r))
+    with pytest.raises(hamel.HamelError) as info:
+        client.steady(case, state=state, unknowns=["wd", "Omega"])
+    assert info.value.status == 422 and any(e.get("path") == "unknowns" for e in info.value.errors)

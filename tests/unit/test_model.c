@@ -704,3 +704,116 @@ Test(model, badly_scaled_psi_is_not_called_singular)
         "[{\"name\": \"c\", \"expr\": \"2*x'\"}], \"speeds\": [{\"name\": \"u\", \"expr\": \"x'\"}]}",
         "singular-transformation", "model.speeds", 0, "singular");
 }
+
+/* A chain of n thin disks rolling on a plane, neighbours' contact points linked by
+ * springs (bench/models/gen_models.py's disk-chain-N: 5 coordinates, 2 constraints and
+ * 3 speeds a disk), as a case {"model", "simulation"}. */
+static json_t *disk_chain(int n)
+{
+    json_t *coords = json_array(), *defs = json_array(), *cons = json_array(), *speeds = json_array();
+    json_t *q0 = json_object(), *u0 = json_object();
+    size_t cap = (size_t)n * 400 + 64;
+    char *T = malloc(cap), *V = malloc(cap), b[400];
+    cr_assert(T && V);
+    T[0] = V[0] = 0;
+    for (int i = 1; i <= n; i++) {
+        char ph[16], th[16], ps[16], x[16], y[16];
+        snprintf(ph, sizeof ph, "phi%d", i);
+        snprintf(th, sizeof th, "theta%d", i);
+        snprintf(ps, sizeof ps, "psi%d", i);
+        snprintf(x, sizeof x, "x%d", i);
+        snprintf(y, sizeof y, "y%d", i);
+        const char *c5[] = {ph, th, ps, x, y};
+        for (int j = 0; j < 5; j++)
+            json_array_append_new(coords, json_string(c5[j]));
+        snprintf(b, sizeof b, "%s' - r*%s'*cos(%s)*cos(%s) + r*%s'*sin(%s)*sin(%s)", x, ph, ph, th, th, ph,
+                 th);
+        json_array_append_new(defs, json_pack("{s:s+, s:s}", "name", "vx", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "%s' - r*%s'*sin(%s)*cos(%s) - r*%s'*cos(%s)*sin(%s)", y, ph, ph, th, th, ph,
+                 th);
+        json_array_append_new(defs, json_pack("{s:s+, s:s}", "name", "vy", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "r*%s'*cos(%s)", th, th);
+        json_array_append_new(defs, json_pack("{s:s+, s:s}", "name", "vz", ph + 3, "expr", b));
+        snprintf(T + strlen(T), cap - strlen(T),
+                 "%s1/2*m*(vx%d^2 + vy%d^2 + vz%d^2) + 1/8*m*r^2*(%s'^2*sin(%s)^2 + %s'^2) + "
+                 "1/4*m*r^2*(%s'*cos(%s) + %s')^2",
+                 i > 1 ? " + " : "", i, i, i, ph, th, th, ph, th, ps);
+        snprintf(V + strlen(V), cap - strlen(V), "%sm*g*r*sin(%s)", i > 1 ? " + " : "", th);
+        if (i < n)
+            snprintf(V + strlen(V), cap - strlen(V), " + 1/2*k*((x%d - %s - L)^2 + (y%d - %s)^2)", i + 1, x,
+                     i + 1, y);
+        snprintf(b, sizeof b, "r*%s'*cos(%s) + %s'", ps, ph, x);
+        json_array_append_new(cons, json_pack("{s:s+, s:s}", "name", "slip_x", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "r*%s'*sin(%s) + %s'", ps, ph, y);
+        json_array_append_new(cons, json_pack("{s:s+, s:s}", "name", "slip_y", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "%s'*sin(%s)", ph, th);
+        json_array_append_new(speeds, json_pack("{s:s+, s:s}", "name", "wd", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "%s'", th);
+        json_array_append_new(speeds, json_pack("{s:s+, s:s}", "name", "thd", ph + 3, "expr", b));
+        snprintf(b, sizeof b, "%s'*cos(%s) + %s'", ph, th, ps);
+        json_array_append_new(speeds, json_pack("{s:s+, s:s}", "name", "Omega", ph + 3, "expr", b));
+        json_object_set_new(q0, ph, json_real(0.1 * i));
+        json_object_set_new(q0, th, json_real(1.2 - 0.01 * (i % 7)));
+        json_object_set_new(q0, ps, json_real(0.0));
+        json_object_set_new(q0, x, json_real(1.5 * (i - 1)));
+        json_object_set_new(q0, y, json_real(0.02 * (i % 3)));
+        snprintf(b, sizeof b, "wd%d", i);
+        json_object_set_new(u0, b, json_real(0.3 + 0.01 * (i % 5)));
+        snprintf(b, sizeof b, "thd%d", i);
+        json_object_set_new(u0, b, json_real(0.0));
+        snprintf(b, sizeof b, "Omega%d", i);
+        json_object_set_new(u0, b, json_real(4.0 - 0.05 * (i % 4)));
+    }
+    json_t *model =
+        json_pack("{s:o, s:{s:f, s:f, s:f, s:f, s:f}, s:o, s:s, s:s, s:o, s:o}", "coordinates", coords,
+                  "parameters", "m", 1.0, "r", 0.5, "g", 9.81, "k", 2.0, "L", 1.5, "definitions", defs,
+                  "kinetic_energy", T, "potential_energy", V, "constraints", cons, "speeds", speeds);
+    free(T);
+    free(V);
+    cr_assert_not_null(model);
+    return json_pack("{s:o, s:{s:{s:f, s:o, s:o}}}", "model", model, "simulation", "initial", "t", 0.0, "q",
+                     q0, "speeds", u0);
+}
+
+/* Issue 19 item 6: the default limits take 200 coordinates (a chain of 40 rolling
+ * disks compiles and runs, conserving its energy), and refuse the 201st naming
+ * model.coordinates. The compile's time budget is widened only for the sanitizer
+ * builds (the chain takes about 0.7 s of CPU at -O2). */
+Test(model, two_hundred_coordinates_compile_and_run, .timeout = 600)
+{
+    cr_assert_geq(engine_default_limits.max_coordinates, 200);
+    json_t *c = disk_chain(40);
+    engine_limits lim = engine_default_limits;
+    lim.max_compile_seconds = 300;
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    int rc = engine_model_compile(json_object_get(c, "model"), &lim, &m, &problem);
+    char *p = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    cr_assert_eq(rc, 0, "a 40-disk chain does not compile: %.400s", p ? p : "");
+    free(p);
+    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+    json_object_set_new(req, "t_end", json_real(0.5));
+    json_object_set_new(req, "output", json_pack("{s:i}", "samples", 6));
+    json_t *res = NULL;
+    rc = engine_simulate(m, req, &lim, NULL, &res, &problem);
+    p = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+    cr_assert_eq(rc, 0, "the 40-disk chain does not run: %.400s", p ? p : "");
+    free(p);
+    const json_t *energy = json_object_get(json_object_get(res, "checks"), "energy");
+    cr_assert(json_is_true(json_object_get(energy, "conserved_expected")));
+    double drift = json_number_value(json_object_get(energy, "max_rel_drift"));
+    cr_assert_lt(drift, 1e-8, "energy drifts by %g relative", drift);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+
+    json_array_append_new(json_object_get(json_object_get(c, "model"), "coordinates"), json_string("extra"));
+    m = NULL;
+    rc = engine_model_compile(json_object_get(c, "model"), &lim, &m, &problem);
+    cr_assert_lt(rc, 0);
+    const json_t *e0 = json_array_get(json_object_get(problem, "errors"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(e0, "path")), "model.coordinates");
+    cr_assert_not_null(strstr(json_string_value(json_object_get(e0, "reason")), "at most 200"));
+    json_decref(problem);
+    json_decref(c);
+}

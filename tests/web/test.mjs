@@ -22,7 +22,11 @@ if (!BASE) { console.error("test.mjs: set HAMEL_BASE to the server's URL (run.sh
 mkdirSync(ARTIFACTS, { recursive: true });
 
 let passed = 0, failed = 0;
+// WEB_TEST_ONLY=regex runs the checks whose names match it (and the first, which loads
+// the page): for working on one feature; the suite as a whole runs them all.
+const ONLY = process.env.WEB_TEST_ONLY ? new RegExp(process.env.WEB_TEST_ONLY, "i") : null;
 async function check(name, fn) {
+  if (ONLY && passed + failed > 0 && !ONLY.test(name) && name !== "no script errors in the page") return;
   const t0 = Date.now();
   try {
     await fn();
@@ -104,11 +108,11 @@ async function runAndWait(p, button = '[data-testid="run"]') {
 let jobId = null;
 let jobJson = null;
 
-await check("page loads with the 12 shipped examples and a healthy server", async () => {
+await check("page loads with the 13 shipped examples and a healthy server", async () => {
   await page.goto(`${BASE}/?example=${ROLLING_DISK}`);
   await page.waitForFunction(() => document.body.dataset.ready === "1");
   const n = await page.locator("#example option").count();
-  assert(n === 12, `expected 12 examples (the 7 shared cases, 3 closed-form systems, the rolling disk and the bicycle with bodies), found ${n}`);
+  assert(n === 13, `expected 13 examples (the 7 shared cases, 3 closed-form systems, the rolling disk, the falling disk with its contact and the bicycle with bodies), found ${n}`);
   const pill = await page.locator("#health").innerText();
   assert(/connected/.test(pill), `health pill says "${pill}"`);
   const sel = await page.locator("#example option:checked").innerText();
@@ -435,6 +439,13 @@ await check("bicycle: roll/steer eigenvalues against v, stable between the weave
     const bikeChanges = JSON.parse(await p6.locator("#linearize").getAttribute("data-changes"));
     assert(bikeChanges.length === 2 && Math.abs(bikeChanges[0] - 4.29238253634111) < 1e-9 && Math.abs(bikeChanges[1] - 6.02426201538837) < 1e-9,
       `stability changes at v = ${JSON.stringify(bikeChanges)}, expected the weave and capsize speeds 4.29238253634111 and 6.02426201538837`);
+    // marked on the branch and on both eigenvalue plots, where the stable part begins and ends
+    for (const plot of ["plot-branch", "plot-eig-re", "plot-eig-im"]) {
+      const vl = await p6.locator(`[data-testid="${plot}"] line.vline`).evaluateAll((ls) => ls.map((l) => [Number(l.dataset.x), l.dataset.label]));
+      assert(vl.length === 2 && vl[0][0] === bikeChanges[0] && vl[1][0] === bikeChanges[1] && /^stable from 4\.29/.test(vl[0][1]) && /^unstable from 6\.02/.test(vl[1][1]),
+        `${plot}: stability-change markers ${JSON.stringify(vl)}`);
+    }
+    await p6.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-steady-bicycle.png") });
     // its equations have entries too large to print (null in the API): named, never "null"
     await runAndWait(p6);
     await p6.waitForFunction(() => document.querySelectorAll("#equations math").length > 0);
@@ -860,6 +871,172 @@ await check("the CSV download has the CLI's columns (hamel run --csv)", async ()
     assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
   } finally {
     await p18.close();
+  }
+});
+
+/** The x pixel of a path's last point ("...L123.45,67.89"). */
+const lastX = (d) => { const m = /([\d.]+),[\d.-]+$/.exec(d || ""); return m ? Number(m[1]) : NaN; };
+
+await check("events: a stop event added in the editor ends the plotted trajectory at its time and is listed", async () => {
+  const pe = await context.newPage();
+  pe.on("pageerror", (e) => pageErrors.push("events: " + e));
+  try {
+    await pe.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await pe.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(await pe.locator('[data-testid="event-row"]').count() === 0, "the rolling disk's example has no events");
+    // a misspelled symbol first: the 422 names events[0].expr and the field is marked
+    await pe.click('[data-testid="event-add"]');
+    const row0 = pe.locator('[data-testid="event-row"]').nth(0);
+    await row0.locator('[data-field="name"]').fill("low");
+    await row0.locator('[data-field="expr"]').fill("thet - 1");
+    await row0.locator('[data-field="direction"]').selectOption("falling");
+    await row0.locator('[data-field="action"]').selectOption("stop");
+    await pe.click('[data-testid="run"]');
+    await pe.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    const prob = await pe.locator('[data-testid="problem"]').innerText();
+    assert(/events\[0\]\.expr/.test(prob), `the problem does not name events[0].expr: ${prob}`);
+    assert(await row0.locator('[data-field="expr"].invalid').count() === 1, "the event's expression is not marked");
+    const sel = await row0.locator('[data-field="expr"]').evaluate((el) => el.value.slice(el.selectionStart, el.selectionEnd));
+    assert(sel === "thet", `the selection in the expression is "${sel}", not the unknown name`);
+    await row0.locator('[data-field="expr"]').fill("theta - 1");
+    // and a second event that only records
+    await pe.click('[data-testid="event-add"]');
+    const row1 = pe.locator('[data-testid="event-row"]').nth(1);
+    await row1.locator('[data-field="name"]').fill("half");
+    await row1.locator('[data-field="expr"]').fill("t - 0.1");
+    const id = await runAndWait(pe);
+    const job = (await api("GET", `/v1/jobs/${encodeURIComponent(id)}`)).body;
+    assert(job.stopped_by === "low", `the job says stopped_by ${job.stopped_by}; events ${JSON.stringify(job.events)}, last t ${job.trajectory.t.slice(-1)}`);
+    const names = job.events.map((e) => e.name).join(",");
+    assert(names === "half,low", `the job's events are ${names}`);
+    const stop = job.events[1];
+    const tr = job.trajectory.t;
+    assert(tr[tr.length - 1] === stop.t && stop.t > 0.1 && stop.t < 5, `the trajectory ends at ${tr[tr.length - 1]}, the event at ${stop.t}`);
+    // shown: stopped by, and the list with each crossing's t
+    const sb = pe.locator('[data-testid="stopped-by"]');
+    assert(await sb.getAttribute("data-name") === "low" && Number(await sb.getAttribute("data-t")) === stop.t, "stopped_by is not shown with its time");
+    const hits = await pe.locator('[data-testid="event-hit"]').evaluateAll((rs) => rs.map((r) => [r.dataset.name, Number(r.dataset.t)]));
+    assert(JSON.stringify(hits) === JSON.stringify(job.events.map((e) => [e.name, e.t])), `listed ${JSON.stringify(hits)}`);
+    assert(/theta/.test(await pe.locator('[data-testid="events-list"] thead').innerText()), "the list has no state columns");
+    // the plotted q(t) ends where the stop event's marker is
+    for (const plot of ["plot-q", "plot-speeds"]) {
+      const vl = await pe.locator(`[data-testid="${plot}"] line.vline`).evaluateAll((ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.x), Number(l.getAttribute("x1"))]));
+      assert(vl.length === 2 && vl[1][0] === "low" && vl[1][1] === stop.t && vl[0][0] === "half" && vl[0][1] === job.events[0].t, `${plot}: markers ${JSON.stringify(vl)}`);
+      const ds = await pe.locator(`[data-testid="${plot}"] svg path.series`).evaluateAll((ps) => ps.map((q) => q.getAttribute("d")));
+      for (const d of ds) assert(Math.abs(lastX(d) - vl[1][2]) < 0.02, `${plot}: a curve ends at x = ${lastX(d)} px, the stop marker is at ${vl[1][2]} px`);
+    }
+    await pe.locator('[data-testid="events"]').screenshot({ path: join(ARTIFACTS, "web-events.png") });
+  } finally {
+    await pe.close();
+  }
+});
+
+await check("contacts: the falling disk's normal and tangential forces, its slip, and a stop at lift-off (normal_disk)", async () => {
+  const pc = await context.newPage();
+  pc.on("pageerror", (e) => pageErrors.push("contacts: " + e));
+  try {
+    await pc.goto(`${BASE}/?example=falling-disk-contact`);
+    await pc.waitForFunction(() => document.body.dataset.ready === "1");
+    const ex = JSON.parse(readFileSync(join(webRoot, "examples", "falling-disk-contact.json"), "utf8"));
+    const rows = await pc.locator('[data-testid="event-row"]').evaluateAll((rs) => rs.map((r) => [...r.querySelectorAll("[data-field]")].map((f) => f.value)));
+    assert(JSON.stringify(rows) === JSON.stringify(ex.simulation.events.map((e) => [e.name, e.expr, e.direction || "both", e.action || "record"])), `the example's events are shown as ${JSON.stringify(rows)}`);
+    const id = await runAndWait(pc);
+    const job = (await api("GET", `/v1/jobs/${encodeURIComponent(id)}`)).body;
+    const c = job.checks.contacts.disk;
+    const stop = job.events[job.events.length - 1];
+    assert(job.stopped_by === "lift_off" && c.slip && c.slip.t > 0 && c.slip.t < stop.t, `job: stopped_by ${job.stopped_by}, slip ${JSON.stringify(c.slip)}, stop ${stop.t}`);
+    // N at the stop is zero: the stop event is the lift-off
+    assert(Math.abs(c.normal[c.normal.length - 1]) < 1e-6, `N at the stop is ${c.normal[c.normal.length - 1]}`);
+    const cell = pc.locator('[data-testid="contact-check"]');
+    assert(Number(await cell.getAttribute("data-slip")) === c.slip.t, "the slip time shown is not the API's");
+    const names = await pc.locator('[data-testid="plot-contacts"] svg path.series').evaluateAll((ps) => ps.map((q) => q.dataset.series));
+    assert(names.length === 3 && names.some((n) => /^N/.test(n)) && names.some((n) => /μN/.test(n)) && names.some((n) => /F_t/.test(n)), `contact plot series ${names}`);
+    const vl = await pc.locator('[data-testid="plot-contacts"] line.vline').evaluateAll((ls) => ls.map((l) => [l.dataset.label, Number(l.dataset.x)]));
+    assert(vl.some(([l, x]) => l === "slip" && x === c.slip.t), `no slip marker: ${JSON.stringify(vl)}`);
+    assert(vl.some(([l, x]) => l === "lift_off" && x === stop.t), `no lift-off event marker: ${JSON.stringify(vl)}`);
+    assert(await pc.locator('[data-testid="warnings"] li[data-code="contact-slip"]').count() === 1, "the slip warning is not shown");
+    await pc.locator('[data-testid="plot-contacts"]').screenshot({ path: join(ARTIFACTS, "web-contacts.png") });
+  } finally {
+    await pc.close();
+  }
+});
+
+await check("export code: C and Python files of the model and run from POST /v1/code, with the page's parameter values", async () => {
+  const px = await context.newPage();
+  px.on("pageerror", (e) => pageErrors.push("export: " + e));
+  try {
+    await px.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await px.waitForFunction(() => document.body.dataset.ready === "1");
+    const model = JSON.parse(readFileSync(join(webRoot, "examples", `${ROLLING_DISK}.json`), "utf8")).model;
+    const want = { ...model.parameters, m: 2.5 }; // a what-if value: the file bakes the run as shown
+    await px.locator('input[data-param="m"]').fill("2.5");
+    const grab = async (button, type) => {
+      const [resp, dl] = await Promise.all([
+        px.waitForResponse((r) => r.url().endsWith("/v1/code") && r.request().method() === "POST"),
+        px.waitForEvent("download"),
+        px.click(button),
+      ]);
+      const ct = resp.headers()["content-type"] || "";
+      assert(resp.status() === 200 && ct.startsWith(type), `POST /v1/code answered ${resp.status()} ${ct}, expected ${type}`);
+      const sent = JSON.parse(resp.request().postData());
+      assert(sent.parameters && sent.parameters.m === 2.5 && sent.initial && sent.t_end > 0, `the request sent: ${JSON.stringify(sent).slice(0, 300)}`);
+      return { name: dl.suggestedFilename(), text: readFileSync(await dl.path(), "utf8") };
+    };
+    const c = await grab('[data-testid="export-c"]', "text/x-c");
+    assert(/\.c$/.test(c.name), `the C file is named ${c.name}`);
+    const names = /hamel_parameter_names\[[^\]]*\] = \{([^}]*)\}/.exec(c.text);
+    const values = /hamel_p\[[^\]]*\] = \{([^}]*)\}/.exec(c.text);
+    assert(names && values, "no hamel_parameter_names / hamel_p in the C file");
+    const cn = names[1].split(",").map((x) => x.trim()).filter((x) => x !== "0").map((x) => JSON.parse(x));
+    const cv = values[1].split(",").map(Number);
+    assert(JSON.stringify([...cn].sort()) === JSON.stringify(Object.keys(want).sort()), `the C file's parameters ${cn}`);
+    cn.forEach((n, i) => assert(cv[i] === want[n], `C: ${n} = ${cv[i]}, the page's ${want[n]}`));
+    assert(/int main\(/.test(c.text) && /hamel_rhs\(/.test(c.text), "the C file has no rhs or main");
+    const py = await grab('[data-testid="export-py"]', "text/x-python");
+    assert(/\.py$/.test(py.name) && /^[A-Za-z_][A-Za-z0-9_]*\.py$/.test(py.name), `the Python file is named ${py.name}`);
+    const pm = /PARAMETERS = (\{[^}]*\})/.exec(py.text);
+    assert(pm, "no PARAMETERS in the Python file");
+    const pp = JSON.parse(pm[1]);
+    for (const [n, v] of Object.entries(want)) assert(pp[n] === v, `Python: ${n} = ${pp[n]}, the page's ${v}`);
+    assert(/def rhs\(t, y, p/.test(py.text) && /def jacobian\(/.test(py.text), "the Python file has no rhs or jacobian");
+    // a model the generator does not carry: the problem is shown, nothing downloaded
+    await px.selectOption("#formulation", "multipliers");
+    await px.click('[data-testid="export-c"]');
+    await px.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    const prob = await px.locator('[data-testid="problem"]').innerText();
+    assert(/multipliers|formulation/i.test(prob), `the problem shown: ${prob}`);
+  } finally {
+    await px.close();
+  }
+});
+
+await check("a sweep carries the events: the lift-off time of the falling disk against its initial lean", async () => {
+  const ps = await context.newPage();
+  ps.on("pageerror", (e) => pageErrors.push("event sweep: " + e));
+  try {
+    await ps.goto(`${BASE}/?example=falling-disk-contact`);
+    await ps.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(await ps.locator('#sw-final option[value="event.lift_off"]').count() === 1, "no summary quantity for the lift_off event");
+    await ps.selectOption("#sw-var", "initial.q.theta");
+    await ps.fill("#sw-from", "1.3");
+    await ps.fill("#sw-to", "1.5");
+    await ps.fill("#sw-n", "5");
+    await ps.selectOption("#sw-quantity", "q.theta");
+    await ps.selectOption("#sw-final", "event.lift_off");
+    await ps.click('[data-testid="sw-run"]');
+    await ps.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state));
+    assert(await ps.locator("#sw-card").getAttribute("data-state") === "done", "the sweep did not finish: " + await ps.locator("#sw-problem").innerText());
+    assert(await ps.locator('[data-testid="plot-sweep-summary"] svg circle').count() === 5, "the summary has not 5 lift-off times");
+    // the last run (theta = 1.5) is the example's own: its stop time, as a single run finds it
+    const ex = JSON.parse(readFileSync(join(webRoot, "examples", "falling-disk-contact.json"), "utf8"));
+    const one = await api("POST", "/v1/simulations?wait=60", { model: ex.model, ...ex.simulation, output: { samples: 301 }, hamel: "none" });
+    assert(one.status === 200 && one.body.stopped_by === "lift_off", `the single run: ${one.status} ${one.text.slice(0, 200)}`);
+    const shown = Number(await ps.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
+    near(shown, one.body.events.at(-1).t, 1e-12, "the sweep's lift-off time at theta0 = 1.5 vs a single run");
+    assert(/lift_off/.test(await ps.locator('[data-testid="plot-sweep-summary"] .chart-title').textContent()), "the summary is not titled by the event");
+    await ps.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep-events.png") });
+  } finally {
+    await ps.close();
   }
 });
 

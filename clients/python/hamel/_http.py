@@ -58,8 +58,14 @@ class Transport:
     def request(self, method, path, body=None, timeout=None):
         """Sends one request; returns (status, headers, parsed JSON body). A 4xx/5xx
         raises HamelError (a 503 with Retry-After is resent first)."""
+        status, headers, raw = self.request_raw(method, path, body, timeout)
+        return status, headers, _parse(raw, status, headers)
+
+    def request_raw(self, method, path, body=None, timeout=None, accept="application/json"):
+        """As request, but the 2xx body is returned as bytes (decoded from gzip): for
+        answers that are files (POST /v1/code). A 4xx/5xx raises HamelError."""
         for attempt in range(RETRIES_503 + 1):
-            status, headers, raw = self._exchange(method, path, body, timeout)
+            status, headers, raw = self._exchange(method, path, body, timeout, accept)
             if status == 503 and attempt < RETRIES_503 and headers.get("retry-after"):
                 try:
                     wait = float(headers["retry-after"])
@@ -68,14 +74,14 @@ class Transport:
                 time.sleep(min(max(wait, 0.0), MAX_RETRY_AFTER_S))
                 continue
             break
-        doc = _parse(raw, status, headers)
         if status >= 400:
+            doc = _parse(raw, status, headers)
             raise HamelError(status, doc if isinstance(doc, dict) else None,
                              None if isinstance(doc, dict) else "%d: %s" % (status, raw[:200].decode("utf-8", "replace")))
-        return status, headers, doc
+        return status, headers, raw
 
-    def _exchange(self, method, path, body, timeout):
-        hdrs = self.headers()
+    def _exchange(self, method, path, body, timeout, accept="application/json"):
+        hdrs = self.headers(accept)
         for fresh in (False, True):
             reused = self._conn is not None and not fresh
             if self._conn is None or fresh:

@@ -267,6 +267,58 @@ class Client:
                                                         for e in ev], dtype=np.complex128)
         return doc
 
+    def code(self, model_or_case, lang="c", **request):
+        """Generated source code of the model (issue 18): one standalone file as a str.
+
+        With a simulation request — the case's, merged with the keyword arguments as
+        simulate merges them (parameters, initial, t_end, output, integrator, ...) —
+        POST /v1/code bakes it in: the C file compiled with -DHAMEL_MAIN integrates it
+        and prints CSV; the Python module defines rhs, jacobian, STATE, PARAMETERS and
+        initial_state(). Without one (a bare model or id, no keywords) it is
+        GET /v1/models/{id}/code: no baked state, no main. `lang` is "c" or "python";
+        another is a HamelError naming `lang`."""
+        ref, base = _split(model_or_case)
+        body = merge_request(base, request)
+        body.pop("model", None)
+        body.pop("model_id", None)
+        accept = "text/x-python, application/problem+json" if lang == "python" else \
+            "text/x-c, text/x-python, application/problem+json"
+        if not body:
+            model_id = ref.get("model_id") or self.models.create(ref["model"])["model_id"]
+            path = "/v1/models/%s/code?lang=%s" % (urllib.parse.quote(model_id, safe=":"),
+                                                   urllib.parse.quote(str(lang), safe=""))
+            raw = self._t.request_raw("GET", path, accept=accept)[2]
+        else:
+            body.update(ref)
+            body["lang"] = lang
+            raw = self._t.request_raw("POST", "/v1/code", body, accept=accept)[2]
+        return raw.decode("utf-8")
+
+    def steady(self, model, state=None, unknowns=(), continuation=None, **request):
+        """POST /v1/steady: the steady motion found from the guess `state` ({t, q,
+        speeds}; default the case's initial state) over `unknowns` (coordinates, speeds,
+        parameters), and with continuation={"vary", "to", "steps"} the branch. Returns
+        the response dict: "steady" and each of "points" with "eigenvalues" as a numpy
+        complex array (states that do not enter left out), "values" and "stable";
+        "stability_changes" [{"value", "kind", "direction"}]. Other keywords
+        (parameters) are members of the request."""
+        _, base = _split(model)
+        if state is None:
+            init = base.get("initial") if isinstance(base.get("initial"), dict) else {}
+            state = {k: init[k] for k in ("t", "q", "speeds") if k in init}
+            if "parameters" not in request and isinstance(base.get("parameters"), dict):
+                request["parameters"] = base["parameters"]
+        request = dict(request, state=state, unknowns=list(unknowns))
+        if continuation is not None:
+            request["continuation"] = continuation
+        doc = self._post("/v1/steady", model, request)
+        holders = [doc.get("steady")] + list(doc.get("points") or []) if isinstance(doc, dict) else []
+        for p in holders:
+            if isinstance(p, dict) and isinstance(p.get("eigenvalues"), list):
+                p["eigenvalues"] = np.asarray([complex(e.get("re", 0.0), e.get("im", 0.0))
+                                               for e in p["eigenvalues"]], dtype=np.complex128)
+        return doc
+
     def equations(self, model, form=None):
         """GET /v1/models/{id}/equations[?form=]: the derived equations (form one of
         hamel, appell, kane, maggi, voronec). A model that is not an id is posted

@@ -48,7 +48,32 @@ export class Api {
     return { status: res.status, body: json, location: res.headers.get("Location") };
   }
 
+  /** A call whose answer is a file (POST /v1/code): {status, text, type}; a problem
+   *  document is an ApiError as for call(). */
+  async callText(method, path, body) {
+    const init = { method, headers: { Accept: "text/x-c, text/x-python, application/problem+json" } };
+    if (this.token) init.headers.Authorization = `Bearer ${this.token}`;
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(this.url(path), init);
+    } catch (e) {
+      throw new ApiError(0, { title: "The server could not be reached", detail: `${method} ${this.url(path)} failed (${e.message}).` });
+    }
+    const text = await res.text();
+    if (!res.ok) {
+      let json = null;
+      try { json = JSON.parse(text); } catch { json = null; }
+      throw new ApiError(res.status, json || { title: `HTTP ${res.status}`, detail: text.slice(0, 300) });
+    }
+    return { status: res.status, text, type: res.headers.get("Content-Type") || "text/plain" };
+  }
+
   health() { return this.call("GET", "/v1/health"); }
+  code(req) { return this.callText("POST", "/v1/code", req); }
   postModel(model) { return this.call("POST", "/v1/models", model); }
   modelSource(id) { return this.call("GET", `/v1/models/${seg(id)}?source=1`); }
   equations(id) { return this.call("GET", `/v1/models/${seg(id)}/equations`); }

@@ -10,6 +10,7 @@ import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
 import { setupSweep } from "./sweep.js";
 import { setupAnim } from "./anim.js";
+import { setupEvents, renderEvents, eventMarks, contactsOf } from "./events.js";
 import { $, h } from "./dom.js";
 
 // Columns in problem documents count from 1 (the first character of an expression
@@ -41,6 +42,7 @@ const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
 const anim = setupAnim();
+const events = setupEvents(() => sweep.setEvents(events.read().events.map((e) => e.name)));
 const sweep = setupSweep({ getApi: () => state.api, prepare: () => prepare(), chart: (...a) => chartIn(...a) });
 
 // ---- server connection ----------------------------------------------------------
@@ -134,6 +136,8 @@ function applyWorkspace(ws) {
   const initial = sim.initial || initialFor(model, null, null);
   initialEditor.value = JSON.stringify(initial, null, 2);
   invariantsEditor.value = sim.invariants && sim.invariants.length ? JSON.stringify(sim.invariants, null, 2) : "[]";
+  events.set(sim.events || [], coordsOf(model));
+  sweep.setEvents((sim.events || []).map((e) => e && e.name));
   state.bound = coordsOf(model);
   $("t_end").value = sim.t_end ?? 10;
   const samples = sim.output && sim.output.samples;
@@ -266,6 +270,7 @@ function clearProblem() {
   modelEditor.setMarks([]);
   initialEditor.setMarks([]);
   invariantsEditor.setMarks([]);
+  events.clear();
   for (const el of document.querySelectorAll(".setup .invalid")) el.classList.remove("invalid");
 }
 
@@ -276,7 +281,7 @@ const SETTING_OF = {
 
 /** Where an error's path points: {editor, segs} or {field} or null. `scope` is the
  *  request the problem answered: "model" (POST /v1/models) or "simulation". */
-function targetOf(path, scope) {
+function targetOf(path, scope, column) {
   const segs = pathSegments(path);
   if (scope === "model") {
     if (segs[0] === "model") return { editor: modelEditor, name: "model", segs: segs.slice(1) };
@@ -285,6 +290,10 @@ function targetOf(path, scope) {
   if (segs[0] === "model") return { editor: modelEditor, name: "model", segs: segs.slice(1) };
   if (segs[0] === "initial") return { editor: initialEditor, name: "initial state", segs: segs.slice(1) };
   if (segs[0] === "invariants") return { editor: invariantsEditor, name: "invariants", segs: segs.slice(1) };
+  if (segs[0] === "events" && segs.length > 1) {
+    const m = events.mark(segs, column);
+    if (m) return m;
+  }
   if (segs[0] === "parameters" && segs[1]) {
     const el = $("params").querySelector(`input[data-param="${CSS.escape(String(segs[1]))}"]`);
     if (el) return { el, field: "parameter " + segs[1] };
@@ -317,7 +326,7 @@ function showProblem(problem, scope) {
       const lc = lineColOf(text, e.offset);
       where = { editor: e.editor, name: e.name, start: e.offset, at: e.offset, end: e.offset + 1, ...lc };
     } else {
-      const tgt = targetOf(e.path, scope);
+      const tgt = targetOf(e.path, scope, Number.isInteger(e.column) ? e.column : null);
       if (tgt && tgt.editor) {
         const text = tgt.editor.value;
         let spans = null;
@@ -388,6 +397,8 @@ function buildRequest(initial, invariants) {
   if (stepsText && !(Number.isInteger(max_steps) && max_steps > 0)) bad.push({ field: "max_steps", reason: "max_steps must be a positive integer (or empty for the default)" });
   const params = readParams();
   for (const b of params.bad) bad.push(b);
+  const evs = events.read();
+  for (const b of evs.bad) bad.push(b);
   const integrator = { method: $("method").value, rtol };
   if (atolText) integrator.atol = atol;
   if (stepsText) integrator.max_steps = max_steps;
@@ -396,6 +407,7 @@ function buildRequest(initial, invariants) {
   if (f) req.formulation = f;
   if (Object.keys(params.overrides).length) req.parameters = params.overrides;
   if (Array.isArray(invariants) && invariants.length) req.invariants = invariants;
+  if (evs.events.length) req.events = evs.events;
   return { req, bad };
 }
 
@@ -427,6 +439,7 @@ function reconcile(model, summary, initial) {
       invariantsEditor.value = "[]";
       notes.push("invariants cleared (they named the previous model's symbols)");
     }
+    if (events.dropBound(now)) notes.push("the example's events cleared");
     state.bound = now;
   }
   const haveQ = Object.keys((init && init.q) || {}).sort().join(",");
@@ -583,6 +596,7 @@ function clearResults() {
   for (const f of document.querySelectorAll("#results > .plots > figure")) { f.hidden = true; f.replaceChildren(); }
   state.result = null;
   $("results").classList.add("stale");
+  $("events-card").hidden = true;
   anim.clear();
 }
 
@@ -713,6 +727,36 @@ $("open-json").addEventListener("change", async (ev) => {
     showProblem({ title: `${file.name} holds no model`, detail: "Expected a model (with coordinates), or {\"model\": …, \"simulation\": …} as ⤓ JSON saves it." }, "local");
   }
 });
+
+/** "⤓ C code", "⤓ Python code": the model and the run as the page shows them (the
+ *  request a run would send) through POST /v1/code, saved as one source file. */
+async function exportCode(lang, btn) {
+  const ctx = await prepare();
+  if (!ctx) return;
+  const was = btn.textContent;
+  btn.disabled = true;
+  btn.textContent = "generating…";
+  try {
+    let res;
+    try {
+      res = await state.api.code({ ...ctx.request, lang });
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      // the server forgot the model: send it inline
+      const { model_id: _m, ...rest } = ctx.request;
+      res = await state.api.code({ ...rest, model: parseEditor(modelEditor, "model").value, lang });
+    }
+    const stem = (modelNameOf() || "hamel_model").replace(/[^A-Za-z0-9_]+/g, "_").replace(/^(\d)/, "_$1");
+    saveText(res.text, `${stem}.${lang === "python" ? "py" : "c"}`, res.type.split(";")[0]);
+  } catch (e) {
+    showProblem(e instanceof ApiError ? e.problem : { title: "Something went wrong", detail: String(e) }, "simulation");
+  } finally {
+    btn.disabled = false;
+    btn.textContent = was;
+  }
+}
+$("export-c").addEventListener("click", (ev) => exportCode("c", ev.currentTarget));
+$("export-py").addEventListener("click", (ev) => exportCode("python", ev.currentTarget));
 
 function saveText(text, name, type) {
   const a = h("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
@@ -925,6 +969,16 @@ function renderChecks(r) {
       h("div", { class: "check-label" }, `max |${name}(t) − ${name}₀|`),
       h("div", { class: "check-sub" }, typeof inv.initial === "number" ? `${name}₀ = ${fmt(inv.initial, 8)}` : "")));
   }
+  if (r.stopped_by) {
+    const evs = Array.isArray(r.events) ? r.events : [];
+    const last = evs[evs.length - 1];
+    cells.push(h("div", { class: "check" },
+      h("div", { class: "check-value small" }, last ? `t = ${fmt(last.t, 8)}` : "—"),
+      h("div", { class: "check-label" }, "stopped by ", h("b", {}, r.stopped_by)),
+      h("div", { class: "check-sub" }, "a stop event ended the run before t_end")));
+  }
+  const contacts = contactsOf(r);
+  if (contacts) cells.push(...contacts.cells);
   cells.push(h("div", { class: "check" },
     h("div", { class: "check-value small" }, `${st.steps ?? "—"} steps`),
     h("div", { class: "check-label" }, "integrator"),
@@ -1050,10 +1104,14 @@ function renderResult(r) {
     if (extra.length) extra.push({ name: `${pin.label} (pinned, dashed)`, x: [], y: [], color: "#7a8796", dash: "6 4" });
     return extra.length ? [...series, ...extra] : series;
   };
-  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : null), "line", { title: "Coordinates q(t)" + part, xLabel: tLabel, yLabel: axisOf("q", coords), series: unitNames(withPinned(seriesOf(tr.q, t, coords), "q"), coords) });
+  const vlines = eventMarks(r);
+  const contacts = contactsOf(r);
+  if (contacts) vlines.push(...contacts.vlines);
+  const stopNote = r.stopped_by ? `Stopped by the event ${r.stopped_by}: the last sample is at its time.` : null;
+  chart(figure("plot-q", r.partial ? "The run failed: the samples it reached before it stopped." : stopNote), "line", { title: "Coordinates q(t)" + part, xLabel: tLabel, yLabel: axisOf("q", coords), series: unitNames(withPinned(seriesOf(tr.q, t, coords), "q"), coords), vlines });
   if (tr.speeds && Object.keys(tr.speeds).length) {
     const speedNames = (state.summary && state.summary.speeds && state.summary.speeds.length ? state.summary.speeds : Object.keys(tr.speeds));
-    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: tLabel, yLabel: axisOf("u", speedNames), series: unitNames(withPinned(seriesOf(tr.speeds, t, speedNames), "speeds"), speedNames) });
+    chart(figure("plot-speeds"), "line", { title: "Independent speeds u(t)", xLabel: tLabel, yLabel: axisOf("u", speedNames), series: unitNames(withPinned(seriesOf(tr.speeds, t, speedNames), "speeds"), speedNames), vlines });
   } else {
     $("plot-speeds").hidden = true; // the multipliers formulation integrates q and q' directly
   }
@@ -1112,6 +1170,14 @@ function renderResult(r) {
       title: "Energy drift and constraint residual (maxima)", xLabel: "absolute error, log scale", items,
     });
   }
+  if (contacts && contacts.series.length) {
+    chart(figure("plot-contacts", contacts.caption), "line", { title: "Contact forces", xLabel: tLabel, yLabel: "force", series: contacts.series, vlines });
+  } else if (contacts) {
+    const f = $("plot-contacts");
+    f.hidden = false;
+    f.replaceChildren(h("h3", {}, "Contact forces"), h("p", { class: "hint" }, contacts.caption));
+  }
+  renderEvents(r, state.summary);
   renderHamel(r);
   anim.show(r, state.modelSpec || parseEditor(modelEditor, "model").value, state.summary, (state.request && state.request.parameters) || {});
 }

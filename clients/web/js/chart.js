@@ -69,7 +69,8 @@ function extent(values) {
 /**
  * Draws a line chart into `host` (emptied first).
  * opts: {title, xLabel, yLabel, series: [{name, x: [], y: [], color?, dash?}],
- *        logY?, equalAspect?, height?, marker?: [{x, y, label}]}
+ *        logY?, equalAspect?, height?, markers?: [{x, y, label}],
+ *        vlines?: [{x, label?, color?, dash?}]}
  * Returns the <svg> element.
  */
 export function lineChart(host, opts) {
@@ -197,6 +198,16 @@ export function lineChart(host, opts) {
         if (Number.isFinite(s.y[i]) && (!opts.logY || s.y[i] > 0)) svg("circle", { cx: X(s.x[i]), cy: Y(s.y[i]), r: 2.5, fill: color }, plot);
       }
     }
+  });
+  // vertical markers (events, lift-off, slip, stability changes): a dashed line across
+  // the plot at x, its label at the top, staggered so neighbours stay readable
+  (opts.vlines || []).forEach((v, k) => {
+    if (!Number.isFinite(v.x)) return;
+    const x = X(v.x);
+    svg("line", { x1: x.toFixed(2), x2: x.toFixed(2), y1: M.t, y2: M.t + ph, class: "vline", stroke: v.color || "#555", "stroke-dasharray": v.dash || "4 3", "data-x": String(v.x), "data-label": v.label || "" }, plot);
+    // near the right edge the label goes to the line's left
+    const left = x > M.l + 0.8 * pw;
+    if (v.label) text(plot, left ? x - 4 : x + 4, M.t + 13 + 14 * (k % 3), v.label, { class: "vline-label", fill: v.color || "#555", "text-anchor": left ? "end" : "start" });
   });
   for (const mk of opts.markers || []) {
     svg("circle", { cx: X(mk.x), cy: Y(mk.y), r: 4.5, class: "marker", fill: mk.color || "#222" }, plot);

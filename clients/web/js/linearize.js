@@ -109,7 +109,8 @@ export function setupLinearize({ getApi, getModel }) {
     draw(res, values.map((v) => v * axis.factor));
   }
 
-  function draw(res, xs) {
+  /** `vlines`: markers across both plots (the branch's stability changes). */
+  function draw(res, xs, vlines = []) {
     // with "select", the eigenvalues of that block of A (e.g. a bicycle's roll and steer)
     const eigs = res.points.map((p) => (p.selected ? p.selected.eigenvalues : p.eigenvalues));
     const N = Math.max(...eigs.map((list) => list.length)); // a branch may leave out more states at some points
@@ -157,7 +158,7 @@ export function setupLinearize({ getApi, getModel }) {
       f.replaceChildren(host);
       f.append(h("figcaption", {}, `${res.points.length} operating points; every nonzero eigenvalue of ${select ? "the block of A on " + select.join(", ") : "A"} at each is a dot. ` +
         `Zero eigenvalues (|λ| below ${ZERO_REL} of the largest: coordinates that do not enter the equations, such as a heading or a position) are not drawn.`));
-      lineChart(host, { title, xLabel: axis.label, yLabel: ylab, series: [zeroLine, ...series], height: 300 });
+      lineChart(host, { title, xLabel: axis.label, yLabel: ylab, series: [zeroLine, ...series], height: 300, vlines });
     }
     $("plot-eig-im").dataset.maxIm = String(maxIm);
     const fmtRun = ([a, b]) => (a === b ? `${axis.label} = ${fmt(xs[a], 4)}` : `${axis.label} from ${fmt(xs[a], 4)} to ${fmt(xs[b], 4)}`);
@@ -200,7 +201,14 @@ export function setupLinearize({ getApi, getModel }) {
       $("lin-branch").disabled = false;
     }
     const xs = res.points.map((p) => p.values[name] * axis.factor);
-    draw({ points: res.points.map((p) => ({ eigenvalues: p.eigenvalues })) }, xs);
+    // each stability change a marker on the branch and the eigenvalue plots, labelled
+    // with its kind (a complex pair or a real eigenvalue crossing) and its direction
+    const changes = (res.stability_changes || []).map((c) => ({ ...c, at: c.value * axis.factor }));
+    const vlines = changes.map((c) => ({
+      x: c.at, color: c.direction === "gains stability" ? "#2a7d3f" : "#b3261e", dash: "5 3",
+      label: `${c.direction === "gains stability" ? "stable" : c.direction === "loses stability" ? "unstable" : "changes"} from ${fmt(c.at, 5)} (${c.kind === "complex" ? "complex pair" : "real"})`,
+    }));
+    draw({ points: res.points.map((p) => ({ eigenvalues: p.eigenvalues })) }, xs, vlines);
     const series = [];
     unknowns.forEach((u, k) => {
       const ys = res.points.map((p) => p.values[u]);
@@ -219,8 +227,7 @@ export function setupLinearize({ getApi, getModel }) {
     f.replaceChildren(host);
     f.append(h("figcaption", {}, `The steady branch: ${res.points.length} points from ${axis.label} = ${fmt(xs[0], 4)} to ${fmt(xs[xs.length - 1], 4)}; ` +
       "solid where no mode grows, dashed where one does. Zero eigenvalues of states that do not enter are left out."));
-    lineChart(host, { title: "Steady branch: the unknowns", xLabel: axis.label, yLabel: unknowns.join(", "), series, height: 260 });
-    const changes = (res.stability_changes || []).map((c) => ({ ...c, at: c.value * axis.factor }));
+    lineChart(host, { title: "Steady branch: the unknowns", xLabel: axis.label, yLabel: unknowns.join(", "), series, height: 260, vlines });
     $("linearize").dataset.changes = JSON.stringify(changes.map((c) => c.at));
     $("lin-summary").textContent = changes.length
       ? "Stability changes on the branch: " + changes.map((c) => `${axis.label} = ${c.at.toPrecision(12)} (${c.kind}, ${c.direction || ""})`).join("; ") + "."
