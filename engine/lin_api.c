@@ -192,49 +192,42 @@ done:
     return res;
 }
 
-/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
- * position-level constraints for their dependent coordinates (q is the guess); checks
- * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
-static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
-                       const char *prefix, lin_state *st, json_t **problem)
+/* One finite number per name (the model's speeds, else its coordinates) from object obj
+ * at <prefix><part> into out; missing: the message for a name without a value. */
+static void read_named(const struct engine_model *m, const json_t *obj, const char *prefix, const char *part,
+                       int speeds, const char *missing, double *out, json_t **problem)
 {
     char path[160];
-    /* speeds: every constraint linear, or nonlinear ones in the reduced form */
-    int n = m->n, k = m->k, all_linear = m->nlin == m->nc || m->nl_reduced, before = *problem != NULL;
-    int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
-    st->t = 0.0;
-    st->from_speeds = 0;
-    const json_t *tv = json_object_get(js, "t");
-    snprintf(path, sizeof path, "%st", prefix);
-    if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
-        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-    else if (tv)
-        st->t = json_number_value(tv);
-    const json_t *q = json_object_get(js, "q");
-    snprintf(path, sizeof path, "%sq", prefix);
-    if (!json_is_object(q)) {
-        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
-    } else {
-        for (int i = 0; i < n; i++) {
-            const json_t *v = json_object_get(q, m->coords[i]);
-            snprintf(path, sizeof path, "%sq.%s", prefix, m->coords[i]);
-            if (!v)
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a value");
-            else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-            else
-                st->q[i] = json_number_value(v);
-        }
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)q, key, val)
-        {
-            if (model_coord_index(m, key) < 0) {
-                snprintf(path, sizeof path, "%sq.%.80s", prefix, key);
-                bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
-            }
+    char *const *names = speeds ? m->speeds : m->coords;
+    int count = speeds ? m->k : m->n;
+    for (int i = 0; i < count; i++) {
+        const json_t *v = json_object_get(obj, names[i]);
+        snprintf(path, sizeof path, "%s%s.%s", prefix, part, names[i]);
+        if (!v)
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "%s", missing);
+        else if (!json_is_number(v) || !isfinite(json_number_value(v)))
+            bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+        else
+            out[i] = json_number_value(v);
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        if ((speeds ? model_speed_index(m, key) : model_coord_index(m, key)) < 0) {
+            snprintf(path, sizeof path, "%s%s.%.80s", prefix, part, key);
+            bad(problem, HAMEL_E_BAD_REQUEST, path,
+                speeds ? "'%s' is not a speed of the model" : "'%s' is not a coordinate", key);
         }
     }
+}
+
+/* The velocities of a state: speeds (every constraint linear, or nonlinear ones in the
+ * reduced form: all_linear) or qdot, not both. */
+static void read_velocities(const struct engine_model *m, const json_t *js, const char *prefix,
+                            int all_linear, lin_state *st, json_t **problem)
+{
+    char path[160];
     const json_t *sp = json_object_get(js, "speeds"), *qd = json_object_get(js, "qdot");
     snprintf(path, sizeof path, "%s", *prefix ? prefix : "");
     if (*prefix)
@@ -249,75 +242,29 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
             bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every speed");
         } else {
             st->from_speeds = 1;
-            for (int r = 0; r < k; r++) {
-                const json_t *v = json_object_get(sp, m->speeds[r]);
-                snprintf(path, sizeof path, "%sspeeds.%s", prefix, m->speeds[r]);
-                if (!v)
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every independent speed needs a value");
-                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-                else
-                    st->u[r] = json_number_value(v);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)sp, key, val)
-            {
-                if (model_speed_index(m, key) < 0) {
-                    snprintf(path, sizeof path, "%sspeeds.%.80s", prefix, key);
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a speed of the model", key);
-                }
-            }
+            read_named(m, sp, prefix, "speeds", 1, "missing: every independent speed needs a value", st->u,
+                       problem);
         }
     } else if (qd) {
         snprintf(path, sizeof path, "%sqdot", prefix);
-        if (!json_is_object(qd)) {
+        if (!json_is_object(qd))
             bad(problem, HAMEL_E_BAD_REQUEST, path, "must be an object with a value for every coordinate");
-        } else {
-            for (int i = 0; i < n; i++) {
-                const json_t *v = json_object_get(qd, m->coords[i]);
-                snprintf(path, sizeof path, "%sqdot.%s", prefix, m->coords[i]);
-                if (!v)
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "missing: every coordinate needs a velocity");
-                else if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
-                else
-                    st->qd[i] = json_number_value(v);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)qd, key, val)
-            {
-                if (model_coord_index(m, key) < 0) {
-                    snprintf(path, sizeof path, "%sqdot.%.80s", prefix, key);
-                    bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is not a coordinate", key);
-                }
-            }
-        }
+        else
+            read_named(m, qd, prefix, "qdot", 0, "missing: every coordinate needs a velocity", st->qd,
+                       problem);
     } else {
         bad(problem, HAMEL_E_BAD_REQUEST, *path ? path : "speeds",
             all_linear ? "give speeds (or qdot)" : "give qdot");
     }
-    int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
-    if ((before && errs > errs0) || (!before && *problem))
-        return;
-    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
-        return;
+}
 
-    /* Consistency, as for a simulation's initial state. */
-    if (st->from_speeds) {
-        if (m->nl_reduced) {
-            /* nonlinear constraints: the speeds must determine q' (none or several: a
-             * 422 naming them), as for a simulation's initial state */
-            snprintf(path, sizeof path, "%sspeeds", prefix);
-            sim_nl_velocity(m, hw, st->t, st->q, st->u, st->qd, path, problem);
-        } else if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
-            snprintf(path, sizeof path, "%sq", prefix);
-            bad(problem, HAMEL_E_BAD_REQUEST, path,
-                "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
-        }
-        return;
-    }
+/* A state given by its qdot: the constraints hold within LIN_CONSTRAINT_TOL of its scale
+ * and, with linear constraints, the speeds from it (Psi must be regular). */
+static void check_qdot(const struct engine_model *m, hamel_ws *hw, const char *prefix, int all_linear,
+                       lin_state *st, json_t **problem)
+{
+    char path[160];
+    int n = m->n;
     double vals[1 + 256], scale = 1.0;
     double *v = m->nc < 256 ? vals : calloc(1 + m->nc, sizeof *v);
     if (!v)
@@ -343,6 +290,54 @@ static void read_state(const struct engine_model *m, hamel_ws *hw, const double 
         bad(problem, HAMEL_E_BAD_REQUEST, path, "Psi (speeds and constraints) is singular here");
     }
     free(check);
+}
+
+/* Reads {t?, q, speeds | qdot} at `prefix` ("" or "states[3].") into st; solves the
+ * position-level constraints for their dependent coordinates (q is the guess); checks
+ * that qdot satisfies the constraints and that Psi is regular. Adds errors to *problem. */
+static void read_state(const struct engine_model *m, hamel_ws *hw, const double *params, const json_t *js,
+                       const char *prefix, lin_state *st, json_t **problem)
+{
+    char path[160];
+    /* speeds: every constraint linear, or nonlinear ones in the reduced form */
+    int all_linear = m->nlin == m->nc || m->nl_reduced, before = *problem != NULL;
+    int errs0 = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    st->t = 0.0;
+    st->from_speeds = 0;
+    const json_t *tv = json_object_get(js, "t");
+    snprintf(path, sizeof path, "%st", prefix);
+    if (tv && (!json_is_number(tv) || !isfinite(json_number_value(tv))))
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "must be a finite number");
+    else if (tv)
+        st->t = json_number_value(tv);
+    const json_t *q = json_object_get(js, "q");
+    snprintf(path, sizeof path, "%sq", prefix);
+    if (!json_is_object(q))
+        bad(problem, HAMEL_E_BAD_REQUEST, path, "required: an object with a value for every coordinate");
+    else
+        read_named(m, q, prefix, "q", 0, "missing: every coordinate needs a value", st->q, problem);
+    read_velocities(m, js, prefix, all_linear, st, problem);
+    int errs = *problem ? (int)json_array_size(json_object_get(*problem, "errors")) : 0;
+    if ((before && errs > errs0) || (!before && *problem))
+        return;
+    if (m->npos > 0 && solve_position(m, params, st, prefix, problem) < 0)
+        return;
+
+    /* Consistency, as for a simulation's initial state. */
+    if (!st->from_speeds) {
+        check_qdot(m, hw, prefix, all_linear, st, problem);
+        return;
+    }
+    if (m->nl_reduced) {
+        /* nonlinear constraints: the speeds must determine q' (none or several: a
+         * 422 naming them), as for a simulation's initial state */
+        snprintf(path, sizeof path, "%sspeeds", prefix);
+        sim_nl_velocity(m, hw, st->t, st->q, st->u, st->qd, path, problem);
+    } else if (hamel_qdot(hw, st->t, st->q, st->u, st->qd) < 0) {
+        snprintf(path, sizeof path, "%sq", prefix);
+        bad(problem, HAMEL_E_BAD_REQUEST, path,
+            "Psi (speeds and constraints) is singular here: the speeds do not determine q'");
+    }
 }
 
 static int check_keys(const json_t *js, const char *const *known, const char *list, const char *prefix,
@@ -472,6 +467,93 @@ static const char *const evaluate_keys[] = {"model", "model_id",    "parameters"
                                             "name",  "description", NULL};
 static const char *const state_keys[] = {"t", "q", "speeds", "qdot", NULL};
 
+/* The buffers of an evaluation, shared by its states. */
+struct eval_ws {
+    const struct engine_model *m;
+    const double *params;
+    hamel_ws *hw;
+    lin_ws *lw;
+    mult_ws *mw;
+    double *in, *work, *y, *dy, *seed, *f, *qdd, *lam;
+};
+
+/* Every constraint linear: q', u' from the integrated right-hand side itself; q'' as its
+ * tangent along the motion (dt = 1, dq = q', du = u'); the multipliers from q''. Into o;
+ * 0 when the equations cannot be evaluated. */
+static int evaluate_hamel(const struct eval_ws *E, lin_state *s, json_t *o)
+{
+    const struct engine_model *m = E->m;
+    int n = m->n, k = m->k;
+    double *y = E->y, *dy = E->dy, *seed = E->seed, *in = E->in;
+    memcpy(y, s->q, n * sizeof *y);
+    memcpy(y + n, s->u, k * sizeof *y);
+    int ok = hamel_rhs(s->t, y, dy, E->hw) == 0;
+    if (ok) {
+        memcpy(s->qd, dy, n * sizeof *dy);
+        memset(seed, 0, (1 + n + k + m->np) * sizeof *seed);
+        seed[0] = 1.0;
+        memcpy(seed + 1, dy, (n + k) * sizeof *seed);
+        ok = lin_rhs_tangent(E->lw, s->t, s->q, s->u, seed, 1, E->f, E->qdd) == 0;
+    }
+    if (ok) {
+        memcpy(in, E->params, m->np * sizeof *in);
+        in[model_input_t(m)] = s->t;
+        memcpy(in + model_input_q(m), s->q, n * sizeof *in);
+        memcpy(in + model_input_qd(m), s->qd, n * sizeof *in);
+        ok = hamel_multipliers(m, in, E->work, E->qdd, E->lam) == 0;
+    }
+    json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+    json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+    if (ok)
+        json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+    return ok;
+}
+
+/* Nonlinear constraints: q'' and the multipliers from the multipliers formulation's KKT
+ * system at (q, q'); in the reduced form also the speeds and their derivatives from the
+ * integrated right-hand side on (q, u). Into o; 0 when the equations cannot be evaluated. */
+static int evaluate_multipliers(const struct eval_ws *E, lin_state *s, json_t *o)
+{
+    const struct engine_model *m = E->m;
+    int n = m->n, k = m->k;
+    double *y = E->y, *dy = E->dy;
+    memcpy(y, s->q, n * sizeof *y);
+    memcpy(y + n, s->qd, n * sizeof *y);
+    int ok = mult_rhs(s->t, y, dy, E->mw) == 0 && mult_lambda(E->mw, s->t, y, E->lam) == 0;
+    memcpy(E->qdd, dy + n, n * sizeof *E->qdd);
+    if (ok && m->nl_reduced) {
+        memcpy(y + n, s->u, k * sizeof *y);
+        hamel_ws_set_guess(E->hw, s->qd);
+        ok = hamel_rhs(s->t, y, dy, E->hw) == 0;
+        json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+        if (ok)
+            json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
+    }
+    json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
+    return ok;
+}
+
+/* The document of state s: t, q, the velocities, q'' and the multipliers. NULL when the
+ * equations cannot be evaluated there. */
+static json_t *evaluate_state(const struct eval_ws *E, lin_state *s, int all_linear)
+{
+    const struct engine_model *m = E->m;
+    json_t *o = json_object();
+    json_object_set_new(o, "t", num(s->t));
+    json_object_set_new(o, "q", named(m->coords, s->q, m->n));
+    int ok = all_linear ? evaluate_hamel(E, s, o) : evaluate_multipliers(E, s, o);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "qddot", named(m->coords, E->qdd, m->n));
+    json_t *mo = json_object();
+    for (int j = 0; j < m->nc; j++)
+        json_object_set_new(mo, m->cons[j].name, num(E->lam[j]));
+    json_object_set_new(o, "multipliers", mo);
+    return o;
+}
+
 int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
                     json_t **result, json_t **problem)
 {
@@ -553,6 +635,7 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
         rc = hamel_problem_code(*problem);
         goto done;
     }
+    struct eval_ws E = {m, params, hw, lw, mw, in, work, y, dy, seed, f, qdd, lam};
     arr = json_array();
     for (int i = 0; i < ns; i++) {
         lin_state *s = &st[i];
@@ -560,54 +643,8 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
             rc = lin_stopped(&bud, "evaluation", i, ns, problem);
             goto done;
         }
-        json_t *o = json_object();
-        json_object_set_new(o, "t", num(s->t));
-        json_object_set_new(o, "q", named(m->coords, s->q, n));
-        int ok;
-        if (all_linear) {
-            /* q', u' from the integrated right-hand side itself; q'' as its tangent along
-             * the motion (dt = 1, dq = q', du = u'). */
-            memcpy(y, s->q, n * sizeof *y);
-            memcpy(y + n, s->u, k * sizeof *y);
-            ok = hamel_rhs(s->t, y, dy, hw) == 0;
-            if (ok) {
-                memcpy(s->qd, dy, n * sizeof *dy);
-                memset(seed, 0, (1 + n + k + m->np) * sizeof *seed);
-                seed[0] = 1.0;
-                memcpy(seed + 1, dy, (n + k) * sizeof *seed);
-                ok = lin_rhs_tangent(lw, s->t, s->q, s->u, seed, 1, f, qdd) == 0;
-            }
-            if (ok) {
-                memcpy(in, params, m->np * sizeof *in);
-                in[model_input_t(m)] = s->t;
-                memcpy(in + model_input_q(m), s->q, n * sizeof *in);
-                memcpy(in + model_input_qd(m), s->qd, n * sizeof *in);
-                ok = hamel_multipliers(m, in, work, qdd, lam) == 0;
-            }
-            json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
-            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
-            if (ok)
-                json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
-        } else {
-            /* nonlinear constraints: q'' and the multipliers from the multipliers
-             * formulation's KKT system at (q, q'); in the reduced form also the speeds
-             * and their derivatives from the integrated right-hand side on (q, u) */
-            memcpy(y, s->q, n * sizeof *y);
-            memcpy(y + n, s->qd, n * sizeof *y);
-            ok = mult_rhs(s->t, y, dy, mw) == 0 && mult_lambda(mw, s->t, y, lam) == 0;
-            memcpy(qdd, dy + n, n * sizeof *qdd);
-            if (ok && m->nl_reduced) {
-                memcpy(y + n, s->u, k * sizeof *y);
-                hamel_ws_set_guess(hw, s->qd);
-                ok = hamel_rhs(s->t, y, dy, hw) == 0;
-                json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
-                if (ok)
-                    json_object_set_new(o, "speeds_dot", named(m->speeds, dy + n, k));
-            }
-            json_object_set_new(o, "qdot", named(m->coords, s->qd, n));
-        }
-        if (!ok) {
-            json_decref(o);
+        json_t *o = evaluate_state(&E, s, all_linear);
+        if (!o) {
             rc = HAMEL_E_NUMERIC;
             char path[48];
             snprintf(path, sizeof path, "states[%d].q", i);
@@ -615,11 +652,6 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
             hamel_problem_add(*problem, path, -1, "the mass matrix or Psi is singular here");
             goto done;
         }
-        json_object_set_new(o, "qddot", named(m->coords, qdd, n));
-        json_t *mo = json_object();
-        for (int j = 0; j < nc; j++)
-            json_object_set_new(mo, m->cons[j].name, num(lam[j]));
-        json_object_set_new(o, "multipliers", mo);
         json_array_append_new(arr, o);
     }
     *result = json_pack("{s:s, s:s, s:O}", "model_id", m->id, "formulation",
@@ -894,46 +926,37 @@ static void check_steady(const struct engine_model *m, const lin_state *st, cons
     }
 }
 
-int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
-                     engine_control *ctl, json_t **result, json_t **problem)
+/* What a linearization request asks besides its points. */
+struct lin_request {
+    int ni, *inp;   /* inputs: parameter indices, the columns of B */
+    int nsel, *sel; /* select: state indices whose block of A is also reported */
+    const json_t *select;
+    int vectors; /* eigenvectors too */
+    int check;   /* check that the point is steady */
+    double tol;  /* its tolerance */
+};
+
+/* Linearization needs constraints linear in the velocities, or nonlinear ones in the
+ * reduced form: the problem (HAMEL_E_FORMULATION) naming the others. */
+static int lin_refuse_nonlinear(const struct engine_model *m, json_t **problem)
 {
-    *result = NULL;
-    *problem = NULL;
-    budget bud;
-    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "linearization");
-    if (!limits)
-        limits = &engine_default_limits;
-    if (!json_is_object(request)) {
-        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
-        return HAMEL_E_BAD_REQUEST;
-    }
-    if (m->nlin != m->nc && !m->nl_reduced) {
-        *problem = hamel_problem_new(HAMEL_E_FORMULATION,
-                                     "linearization needs constraints linear in the velocities, or nonlinear "
-                                     "ones in the reduced form (speeds given: n - m of them), so that the "
-                                     "state is q and the independent speeds");
-        for (int j = 0; j < m->nc; j++)
-            if (!m->cons[j].linear) {
-                char path[64];
-                snprintf(path, sizeof path, "model.constraints[%d]", j);
-                hamel_problem_add(*problem, path, -1, "nonlinear in the velocities");
-            }
-        return HAMEL_E_FORMULATION;
-    }
-    int n = m->n, k = m->k, N = n + k;
-    check_keys(request, linearize_keys, LINEARIZE_KEYS, "", problem);
-    double *params = calloc(m->np + 1, sizeof *params);
-    if (!params)
-        return HAMEL_E_INTERNAL;
-    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
-    /* inputs: parameter names, the columns of B */
-    const json_t *inputs = json_object_get(request, "inputs");
-    int ni = json_is_array(inputs) ? (int)json_array_size(inputs) : 0;
-    int *inp = calloc(ni + 1, sizeof *inp);
-    if (!inp) {
-        free(params);
-        return HAMEL_E_INTERNAL;
-    }
+    *problem = hamel_problem_new(HAMEL_E_FORMULATION,
+                                 "linearization needs constraints linear in the velocities, or nonlinear "
+                                 "ones in the reduced form (speeds given: n - m of them), so that the "
+                                 "state is q and the independent speeds");
+    for (int j = 0; j < m->nc; j++)
+        if (!m->cons[j].linear) {
+            char path[64];
+            snprintf(path, sizeof path, "model.constraints[%d]", j);
+            hamel_problem_add(*problem, path, -1, "nonlinear in the velocities");
+        }
+    return HAMEL_E_FORMULATION;
+}
+
+/* inputs: parameter names, each once, into inp[ni]. */
+static void parse_inputs(const struct engine_model *m, const json_t *inputs, int ni, int *inp,
+                         json_t **problem)
+{
     if (inputs && !json_is_array(inputs))
         bad(problem, HAMEL_E_BAD_REQUEST, "inputs", "must be an array of parameter names");
     for (int i = 0; i < ni; i++) {
@@ -952,15 +975,13 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (inp[j] == inp[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", json_string_value(v));
     }
-    /* select: state names whose block of A (rows and columns) is also reported */
-    const json_t *select = json_object_get(request, "select");
-    int nsel = json_is_array(select) ? (int)json_array_size(select) : 0;
-    int *sel = calloc(nsel + 1, sizeof *sel);
-    if (!sel) {
-        free(params);
-        free(inp);
-        return HAMEL_E_INTERNAL;
-    }
+}
+
+/* select: state names (coordinates, speeds), each once, into sel[nsel] as state indices. */
+static void parse_select(const struct engine_model *m, const json_t *select, int nsel, int *sel,
+                         json_t **problem)
+{
+    int n = m->n;
     if (select && (!json_is_array(select) || nsel == 0))
         bad(problem, HAMEL_E_BAD_REQUEST, "select",
             "must be a non-empty array of state names (coordinates, speeds)");
@@ -980,26 +1001,36 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             if (sel[j] == sel[i])
                 bad(problem, HAMEL_E_BAD_REQUEST, path, "'%s' is listed twice", name);
     }
-    int vectors = 0;
+}
+
+/* eigenvectors, steady and steady_tolerance over their defaults. */
+static void parse_lin_options(const json_t *request, struct lin_request *R, json_t **problem)
+{
+    R->vectors = 0;
     const json_t *vv = json_object_get(request, "eigenvectors");
     if (vv && !json_is_boolean(vv))
         bad(problem, HAMEL_E_BAD_REQUEST, "eigenvectors", "must be true or false");
     else if (vv)
-        vectors = json_is_true(vv);
-    int check = 1;
+        R->vectors = json_is_true(vv);
+    R->check = 1;
     const json_t *sv = json_object_get(request, "steady");
     if (sv && !json_is_boolean(sv))
         bad(problem, HAMEL_E_BAD_REQUEST, "steady", "must be true (check the point is steady) or false");
     else if (sv)
-        check = json_is_true(sv);
-    double tol = LIN_DEFAULT_STEADY_TOL;
+        R->check = json_is_true(sv);
+    R->tol = LIN_DEFAULT_STEADY_TOL;
     const json_t *tv = json_object_get(request, "steady_tolerance");
     if (tv && (!json_is_number(tv) || !(json_number_value(tv) > 0) || !isfinite(json_number_value(tv))))
         bad(problem, HAMEL_E_BAD_REQUEST, "steady_tolerance", "must be a positive number");
     else if (tv)
-        tol = json_number_value(tv);
-    const json_t *points = json_object_get(request, "points");
-    int np = points ? (int)json_array_size(points) : 1;
+        R->tol = json_number_value(tv);
+}
+
+/* points (np of them) or one point in the request itself, within the limits. */
+static void check_points(const struct engine_model *m, const json_t *request, const json_t *points, int np,
+                         int ni, const engine_limits *limits, json_t **problem)
+{
+    int N = m->n + m->k;
     double work = (double)np * (N + ni + 1) * max_slots(m);
     if (points && (!json_is_array(points) || np == 0)) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points",
@@ -1014,6 +1045,139 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         bad(problem, HAMEL_E_BAD_REQUEST, "q",
             "required: the operating point {\"t\", \"q\", \"speeds\" or \"qdot\"} (or \"points\")");
     }
+}
+
+/* The selected block of A (and B): rows and columns of the named states, with its
+ * eigenvalues. */
+static json_t *selected_json(const struct engine_model *m, const struct lin_request *R, const double *A,
+                             const double *B)
+{
+    int n = m->n, N = m->n + m->k, nsel = R->nsel, ni = R->ni;
+    const int *sel = R->sel;
+    double *blk = calloc((size_t)nsel * nsel, sizeof *blk), *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
+    double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
+    json_t *bo = json_object();
+    if (blk && bb && bre && bim) {
+        for (int i = 0; i < nsel; i++) {
+            for (int j = 0; j < nsel; j++)
+                blk[i * nsel + j] = A[(size_t)sel[i] * N + sel[j]];
+            for (int j = 0; j < ni; j++)
+                bb[i * ni + j] = B[(size_t)sel[i] * ni + j];
+        }
+        json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
+        if (ni)
+            json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
+        const char *sn[256];
+        for (int i = 0; i < nsel && i < 256; i++)
+            sn[i] = sel[i] < n ? m->coords[sel[i]] : m->speeds[sel[i] - n];
+        json_t *be = nsel <= 256 ? eigen_json(nsel, blk, sn, R->vectors) : NULL;
+        json_object_set_new(bo, "eigenvalues", be ? be : json_array());
+    }
+    free(blk);
+    free(bb);
+    free(bre);
+    free(bim);
+    return bo;
+}
+
+/* The document of point s: the state, f, A, B, the eigenvalues eig (taken), the
+ * independent and selected blocks, and the steady check. */
+static json_t *point_json(const struct engine_model *m, const double *params, const struct lin_request *R,
+                          const lin_state *s, const double *f, const double *A, const double *B, json_t *eig,
+                          double max_ud, double max_drift)
+{
+    int n = m->n, k = m->k, N = n + k, ni = R->ni;
+    json_t *o = json_object();
+    json_object_set_new(o, "t", num(s->t));
+    json_object_set_new(o, "q", named(m->coords, s->q, n));
+    json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
+    json_object_set_new(o, "qdot", named(m->coords, f, n));
+    json_object_set_new(o, "speeds_dot", named(m->speeds, f + n, k));
+    json_object_set_new(o, "A", matrix_json(A, N, N));
+    if (ni)
+        json_object_set_new(o, "B", matrix_json(B, N, ni));
+    json_object_set_new(o, "eigenvalues", eig);
+    if (m->npos > 0) {
+        json_t *red = reduced_json(m, params, s, A, B, ni, R->vectors);
+        if (red)
+            json_object_set_new(o, "independent", red);
+    }
+    if (R->nsel)
+        json_object_set_new(o, "selected", selected_json(m, R, A, B));
+    json_object_set_new(o, "steady",
+                        json_pack("{s:b, s:o, s:o}", "checked", R->check, "max_abs_speeds_dot", num(max_ud),
+                                  "max_abs_drift", num(max_drift)));
+    return o;
+}
+
+/* The linearization's document: the names of the states, coordinates, speeds and
+ * inputs, and the points (arr, borrowed). */
+static json_t *linearize_result(const struct engine_model *m, const struct lin_request *R, json_t *arr)
+{
+    json_t *names = json_array(), *cl = json_array(), *sl = json_array(), *inames = json_array();
+    for (int i = 0; i < m->n; i++) {
+        json_array_append_new(names, json_string(m->coords[i]));
+        json_array_append_new(cl, json_string(m->coords[i]));
+    }
+    for (int r = 0; r < m->k; r++) {
+        json_array_append_new(names, json_string(m->speeds[r]));
+        json_array_append_new(sl, json_string(m->speeds[r]));
+    }
+    for (int i = 0; i < R->ni; i++)
+        json_array_append_new(inames, json_string(m->params[R->inp[i]]));
+    json_t *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names,
+                               "coordinates", cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
+                               "real part descending, then imaginary part descending", "points", arr);
+    if (R->nsel)
+        json_object_set_new(result, "select", json_deep_copy(R->select));
+    return result;
+}
+
+int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
+                     engine_control *ctl, json_t **result, json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    budget bud;
+    lin_budget(&bud, limits || ctl ? (limits ? limits : &engine_default_limits) : NULL, ctl, "linearization");
+    if (!limits)
+        limits = &engine_default_limits;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    if (m->nlin != m->nc && !m->nl_reduced)
+        return lin_refuse_nonlinear(m, problem);
+    int n = m->n, k = m->k, N = n + k;
+    check_keys(request, linearize_keys, LINEARIZE_KEYS, "", problem);
+    double *params = calloc(m->np + 1, sizeof *params);
+    if (!params)
+        return HAMEL_E_INTERNAL;
+    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
+    /* inputs: parameter names, the columns of B */
+    const json_t *inputs = json_object_get(request, "inputs");
+    int ni = json_is_array(inputs) ? (int)json_array_size(inputs) : 0;
+    int *inp = calloc(ni + 1, sizeof *inp);
+    if (!inp) {
+        free(params);
+        return HAMEL_E_INTERNAL;
+    }
+    parse_inputs(m, inputs, ni, inp, problem);
+    /* select: state names whose block of A (rows and columns) is also reported */
+    const json_t *select = json_object_get(request, "select");
+    int nsel = json_is_array(select) ? (int)json_array_size(select) : 0;
+    int *sel = calloc(nsel + 1, sizeof *sel);
+    if (!sel) {
+        free(params);
+        free(inp);
+        return HAMEL_E_INTERNAL;
+    }
+    parse_select(m, select, nsel, sel, problem);
+    struct lin_request R = {ni, inp, nsel, sel, select, 0, 1, LIN_DEFAULT_STEADY_TOL};
+    parse_lin_options(request, &R, problem);
+    const json_t *points = json_object_get(request, "points");
+    int np = points ? (int)json_array_size(points) : 1;
+    check_points(m, request, points, np, ni, limits, problem);
     if (*problem) {
         free(params);
         free(inp);
@@ -1085,83 +1249,23 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
             goto done;
         }
         double max_ud = 0.0, max_drift = 0.0;
-        check_steady(m, s, f, A, ft, tol, check, prefix, problem, &max_ud, &max_drift);
+        check_steady(m, s, f, A, ft, R.tol, R.check, prefix, problem, &max_ud, &max_drift);
         if (*problem) {
             rc = hamel_problem_code(*problem);
             json_object_set_new(*problem, "detail",
                                 json_string("the operating point is not an equilibrium or a steady motion"));
             goto done;
         }
-        json_t *eig = eigen_json(N, A, (const char *const *)state_names, vectors);
+        json_t *eig = eigen_json(N, A, (const char *const *)state_names, R.vectors);
         if (!eig) {
             rc = HAMEL_E_NUMERIC;
             *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
             goto done;
         }
-        json_t *o = json_object();
-        json_object_set_new(o, "t", num(s->t));
-        json_object_set_new(o, "q", named(m->coords, s->q, n));
-        json_object_set_new(o, "speeds", named(m->speeds, s->u, k));
-        json_object_set_new(o, "qdot", named(m->coords, f, n));
-        json_object_set_new(o, "speeds_dot", named(m->speeds, f + n, k));
-        json_object_set_new(o, "A", matrix_json(A, N, N));
-        if (ni)
-            json_object_set_new(o, "B", matrix_json(B, N, ni));
-        json_object_set_new(o, "eigenvalues", eig);
-        if (m->npos > 0) {
-            json_t *red = reduced_json(m, params, s, A, B, ni, vectors);
-            if (red)
-                json_object_set_new(o, "independent", red);
-        }
-        if (nsel) {
-            /* the selected block: rows and columns of the named states */
-            double *blk = calloc((size_t)nsel * nsel, sizeof *blk),
-                   *bb = calloc((size_t)nsel * ni + 1, sizeof *bb);
-            double *bre = calloc(nsel, sizeof *bre), *bim = calloc(nsel, sizeof *bim);
-            json_t *bo = json_object();
-            if (blk && bb && bre && bim) {
-                for (int i = 0; i < nsel; i++) {
-                    for (int j = 0; j < nsel; j++)
-                        blk[i * nsel + j] = A[(size_t)sel[i] * N + sel[j]];
-                    for (int j = 0; j < ni; j++)
-                        bb[i * ni + j] = B[(size_t)sel[i] * ni + j];
-                }
-                json_object_set_new(bo, "A", matrix_json(blk, nsel, nsel));
-                if (ni)
-                    json_object_set_new(bo, "B", matrix_json(bb, nsel, ni));
-                const char *sn[256];
-                for (int i = 0; i < nsel && i < 256; i++)
-                    sn[i] = sel[i] < n ? m->coords[sel[i]] : m->speeds[sel[i] - n];
-                json_t *be = nsel <= 256 ? eigen_json(nsel, blk, sn, vectors) : NULL;
-                json_object_set_new(bo, "eigenvalues", be ? be : json_array());
-            }
-            free(blk);
-            free(bb);
-            free(bre);
-            free(bim);
-            json_object_set_new(o, "selected", bo);
-        }
-        json_object_set_new(o, "steady",
-                            json_pack("{s:b, s:o, s:o}", "checked", check, "max_abs_speeds_dot", num(max_ud),
-                                      "max_abs_drift", num(max_drift)));
+        json_t *o = point_json(m, params, &R, s, f, A, B, eig, max_ud, max_drift);
         json_array_append_new(arr, o);
     }
-    json_t *names = json_array(), *cl = json_array(), *sl = json_array(), *inames = json_array();
-    for (int i = 0; i < n; i++) {
-        json_array_append_new(names, json_string(m->coords[i]));
-        json_array_append_new(cl, json_string(m->coords[i]));
-    }
-    for (int r = 0; r < k; r++) {
-        json_array_append_new(names, json_string(m->speeds[r]));
-        json_array_append_new(sl, json_string(m->speeds[r]));
-    }
-    for (int i = 0; i < ni; i++)
-        json_array_append_new(inames, json_string(m->params[inp[i]]));
-    *result = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:O}", "model_id", m->id, "states", names,
-                        "coordinates", cl, "speeds", sl, "inputs", inames, "eigenvalue_order",
-                        "real part descending, then imaginary part descending", "points", arr);
-    if (nsel)
-        json_object_set_new(*result, "select", json_deep_copy(select));
+    *result = linearize_result(m, &R, arr);
 done:
     json_decref(arr);
     hamel_ws_free(hw);

@@ -700,6 +700,381 @@ static int locate(steady *s, const double *xa, const double *xb, int z, int comp
     return rc;
 }
 
+/* Every member of the request is one we know. */
+static void steady_check_keys(const json_t *request, json_t **problem)
+{
+    static const char *const known[] = {"model",      "model_id",     "state", "unknowns",
+                                        "parameters", "continuation", NULL};
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)request, key, val)
+    {
+        int ok = 0;
+        for (int i = 0; known[i]; i++)
+            ok |= !strcmp(key, known[i]);
+        if (!ok)
+            bad(problem, key, "unknown member (model, model_id, state, unknowns, parameters, continuation)");
+    }
+}
+
+/* state (the guess: t, q, speeds) and parameters into s. */
+static void steady_read_state(steady *s, const json_t *request, json_t **problem)
+{
+    const struct engine_model *m = s->m;
+    const json_t *st = json_object_get(request, "state");
+    if (!json_is_object(st)) {
+        bad(problem, "state", "required: {\"t\"?, \"q\", \"speeds\"}, the guess");
+    } else {
+        const json_t *tv = json_object_get(st, "t");
+        if (tv && !json_is_number(tv))
+            bad(problem, "state.t", "must be a number");
+        s->t = tv ? json_number_value(tv) : 0.0;
+        get_values(m, json_object_get(st, "q"), "state.q", VAR_Q, s->q, 1, problem);
+        get_values(m, json_object_get(st, "speeds"), "state.speeds", VAR_U, s->u, 1, problem);
+    }
+    get_values(m, json_object_get(request, "parameters"), "parameters", VAR_P, s->p, 0, problem);
+}
+
+/* unknowns (nu of them): coordinates, speeds or parameters, each once, at most k, into
+ * s->var. */
+static void parse_unknowns(steady *s, const json_t *unk, size_t nu, json_t **problem)
+{
+    const struct engine_model *m = s->m;
+    if (!json_is_array(unk) || nu == 0) {
+        bad(problem, "unknowns", "required: a non-empty array of names (coordinates, speeds, parameters)");
+        return;
+    }
+    if ((int)nu > m->k) {
+        bad(problem, "unknowns", "%zu unknowns, but the model has %d speed equations: give at most %d", nu,
+            m->k, m->k);
+        return;
+    }
+    for (size_t i = 0; s->var && i < nu; i++) {
+        const json_t *v = json_array_get(unk, i);
+        char where[48];
+        snprintf(where, sizeof where, "unknowns[%zu]", i);
+        if (!json_is_string(v) || lookup(m, json_string_value(v), &s->var[i]) < 0)
+            bad(problem, where, "not a coordinate, speed or parameter of the model");
+        for (size_t j = 0; j < i && json_is_string(v); j++)
+            if (s->var[j].name && !strcmp(s->var[j].name, json_string_value(v)))
+                bad(problem, where, "'%s' is named twice", json_string_value(v));
+    }
+}
+
+/* continuation: {vary (not an unknown; into s->var[nu]), to, steps}. */
+static void parse_continuation(steady *s, const json_t *cont, size_t nu, double *to, long *steps,
+                               json_t **problem)
+{
+    const struct engine_model *m = s->m;
+    const json_t *vy = json_object_get(cont, "vary"), *tv = json_object_get(cont, "to"),
+                 *sv = json_object_get(cont, "steps");
+    if (!json_is_object(cont)) {
+        bad(problem, "continuation", "must be {\"vary\", \"to\", \"steps\"}");
+        return;
+    }
+    if (!json_is_string(vy) || !s->var || lookup(m, json_string_value(vy), &s->var[nu]) < 0)
+        bad(problem, "continuation.vary", "must name a coordinate, speed or parameter of the model");
+    for (size_t j = 0; json_is_string(vy) && s->var && j < nu; j++)
+        if (s->var[j].name && !strcmp(s->var[j].name, json_string_value(vy)))
+            bad(problem, "continuation.vary", "'%s' is an unknown: vary another quantity",
+                json_string_value(vy));
+    if (!json_is_number(tv) || !isfinite(json_number_value(tv)))
+        bad(problem, "continuation.to", "must be a finite number");
+    else
+        *to = json_number_value(tv);
+    if (!json_is_integer(sv) || json_integer_value(sv) < 1 || json_integer_value(sv) > STEADY_MAX_STEPS)
+        bad(problem, "continuation.steps", "must be an integer from 1 to %d", STEADY_MAX_STEPS);
+    else
+        *steps = (long)json_integer_value(sv);
+}
+
+/* The rank of du'/d(unknowns) at the guess: as many unknowns as independent equations.
+ * 0, or HAMEL_E_BAD_REQUEST with *problem. */
+static int check_rank(steady *s, json_t **problem)
+{
+    int rank = 0;
+    double *Ju = calloc((size_t)(s->k + 1) * (s->nu + 1), sizeof *Ju);
+    for (int r = 0; Ju && r < s->k; r++)
+        for (int j = 0; j < s->nu; j++)
+            Ju[r * s->nu + j] = s->J[r * s->nv + j];
+    if (!Ju || lsq(s->k, s->nu, Ju, s->r, NULL, &rank) < 0)
+        rank = -1;
+    free(Ju);
+    if (rank >= s->nu)
+        return 0;
+    json_t *p =
+        hamel_problem_new(HAMEL_E_BAD_REQUEST, "as many unknowns as independent equations are needed");
+    char why[320];
+    snprintf(why, sizeof why,
+             "the speed derivatives depend independently on only %d of these %d unknowns at the guess (the "
+             "rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
+             rank < 0 ? 0 : rank, s->nu, rank < 0 ? 0 : rank);
+    hamel_problem_add(p, "unknowns", -1, why);
+    *problem = p;
+    return HAMEL_E_BAD_REQUEST;
+}
+
+/* Newton's method found no steady motion: the problem names the worst speed derivative. */
+static int newton_failed(const steady *s, json_t **problem)
+{
+    json_t *p = hamel_problem_new(HAMEL_E_NUMERIC, "no steady motion found from the guess");
+    char why[400];
+    int worst = 0;
+    for (int r = 1; r < s->k; r++)
+        if (fabs(s->r[r]) > fabs(s->r[worst]))
+            worst = r;
+    snprintf(why, sizeof why,
+             "Newton's method did not make every speed derivative zero in %d iterations (%s' = %.6g): the "
+             "unknowns may not be able to (more independent equations than unknowns), or the guess is too "
+             "far",
+             STEADY_MAX_NEWTON, s->m->speeds[worst], s->r[worst]);
+    hamel_problem_add(p, "unknowns", -1, why);
+    *problem = p;
+    return HAMEL_E_NUMERIC;
+}
+
+/* The states left out of the eigenvalues (their columns of A vanish, repeatedly): by
+ * name for the answer. */
+static json_t *excluded_states(const steady *s)
+{
+    json_t *excluded = json_array();
+    int N = s->N;
+    double scale = 0.0;
+    for (int i = 0; i < N * N; i++)
+        scale = fmax(scale, fabs(s->A[i]));
+    char *gone = calloc((size_t)N + 1, 1);
+    for (int again = 1; gone && again;) {
+        again = 0;
+        for (int j = 0; j < N; j++) {
+            int zero = !gone[j];
+            for (int i = 0; i < N && zero; i++)
+                zero = gone[i] || fabs(s->A[i * N + j]) <= 1e-14 * scale;
+            if (zero) {
+                gone[j] = 1;
+                again = 1;
+            }
+        }
+    }
+    for (int j = 0; gone && j < N; j++)
+        if (gone[j])
+            json_array_append_new(excluded, json_incref(json_array_get(s->states, (size_t)j)));
+    free(gone);
+    return excluded;
+}
+
+/* No eigenvalue of sp with a positive real part (beyond rounding). */
+static int spectrum_stable(const spectrum *sp)
+{
+    int unstable = 0;
+    double tol0 = 1e-10 * spec_scale(sp);
+    for (int i = 0; i < sp->count; i++)
+        unstable += sp->re[i] > tol0;
+    return unstable == 0;
+}
+
+/* A branch followed by pseudo-arclength continuation in the last variable. */
+struct branch {
+    int nv;
+    double from, to, dir, ds;
+    long steps, max_points, np;
+    double *x, *xp, *tan, *tprev; /* [nv]: the point, the predictor, the tangent and the last one */
+    double *xs;                   /* [max_points * nv] the points */
+    spectrum *specs;              /* [max_points] their spectra */
+    json_t *points;
+};
+
+/* The corrector from B->x along B->tan: steps of B->ds, halved on failure (at most 30
+ * tries); past `to`, the last point at `to` exactly (*done). Returns 0 with *accepted, or
+ * an error code with *problem. */
+static int branch_correct(steady *s, struct branch *B, int *accepted, int *done, json_t **problem)
+{
+    int nv = B->nv;
+    *accepted = 0;
+    for (int tries = 0; !*accepted && tries < 30; tries++) {
+        for (int i = 0; i < nv; i++)
+            B->xp[i] = B->x[i] + B->ds * B->tan[i];
+        if ((B->xp[nv - 1] - B->to) * B->dir >= 0) { /* past the end: the last point at `to` exactly */
+            double w = (B->to - B->x[nv - 1]) / (B->xp[nv - 1] - B->x[nv - 1]);
+            for (int i = 0; i < nv; i++)
+                var_set(s, i, B->x[i] + w * (B->xp[i] - B->x[i]));
+            json_t *p = NULL;
+            int nrc = solve_at(s, B->to, &p);
+            if (nrc == 0) {
+                json_decref(p);
+                *accepted = *done = 1;
+                break;
+            }
+            if (nrc != 1) {
+                *problem = p;
+                return nrc;
+            }
+            json_decref(p);
+            B->ds *= 0.5;
+            continue;
+        }
+        for (int i = 0; i < nv; i++)
+            var_set(s, i, B->xp[i]);
+        json_t *p = NULL;
+        int nrc = newton(s, nv, B->tan, B->xp, NULL, &p);
+        if (nrc == 0) {
+            json_decref(p);
+            *accepted = 1;
+        } else if (nrc != 1) {
+            *problem = p;
+            return nrc;
+        } else {
+            json_decref(p);
+            B->ds *= 0.5;
+        }
+    }
+    return 0;
+}
+
+/* One step along the branch: the tangent at x (null vector of dF/dx, oriented as the
+ * step before), the corrector, the new point recorded with its spectrum. Returns 0 or an
+ * error code with *problem. */
+static int branch_step(steady *s, struct branch *B, int *done, json_t **problem)
+{
+    int nv = B->nv;
+    if (null_vector(s->k, nv, s->J, B->tan) < 0) {
+        *problem = hamel_problem_new(HAMEL_E_NUMERIC, "the branch's tangent could not be computed");
+        return HAMEL_E_NUMERIC;
+    }
+    double dot = 0.0;
+    for (int i = 0; i < nv; i++)
+        dot += B->tan[i] * B->tprev[i];
+    if (dot < 0)
+        for (int i = 0; i < nv; i++)
+            B->tan[i] = -B->tan[i];
+    int accepted;
+    int rc = branch_correct(s, B, &accepted, done, problem);
+    if (rc)
+        return rc;
+    if (!accepted) {
+        *problem = hamel_problem_new(HAMEL_E_NUMERIC, "the branch could not be followed further");
+        char why[200];
+        snprintf(why, sizeof why,
+                 "the corrector failed at %s = %.10g even with small steps (a fold or an end)",
+                 s->var[nv - 1].name, B->x[nv - 1]);
+        hamel_problem_add(*problem, "continuation", -1, why);
+        return HAMEL_E_NUMERIC;
+    }
+    memcpy(B->tprev, B->tan, (size_t)nv * sizeof *B->tan);
+    for (int i = 0; i < nv; i++)
+        B->x[i] = var_get(s, i);
+    memcpy(B->xs + (size_t)B->np * nv, B->x, (size_t)nv * sizeof *B->x);
+    spectrum_now(s, &B->specs[B->np], NULL);
+    json_array_append_new(B->points, point_json(s, &B->specs[B->np], 0));
+    B->np++;
+    B->ds = fmin(B->ds * 1.5, fabs(B->to - B->from) / (double)B->steps);
+    return 0;
+}
+
+/* The fewest eigenvalues near zero at any point of the branch: its persistent zeros. */
+static int persistent_zeros(const struct branch *B)
+{
+    int z = 1 << 30;
+    for (long i = 0; i < B->np; i++) {
+        double tol0 = 1e-8 * spec_scale(&B->specs[i]);
+        int c = 0;
+        for (int j = 0; j < B->specs[i].count; j++)
+            c += hypot(B->specs[i].re[j], B->specs[i].im[j]) <= tol0;
+        z = c < z ? c : z;
+    }
+    return z;
+}
+
+/* Each point's stability (z persistent zeros left out), and the changes of the number of
+ * growing modes between points, located, into changes. */
+static void branch_stability(steady *s, const struct branch *B, int z, json_t *changes)
+{
+    int nv = B->nv;
+    for (long i = 0; i < B->np; i++)
+        json_object_set_new(
+            json_array_get(B->points, (size_t)i), "stable",
+            json_boolean(unstable_count(&B->specs[i], z, 0) + unstable_count(&B->specs[i], z, 1) == 0));
+    for (long i = 0; i + 1 < B->np; i++) {
+        /* a change of the number of growing modes; two real ones that meet and leave
+         * as a complex pair (or the reverse) change nothing */
+        int ac = unstable_count(&B->specs[i], z, 1), ar = unstable_count(&B->specs[i], z, 0);
+        int bc = unstable_count(&B->specs[i + 1], z, 1), br = unstable_count(&B->specs[i + 1], z, 0);
+        int da = ac + ar, db = bc + br;
+        if (da == db)
+            continue;
+        int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
+        double value = NAN;
+        json_t *p = NULL;
+        if (locate(s, B->xs + (size_t)i * nv, B->xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
+            json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
+                                                     kind ? "complex" : "real", "direction",
+                                                     db > da ? "loses stability" : "gains stability"));
+        json_decref(p);
+    }
+}
+
+/* The continuation from the steady point found (spectrum sp) to `to` in `steps` steps:
+ * points, stability_changes, vary and persistent_zero_eigenvalues into out. Returns 0 or
+ * an error code with *problem. */
+static int steady_continue(steady *s, const spectrum *sp, double to, long steps, json_t *out,
+                           json_t **problem)
+{
+    struct branch B = {0};
+    int nv = s->nv;
+    B.nv = nv;
+    B.to = to;
+    B.steps = steps;
+    B.from = var_get(s, nv - 1);
+    B.dir = to > B.from ? 1.0 : -1.0;
+    B.ds = fabs(to - B.from) / (double)steps;
+    B.max_points = 4 * steps + 20;
+    B.x = calloc((size_t)nv, sizeof *B.x), B.xp = calloc((size_t)nv, sizeof *B.xp);
+    B.tan = calloc((size_t)nv, sizeof *B.tan), B.tprev = calloc((size_t)nv, sizeof *B.tprev);
+    B.xs = calloc((size_t)(B.max_points + 2) * nv, sizeof *B.xs);
+    B.specs = calloc((size_t)B.max_points + 2, sizeof *B.specs);
+    B.points = json_array();
+    int rc = B.x && B.xp && B.tan && B.tprev && B.xs && B.specs ? 0 : HAMEL_E_INTERNAL;
+    if (rc)
+        *problem = hamel_problem_new(rc, "out of memory");
+    for (int i = 0; !rc && i < nv; i++) {
+        B.x[i] = var_get(s, i);
+        B.tprev[i] = i == nv - 1 ? B.dir : 0.0;
+    }
+    if (!rc) {
+        memcpy(B.xs, B.x, (size_t)nv * sizeof *B.x);
+        B.specs[0] = *sp;
+        json_array_append_new(B.points, point_json(s, sp, 0));
+        B.np = 1;
+    }
+    int done = 0;
+    while (!rc && !done && B.np < B.max_points)
+        rc = branch_step(s, &B, &done, problem);
+    if (!rc && !done) {
+        rc = HAMEL_E_LIMIT;
+        *problem = hamel_problem_new(rc, "the branch did not reach `to` within the steps allowed");
+        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
+    }
+    json_t *changes = json_array();
+    if (!rc) {
+        int z = persistent_zeros(&B);
+        branch_stability(s, &B, z, changes);
+        json_object_set_new(out, "points", B.points);
+        B.points = NULL;
+        json_object_set_new(out, "stability_changes", changes);
+        changes = NULL;
+        json_object_set_new(out, "vary", json_string(s->var[nv - 1].name));
+        json_object_set_new(out, "persistent_zero_eigenvalues", json_integer(z));
+    }
+    json_decref(B.points);
+    json_decref(changes);
+    free(B.x);
+    free(B.xp);
+    free(B.tan);
+    free(B.tprev);
+    free(B.xs);
+    free(B.specs);
+    return rc;
+}
+
 int engine_steady(const engine_model *m, const json_t *request, const engine_limits *limits,
                   engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -730,77 +1105,19 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
         steady_free(&s);
         return HAMEL_E_BAD_REQUEST;
     }
-    static const char *const known[] = {"model",      "model_id",     "state", "unknowns",
-                                        "parameters", "continuation", NULL};
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)request, key, val)
-    {
-        int ok = 0;
-        for (int i = 0; known[i]; i++)
-            ok |= !strcmp(key, known[i]);
-        if (!ok)
-            bad(problem, key, "unknown member (model, model_id, state, unknowns, parameters, continuation)");
-    }
-    const json_t *st = json_object_get(request, "state");
-    if (!json_is_object(st)) {
-        bad(problem, "state", "required: {\"t\"?, \"q\", \"speeds\"}, the guess");
-    } else {
-        const json_t *tv = json_object_get(st, "t");
-        if (tv && !json_is_number(tv))
-            bad(problem, "state.t", "must be a number");
-        s.t = tv ? json_number_value(tv) : 0.0;
-        get_values(m, json_object_get(st, "q"), "state.q", VAR_Q, s.q, 1, problem);
-        get_values(m, json_object_get(st, "speeds"), "state.speeds", VAR_U, s.u, 1, problem);
-    }
-    get_values(m, json_object_get(request, "parameters"), "parameters", VAR_P, s.p, 0, problem);
+    steady_check_keys(request, problem);
+    steady_read_state(&s, request, problem);
     const json_t *unk = json_object_get(request, "unknowns");
     const json_t *cont = json_object_get(request, "continuation");
     size_t nu = json_array_size(unk);
     s.var = calloc(nu + 2, sizeof *s.var);
-    if (!json_is_array(unk) || nu == 0) {
-        bad(problem, "unknowns", "required: a non-empty array of names (coordinates, speeds, parameters)");
-    } else if ((int)nu > m->k) {
-        bad(problem, "unknowns", "%zu unknowns, but the model has %d speed equations: give at most %d", nu,
-            m->k, m->k);
-    } else {
-        for (size_t i = 0; s.var && i < nu; i++) {
-            const json_t *v = json_array_get(unk, i);
-            char where[48];
-            snprintf(where, sizeof where, "unknowns[%zu]", i);
-            if (!json_is_string(v) || lookup(m, json_string_value(v), &s.var[i]) < 0)
-                bad(problem, where, "not a coordinate, speed or parameter of the model");
-            for (size_t j = 0; j < i && json_is_string(v); j++)
-                if (s.var[j].name && !strcmp(s.var[j].name, json_string_value(v)))
-                    bad(problem, where, "'%s' is named twice", json_string_value(v));
-        }
-    }
+    parse_unknowns(&s, unk, nu, problem);
     s.nu = (int)nu;
     s.nv = s.nu;
     double to = 0.0;
     long steps = 0;
     if (cont) {
-        const json_t *vy = json_object_get(cont, "vary"), *tv = json_object_get(cont, "to"),
-                     *sv = json_object_get(cont, "steps");
-        if (!json_is_object(cont)) {
-            bad(problem, "continuation", "must be {\"vary\", \"to\", \"steps\"}");
-        } else {
-            if (!json_is_string(vy) || !s.var || lookup(m, json_string_value(vy), &s.var[nu]) < 0)
-                bad(problem, "continuation.vary", "must name a coordinate, speed or parameter of the model");
-            for (size_t j = 0; json_is_string(vy) && s.var && j < nu; j++)
-                if (s.var[j].name && !strcmp(s.var[j].name, json_string_value(vy)))
-                    bad(problem, "continuation.vary", "'%s' is an unknown: vary another quantity",
-                        json_string_value(vy));
-            if (!json_is_number(tv) || !isfinite(json_number_value(tv)))
-                bad(problem, "continuation.to", "must be a finite number");
-            else
-                to = json_number_value(tv);
-            if (!json_is_integer(sv) || json_integer_value(sv) < 1 ||
-                json_integer_value(sv) > STEADY_MAX_STEPS)
-                bad(problem, "continuation.steps", "must be an integer from 1 to %d", STEADY_MAX_STEPS);
-            else
-                steps = (long)json_integer_value(sv);
-        }
+        parse_continuation(&s, cont, nu, &to, &steps, problem);
         s.nv = s.nu + 1;
     }
     s.r = calloc((size_t)m->k + 1, sizeof *s.r);
@@ -819,55 +1136,15 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
         return HAMEL_E_BAD_REQUEST;
     }
 
-    /* the rank of du'/d(unknowns) at the guess */
+    /* the rank of du'/d(unknowns) at the guess, then Newton's method from it */
     int rc = evaluate(&s, problem);
-    if (rc) {
-        steady_free(&s);
-        return rc;
-    }
-    int rank = 0;
-    {
-        double *Ju = calloc((size_t)(s.k + 1) * (s.nu + 1), sizeof *Ju);
-        for (int r = 0; Ju && r < s.k; r++)
-            for (int j = 0; j < s.nu; j++)
-                Ju[r * s.nu + j] = s.J[r * s.nv + j];
-        if (!Ju || lsq(s.k, s.nu, Ju, s.r, NULL, &rank) < 0)
-            rank = -1;
-        free(Ju);
-    }
-    if (rank < s.nu) {
-        json_t *p =
-            hamel_problem_new(HAMEL_E_BAD_REQUEST, "as many unknowns as independent equations are needed");
-        char why[320];
-        snprintf(
-            why, sizeof why,
-            "the speed derivatives depend independently on only %d of these %d unknowns at the guess (the "
-            "rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
-            rank < 0 ? 0 : rank, s.nu, rank < 0 ? 0 : rank);
-        hamel_problem_add(p, "unknowns", -1, why);
-        *problem = p;
-        steady_free(&s);
-        return HAMEL_E_BAD_REQUEST;
-    }
+    if (!rc)
+        rc = check_rank(&s, problem);
     int iters = 0;
-    rc = newton(&s, s.nu, NULL, NULL, &iters, problem);
-    if (rc == 1) {
-        json_t *p = hamel_problem_new(HAMEL_E_NUMERIC, "no steady motion found from the guess");
-        char why[400];
-        int worst = 0;
-        for (int r = 1; r < s.k; r++)
-            if (fabs(s.r[r]) > fabs(s.r[worst]))
-                worst = r;
-        snprintf(
-            why, sizeof why,
-            "Newton's method did not make every speed derivative zero in %d iterations (%s' = %.6g): the "
-            "unknowns may not be able to (more independent equations than unknowns), or the guess is too "
-            "far",
-            STEADY_MAX_NEWTON, m->speeds[worst], s.r[worst]);
-        hamel_problem_add(p, "unknowns", -1, why);
-        *problem = p;
-        rc = HAMEL_E_NUMERIC;
-    }
+    if (!rc)
+        rc = newton(&s, s.nu, NULL, NULL, &iters, problem);
+    if (rc == 1)
+        rc = newton_failed(&s, problem);
     if (rc) {
         steady_free(&s);
         return rc;
@@ -877,196 +1154,10 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     spectrum_now(&s, &sp, &removed);
     json_t *out = json_pack("{s:s, s:i, s:o}", "model_id", m->id, "iterations", iters, "steady",
                             point_json(&s, &sp, 1));
-    json_t *excluded = json_array();
-    {
-        /* the states left out of the eigenvalues: recomputed by name for the answer */
-        int N = s.N;
-        double scale = 0.0;
-        for (int i = 0; i < N * N; i++)
-            scale = fmax(scale, fabs(s.A[i]));
-        char *gone = calloc((size_t)N + 1, 1);
-        for (int again = 1; gone && again;) {
-            again = 0;
-            for (int j = 0; j < N; j++) {
-                int zero = !gone[j];
-                for (int i = 0; i < N && zero; i++)
-                    zero = gone[i] || fabs(s.A[i * N + j]) <= 1e-14 * scale;
-                if (zero) {
-                    gone[j] = 1;
-                    again = 1;
-                }
-            }
-        }
-        for (int j = 0; gone && j < N; j++)
-            if (gone[j])
-                json_array_append_new(excluded, json_incref(json_array_get(s.states, (size_t)j)));
-        free(gone);
-    }
-    json_object_set_new(out, "excluded_states", excluded);
-    {
-        int unstable = 0;
-        double tol0 = 1e-10 * spec_scale(&sp);
-        for (int i = 0; i < sp.count; i++)
-            unstable += sp.re[i] > tol0;
-        json_object_set_new(json_object_get(out, "steady"), "stable", json_boolean(unstable == 0));
-    }
-    if (!cont) {
-        steady_free(&s);
-        *result = out;
-        return 0;
-    }
-
-    /* ---- continuation ---- */
-    int nv = s.nv;
-    double from = var_get(&s, nv - 1), dir = to > from ? 1.0 : -1.0;
-    double ds = fabs(to - from) / (double)steps;
-    long max_points = 4 * steps + 20;
-    double *x = calloc((size_t)nv, sizeof *x), *xp = calloc((size_t)nv, sizeof *xp),
-           *tan = calloc((size_t)nv, sizeof *tan), *tprev = calloc((size_t)nv, sizeof *tprev),
-           *xs = calloc((size_t)(max_points + 2) * nv, sizeof *xs);
-    spectrum *specs = calloc((size_t)max_points + 2, sizeof *specs);
-    json_t *points = json_array();
-    long np = 0;
-    rc = x && xp && tan && tprev && xs && specs ? 0 : HAMEL_E_INTERNAL;
-    if (rc)
-        *problem = hamel_problem_new(rc, "out of memory");
-    for (int i = 0; !rc && i < nv; i++) {
-        x[i] = var_get(&s, i);
-        tprev[i] = i == nv - 1 ? dir : 0.0;
-    }
-    if (!rc) {
-        memcpy(xs, x, (size_t)nv * sizeof *x);
-        specs[0] = sp;
-        json_array_append_new(points, point_json(&s, &sp, 0));
-        np = 1;
-    }
-    int done = 0;
-    while (!rc && !done && np < max_points) {
-        /* the tangent at x: null vector of dF/dx, oriented as the step before */
-        if (null_vector(s.k, nv, s.J, tan) < 0) {
-            rc = HAMEL_E_NUMERIC;
-            *problem = hamel_problem_new(rc, "the branch's tangent could not be computed");
-            break;
-        }
-        double dot = 0.0;
-        for (int i = 0; i < nv; i++)
-            dot += tan[i] * tprev[i];
-        if (dot < 0)
-            for (int i = 0; i < nv; i++)
-                tan[i] = -tan[i];
-        int accepted = 0;
-        for (int tries = 0; !accepted && tries < 30; tries++) {
-            for (int i = 0; i < nv; i++)
-                xp[i] = x[i] + ds * tan[i];
-            if ((xp[nv - 1] - to) * dir >= 0) { /* past the end: the last point at `to` exactly */
-                double w = (to - x[nv - 1]) / (xp[nv - 1] - x[nv - 1]);
-                for (int i = 0; i < nv; i++)
-                    var_set(&s, i, x[i] + w * (xp[i] - x[i]));
-                json_t *p = NULL;
-                int nrc = solve_at(&s, to, &p);
-                if (nrc == 0) {
-                    json_decref(p);
-                    accepted = done = 1;
-                    break;
-                }
-                if (nrc != 1) {
-                    rc = nrc;
-                    *problem = p;
-                    break;
-                }
-                json_decref(p);
-                ds *= 0.5;
-                continue;
-            }
-            for (int i = 0; i < nv; i++)
-                var_set(&s, i, xp[i]);
-            json_t *p = NULL;
-            int nrc = newton(&s, nv, tan, xp, NULL, &p);
-            if (nrc == 0) {
-                json_decref(p);
-                accepted = 1;
-            } else if (nrc != 1) {
-                rc = nrc;
-                *problem = p;
-                break;
-            } else {
-                json_decref(p);
-                ds *= 0.5;
-            }
-        }
-        if (rc)
-            break;
-        if (!accepted) {
-            rc = HAMEL_E_NUMERIC;
-            *problem = hamel_problem_new(rc, "the branch could not be followed further");
-            char why[200];
-            snprintf(why, sizeof why,
-                     "the corrector failed at %s = %.10g even with small steps (a fold or an end)",
-                     s.var[nv - 1].name, x[nv - 1]);
-            hamel_problem_add(*problem, "continuation", -1, why);
-            break;
-        }
-        memcpy(tprev, tan, (size_t)nv * sizeof *tan);
-        for (int i = 0; i < nv; i++)
-            x[i] = var_get(&s, i);
-        memcpy(xs + (size_t)np * nv, x, (size_t)nv * sizeof *x);
-        spectrum_now(&s, &specs[np], NULL);
-        json_array_append_new(points, point_json(&s, &specs[np], 0));
-        np++;
-        ds = fmin(ds * 1.5, fabs(to - from) / (double)steps);
-    }
-    if (!rc && !done) {
-        rc = HAMEL_E_LIMIT;
-        *problem = hamel_problem_new(rc, "the branch did not reach `to` within the steps allowed");
-        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
-    }
-    json_t *changes = json_array();
-    if (!rc) {
-        /* persistent zeros: the fewest eigenvalues near zero at any point */
-        int z = 1 << 30;
-        for (long i = 0; i < np; i++) {
-            double tol0 = 1e-8 * spec_scale(&specs[i]);
-            int c = 0;
-            for (int j = 0; j < specs[i].count; j++)
-                c += hypot(specs[i].re[j], specs[i].im[j]) <= tol0;
-            z = c < z ? c : z;
-        }
-        for (long i = 0; i < np; i++)
-            json_object_set_new(
-                json_array_get(points, (size_t)i), "stable",
-                json_boolean(unstable_count(&specs[i], z, 0) + unstable_count(&specs[i], z, 1) == 0));
-        for (long i = 0; i + 1 < np && !rc; i++) {
-            /* a change of the number of growing modes; two real ones that meet and leave
-             * as a complex pair (or the reverse) change nothing */
-            int ac = unstable_count(&specs[i], z, 1), ar = unstable_count(&specs[i], z, 0);
-            int bc = unstable_count(&specs[i + 1], z, 1), br = unstable_count(&specs[i + 1], z, 0);
-            int da = ac + ar, db = bc + br;
-            if (da == db)
-                continue;
-            int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
-            double value = NAN;
-            json_t *p = NULL;
-            if (locate(&s, xs + (size_t)i * nv, xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
-                json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
-                                                         kind ? "complex" : "real", "direction",
-                                                         db > da ? "loses stability" : "gains stability"));
-            json_decref(p);
-        }
-        json_object_set_new(out, "points", points);
-        points = NULL;
-        json_object_set_new(out, "stability_changes", changes);
-        changes = NULL;
-        json_object_set_new(out, "vary", json_string(s.var[nv - 1].name));
-        json_object_set_new(out, "persistent_zero_eigenvalues", json_integer(z));
-    }
-    json_decref(points);
-    json_decref(changes);
-    free(x);
-    free(xp);
-    free(tan);
-    free(tprev);
-    free(xs);
-    free(specs);
+    json_object_set_new(out, "excluded_states", excluded_states(&s));
+    json_object_set_new(json_object_get(out, "steady"), "stable", json_boolean(spectrum_stable(&sp)));
+    if (cont)
+        rc = steady_continue(&s, &sp, to, steps, out, problem);
     steady_free(&s);
     if (rc) {
         json_decref(out);

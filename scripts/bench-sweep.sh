@@ -64,6 +64,8 @@ jq -c --argjson n "$runs" --argjson o "$omega0" --argjson s "$step" \
     runs: [range($n) | {initial: {speeds: {Omega: ($o + . * $s)}}}]}' "$case_file" >"$work/batch.json"
 
 tck=$(getconf CLK_TCK)
+# CPU seconds of process $1 alone (all its threads).
+cpu_self() { awk -v t="$tck" '{ printf "%.6f", ($14 + $15) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # CPU seconds (user + system) of process $1, its reaped children and its live children.
 cpu_tree() {
   local p=$1 total=0 c
@@ -92,18 +94,24 @@ server_round() {
     cat "$work/server.log" >&2
     return 1
   fi
-  local t c0 c1
+  local t c0 c1 s0 s1
   c0=$(cpu_tree "$pid")
+  s0=$(cpu_self "$pid")
   t=$(curl -s -o "$work/lines.ndjson" -w '%{time_total}' -H 'Content-Type: application/json' \
     -H 'Accept: application/x-ndjson' --data-binary @"$work/batch.json" "http://127.0.0.1:$port/v1/batches")
   c1=$(cpu_tree "$pid")
+  s1=$(cpu_self "$pid")
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null
   pid=
   local lines ok
   lines=$(wc -l <"$work/lines.ndjson")
   ok=$(grep -c '"status":"done"' "$work/lines.ndjson")
-  echo "$t $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') $lines $ok"
+  # the engine's own integration time, as each run's stats report it
+  local integ
+  integ=$(grep -o '"integrate_ms":[0-9.e+-]*' "$work/lines.ndjson" | awk -F: '{ s += $2 } END { printf "%.3f", s / 1000 }')
+  echo "$t $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') $lines $ok" \
+    "$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.3f", b - a }') $integ"
 }
 
 printf '%-6s %9s %9s %7s   %9s %9s %7s   %s\n' round "hand s" "server s" ratio "hand cpu" "srv cpu" ratio \
@@ -113,7 +121,11 @@ cratios=()
 status=0
 for r in $(seq "$rounds"); do
   read -r hand_s hand_cpu _ < <("$build/hand_sweep" "$case_file" "$runs" "$procs" "$omega0" "$step") || status=1
-  read -r srv_s srv_cpu lines ok < <(server_round) || status=1
+  read -r srv_s srv_cpu lines ok srv_self integ_s < <(server_round) || status=1
+  self_sum=$(awk -v a="${self_sum:-0}" -v b="$srv_self" 'BEGIN { print a + b }')
+  cpu_sum=$(awk -v a="${cpu_sum:-0}" -v b="$srv_cpu" 'BEGIN { print a + b }')
+  integ_sum=$(awk -v a="${integ_sum:-0}" -v b="$integ_s" 'BEGIN { print a + b }')
+  hand_sum=$(awk -v a="${hand_sum:-0}" -v b="$hand_cpu" 'BEGIN { print a + b }')
   if [ "${ok:-0}" != "$runs" ]; then
     echo "bench-sweep: round $r: $ok of $runs runs done ($lines lines)" >&2
     status=1
@@ -133,5 +145,12 @@ echo "sweep: hand C loop / batch path, median of $rounds rounds: CPU $cmedian (g
 echo "(CPU: user + system seconds of the 2 hand processes against the server's and its engine workers'"
 echo " during the request; on a loaded machine the wall ratio favours the side with more threads)"
 echo "($runs runs of greenwood-5.3 with 11 samples, rk8pd 1e-12; $procs hand processes, HAMEL_WORKERS=${HAMEL_WORKERS:-2})"
+# Where the server side's CPU goes, per run (all rounds): the engine's integration (its
+# stats.integrate_ms), the rest of the engine workers' time (reading the call, checks,
+# writing the result text, the native tier's build), the server process (HTTP, batch
+# lines, jobs, the store, the calls to the workers); the hand loop's beside them.
+awk -v n="$((runs * rounds))" -v h="$hand_sum" -v c="$cpu_sum" -v s="$self_sum" -v i="$integ_sum" 'BEGIN {
+  printf "per run (ms of CPU): hand loop %.3f; server side %.3f = engine integration %.3f + rest of the engine workers %.3f + server process %.3f\n",
+    1e3 * h / n, 1e3 * c / n, 1e3 * i / n, 1e3 * (c - s - i) / n, 1e3 * s / n }'
 if [ "$met" = MISSED ] && [ "${BENCH_STRICT:-0}" = 1 ]; then status=1; fi
 exit $status

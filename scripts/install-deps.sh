@@ -9,7 +9,8 @@ run_pkgs=(build-essential make pkg-config libgsl-dev libjansson-dev libmicrohttp
 # redis-server and nginx: the cluster test (tests/cluster: three servers on one Redis behind nginx)
 # python3-*: the Python client's tests (tests/python: a venv with the system's numpy);
 # python3-scipy: the generated Python modules integrated by solve_ivp (tests/export)
-test_pkgs=(libcriterion-dev jq clang clang-format cppcheck redis-server nginx
+# pmccabe: the function-size check of scripts/lint.sh
+test_pkgs=(libcriterion-dev jq clang clang-format cppcheck pmccabe redis-server nginx
            python3-venv python3-wheel python3-setuptools python3-numpy python3-pandas python3-pytest
            python3-scipy python3-sympy)  # scipy: tests/export; sympy: tests/difftest (the symbolic core against SymPy)
 web_pkgs=(chromium fonts-dejavu-extra)  # the extra fonts carry DejaVu Math, for MathML in screenshots

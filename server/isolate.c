@@ -615,9 +615,10 @@ void isolate_stop(void)
 
 typedef struct iso_call {
     int op;
-    const char *model_id;   /* the model's id, or for a compilation the id of its text */
-    const char *model_name; /* for messages, may be NULL */
-    const char *what;       /* "compiling", "running", ... for messages */
+    const char *model_id;      /* the model's id, or for a compilation the id of its text */
+    const char *model_name;    /* for messages, may be NULL */
+    const engine_model *model; /* a call on a model: its name is read from it on a fault */
+    const char *what;          /* "compiling", "running", ... for messages */
     const char *text[ISO_STRINGS];
     size_t text_len[ISO_STRINGS];
     const engine_limits *limits;
@@ -650,8 +651,13 @@ static const char *iso__signal_name(int sig, char buf[32])
 
 /* The problem of a call whose worker died (status: its wait status), quarantining the
  * model. */
+static char *iso__name_of(const engine_model *m);
+
 static json_t *iso__fault(const iso_call *c, int status, int timed_out, const char *note)
 {
+    /* the model's name (its summary is built for it): only here, not on every call */
+    char *owned = !c->model_name && c->model ? iso__name_of(c->model) : NULL;
+    const char *name = owned ? owned : c->model_name;
     char sig[32] = "", detail[768], how[128];
     if (timed_out)
         snprintf(how, sizeof how, "did not answer within its deadline and was killed");
@@ -664,16 +670,16 @@ static json_t *iso__fault(const iso_call *c, int status, int timed_out, const ch
     snprintf(detail, sizeof detail,
              "the engine worker process %s while %s model %s%s%s%s%s; the model is quarantined (an "
              "operator can clear it: DELETE /v1/quarantine/%s)",
-             how, c->what, c->model_name ? "\"" : "", c->model_name ? c->model_name : "",
-             c->model_name ? "\" (" : "", c->model_id, c->model_name ? ")" : "", c->model_id);
+             how, c->what, name ? "\"" : "", name ? name : "", name ? "\" (" : "", c->model_id,
+             name ? ")" : "", c->model_id);
     if (note && *note) {
         size_t l = strlen(detail);
         snprintf(detail + l, sizeof detail - l, "; %s", note);
     }
     json_t *p = hamel_problem_new(HAMEL_E_ENGINE_FAULT, detail);
     json_object_set_new(p, "model_id", json_string(c->model_id));
-    if (c->model_name)
-        json_object_set_new(p, "model_name", json_string(c->model_name));
+    if (name)
+        json_object_set_new(p, "model_name", json_string(name));
     if (sig[0])
         json_object_set_new(p, "signal", json_string(sig));
     else if (timed_out)
@@ -682,6 +688,7 @@ static json_t *iso__fault(const iso_call *c, int status, int timed_out, const ch
     quarantine_add(c->model_id, p);
     atomic_fetch_add(&iso.faults, 1);
     fprintf(stderr, "hamel-server: engine fault: %s\n", detail);
+    free(owned);
     return p;
 }
 
@@ -866,18 +873,16 @@ static int iso__model_call(int op, const char *what, const engine_model *m, cons
         return HAMEL_E_ENGINE_FAULT;
     char *req = request ? iso__request_text(request) : NULL;
     char *hd = head ? json_dumps(head, JSON_COMPACT) : NULL;
-    char *name = iso__name_of(m);
     if ((request && !req) || (head && !hd)) {
         free(req);
         free(hd);
-        free(name);
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
         return HAMEL_E_INTERNAL;
     }
     c->op = op;
     c->what = what;
     c->model_id = engine_model_id(m);
-    c->model_name = name;
+    c->model = m;
     c->text[0] = c->model_id;
     c->text[1] = engine_model_canonical(m);
     c->text[2] = req;
@@ -891,7 +896,6 @@ static int iso__model_call(int op, const char *what, const engine_model *m, cons
     int rc = iso__run(c, problem);
     free(req);
     free(hd);
-    free(name);
     return rc;
 }
 

@@ -52,6 +52,7 @@ struct job {
     engine_control ctl;
     blob *body;               /* done: the result; failed/cancelled: the job document */
     int remote;               /* shared queue: submitted here, in the stream */
+    int lazy;                 /* JOBS_SUBMIT_LAZY_RECORD: no "running" record either */
     int local_run;            /* shared queue: a worker here runs it */
     char entry[REDIS_ID_MAX]; /* shared queue: the stream entry a worker here runs */
     double created;           /* wall clock, for the store */
@@ -357,7 +358,7 @@ static void *jobs__worker(void *arg)
         j->state = JOB_RUNNING;
         j->refs++;
         pthread_mutex_unlock(&p->lock);
-        if (p->st)
+        if (p->st && !j->lazy)
             store_put_job_async(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
         jobs__run(p, j);
         job_release(p, j);
@@ -881,6 +882,7 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
      * learns it (503: a job the store does not know would be lost to a restart). */
     int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared;
+    j->lazy = lazy;
     if (p->st && (lazy ? store_put_job_async : store_put_job)(p->st, j->id, "queued", j->model_id, j->key,
                                                               NULL, j->created) != 0) {
         fprintf(stderr, "hamel-server: job %s: its record could not be stored; not accepted\n", j->id);

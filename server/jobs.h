@@ -98,9 +98,10 @@ void jobs_free(jobs *p);
 int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out);
 
 /* jobs_submit with flags: JOBS_SUBMIT_LAZY_RECORD writes the job's "queued" record
- * with the store's next group instead of waiting for it to commit — for a job whose id
- * nobody learns before it ends (a batch run: its line appears once its result is
- * stored), so one commit per run is saved. */
+ * with the store's next group instead of waiting for it to commit, and writes no
+ * "running" record — for a job whose id nobody learns before it ends (a batch run: its
+ * line appears once its result is stored), so one commit and one row write per run are
+ * saved. The done (or failed) record is written as for any job. */
 #define JOBS_SUBMIT_LAZY_RECORD 1u
 int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out);
 

@@ -544,6 +544,29 @@ static const expr *pow_base(const expr *e) { return e->kind == EXPR_POW ? e->arg
  * canonical tuples: numbers first; a product as its list of factors (a non-product
  * is a list of one) then its coefficient; a power as (base, exponent) (a non-power
  * has exponent 1); then symbols < functions < sums. */
+/* -1, 0 or 1 as x is below, equal to or above y. */
+static int cmp_num(double x, double y) { return x < y ? -1 : x > y ? 1 : 0; }
+
+/* The order of two expressions one of which is a product (a single factor otherwise):
+ * factor by factor, then by count, then by coefficient. */
+static int cmp_products(const expr *a, const expr *b)
+{
+    expr *const *fa = a->kind == EXPR_MUL ? a->args : (expr *const *)&a;
+    expr *const *fb = b->kind == EXPR_MUL ? b->args : (expr *const *)&b;
+    int na = a->kind == EXPR_MUL ? a->nargs : 1;
+    int nb = b->kind == EXPR_MUL ? b->nargs : 1;
+    for (int i = 0; i < na && i < nb; i++) {
+        int r = expr__cmp(fa[i], fb[i]);
+        if (r)
+            return r;
+    }
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    double ca = a->kind == EXPR_MUL ? a->num : 1.0;
+    double cb = b->kind == EXPR_MUL ? b->num : 1.0;
+    return cmp_num(ca, cb);
+}
+
 int expr__cmp(const expr *a, const expr *b)
 {
     if (a == b)
@@ -553,24 +576,10 @@ int expr__cmp(const expr *a, const expr *b)
             return 1;
         if (b->kind != EXPR_NUM)
             return -1;
-        return a->num < b->num ? -1 : a->num > b->num ? 1 : 0;
+        return cmp_num(a->num, b->num);
     }
-    if (a->kind == EXPR_MUL || b->kind == EXPR_MUL) {
-        expr *const *fa = a->kind == EXPR_MUL ? a->args : (expr *const *)&a;
-        expr *const *fb = b->kind == EXPR_MUL ? b->args : (expr *const *)&b;
-        int na = a->kind == EXPR_MUL ? a->nargs : 1;
-        int nb = b->kind == EXPR_MUL ? b->nargs : 1;
-        for (int i = 0; i < na && i < nb; i++) {
-            int r = expr__cmp(fa[i], fb[i]);
-            if (r)
-                return r;
-        }
-        if (na != nb)
-            return na < nb ? -1 : 1;
-        double ca = a->kind == EXPR_MUL ? a->num : 1.0;
-        double cb = b->kind == EXPR_MUL ? b->num : 1.0;
-        return ca < cb ? -1 : ca > cb ? 1 : 0;
-    }
+    if (a->kind == EXPR_MUL || b->kind == EXPR_MUL)
+        return cmp_products(a, b);
     if (a->kind == EXPR_POW || b->kind == EXPR_POW) {
         int r = expr__cmp(pow_base(a), pow_base(b));
         if (r)
@@ -597,7 +606,7 @@ int expr__cmp(const expr *a, const expr *b)
         }
         if (a->nargs != b->nargs)
             return a->nargs < b->nargs ? -1 : 1;
-        return a->num < b->num ? -1 : a->num > b->num ? 1 : 0;
+        return cmp_num(a->num, b->num);
     }
 }
 

@@ -100,6 +100,78 @@ static int shifted_power(const expr *e, int budget)
     return 0;
 }
 
+/* The expansion of a power e: cos^n through sin, whole powers of sums multiplied out. */
+static expr *expand_pow(struct expander *x, expr *e)
+{
+    expr_ctx *c = x->c;
+    expr *b = expand(x, e->args[0]);
+    expr *k = e->args[1];
+    if (k->kind == EXPR_NUM && k->num == floor(k->num)) {
+        double n = k->num;
+        if (b->kind == EXPR_FUN && b->fn == FN_COS && n >= 2 && n <= 12) {
+            /* cos^n = cos^(n mod 2) (1 - sin^2)^(n div 2), multiplied out */
+            expr *s2 = expr_powi(c, expr_fun(c, FN_SIN, b->args[0]), 2);
+            expr *one_minus = expr_sub(c, expr_num(c, 1.0), s2);
+            int ok = 1;
+            expr *acc = (int)n % 2 ? b : expr_num(c, 1.0);
+            for (int i = 0; i < (int)n / 2 && ok; i++)
+                acc = distribute(x, acc, one_minus, &ok);
+            return ok ? acc : expr_pow(c, b, k);
+        }
+        /* (x - 4023)^6 is not multiplied out: its expansion's terms are ~1e21 and
+         * cancel to (x - 4023)^6 ~ 1 near x = 4023, losing every digit (issue 15;
+         * difftest). A power of a sum with a number in it stays a power. */
+        if (b->kind == EXPR_ADD && b->num == 0.0 && n >= 2 && n <= 12) {
+            int ok = 1;
+            expr *acc = b;
+            for (int i = 1; i < (int)n && ok; i++)
+                acc = distribute(x, acc, b, &ok);
+            return ok ? acc : expr_pow(c, b, k);
+        }
+    }
+    return expr_pow(c, b, expand(x, k));
+}
+
+/* The expansion of a product e: its factors expanded and multiplied out. */
+static expr *expand_mul(struct expander *x, expr *e)
+{
+    expr_ctx *c = x->c;
+    int ok = 1, i = 0;
+    expr *acc = expr_num(c, e->num);
+    /* While the factors are their own expansions, single terms and in the product
+     * constructor's order (ascending, distinct bases), multiplying them in one at
+     * a time (distribute, below) gives the product of e's first factors, which is
+     * taken directly instead (expr__mul_prefix: the node expr_product would find
+     * or make, in the same order, so the context gains the same nodes); from the
+     * first factor that changes on, they are multiplied in as before. */
+    int fixed = isfinite(e->num) && e->num != 0.0;
+    for (; i < e->nargs && fixed; i++) {
+        expr *f = expand(x, e->args[i]);
+        if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
+            (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0)) {
+            acc = i == 0 && e->num == 1.0 ? f : expr__mul_prefix(c, e, i + 1);
+            continue;
+        }
+        fixed = 0;
+        acc = distribute(x, acc, f, &ok);
+    }
+    if (fixed)
+        return acc; /* e itself */
+    for (; i < e->nargs && ok; i++)
+        acc = distribute(x, acc, expand(x, e->args[i]), &ok);
+    if (ok)
+        return acc;
+    /* Too many terms: keep the product of the expanded factors. */
+    expr **f = malloc(e->nargs * sizeof *f);
+    if (!f)
+        return e;
+    for (int i = 0; i < e->nargs; i++)
+        f[i] = expand(x, e->args[i]);
+    expr *r = expr_mul(c, expr_product(c, f, e->nargs), expr_num(c, e->num));
+    free(f);
+    return r;
+}
+
 static expr *expand_uncached(struct expander *x, expr *e)
 {
     expr_ctx *c = x->c;
@@ -123,70 +195,8 @@ static expr *expand_uncached(struct expander *x, expr *e)
         free(t);
         return r;
     }
-    case EXPR_POW: {
-        expr *b = expand(x, e->args[0]);
-        expr *k = e->args[1];
-        if (k->kind == EXPR_NUM && k->num == floor(k->num)) {
-            double n = k->num;
-            if (b->kind == EXPR_FUN && b->fn == FN_COS && n >= 2 && n <= 12) {
-                /* cos^n = cos^(n mod 2) (1 - sin^2)^(n div 2), multiplied out */
-                expr *s2 = expr_powi(c, expr_fun(c, FN_SIN, b->args[0]), 2);
-                expr *one_minus = expr_sub(c, expr_num(c, 1.0), s2);
-                int ok = 1;
-                expr *acc = (int)n % 2 ? b : expr_num(c, 1.0);
-                for (int i = 0; i < (int)n / 2 && ok; i++)
-                    acc = distribute(x, acc, one_minus, &ok);
-                return ok ? acc : expr_pow(c, b, k);
-            }
-            /* (x - 4023)^6 is not multiplied out: its expansion's terms are ~1e21 and
-             * cancel to (x - 4023)^6 ~ 1 near x = 4023, losing every digit (issue 15;
-             * difftest). A power of a sum with a number in it stays a power. */
-            if (b->kind == EXPR_ADD && b->num == 0.0 && n >= 2 && n <= 12) {
-                int ok = 1;
-                expr *acc = b;
-                for (int i = 1; i < (int)n && ok; i++)
-                    acc = distribute(x, acc, b, &ok);
-                return ok ? acc : expr_pow(c, b, k);
-            }
-        }
-        return expr_pow(c, b, expand(x, k));
-    }
-    case EXPR_MUL: {
-        int ok = 1, i = 0;
-        expr *acc = expr_num(c, e->num);
-        /* While the factors are their own expansions, single terms and in the product
-         * constructor's order (ascending, distinct bases), multiplying them in one at
-         * a time (distribute, below) gives the product of e's first factors, which is
-         * taken directly instead (expr__mul_prefix: the node expr_product would find
-         * or make, in the same order, so the context gains the same nodes); from the
-         * first factor that changes on, they are multiplied in as before. */
-        int fixed = isfinite(e->num) && e->num != 0.0;
-        for (; i < e->nargs && fixed; i++) {
-            expr *f = expand(x, e->args[i]);
-            if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
-                (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0)) {
-                acc = i == 0 && e->num == 1.0 ? f : expr__mul_prefix(c, e, i + 1);
-                continue;
-            }
-            fixed = 0;
-            acc = distribute(x, acc, f, &ok);
-        }
-        if (fixed)
-            return acc; /* e itself */
-        for (; i < e->nargs && ok; i++)
-            acc = distribute(x, acc, expand(x, e->args[i]), &ok);
-        if (ok)
-            return acc;
-        /* Too many terms: keep the product of the expanded factors. */
-        expr **f = malloc(e->nargs * sizeof *f);
-        if (!f)
-            return e;
-        for (int i = 0; i < e->nargs; i++)
-            f[i] = expand(x, e->args[i]);
-        expr *r = expr_mul(c, expr_product(c, f, e->nargs), expr_num(c, e->num));
-        free(f);
-        return r;
-    }
+    case EXPR_POW: return expand_pow(x, e);
+    case EXPR_MUL: return expand_mul(x, e);
     default: return e;
     }
 }

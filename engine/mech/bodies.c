@@ -683,6 +683,310 @@ static expr *contact_h(struct bctx *b, expr *na)
     return alt;
 }
 
+/* The sums that become T and V. */
+struct energy {
+    expr **Tt, **Vt;
+    int nT, nV;
+};
+
+/* The root frame N and the origin O. */
+static void bodies_roots(struct bctx *b)
+{
+    expr_ctx *c = b->c;
+    struct frame *N = &b->frames[b->nf++];
+    strcpy(N->name, "N");
+    N->parent = -1;
+    for (int i = 0; i < 9; i++)
+        N->R[i] = N->E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
+    for (int i = 0; i < 3; i++)
+        N->w[i] = expr_num(c, 0.0);
+    struct point *O = &b->points[b->npt++];
+    strcpy(O->name, "O");
+    O->parent = -1;
+    for (int i = 0; i < 3; i++)
+        O->p[i] = O->r[i] = O->v[i] = expr_num(c, 0.0);
+}
+
+/* gravity: {"frame", "vector"}, into g in N's components (zero when absent). */
+static void parse_gravity(struct bctx *b, const json_t *gj, expr *g[3])
+{
+    expr_ctx *c = b->c;
+    if (!gj)
+        return;
+    expr *gv[3];
+    int f = json_is_object(gj) ? ref_frame(b, gj, "frame", "N", "model.gravity") : -1;
+    if (!json_is_object(gj))
+        err(b, "model.gravity", "must be an object {\"frame\", \"vector\": [gx, gy, gz]}");
+    else if (parse_vec3(b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0) {
+        matvec(c, b->frames[f].R, gv, g);
+        for (int i = 0; i < 3; i++)
+            if (expr_depends_class(c, g[i], SYM_COORD) || expr_depends_class(c, g[i], SYM_TIME)) {
+                err(b, "model.gravity", "must be constant in N: give it in N or in a frame fixed in N");
+                break;
+            }
+    }
+}
+
+/* The angular velocity to pair with inertia I of a body in frame f: a body symmetric
+ * about the one axis its frame turns about (a wheel) has the same inertia tensor in
+ * its parent's axes, so w is taken there, free of the spin angle. */
+static expr **body_omega(struct bctx *b, int f, expr *const I[9])
+{
+    int k = b->frames[f].spin_axis;
+    if (k < 0)
+        return b->frames[f].w;
+    int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
+    int sym = I[3 * i1 + i1] == I[3 * i2 + i2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (i != j && !expr_is_num(I[3 * i + j], 0.0))
+                sym = 0;
+    return sym ? b->frames[f].w_par : b->frames[f].w;
+}
+
+/* model.bodies: each body's kinetic and potential energy into E. */
+static void parse_bodies(struct bctx *b, const json_t *bodies, expr *const g[3], struct energy *E)
+{
+    expr_ctx *c = b->c;
+    if (bodies && (!json_is_array(bodies) || json_array_size(bodies) > BODIES_MAX_ITEMS)) {
+        err(b, "model.bodies",
+            "must be an array of at most %d {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}",
+            BODIES_MAX_ITEMS);
+        return;
+    }
+    for (size_t bi = 0; bi < json_array_size(bodies); bi++) {
+        const json_t *bj = json_array_get(bodies, bi);
+        char path[96];
+        snprintf(path, sizeof path, "model.bodies[%zu]", bi);
+        if (!json_is_object(bj)) {
+            err(b, path, "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
+            continue;
+        }
+        expr *m = parse_mass(b, bj, path);
+        int p = ref_point(b, bj, "mass_center", path);
+        int f = ref_frame(b, bj, "frame", NULL, path);
+        expr *I[9];
+        if (parse_inertia(b, bj, path, I) < 0 || !m || p < 0 || f < 0)
+            continue;
+        expr **v = velocity(b, p), **w = body_omega(b, f, I);
+        expr *Iw[3];
+        matvec(c, I, w, Iw);
+        expr *half = expr_num(c, 0.5);
+        E->Tt[E->nT++] = expr_mul(c, expr_mul(c, half, m), dot3(c, v, v));
+        E->Tt[E->nT++] = expr_mul(c, half, dot3(c, w, Iw));
+        E->Vt[E->nV++] = expr_neg(c, expr_mul(c, m, dot3(c, g, b->points[p].r)));
+    }
+}
+
+/* model.particles: each particle's kinetic and potential energy into E. */
+static void parse_particles(struct bctx *b, const json_t *parts, expr *const g[3], struct energy *E)
+{
+    expr_ctx *c = b->c;
+    if (parts && (!json_is_array(parts) || json_array_size(parts) > BODIES_MAX_ITEMS)) {
+        err(b, "model.particles", "must be an array of at most %d {\"name\", \"mass\", \"point\"}",
+            BODIES_MAX_ITEMS);
+        return;
+    }
+    for (size_t pi = 0; pi < json_array_size(parts); pi++) {
+        const json_t *pj = json_array_get(parts, pi);
+        char path[96];
+        snprintf(path, sizeof path, "model.particles[%zu]", pi);
+        if (!json_is_object(pj)) {
+            err(b, path, "must be an object {\"name\", \"mass\", \"point\"}");
+            continue;
+        }
+        expr *m = parse_mass(b, pj, path);
+        int p = ref_point(b, pj, "point", path);
+        if (!m || p < 0)
+            continue;
+        expr **v = velocity(b, p);
+        E->Tt[E->nT++] = expr_mul(c, expr_mul(c, expr_num(c, 0.5), m), dot3(c, v, v));
+        E->Vt[E->nV++] = expr_neg(c, expr_mul(c, m, dot3(c, g, b->points[p].r)));
+    }
+}
+
+/* One rolling disk as read: its frame, center, axes, radii and names. */
+struct disk {
+    char path[96], p[128]; /* p: the last field's path, for the error after the contact */
+    const char *name;
+    const json_t *dep;
+    int f, cp, sign, axis, nsign, nk;
+    expr *r, *rho;
+};
+
+/* Reads the fields of rolling disk dj into D; -1 when one is missing or wrong. */
+static int disk_read(struct bctx *b, const json_t *dj, struct disk *D)
+{
+    expr_ctx *c = b->c;
+    char *p = D->p;
+    const char *path = D->path;
+    if (!json_is_object(dj)) {
+        err(b, path, "must be an object {\"name\", \"frame\", \"axis\", \"center\", \"radius\"}");
+        return -1;
+    }
+    const json_t *nm = json_object_get(dj, "name");
+    snprintf(p, sizeof D->p, "%s.name", path);
+    if (!json_is_string(nm) || strlen(json_string_value(nm)) > 40) {
+        err(b, p, "required: a name (at most 40 characters) for the generated constraints");
+        return -1;
+    }
+    D->f = ref_frame(b, dj, "frame", NULL, path);
+    D->cp = ref_point(b, dj, "center", path);
+    D->sign = 1, D->axis = -1, D->nsign = 1, D->nk = 2;
+    const json_t *ax = json_object_get(dj, "axis");
+    snprintf(p, sizeof D->p, "%s.axis", path);
+    if (!json_is_string(ax) || (D->axis = axis_letter(json_string_value(ax), &D->sign)) < 0)
+        err(b, p, "required: the disk's symmetry (spin) axis in its frame: \"x\", \"y\" or \"z\"");
+    const json_t *gn = json_object_get(dj, "ground_normal");
+    snprintf(p, sizeof D->p, "%s.ground_normal", path);
+    if (gn && (!json_is_string(gn) || (D->nk = axis_letter(json_string_value(gn), &D->nsign)) < 0))
+        err(b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
+    snprintf(p, sizeof D->p, "%s.radius", path);
+    D->r = positive_length(b, parse_expr(b, json_object_get(dj, "radius"), p), p, "the radius");
+    D->rho = expr_num(c, 0.0);
+    if (json_object_get(dj, "tube_radius")) {
+        snprintf(p, sizeof D->p, "%s.tube_radius", path);
+        D->rho = positive_length(b, parse_expr(b, json_object_get(dj, "tube_radius"), p), p,
+                                 "the tube radius (omit it for a thin disk)");
+    }
+    const json_t *fr = json_object_get(dj, "friction");
+    snprintf(p, sizeof D->p, "%s.friction", path);
+    if (fr && !(json_is_number(fr) && json_number_value(fr) >= 0 && isfinite(json_number_value(fr))))
+        err(b, p,
+            "must be a number >= 0: the coefficient of friction at the contact (sim.c reports "
+            "the contact forces and when |tangential| > friction * normal)");
+    const json_t *dep = json_object_get(dj, "dependent");
+    snprintf(p, sizeof D->p, "%s.dependent", path);
+    if (dep && !json_is_string(dep))
+        err(b, p, "must be the name of a coordinate");
+    if (D->f < 0 || D->cp < 0 || D->axis < 0 || D->nk < 0 || !D->r || !D->rho ||
+        (dep && !json_is_string(dep)))
+        return -1;
+    D->name = json_string_value(nm);
+    D->dep = dep;
+    return 0;
+}
+
+/* The disk's contact height fpos and the rolling and lateral slip velocities. */
+static void disk_slip(struct bctx *b, const struct disk *D, expr **fpos, expr *slip[2])
+{
+    expr_ctx *c = b->c;
+    int f = D->f, cp = D->cp, sign = D->sign, axis = D->axis, nsign = D->nsign, nk = D->nk;
+    expr *r = D->r, *rho = D->rho;
+    const struct frame *W = &b->frames[f];
+    /* a: the spin axis in N; n.a; h = |n x a| = sqrt(1 - (n.a)^2) */
+    expr *a[3];
+    for (int i = 0; i < 3; i++)
+        a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
+    expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
+    expr *h = contact_h(b, na);
+    expr *C = nsign > 0 ? b->points[cp].r[nk] : expr_neg(c, b->points[cp].r[nk]);
+    *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
+    /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
+     * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
+     * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
+     * = -r h (w.a) and t2.(w x rc) = -r w.(n x a), to
+     *   t1.v = (a x n).v_C / h - r w.a,   t2.v = (a - (n.a) n).v_C / h - r w.(n x a),
+     * where w.a and w.(n x a) are taken in the disk's own components. */
+    expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3], *nG[3], *aG[3];
+    for (int i = 0; i < 3; i++) {
+        nN[i] = expr_num(c, i == nk ? nsign : 0.0);
+        aW[i] = expr_num(c, i == axis ? sign : 0.0);
+    }
+    /* v_C comes in the components of the center's frame G: n and a there too */
+    expr **vc = velocity(b, cp);
+    int G = b->points[cp].frame;
+    express(b, nN, 0, G, nG);
+    express(b, aW, f, G, aG);
+    /* w.(n x a): in the parent's axes when the disk's frame spins about its axis
+     * (then a has the same components there and w has no spin angle in it) */
+    int spin = W->spin_axis == axis;
+    expr *const *wW = spin ? W->w_par : W->w;
+    express(b, nN, 0, spin ? W->parent : f, nW);
+    cross3(c, aG, nG, axn);
+    for (int i = 0; i < 3; i++)
+        lat[i] = expr_sub(c, aG[i], expr_mul(c, na, nG[i]));
+    cross3(c, nW, aW, nxaW);
+    expr *inv_h = expr_powi(c, h, -1);
+    expr *wa = sign > 0 ? W->w[axis] : expr_neg(c, W->w[axis]);
+    slip[0] = expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa));
+    slip[1] = expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW)));
+    /* A torus (tube radius rho) touches at rc - rho n: with n x t1 = t2 and n x t2 =
+     * -t1, w x (-rho n) adds -rho w.t2 and +rho w.t1, i.e. -rho (w.a - (n.a) w.n) / h
+     * and -rho w.(n x a) / h. */
+    if (!expr_is_num(rho, 0.0)) {
+        expr *wn = dot3(c, wW, nW), *wa2 = dot3(c, wW, aW);
+        expr *wt2 = expr_mul(c, expr_sub(c, wa2, expr_mul(c, na, wn)), inv_h);
+        expr *wt1 = expr_mul(c, dot3(c, wW, nxaW), inv_h);
+        slip[0] = expr_sub(c, slip[0], expr_mul(c, rho, wt2));
+        slip[1] = expr_sub(c, slip[1], expr_mul(c, rho, wt1));
+    }
+}
+
+/* The constraints of one disk that do not vanish identically into out->vel and out->pos. */
+static void disk_constraints(struct bctx *b, const struct disk *D, expr *fpos, expr *const slip[2])
+{
+    bodies_result *out = b->out;
+    static const char *const dir[2] = {"rolling", "lateral"};
+    for (int i = 0; i < 2; i++) {
+        if (zero_on_branch(b, slip[i]))
+            continue;
+        bodies_constraint *bc = &out->vel[out->n_vel++];
+        snprintf(bc->name, sizeof bc->name, "%s_%s", D->name, dir[i]);
+        bc->f = slip[i];
+        snprintf(bc->path, sizeof bc->path, "%s", D->path);
+    }
+    if (!zero_on_branch(b, fpos)) {
+        bodies_constraint *bc = &out->pos[out->n_pos++];
+        snprintf(bc->name, sizeof bc->name, "%s_contact", D->name);
+        bc->f = fpos;
+        snprintf(bc->path, sizeof bc->path, "%s", D->path);
+        if (D->dep)
+            snprintf(bc->dependent, sizeof bc->dependent, "%s", json_string_value(D->dep));
+    } else if (D->dep) {
+        err(b, D->p,
+            "the contact condition of this disk holds identically (its height is fixed by "
+            "the coordinates): nothing to solve for");
+    }
+}
+
+/* rolling disks: {"name", "frame", "axis", "center", "radius", "ground_normal", "dependent",
+ * "friction"} (friction is read by the run: contact.h) */
+static void parse_disks(struct bctx *b, const json_t *disks)
+{
+    if (disks && (!json_is_array(disks) || json_array_size(disks) > BODIES_MAX_ITEMS)) {
+        err(b, "model.rolling_disks",
+            "must be an array of at most %d {\"name\", \"frame\", \"axis\", \"center\", \"radius\"}",
+            BODIES_MAX_ITEMS);
+        return;
+    }
+    for (size_t di = 0; di < json_array_size(disks); di++) {
+        struct disk D;
+        snprintf(D.path, sizeof D.path, "model.rolling_disks[%zu]", di);
+        if (disk_read(b, json_array_get(disks, di), &D) < 0)
+            continue;
+        expr *fpos, *slip[2];
+        disk_slip(b, &D, &fpos, slip);
+        disk_constraints(b, &D, fpos, slip);
+    }
+}
+
+/* A copy of the bodies keys of given, every integer a real: the expressions in it are
+ * replaced by their canonical prints as they are parsed (the model's canonical form). */
+static json_t *bodies_canonical(const json_t *given)
+{
+    json_t *canonical = json_object();
+    if (!canonical)
+        return NULL;
+    for (int i = 0; bodies_keys[i]; i++) {
+        const json_t *v = json_object_get(given, bodies_keys[i]);
+        if (v)
+            json_object_set_new(canonical, bodies_keys[i], json_deep_copy(v));
+    }
+    reals(canonical);
+    return canonical;
+}
+
 int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const int *sym_p,
                  const double *param_values, int np, json_t *problem, bodies_result *out)
 {
@@ -694,17 +998,9 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
             out->present = 1;
     if (!out->present)
         return 0;
-    /* Work on a copy of the bodies keys whose expressions are replaced by their
-     * canonical prints as they are parsed: the model's canonical form. */
-    out->canonical = json_object();
+    out->canonical = bodies_canonical(given);
     if (!out->canonical)
         return -1;
-    for (int i = 0; bodies_keys[i]; i++) {
-        const json_t *v = json_object_get(given, bodies_keys[i]);
-        if (v)
-            json_object_set_new(out->canonical, bodies_keys[i], json_deep_copy(v));
-    }
-    reals(out->canonical);
     const json_t *model = out->canonical;
     struct bctx b = {0};
     b.c = c;
@@ -728,252 +1024,29 @@ int bodies_build(expr_ctx *c, const json_t *given, size_t max_expr_chars, const 
     for (int i = 0; i < np; i++)
         b.vals[sym_p[i]] = param_values[i];
 
-    /* N and O */
-    struct frame *N = &b.frames[b.nf++];
-    strcpy(N->name, "N");
-    N->parent = -1;
-    for (int i = 0; i < 9; i++)
-        N->R[i] = N->E[i] = expr_num(c, i % 4 == 0 ? 1.0 : 0.0);
-    for (int i = 0; i < 3; i++)
-        N->w[i] = expr_num(c, 0.0);
-    struct point *O = &b.points[b.npt++];
-    strcpy(O->name, "O");
-    O->parent = -1;
-    for (int i = 0; i < 3; i++)
-        O->p[i] = O->r[i] = O->v[i] = expr_num(c, 0.0);
-
+    bodies_roots(&b);
     parse_frames(&b, json_object_get(model, "frames"));
     parse_points(&b, json_object_get(model, "points"));
-
-    /* gravity: {"frame", "vector"} */
     expr *g[3] = {expr_num(c, 0.0), expr_num(c, 0.0), expr_num(c, 0.0)};
-    const json_t *gj = json_object_get(model, "gravity");
-    if (gj) {
-        expr *gv[3];
-        int f = json_is_object(gj) ? ref_frame(&b, gj, "frame", "N", "model.gravity") : -1;
-        if (!json_is_object(gj))
-            err(&b, "model.gravity", "must be an object {\"frame\", \"vector\": [gx, gy, gz]}");
-        else if (parse_vec3(&b, json_object_get(gj, "vector"), "model.gravity.vector", gv) == 0 && f >= 0) {
-            matvec(c, b.frames[f].R, gv, g);
-            for (int i = 0; i < 3; i++)
-                if (expr_depends_class(c, g[i], SYM_COORD) || expr_depends_class(c, g[i], SYM_TIME)) {
-                    err(&b, "model.gravity", "must be constant in N: give it in N or in a frame fixed in N");
-                    break;
-                }
-        }
+    parse_gravity(&b, json_object_get(model, "gravity"), g);
+
+    struct energy E = {calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *E.Tt),
+                       calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *E.Vt), 0, 0};
+    int rc = -1;
+    if (E.Tt && E.Vt) {
+        parse_bodies(&b, json_object_get(model, "bodies"), g, &E);
+        parse_particles(&b, json_object_get(model, "particles"), g, &E);
+        parse_disks(&b, json_object_get(model, "rolling_disks"));
+        out->T = expr_sum(c, E.Tt, E.nT);
+        out->V = expr_sum(c, E.Vt, E.nV);
+        rc = b.errors ? -1 : 0;
     }
-
-    int nT = 0, nV = 0;
-    expr **Tt = calloc(4 * BODIES_MAX_ITEMS + 1, sizeof *Tt),
-         **Vt = calloc(2 * BODIES_MAX_ITEMS + 1, sizeof *Vt);
-    if (!Tt || !Vt)
-        goto oom;
-    const json_t *bodies = json_object_get(model, "bodies");
-    if (bodies && (!json_is_array(bodies) || json_array_size(bodies) > BODIES_MAX_ITEMS))
-        err(&b, "model.bodies",
-            "must be an array of at most %d {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}",
-            BODIES_MAX_ITEMS);
-    else
-        for (size_t bi = 0; bi < json_array_size(bodies); bi++) {
-            const json_t *bj = json_array_get(bodies, bi);
-            char path[96];
-            snprintf(path, sizeof path, "model.bodies[%zu]", bi);
-            if (!json_is_object(bj)) {
-                err(&b, path,
-                    "must be an object {\"name\", \"mass\", \"mass_center\", \"frame\", \"inertia\"}");
-                continue;
-            }
-            expr *m = parse_mass(&b, bj, path);
-            int p = ref_point(&b, bj, "mass_center", path);
-            int f = ref_frame(&b, bj, "frame", NULL, path);
-            expr *I[9];
-            if (parse_inertia(&b, bj, path, I) < 0 || !m || p < 0 || f < 0)
-                continue;
-            expr **v = velocity(&b, p), **w = b.frames[f].w;
-            /* A body symmetric about the one axis its frame turns about (a wheel) has the
-             * same inertia tensor in its parent's axes: take w there, free of the spin
-             * angle. */
-            int k = b.frames[f].spin_axis;
-            if (k >= 0) {
-                int i1 = (k + 1) % 3, i2 = (k + 2) % 3;
-                int sym = I[3 * i1 + i1] == I[3 * i2 + i2];
-                for (int i = 0; i < 3; i++)
-                    for (int j = 0; j < 3; j++)
-                        if (i != j && !expr_is_num(I[3 * i + j], 0.0))
-                            sym = 0;
-                if (sym)
-                    w = b.frames[f].w_par;
-            }
-            expr *Iw[3];
-            matvec(c, I, w, Iw);
-            expr *half = expr_num(c, 0.5);
-            Tt[nT++] = expr_mul(c, expr_mul(c, half, m), dot3(c, v, v));
-            Tt[nT++] = expr_mul(c, half, dot3(c, w, Iw));
-            Vt[nV++] = expr_neg(c, expr_mul(c, m, dot3(c, g, b.points[p].r)));
-        }
-    const json_t *parts = json_object_get(model, "particles");
-    if (parts && (!json_is_array(parts) || json_array_size(parts) > BODIES_MAX_ITEMS))
-        err(&b, "model.particles", "must be an array of at most %d {\"name\", \"mass\", \"point\"}",
-            BODIES_MAX_ITEMS);
-    else
-        for (size_t pi = 0; pi < json_array_size(parts); pi++) {
-            const json_t *pj = json_array_get(parts, pi);
-            char path[96];
-            snprintf(path, sizeof path, "model.particles[%zu]", pi);
-            if (!json_is_object(pj)) {
-                err(&b, path, "must be an object {\"name\", \"mass\", \"point\"}");
-                continue;
-            }
-            expr *m = parse_mass(&b, pj, path);
-            int p = ref_point(&b, pj, "point", path);
-            if (!m || p < 0)
-                continue;
-            expr **v = velocity(&b, p);
-            Tt[nT++] = expr_mul(c, expr_mul(c, expr_num(c, 0.5), m), dot3(c, v, v));
-            Vt[nV++] = expr_neg(c, expr_mul(c, m, dot3(c, g, b.points[p].r)));
-        }
-
-    /* rolling disks: {"name", "frame", "axis", "center", "radius", "ground_normal", "dependent",
-     * "friction"} (friction is read by the run: contact.h) */
-    const json_t *disks = json_object_get(model, "rolling_disks");
-    if (disks && (!json_is_array(disks) || json_array_size(disks) > BODIES_MAX_ITEMS))
-        err(&b, "model.rolling_disks",
-            "must be an array of at most %d {\"name\", \"frame\", \"axis\", \"center\", \"radius\"}",
-            BODIES_MAX_ITEMS);
-    else
-        for (size_t di = 0; di < json_array_size(disks); di++) {
-            const json_t *dj = json_array_get(disks, di);
-            char path[96], p[128];
-            snprintf(path, sizeof path, "model.rolling_disks[%zu]", di);
-            if (!json_is_object(dj)) {
-                err(&b, path, "must be an object {\"name\", \"frame\", \"axis\", \"center\", \"radius\"}");
-                continue;
-            }
-            const json_t *nm = json_object_get(dj, "name");
-            snprintf(p, sizeof p, "%s.name", path);
-            if (!json_is_string(nm) || strlen(json_string_value(nm)) > 40) {
-                err(&b, p, "required: a name (at most 40 characters) for the generated constraints");
-                continue;
-            }
-            int f = ref_frame(&b, dj, "frame", NULL, path);
-            int cp = ref_point(&b, dj, "center", path);
-            int sign = 1, axis = -1, nsign = 1, nk = 2;
-            const json_t *ax = json_object_get(dj, "axis");
-            snprintf(p, sizeof p, "%s.axis", path);
-            if (!json_is_string(ax) || (axis = axis_letter(json_string_value(ax), &sign)) < 0)
-                err(&b, p, "required: the disk's symmetry (spin) axis in its frame: \"x\", \"y\" or \"z\"");
-            const json_t *gn = json_object_get(dj, "ground_normal");
-            snprintf(p, sizeof p, "%s.ground_normal", path);
-            if (gn && (!json_is_string(gn) || (nk = axis_letter(json_string_value(gn), &nsign)) < 0))
-                err(&b, p, "must be an axis of N pointing from the ground to the disk: \"z\", \"-z\", ...");
-            snprintf(p, sizeof p, "%s.radius", path);
-            expr *r = positive_length(&b, parse_expr(&b, json_object_get(dj, "radius"), p), p, "the radius");
-            expr *rho = expr_num(c, 0.0);
-            if (json_object_get(dj, "tube_radius")) {
-                snprintf(p, sizeof p, "%s.tube_radius", path);
-                rho = positive_length(&b, parse_expr(&b, json_object_get(dj, "tube_radius"), p), p,
-                                      "the tube radius (omit it for a thin disk)");
-            }
-            const json_t *fr = json_object_get(dj, "friction");
-            snprintf(p, sizeof p, "%s.friction", path);
-            if (fr && !(json_is_number(fr) && json_number_value(fr) >= 0 && isfinite(json_number_value(fr))))
-                err(&b, p,
-                    "must be a number >= 0: the coefficient of friction at the contact (sim.c reports "
-                    "the contact forces and when |tangential| > friction * normal)");
-            const json_t *dep = json_object_get(dj, "dependent");
-            snprintf(p, sizeof p, "%s.dependent", path);
-            if (dep && !json_is_string(dep))
-                err(&b, p, "must be the name of a coordinate");
-            if (f < 0 || cp < 0 || axis < 0 || nk < 0 || !r || !rho || (dep && !json_is_string(dep)))
-                continue;
-            const char *name = json_string_value(nm);
-            const struct frame *W = &b.frames[f];
-            /* a: the spin axis in N; n.a; h = |n x a| = sqrt(1 - (n.a)^2) */
-            expr *a[3];
-            for (int i = 0; i < 3; i++)
-                a[i] = sign > 0 ? W->R[3 * i + axis] : expr_neg(c, W->R[3 * i + axis]);
-            expr *na = nsign > 0 ? a[nk] : expr_neg(c, a[nk]);
-            expr *h = contact_h(&b, na);
-            expr *C = nsign > 0 ? b.points[cp].r[nk] : expr_neg(c, b.points[cp].r[nk]);
-            expr *fpos = expr_sub(c, expr_sub(c, C, expr_mul(c, r, h)), rho);
-            /* The contact point of the disk's material moves with v_C + w x rc, rc = -r (n -
-             * (n.a) a) / h. Its components along the ground's unit directions t1 = (a x n) / h
-             * (rolling) and t2 = (a - (n.a) n) / h (lateral) simplify, with (a x n).(w x rc)
-             * = -r h (w.a) and t2.(w x rc) = -r w.(n x a), to
-             *   t1.v = (a x n).v_C / h - r w.a,   t2.v = (a - (n.a) n).v_C / h - r w.(n x a),
-             * where w.a and w.(n x a) are taken in the disk's own components. */
-            expr *nN[3], *axn[3], *lat[3], *nW[3], *aW[3], *nxaW[3], *nG[3], *aG[3];
-            for (int i = 0; i < 3; i++) {
-                nN[i] = expr_num(c, i == nk ? nsign : 0.0);
-                aW[i] = expr_num(c, i == axis ? sign : 0.0);
-            }
-            /* v_C comes in the components of the center's frame G: n and a there too */
-            expr **vc = velocity(&b, cp);
-            int G = b.points[cp].frame;
-            express(&b, nN, 0, G, nG);
-            express(&b, aW, f, G, aG);
-            /* w.(n x a): in the parent's axes when the disk's frame spins about its axis
-             * (then a has the same components there and w has no spin angle in it) */
-            int spin = W->spin_axis == axis;
-            expr *const *wW = spin ? W->w_par : W->w;
-            express(&b, nN, 0, spin ? W->parent : f, nW);
-            cross3(c, aG, nG, axn);
-            for (int i = 0; i < 3; i++)
-                lat[i] = expr_sub(c, aG[i], expr_mul(c, na, nG[i]));
-            cross3(c, nW, aW, nxaW);
-            expr *inv_h = expr_powi(c, h, -1);
-            expr *wa = sign > 0 ? W->w[axis] : expr_neg(c, W->w[axis]);
-            expr *slip[2] = {
-                expr_sub(c, expr_mul(c, dot3(c, axn, vc), inv_h), expr_mul(c, r, wa)),
-                expr_sub(c, expr_mul(c, dot3(c, lat, vc), inv_h), expr_mul(c, r, dot3(c, wW, nxaW))),
-            };
-            /* A torus (tube radius rho) touches at rc - rho n: with n x t1 = t2 and n x t2 =
-             * -t1, w x (-rho n) adds -rho w.t2 and +rho w.t1, i.e. -rho (w.a - (n.a) w.n) / h
-             * and -rho w.(n x a) / h. */
-            if (!expr_is_num(rho, 0.0)) {
-                expr *wn = dot3(c, wW, nW), *wa2 = dot3(c, wW, aW);
-                expr *wt2 = expr_mul(c, expr_sub(c, wa2, expr_mul(c, na, wn)), inv_h);
-                expr *wt1 = expr_mul(c, dot3(c, wW, nxaW), inv_h);
-                slip[0] = expr_sub(c, slip[0], expr_mul(c, rho, wt2));
-                slip[1] = expr_sub(c, slip[1], expr_mul(c, rho, wt1));
-            }
-            static const char *const dir[2] = {"rolling", "lateral"};
-            for (int i = 0; i < 2; i++) {
-                if (zero_on_branch(&b, slip[i]))
-                    continue;
-                bodies_constraint *bc = &out->vel[out->n_vel++];
-                snprintf(bc->name, sizeof bc->name, "%s_%s", name, dir[i]);
-                bc->f = slip[i];
-                snprintf(bc->path, sizeof bc->path, "%s", path);
-            }
-            if (!zero_on_branch(&b, fpos)) {
-                bodies_constraint *bc = &out->pos[out->n_pos++];
-                snprintf(bc->name, sizeof bc->name, "%s_contact", name);
-                bc->f = fpos;
-                snprintf(bc->path, sizeof bc->path, "%s", path);
-                if (dep)
-                    snprintf(bc->dependent, sizeof bc->dependent, "%s", json_string_value(dep));
-            } else if (dep) {
-                err(&b, p,
-                    "the contact condition of this disk holds identically (its height is fixed by "
-                    "the coordinates): nothing to solve for");
-            }
-        }
-    out->T = expr_sum(c, Tt, nT);
-    out->V = expr_sum(c, Vt, nV);
-    free(Tt);
-    free(Vt);
+    free(E.Tt);
+    free(E.Vt);
     free(b.vals);
     free(b.frames);
     free(b.points);
-    return b.errors ? -1 : 0;
-oom:
-    free(Tt);
-    free(Vt);
-    free(b.vals);
-    free(b.frames);
-    free(b.points);
-    return -1;
+    return rc;
 }
 
 void bodies_result_free(bodies_result *r)

@@ -144,6 +144,94 @@ done:
     return rc;
 }
 
+/* The positions of each block of Psi: its rows and columns in order, and the offsets of
+ * the blocks' LU factors. */
+static void sparse_blocks(struct hamel_sparse *sp, int n, const int *block, const int *col_of, int *pos)
+{
+    int p = 0;
+    for (int b = 0; b < sp->nblocks; b++) {
+        sp->start[b] = p;
+        for (int i = 0; i < n; i++)
+            if (block[i] == b) {
+                pos[i] = p;
+                sp->row[p] = i;
+                sp->col[p++] = col_of[i];
+            }
+        int size = p - sp->start[b];
+        sp->lu_off[b] = sp->lu_len;
+        sp->lu_len += size * size;
+    }
+    sp->start[sp->nblocks] = n;
+}
+
+/* The off-block entries of Psi by position and the entries of M that can be nonzero. */
+static void sparse_entries(struct hamel_sparse *sp, const struct engine_model *m, const unsigned char *nz,
+                           const int *block, const int *col_of, int *pos)
+{
+    int n = m->n;
+    /* the column of each position's block, to tell off-block entries */
+    int *col_block = pos; /* reuse: block of each column */
+    for (int i = 0; i < n; i++)
+        col_block[col_of[i]] = block[i];
+    int t = 0;
+    for (int q = 0; q < n; q++) {
+        int i = sp->row[q];
+        sp->off_ptr[q] = t;
+        for (int j = 0; j < n; j++)
+            if (nz[i * n + j] && col_block[j] != block[i])
+                sp->off_col[t++] = j;
+    }
+    sp->off_ptr[n] = t;
+    t = 0;
+    for (int i = 0; i < n; i++) {
+        sp->m_ptr[i] = t;
+        for (int l = 0; l < n; l++) {
+            int a = i < l ? i : l, c = i < l ? l : i;
+            int at = a * n - a * (a - 1) / 2 + (c - a); /* packed upper triangle, row a */
+            if (output_nonzero(m->tape_dyn, at)) {
+                sp->m_col[t] = l;
+                sp->m_at[t++] = at;
+            }
+        }
+    }
+    sp->m_ptr[n] = t;
+}
+
+/* Phi_S e_r = Psi^-1 e_r is nonzero only in the blocks reached from row r. -1 when out
+ * of memory. */
+static int sparse_reach(struct hamel_sparse *sp, int n, int k)
+{
+    int nb = sp->nblocks;
+    sp->reach_ptr = calloc(k + 1, sizeof *sp->reach_ptr);
+    sp->reach = calloc((size_t)k * nb + 1, sizeof *sp->reach);
+    unsigned char *hit = calloc(n, 1); /* by column */
+    if (!sp->reach_ptr || !sp->reach || !hit) {
+        free(hit);
+        return -1;
+    }
+    int t = 0;
+    for (int r = 0; r < k; r++) {
+        sp->reach_ptr[r] = t;
+        memset(hit, 0, n);
+        for (int b = 0; b < nb; b++) {
+            int reached = 0;
+            for (int q = sp->start[b]; q < sp->start[b + 1] && !reached; q++) {
+                reached = sp->row[q] == r;
+                for (int x = sp->off_ptr[q]; x < sp->off_ptr[q + 1] && !reached; x++)
+                    reached = hit[sp->off_col[x]];
+            }
+            if (!reached)
+                continue;
+            sp->reach[t++] = b;
+            for (int q = sp->start[b]; q < sp->start[b + 1]; q++)
+                hit[sp->col[q]] = 1;
+        }
+    }
+    sp->reach_ptr[k] = t;
+    free(hit);
+    return 0;
+}
+
 static struct hamel_sparse *sparse_new(const struct engine_model *m)
 {
     int n = m->n;
@@ -171,76 +259,11 @@ static struct hamel_sparse *sparse_new(const struct engine_model *m)
     if (!sp->start || !sp->lu_off || !sp->row || !sp->col || !sp->off_ptr || !sp->off_col || !sp->m_ptr ||
         !sp->m_col || !sp->m_at)
         goto fail;
-    int p = 0;
-    for (int b = 0; b < nb; b++) {
-        sp->start[b] = p;
-        for (int i = 0; i < n; i++)
-            if (block[i] == b) {
-                pos[i] = p;
-                sp->row[p] = i;
-                sp->col[p++] = col_of[i];
-            }
-        int size = p - sp->start[b];
-        sp->lu_off[b] = sp->lu_len;
-        sp->lu_len += size * size;
-    }
-    sp->start[nb] = n;
-    /* the column of each position's block, to tell off-block entries */
-    int *col_block = pos; /* reuse: block of each column */
-    for (int i = 0; i < n; i++)
-        col_block[col_of[i]] = block[i];
-    int t = 0;
-    for (int q = 0; q < n; q++) {
-        int i = sp->row[q];
-        sp->off_ptr[q] = t;
-        for (int j = 0; j < n; j++)
-            if (nz[i * n + j] && col_block[j] != block[i])
-                sp->off_col[t++] = j;
-    }
-    sp->off_ptr[n] = t;
-    t = 0;
-    for (int i = 0; i < n; i++) {
-        sp->m_ptr[i] = t;
-        for (int l = 0; l < n; l++) {
-            int a = i < l ? i : l, c = i < l ? l : i;
-            int at = a * n - a * (a - 1) / 2 + (c - a); /* packed upper triangle, row a */
-            if (output_nonzero(m->tape_dyn, at)) {
-                sp->m_col[t] = l;
-                sp->m_at[t++] = at;
-            }
-        }
-    }
-    sp->m_ptr[n] = t;
-    /* Phi_S e_r = Psi^-1 e_r is nonzero only in the blocks reached from row r */
-    int k = m->k;
-    sp->reach_ptr = calloc(k + 1, sizeof *sp->reach_ptr);
-    sp->reach = calloc((size_t)k * nb + 1, sizeof *sp->reach);
-    unsigned char *hit = calloc(n, 1); /* by column */
-    if (!sp->reach_ptr || !sp->reach || !hit) {
-        free(hit);
+    sparse_blocks(sp, n, block, col_of, pos);
+    sparse_entries(sp, m, nz, block, col_of, pos);
+    if (sparse_reach(sp, n, m->k) < 0)
         goto fail;
-    }
-    t = 0;
-    for (int r = 0; r < k; r++) {
-        sp->reach_ptr[r] = t;
-        memset(hit, 0, n);
-        for (int b = 0; b < nb; b++) {
-            int reached = 0;
-            for (int q = sp->start[b]; q < sp->start[b + 1] && !reached; q++) {
-                reached = sp->row[q] == r;
-                for (int x = sp->off_ptr[q]; x < sp->off_ptr[q + 1] && !reached; x++)
-                    reached = hit[sp->off_col[x]];
-            }
-            if (!reached)
-                continue;
-            sp->reach[t++] = b;
-            for (int q = sp->start[b]; q < sp->start[b + 1]; q++)
-                hit[sp->col[q]] = 1;
-        }
-    }
-    sp->reach_ptr[k] = t;
-    free(hit);
-    if (mass_pattern(sp, n, k) < 0)
+    if (mass_pattern(sp, n, m->k) < 0)
         goto fail;
     free(nz);
     free(block);
@@ -356,16 +379,11 @@ void hamel_ws_set_numeric(hamel_ws *w, int numeric)
     w->dense = numeric > 1;
 }
 
-hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
+/* The tape and linear-algebra buffers of w; -1 when one is missing. */
+static int hamel_ws_alloc_core(hamel_ws *w, const struct engine_model *m)
 {
-    hamel_ws *w = calloc(1, sizeof *w);
-    if (!w)
-        return NULL;
     int n = m->n, k = m->k;
     size_t nn = (size_t)n * n;
-    w->m = m;
-    w->n = n;
-    w->k = k;
     w->in = calloc(m->n_in, sizeof *w->in);
     w->work = calloc(m->work_len + 1, sizeof *w->work);
     w->psi = calloc(nn + n, sizeof *w->psi);
@@ -386,6 +404,19 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->dpsi = calloc(nn * n + 2 * nn, sizeof *w->dpsi);
     w->A = calloc(nn, sizeof *w->A);
     w->W = calloc(nn, sizeof *w->W);
+    return (!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
+            !w->h || !w->vec || !w->MX || !w->Ms || !w->Mfull || !w->F || !w->Phi || !w->phit || !w->dpsi ||
+            !w->A || !w->W)
+               ? -1
+               : 0;
+}
+
+/* The buffers of gamma_all, the observations, the fast tier and the sparse path; -1 when
+ * one is missing. */
+static int hamel_ws_alloc_extra(hamel_ws *w, const struct engine_model *m)
+{
+    int n = m->n, k = m->k;
+    size_t nn = (size_t)n * n;
     w->ent_mag = calloc(nn, sizeof *w->ent_mag);
     w->inner = calloc(n, sizeof *w->inner);
     w->ent_i = calloc(nn, sizeof *w->ent_i);
@@ -408,11 +439,22 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->save = calloc((size_t)k * k + 1, sizeof *w->save);
     w->spiv = calloc(k + 1, sizeof *w->spiv);
     w->mconst = calloc((size_t)k * k + 1, sizeof *w->mconst);
-    if (!w->save || !w->spiv || !w->mconst || !w->sel || !w->guess || !w->Mfull || !w->ent_mag || !w->inner ||
-        !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->blu || !w->bpiv || !w->tmp || !w->minv_row ||
-        !w->minv_col || !w->minv_val || !w->fast || !w->minv || !w->in || !w->work || !w->psi || !w->lu ||
-        !w->piv || !w->dyn || !w->M || !w->X || !w->a || !w->h || !w->vec || !w->MX || !w->Ms || !w->F ||
-        !w->Phi || !w->phit || !w->dpsi || !w->A || !w->W || !w->obs || !w->mult) {
+    return (!w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->obs ||
+            !w->mult || !w->fast || !w->minv || !w->sel || !w->guess || !w->minv_row || !w->minv_col ||
+            !w->minv_val || !w->blu || !w->bpiv || !w->tmp || !w->save || !w->spiv || !w->mconst)
+               ? -1
+               : 0;
+}
+
+hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
+{
+    hamel_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->m = m;
+    w->n = m->n;
+    w->k = m->k;
+    if (hamel_ws_alloc_core(w, m) < 0 || hamel_ws_alloc_extra(w, m) < 0) {
         hamel_ws_free(w);
         return NULL;
     }

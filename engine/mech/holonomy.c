@@ -694,16 +694,16 @@ static json_t *combination(struct hol *h, const int *rows, const int *cons_of_ro
     return o;
 }
 
-json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
+/* The head of the analysis: method, space (q, and t when a linear constraint is
+ * rheonomic) and the nonlinear constraints left out. Returns ext (1 when t is in). */
+static int hol_head(const struct engine_model *m, json_t *out)
 {
-    int n = m->n, k = m->k, nl = m->nlin;
-    json_t *out = json_object();
     json_t *space = json_array();
     int ext = 0;
     for (int j = 0; j < m->nc; j++)
         if (m->cons[j].linear && m->cons[j].rheonomic)
             ext = 1;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < m->n; i++)
         json_array_append_new(space, json_string(m->coords[i]));
     if (ext)
         json_array_append_new(space, json_string("t"));
@@ -717,15 +717,157 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         if (!m->cons[j].linear)
             json_array_append_new(excl, json_string(m->cons[j].name));
     json_object_set_new(out, "excluded_nonlinear", excl);
+    return ext;
+}
+
+/* Without linear constraints: the distribution is the whole space of dimension N. */
+static void hol_unconstrained(json_t *out, int N)
+{
+    json_object_set_new(out, "complete", json_true());
+    json_object_set_new(out, "distribution_rank", json_integer(N));
+    json_object_set_new(out, "closure_rank", json_integer(N));
+    json_object_set_new(out, "bracket_order", json_integer(1));
+    json_object_set_new(out, "integrable_combinations", json_integer(0));
+    json_object_set_new(out, "nonholonomic_constraints", json_integer(0));
+    json_object_set_new(out, "combinations", json_array());
+}
+
+/* The generators: columns of Phi_S, and (Phi_t, 1) in (q, t), on one tape, offered as
+ * the first fields. -1 when out of memory. */
+static int hol_generators(struct hol *h, const reduce_result *red, expr **roots, expr **sub, int nsym)
+{
+    struct engine_model *m = h->m;
+    expr_ctx *c = m->ctx;
+    int n = h->n, k = m->k;
+    h->ngen = k + h->ext;
+    for (int r = 0; r < k; r++)
+        for (int i = 0; i < n; i++)
+            roots[(size_t)r * n + i] = red->phi[(size_t)i * n + r];
+    if (h->ext) {
+        for (int s = 0; s < k; s++)
+            sub[m->sym_u[s]] = expr_num(c, 0.0);
+        for (int i = 0; i < n; i++)
+            roots[(size_t)k * n + i] = expr_subst(c, red->kin[i], sub, nsym);
+    }
+    h->gens = model_tape(m, c, roots, h->ngen * n);
+    if (!h->gens)
+        return -1;
+    h->work_w = (size_t)(h->gens->n_ins > m->work_len ? h->gens->n_ins : m->work_len) + 1;
+    h->work = malloc(h->work_w * sizeof *h->work);
+    if (!h->work)
+        return -1;
+    for (int r = 0; r < h->ngen; r++) {
+        h->f[h->nf] = (struct field){.gen = r, .left = -1, .right = -1, .depth = 0, .level = 1};
+        if (offer(h) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The brackets of the generators with the fields of the last order, order by order,
+ * until the closure spans N, nothing new comes or the work budget stops it (*complete
+ * = 0, *why the reason). -1 when out of memory. */
+static int hol_close(struct hol *h, int *complete, const char **why)
+{
+    int N = h->N, ngen = h->nf, order = 1, cur0 = 0, cur1 = h->nf;
+    while (h->nf < N && *complete) {
+        int added = 0;
+        for (int g = 0; g < ngen && h->nf < N && *complete; g++)
+            for (int y = cur0; y < cur1 && h->nf < N && *complete; y++) {
+                int depth = 1 + (h->f[y].depth > h->f[g].depth ? h->f[y].depth : h->f[g].depth);
+                if (depth > HOL_MAX_DEPTH) {
+                    *complete = 0;
+                    *why = "the closure needs brackets nested deeper than the analysis evaluates: the "
+                           "closure rank is a lower bound";
+                    break;
+                }
+                h->f[h->nf] =
+                    (struct field){.gen = -1, .left = g, .right = y, .depth = depth, .level = order + 1};
+                int kept = offer(h);
+                if (kept < 0)
+                    return -1;
+                added |= kept;
+                if (h->units > HOL_MAX_UNITS)
+                    *complete = 0;
+            }
+        if (!added)
+            break;
+        order++;
+        cur0 = cur1;
+        cur1 = h->nf;
+    }
+    return 0;
+}
+
+/* The integrable combinations of the nl linear constraints rows[]: the annihilator of
+ * the closure at each test point, constant when the points agree. */
+static json_t *hol_combinations(struct hol *h, int *rows, const int *cons_of_row, int nl, int drank,
+                                double *cvs)
+{
+    json_t *combos = json_array();
+    int nf = h->nf, got[HOL_POINTS];
+    for (int p = 0; p < HOL_POINTS; p++)
+        got[p] = annihilator(h, p, rows, nl, drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
+    for (int q = 0; q < got[0]; q++) {
+        const double *c0 = cvs + (size_t)q * nl;
+        int constant = got[1] == got[0] && got[2] == got[0];
+        double scale = 0.0;
+        for (int j = 0; j < nl; j++)
+            scale = fmax(scale, fabs(c0[j]));
+        for (int p = 1; p < HOL_POINTS && constant; p++)
+            for (int j = 0; j < nl; j++)
+                if (fabs(cvs[(size_t)p * (nl + 1) * nl + (size_t)q * nl + j] - c0[j]) > HOL_CONST_TOL * scale)
+                    constant = 0;
+        json_array_append_new(combos, combination(h, rows, cons_of_row, nl, c0, constant));
+    }
+    return combos;
+}
+
+/* The ranks and counts of the closure into out (null counts when it is incomplete). */
+static void hol_ranks(const struct hol *h, json_t *out, int nl, int drank, int complete, const char *why)
+{
+    int nf = h->nf, hcount = h->N - nf;
+    json_object_set_new(out, "complete", json_boolean(complete));
+    if (!complete)
+        json_object_set_new(out, "reason", json_string(why));
+    json_object_set_new(out, "distribution_rank", json_integer(drank));
+    json_object_set_new(out, "closure_rank", json_integer(nf));
+    json_object_set_new(out, "bracket_order", json_integer(nf ? h->f[nf - 1].level : 0));
+    if (complete) {
+        json_object_set_new(out, "integrable_combinations", json_integer(hcount));
+        json_object_set_new(out, "nonholonomic_constraints", json_integer(nl - hcount));
+    } else {
+        /* the closure rank is only a lower bound: claim no integrability */
+        json_object_set_new(out, "integrable_combinations", json_null());
+        json_object_set_new(out, "nonholonomic_constraints", json_null());
+        json_object_set_new(out, "integrable_combinations_at_most", json_integer(hcount));
+    }
+}
+
+/* Frees what h holds. */
+static void hol_free(struct hol *h)
+{
+    free(h->f);
+    free(h->work);
+    for (int i = 0; i < HOL_TAPE_CACHE; i++) {
+        free(h->cache[i].z);
+        free(h->cache[i].all);
+    }
+    tape_free(h->gens);
+    for (int p = 0; p < HOL_POINTS; p++) {
+        free(h->in[p]);
+        free(h->basis[p]);
+    }
+}
+
+json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
+{
+    int n = m->n, k = m->k, nl = m->nlin;
+    json_t *out = json_object();
+    int ext = hol_head(m, out);
     int N = n + ext;
     if (nl == 0) {
-        json_object_set_new(out, "complete", json_true());
-        json_object_set_new(out, "distribution_rank", json_integer(N));
-        json_object_set_new(out, "closure_rank", json_integer(N));
-        json_object_set_new(out, "bracket_order", json_integer(1));
-        json_object_set_new(out, "integrable_combinations", json_integer(0));
-        json_object_set_new(out, "nonholonomic_constraints", json_integer(0));
-        json_object_set_new(out, "combinations", json_array());
+        hol_unconstrained(out, N);
         return out;
     }
     if (!red->have_phi || m->nl_reduced || n > HOL_MAX_N || N > HOL_V_MAX - 1) {
@@ -754,7 +896,7 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
         h.basis[p] = calloc((size_t)N * N, sizeof *h.basis[p]);
         ok &= h.in[p] && h.basis[p];
     }
-    int maxf = N + k + 2, nf = 0;
+    int maxf = N + k + 2;
     h.f = calloc(maxf, sizeof *h.f);
     int *rows = calloc(nl + 1, sizeof *rows), *cons_of_row = calloc(nl + 1, sizeof *cons_of_row);
     expr **sub = calloc(nsym + 1, sizeof *sub), **roots = calloc((size_t)(k + 1) * n + 1, sizeof *roots);
@@ -768,33 +910,9 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
             rows[r] = m->cons[j].row;
             cons_of_row[r++] = j;
         }
-
-    /* the generators: columns of Phi_S, and (Phi_t, 1) in (q, t), on one tape */
-    expr_ctx *c = m->ctx;
-    h.ngen = k + ext;
-    for (int r = 0; r < k; r++)
-        for (int i = 0; i < n; i++)
-            roots[(size_t)r * n + i] = red->phi[(size_t)i * n + r];
-    if (ext) {
-        for (int s = 0; s < k; s++)
-            sub[m->sym_u[s]] = expr_num(c, 0.0);
-        for (int i = 0; i < n; i++)
-            roots[(size_t)k * n + i] = expr_subst(c, red->kin[i], sub, nsym);
-    }
-    h.gens = model_tape(m, c, roots, h.ngen * n);
-    if (!h.gens)
+    if (hol_generators(&h, red, roots, sub, nsym) < 0)
         goto done;
-    h.work_w = (size_t)(h.gens->n_ins > m->work_len ? h.gens->n_ins : m->work_len) + 1;
-    h.work = malloc(h.work_w * sizeof *h.work);
-    if (!h.work)
-        goto done;
-    for (int r = 0; r < h.ngen; r++) {
-        h.f[h.nf] = (struct field){.gen = r, .left = -1, .right = -1, .depth = 0, .level = 1};
-        if (offer(&h) < 0)
-            goto done;
-    }
-    nf = h.nf;
-    int ngen = nf, drank = nf, order = 1, complete = 1, cur0 = 0, cur1 = nf;
+    int drank = h.nf, complete = 1;
     const char *why = "the brackets exceeded their work budget: the closure rank is a lower bound";
     for (int p = 0; p < HOL_POINTS && complete; p++)
         if (!model_constraints_trusted_at(m, h.in[p]) || !model_trusted_at(m, roots, h.ngen * n, h.in[p])) {
@@ -802,85 +920,18 @@ json_t *holonomy_analyse(struct engine_model *m, const reduce_result *red)
             why = "at a test configuration a term of the constraints underflows, overflows or leaves its "
                   "domain: the closure rank is a lower bound";
         }
-    while (h.nf < N && complete) {
-        int added = 0;
-        for (int g = 0; g < ngen && h.nf < N && complete; g++)
-            for (int y = cur0; y < cur1 && h.nf < N && complete; y++) {
-                int depth = 1 + (h.f[y].depth > h.f[g].depth ? h.f[y].depth : h.f[g].depth);
-                if (depth > HOL_MAX_DEPTH) {
-                    complete = 0;
-                    why = "the closure needs brackets nested deeper than the analysis evaluates: the "
-                          "closure rank is a lower bound";
-                    break;
-                }
-                h.f[h.nf] =
-                    (struct field){.gen = -1, .left = g, .right = y, .depth = depth, .level = order + 1};
-                int kept = offer(&h);
-                if (kept < 0)
-                    goto done;
-                added |= kept;
-                if (h.units > HOL_MAX_UNITS)
-                    complete = 0;
-            }
-        if (!added)
-            break;
-        order++;
-        cur0 = cur1;
-        cur1 = h.nf;
-    }
-    nf = h.nf;
-    int hcount = N - nf;
-    json_object_set_new(out, "complete", json_boolean(complete));
-    if (!complete)
-        json_object_set_new(out, "reason", json_string(why));
-    json_object_set_new(out, "distribution_rank", json_integer(drank));
-    json_object_set_new(out, "closure_rank", json_integer(nf));
-    json_object_set_new(out, "bracket_order", json_integer(nf ? h.f[nf - 1].level : 0));
-    if (complete) {
-        json_object_set_new(out, "integrable_combinations", json_integer(hcount));
-        json_object_set_new(out, "nonholonomic_constraints", json_integer(nl - hcount));
-    } else {
-        /* the closure rank is only a lower bound: claim no integrability */
-        json_object_set_new(out, "integrable_combinations", json_null());
-        json_object_set_new(out, "nonholonomic_constraints", json_null());
-        json_object_set_new(out, "integrable_combinations_at_most", json_integer(hcount));
-    }
-    json_t *combos = json_array();
-    if (complete && hcount > 0) {
-        int got[HOL_POINTS];
-        for (int p = 0; p < HOL_POINTS; p++)
-            got[p] = annihilator(&h, p, rows, nl, drank, nf - drank, cvs + (size_t)p * (nl + 1) * nl);
-        for (int q = 0; q < got[0]; q++) {
-            const double *c0 = cvs + (size_t)q * nl;
-            int constant = got[1] == got[0] && got[2] == got[0];
-            double scale = 0.0;
-            for (int j = 0; j < nl; j++)
-                scale = fmax(scale, fabs(c0[j]));
-            for (int p = 1; p < HOL_POINTS && constant; p++)
-                for (int j = 0; j < nl; j++)
-                    if (fabs(cvs[(size_t)p * (nl + 1) * nl + (size_t)q * nl + j] - c0[j]) >
-                        HOL_CONST_TOL * scale)
-                        constant = 0;
-            json_array_append_new(combos, combination(&h, rows, cons_of_row, nl, c0, constant));
-        }
-    }
-    json_object_set_new(out, "combinations", combos);
+    if (hol_close(&h, &complete, &why) < 0)
+        goto done;
+    hol_ranks(&h, out, nl, drank, complete, why);
+    json_object_set_new(out, "combinations",
+                        complete && h.N - h.nf > 0 ? hol_combinations(&h, rows, cons_of_row, nl, drank, cvs)
+                                                   : json_array());
 done:
-    free(h.f);
     free(rows);
     free(cons_of_row);
     free(sub);
     free(roots);
     free(cvs);
-    free(h.work);
-    for (int i = 0; i < HOL_TAPE_CACHE; i++) {
-        free(h.cache[i].z);
-        free(h.cache[i].all);
-    }
-    tape_free(h.gens);
-    for (int p = 0; p < HOL_POINTS; p++) {
-        free(h.in[p]);
-        free(h.basis[p]);
-    }
+    hol_free(&h);
     return out;
 }

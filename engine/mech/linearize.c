@@ -57,41 +57,27 @@ void lin_ws_free(lin_ws *w)
 
 static int tape_size(const tape *t, int outputs) { return t ? (outputs ? t->n_outputs : t->n_ins) : 0; }
 
-lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
+/* The most slots and outputs of the tapes a lin_ws runs (the observation tape only in
+ * the reduced form of nonlinear constraints). */
+static void lin_tape_sizes(const struct engine_model *m, int *slots, int *outs)
 {
-    /* nonlinear constraints: only in the reduced form (n - m speeds; nonlin.h), with
-     * explicit kinematics (the reduced tape) or q' by Newton (the numeric path, with the
-     * implicit function theorem for dq') */
-    if ((m->nlin != m->nc && !m->nl_reduced) || nd_max < 1)
-        return NULL;
-    lin_ws *w = calloc(1, sizeof *w);
-    if (!w)
-        return NULL;
+    const tape *tapes[4] = {m->tape_psi, m->tape_dyn, m->tape_fast, m->tape_mass};
+    *slots = *outs = 0;
+    for (int i = 0; i < 5; i++) {
+        const tape *t = i < 4 ? tapes[i] : m->nl_reduced ? m->tape_obs : NULL;
+        if (tape_size(t, 0) > *slots)
+            *slots = tape_size(t, 0);
+        if (tape_size(t, 1) > *outs)
+            *outs = tape_size(t, 1);
+    }
+}
+
+/* The values of a lin_ws: tape inputs, slots and outputs, Psi, M, Phi_S and M*; -1 when
+ * one is missing. */
+static int lin_ws_alloc_values(lin_ws *w, const struct engine_model *m, int slots, int outs)
+{
     int n = m->n, k = m->k;
-    size_t nn = (size_t)n * n, nd = (size_t)nd_max;
-    w->m = m;
-    w->n = n;
-    w->k = k;
-    w->np = m->np;
-    w->nd_max = nd_max;
-    w->numeric = numeric || !m->tape_fast;
-    int slots = tape_size(m->tape_psi, 0), outs = tape_size(m->tape_psi, 1);
-    if (tape_size(m->tape_dyn, 0) > slots)
-        slots = tape_size(m->tape_dyn, 0);
-    if (tape_size(m->tape_dyn, 1) > outs)
-        outs = tape_size(m->tape_dyn, 1);
-    if (tape_size(m->tape_fast, 0) > slots)
-        slots = tape_size(m->tape_fast, 0);
-    if (tape_size(m->tape_fast, 1) > outs)
-        outs = tape_size(m->tape_fast, 1);
-    if (tape_size(m->tape_mass, 0) > slots)
-        slots = tape_size(m->tape_mass, 0);
-    if (tape_size(m->tape_mass, 1) > outs)
-        outs = tape_size(m->tape_mass, 1);
-    if (m->nl_reduced && tape_size(m->tape_obs, 0) > slots)
-        slots = tape_size(m->tape_obs, 0);
-    if (m->nl_reduced && tape_size(m->tape_obs, 1) > outs)
-        outs = tape_size(m->tape_obs, 1);
+    size_t nn = (size_t)n * n, nd = (size_t)w->nd_max;
     w->in = calloc(m->n_in, sizeof *w->in);
     w->din = calloc((size_t)m->n_in * nd, sizeof *w->din);
     w->s = calloc(slots + 1, sizeof *w->s);
@@ -111,6 +97,17 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->MX = calloc((size_t)n * k + 1, sizeof *w->MX);
     w->Ms = calloc((size_t)k * k + 1, sizeof *w->Ms);
     w->Mf = calloc((size_t)k * k + 1, sizeof *w->Mf);
+    return (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
+            !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf)
+               ? -1
+               : 0;
+}
+
+/* The tangents of a lin_ws (and F, u'); -1 when one is missing. */
+static int lin_ws_alloc_tangents(lin_ws *w, const struct engine_model *m)
+{
+    int n = m->n, k = m->k;
+    size_t nn = (size_t)n * n, nd = (size_t)w->nd_max;
     w->F = calloc(k + 1, sizeof *w->F);
     w->ud = calloc(k + 1, sizeof *w->ud);
     w->dPsi = calloc(nn + n, sizeof *w->dPsi);
@@ -124,10 +121,32 @@ lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_ma
     w->dMs = calloc((size_t)k * k + 1, sizeof *w->dMs);
     w->dmup = calloc((size_t)k * (k + 1) / 2 * nd + 1, sizeof *w->dmup);
     w->dpsis = calloc((nn + n) * nd, sizeof *w->dpsis);
-    if (!w->in || !w->din || !w->s || !w->ds || !w->o || !w->dout || !w->psi || !w->lu || !w->piv ||
-        !w->kpiv || !w->qd || !w->dqd || !w->M || !w->a || !w->h || !w->X || !w->MX || !w->Ms || !w->Mf ||
-        !w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp || !w->dF ||
-        !w->dMs || !w->dpsis || (m->nl_reduced && !(w->hw = hamel_ws_new(m, params)))) {
+    return (!w->F || !w->ud || !w->dPsi || !w->dM || !w->da || !w->dh || !w->dX || !w->dMX || !w->tmp ||
+            !w->dF || !w->dMs || !w->dmup || !w->dpsis)
+               ? -1
+               : 0;
+}
+
+lin_ws *lin_ws_new(const struct engine_model *m, const double *params, int nd_max, int numeric)
+{
+    /* nonlinear constraints: only in the reduced form (n - m speeds; nonlin.h), with
+     * explicit kinematics (the reduced tape) or q' by Newton (the numeric path, with the
+     * implicit function theorem for dq') */
+    if ((m->nlin != m->nc && !m->nl_reduced) || nd_max < 1)
+        return NULL;
+    lin_ws *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->m = m;
+    w->n = m->n;
+    w->k = m->k;
+    w->np = m->np;
+    w->nd_max = nd_max;
+    w->numeric = numeric || !m->tape_fast;
+    int slots, outs;
+    lin_tape_sizes(m, &slots, &outs);
+    if (lin_ws_alloc_values(w, m, slots, outs) < 0 || lin_ws_alloc_tangents(w, m) < 0 ||
+        (m->nl_reduced && !(w->hw = hamel_ws_new(m, params)))) {
         lin_ws_free(w);
         return NULL;
     }
@@ -240,6 +259,102 @@ static int rhs_fast(lin_ws *w, double t, const double *q, const double *u, const
     return 0;
 }
 
+/* Direction d of dq' = Psi^-1 ([du; 0] - dPsi_t - dPsi q') (a nonlinear constraint's
+ * row: -df_j, from tape_obs's tangents in w->dout) into w->dqd. */
+static void numeric_dqd(lin_ws *w, const double *seed, const double *dpsi_all, int nd, int d)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k;
+    size_t nn = (size_t)n * n;
+    for (int i = 0; i < n; i++) {
+        double v = (i < k ? seed[(size_t)(1 + n + i) * nd + d] : 0.0) - dpsi_all[(nn + i) * nd + d];
+        for (int l = 0; l < n; l++)
+            v -= dpsi_all[((size_t)i * n + l) * nd + d] * w->qd[l];
+        w->tmp[i] = v;
+    }
+    for (int j = 0; m->nl_reduced && j < m->nc; j++)
+        if (!m->cons[j].linear)
+            w->tmp[m->cons[j].row] = -w->dout[(size_t)(1 + j) * nd + d];
+    linalg_lu_solve(n, w->lu, w->piv, w->tmp);
+    for (int i = 0; i < n; i++)
+        w->dqd[(size_t)i * nd + d] = w->tmp[i];
+}
+
+/* Direction d of u' = M*^-1 F: the tangents of the assembly (da, dX, dh, dMX, dF, dM*)
+ * line by line, then du' = M*^-1 (dF - dM* u') into df. dup, dg, db: the tangents of
+ * tape_dyn's M (upper), g and b. */
+static void numeric_dud(lin_ws *w, const double *dpsi_all, const double *dup, const double *dg,
+                        const double *db, int nd, int d, double *df)
+{
+    int n = w->n, k = w->k;
+    size_t nn = (size_t)n * n;
+    for (size_t i = 0; i < nn; i++)
+        w->dPsi[i] = dpsi_all[i * nd + d];
+    for (int i = 0, idx = 0; i < n; i++)
+        for (int l = i; l < n; l++, idx++)
+            w->dM[i * n + l] = w->dM[l * n + i] = dup[(size_t)idx * nd + d];
+    /* da = Psi^-1 (db - dPsi a) */
+    for (int i = 0; i < n; i++) {
+        double v = db[(size_t)i * nd + d];
+        for (int l = 0; l < n; l++)
+            v -= w->dPsi[i * n + l] * w->a[l];
+        w->da[i] = v;
+    }
+    linalg_lu_solve(n, w->lu, w->piv, w->da);
+    /* dX_r = -Psi^-1 dPsi X_r */
+    for (int r = 0; r < k; r++) {
+        const double *x = w->X + (size_t)r * n;
+        double *dx = w->dX + (size_t)r * n;
+        for (int i = 0; i < n; i++) {
+            double v = 0.0;
+            for (int l = 0; l < n; l++)
+                v -= w->dPsi[i * n + l] * x[l];
+            dx[i] = v;
+        }
+        linalg_lu_solve(n, w->lu, w->piv, dx);
+    }
+    /* dh = dg + dM a + M da; dMX_r = dM X_r + M dX_r */
+    for (int i = 0; i < n; i++) {
+        const double *Mi = w->M + (size_t)i * n, *dMi = w->dM + (size_t)i * n;
+        double v = dg[(size_t)i * nd + d];
+        for (int l = 0; l < n; l++)
+            v += dMi[l] * w->a[l] + Mi[l] * w->da[l];
+        w->dh[i] = v;
+        for (int r = 0; r < k; r++) {
+            const double *x = w->X + (size_t)r * n, *dx = w->dX + (size_t)r * n;
+            double s2 = 0.0;
+            for (int l = 0; l < n; l++)
+                s2 += dMi[l] * x[l] + Mi[l] * dx[l];
+            w->dMX[(size_t)r * n + i] = s2;
+        }
+    }
+    /* dF_r = dX_r . h + X_r . dh; dMs_rs = dX_r . MX_s + X_r . dMX_s */
+    for (int r = 0; r < k; r++) {
+        const double *x = w->X + (size_t)r * n, *dx = w->dX + (size_t)r * n;
+        double v = 0.0;
+        for (int i = 0; i < n; i++)
+            v += dx[i] * w->h[i] + x[i] * w->dh[i];
+        w->dF[r] = v;
+        for (int s = 0; s < k; s++) {
+            const double *mx = w->MX + (size_t)s * n, *dmx = w->dMX + (size_t)s * n;
+            double e = 0.0;
+            for (int i = 0; i < n; i++)
+                e += dx[i] * mx[i] + x[i] * dmx[i];
+            w->dMs[r * k + s] = e;
+        }
+    }
+    /* du' = M*^-1 (dF - dM* u') */
+    for (int r = 0; r < k; r++) {
+        double v = w->dF[r];
+        for (int s = 0; s < k; s++)
+            v -= w->dMs[r * k + s] * w->ud[s];
+        w->tmp[r] = v;
+    }
+    solve_mass(w, w->tmp);
+    for (int r = 0; r < k; r++)
+        df[(size_t)(n + r) * nd + d] = w->tmp[r];
+}
+
 /* The numeric path, line by line the tangent of hamel_rhs. */
 static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, const double *seed, int nd,
                        double *f, double *df)
@@ -277,20 +392,8 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
         return -1; /* w->dout[(1 + j) * nd + d]: the partial derivatives of f_j */
     }
     /* dq' = Psi^-1 ([du; 0] - dPsi_t - dPsi q'); a nonlinear constraint's row: -df_j */
-    for (int d = 0; d < nd; d++) {
-        for (int i = 0; i < n; i++) {
-            double v = (i < k ? seed[(size_t)(1 + n + i) * nd + d] : 0.0) - dpsi_all[(nn + i) * nd + d];
-            for (int l = 0; l < n; l++)
-                v -= dpsi_all[((size_t)i * n + l) * nd + d] * w->qd[l];
-            w->tmp[i] = v;
-        }
-        for (int j = 0; m->nl_reduced && j < m->nc; j++)
-            if (!m->cons[j].linear)
-                w->tmp[m->cons[j].row] = -w->dout[(size_t)(1 + j) * nd + d];
-        linalg_lu_solve(n, w->lu, w->piv, w->tmp);
-        for (int i = 0; i < n; i++)
-            w->dqd[(size_t)i * nd + d] = w->tmp[i];
-    }
+    for (int d = 0; d < nd; d++)
+        numeric_dqd(w, seed, dpsi_all, nd, d);
     if (m->nl_reduced) {
         /* Psi's total tangents, through q' too */
         for (int i = 0; i < n; i++)
@@ -321,73 +424,8 @@ static int rhs_numeric(lin_ws *w, double t, const double *q, const double *u, co
     for (int r = 0; r < k; r++)
         f[n + r] = w->ud[r];
 
-    for (int d = 0; d < nd; d++) {
-        for (size_t i = 0; i < nn; i++)
-            w->dPsi[i] = dpsi_all[i * nd + d];
-        for (int i = 0, idx = 0; i < n; i++)
-            for (int l = i; l < n; l++, idx++)
-                w->dM[i * n + l] = w->dM[l * n + i] = dup[(size_t)idx * nd + d];
-        /* da = Psi^-1 (db - dPsi a) */
-        for (int i = 0; i < n; i++) {
-            double v = db[(size_t)i * nd + d];
-            for (int l = 0; l < n; l++)
-                v -= w->dPsi[i * n + l] * w->a[l];
-            w->da[i] = v;
-        }
-        linalg_lu_solve(n, w->lu, w->piv, w->da);
-        /* dX_r = -Psi^-1 dPsi X_r */
-        for (int r = 0; r < k; r++) {
-            const double *x = w->X + (size_t)r * n;
-            double *dx = w->dX + (size_t)r * n;
-            for (int i = 0; i < n; i++) {
-                double v = 0.0;
-                for (int l = 0; l < n; l++)
-                    v -= w->dPsi[i * n + l] * x[l];
-                dx[i] = v;
-            }
-            linalg_lu_solve(n, w->lu, w->piv, dx);
-        }
-        /* dh = dg + dM a + M da; dMX_r = dM X_r + M dX_r */
-        for (int i = 0; i < n; i++) {
-            const double *Mi = w->M + (size_t)i * n, *dMi = w->dM + (size_t)i * n;
-            double v = dg[(size_t)i * nd + d];
-            for (int l = 0; l < n; l++)
-                v += dMi[l] * w->a[l] + Mi[l] * w->da[l];
-            w->dh[i] = v;
-            for (int r = 0; r < k; r++) {
-                const double *x = w->X + (size_t)r * n, *dx = w->dX + (size_t)r * n;
-                double s2 = 0.0;
-                for (int l = 0; l < n; l++)
-                    s2 += dMi[l] * x[l] + Mi[l] * dx[l];
-                w->dMX[(size_t)r * n + i] = s2;
-            }
-        }
-        /* dF_r = dX_r . h + X_r . dh; dMs_rs = dX_r . MX_s + X_r . dMX_s */
-        for (int r = 0; r < k; r++) {
-            const double *x = w->X + (size_t)r * n, *dx = w->dX + (size_t)r * n;
-            double v = 0.0;
-            for (int i = 0; i < n; i++)
-                v += dx[i] * w->h[i] + x[i] * w->dh[i];
-            w->dF[r] = v;
-            for (int s = 0; s < k; s++) {
-                const double *mx = w->MX + (size_t)s * n, *dmx = w->dMX + (size_t)s * n;
-                double e = 0.0;
-                for (int i = 0; i < n; i++)
-                    e += dx[i] * mx[i] + x[i] * dmx[i];
-                w->dMs[r * k + s] = e;
-            }
-        }
-        /* du' = M*^-1 (dF - dM* u') */
-        for (int r = 0; r < k; r++) {
-            double v = w->dF[r];
-            for (int s = 0; s < k; s++)
-                v -= w->dMs[r * k + s] * w->ud[s];
-            w->tmp[r] = v;
-        }
-        solve_mass(w, w->tmp);
-        for (int r = 0; r < k; r++)
-            df[(size_t)(n + r) * nd + d] = w->tmp[r];
-    }
+    for (int d = 0; d < nd; d++)
+        numeric_dud(w, dpsi_all, dup, dg, db, nd, d, df);
     return 0;
 }
 

@@ -475,19 +475,12 @@ static void parse_units(struct engine_model *m, const json_t *js, json_t *proble
         m->units_js = json_deep_copy(units);
 }
 
-static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
-                       const json_t **speeds_js)
+/* model.coordinates: their names (symbols come later). -1 when missing, too many or
+ * out of memory. */
+static int parse_coordinates(struct engine_model *m, const json_t *js, const engine_limits *lim,
+                             json_t *problem)
 {
-    const json_t *v;
     char path[96];
-    v = json_object_get(js, "name");
-    if (v && !json_is_string(v))
-        add_error(problem, "model.name", -1, "must be a string");
-    m->name = xstrdup(v && json_is_string(v) ? json_string_value(v) : "model");
-    if (strlen(m->name) > MODEL_NAME_MAX)
-        m->name[MODEL_NAME_MAX] = '\0';
-
-    /* coordinates */
     const json_t *coords = json_object_get(js, "coordinates");
     if (!json_is_array(coords) || json_array_size(coords) == 0) {
         add_error(problem, "model.coordinates", -1, "required: a non-empty array of coordinate names");
@@ -517,8 +510,15 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
         m->coords[i] = strdup(json_string_value(c));
     }
+    return 0;
+}
 
-    /* parameters, sorted by name so the canonical form does not depend on key order */
+/* model.parameters, sorted by name so the canonical form does not depend on key order,
+ * and their values. -1 when too many or out of memory. */
+static int parse_parameters(struct engine_model *m, const json_t *js, const engine_limits *lim,
+                            json_t *problem)
+{
+    char path[96];
     const json_t *params = json_object_get(js, "parameters");
     if (params && !json_is_object(params))
         add_error(problem, "model.parameters", -1, "must be an object of name: number");
@@ -534,22 +534,28 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     m->sym_p = calloc(m->np + 1, sizeof *m->sym_p);
     if (!m->params || !m->param_values || !m->sym_p)
         return -1;
-    {
-        int i = 0;
-        const char *key;
-        const json_t *val;
-        if (m->np)
-            json_object_foreach((json_t *)params, key, val) { m->params[i++] = strdup(key); }
-        qsort(m->params, m->np, sizeof *m->params, cmp_str);
-        for (i = 0; i < m->np; i++) {
-            const json_t *pv = json_object_get(params, m->params[i]);
-            snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
-            if (!json_is_number(pv) || !isfinite(json_number_value(pv)))
-                add_error(problem, path, -1, "must be a finite number");
-            else
-                m->param_values[i] = json_number_value(pv);
-        }
+    int i = 0;
+    const char *key;
+    const json_t *val;
+    if (m->np)
+        json_object_foreach((json_t *)params, key, val) { m->params[i++] = strdup(key); }
+    qsort(m->params, m->np, sizeof *m->params, cmp_str);
+    for (i = 0; i < m->np; i++) {
+        const json_t *pv = json_object_get(params, m->params[i]);
+        snprintf(path, sizeof path, "model.parameters.%s", m->params[i]);
+        if (!json_is_number(pv) || !isfinite(json_number_value(pv)))
+            add_error(problem, path, -1, "must be a finite number");
+        else
+            m->param_values[i] = json_number_value(pv);
     }
+    return 0;
+}
+
+/* The symbols of the parameters, t, the coordinates and their velocities (and the
+ * units of any of them). -1 when the budget stops it or a name is taken. */
+static int declare_symbols(struct engine_model *m, const json_t *js, json_t *problem)
+{
+    char path[96];
     for (int i = 0; i < m->np; i++) {
         if (budget_tick(expr_ctx_budget(m->ctx)))
             return -1;
@@ -559,7 +565,7 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     }
     m->sym_t = expr_sym_add(m->ctx, "t", SYM_TIME, 0);
     parse_units(m, js, problem);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < m->n; i++) {
         snprintf(path, sizeof path, "model.coordinates[%d]", i);
         if (!name_free(m, m->coords[i], path, problem))
             continue;
@@ -568,10 +574,44 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         snprintf(vname, sizeof vname, "%s'", m->coords[i]);
         m->sym_qd[i] = expr_sym_add(m->ctx, vname, SYM_VELOCITY, i);
     }
-    if (count_errors(problem))
-        return -1;
+    return count_errors(problem) ? -1 : 0;
+}
 
-    /* definitions, each may use the earlier ones */
+/* Definition i (d at path): parsed, declared and kept with its print. */
+static void parse_definition(struct engine_model *m, const json_t *d, const char *path,
+                             const engine_limits *lim, json_t *problem)
+{
+    const json_t *dn = json_object_get(d, "name");
+    if (!json_is_object(d) || !json_is_string(dn)) {
+        add_error(problem, path, -1, "must be an object {\"name\", \"expr\"}");
+        return;
+    }
+    char epath[112];
+    snprintf(epath, sizeof epath, "%s.expr", path);
+    expr *e = parse_field(m, json_object_get(d, "expr"), epath, 1, lim, problem);
+    char npath[112];
+    snprintf(npath, sizeof npath, "%s.name", path);
+    if (!e || !name_free(m, json_string_value(dn), npath, problem))
+        return;
+    expr_def_add(m->ctx, json_string_value(dn), e);
+    char **dnames = realloc(m->def_names, (m->ndefs + 1) * sizeof *dnames);
+    if (dnames)
+        m->def_names = dnames;
+    char **dtexts = realloc(m->def_texts, (m->ndefs + 1) * sizeof *dtexts);
+    if (dtexts)
+        m->def_texts = dtexts;
+    if (dnames && dtexts) {
+        budget_stage(expr_ctx_budget(m->ctx), "printing", epath);
+        m->def_names[m->ndefs] = strdup(json_string_value(dn));
+        m->def_texts[m->ndefs] = expr_print(m->ctx, e);
+        m->ndefs++;
+    }
+}
+
+/* model.definitions, each may use the earlier ones. -1 when there are too many. */
+static int parse_definitions(struct engine_model *m, const json_t *js, const engine_limits *lim,
+                             json_t *problem)
+{
     const json_t *defs = json_object_get(js, "definitions");
     if (defs && !json_is_array(defs))
         add_error(problem, "model.definitions", -1, "must be an array of {\"name\", \"expr\"}");
@@ -582,41 +622,22 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         return -1;
     }
     for (size_t i = 0; defs && json_is_array(defs) && i < json_array_size(defs); i++) {
-        const json_t *d = json_array_get(defs, i);
+        char path[96];
         snprintf(path, sizeof path, "model.definitions[%zu]", i);
-        const json_t *dn = json_object_get(d, "name");
-        if (!json_is_object(d) || !json_is_string(dn)) {
-            add_error(problem, path, -1, "must be an object {\"name\", \"expr\"}");
-            continue;
-        }
-        char epath[112];
-        snprintf(epath, sizeof epath, "%s.expr", path);
-        expr *e = parse_field(m, json_object_get(d, "expr"), epath, 1, lim, problem);
-        char npath[112];
-        snprintf(npath, sizeof npath, "%s.name", path);
-        if (e && name_free(m, json_string_value(dn), npath, problem)) {
-            expr_def_add(m->ctx, json_string_value(dn), e);
-            char **dnames = realloc(m->def_names, (m->ndefs + 1) * sizeof *dnames);
-            if (dnames)
-                m->def_names = dnames;
-            char **dtexts = realloc(m->def_texts, (m->ndefs + 1) * sizeof *dtexts);
-            if (dtexts)
-                m->def_texts = dtexts;
-            if (dnames && dtexts) {
-                budget_stage(expr_ctx_budget(m->ctx), "printing", epath);
-                m->def_names[m->ndefs] = strdup(json_string_value(dn));
-                m->def_texts[m->ndefs] = expr_print(m->ctx, e);
-                m->ndefs++;
-            }
-        }
+        parse_definition(m, json_array_get(defs, i), path, lim, problem);
     }
+    return 0;
+}
 
-    bodies_result br;
-    if (bodies_build(m->ctx, js, lim->max_expr_chars, m->sym_p, m->param_values, m->np, problem, &br) < 0 &&
+/* T and V: the hand-written energies plus those of the bodies (br, built here). */
+static void parse_energies(struct engine_model *m, const json_t *js, const engine_limits *lim,
+                           json_t *problem, bodies_result *br)
+{
+    if (bodies_build(m->ctx, js, lim->max_expr_chars, m->sym_p, m->param_values, m->np, problem, br) < 0 &&
         !count_errors(problem))
         add_error(problem, "model", -1, "out of memory while building the bodies");
-    v = json_object_get(js, "kinetic_energy");
-    if (!v && !br.present)
+    const json_t *v = json_object_get(js, "kinetic_energy");
+    if (!v && !br->present)
         add_error(problem, "model.kinetic_energy", -1,
                   "required: T(q, q', t) of the unconstrained system (or bodies and particles)");
     else
@@ -624,35 +645,45 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     v = json_object_get(js, "potential_energy");
     m->V_hand = v ? parse_field(m, v, "model.potential_energy", 0, lim, problem) : expr_num(m->ctx, 0.0);
     if (m->T_hand)
-        m->T = expr_add(m->ctx, m->T_hand, br.T);
+        m->T = expr_add(m->ctx, m->T_hand, br->T);
     if (m->V_hand)
-        m->V = expr_add(m->ctx, m->V_hand, br.V);
-    if (br.present)
-        m->bodies_js = json_incref(br.canonical);
+        m->V = expr_add(m->ctx, m->V_hand, br->V);
+    if (br->present)
+        m->bodies_js = json_incref(br->canonical);
+}
 
-    for (int i = 0; i < n; i++)
+/* model.generalized_forces: Q by coordinate, zero where not given. */
+static void parse_forces(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem)
+{
+    for (int i = 0; i < m->n; i++)
         m->Q[i] = expr_num(m->ctx, 0.0);
     const json_t *forces = json_object_get(js, "generalized_forces");
     if (forces && !json_is_object(forces))
         add_error(problem, "model.generalized_forces", -1, "must be an object of coordinate: expression");
-    if (forces && json_is_object(forces)) {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)forces, key, val)
-        {
-            snprintf(path, sizeof path, "model.generalized_forces.%s", key);
-            int i = model_coord_index(m, key);
-            if (i < 0) {
-                add_error(problem, path, -1, "'%s' is not a coordinate", key);
-                continue;
-            }
-            expr *e = parse_field(m, val, path, 1, lim, problem);
-            if (e)
-                m->Q[i] = e;
+    if (!forces || !json_is_object(forces))
+        return;
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)forces, key, val)
+    {
+        char path[96];
+        snprintf(path, sizeof path, "model.generalized_forces.%s", key);
+        int i = model_coord_index(m, key);
+        if (i < 0) {
+            add_error(problem, path, -1, "'%s' is not a coordinate", key);
+            continue;
         }
+        expr *e = parse_field(m, val, path, 1, lim, problem);
+        if (e)
+            m->Q[i] = e;
     }
+}
 
-    /* constraints: strings or {name, expr} */
+/* model.constraints: strings or {name, expr}. -1 when out of memory. */
+static int parse_constraints(struct engine_model *m, const json_t *js, const engine_limits *lim,
+                             json_t *problem)
+{
+    char path[96];
     const json_t *cons = json_object_get(js, "constraints");
     if (cons && !json_is_array(cons))
         add_error(problem, "model.constraints", -1, "must be an array");
@@ -686,7 +717,28 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
         }
         mc->f = parse_field(m, ex, path, 1, lim, problem);
     }
+    return 0;
+}
 
+static int parse_model(struct engine_model *m, const json_t *js, const engine_limits *lim, json_t *problem,
+                       const json_t **speeds_js)
+{
+    const json_t *v = json_object_get(js, "name");
+    if (v && !json_is_string(v))
+        add_error(problem, "model.name", -1, "must be a string");
+    m->name = xstrdup(v && json_is_string(v) ? json_string_value(v) : "model");
+    if (strlen(m->name) > MODEL_NAME_MAX)
+        m->name[MODEL_NAME_MAX] = '\0';
+    if (parse_coordinates(m, js, lim, problem) < 0 || parse_parameters(m, js, lim, problem) < 0 ||
+        declare_symbols(m, js, problem) < 0 || parse_definitions(m, js, lim, problem) < 0)
+        return -1;
+    bodies_result br;
+    parse_energies(m, js, lim, problem, &br);
+    parse_forces(m, js, lim, problem);
+    if (parse_constraints(m, js, lim, problem) < 0) {
+        bodies_result_free(&br);
+        return -1;
+    }
     if (add_generated(m, js, &br, lim, problem) < 0)
         add_error(problem, "model", -1, "out of memory while adding the generated constraints");
     parse_contacts(m, js, problem);

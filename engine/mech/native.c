@@ -166,20 +166,9 @@ int engine_code_cache(const char *dir) { return native_configure(dir); }
 
 /* ---- the generated source ------------------------------------------------------- */
 
-/* The translation unit for m: f (tape_fast with the parameters folded) and, when M* is
- * constant and invertible, g (the whole right-hand side with M*^-1 folded). NULL if
- * the tape reads an input the native code does not provide. Caller frees. */
-static char *native__source(const struct engine_model *m)
+/* Marks in used[] the inputs that t's computation reads. */
+static void native__used(const tape *t, char *used)
 {
-    const tape *t = m->tape_fast;
-    int n = m->n, k = m->k, ni = t->n_inputs;
-    char **ex_in = calloc(ni, sizeof *ex_in), **ex_y = calloc(ni, sizeof *ex_y);
-    double *val = calloc(ni, sizeof *val);
-    char *used = calloc(ni, 1);
-    char *src = NULL, *src_f = NULL, *src_g = NULL, *epi = NULL;
-    if (!ex_in || !ex_y || !val || !used)
-        goto out;
-    /* which inputs the computation reads */
     for (int i = 0; i < t->n_ins; i++) {
         const tape_ins *p = &t->ins[i];
         if (p->op == TAPE_INPUT || p->op == TAPE_CONST)
@@ -194,6 +183,15 @@ static char *native__source(const struct engine_model *m)
     for (int o = 0; o < t->n_outputs; o++)
         if (t->ins[t->outputs[o]].op == TAPE_INPUT)
             used[t->ins[t->outputs[o]].a] = 1;
+}
+
+/* How each tape input is read: in f from in[a] (ex_in), in g from t or y (ex_y);
+ * parameters folded as values (val). -1 when an input g cannot provide is used, or out
+ * of memory. */
+static int native__inputs(const struct engine_model *m, int ni, const char *used, char **ex_in, char **ex_y,
+                          double *val)
+{
+    int n = m->n, k = m->k;
     for (int a = 0; a < ni; a++) {
         char buf[32];
         if (a < m->np) {
@@ -212,37 +210,45 @@ static char *native__source(const struct engine_model *m)
             if (m->u_slot[r] == a)
                 snprintf(buf, sizeof buf, "y[%d]", n + r);
         if (strcmp(buf, "0.0") == 0 && used[a])
-            goto out; /* an input g cannot provide */
+            return -1; /* an input g cannot provide */
         ex_y[a] = strdup(buf);
         if (!ex_in[a] || !ex_y[a])
-            goto out;
+            return -1;
     }
-    /* f: the same outputs as the tape */
-    {
-        size_t cap = (size_t)t->n_outputs * 32 + 1, len = 0;
-        epi = malloc(cap);
-        if (!epi)
-            goto out;
-        epi[0] = 0;
-        for (int o = 0; o < t->n_outputs; o++)
-            len += (size_t)snprintf(epi + len, cap - len, "out[%d] = s%d;\n", o, t->outputs[o]);
-        jit_inputs map = {(const char *const *)ex_in, val};
-        src_f = jit_source(t, &map, "void f(const double *in, double *out)", epi, 1, NULL);
-        free(epi);
-        epi = NULL;
-        if (!src_f)
-            goto out;
-    }
-    /* g: dydt = (q', M*^-1 F), the products in hamel.c's order. M*^-1 is written as k*k
-     * literals, so only up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it
-     * the object has f only (the reduced tape's outputs) and hamel.c applies M*^-1, as it
-     * does when there is no g. */
+    return 0;
+}
+
+/* f: the same outputs as the tape. NULL when out of memory. */
+static char *native__source_f(const tape *t, char **ex_in, double *val)
+{
+    size_t cap = (size_t)t->n_outputs * 32 + 1, len = 0;
+    char *epi = malloc(cap);
+    if (!epi)
+        return NULL;
+    epi[0] = 0;
+    for (int o = 0; o < t->n_outputs; o++)
+        len += (size_t)snprintf(epi + len, cap - len, "out[%d] = s%d;\n", o, t->outputs[o]);
+    jit_inputs map = {(const char *const *)ex_in, val};
+    char *src_f = jit_source(t, &map, "void f(const double *in, double *out)", epi, 1, NULL);
+    free(epi);
+    return src_f;
+}
+
+/* g: dydt = (q', M*^-1 F), the products in hamel.c's order; NULL when M* is not
+ * constant and invertible (or out of memory). M*^-1 is written as k*k literals, so only
+ * up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it the object has f
+ * only (the reduced tape's outputs) and hamel.c applies M*^-1, as it does when there is
+ * no g. */
+static char *native__source_g(const struct engine_model *m, const tape *t, char **ex_y, double *val)
+{
     enum { NATIVE_MINV_MAX_K = 64 };
+    int n = m->n, k = m->k;
+    char *src_g = NULL;
     double *minv =
         m->fast_mass_const && k <= NATIVE_MINV_MAX_K ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
     if (minv && hamel_const_mass_inverse(m, m->param_values, minv) == 0) {
         size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
-        epi = malloc(cap);
+        char *epi = malloc(cap);
         if (epi) {
             int f0 = m->fast_mass_const ? n : n + k * (k + 1) / 2; /* tape_fast: q', [M*], F */
             for (int i = 0; i < n; i++)
@@ -266,16 +272,38 @@ static char *native__source(const struct engine_model *m)
             }
             jit_inputs map = {(const char *const *)ex_y, val};
             src_g = jit_source(t, &map, "void g(double t, const double *y, double *dydt)", epi, 0, NULL);
+            free(epi);
         }
     }
     free(minv);
-    {
-        size_t lf = strlen(src_f), lg = src_g ? strlen(src_g) : 0;
-        src = malloc(lf + lg + 64);
-        if (src) {
-            memcpy(src, src_f, lf);
-            memcpy(src + lf, src_g ? src_g : "", lg + 1);
-        }
+    return src_g;
+}
+
+/* The translation unit for m: f (tape_fast with the parameters folded) and, when M* is
+ * constant and invertible, g (the whole right-hand side with M*^-1 folded). NULL if
+ * the tape reads an input the native code does not provide. Caller frees. */
+static char *native__source(const struct engine_model *m)
+{
+    const tape *t = m->tape_fast;
+    int ni = t->n_inputs;
+    char **ex_in = calloc(ni, sizeof *ex_in), **ex_y = calloc(ni, sizeof *ex_y);
+    double *val = calloc(ni, sizeof *val);
+    char *used = calloc(ni, 1);
+    char *src = NULL, *src_f = NULL, *src_g = NULL;
+    if (!ex_in || !ex_y || !val || !used)
+        goto out;
+    native__used(t, used);
+    if (native__inputs(m, ni, used, ex_in, ex_y, val) < 0)
+        goto out;
+    src_f = native__source_f(t, ex_in, val);
+    if (!src_f)
+        goto out;
+    src_g = native__source_g(m, t, ex_y, val);
+    size_t lf = strlen(src_f), lg = src_g ? strlen(src_g) : 0;
+    src = malloc(lf + lg + 64);
+    if (src) {
+        memcpy(src, src_f, lf);
+        memcpy(src + lf, src_g ? src_g : "", lg + 1);
     }
 out:
     for (int a = 0; a < ni && ex_in; a++)
@@ -286,7 +314,6 @@ out:
     free(ex_y);
     free(val);
     free(used);
-    free(epi);
     free(src_f);
     free(src_g);
     return src;

@@ -257,6 +257,147 @@ static int adjugate_step(expr_ctx *c, int n, expr **a, expr **b, int s, const in
     return 0;
 }
 
+/* The state of the Gauss–Jordan elimination of invert: A and B (starting from Psi and
+ * I), the rows and columns used, and the rows and columns of the current block. */
+struct gauss {
+    expr_ctx *c;
+    int n;
+    expr **a, **b;
+    int *row_used, *col_used, *col_of_row;
+    int *brows, *bcols, size;
+};
+
+/* The largest nonzero numeric pivot of the block's unused rows and columns; *pr < 0 when
+ * there is none. */
+static void numeric_pivot(const struct gauss *G, int *pr, int *pc)
+{
+    double big = 0.0;
+    *pr = *pc = -1;
+    for (int x = 0; x < G->size; x++) {
+        int i = G->brows[x];
+        if (G->row_used[i])
+            continue;
+        for (int y = 0; y < G->size; y++) {
+            int j = G->bcols[y];
+            expr *e = G->a[i * G->n + j];
+            if (G->col_used[j] || e->kind != EXPR_NUM || e->num == 0.0)
+                continue;
+            double v = e->num < 0 ? -e->num : e->num;
+            if (v > big) {
+                big = v;
+                *pr = i;
+                *pc = j;
+            }
+        }
+    }
+}
+
+/* The simplest (by weight) expression pivot that is not zero; *pr < 0 when there is none. */
+static void expr_pivot(const struct gauss *G, int *pr, int *pc)
+{
+    size_t best = (size_t)-1;
+    for (int x = 0; x < G->size; x++) {
+        int i = G->brows[x];
+        if (G->row_used[i])
+            continue;
+        for (int y = 0; y < G->size; y++) {
+            int j = G->bcols[y];
+            expr *e = G->a[i * G->n + j];
+            if (G->col_used[j] || expr_is_num(e, 0.0) || expr_is_zero(G->c, e))
+                continue;
+            size_t w = weight(e);
+            if (w < best) {
+                best = w;
+                *pr = i;
+                *pc = j;
+            }
+        }
+    }
+}
+
+/* The last `left` rows of the block by the adjugate of what remains. Returns 0, or the
+ * adjugate step's error; *det_numeric says whether its determinant is a number. */
+static int adjugate_rest(struct gauss *G, int left, int *det_numeric)
+{
+    int rows[REDUCE_MAX_ADJUGATE], cols[REDUCE_MAX_ADJUGATE], t = 0, u = 0;
+    for (int x = 0; x < G->size; x++) {
+        if (!G->row_used[G->brows[x]])
+            rows[t++] = G->brows[x];
+        if (!G->col_used[G->bcols[x]])
+            cols[u++] = G->bcols[x];
+    }
+    int ar = adjugate_step(G->c, G->n, G->a, G->b, left, rows, cols, det_numeric);
+    if (ar < 0)
+        return ar;
+    for (int x = 0; x < left; x++) {
+        G->row_used[rows[x]] = 1;
+        G->col_used[cols[x]] = 1;
+        G->col_of_row[rows[x]] = cols[x];
+    }
+    return 0;
+}
+
+/* Pivot (pr, pc): its row divided by it, its column eliminated from the other rows. */
+static void pivot_on(struct gauss *G, int pr, int pc)
+{
+    expr_ctx *c = G->c;
+    int n = G->n;
+    expr **a = G->a, **b = G->b;
+    G->row_used[pr] = 1;
+    G->col_used[pc] = 1;
+    G->col_of_row[pr] = pc;
+    expr *inv = expr_powi(c, a[pr * n + pc], -1);
+    for (int j = 0; j < n; j++) {
+        if (!expr_is_num(a[pr * n + j], 0.0))
+            a[pr * n + j] = simp(c, expr_mul(c, a[pr * n + j], inv));
+        if (!expr_is_num(b[pr * n + j], 0.0))
+            b[pr * n + j] = simp(c, expr_mul(c, b[pr * n + j], inv));
+    }
+    for (int i = 0; i < n; i++) {
+        expr *f = a[i * n + pc];
+        if (i != pr && !expr_is_num(f, 0.0))
+            row_update(c, n, a, b, i, pr, f);
+    }
+}
+
+/* The elimination of one block (G->brows, G->bcols): numeric pivots first, then the
+ * adjugate of a small rest, else the simplest expression pivot. Returns 0, -1
+ * (singular), -2 (budget). */
+static int invert_block(struct gauss *G, const struct reduce_budget *budget, reduce_result *r)
+{
+    int expr_pivots = 0;
+    for (int left = G->size; left > 0;) {
+        int pr, pc;
+        numeric_pivot(G, &pr, &pc);
+        if (pr < 0 && left > 1 && left <= REDUCE_MAX_ADJUGATE) {
+            int det_numeric = 0;
+            int ar = adjugate_rest(G, left, &det_numeric);
+            if (ar < 0)
+                return ar;
+            if (!det_numeric) {
+                expr_pivots++;
+                r->pivots_expr++;
+            }
+            break;
+        }
+        if (pr < 0) {
+            expr_pivot(G, &pr, &pc);
+            if (pr < 0)
+                return -1;
+            expr_pivots++;
+            r->pivots_expr++;
+            r->pivot_expr = G->a[pr * G->n + pc];
+        }
+        pivot_on(G, pr, pc);
+        left--;
+        if (over_budget(G->c, budget))
+            return -2;
+    }
+    if (expr_pivots > r->worst_block_pivots)
+        r->worst_block_pivots = expr_pivots;
+    return 0;
+}
+
 /* Gauss–Jordan block by block in the block-triangular order of Psi's pattern: within
  * a block, nonzero numeric pivots first, then (at most REDUCE_MAX_ADJUGATE rows left)
  * the adjugate of what remains, else the simplest expression pivot. A block's rows
@@ -289,110 +430,21 @@ static int invert(struct engine_model *m, const struct reduce_budget *budget, re
         goto done;
     }
     r->blocks = nblocks;
+    struct gauss G = {c, n, a, b, row_used, col_used, col_of_row, brows, bcols, 0};
     for (int blk = 0; blk < nblocks; blk++) {
-        int size = 0; /* the block's rows and their matched columns */
+        G.size = 0; /* the block's rows and their matched columns */
         for (int i = 0; i < n; i++)
             if (block[i] == blk) {
-                brows[size] = i;
-                bcols[size++] = matched[i];
+                brows[G.size] = i;
+                bcols[G.size++] = matched[i];
             }
-        if (size > r->largest_block)
-            r->largest_block = size;
-        int expr_pivots = 0;
-        for (int left = size; left > 0;) {
-            int pr = -1, pc = -1;
-            double big = 0.0;
-            for (int x = 0; x < size; x++) {
-                int i = brows[x];
-                if (row_used[i])
-                    continue;
-                for (int y = 0; y < size; y++) {
-                    int j = bcols[y];
-                    expr *e = a[i * n + j];
-                    if (col_used[j] || e->kind != EXPR_NUM || e->num == 0.0)
-                        continue;
-                    double v = e->num < 0 ? -e->num : e->num;
-                    if (v > big) {
-                        big = v;
-                        pr = i;
-                        pc = j;
-                    }
-                }
-            }
-            if (pr < 0 && left > 1 && left <= REDUCE_MAX_ADJUGATE) {
-                int rows[REDUCE_MAX_ADJUGATE], cols[REDUCE_MAX_ADJUGATE], t = 0, u = 0;
-                for (int x = 0; x < size; x++) {
-                    if (!row_used[brows[x]])
-                        rows[t++] = brows[x];
-                    if (!col_used[bcols[x]])
-                        cols[u++] = bcols[x];
-                }
-                int det_numeric = 0;
-                int ar = adjugate_step(c, n, a, b, left, rows, cols, &det_numeric);
-                if (ar < 0) {
-                    rc = ar;
-                    goto done;
-                }
-                if (!det_numeric) {
-                    expr_pivots++;
-                    r->pivots_expr++;
-                }
-                for (int x = 0; x < left; x++) {
-                    row_used[rows[x]] = 1;
-                    col_used[cols[x]] = 1;
-                    col_of_row[rows[x]] = cols[x];
-                }
-                left = 0;
-                break;
-            }
-            if (pr < 0) {
-                size_t best = (size_t)-1;
-                for (int x = 0; x < size; x++) {
-                    int i = brows[x];
-                    if (row_used[i])
-                        continue;
-                    for (int y = 0; y < size; y++) {
-                        int j = bcols[y];
-                        expr *e = a[i * n + j];
-                        if (col_used[j] || expr_is_num(e, 0.0) || expr_is_zero(c, e))
-                            continue;
-                        size_t w = weight(e);
-                        if (w < best) {
-                            best = w;
-                            pr = i;
-                            pc = j;
-                        }
-                    }
-                }
-                if (pr < 0)
-                    goto done;
-                expr_pivots++;
-                r->pivots_expr++;
-                r->pivot_expr = a[pr * n + pc];
-            }
-            row_used[pr] = 1;
-            col_used[pc] = 1;
-            col_of_row[pr] = pc;
-            left--;
-            expr *inv = expr_powi(c, a[pr * n + pc], -1);
-            for (int j = 0; j < n; j++) {
-                if (!expr_is_num(a[pr * n + j], 0.0))
-                    a[pr * n + j] = simp(c, expr_mul(c, a[pr * n + j], inv));
-                if (!expr_is_num(b[pr * n + j], 0.0))
-                    b[pr * n + j] = simp(c, expr_mul(c, b[pr * n + j], inv));
-            }
-            for (int i = 0; i < n; i++) {
-                expr *f = a[i * n + pc];
-                if (i != pr && !expr_is_num(f, 0.0))
-                    row_update(c, n, a, b, i, pr, f);
-            }
-            if (over_budget(c, budget)) {
-                rc = -2;
-                goto done;
-            }
+        if (G.size > r->largest_block)
+            r->largest_block = G.size;
+        int br = invert_block(&G, budget, r);
+        if (br < 0) {
+            rc = br;
+            goto done;
         }
-        if (expr_pivots > r->worst_block_pivots)
-            r->worst_block_pivots = expr_pivots;
     }
     /* B Psi = P (the pivots' permutation): Phi row col_of_row[i] = B row i. */
     for (int i = 0; i < n; i++)
@@ -413,31 +465,161 @@ done:
     return rc;
 }
 
+/* What reduce_derive builds the reduced equations from. */
+struct reduce_work {
+    struct engine_model *m;
+    expr_ctx *c;
+    reduce_result *r;
+    const struct reduce_budget *budget;
+    int n, k, ns;
+    expr **sub;   /* q'_i -> K_i */
+    expr **terms; /* [2n + 2] scratch */
+    expr **p;     /* [n] dT/dq' */
+    expr **a;     /* [n] Phi D(Psi q' + Psi_t) */
+    expr **h;     /* [n] g + M a */
+    expr **Mq;    /* [n*n] M on the kinematics */
+};
+
+/* The kinematics q' = K(q, u, t) = Phi_S u - Phi Psi_t, and T* = T(q, K, t). 1 when over
+ * the budget. */
+static int reduce_kinematics(struct reduce_work *W)
+{
+    struct engine_model *m = W->m;
+    expr_ctx *c = W->c;
+    reduce_result *r = W->r;
+    int n = W->n, k = W->k;
+    for (int i = 0; i < n; i++) {
+        int t = 0;
+        for (int s = 0; s < k; s++)
+            W->terms[t++] = expr_mul(c, r->phi[i * n + s], expr_sym(c, m->sym_u[s]));
+        for (int j = 0; j < n; j++)
+            W->terms[t++] = expr_neg(c, expr_mul(c, r->phi[i * n + j], m->psi_t[j]));
+        r->kin[i] = simp(c, expr_sum(c, W->terms, t));
+    }
+    for (int i = 0; i < n; i++)
+        W->sub[m->sym_qd[i]] = r->kin[i];
+    if (over_budget(c, W->budget))
+        return 1;
+    r->tstar = simp(c, expr_subst(c, m->T, W->sub, W->ns));
+    return 0;
+}
+
+/* M and a = Phi b, b = D(Psi q' + Psi_t), of the unreduced system on the kinematics.
+ * -1 when out of memory. */
+static int reduce_mass_and_a(struct reduce_work *W)
+{
+    struct engine_model *m = W->m;
+    expr_ctx *c = W->c;
+    int n = W->n, k = W->k, ns = W->ns;
+    for (int i = 0; i < n; i++)
+        W->p[i] = expr_diff(c, m->T, m->sym_qd[i]);
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l < n; l++)
+            W->Mq[i * n + l] = simp(c, expr_subst(c, expr_diff(c, W->p[i], m->sym_qd[l]), W->sub, ns));
+    expr **b = calloc(n, sizeof *b);
+    if (!b)
+        return -1;
+    for (int s = 0; s < k; s++)
+        b[s] = expr_subst(c, expr_dt(c, m->speed_f[s]), W->sub, ns);
+    for (int j = 0; j < m->nc; j++)
+        b[m->cons[j].row] = expr_subst(c, expr_dt(c, m->cons[j].f), W->sub, ns);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++)
+            W->terms[j] = expr_mul(c, W->r->phi[i * n + j], b[j]);
+        W->a[i] = simp(c, expr_sum(c, W->terms, n));
+    }
+    free(b);
+    return 0;
+}
+
+/* h = g + M a. 1 when over the budget. */
+static int reduce_h(struct reduce_work *W)
+{
+    struct engine_model *m = W->m;
+    expr_ctx *c = W->c;
+    int n = W->n;
+    for (int i = 0; i < n; i++) {
+        expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
+        g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
+        g = expr_sub(c, g, expr_dt(c, W->p[i]));
+        g = expr_subst(c, g, W->sub, W->ns);
+        for (int l = 0; l < n; l++)
+            W->terms[l] = expr_mul(c, W->Mq[i * n + l], W->a[l]);
+        W->terms[n] = g;
+        W->h[i] = simp(c, expr_sum(c, W->terms, n + 1));
+        if (over_budget(c, W->budget))
+            return 1;
+    }
+    return 0;
+}
+
+/* M* = Phi_S^T M Phi_S and the forcing Phi_S^T h: MP = M Phi_S first (n x k), then M* =
+ * Phi_S^T MP: O(n^2 k + n k^2) products instead of O(n^2 k^2), each over the nonzeros
+ * only. -1 when out of memory, 1 when over the budget. */
+static int reduce_reduced(struct reduce_work *W)
+{
+    expr_ctx *c = W->c;
+    reduce_result *r = W->r;
+    int n = W->n, k = W->k;
+    expr **terms = W->terms;
+    expr **MP = calloc((size_t)n * k + 1, sizeof *MP);
+    if (!MP)
+        return -1;
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < k; s++) {
+            int t = 0;
+            for (int l = 0; l < n; l++)
+                if (!expr_is_num(W->Mq[i * n + l], 0.0) && !expr_is_num(r->phi[l * n + s], 0.0))
+                    terms[t++] = expr_mul(c, W->Mq[i * n + l], r->phi[l * n + s]);
+            MP[i * k + s] = simp(c, expr_sum(c, terms, t));
+        }
+    for (int s = 0; s < k; s++) {
+        int t = 0;
+        for (int i = 0; i < n; i++)
+            if (!expr_is_num(r->phi[i * n + s], 0.0))
+                terms[t++] = expr_mul(c, r->phi[i * n + s], W->h[i]);
+        r->forcing[s] = simp(c, expr_sum(c, terms, t));
+        for (int s2 = 0; s2 <= s; s2++) {
+            t = 0;
+            for (int i = 0; i < n; i++)
+                if (!expr_is_num(r->phi[i * n + s], 0.0) && !expr_is_num(MP[i * k + s2], 0.0))
+                    terms[t++] = expr_mul(c, r->phi[i * n + s], MP[i * k + s2]);
+            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, terms, t));
+        }
+        if (over_budget(c, W->budget)) {
+            free(MP);
+            return 1;
+        }
+    }
+    free(MP);
+    return 0;
+}
+
 int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
 {
     memset(r, 0, sizeof *r);
     expr_ctx *c = m->ctx;
     int n = m->n, k = m->k;
     struct reduce_budget bud = {expr_ctx_nodes(c) + node_budget, seconds() + REDUCE_MAX_SECONDS};
-    const struct reduce_budget *budget = &bud;
     r->phi = calloc((size_t)n * n, sizeof *r->phi);
     r->kin = calloc(n, sizeof *r->kin);
     r->mass = calloc((size_t)k * k, sizeof *r->mass);
     r->forcing = calloc(k, sizeof *r->forcing);
     int ns = expr_sym_count(c);
-    expr **sub = calloc(ns + 1, sizeof *sub);
-    expr **terms = calloc((size_t)2 * n + 2, sizeof *terms);
-    expr **p = calloc(n, sizeof *p), **a = calloc(n, sizeof *a), **h = calloc(n, sizeof *h);
-    expr **Mq = calloc((size_t)n * n, sizeof *Mq);
+    struct reduce_work W = {.m = m, .c = c, .r = r, .budget = &bud, .n = n, .k = k, .ns = ns};
+    W.sub = calloc(ns + 1, sizeof *W.sub);
+    W.terms = calloc((size_t)2 * n + 2, sizeof *W.terms);
+    W.p = calloc(n, sizeof *W.p), W.a = calloc(n, sizeof *W.a), W.h = calloc(n, sizeof *W.h);
+    W.Mq = calloc((size_t)n * n, sizeof *W.Mq);
     int rc = -1;
-    if (!r->phi || !r->kin || !r->mass || !r->forcing || !sub || !terms || !p || !a || !h || !Mq)
+    if (!r->phi || !r->kin || !r->mass || !r->forcing || !W.sub || !W.terms || !W.p || !W.a || !W.h || !W.Mq)
         goto done;
     if (m->nlin != m->nc) {
         snprintf(r->why, sizeof r->why, "the model has constraints nonlinear in the velocities");
         rc = 0;
         goto done;
     }
-    int inv = invert(m, budget, r);
+    int inv = invert(m, &bud, r);
     if (inv < 0) {
         snprintf(r->why, sizeof r->why, "%s",
                  inv == -1 ? "Psi has no symbolic inverse (every candidate pivot vanishes identically)"
@@ -447,101 +629,26 @@ int reduce_derive(struct engine_model *m, size_t node_budget, reduce_result *r)
     }
     r->have_phi = 1;
     r->exact = r->worst_block_pivots <= 1;
-
-    /* kinematics */
-    for (int i = 0; i < n; i++) {
-        int t = 0;
-        for (int s = 0; s < k; s++)
-            terms[t++] = expr_mul(c, r->phi[i * n + s], expr_sym(c, m->sym_u[s]));
-        for (int j = 0; j < n; j++)
-            terms[t++] = expr_neg(c, expr_mul(c, r->phi[i * n + j], m->psi_t[j]));
-        r->kin[i] = simp(c, expr_sum(c, terms, t));
-    }
-    for (int i = 0; i < n; i++)
-        sub[m->sym_qd[i]] = r->kin[i];
-    if (over_budget(c, budget))
-        goto over;
-    r->tstar = simp(c, expr_subst(c, m->T, sub, ns));
-
-    /* M, g, b of the unreduced system, then on the kinematics */
-    for (int i = 0; i < n; i++)
-        p[i] = expr_diff(c, m->T, m->sym_qd[i]);
-    for (int i = 0; i < n; i++)
-        for (int l = 0; l < n; l++)
-            Mq[i * n + l] = simp(c, expr_subst(c, expr_diff(c, p[i], m->sym_qd[l]), sub, ns));
-    /* a = Phi b, with b = D(Psi q' + Psi_t) */
-    expr **b = calloc(n, sizeof *b);
-    if (!b)
+    int st = reduce_kinematics(&W);
+    if (st == 0)
+        st = reduce_mass_and_a(&W) < 0 ? -1 : reduce_h(&W);
+    if (st == 0)
+        st = reduce_reduced(&W);
+    if (st < 0)
         goto done;
-    for (int s = 0; s < k; s++)
-        b[s] = expr_subst(c, expr_dt(c, m->speed_f[s]), sub, ns);
-    for (int j = 0; j < m->nc; j++)
-        b[m->cons[j].row] = expr_subst(c, expr_dt(c, m->cons[j].f), sub, ns);
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < n; j++)
-            terms[j] = expr_mul(c, r->phi[i * n + j], b[j]);
-        a[i] = simp(c, expr_sum(c, terms, n));
+    if (st > 0) {
+        /* Some of kin, mass and forcing are missing: report none of them. */
+        r->exact = 0;
+        r->have_phi = 0;
+        snprintf(r->why, sizeof r->why, "the reduced equations exceed the expression node or time budget");
     }
-    free(b);
-    /* h = g + M a */
-    for (int i = 0; i < n; i++) {
-        expr *g = expr_sub(c, m->Q[i], expr_diff(c, m->V, m->sym_q[i]));
-        g = expr_add(c, g, expr_diff(c, m->T, m->sym_q[i]));
-        g = expr_sub(c, g, expr_dt(c, p[i]));
-        g = expr_subst(c, g, sub, ns);
-        for (int l = 0; l < n; l++)
-            terms[l] = expr_mul(c, Mq[i * n + l], a[l]);
-        terms[n] = g;
-        h[i] = simp(c, expr_sum(c, terms, n + 1));
-        if (over_budget(c, budget))
-            goto over;
-    }
-    /* MP = M Phi_S first (n x k), then M* = Phi_S^T MP: O(n^2 k + n k^2) products
-     * instead of O(n^2 k^2), each over the nonzeros only */
-    expr **MP = calloc((size_t)n * k + 1, sizeof *MP);
-    if (!MP)
-        goto done;
-    for (int i = 0; i < n; i++)
-        for (int s = 0; s < k; s++) {
-            int t = 0;
-            for (int l = 0; l < n; l++)
-                if (!expr_is_num(Mq[i * n + l], 0.0) && !expr_is_num(r->phi[l * n + s], 0.0))
-                    terms[t++] = expr_mul(c, Mq[i * n + l], r->phi[l * n + s]);
-            MP[i * k + s] = simp(c, expr_sum(c, terms, t));
-        }
-    for (int s = 0; s < k; s++) {
-        int t = 0;
-        for (int i = 0; i < n; i++)
-            if (!expr_is_num(r->phi[i * n + s], 0.0))
-                terms[t++] = expr_mul(c, r->phi[i * n + s], h[i]);
-        r->forcing[s] = simp(c, expr_sum(c, terms, t));
-        for (int s2 = 0; s2 <= s; s2++) {
-            t = 0;
-            for (int i = 0; i < n; i++)
-                if (!expr_is_num(r->phi[i * n + s], 0.0) && !expr_is_num(MP[i * k + s2], 0.0))
-                    terms[t++] = expr_mul(c, r->phi[i * n + s], MP[i * k + s2]);
-            r->mass[s * k + s2] = r->mass[s2 * k + s] = simp(c, expr_sum(c, terms, t));
-        }
-        if (over_budget(c, budget)) {
-            free(MP);
-            goto over;
-        }
-    }
-    free(MP);
-    rc = 0;
-    goto done;
-over:
-    /* Some of kin, mass and forcing are missing: report none of them. */
-    r->exact = 0;
-    r->have_phi = 0;
-    snprintf(r->why, sizeof r->why, "the reduced equations exceed the expression node or time budget");
     rc = 0;
 done:
-    free(sub);
-    free(terms);
-    free(p);
-    free(a);
-    free(h);
-    free(Mq);
+    free(W.sub);
+    free(W.terms);
+    free(W.p);
+    free(W.a);
+    free(W.h);
+    free(W.Mq);
     return rc;
 }

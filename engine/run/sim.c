@@ -234,6 +234,91 @@ static int events_names(const struct engine_model *m, sim_request *r)
     return 0;
 }
 
+/* Every member of event i is one we know. */
+static void check_event_keys(const json_t *it, int i, json_t **problem)
+{
+    static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)it, key, val)
+    {
+        int known = 0;
+        for (int j = 0; keys[j]; j++)
+            known |= strcmp(key, keys[j]) == 0;
+        if (!known) {
+            char kpath[128];
+            snprintf(kpath, sizeof kpath, "events[%d].%.80s", i, key);
+            bad(problem, kpath, "unknown member (expected name, expr, direction, action)");
+        }
+    }
+}
+
+/* Event i (it): its name, direction and action appended to r's events, its expression
+ * parsed into roots[i]. -1 when out of memory. */
+static int parse_event(const json_t *it, int i, sim_request *r, const engine_limits *lim, expr **roots,
+                       json_t **problem)
+{
+    static const char *const dirs[] = {"both", "rising", "falling", NULL};
+    static const int dir_code[] = {INTEG_EVENT_BOTH, INTEG_EVENT_RISING, INTEG_EVENT_FALLING};
+    static const char *const actions[] = {"record", "stop", NULL};
+    char path[64];
+    snprintf(path, sizeof path, "events[%d]", i);
+    if (!json_is_object(it)) {
+        bad(problem, path, "must be an object {\"name\", \"expr\", \"direction\", \"action\"}");
+        return 0;
+    }
+    check_event_keys(it, i, problem);
+    const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
+    char defname[32];
+    snprintf(defname, sizeof defname, "E%d", i + 1);
+    snprintf(path, sizeof path, "events[%d].name", i);
+    if (name && (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 80))
+        bad(problem, path, "must be a name of 1 to 80 characters");
+    const char *nm = json_is_string(name) ? json_string_value(name) : defname;
+    for (int j = 0; j < r->n_ev; j++)
+        if (strcmp(r->ev_names[j], nm) == 0)
+            bad(problem, path, "\"%s\" is the name of events[%d] too: names must differ", nm, j);
+    r->ev_names[r->n_ev] = strdup(nm);
+    if (!r->ev_names[r->n_ev])
+        return -1;
+    snprintf(path, sizeof path, "events[%d].direction", i);
+    int d = parse_word(json_object_get(it, "direction"), dirs, 0, path, problem);
+    r->ev_dir[r->n_ev] = d >= 0 ? dir_code[d] : 0;
+    snprintf(path, sizeof path, "events[%d].action", i);
+    r->ev_stop[r->n_ev] = parse_word(json_object_get(it, "action"), actions, 0, path, problem) == 1;
+    r->n_ev++;
+    snprintf(path, sizeof path, "events[%d].expr", i);
+    if (!json_is_string(ex)) {
+        bad(problem, path, "required: an expression whose zero crossings are the event");
+        return 0;
+    }
+    expr_parse_opts o = {1, 1, lim->max_expr_chars, path};
+    expr_error err;
+    roots[i] = expr_parse(r->ev_ctx, json_string_value(ex), &o, &err);
+    if (!roots[i]) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, path, err.column, err.message);
+    }
+    return 0;
+}
+
+/* The two internal events of each contact (lift-off and slip, falling) after the
+ * user's. -1 when out of memory. */
+static int contact_events(sim_request *r, const json_t *problem)
+{
+    for (int c = 0; c < r->n_con && !problem; c++)
+        for (int kind = 0; kind < 2; kind++) {
+            char name[CONTACT_NAME_MAX + 16];
+            snprintf(name, sizeof name, "%s.%s", r->con[c].name, kind ? "slip" : "lift_off");
+            r->ev_names[r->n_ev] = strdup(name);
+            if (!r->ev_names[r->n_ev])
+                return -1;
+            r->ev_dir[r->n_ev++] = INTEG_EVENT_FALLING;
+        }
+    return 0;
+}
+
 /* "events": [{"name", "expr", "direction", "action"}]: expressions in t, the
  * coordinates, their velocities q', the speeds (when the model reports them), the
  * multipliers and contact forces, parameters and definitions. After the user's events
@@ -242,10 +327,6 @@ static int events_names(const struct engine_model *m, sim_request *r)
 static int parse_events(const struct engine_model *m, const json_t *evs, sim_request *r,
                         const engine_limits *lim, json_t **problem)
 {
-    static const char *const dirs[] = {"both", "rising", "falling", NULL};
-    static const int dir_code[] = {INTEG_EVENT_BOTH, INTEG_EVENT_RISING, INTEG_EVENT_FALLING};
-    static const char *const actions[] = {"record", "stop", NULL};
-    static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
     if (evs && !json_is_array(evs)) {
         bad(problem, "events", "must be an array of {\"name\", \"expr\", \"direction\", \"action\"}");
         return -1;
@@ -277,62 +358,11 @@ static int parse_events(const struct engine_model *m, const json_t *evs, sim_req
     expr **roots = calloc(n + 1, sizeof *roots);
     if (!roots)
         return -1;
-    for (int i = 0; i < n; i++) {
-        const json_t *it = json_array_get(evs, i);
-        char path[64];
-        snprintf(path, sizeof path, "events[%d]", i);
-        if (!json_is_object(it)) {
-            bad(problem, path, "must be an object {\"name\", \"expr\", \"direction\", \"action\"}");
-            continue;
-        }
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)it, key, val)
-        {
-            int known = 0;
-            for (int j = 0; keys[j]; j++)
-                known |= strcmp(key, keys[j]) == 0;
-            if (!known) {
-                char kpath[128];
-                snprintf(kpath, sizeof kpath, "events[%d].%.80s", i, key);
-                bad(problem, kpath, "unknown member (expected name, expr, direction, action)");
-            }
-        }
-        const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
-        char defname[32];
-        snprintf(defname, sizeof defname, "E%d", i + 1);
-        snprintf(path, sizeof path, "events[%d].name", i);
-        if (name && (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 80))
-            bad(problem, path, "must be a name of 1 to 80 characters");
-        const char *nm = json_is_string(name) ? json_string_value(name) : defname;
-        for (int j = 0; j < r->n_ev; j++)
-            if (strcmp(r->ev_names[j], nm) == 0)
-                bad(problem, path, "\"%s\" is the name of events[%d] too: names must differ", nm, j);
-        r->ev_names[r->n_ev] = strdup(nm);
-        if (!r->ev_names[r->n_ev]) {
+    for (int i = 0; i < n; i++)
+        if (parse_event(json_array_get(evs, i), i, r, lim, roots, problem) < 0) {
             free(roots);
             return -1;
         }
-        snprintf(path, sizeof path, "events[%d].direction", i);
-        int d = parse_word(json_object_get(it, "direction"), dirs, 0, path, problem);
-        r->ev_dir[r->n_ev] = d >= 0 ? dir_code[d] : 0;
-        snprintf(path, sizeof path, "events[%d].action", i);
-        r->ev_stop[r->n_ev] = parse_word(json_object_get(it, "action"), actions, 0, path, problem) == 1;
-        r->n_ev++;
-        snprintf(path, sizeof path, "events[%d].expr", i);
-        if (!json_is_string(ex)) {
-            bad(problem, path, "required: an expression whose zero crossings are the event");
-            continue;
-        }
-        expr_parse_opts o = {1, 1, lim->max_expr_chars, path};
-        expr_error err;
-        roots[i] = expr_parse(r->ev_ctx, json_string_value(ex), &o, &err);
-        if (!roots[i]) {
-            if (!*problem)
-                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-            hamel_problem_add(*problem, path, err.column, err.message);
-        }
-    }
     if (!*problem && n > 0) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < m->nc && !r->ev_lam; j++)
@@ -345,15 +375,8 @@ static int parse_events(const struct engine_model *m, const json_t *evs, sim_req
     }
     free(roots);
     r->n_ev_user = r->n_ev;
-    for (int c = 0; c < r->n_con && !*problem; c++)
-        for (int kind = 0; kind < 2; kind++) {
-            char name[CONTACT_NAME_MAX + 16];
-            snprintf(name, sizeof name, "%s.%s", r->con[c].name, kind ? "slip" : "lift_off");
-            r->ev_names[r->n_ev] = strdup(name);
-            if (!r->ev_names[r->n_ev])
-                return -1;
-            r->ev_dir[r->n_ev++] = INTEG_EVENT_FALLING;
-        }
+    if (contact_events(r, *problem) < 0)
+        return -1;
     return *problem ? -1 : 0;
 }
 
@@ -605,198 +628,167 @@ done:
     return rc;
 }
 
-int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
-                      sim_request *r, json_t **problem)
+/* Every key of the request is one we know. */
+static void check_request_keys(const json_t *js, json_t **problem)
 {
-    memset(r, 0, sizeof *r);
-    *problem = NULL;
-    int n = m->n, k = m->k;
-    if (!json_is_object(js)) {
-        bad(problem, "", "the request must be a JSON object");
-        return HAMEL_E_BAD_REQUEST;
-    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)js, key, val)
     {
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)js, key, val)
-        {
-            int known = 0;
-            for (int i = 0; known_request_keys[i]; i++)
-                known |= strcmp(key, known_request_keys[i]) == 0;
-            if (!known)
-                bad(problem, key,
-                    "unknown field (expected one of model, model_id, parameters, "
-                    "initial, t_end, output, integrator, formulation, invariants, hamel, "
-                    "position_tolerance, projection, events)");
+        int known = 0;
+        for (int i = 0; known_request_keys[i]; i++)
+            known |= strcmp(key, known_request_keys[i]) == 0;
+        if (!known)
+            bad(problem, key,
+                "unknown field (expected one of model, model_id, parameters, "
+                "initial, t_end, output, integrator, formulation, invariants, hamel, "
+                "position_tolerance, projection, events)");
+    }
+}
+
+/* One value per name of names[count] from object obj (at initial.<part>) into out;
+ * speeds: the names are the model's speeds (else its coordinates); missing: the
+ * message for a name without a value. */
+static void parse_named(const struct engine_model *m, const json_t *obj, const char *part, int speeds,
+                        const char *missing, double *out, json_t **problem)
+{
+    char *const *names = speeds ? m->speeds : m->coords;
+    int count = speeds ? m->k : m->n;
+    for (int i = 0; i < count; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "initial.%s.%s", part, names[i]);
+        if (!json_object_get(obj, names[i]))
+            bad(problem, path, "%s", missing);
+        else
+            get_number(obj, names[i], &out[i], path, problem);
+    }
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        if ((speeds ? model_speed_index(m, key) : model_coord_index(m, key)) < 0) {
+            char path[96];
+            snprintf(path, sizeof path, "initial.%s.%.80s", part, key);
+            bad(problem, path, speeds ? "'%s' is not a speed of the model" : "'%s' is not a coordinate", key);
         }
     }
-    r->params = calloc(m->np + 1, sizeof *r->params);
-    r->q0 = calloc(n, sizeof *r->q0);
-    r->u0 = calloc(k + 1, sizeof *r->u0);
-    r->qd0 = calloc(n, sizeof *r->qd0);
-    if (!r->params || !r->q0 || !r->u0 || !r->qd0)
-        goto oom;
-    sim_parse_parameters(m, json_object_get(js, "parameters"), r->params, problem);
+}
 
-    /* initial state */
-    const json_t *init = json_object_get(js, "initial");
+/* initial: {"t", "q", "speeds" or "qdot"}. -1 when it is not an object. */
+static int parse_initial(const struct engine_model *m, const json_t *init, sim_request *r, int all_linear,
+                         json_t **problem)
+{
     if (!json_is_object(init)) {
         bad(problem, "initial", "required: {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": {...}}");
-        goto out;
+        return -1;
     }
     r->t0 = 0.0;
     get_number(init, "t", &r->t0, "initial.t", problem);
     const json_t *q = json_object_get(init, "q");
-    if (!json_is_object(q)) {
+    if (!json_is_object(q))
         bad(problem, "initial.q", "required: an object with a value for every coordinate");
-    } else {
-        for (int i = 0; i < n; i++) {
-            char path[96];
-            snprintf(path, sizeof path, "initial.q.%s", m->coords[i]);
-            if (!json_object_get(q, m->coords[i]))
-                bad(problem, path, "missing: every coordinate needs an initial value");
-            else
-                get_number(q, m->coords[i], &r->q0[i], path, problem);
-        }
-        const char *key;
-        const json_t *val;
-        json_object_foreach((json_t *)q, key, val)
-        {
-            if (model_coord_index(m, key) < 0) {
-                char path[96];
-                snprintf(path, sizeof path, "initial.q.%.80s", key);
-                bad(problem, path, "'%s' is not a coordinate", key);
-            }
-        }
-    }
+    else
+        parse_named(m, q, "q", 0, "missing: every coordinate needs an initial value", r->q0, problem);
     const json_t *sp = json_object_get(init, "speeds"), *qd = json_object_get(init, "qdot");
-    int all_linear = m->nlin == m->nc || m->nl_reduced; /* speeds and the hamel formulation */
     if (sp && qd) {
         bad(problem, "initial", "give speeds or qdot, not both");
     } else if (sp) {
-        if (!all_linear) {
+        if (!all_linear)
             bad(problem, "initial.speeds", "this model has nonlinear constraints: give initial.qdot");
-        } else if (!json_is_object(sp)) {
+        else if (!json_is_object(sp))
             bad(problem, "initial.speeds", "must be an object with a value for every speed");
-        } else {
-            for (int s = 0; s < k; s++) {
-                char path[96];
-                snprintf(path, sizeof path, "initial.speeds.%s", m->speeds[s]);
-                if (!json_object_get(sp, m->speeds[s]))
-                    bad(problem, path, "missing: every independent speed needs an initial value");
-                else
-                    get_number(sp, m->speeds[s], &r->u0[s], path, problem);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)sp, key, val)
-            {
-                if (model_speed_index(m, key) < 0) {
-                    char path[96];
-                    snprintf(path, sizeof path, "initial.speeds.%.80s", key);
-                    bad(problem, path, "'%s' is not a speed of the model", key);
-                }
-            }
-        }
+        else
+            parse_named(m, sp, "speeds", 1, "missing: every independent speed needs an initial value", r->u0,
+                        problem);
     } else if (qd) {
         if (!json_is_object(qd)) {
             bad(problem, "initial.qdot", "must be an object with a value for every coordinate");
         } else {
-            for (int i = 0; i < n; i++) {
-                char path[96];
-                snprintf(path, sizeof path, "initial.qdot.%s", m->coords[i]);
-                if (!json_object_get(qd, m->coords[i]))
-                    bad(problem, path, "missing: every coordinate needs an initial velocity");
-                else
-                    get_number(qd, m->coords[i], &r->qd0[i], path, problem);
-            }
-            const char *key;
-            const json_t *val;
-            json_object_foreach((json_t *)qd, key, val)
-            {
-                if (model_coord_index(m, key) < 0) {
-                    char path[96];
-                    snprintf(path, sizeof path, "initial.qdot.%.80s", key);
-                    bad(problem, path, "'%s' is not a coordinate", key);
-                }
-            }
+            parse_named(m, qd, "qdot", 0, "missing: every coordinate needs an initial velocity", r->qd0,
+                        problem);
             r->have_qd0 = 1;
         }
     } else {
         bad(problem, "initial", all_linear ? "give initial.speeds (or initial.qdot)" : "give initial.qdot");
     }
+    return 0;
+}
 
-    /* time span and output */
-    int have_t_end = get_number(js, "t_end", &r->t_end, "t_end", problem) == 1;
-    if (have_t_end && !(r->t_end > r->t0))
-        bad(problem, "t_end", "must be after initial.t (%g)", r->t0);
-    if (!*problem && parse_output(json_object_get(js, "output"), r, lim, problem, have_t_end) < 0 &&
-        !*problem)
-        goto oom;
-
-    /* integrator */
+/* integrator: {"method", "rtol", "atol", "h0", "max_steps"} over the defaults. */
+static void parse_integrator(const json_t *integ, sim_request *r, const engine_limits *lim, json_t **problem)
+{
     snprintf(r->method, sizeof r->method, "%s", INTEG_DEFAULT_METHOD);
     r->rtol = INTEG_DEFAULT_RTOL;
     r->atol = INTEG_DEFAULT_ATOL;
     r->max_steps = SIM_DEFAULT_MAX_STEPS;
-    const json_t *integ = json_object_get(js, "integrator");
     if (integ && !json_is_object(integ))
         bad(problem, "integrator", "must be an object");
-    if (integ && json_is_object(integ)) {
-        const json_t *meth = json_object_get(integ, "method");
-        if (meth && (!json_is_string(meth) || !integ_method_known(json_string_value(meth))))
-            bad(problem, "integrator.method",
-                "unknown method; one of rk8pd, rkf45, rkck, rk4, rk2, rk1imp, rk2imp, rk4imp, bsimp, "
-                "msadams, msbdf");
-        else if (meth)
-            snprintf(r->method, sizeof r->method, "%s", json_string_value(meth));
-        if (get_number(integ, "rtol", &r->rtol, "integrator.rtol", problem) == 1 &&
-            !(r->rtol >= 0 && r->rtol < 1))
-            bad(problem, "integrator.rtol", "must be in [0, 1)");
-        if (get_number(integ, "atol", &r->atol, "integrator.atol", problem) == 1 && !(r->atol >= 0))
-            bad(problem, "integrator.atol", "must be >= 0");
-        if (r->rtol == 0 && r->atol == 0)
-            bad(problem, "integrator", "rtol and atol cannot both be 0");
-        get_number(integ, "h0", &r->h0, "integrator.h0", problem);
-        const json_t *ms = json_object_get(integ, "max_steps");
-        long steps = 0;
-        if (ms && (!whole_number(ms, &steps) || steps < 1))
-            bad(problem, "integrator.max_steps", "must be a positive integer");
-        else if (ms)
-            r->max_steps = steps;
-        if (r->max_steps > lim->max_steps)
-            r->max_steps = lim->max_steps;
-    }
+    if (!integ || !json_is_object(integ))
+        return;
+    const json_t *meth = json_object_get(integ, "method");
+    if (meth && (!json_is_string(meth) || !integ_method_known(json_string_value(meth))))
+        bad(problem, "integrator.method",
+            "unknown method; one of rk8pd, rkf45, rkck, rk4, rk2, rk1imp, rk2imp, rk4imp, bsimp, "
+            "msadams, msbdf");
+    else if (meth)
+        snprintf(r->method, sizeof r->method, "%s", json_string_value(meth));
+    if (get_number(integ, "rtol", &r->rtol, "integrator.rtol", problem) == 1 &&
+        !(r->rtol >= 0 && r->rtol < 1))
+        bad(problem, "integrator.rtol", "must be in [0, 1)");
+    if (get_number(integ, "atol", &r->atol, "integrator.atol", problem) == 1 && !(r->atol >= 0))
+        bad(problem, "integrator.atol", "must be >= 0");
+    if (r->rtol == 0 && r->atol == 0)
+        bad(problem, "integrator", "rtol and atol cannot both be 0");
+    get_number(integ, "h0", &r->h0, "integrator.h0", problem);
+    const json_t *ms = json_object_get(integ, "max_steps");
+    long steps = 0;
+    if (ms && (!whole_number(ms, &steps) || steps < 1))
+        bad(problem, "integrator.max_steps", "must be a positive integer");
+    else if (ms)
+        r->max_steps = steps;
+    if (r->max_steps > lim->max_steps)
+        r->max_steps = lim->max_steps;
+}
 
-    const json_t *form = json_object_get(js, "formulation");
+/* formulation: "hamel" (the default when every constraint is linear) or "multipliers". */
+static void parse_formulation(const struct engine_model *m, const json_t *form, sim_request *r,
+                              int all_linear, json_t **problem)
+{
     r->formulation = all_linear ? SIM_HAMEL : SIM_MULTIPLIERS;
     if (form && !json_is_string(form)) {
         bad(problem, "formulation", "must be \"hamel\" or \"multipliers\"");
-    } else if (form) {
-        const char *f = json_string_value(form);
-        if (strcmp(f, "hamel") == 0) {
-            if (!all_linear) {
-                if (!*problem)
-                    *problem = hamel_problem_new(HAMEL_E_FORMULATION, NULL);
-                for (int j = 0; j < m->nc; j++)
-                    if (!m->cons[j].linear) {
-                        char path[96];
-                        snprintf(path, sizeof path, "model.constraints[%d]", j);
-                        hamel_problem_add(*problem, path, -1,
-                                          "this constraint is nonlinear in the velocities (Chetaev "
-                                          "type); the Boltzmann–Hamel formulation needs linear ones, or "
-                                          "n - m speeds in the model (m counting every constraint: the "
-                                          "reduced form): use \"formulation\": \"multipliers\"");
-                    }
-            }
-            r->formulation = SIM_HAMEL;
-        } else if (strcmp(f, "multipliers") == 0) {
-            r->formulation = SIM_MULTIPLIERS;
-        } else {
-            bad(problem, "formulation", "must be \"hamel\" or \"multipliers\", not \"%s\"", f);
-        }
+        return;
     }
-    const json_t *hm = json_object_get(js, "hamel");
+    if (!form)
+        return;
+    const char *f = json_string_value(form);
+    if (strcmp(f, "hamel") == 0) {
+        if (!all_linear) {
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_FORMULATION, NULL);
+            for (int j = 0; j < m->nc; j++)
+                if (!m->cons[j].linear) {
+                    char path[96];
+                    snprintf(path, sizeof path, "model.constraints[%d]", j);
+                    hamel_problem_add(*problem, path, -1,
+                                      "this constraint is nonlinear in the velocities (Chetaev "
+                                      "type); the Boltzmann–Hamel formulation needs linear ones, or "
+                                      "n - m speeds in the model (m counting every constraint: the "
+                                      "reduced form): use \"formulation\": \"multipliers\"");
+                }
+        }
+        r->formulation = SIM_HAMEL;
+    } else if (strcmp(f, "multipliers") == 0) {
+        r->formulation = SIM_MULTIPLIERS;
+    } else {
+        bad(problem, "formulation", "must be \"hamel\" or \"multipliers\", not \"%s\"", f);
+    }
+}
+
+/* hamel: "none", "initial" (the default) or "samples", within the work one request may do. */
+static void parse_hamel_mode(const struct engine_model *m, const json_t *hm, sim_request *r, json_t **problem)
+{
+    int n = m->n;
     r->hamel_mode = SIM_HAMEL_INITIAL;
     if (hm) {
         const char *h = json_is_string(hm) ? json_string_value(hm) : "";
@@ -817,59 +809,91 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
             "\"samples\" asks for %d sets of %d^3 Hamel coefficients, more than one request may "
             "compute; use fewer samples or POST /v1/hamel",
             r->n_times, n);
-    if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
-        goto oom;
-    if (!*problem && parse_events(m, json_object_get(js, "events"), r, lim, problem) < 0 && !*problem)
-        goto oom;
-    if (!*problem && lim->max_output_values > 0) {
-        /* Every sample carries t, q, qdot, the speeds (linear constraints), the
-         * multipliers (that formulation), the energy, the worst constraint residual and
-         * each invariant: the result's size is samples x series numbers. */
-        long series = 1 + 2L * n + (all_linear ? k : 0) + (r->formulation == SIM_MULTIPLIERS ? m->nc : 0) +
-                      2 + r->n_inv + 2L * r->n_con;
-        double values = (double)r->n_times * (double)series;
-        if (values > (double)lim->max_output_values) {
-            char msg[256];
-            snprintf(msg, sizeof msg,
-                     "%d samples x %ld series = %.0f output values; at most %zu values per simulation "
-                     "(ask for fewer samples)",
-                     r->n_times, series, values, lim->max_output_values);
-            *problem = hamel_problem_new(HAMEL_E_LIMIT, msg);
-            hamel_problem_add(*problem, "output", -1, msg);
-        }
-    }
-    if (*problem)
-        goto out;
+}
 
-    /* Position-level constraints: the dependent coordinates of the initial q by
-     * Newton's method from the values given (a guess), the others held. */
+/* The result's size within lim->max_output_values. */
+static void check_output_size(const struct engine_model *m, const sim_request *r, const engine_limits *lim,
+                              int all_linear, json_t **problem)
+{
+    if (*problem || lim->max_output_values == 0)
+        return;
+    /* Every sample carries t, q, qdot, the speeds (linear constraints), the
+     * multipliers (that formulation), the energy, the worst constraint residual and
+     * each invariant: the result's size is samples x series numbers. */
+    long series = 1 + 2L * m->n + (all_linear ? m->k : 0) + (r->formulation == SIM_MULTIPLIERS ? m->nc : 0) +
+                  2 + r->n_inv + 2L * r->n_con;
+    double values = (double)r->n_times * (double)series;
+    if (values > (double)lim->max_output_values) {
+        char msg[256];
+        snprintf(msg, sizeof msg,
+                 "%d samples x %ld series = %.0f output values; at most %zu values per simulation "
+                 "(ask for fewer samples)",
+                 r->n_times, series, values, lim->max_output_values);
+        *problem = hamel_problem_new(HAMEL_E_LIMIT, msg);
+        hamel_problem_add(*problem, "output", -1, msg);
+    }
+}
+
+/* position_tolerance and projection over their defaults. */
+static void parse_position_options(const json_t *js, sim_request *r, json_t **problem)
+{
     r->pos_tol = SIM_DEFAULT_POS_TOL;
     r->pos_project = 1;
-    {
-        const json_t *pt = json_object_get(js, "position_tolerance"), *pp = json_object_get(js, "projection");
-        if (pt && (!json_is_number(pt) || !(json_number_value(pt) > 0) || !isfinite(json_number_value(pt))))
-            bad(problem, "position_tolerance", "must be a positive number (max |f(q, t)| before projection)");
-        else if (pt)
-            r->pos_tol = json_number_value(pt);
-        if (pp && !json_is_boolean(pp))
-            bad(problem, "projection", "must be true or false");
-        else if (pp)
-            r->pos_project = json_is_true(pp);
-        if (*problem)
-            goto out;
-    }
-    if (m->npos > 0 && initial_position(m, r, problem) != 0)
-        goto out;
+    const json_t *pt = json_object_get(js, "position_tolerance"), *pp = json_object_get(js, "projection");
+    if (pt && (!json_is_number(pt) || !(json_number_value(pt) > 0) || !isfinite(json_number_value(pt))))
+        bad(problem, "position_tolerance", "must be a positive number (max |f(q, t)| before projection)");
+    else if (pt)
+        r->pos_tol = json_number_value(pt);
+    if (pp && !json_is_boolean(pp))
+        bad(problem, "projection", "must be true or false");
+    else if (pp)
+        r->pos_project = json_is_true(pp);
+}
 
-    /* The initial state must be consistent: q' from the speeds, or the speeds from q'
-     * after checking the constraints. */
+/* Given q': the constraints hold (within 1e-8 of its scale) and, with linear
+ * constraints, the speeds from it (Psi must be regular). */
+static void check_initial_qdot(const struct engine_model *m, hamel_ws *w, sim_request *r, const double *vals,
+                               int all_linear, json_t **problem)
+{
+    int n = m->n;
+    double scale = 1.0;
+    for (int i = 0; i < n; i++)
+        if (fabs(r->qd0[i]) > scale)
+            scale = fabs(r->qd0[i]);
+    for (int j = 0; j < m->nc; j++)
+        if (!(fabs(vals[1 + j]) <= 1e-8 * scale)) {
+            char path[96], msg[256];
+            if (!*problem)
+                *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, NULL);
+            snprintf(path, sizeof path, "initial.qdot");
+            snprintf(msg, sizeof msg, "violates constraint %s by %.3g (tolerance %.1g)", m->cons[j].name,
+                     vals[1 + j], 1e-8 * scale);
+            hamel_problem_add(*problem, path, -1, msg);
+        }
+    if (!*problem && all_linear) {
+        hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
+        hamel_ws_set_guess(w, r->qd0);
+        double *check = calloc(n, sizeof *check);
+        if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
+            *problem = hamel_problem_new(
+                HAMEL_E_BAD_INITIAL, "Psi (speeds and constraints) is singular at the initial configuration");
+            hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here");
+        }
+        free(check);
+    }
+}
+
+/* The initial state must be consistent: q' from the speeds, or the speeds from q' after
+ * checking the constraints. -1 when out of memory. */
+static int initial_velocities(const struct engine_model *m, sim_request *r, int all_linear, json_t **problem)
+{
     hamel_ws *w = hamel_ws_new(m, r->params);
     if (!w)
-        goto oom;
+        return -1;
     double *vals = calloc(1 + m->nc, sizeof *vals);
     if (!vals) {
         hamel_ws_free(w);
-        goto oom;
+        return -1;
     }
     if (!r->have_qd0) {
         if (m->nl_reduced) {
@@ -884,35 +908,63 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
         r->have_qd0 = 1;
     } else {
         hamel_observe(w, r->t0, r->q0, r->qd0, vals);
-        double scale = 1.0;
-        for (int i = 0; i < n; i++)
-            if (fabs(r->qd0[i]) > scale)
-                scale = fabs(r->qd0[i]);
-        for (int j = 0; j < m->nc; j++)
-            if (!(fabs(vals[1 + j]) <= 1e-8 * scale)) {
-                char path[96], msg[256];
-                if (!*problem)
-                    *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, NULL);
-                snprintf(path, sizeof path, "initial.qdot");
-                snprintf(msg, sizeof msg, "violates constraint %s by %.3g (tolerance %.1g)", m->cons[j].name,
-                         vals[1 + j], 1e-8 * scale);
-                hamel_problem_add(*problem, path, -1, msg);
-            }
-        if (!*problem && all_linear) {
-            hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
-            hamel_ws_set_guess(w, r->qd0);
-            double *check = calloc(n, sizeof *check);
-            if (check && hamel_qdot(w, r->t0, r->q0, r->u0, check) < 0) {
-                *problem = hamel_problem_new(
-                    HAMEL_E_BAD_INITIAL,
-                    "Psi (speeds and constraints) is singular at the initial configuration");
-                hamel_problem_add(*problem, "initial.q", -1, "Psi is singular here");
-            }
-            free(check);
-        }
+        check_initial_qdot(m, w, r, vals, all_linear, problem);
     }
     free(vals);
     hamel_ws_free(w);
+    return 0;
+}
+
+int sim_request_parse(const struct engine_model *m, const json_t *js, const engine_limits *lim,
+                      sim_request *r, json_t **problem)
+{
+    memset(r, 0, sizeof *r);
+    *problem = NULL;
+    int n = m->n, k = m->k;
+    if (!json_is_object(js)) {
+        bad(problem, "", "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    check_request_keys(js, problem);
+    r->params = calloc(m->np + 1, sizeof *r->params);
+    r->q0 = calloc(n, sizeof *r->q0);
+    r->u0 = calloc(k + 1, sizeof *r->u0);
+    r->qd0 = calloc(n, sizeof *r->qd0);
+    if (!r->params || !r->q0 || !r->u0 || !r->qd0)
+        goto oom;
+    sim_parse_parameters(m, json_object_get(js, "parameters"), r->params, problem);
+    int all_linear = m->nlin == m->nc || m->nl_reduced; /* speeds and the hamel formulation */
+    if (parse_initial(m, json_object_get(js, "initial"), r, all_linear, problem) < 0)
+        goto out;
+
+    /* time span and output */
+    int have_t_end = get_number(js, "t_end", &r->t_end, "t_end", problem) == 1;
+    if (have_t_end && !(r->t_end > r->t0))
+        bad(problem, "t_end", "must be after initial.t (%g)", r->t0);
+    if (!*problem && parse_output(json_object_get(js, "output"), r, lim, problem, have_t_end) < 0 &&
+        !*problem)
+        goto oom;
+
+    parse_integrator(json_object_get(js, "integrator"), r, lim, problem);
+    parse_formulation(m, json_object_get(js, "formulation"), r, all_linear, problem);
+    parse_hamel_mode(m, json_object_get(js, "hamel"), r, problem);
+    if (!*problem && parse_invariants(m, json_object_get(js, "invariants"), r, lim, problem) < 0 && !*problem)
+        goto oom;
+    if (!*problem && parse_events(m, json_object_get(js, "events"), r, lim, problem) < 0 && !*problem)
+        goto oom;
+    check_output_size(m, r, lim, all_linear, problem);
+    if (*problem)
+        goto out;
+
+    /* Position-level constraints: the dependent coordinates of the initial q by
+     * Newton's method from the values given (a guess), the others held. */
+    parse_position_options(js, r, problem);
+    if (*problem)
+        goto out;
+    if (m->npos > 0 && initial_position(m, r, problem) != 0)
+        goto out;
+    if (initial_velocities(m, r, all_linear, problem) < 0)
+        goto oom;
 out:
     if (*problem) {
         sim_request_free(r);
@@ -1540,92 +1592,100 @@ static json_t *run_provenance(const sim_request *req, const char *tier)
                      "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
 }
 
-int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
-            engine_control *ctl, json_t **result, json_t **problem)
+/* The buffers of the run's samples and checks; -1 when one is missing. */
+static int run_alloc(struct run *R)
 {
-    *result = NULL;
-    *problem = NULL;
-    if (!lim)
-        lim = &engine_default_limits;
-    struct run R = {0};
-    R.m = m;
-    R.req = req;
-    R.n = m->n;
-    R.k = m->k;
-    R.nc = m->nc;
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
     int n = m->n, nt = req->n_times;
-    R.w = hamel_ws_new(m, req->params);
-    R.t = calloc(nt, sizeof *R.t);
-    R.q = calloc((size_t)nt * n, sizeof *R.q);
-    R.u = calloc((size_t)nt * (R.k + 1), sizeof *R.u);
-    R.qd = calloc((size_t)nt * n, sizeof *R.qd);
-    R.energy = calloc(nt, sizeof *R.energy);
-    R.res = calloc((size_t)nt * (R.nc + 1), sizeof *R.res);
-    R.lam = calloc((size_t)nt * (R.nc + 1), sizeof *R.lam);
-    R.inv = calloc((size_t)nt * (req->n_inv + 1), sizeof *R.inv);
-    R.inv_in = calloc(m->n_in, sizeof *R.inv_in);
-    R.inv_work = calloc(req->inv_tape ? req->inv_tape->n_ins : 1, sizeof *R.inv_work);
-    R.obs = calloc(1 + m->nc, sizeof *R.obs);
-    R.gamma = calloc((size_t)n * n * n, sizeof *R.gamma);
-    R.gamma_t = calloc((size_t)n * n, sizeof *R.gamma_t);
-    R.hamel_points = json_array();
-    R.have_qd = calloc(nt, 1);
-    double *y0 = calloc(2 * n + 1, sizeof *y0);
-    int rc;
-    if (req->n_ev > 0) {
-        R.ev_in = calloc(m->n_in + m->nc, sizeof *R.ev_in);
-        R.ev_work = calloc(req->ev_tape ? req->ev_tape->n_ins : 1, sizeof *R.ev_work);
-        R.ev_speeds = calloc(m->k + 1, sizeof *R.ev_speeds);
-        R.ev_y2 = calloc(2 * n, sizeof *R.ev_y2);
-        R.con_n = calloc((size_t)nt * req->n_con + 1, sizeof *R.con_n);
-        R.con_t = calloc((size_t)nt * req->n_con + 1, sizeof *R.con_t);
-        R.con_lift = malloc((req->n_con + 1) * sizeof *R.con_lift);
-        R.con_slip = malloc((req->n_con + 1) * sizeof *R.con_slip);
-        if ((req->ev_lam || req->n_con) && req->formulation == SIM_HAMEL)
-            R.mw = mult_ws_new(m, req->params); /* the multipliers of the Hamel states */
-        if (!R.ev_in || !R.ev_work || !R.ev_speeds || !R.ev_y2 || !R.con_n || !R.con_t || !R.con_lift ||
-            !R.con_slip || ((req->ev_lam || req->n_con) && req->formulation == SIM_HAMEL && !R.mw)) {
-            rc = HAMEL_E_INTERNAL;
-            *problem = hamel_problem_new(rc, "out of memory");
-            goto done;
-        }
-        for (int c = 0; c < req->n_con; c++)
-            R.con_lift[c] = R.con_slip[c] = NAN;
-    }
-    if (m->npos > 0) {
-        R.hw = holo_ws_new(m, req->params);
-        R.pres = calloc((size_t)nt * m->npos, sizeof *R.pres);
-        R.yproj = calloc(2 * n, sizeof *R.yproj);
-        R.qtmp = calloc(n, sizeof *R.qtmp);
-        if (!R.hw || !R.pres || !R.yproj || !R.qtmp || !req->pos_dep) {
-            rc = HAMEL_E_INTERNAL;
-            *problem = hamel_problem_new(rc, "out of memory");
-            goto done;
-        }
-    }
-    if (!R.w || !R.t || !R.q || !R.u || !R.qd || !R.energy || !R.res || !R.lam || !R.inv || !R.inv_in ||
-        !R.inv_work || !R.obs || !R.gamma || !R.gamma_t || !R.hamel_points || !R.have_qd || !y0) {
-        rc = HAMEL_E_INTERNAL;
-        *problem = hamel_problem_new(rc, "out of memory");
-        goto done;
-    }
-    integ_system sys;
-    hamel_ws_set_guess(R.w, req->qd0);
+    R->w = hamel_ws_new(m, req->params);
+    R->t = calloc(nt, sizeof *R->t);
+    R->q = calloc((size_t)nt * n, sizeof *R->q);
+    R->u = calloc((size_t)nt * (R->k + 1), sizeof *R->u);
+    R->qd = calloc((size_t)nt * n, sizeof *R->qd);
+    R->energy = calloc(nt, sizeof *R->energy);
+    R->res = calloc((size_t)nt * (R->nc + 1), sizeof *R->res);
+    R->lam = calloc((size_t)nt * (R->nc + 1), sizeof *R->lam);
+    R->inv = calloc((size_t)nt * (req->n_inv + 1), sizeof *R->inv);
+    R->inv_in = calloc(m->n_in, sizeof *R->inv_in);
+    R->inv_work = calloc(req->inv_tape ? req->inv_tape->n_ins : 1, sizeof *R->inv_work);
+    R->obs = calloc(1 + m->nc, sizeof *R->obs);
+    R->gamma = calloc((size_t)n * n * n, sizeof *R->gamma);
+    R->gamma_t = calloc((size_t)n * n, sizeof *R->gamma_t);
+    R->hamel_points = json_array();
+    R->have_qd = calloc(nt, 1);
+    return !R->w || !R->t || !R->q || !R->u || !R->qd || !R->energy || !R->res || !R->lam || !R->inv ||
+                   !R->inv_in || !R->inv_work || !R->obs || !R->gamma || !R->gamma_t || !R->hamel_points ||
+                   !R->have_qd
+               ? -1
+               : 0;
+}
+
+/* The buffers of the events and contacts (and the multipliers of the Hamel states when
+ * an event or a contact reads them); -1 when one is missing. */
+static int run_alloc_events(struct run *R)
+{
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
+    int n = m->n, nt = req->n_times;
+    R->ev_in = calloc(m->n_in + m->nc, sizeof *R->ev_in);
+    R->ev_work = calloc(req->ev_tape ? req->ev_tape->n_ins : 1, sizeof *R->ev_work);
+    R->ev_speeds = calloc(m->k + 1, sizeof *R->ev_speeds);
+    R->ev_y2 = calloc(2 * n, sizeof *R->ev_y2);
+    R->con_n = calloc((size_t)nt * req->n_con + 1, sizeof *R->con_n);
+    R->con_t = calloc((size_t)nt * req->n_con + 1, sizeof *R->con_t);
+    R->con_lift = malloc((req->n_con + 1) * sizeof *R->con_lift);
+    R->con_slip = malloc((req->n_con + 1) * sizeof *R->con_slip);
+    int need_mw = (req->ev_lam || req->n_con) && req->formulation == SIM_HAMEL;
+    if (need_mw)
+        R->mw = mult_ws_new(m, req->params); /* the multipliers of the Hamel states */
+    if (!R->ev_in || !R->ev_work || !R->ev_speeds || !R->ev_y2 || !R->con_n || !R->con_t || !R->con_lift ||
+        !R->con_slip || (need_mw && !R->mw))
+        return -1;
+    for (int c = 0; c < req->n_con; c++)
+        R->con_lift[c] = R->con_slip[c] = NAN;
+    return 0;
+}
+
+/* The buffers of the projection on the position-level constraints; -1 when one is missing. */
+static int run_alloc_position(struct run *R)
+{
+    const struct engine_model *m = R->m;
+    int n = m->n;
+    R->hw = holo_ws_new(m, R->req->params);
+    R->pres = calloc((size_t)R->req->n_times * m->npos, sizeof *R->pres);
+    R->yproj = calloc(2 * n, sizeof *R->yproj);
+    R->qtmp = calloc(n, sizeof *R->qtmp);
+    return !R->hw || !R->pres || !R->yproj || !R->qtmp || !R->req->pos_dep ? -1 : 0;
+}
+
+/* The system integrated and its initial state y0: (q, u) with the Hamel formulation,
+ * (q, q') projected with the multipliers. -1 when out of memory. */
+static int run_system(struct run *R, double *y0, integ_system *sys)
+{
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
+    int n = m->n;
+    hamel_ws_set_guess(R->w, req->qd0);
     memcpy(y0, req->q0, n * sizeof *y0);
     if (req->formulation == SIM_HAMEL) {
-        memcpy(y0 + n, req->u0, R.k * sizeof *y0);
-        sys = (integ_system){(size_t)(n + R.k), hamel_rhs, R.w};
-    } else {
-        R.mw = mult_ws_new(m, req->params);
-        if (!R.mw) {
-            rc = HAMEL_E_INTERNAL;
-            *problem = hamel_problem_new(rc, "out of memory");
-            goto done;
-        }
-        memcpy(y0 + n, req->qd0, n * sizeof *y0);
-        mult_project(R.mw, req->t0, y0);
-        sys = (integ_system){(size_t)(2 * n), mult_rhs, R.mw};
+        memcpy(y0 + n, req->u0, R->k * sizeof *y0);
+        *sys = (integ_system){(size_t)(n + R->k), hamel_rhs, R->w};
+        return 0;
     }
+    R->mw = mult_ws_new(m, req->params);
+    if (!R->mw)
+        return -1;
+    memcpy(y0 + n, req->qd0, n * sizeof *y0);
+    mult_project(R->mw, req->t0, y0);
+    *sys = (integ_system){(size_t)(2 * n), mult_rhs, R->mw};
+    return 0;
+}
+
+/* The integrator's options: the request's, within the limits and the control's. */
+static integ_options run_options(struct run *R, const engine_limits *lim, engine_control *ctl)
+{
+    const sim_request *req = R->req;
     integ_options opt = integ_default_options;
     opt.method = req->method;
     opt.rtol = req->rtol;
@@ -1646,26 +1706,38 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
         opt.event_dir = req->ev_dir;
         opt.event = sim_events;
         opt.event_hit = sim_event_hit;
-        opt.event_ctx = &R;
+        opt.event_ctx = R;
     }
-    char reason[INTEG_REASON_MAX] = "";
-    integ_stats st;
-    memset(&st, 0, sizeof st);
-    if (req->formulation == SIM_HAMEL && !m->psi_det_const) {
-        R.wt = watch_new(m, R.w);
-        if (!R.wt) {
-            rc = HAMEL_E_INTERNAL;
-            *problem = hamel_problem_new(rc, "out of memory");
-            goto done;
-        }
-        opt.step_check = watch_step;
-        opt.step_ctx = R.wt;
-    }
-    rc = watch_integrate(R.wt, m, &sys, &opt, req->t0, y0, req->u0, req->times, req->n_times, &R.ns,
-                         on_sample, &R, &st, reason, sizeof reason);
-    /* a projected sample (position-level constraints) restarts the integration from the
-     * projected state */
-    double *u_restart = rc == SIM_PROJECT ? malloc(sys.dim * sizeof *u_restart) : NULL;
+    return opt;
+}
+
+/* Adds the counts of one part of the integration to st. */
+static void stats_add(integ_stats *st, const integ_stats *part)
+{
+    st->steps += part->steps;
+    st->failed_steps += part->failed_steps;
+    st->rhs_evals += part->rhs_evals;
+    st->jac_evals += part->jac_evals;
+    st->jac_rhs_evals += part->jac_rhs_evals;
+    st->event_rhs_evals += part->event_rhs_evals;
+    st->samples += part->samples;
+    st->t = part->t;
+    st->h = part->h;
+    st->wall_ms += part->wall_ms;
+    memcpy(st->reason, part->reason, sizeof st->reason);
+}
+
+/* Integrates from y0 over the request's times; a projected sample (position-level
+ * constraints) restarts the integration from the projected state. */
+static int run_integrate(struct run *R, integ_system *sys, integ_options *opt, double *y0, integ_stats *st,
+                         char *reason, size_t reason_len)
+{
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
+    int n = m->n;
+    int rc = watch_integrate(R->wt, m, sys, opt, req->t0, y0, req->u0, req->times, req->n_times, &R->ns,
+                             on_sample, R, st, reason, reason_len);
+    double *u_restart = rc == SIM_PROJECT ? malloc(sys->dim * sizeof *u_restart) : NULL;
     while (rc == SIM_PROJECT) {
         integ_stats part;
         memset(&part, 0, sizeof part);
@@ -1673,58 +1745,53 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
             rc = HAMEL_E_INTERNAL;
             break;
         }
-        memcpy(y0, R.yproj, sys.dim * sizeof *y0);
-        memcpy(u_restart, y0 + n, (sys.dim - n) * sizeof *y0);
-        rc = watch_integrate(R.wt, m, &sys, &opt, R.t[R.ns - 1], y0, u_restart, req->times, req->n_times,
-                             &R.ns, on_sample, &R, &part, reason, sizeof reason);
-        st.steps += part.steps;
-        st.failed_steps += part.failed_steps;
-        st.rhs_evals += part.rhs_evals;
-        st.jac_evals += part.jac_evals;
-        st.jac_rhs_evals += part.jac_rhs_evals;
-        st.event_rhs_evals += part.event_rhs_evals;
-        st.samples += part.samples;
-        st.t = part.t;
-        st.h = part.h;
-        st.wall_ms += part.wall_ms;
-        memcpy(st.reason, part.reason, sizeof st.reason);
+        memcpy(y0, R->yproj, sys->dim * sizeof *y0);
+        memcpy(u_restart, y0 + n, (sys->dim - n) * sizeof *y0);
+        rc = watch_integrate(R->wt, m, sys, opt, R->t[R->ns - 1], y0, u_restart, req->times, req->n_times,
+                             &R->ns, on_sample, R, &part, reason, reason_len);
+        stats_add(st, &part);
     }
     free(u_restart);
-    if (R.wt)
-        hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
+    return rc;
+}
+
+/* The checks of every sample, bounded like the integration (cancel flag); the first
+ * failure into rc. Their time in *checks_ms. */
+static int run_checks(struct run *R, engine_control *ctl, int rc, double *checks_ms)
+{
     struct timespec c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &c0);
-    for (int i = 0; i < R.ns; i++) {
+    for (int i = 0; i < R->ns; i++) {
         /* the checks are bounded like the integration: cancel flag and deadline */
         if (ctl && atomic_load(&ctl->cancel)) {
             if (!rc)
                 rc = HAMEL_E_CANCELLED;
-            R.ns = i;
+            R->ns = i;
             break;
         }
-        int prc = post_sample(&R, i);
+        int prc = post_sample(R, i);
         if (prc && !rc)
             rc = prc;
     }
     clock_gettime(CLOCK_MONOTONIC, &c1);
-    double checks_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
-    if (ctl && rc == 0)
-        ctl->progress = 1.0;
-    if (req->formulation == SIM_HAMEL)
-        native_note_run(m, st.rhs_evals); /* a hot model gets the optimizing tier */
+    *checks_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+    return rc;
+}
 
+/* The run's stats: counts, times, method, code tier and reduction. */
+static json_t *run_stats(const struct run *R, const integ_stats *st, double checks_ms, const char *tier)
+{
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
     json_t *stats =
-        json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st.steps, "rhs_evals",
-                  (json_int_t)st.rhs_evals, "failed_steps", (json_int_t)st.failed_steps, "samples",
-                  (json_int_t)R.ns, "compile_ms", m->compile_ms, "integrate_ms", st.wall_ms, "method",
+        json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st->steps, "rhs_evals",
+                  (json_int_t)st->rhs_evals, "failed_steps", (json_int_t)st->failed_steps, "samples",
+                  (json_int_t)R->ns, "compile_ms", m->compile_ms, "integrate_ms", st->wall_ms, "method",
                   req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
-    if (R.wt)
-        json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R.wt)));
+    if (R->wt)
+        json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R->wt)));
     json_object_set_new(stats, "jit", json_boolean(m->tape_dyn->fn != NULL));
-    const char *tier = req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
-                       : m->tape_dyn->fn             ? "tcc"
-                                                     : "interp";
     json_object_set_new(stats, "code_tier", json_string(tier));
     json_object_set_new(stats, "reduction",
                         json_string(req->formulation == SIM_MULTIPLIERS ? "none"
@@ -1733,30 +1800,95 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
     if (req->formulation == SIM_MULTIPLIERS)
         json_object_set_new(stats, "baumgarte_alpha", json_real(MULT_BAUMGARTE_ALPHA));
     if (req->n_ev > 0)
-        json_object_set_new(stats, "event_rhs_evals", json_integer(st.event_rhs_evals));
+        json_object_set_new(stats, "event_rhs_evals", json_integer(st->event_rhs_evals));
+    return stats;
+}
+
+/* The result's body: trajectory, checks, events, warnings, provenance, Hamel
+ * coefficients and stats (taken). */
+static json_t *run_body(const struct run *R, const char *tier, json_t *stats)
+{
+    const struct engine_model *m = R->m;
+    const sim_request *req = R->req;
     json_t *body = json_object();
     json_object_set_new(body, "model_id", json_string(m->id));
     json_object_set_new(body, "formulation",
                         json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
-    json_object_set_new(body, "trajectory", trajectory_json(&R));
-    json_t *checks = checks_json(&R);
+    json_object_set_new(body, "trajectory", trajectory_json(R));
+    json_t *checks = checks_json(R);
     json_object_set_new(body, "checks", checks);
     if (req->n_con > 0)
-        json_object_set_new(checks, "contacts", contacts_json(&R));
+        json_object_set_new(checks, "contacts", contacts_json(R));
     if (req->n_ev_user > 0) {
-        json_object_set_new(body, "events", events_json(&R));
-        if (R.ev_dropped)
-            json_object_set_new(body, "events_dropped", json_integer(R.ev_dropped));
-        if (R.stopped_by)
-            json_object_set_new(body, "stopped_by", json_string(req->ev_names[R.stopped_by - 1]));
+        json_object_set_new(body, "events", events_json(R));
+        if (R->ev_dropped)
+            json_object_set_new(body, "events_dropped", json_integer(R->ev_dropped));
+        if (R->stopped_by)
+            json_object_set_new(body, "stopped_by", json_string(req->ev_names[R->stopped_by - 1]));
     }
-    json_object_set_new(body, "warnings", run_warnings(&R, checks));
+    json_object_set_new(body, "warnings", run_warnings(R, checks));
     json_object_set_new(body, "provenance", run_provenance(req, tier));
     if (req->hamel_mode != SIM_HAMEL_NONE)
         json_object_set_new(body, "hamel",
                             json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order", sim_gamma_order(m),
-                                      "points", R.hamel_points));
+                                      "points", R->hamel_points));
     json_object_set_new(body, "stats", stats);
+    return body;
+}
+
+int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
+            engine_control *ctl, json_t **result, json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!lim)
+        lim = &engine_default_limits;
+    struct run R = {0};
+    R.m = m;
+    R.req = req;
+    R.n = m->n;
+    R.k = m->k;
+    R.nc = m->nc;
+    int n = m->n;
+    int ok = run_alloc(&R) == 0;
+    double *y0 = calloc(2 * n + 1, sizeof *y0);
+    int rc = HAMEL_E_INTERNAL;
+    if ((req->n_ev > 0 && run_alloc_events(&R) < 0) || (m->npos > 0 && run_alloc_position(&R) < 0) || !ok ||
+        !y0) {
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    integ_system sys;
+    if (run_system(&R, y0, &sys) < 0) {
+        *problem = hamel_problem_new(rc, "out of memory");
+        goto done;
+    }
+    integ_options opt = run_options(&R, lim, ctl);
+    char reason[INTEG_REASON_MAX] = "";
+    integ_stats st;
+    memset(&st, 0, sizeof st);
+    if (req->formulation == SIM_HAMEL && !m->psi_det_const) {
+        R.wt = watch_new(m, R.w);
+        if (!R.wt) {
+            *problem = hamel_problem_new(rc, "out of memory");
+            goto done;
+        }
+        opt.step_check = watch_step;
+        opt.step_ctx = R.wt;
+    }
+    rc = run_integrate(&R, &sys, &opt, y0, &st, reason, sizeof reason);
+    if (R.wt)
+        hamel_ws_select(R.w, NULL); /* the checks use the model's own speeds */
+    double checks_ms;
+    rc = run_checks(&R, ctl, rc, &checks_ms);
+    if (ctl && rc == 0)
+        ctl->progress = 1.0;
+    if (req->formulation == SIM_HAMEL)
+        native_note_run(m, st.rhs_evals); /* a hot model gets the optimizing tier */
+    const char *tier = req->formulation == SIM_HAMEL ? hamel_ws_tier(R.w)
+                       : m->tape_dyn->fn             ? "tcc"
+                                                     : "interp";
+    json_t *body = run_body(&R, tier, run_stats(&R, &st, checks_ms, tier));
     if (rc == 0) {
         *result = body;
     } else {

@@ -234,6 +234,84 @@ const int *watch_own_columns(const sim_watch *W) { return W->orig; }
 int watch_switches(const sim_watch *W) { return W ? W->switches : 0; }
 const char *watch_reason(const sim_watch *W) { return W && W->reason[0] ? W->reason : NULL; }
 
+/* At the start: the best chart of speeds when the model's own choice (or the one in
+ * force) is poor at (t0, y0); kept otherwise, with u0 back in y0. */
+static void watch_first_chart(sim_watch *W, int n, double t0, double *y0, const double *u0)
+{
+    double cond, det, best, qd0[ENGINE_COORDINATES_CEILING];
+    /* nonlinear constraints: Psi is taken at q'(q, u) */
+    int regular =
+        (!W->nl || (n <= ENGINE_COORDINATES_CEILING && hamel_qdot(W->w, t0, y0, y0 + n, qd0) == 0)) &&
+        hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
+    /* start in the best chart when the model's own choice is poor here */
+    int saved[ENGINE_COORDINATES_CEILING];
+    if (W->k <= ENGINE_COORDINATES_CEILING)
+        memcpy(saved, W->cur, W->k * sizeof *saved);
+    if (W->k <= ENGINE_COORDINATES_CEILING && watch_rechoose(W, t0, y0) == 1) {
+        hamel_psi_condition(W->w, t0, y0, &best, &det);
+        if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
+            /* back to the choice in force at t0 (the model's own at the start of a
+             * run; a re-chosen one when a projection restarts it): good enough */
+            memcpy(W->cur, saved, W->k * sizeof *saved);
+            W->on = 0;
+            for (int r = 0; r < W->k; r++)
+                W->on |= W->cur[r] != W->orig[r];
+            hamel_ws_select(W->w, W->on ? W->cur : NULL);
+            memcpy(y0 + n, u0, W->k * sizeof *y0);
+            W->switches--; /* the re-choice above is undone */
+        }
+    }
+}
+
+/* Why the run stops singular (rc: the watch's stop or the equations failing) into
+ * W->reason: where, how, and what to do. */
+static void watch_singular_reason(sim_watch *W, const struct engine_model *m, int rc)
+{
+    char cfg[400] = "";
+    const double *q = rc == SIM_WATCH_STOP ? W->y_hit : W->y_prev;
+    for (int i = 0, used = 0; i < m->n && used < (int)sizeof cfg - 100; i++)
+        used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i], q[i]);
+    if (W->nl)
+        snprintf(W->reason, sizeof W->reason,
+                 "Psi (the speeds, the linear constraints and the velocity gradient of the nonlinear "
+                 "constraint %s) %s t = %.10g, q = (%s)%s: the speeds no longer determine q' (two "
+                 "solutions for q' meet there); %s",
+                 W->nl_names,
+                 rc == HAMEL_E_NUMERIC ? "turned singular just after"
+                 : W->crossed          ? "became singular at"
+                                       : "became ill-conditioned at",
+                 rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
+                 W->crossed && rc == SIM_WATCH_STOP ? " (its determinant changed sign)" : "",
+                 W->movable ? "no other choice of velocities is regular there"
+                            : "choose speeds that stay regular along the motion (plain velocities q' "
+                              "can be re-chosen by the engine), or use the multipliers formulation");
+    else
+        snprintf(W->reason, sizeof W->reason,
+                 "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
+                 "longer determine q'; %s",
+                 W->crossed ? "became singular" : "became ill-conditioned",
+                 rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
+                 W->crossed ? " (its determinant changed sign)" : "",
+                 W->movable ? "no other choice of velocities is regular there"
+                            : "choose speeds regular along the motion, or leave them to the engine");
+}
+
+/* After a stop (rc): the state to go on from in *t, *y, in a re-chosen chart. -1 when
+ * no other chart is regular there. */
+static int watch_restart(sim_watch *W, int rc, double *t, double **y)
+{
+    *y = W->crossed || rc != SIM_WATCH_STOP ? W->y_prev : W->y_hit;
+    *t = W->crossed || rc != SIM_WATCH_STOP ? W->t_prev : W->t_hit;
+    int ch = W->movable && W->switches < SIM_WATCH_MAX_SWITCHES ? watch_rechoose(W, *t, *y) : -1;
+    if (ch == 0 && *y != W->y_hit && rc == SIM_WATCH_STOP) {
+        /* already the best at the last good state: try where the watch stopped */
+        *y = W->y_hit;
+        *t = W->t_hit;
+        ch = watch_rechoose(W, *t, *y);
+    }
+    return ch != 1 || watch_start(W, *t, *y) < 0 ? -1 : 0;
+}
+
 int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_system *sys, integ_options *opt,
                     double t0, double *y0, const double *u0, const double *times, int n_times,
                     const int *delivered, integ_sample_fn sample, void *ctx, integ_stats *st, char *reason,
@@ -242,31 +320,8 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
     double wall = 0.0;
     long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
     int n = m->n, rc;
-    if (W && W->movable) {
-        double cond, det, best, qd0[ENGINE_COORDINATES_CEILING];
-        /* nonlinear constraints: Psi is taken at q'(q, u) */
-        int regular =
-            (!W->nl || (n <= ENGINE_COORDINATES_CEILING && hamel_qdot(W->w, t0, y0, y0 + n, qd0) == 0)) &&
-            hamel_psi_condition(W->w, t0, y0, &cond, &det) == 0;
-        /* start in the best chart when the model's own choice is poor here */
-        int saved[ENGINE_COORDINATES_CEILING];
-        if (W->k <= ENGINE_COORDINATES_CEILING)
-            memcpy(saved, W->cur, W->k * sizeof *saved);
-        if (W->k <= ENGINE_COORDINATES_CEILING && watch_rechoose(W, t0, y0) == 1) {
-            hamel_psi_condition(W->w, t0, y0, &best, &det);
-            if (regular && cond <= SIM_WATCH_SWITCH * (best > 1 ? best : 1)) {
-                /* back to the choice in force at t0 (the model's own at the start of a
-                 * run; a re-chosen one when a projection restarts it): good enough */
-                memcpy(W->cur, saved, W->k * sizeof *saved);
-                W->on = 0;
-                for (int r = 0; r < W->k; r++)
-                    W->on |= W->cur[r] != W->orig[r];
-                hamel_ws_select(W->w, W->on ? W->cur : NULL);
-                memcpy(y0 + n, u0, W->k * sizeof *y0);
-                W->switches--; /* the re-choice above is undone */
-            }
-        }
-    }
+    if (W && W->movable)
+        watch_first_chart(W, n, t0, y0, u0);
     if (W && watch_start(W, t0, y0) < 0) {
         snprintf(reason, reason_size, "Psi is singular at the initial configuration");
         return HAMEL_E_SINGULAR;
@@ -292,45 +347,9 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         if (!W || (rc != SIM_WATCH_STOP && !(rc == HAMEL_E_NUMERIC && (W->movable || W->nl))))
             break;
         /* the watch stopped the run (or the equations failed in the current chart) */
-        double *y = W->crossed || rc != SIM_WATCH_STOP ? W->y_prev : W->y_hit;
-        double t = W->crossed || rc != SIM_WATCH_STOP ? W->t_prev : W->t_hit;
-        int ch = W->movable && W->switches < SIM_WATCH_MAX_SWITCHES ? watch_rechoose(W, t, y) : -1;
-        if (ch == 0 && y != W->y_hit && rc == SIM_WATCH_STOP) {
-            /* already the best at the last good state: try where the watch stopped */
-            y = W->y_hit;
-            t = W->t_hit;
-            ch = watch_rechoose(W, t, y);
-        }
-        if (ch != 1 || watch_start(W, t, y) < 0) {
-            char cfg[400] = "";
-            const double *q = rc == SIM_WATCH_STOP ? W->y_hit : W->y_prev;
-            for (int i = 0, used = 0; i < n && used < (int)sizeof cfg - 100; i++)
-                used += snprintf(cfg + used, sizeof cfg - used, "%s%s = %.10g", i ? ", " : "", m->coords[i],
-                                 q[i]);
-            if (W->nl)
-                snprintf(W->reason, sizeof W->reason,
-                         "Psi (the speeds, the linear constraints and the velocity gradient of the nonlinear "
-                         "constraint %s) %s t = %.10g, q = (%s)%s: the speeds no longer determine q' (two "
-                         "solutions for q' meet there); %s",
-                         W->nl_names,
-                         rc == HAMEL_E_NUMERIC ? "turned singular just after"
-                         : W->crossed          ? "became singular at"
-                                               : "became ill-conditioned at",
-                         rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
-                         W->crossed && rc == SIM_WATCH_STOP ? " (its determinant changed sign)" : "",
-                         W->movable ? "no other choice of velocities is regular there"
-                                    : "choose speeds that stay regular along the motion (plain velocities q' "
-                                      "can be re-chosen by the engine), or use the multipliers formulation");
-            else
-                snprintf(
-                    W->reason, sizeof W->reason,
-                    "Psi (the speeds and the linear constraints) %s at t = %.10g, q = (%s)%s: the speeds no "
-                    "longer determine q'; %s",
-                    W->crossed ? "became singular" : "became ill-conditioned",
-                    rc == SIM_WATCH_STOP ? W->t_hit : W->t_prev, cfg,
-                    W->crossed ? " (its determinant changed sign)" : "",
-                    W->movable ? "no other choice of velocities is regular there"
-                               : "choose speeds regular along the motion, or leave them to the engine");
+        double t, *y;
+        if (watch_restart(W, rc, &t, &y) < 0) {
+            watch_singular_reason(W, m, rc);
             snprintf(reason, reason_size, "%.*s", (int)reason_size - 1, W->reason);
             st->reason[0] = '\0';
             rc = HAMEL_E_SINGULAR;

@@ -1010,6 +1010,36 @@ await check("export code: C and Python files of the model and run from POST /v1/
   }
 });
 
+await check("a sweep carries the events: the lift-off time of the falling disk against its initial lean", async () => {
+  const ps = await context.newPage();
+  ps.on("pageerror", (e) => pageErrors.push("event sweep: " + e));
+  try {
+    await ps.goto(`${BASE}/?example=falling-disk-contact`);
+    await ps.waitForFunction(() => document.body.dataset.ready === "1");
+    assert(await ps.locator('#sw-final option[value="event.lift_off"]').count() === 1, "no summary quantity for the lift_off event");
+    await ps.selectOption("#sw-var", "initial.q.theta");
+    await ps.fill("#sw-from", "1.3");
+    await ps.fill("#sw-to", "1.5");
+    await ps.fill("#sw-n", "5");
+    await ps.selectOption("#sw-quantity", "q.theta");
+    await ps.selectOption("#sw-final", "event.lift_off");
+    await ps.click('[data-testid="sw-run"]');
+    await ps.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state));
+    assert(await ps.locator("#sw-card").getAttribute("data-state") === "done", "the sweep did not finish: " + await ps.locator("#sw-problem").innerText());
+    assert(await ps.locator('[data-testid="plot-sweep-summary"] svg circle').count() === 5, "the summary has not 5 lift-off times");
+    // the last run (theta = 1.5) is the example's own: its stop time, as a single run finds it
+    const ex = JSON.parse(readFileSync(join(webRoot, "examples", "falling-disk-contact.json"), "utf8"));
+    const one = await api("POST", "/v1/simulations?wait=60", { model: ex.model, ...ex.simulation, output: { samples: 301 }, hamel: "none" });
+    assert(one.status === 200 && one.body.stopped_by === "lift_off", `the single run: ${one.status} ${one.text.slice(0, 200)}`);
+    const shown = Number(await ps.locator('[data-testid="plot-sweep-summary"]').evaluate((f) => f.dataset.lastY));
+    near(shown, one.body.events.at(-1).t, 1e-12, "the sweep's lift-off time at theta0 = 1.5 vs a single run");
+    assert(/lift_off/.test(await ps.locator('[data-testid="plot-sweep-summary"] .chart-title').textContent()), "the summary is not titled by the event");
+    await ps.locator('[data-testid="sweep"]').screenshot({ path: join(ARTIFACTS, "web-sweep-events.png") });
+  } finally {
+    await ps.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -42,7 +42,7 @@ const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
 const anim = setupAnim();
-const events = setupEvents(() => {});
+const events = setupEvents(() => sweep.setEvents(events.read().events.map((e) => e.name)));
 const sweep = setupSweep({ getApi: () => state.api, prepare: () => prepare(), chart: (...a) => chartIn(...a) });
 
 // ---- server connection ----------------------------------------------------------
@@ -137,6 +137,7 @@ function applyWorkspace(ws) {
   initialEditor.value = JSON.stringify(initial, null, 2);
   invariantsEditor.value = sim.invariants && sim.invariants.length ? JSON.stringify(sim.invariants, null, 2) : "[]";
   events.set(sim.events || [], coordsOf(model));
+  sweep.setEvents((sim.events || []).map((e) => e && e.name));
   state.bound = coordsOf(model);
   $("t_end").value = sim.t_end ?? 10;
   const samples = sim.output && sim.output.samples;

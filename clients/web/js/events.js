@@ -124,9 +124,7 @@ export function eventColors(events) {
  *  checks' first lift-off and slip). */
 export function eventMarks(r) {
   const colors = eventColors(r.events);
-  const marks = (Array.isArray(r.events) ? r.events : []).slice(0, MARKS_MAX)
-    .map((e) => ({ x: e.t, label: e.name, color: colors.get(e.name), stop: r.stopped_by === e.name && e === r.events[r.events.length - 1] }));
-  return marks;
+  return (Array.isArray(r.events) ? r.events : []).slice(0, MARKS_MAX).map((e) => ({ x: e.t, label: e.name, color: colors.get(e.name) }));
 }
 
 /** The events card: stopped_by, then one row per crossing with t and the state. */

@@ -29,6 +29,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
   let batchId = null;
   let redrawTimer = null;
   let lastModel = null, lastInitial = null;
+  let eventNames = []; // the request's events: summary quantities "t of the first NAME"
 
   /** The names one can vary: parameters, initial coordinates and speeds. */
   function refresh(summary, model, initial) {
@@ -56,6 +57,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     fsel.replaceChildren(...quantities.map(([v, l]) => h("option", { value: "final." + v }, `final ${l}`)),
       h("option", { value: "energy" }, "max |E − E₀|"), h("option", { value: "residual" }, "max constraint residual"),
       h("option", { value: "expr" }, "an expression of the final state…"));
+    setEvents(eventNames);
     if (quantities.some(([v]) => v === qwas)) qsel.value = qwas;
     if ([...fsel.options].some((o) => o.value === fwas)) fsel.value = fwas;
     const c = ((summary && summary.coordinates) || []).find((n) => /^x/.test(n));
@@ -64,6 +66,18 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     if ($("sw-var").value !== varWas || !$("sw-from").value) defaults($("sw-var"), $("sw-from"), $("sw-to"), model, initial);
     lastModel = model; lastInitial = initial;
     $("sw-card").dataset.ready = "1";
+  }
+
+  /** The request's events as summary quantities: the time of each one's first crossing
+   *  (a lift-off time, a fall time against the swept value). */
+  function setEvents(names) {
+    eventNames = [...new Set((names || []).filter(Boolean))];
+    const fsel = $("sw-final");
+    const was = fsel.value;
+    for (const o of [...fsel.options]) if (o.value.startsWith("event.")) o.remove();
+    const energy = fsel.querySelector('option[value="energy"]');
+    for (const n of eventNames) fsel.insertBefore(h("option", { value: "event." + n }, `time of ${n} (first)`), energy);
+    if ([...fsel.options].some((o) => o.value === was)) fsel.value = was;
   }
 
   function currentValue(key, model, initial) {
@@ -120,6 +134,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     if (a.length * b.length > MAX_RUNS) return problem({ title: "Too many runs", detail: `${a.length * b.length} runs; the page sweeps at most ${MAX_RUNS} at once.` });
     const ctx = await prepare();
     if (!ctx) return; // the model or the settings have a problem, shown beside them
+    setEvents((ctx.request.events || []).map((e) => e.name));
     const base = { ...ctx.request };
     delete base.model_id;
     base.output = { samples: Math.min(SWEEP_SAMPLES, (base.output && base.output.samples) || SWEEP_SAMPLES) };
@@ -145,7 +160,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     progress(0, runs.length, `0 of ${runs.length} runs · starting`);
     const t0 = performance.now();
     try {
-      const res = await getApi().batchStream({ model_id: ctx.request.model_id, base, runs, fields: ["final", "checks", "trajectory"] }, (line) => {
+      const res = await getApi().batchStream({ model_id: ctx.request.model_id, base, runs, fields: ["final", "checks", "trajectory", "events"] }, (line) => {
         if (line.done) return;
         lines[line.index] = line;
         done++;
@@ -194,6 +209,11 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
         if (g === "parameters") env[a] = v === plan.vars[0] ? r.a : r.b;
       }
       try { return exprFn()(env); } catch { return NaN; }
+    }
+    if (what.startsWith("event.")) {
+      const name = what.slice(6);
+      const e = (Array.isArray(line.events) ? line.events : []).find((x) => x.name === name);
+      return e ? e.t : NaN; // a run without the crossing has no point
     }
     if (what === "energy") return line.checks && line.checks.energy ? line.checks.energy.max_abs_drift : NaN;
     if (what === "residual") return line.checks && line.checks.constraints ? line.checks.constraints.max_abs_residual : NaN;
@@ -255,5 +275,5 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
   }
   $("sw-final").addEventListener("change", () => { $("sw-expr-field").hidden = $("sw-final").value !== "expr"; draw(); });
   $("sw-expr").addEventListener("change", draw);
-  return { refresh, run, defaults: () => null };
+  return { refresh, run, setEvents, defaults: () => null };
 }
