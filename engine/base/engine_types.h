@@ -18,7 +18,9 @@
  * decision, a derivation, an integrator, a check, code generation); bump ENGINE_VERSION
  * for a release, and then reset nothing: the pair only ever moves forward. */
 #define ENGINE_VERSION "0.3.0"
-#define ENGINE_NUMERICS 3 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15) */
+#define ENGINE_NUMERICS                                                                                      \
+    4 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15); 4: numbers folded only when        \
+         nothing is lost in products and quotients too */
 
 typedef struct engine_model engine_model;
 

@@ -984,29 +984,6 @@ fail:
 
 expr *expr__mul_prefix(expr_ctx *c, expr *e, int n) { return intern(c, EXPR_MUL, 0, -1, e->num, e->args, n); }
 
-expr *expr_mul(expr_ctx *c, expr *a, expr *b)
-{
-    if (expr_is_num(a, 1.0))
-        return b;
-    if (expr_is_num(b, 1.0))
-        return a;
-    if (a->kind == EXPR_NUM && b->kind == EXPR_NUM)
-        return expr_num(c, a->num * b->num);
-    if ((expr_is_num(a, 0.0) && isfinite(b->num)) || (expr_is_num(b, 0.0) && isfinite(a->num)))
-        return c->zero;
-    expr *t[2] = {a, b};
-    return expr_product(c, t, 2);
-}
-
-expr *expr_div(expr_ctx *c, expr *a, expr *b)
-{
-    if (b->kind == EXPR_NUM && a->kind == EXPR_NUM)
-        return expr_num(c, a->num / b->num);
-    return expr_mul(c, a, expr_pow(c, b, c->minus_one));
-}
-
-static int is_integer(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 1e9; }
-
 /* A number computed from numbers may replace the expression only if nothing was lost:
  * finite, and not an underflow (0 or subnormal) unless exact_zero says 0 is exact.
  * (x/1.61)^4099 is not x^4099 * 0, exp(-1000) stays exp(-1000): issue 15.) */
@@ -1016,6 +993,31 @@ static int folds(double v, int exact_zero)
         return exact_zero;
     return isnormal(v);
 }
+
+expr *expr_mul(expr_ctx *c, expr *a, expr *b)
+{
+    if (expr_is_num(a, 1.0))
+        return b;
+    if (expr_is_num(b, 1.0))
+        return a;
+    if (a->kind == EXPR_NUM && b->kind == EXPR_NUM && folds(a->num * b->num, a->num == 0.0 || b->num == 0.0))
+        return expr_num(c, a->num * b->num);
+    if ((expr_is_num(a, 0.0) && isfinite(b->num)) || (expr_is_num(b, 0.0) && isfinite(a->num)))
+        return c->zero;
+    expr *t[2] = {a, b};
+    return expr_product(c, t, 2);
+}
+
+expr *expr_div(expr_ctx *c, expr *a, expr *b)
+{
+    /* folded as expr_pow folds b^-1 (folds): 1/(1e+308) stays what 1e308^-1 is, so a
+     * printed expression parses back to the same node (the fuzzer's round trip) */
+    if (b->kind == EXPR_NUM && a->kind == EXPR_NUM && folds(a->num / b->num, a->num == 0.0 && b->num != 0.0))
+        return expr_num(c, a->num / b->num);
+    return expr_mul(c, a, expr_pow(c, b, c->minus_one));
+}
+
+static int is_integer(double v) { return isfinite(v) && v == floor(v) && fabs(v) < 1e9; }
 
 expr *expr_pow(expr_ctx *c, expr *b, expr *e)
 {

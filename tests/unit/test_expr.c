@@ -1119,3 +1119,22 @@ Test(expr, collected_sum_is_flattened)
     free(p);
     expr_ctx_free(c);
 }
+
+/* A quotient or product of numbers that would underflow is not folded, as a power of a
+ * number is not (issue 15): m--x^1e308^-y^0 printed "m + x^(1/(1e+308))", which parsed
+ * back as x^(1e-308), another node (found by fuzz_parse in the test command). */
+Test(expr, subnormal_quotients_and_products_round_trip)
+{
+    expr_ctx *c = te_ctx();
+    const char *texts[] = {"m--x^1e308^-y^0", "x^(1/(1e+308))", "1e-200*1e-200*x", "x/1e308/10"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        expr *e = te_parse(c, texts[i]);
+        char *p1 = expr_print(c, e);
+        expr *again = te_parse(c, p1);
+        cr_expect_eq(again, e, "%s printed as %s parses to another node", texts[i], p1);
+        free(p1);
+    }
+    cr_expect_neq(te_parse(c, "1/(1e+308)")->kind, EXPR_NUM, "1/(1e+308) underflows: not folded");
+    cr_expect_eq(te_parse(c, "1/(1e+300)")->kind, EXPR_NUM, "1/(1e+300) is normal: folded");
+    expr_ctx_free(c);
+}
