@@ -219,9 +219,14 @@ static void print_power(struct printer *p, const expr *base, const expr *k)
     print_rec(p, k, k->kind == EXPR_POW && !negative_exponent(k) ? P_POW : P_POW + 1);
 }
 
+/* A power printed as a denominator (x^-2 as 1/x^2), unless it is a number whose
+ * positive power overflows: 2^-2097152 printed as 1/2^2097152 would not parse back
+ * (the parser refuses an overflowing constant), so it stays 2^(-2097152). */
 static int negative_exponent(const expr *f)
 {
-    return f->kind == EXPR_POW && f->args[1]->kind == EXPR_NUM && f->args[1]->num < 0;
+    if (f->kind != EXPR_POW || f->args[1]->kind != EXPR_NUM || f->args[1]->num >= 0)
+        return 0;
+    return f->args[0]->kind != EXPR_NUM || isfinite(pow(f->args[0]->num, -f->args[1]->num));
 }
 
 /* Prints a product (or a power with a negative exponent, as a product of one),

@@ -291,6 +291,8 @@ struct factorer {
 static expr *factor_rec(struct factorer *f, expr *e);
 
 /* The base a factor contributes to counting: x for x and x^k (k a positive integer). */
+#define HORNER_MAX_POWER 64 /* powers above it are left whole by the Horner factoring */
+
 static expr *factor_base(expr *x)
 {
     if (x->kind == EXPR_NUM)
@@ -299,7 +301,10 @@ static expr *factor_base(expr *x)
         const expr *k = x->args[1];
         /* (c*y)^1999, kept whole because c^1999 overflows: pulling its base out 1999
          * times multiplied c into the coefficient each time (inf) */
-        if (k->kind == EXPR_NUM && k->num >= 1 && k->num == floor(k->num) && x->args[0]->kind != EXPR_MUL)
+        /* and at most HORNER_MAX_POWER: the factoring takes the base out one power a
+         * level, so r^2e54 (where k - 1 == k) recursed without end (fuzz_model) */
+        if (k->kind == EXPR_NUM && k->num >= 1 && k->num <= HORNER_MAX_POWER && k->num == floor(k->num) &&
+            x->args[0]->kind != EXPR_MUL)
             return x->args[0];
         return NULL;
     }

@@ -1138,3 +1138,22 @@ Test(expr, subnormal_quotients_and_products_round_trip)
     cr_expect_eq(te_parse(c, "1/(1e+300)")->kind, EXPR_NUM, "1/(1e+300) is normal: folded");
     expr_ctx_free(c);
 }
+
+/* A number's negative power whose positive power overflows prints as a power, not as
+ * 1/2^2097152 (which the parser refuses as an overflowing constant); and a sum of terms
+ * sharing r^2e54 is factored without taking r out 2e54 times (where k - 1 == k the
+ * Horner factoring recursed until the stack overflowed). Both found by the fuzzers. */
+Test(expr, huge_powers_print_and_factor)
+{
+    expr_ctx *c = te_ctx();
+    expr *e = te_parse(c, "x*2^-2097152 + y");
+    char *p1 = expr_print(c, e);
+    cr_expect_eq(te_parse(c, p1), e, "%s parses back to another node", p1);
+    free(p1);
+    expr *s = te_parse(c, "m*r^2000000000000000000000000000000000000000000000000000000 + "
+                          "g*r^2000000000000000000000000000000000000000000000000000000");
+    expr *roots[1] = {s};
+    expr_factor_sums(c, roots, 1);
+    cr_expect_not_null(roots[0]);
+    expr_ctx_free(c);
+}
