@@ -148,6 +148,32 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     return 0;
 }
 
+/* Adds an error under `path``member`.NAME for each member of obj (when an object) that is
+ * none of names[0..count): an unknown name is refused, never ignored. Returns how many. */
+static int unknown_names(const json_t *obj, const char *const *names, int count, const char *path,
+                         const char *member, const char *what, json_t **problem)
+{
+    int bad = 0;
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        int known = 0;
+        for (int i = 0; i < count && !known; i++)
+            known = strcmp(names[i], key) == 0;
+        if (known)
+            continue;
+        char p[160], why[128];
+        snprintf(p, sizeof p, "%s%s.%.80s", path, member, key);
+        snprintf(why, sizeof why, "'%.80s' is not %s", key, what);
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, p, -1, why);
+        bad++;
+    }
+    return bad;
+}
+
 /* Reads {"t"?, "q": {...}} into t, q; adds errors under `path`. */
 static void read_point(const engine_model *m, const json_t *pt, const char *path, double *t, double *q,
                        json_t **problem)
@@ -177,19 +203,7 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
         }
     }
     /* a name that is not a coordinate is an error, as in a simulation's initial.q */
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)qv, key, val)
-    {
-        if (model_coord_index(m, key) < 0) {
-            snprintf(p, sizeof p, "%sq.%.80s", path, key);
-            if (!*problem)
-                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-            char why[128];
-            snprintf(why, sizeof why, "'%.80s' is not a coordinate", key);
-            hamel_problem_add(*problem, p, -1, why);
-        }
-    }
+    unknown_names(qv, (const char *const *)m->coords, m->n, path, "q", "a coordinate", problem);
 }
 
 /* Nonlinear constraints in the reduced form: the point's velocities, from "qdot" (then
@@ -210,6 +224,11 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
                           "velocities: give \"speeds\" or \"qdot\" with the configuration");
         return -1;
     }
+    if (unknown_names(qv, (const char *const *)m->coords, n, path, "qdot", "a coordinate", problem) +
+            unknown_names(sv, (const char *const *)m->speeds, k, path, "speeds", "a speed of the model",
+                          problem) >
+        0)
+        return -1;
     for (int i = 0; i < n; i++)
         guess[i] = 0.5 + 0.37 * ((i * 7) % 5);
     if (json_is_object(qv)) {

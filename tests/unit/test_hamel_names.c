@@ -56,3 +56,33 @@ Test(hamel_names, an_unknown_coordinate_is_refused_with_its_path)
     engine_model_release(m);
     json_decref(c);
 }
+
+/* A model with a nonlinear constraint in the reduced form takes the point's velocities
+ * as "speeds" or "qdot": a name there that is not a speed or a coordinate is refused
+ * too (it was ignored). */
+Test(hamel_names, unknown_speeds_and_qdot_names_are_refused)
+{
+    engine_init();
+    engine_model *m = support_compile_text(
+        "{\"coordinates\":[\"p\",\"x\",\"y\"],\"kinetic_energy\":\"p'^2+x'^2+y'^2\","
+        "\"constraints\":[{\"name\":\"cx\",\"expr\":\"x' + y'^2\"},{\"name\":\"cy\",\"expr\":\"y'\"}],"
+        "\"speeds\":[{\"name\":\"a\",\"expr\":\"p'\"}]}");
+    const char *reqs[][2] = {
+        {"{\"q\": {\"p\": 0, \"x\": 0, \"y\": 0}, \"speeds\": {\"a\": 1, \"b\": 2}}", "speeds.b "},
+        {"{\"q\": {\"p\": 0, \"x\": 0, \"y\": 0}, \"qdot\": {\"p\": 1, \"x\": 0, \"y\": 0, \"w\": 1}}",
+         "qdot.w "},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        json_t *req = support_loads(reqs[i][0]);
+        json_t *res = NULL, *problem = NULL;
+        cr_expect_eq(engine_hamel(m, req, NULL, &res, &problem), HAMEL_E_BAD_REQUEST, "%s is refused",
+                     reqs[i][0]);
+        char *paths = problem ? paths_of(problem) : strdup("");
+        cr_expect_not_null(strstr(paths, reqs[i][1]), "the error names %s: %s", reqs[i][1], paths);
+        free(paths);
+        json_decref(problem);
+        json_decref(res);
+        json_decref(req);
+    }
+    engine_model_release(m);
+}
