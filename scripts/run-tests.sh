@@ -144,7 +144,7 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
     TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 HAMEL_SERVER_BIN=build-tsan/hamel-server \
       run_suite criterion "server under ThreadSanitizer" build/test-server --jobs 1
   fi
-  [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus + ${FUZZ_TEST_SECONDS:-10} s each)" tests/fuzz/run.sh
+  [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus, then a fixed seed)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
   [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh

@@ -4,7 +4,7 @@
 # locally and against a real hamel-server on an ephemeral loopback port with a temporary
 # HAMEL_DATA. Prints one line per check and "N passed, N failed"; exits 1 if any failed.
 # Env: HAMEL_SERVER_BIN (build/hamel-server), HAMEL_CLI_BIN (build/hamel; hamel-remote
-# beside it), HAMEL_CLI_LONG_T (25000: t_end of the rolling disk for a run of a few
+# beside it), HAMEL_CLI_LONG_T (40000: t_end of the rolling disk for a run of a few
 # seconds; smaller for a sanitizer build, which integrates several times slower).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -163,12 +163,14 @@ run_events() {
   jq -e --slurpfile l "$work/events-local.json" '.stopped_by == "low" and .events == $l[0].events' "$work/out" >/dev/null
 }
 check "hamel run (local, --csv and remote) carries a stop event: events, stopped_by, the last row at it" run_events
-long_t=${HAMEL_CLI_LONG_T:-25000}
+long_t=${HAMEL_CLI_LONG_T:-40000}
 jq --argjson t "$long_t" '.simulation.t_end = $t | .simulation.integrator.max_steps = 10000000' "$case_file" >"$work/long.json"
 progress() {
-  # about 2.5 s of integration unloaded: a line a second with --progress
+  # about 2 s of integration unloaded: a line a second with --progress, at least one
+  # before the end (when it comes depends on the machine's load, so any second will do)
   expect_exit 0 "$hamel" run "$work/long.json" --progress -o /dev/null || return 1
-  has "$work/err" '^hamel run: +[0-9.]+% after 1\.[0-9] s$' && has "$work/err" '^hamel run: 100\.0% after'
+  has "$work/err" '^hamel run: +([0-9]|[1-9][0-9])(\.[0-9]+)?% after [0-9]+\.[0-9] s$' &&
+    has "$work/err" '^hamel run: 100\.0% after'
 }
 check "hamel run --progress: progress lines on stderr for a run longer than a second" progress
 no_progress() {
