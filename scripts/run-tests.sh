@@ -67,10 +67,12 @@ count_plain() { # name, log file, exit code, kept log
 logdir=${HAMEL_TEST_LOGS:-build/test-logs}
 mkdir -p "$logdir"
 rm -f "$logdir"/*.log
+suite_log() { echo "$logdir/$(tr -c 'A-Za-z0-9\n' '-' <<<"$1" | tr -s '-' | sed 's/-$//').log"; }
+
 run_suite() { # kind, name, command...
-  local kind=$1 name=$2 log rc before rerun t0=$SECONDS
+  local kind=$1 name=$2 log rc rerun t0=$SECONDS
   shift 2
-  log="$logdir/$(tr -c 'A-Za-z0-9\n' '-' <<<"$name" | tr -s '-' | sed 's/-$//').log"
+  log=$(suite_log "$name")
   note "$name"
   "$@" >"$log" 2>&1
   rc=$?
@@ -86,6 +88,33 @@ run_suite() { # kind, name, command...
     rc=$?
     rerun=" (its first run exited with no failing test; this is the second: ${log%.log}-first.log)"
   fi
+  suite_report "$kind" "$name" "$log" "$rc" "$t0" "$rerun"
+}
+
+# A section run in the background beside the next ones (the ThreadSanitizer pass of the
+# server suite beside the AddressSanitizer passes: most of its time is waiting on
+# servers): bg_suite starts it, bg_wait counts it like run_suite.
+bg_suite() { # kind, name, command...
+  local kind=$1 name=$2 log
+  shift 2
+  log=$(suite_log "$name")
+  echo "(started in the background: $name)"
+  bg_kind=$kind bg_name=$name bg_log=$log bg_t0=$SECONDS
+  "$@" >"$log" 2>&1 &
+  bg_pid=$!
+}
+bg_wait() {
+  [ -n "${bg_pid:-}" ] || return 0
+  local rc
+  wait "$bg_pid"
+  rc=$?
+  bg_pid=""
+  note "$bg_name (ran in the background)"
+  suite_report "$bg_kind" "$bg_name" "$bg_log" "$rc" "$bg_t0" ""
+}
+
+suite_report() { # kind, name, log, exit code, start second, rerun note
+  local kind=$1 name=$2 log=$3 rc=$4 t0=$5 rerun=$6 before
   echo "($name: $((SECONDS - t0)) s)"
   grep -aE 'FAIL|Assertion|error|Synthesis|passed, [0-9]+ failed|ERROR|runtime error' "$log" | tail -n 60
   before=$failed
@@ -128,22 +157,24 @@ if build all; then
 fi
 
 if [ -z "${HAMEL_TEST_FAST:-}" ]; then
-  note "build with -fsanitize=address,undefined"
-  if build SANITIZE=address,undefined all; then
+  note "build with -fsanitize=address,undefined, and hamel-server with -fsanitize=thread"
+  san_ok=0
+  build SANITIZE=address,undefined all && san_ok=1
+  if [ -x build/test-server ] && build SANITIZE=thread BUILD=build-tsan build-tsan/hamel-server; then
+    TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 HAMEL_SERVER_BIN=build-tsan/hamel-server \
+      bg_suite criterion "server under ThreadSanitizer" build/test-server --jobs 1
+  fi
+  if [ "$san_ok" = 1 ]; then
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run_suite criterion "engine under ASan+UBSan" build-san/test-unit --jobs "$jobs"
     [ -x build-san/test-server ] && HAMEL_SERVER_BIN=build-san/hamel-server \
       run_suite criterion "server under ASan+UBSan" build-san/test-server --jobs 1
     # the CLI (and hamel-remote beside it) with leak detection; shorter long runs
     [ -x build-san/hamel ] && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 HAMEL_CLI_BIN=build-san/hamel \
-      HAMEL_CLI_LONG_T=8000 run_suite plain "cli under ASan+UBSan" tests/cli/run.sh
+      HAMEL_CLI_LONG_T=16000 run_suite plain "cli under ASan+UBSan" tests/cli/run.sh
     unset ASAN_OPTIONS UBSAN_OPTIONS
   fi
-  note "build hamel-server with -fsanitize=thread"
-  if [ -x build/test-server ] && build SANITIZE=thread BUILD=build-tsan build-tsan/hamel-server; then
-    TSAN_OPTIONS=halt_on_error=1:report_signal_unsafe=0 HAMEL_SERVER_BIN=build-tsan/hamel-server \
-      run_suite criterion "server under ThreadSanitizer" build/test-server --jobs 1
-  fi
+  bg_wait
   [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus, then a fixed seed)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
