@@ -92,8 +92,9 @@ run_suite() { # kind, name, command...
 }
 
 # A section run in the background beside the next ones (the ThreadSanitizer pass of the
-# server suite beside the AddressSanitizer passes: most of its time is waiting on
-# servers): bg_suite starts it, bg_wait counts it like run_suite.
+# server suite beside the AddressSanitizer passes and the sections after them, up to the
+# generated code: most of its 200 s is waiting on servers): bg_suite starts it, bg_wait
+# counts it like run_suite.
 bg_suite() { # kind, name, command...
   local kind=$1 name=$2 log
   shift 2
@@ -174,12 +175,12 @@ if [ -z "${HAMEL_TEST_FAST:-}" ]; then
       HAMEL_CLI_LONG_T=16000 run_suite plain "cli under ASan+UBSan" tests/cli/run.sh
     unset ASAN_OPTIONS UBSAN_OPTIONS
   fi
-  bg_wait
   [ -x tests/fuzz/run.sh ] && run_suite plain "fuzz harnesses (corpus, then a fixed seed)" tests/fuzz/run.sh
   [ -x tests/curl/run.sh ] && run_suite plain "curl recipes" tests/curl/run.sh
   [ -x tests/cli/run.sh ] && run_suite plain "cli" tests/cli/run.sh
   [ -x tests/difftest/run.sh ] && run_suite plain "difftest (SymPy)" tests/difftest/run.sh
   [ -x tests/export/run.sh ] && run_suite plain "generated code" tests/export/run.sh
+  bg_wait # the ThreadSanitizer pass, started beside the AddressSanitizer ones
   [ -x tests/python/run.sh ] && run_suite plain "python client" tests/python/run.sh
   [ -x tests/web/run.sh ] && run_suite plain "browser" tests/web/run.sh
   [ -x tests/api/check.sh ] && run_suite plain "api document" tests/api/check.sh
