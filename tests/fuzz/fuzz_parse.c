@@ -56,7 +56,7 @@ static void fail(const char *what, const char *in, const char *p1, const char *p
 }
 
 /* 1 when a number in e (a value, a constant term, a coefficient) is outside the
- * normal range [1e-300, 1e300]: there a product or quotient of numbers may not fold
+ * normal range [1e-300, 1e300], or a power of numbers stands unfolded: there a product or quotient of numbers may not fold
  * (issue 15: nothing lost to underflow), so the same value can stand as different
  * nodes and the printer's round trip to the same node is not promised. Walks the DAG
  * once per node (seen, by id). */
@@ -67,6 +67,9 @@ static int extreme_numbers(const expr *e, unsigned char *seen)
     seen[e->id] = 1;
     double a = fabs(e->num);
     if (a != 0.0 && (a < 1e-300 || a > 1e300))
+        return 1;
+    /* a power of a number left whole: its value is not a normal number (1e154^-2) */
+    if (e->kind == EXPR_POW && e->args[0]->kind == EXPR_NUM && e->args[1]->kind == EXPR_NUM)
         return 1;
     for (int i = 0; i < e->nargs; i++)
         if (extreme_numbers(e->args[i], seen))
