@@ -56,10 +56,9 @@ static void fail(const char *what, const char *in, const char *p1, const char *p
 }
 
 /* 1 when a number in e (a value, a constant term, a coefficient) is outside the
- * normal range [1e-300, 1e300], or a power of numbers stands unfolded: there a product or quotient of numbers may not fold
- * (issue 15: nothing lost to underflow), so the same value can stand as different
- * nodes and the printer's round trip to the same node is not promised. Walks the DAG
- * once per node (seen, by id). */
+ * normal range [1e-300, 1e300], or a power of numbers stands unfolded: there a product or quotient of numbers
+ * may not fold (issue 15: nothing lost to underflow), so the same value can stand as different nodes and the
+ * printer's round trip to the same node is not promised. Walks the DAG once per node (seen, by id). */
 static int extreme_numbers(const expr *e, unsigned char *seen)
 {
     if (seen[e->id])
