@@ -154,27 +154,6 @@ static const struct {
     {"sincos", "void sincos(double, double *, double *);", (const void *)sincos},
 };
 
-/* The libm function of a one-argument op, or NULL. */
-static const char *jit__unary_name(tape_op op)
-{
-    switch (op) {
-    case TAPE_SQRT: return "sqrt";
-    case TAPE_EXP: return "exp";
-    case TAPE_LOG: return "log";
-    case TAPE_SIN: return "sin";
-    case TAPE_COS: return "cos";
-    case TAPE_TAN: return "tan";
-    case TAPE_ASIN: return "asin";
-    case TAPE_ACOS: return "acos";
-    case TAPE_ATAN: return "atan";
-    case TAPE_SINH: return "sinh";
-    case TAPE_COSH: return "cosh";
-    case TAPE_TANH: return "tanh";
-    case TAPE_ABS: return "fabs";
-    default: return NULL;
-    }
-}
-
 /* ---- code generation ------------------------------------------------------- */
 
 /* Checks what the generated code will index: opcodes, operand slots (earlier
@@ -392,7 +371,7 @@ static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
         case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
         default:
             jit__buf_def(b, i);
-            jit__buf_str(b, jit__unary_name(op));
+            jit__buf_str(b, tape_op_libm_name(op));
             jit__buf_put(b, "(", 1);
             jit__buf_slot(b, p->a);
             jit__buf_put(b, ");\n", 3);
@@ -607,7 +586,7 @@ static void jit__expr(jit_buf *b, const tape *t, const jit_plan *p, const char *
         break;
     case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break;
     default:
-        jit__buf_str(b, jit__unary_name(op));
+        jit__buf_str(b, tape_op_libm_name(op));
         jit__buf_put(b, "(", 1);
         jit__operand(b, t, p, inexpr, q->a);
         jit__buf_put(b, ")", 1);

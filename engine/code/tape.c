@@ -67,3 +67,23 @@ void tape_eval(const tape *t, const double *in, double *s, double *out)
     for (int k = 0; k < t->n_outputs; k++)
         out[k] = s[t->outputs[k]];
 }
+
+const char *tape_op_libm_name(tape_op op)
+{
+    switch (op) {
+    case TAPE_SQRT: return "sqrt";
+    case TAPE_EXP: return "exp";
+    case TAPE_LOG: return "log";
+    case TAPE_SIN: return "sin";
+    case TAPE_COS: return "cos";
+    case TAPE_TAN: return "tan";
+    case TAPE_ASIN: return "asin";
+    case TAPE_ACOS: return "acos";
+    case TAPE_ATAN: return "atan";
+    case TAPE_SINH: return "sinh";
+    case TAPE_COSH: return "cosh";
+    case TAPE_TANH: return "tanh";
+    case TAPE_ABS: return "fabs";
+    default: return NULL;
+    }
+}

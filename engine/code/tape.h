@@ -80,6 +80,10 @@ typedef struct tape {
 /* Frees a tape and its compiled code. Accepts NULL. */
 void tape_free(tape *t);
 
+/* The C library name of a one-argument op (sqrt, exp, ..., fabs for TAPE_ABS), or NULL
+ * for an op that is not one: what the code writers (jit.c, export.c) call. */
+const char *tape_op_libm_name(tape_op op);
+
 /* Evaluates with the interpreter: work must hold n_ins doubles. */
 void tape_eval(const tape *t, const double *in, double *work, double *out);
 

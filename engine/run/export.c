@@ -145,25 +145,6 @@ typedef struct tape_view {
     const char *what;  /* its comment */
 } tape_view;
 
-static const char *unary_name(tape_op op)
-{
-    switch (op) {
-    case TAPE_SQRT: return "sqrt";
-    case TAPE_EXP: return "exp";
-    case TAPE_LOG: return "log";
-    case TAPE_SIN: return "sin";
-    case TAPE_COS: return "cos";
-    case TAPE_TAN: return "tan";
-    case TAPE_ASIN: return "asin";
-    case TAPE_ACOS: return "acos";
-    case TAPE_ATAN: return "atan";
-    case TAPE_SINH: return "sinh";
-    case TAPE_COSH: return "cosh";
-    case TAPE_TANH: return "tanh";
-    default: return NULL;
-    }
-}
-
 /* What input slot a of the model's layout holds, as a comment. */
 static void input_comment(gen *g, const struct engine_model *m, int a)
 {
@@ -214,7 +195,7 @@ static void tape_values(gen *g, const tape_view *v)
         case TAPE_ATAN2: outf(g, "%satan2(s%d, s%d)", math, p->a, p->b); break;
         case TAPE_ABS: outf(g, "%s(s%d)", g->py ? "abs" : "fabs", p->a); break;
         default: {
-            const char *f = unary_name(op);
+            const char *f = tape_op_libm_name(op);
             if (!f) {
                 g->err = 1;
                 return;
