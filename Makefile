@@ -20,8 +20,8 @@ OPT ?= -O2 -g
 WERROR ?=
 PKG_CONFIG ?= pkg-config
 
-# The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c), initialised without
-# its configuration files.
+# The engine hashes with OpenSSL's libcrypto (engine/base/sha256.c: its SHA-256 code,
+# without EVP, so nothing is initialised and no configuration file is read).
 ENGINE_PKGS := gsl jansson libcrypto
 SERVER_PKGS := libmicrohttpd hiredis zlib
 CLIENT_PKGS := libcurl
@@ -42,6 +42,13 @@ ENGINE_LIBS := $(call pkglibs,$(ENGINE_PKGS)) -ltcc -ldl -lm -lpthread
 SERVER_LIBS := $(call pkglibs,$(SERVER_PKGS)) -lsqlite3
 CLIENT_LIBS := $(call pkglibs,$(CLIENT_PKGS))
 TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
+# The one-shot CLI takes libcrypto from its static archive where there is one (Debian's
+# libssl-dev ships it): it calls only the SHA-256 code, a few kilobytes, where mapping and
+# relocating the shared library costs a `hamel run` process 0.5 ms (issue 19, item 3). The
+# other programs keep the shared one: libcurl brings it into the tests and clients, and
+# two copies of libcrypto must not meet in one process.
+CRYPTO_ARCHIVE := $(shell $(CC) -print-file-name=libcrypto.a)
+CLI_LIBS := $(subst $(call pkglibs,libcrypto),$(if $(filter /%,$(CRYPTO_ARCHIVE)),$(CRYPTO_ARCHIVE),$(call pkglibs,libcrypto)),$(ENGINE_LIBS))
 
 ENGINE_SRC := $(wildcard $(patsubst %,engine/%/*.c,$(ENGINE_LAYERS)) engine/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
@@ -83,7 +90,7 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 # server/problems.c, so its problem documents are the API's): `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
 $(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c server/problems.c) $(LIBENGINE)
-	$(CC) $(LDFLAGS) $^ -o $@ $(ENGINE_LIBS)
+	$(CC) $(LDFLAGS) $^ -o $@ $(CLI_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
 	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)

@@ -4,7 +4,8 @@
 # print) beside bench/hand_disk.c (the hand-written right-hand side through the same GSL
 # driver, reading the same case with jansson, linked with gsl and jansson only),
 # interleaved, median of BENCH_CLI_RUNS (50) each; goal: ratio <= 2.
-# Env: HAMEL_CASES_DIR (../shared/cases), BENCH_CLI_RUNS, BENCH_STRICT.
+# Env: HAMEL_CASES_DIR (../shared/cases), BENCH_CLI_RUNS, BENCH_STRICT, BENCH_CLI_BEFORE
+# (another hamel binary, e.g. built from main, run third in each round and printed beside).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/bench
@@ -25,7 +26,8 @@ cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -I"$(dirname "$integ")" -I"$(dirname 
 # shellcheck disable=SC2046
 cc -std=c11 -O2 -D_GNU_SOURCE bench/cli_process.c -o "$build/cli_process" $(pkg-config --cflags --libs jansson)
 rc=0
-"$build/cli_process" "$build/hand_disk" "$build/hamel" "$case_file" "${BENCH_CLI_RUNS:-50}" || rc=$?
+"$build/cli_process" "$build/hand_disk" "$build/hamel" "$case_file" "${BENCH_CLI_RUNS:-50}" \
+  "${BENCH_CLI_BEFORE:-}" || rc=$?
 if [ $rc = 1 ]; then
   echo "(the goal of issue 19 is missed above; BENCH_STRICT=1 makes that an error)"
   [ "${BENCH_STRICT:-0}" = 1 ] && exit 1
