@@ -188,16 +188,16 @@ void http__batch_work(http_conn *c, engine_model *m)
     if (http__wait(c) < 0)
         return; /* answered 400 on the resumed call, before anything is done */
     batch *b = NULL;
-    c->work_rc = batch_create(c->srv->d.batches, m, c->pending, &b, &c->out_problem);
+    c->work.rc = batch_create(c->srv->d.batches, m, c->work.body, &b, &c->work.problem);
     c->batch = b;
     c->batch_done = 1;
 }
 
-/* Offloaded: batch_create for c->pending on c->work_model. */
+/* Offloaded: batch_create for c->work.body on c->work.model. */
 static void http__run_batch_create(void *arg)
 {
     http_conn *c = arg;
-    http__batch_work(c, c->work_model);
+    http__batch_work(c, c->work.model);
 }
 
 /* The answer to a POST /v1/batches once its batch is created: a stream, a long-poll or
@@ -205,9 +205,9 @@ static void http__run_batch_create(void *arg)
 static enum MHD_Result http__resume_batch_create(http_conn *c)
 {
     c->batch_done = 0;
-    json_t *problem = c->out_problem;
-    c->out_problem = NULL;
-    int rc = c->work_rc;
+    json_t *problem = c->work.problem;
+    c->work.problem = NULL;
+    int rc = c->work.rc;
     if (rc != 0)
         return rc == HAMEL_E_UNAVAILABLE
                    ? http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN)
@@ -249,13 +249,13 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
 static void http__run_batch_cancel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = batch_cancel(c->srv->d.batches, c->batch);
+    c->work.rc = batch_cancel(c->srv->d.batches, c->batch);
 }
 
 static enum MHD_Result http__batch_cancel_answer(http_conn *c)
 {
-    return c->work_rc == 0 ? http__batch_answer(c, 0, 1)
-                           : http__error(c, c->work_rc, "the batch has already finished");
+    return c->work.rc == 0 ? http__batch_answer(c, 0, 1)
+                           : http__error(c, c->work.rc, "the batch has already finished");
 }
 
 enum MHD_Result http__batch(http_conn *c)

@@ -208,7 +208,7 @@ void http__simulation_work(http_conn *c, engine_model *m)
     if (http__wait(c) < 0)
         return; /* answered 400 on the resumed call, before anything is done */
     c->sim_done = 1;
-    int rc = engine_simulation_key(m, c->pending, c->sim_key, &c->sim_problem);
+    int rc = engine_simulation_key(m, c->work.body, c->sim_key, &c->sim_problem);
     if (rc != 0) {
         if (!c->sim_problem)
             c->sim_problem = hamel_problem_new(rc, NULL);
@@ -217,7 +217,7 @@ void http__simulation_work(http_conn *c, engine_model *m)
     http__memo_put(c, c->sim_key);
     c->sim_hit = cache_get(c->srv->d.results, c->sim_key);
     if (!c->sim_hit)
-        http__simulation_rest(c, m, c->pending);
+        http__simulation_rest(c, m, c->work.body);
 }
 
 /* The answer to a POST /v1/simulations from what its work found (http__simulation_work,
@@ -266,19 +266,19 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
     return http__job_accepted(c, c->job);
 }
 
-/* Offloaded: http__simulation_rest for c->work_model and c->pending. */
+/* Offloaded: http__simulation_rest for c->work.model and c->work.body. */
 static void http__run_simulation(void *arg)
 {
     http_conn *c = arg;
-    http__simulation_rest(c, c->work_model, c->pending);
+    http__simulation_rest(c, c->work.model, c->work.body);
 }
 
 static enum MHD_Result http__resume_simulation(http_conn *c)
 {
-    engine_model_release(c->work_model);
-    c->work_model = NULL;
-    json_decref(c->pending);
-    c->pending = NULL;
+    engine_model_release(c->work.model);
+    c->work.model = NULL;
+    json_decref(c->work.body);
+    c->work.body = NULL;
     return http__simulation_answer(c);
 }
 
@@ -425,13 +425,13 @@ static enum MHD_Result http__stored_job(http_conn *c)
 static void http__run_cancel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = jobs_cancel(c->srv->d.jobs, c->job);
+    c->work.rc = jobs_cancel(c->srv->d.jobs, c->job);
 }
 
 static enum MHD_Result http__cancel_answer(http_conn *c)
 {
-    return c->work_rc == 0 ? http__job_answer(c, c->job, 0)
-                           : http__error(c, c->work_rc, "the job has already finished");
+    return c->work.rc == 0 ? http__job_answer(c, c->job, 0)
+                           : http__error(c, c->work.rc, "the job has already finished");
 }
 
 enum MHD_Result http__job(http_conn *c)
