@@ -111,7 +111,7 @@ static void http__form_done(void *arg, int ran)
     int limit = ran && c->work.rc == HAMEL_E_COMPILE_LIMIT && c->work.problem;
     void **waiters = NULL;
     size_t n = 0;
-    once_end(c->srv->forms, c->form_key, limit ? c->work.problem : NULL, &waiters, &n);
+    once_end(c->srv->forms, c->form.key, limit ? c->work.problem : NULL, &waiters, &n);
     for (size_t i = 0; i < n; i++) {
         http_conn *w = waiters[i];
         if (ran && c->work.rc == HAMEL_E_CANCELLED) {
@@ -134,7 +134,7 @@ static void http__form_done(void *arg, int ran)
 static void http__form_start(http_conn *c)
 {
     json_t *known = NULL;
-    int how = once_begin(c->srv->forms, c->form_key, c, &known);
+    int how = once_begin(c->srv->forms, c->form.key, c, &known);
     if (how == ONCE_WAIT)
         return;
     if (how == ONCE_REMEMBERED) {
@@ -221,7 +221,7 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     if (equations && form) { /* derived on first request: once per (model, form, limits) */
         c->work.model = m;
         const engine_limits *lim = c->srv->d.limits;
-        snprintf(c->form_key, sizeof c->form_key, "%s|%.64s|%.17g|%zu", engine_model_id(m), form,
+        snprintf(c->form.key, sizeof c->form.key, "%s|%.64s|%.17g|%zu", engine_model_id(m), form,
                  lim->max_compile_seconds, lim->max_compile_bytes);
         c->off.resume = http__resume_form;
         c->off.ran = 0;

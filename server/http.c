@@ -517,9 +517,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         c->state = HTTP_CONN_ROUTED;
         if (was == HTTP_CONN_OFFLOADED)
             return http__resume_offloaded(c);
-        if (c->batch)
-            return http__batch_answer(c, http__route_has(c, HTTP_ROUTE_SUBMITS), 0);
-        return http__job_reply(c, http__route_has(c, HTTP_ROUTE_SUBMITS));
+        return http__on_wake(c); /* the row's: the job's or the batch's answer */
     }
     if (c->state == HTTP_CONN_ANSWERED || (c->method != HTTP_POST && *upload_data_size)) {
         *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
@@ -573,17 +571,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     metrics_request(c->route, status, secs);
     if (s->d.cfg->access_log)
         fprintf(stderr, "%s %s %d %zu %.3f\n", c->method_name, c->path, status, c->bytes, secs * 1e3);
-    if (c->job)
-        job_release(s->d.jobs, c->job);
-    if (c->batch) {
-        batch_unpark(s->d.batches, &c->bwaiter);
-        batch_release(s->d.batches, c->batch);
-    }
-    json_decref(c->sim_problem);
-    if (c->view_set)
-        blob_release(c->view.body);
-    blob_release(c->sim_hit);
-    http__stored_job_free(c->stored_job);
+    http__route_release(c); /* the route's own state (its row's hook) */
     http__resolve_clear(c); /* and the flight of an owner that ended before its model was cached */
     http__work_clear(&c->work);
     blob_release(c->gz.src);

@@ -7,10 +7,21 @@
  *   http.c      the libmicrohttpd daemon, the request lifecycle (headers, body, suspend
  *               and resume, offload), dispatch through the route table
  *   respond.c   responses: JSON, problem documents, result blobs, CORS headers
- *   routes.c    the route table: method + path pattern -> handler, 405/Allow, preflight
+ *   routes.c    the route table: method + path pattern -> handler, flags and hooks, 405/Allow,
+ *               preflight
  *   resolve.c   the model a request names (inline or model_id), compiled off the poll
  *               threads (offload pool) with one compilation per spec in flight
- *   h_*.c       one file per resource
+ *   h_*.c       one file per resource; h_simulations.h, h_batches.h and h_models.h
+ *               declare the per-route state of theirs
+ *
+ * A request (http_conn) is where it is by its state (http_conn_state) and holds, besides
+ * the core's fields (http.c), one group per concern, each named after and owned by one
+ * file: off (http.c: the offload round trip), work (the offloaded work's inputs and
+ * outputs, filled by the handler's task), resolve (resolve.c: the model the request
+ * names), gz (respond.c: a large result deflated off the poll thread), and one per-route
+ * state, a union member declared by the endpoint's header (sim, batch, form). The core
+ * reaches a route's state only through its route row's hooks (after_compile, on_wake,
+ * release): nothing tests which route a request is.
  */
 #ifndef HAMEL_SERVER_HTTP_CONN_H
 #define HAMEL_SERVER_HTTP_CONN_H
@@ -20,6 +31,9 @@
 #include <stdatomic.h>
 
 #include "dynbuf.h"
+#include "h_batches.h"
+#include "h_models.h"
+#include "h_simulations.h"
 #include "hangup.h"
 #include "heads.h"
 #include "http.h"
@@ -79,9 +93,6 @@ typedef enum http_method {
     HTTP_OTHER,
 } http_method;
 
-/* A job read from the store (h_simulations.c). */
-typedef struct http_stored_job http_stored_job;
-
 /* A row of the route table (routes.c). */
 typedef struct http_route http_route;
 
@@ -97,8 +108,15 @@ typedef struct http_route http_route;
 /* Whether the request's route row (c->row) has flag. */
 int http__route_has(const struct http_conn *c, unsigned flag);
 
-/* The row's after-compile work (http_route.after_compile), if any, with model m. */
-void http__after_compile(struct http_conn *c, engine_model *m);
+/* The row's after-compile work (http_route.after_compile), if any, with model m: returns
+ * 1 when it committed a job whose record carries the model, else 0. */
+int http__after_compile(struct http_conn *c, engine_model *m);
+
+/* The answer of a parked request once woken: its row's on_wake (a job's or a batch's). */
+enum MHD_Result http__on_wake(struct http_conn *c);
+
+/* At the request's end: frees the route's own state by its row's release hook. */
+void http__route_release(struct http_conn *c);
 
 /* What the route table says about a path and the request's method (http__route). */
 typedef struct http_route_match {
@@ -203,20 +221,14 @@ typedef struct http_conn {
     http_resolve resolve;   /* resolve.c: the model the request names */
     http_gz_pending gz;     /* respond.c: a large result's gzip form, made off the poll thread */
 
-    job *job;                        /* a long-poll's job (a reference) */
-    job_waiter waiter;               /* parked on job while suspended */
-    batch *batch;                    /* a batch long-poll's batch (a reference) */
-    batch_waiter bwaiter;            /* parked on batch while suspended */
-    char sim_key[80];                /* POST /v1/simulations: its simulation key */
-    blob *sim_hit;                   /* ... and its cached or stored result */
-    int sim_done;                    /* ... its work ran (http__simulation_work): then */
-    int sim_rc;                      /* ... jobs_submit's refusal (c->job is the job), or */
-    json_t *sim_problem;             /* ... the request's problem (key or check) */
-    int batch_done;                  /* POST /v1/batches: created (http__batch_work) */
-    int view_set;                    /* c->job's state read off the poll thread: */
-    job_view view;                   /* ... the next answer about it uses this copy */
-    http_stored_job *stored_job;     /* GET or DELETE of a job known only to the store */
-    char form_key[ONCE_KEY_MAX + 1]; /* a ?form= request: its key in http_server.forms */
+    /* The route's own state: the member of the request's row (c->row), declared by the
+     * endpoint's file, zeroed with the connection and released by the row's release
+     * hook when the request ends. Nothing outside that endpoint's file and hooks reads it. */
+    union {
+        http_sim_state sim;     /* h_simulations.h: simulations and their jobs */
+        http_batch_state batch; /* h_batches.h: batches */
+        http_form_state form;   /* h_models.h: an equations ?form= */
+    };
 } http_conn;
 
 /* ---- http.c ---- */
@@ -393,7 +405,7 @@ int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*r
  * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
 int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret);
 
-/* ---- h_models.c ---- */
+/* ---- h_models.c (its per-route state: h_models.h, c->form) ---- */
 
 /* POST /v1/models. */
 enum MHD_Result http__post_model(http_conn *c, json_t *body);
@@ -441,30 +453,20 @@ enum MHD_Result http__model_code(http_conn *c);
  * becomes 503 unavailable (retry), as a cancelled compilation; `what` names the work. */
 void http__lin_cancelled(http_conn *c, const char *what);
 
-/* ---- h_simulations.c ---- */
+/* ---- h_simulations.c (its per-route state: h_simulations.h, c->sim) ---- */
 
 /* Answers a POST /v1/simulations whose exact body was seen before and whose result is
  * still cached; returns 1 if it answered. */
 int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
 
-/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
- * a still-running job is 202 with Location; a failed one is its problem document. */
-enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
-
 /* The work of a POST /v1/simulations (body c->work.body) once its model m (borrowed) is
- * known, done on the offload pool right after the model's compilation: the simulation
- * key, the result cache, the store, engine_simulation_check and jobs_submit (a store
- * commit, with HAMEL_REDIS an XADD). Sets c->sim_done and the outcome, which
- * http__post_simulation answers on the resumed call; does nothing for a malformed
- * ?wait (the resumed call answers 400). */
-void http__simulation_work(http_conn *c, engine_model *m);
-
-/* http__job_answer for c->job, once jobs_view_get has read it on the offload pool when it
- * asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
-enum MHD_Result http__job_reply(http_conn *c, int sync);
-
-/* Frees what http__stored_job read. Accepts NULL. */
-void http__stored_job_free(http_stored_job *x);
+ * known, done on the offload pool right after the model's compilation (the row's
+ * after_compile): the simulation key, the result cache, the store,
+ * engine_simulation_check and jobs_submit (a store commit, with HAMEL_REDIS an XADD).
+ * Sets c->sim.submit, which http__post_simulation answers on the resumed call; does
+ * nothing for a malformed ?wait (the resumed call answers 400). Returns 1 when it
+ * submitted a job (c->sim.job), whose record carries the model. */
+int http__simulation_work(http_conn *c, engine_model *m);
 
 /* POST /v1/simulations. */
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
@@ -472,22 +474,32 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
 /* GET and DELETE /v1/jobs/{id}. */
 enum MHD_Result http__job(http_conn *c);
 
-/* ---- h_batches.c ---- */
+/* The rows' on_wake: the answer about c->sim.job after a long-poll. */
+enum MHD_Result http__job_wake(http_conn *c);
 
-/* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
- * answer carries Location. A finished batch carries "results" unless `bare`. */
-enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare);
+/* The rows' release: frees c->sim. */
+void http__sim_release(http_conn *c);
+
+/* ---- h_batches.c (its per-route state: h_batches.h, c->batch) ---- */
 
 /* The work of a POST /v1/batches (body c->work.body) once its model m (borrowed) is known,
- * done on the offload pool right after the model's compilation: batch_create into
- * c->batch (or c->work.rc and c->work.problem), answered by http__post_batch on the
- * resumed call; does nothing for a malformed ?wait. */
-void http__batch_work(http_conn *c, engine_model *m);
+ * done on the offload pool right after the model's compilation (the row's
+ * after_compile): batch_create into c->batch.b (or c->work.rc and c->work.problem),
+ * answered by http__post_batch on the resumed call; does nothing for a malformed ?wait.
+ * Returns 0: a batch's model is not queued to be committed with a job's record (its row
+ * has no HTTP_ROUTE_MODEL_WITH_JOB). */
+int http__batch_work(http_conn *c, engine_model *m);
 
 /* POST /v1/batches. */
 enum MHD_Result http__post_batch(http_conn *c, json_t *body);
 
 /* GET and DELETE /v1/batches/{id}. */
 enum MHD_Result http__batch(http_conn *c);
+
+/* The rows' on_wake: c->batch.b's status document after a long-poll. */
+enum MHD_Result http__batch_wake(http_conn *c);
+
+/* The rows' release: frees c->batch. */
+void http__batch_release(http_conn *c);
 
 #endif

@@ -294,9 +294,10 @@ static void http__run_compile(void *arg)
     int same =
         c->resolve.pre.rc == 0 &&
         (!c->resolve.stored_spec || !strcmp(engine_model_id(c->resolve.pre.model), c->resolve.stored_id));
-    if (same)
-        http__after_compile(c, c->resolve.pre.model); /* the row's: http__simulation_work, http__batch_work */
-    if (queued && !c->job) /* a cached result or a refused request: no job record carried it */
+    /* the row's hook (http__simulation_work, http__batch_work): whether a job's record
+     * was committed after the queued model, carrying it */
+    int carried = same && http__after_compile(c, c->resolve.pre.model);
+    if (queued && !carried) /* a cached result or a refused request: no job record carried it */
         store_put_model(st, engine_model_id(c->resolve.pre.model), c->resolve.spec_text);
 }
 
