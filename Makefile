@@ -42,13 +42,15 @@ ENGINE_LIBS := $(call pkglibs,$(ENGINE_PKGS)) -ltcc -ldl -lm -lpthread
 SERVER_LIBS := $(call pkglibs,$(SERVER_PKGS)) -lsqlite3
 CLIENT_LIBS := $(call pkglibs,$(CLIENT_PKGS))
 TEST_LIBS := $(call pkglibs,$(TEST_PKGS))
-# The one-shot CLI takes libcrypto from its static archive where there is one (Debian's
-# libssl-dev ships it): it calls only the SHA-256 code, a few kilobytes, where mapping and
-# relocating the shared library costs a `hamel run` process 0.5 ms (issue 19, item 3). The
-# other programs keep the shared one: libcurl brings it into the tests and clients, and
-# two copies of libcrypto must not meet in one process.
-CRYPTO_ARCHIVE := $(shell $(CC) -print-file-name=libcrypto.a)
-CLI_LIBS := $(subst $(call pkglibs,libcrypto),$(if $(filter /%,$(CRYPTO_ARCHIVE)),$(CRYPTO_ARCHIVE),$(call pkglibs,libcrypto)),$(ENGINE_LIBS))
+# The one-shot CLI takes libcrypto, GSL and jansson from their static archives where
+# they exist (Debian's -dev packages ship them): a `hamel run` process then maps and
+# relocates libc and libm only. libcrypto's shared library alone cost 0.5 ms a run, GSL
+# and jansson together 0.2 ms (issue 19, item 3). The other programs keep the shared
+# ones: libcurl brings libcrypto into the tests and clients, and two copies of a library
+# must not meet in one process.
+cli_archive = $(shell $(CC) -print-file-name=lib$(1).a)
+cli_static = $(if $(filter /%,$(call cli_archive,$(1))),$(call cli_archive,$(1)),-l$(1))
+CLI_LIBS := $(foreach f,$(ENGINE_LIBS),$(if $(filter -lgsl -lgslcblas -ljansson -lcrypto,$(f)),$(call cli_static,$(f:-l%=%)),$(f)))
 
 ENGINE_SRC := $(wildcard $(patsubst %,engine/%/*.c,$(ENGINE_LAYERS)) engine/*.c)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
