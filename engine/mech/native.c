@@ -213,9 +213,29 @@ static int native__inputs(const struct engine_model *m, int ni, const char *used
     return 0;
 }
 
+/* How the generated C is cut into functions: cc -O2's time and memory grow faster than
+ * the size of a function (register allocation: the bicycle's 6,593 slots as one function
+ * 1.3 s and 122 MB, as parts 0.55 s and 60 MB; a car with 24 trailers 14.6 s and 888 MB
+ * against 2.2 s and 162 MB), so a tape of more than NATIVE_SPLIT_ABOVE slots is written
+ * as parts of at most NATIVE_PART slots each (jit_source). Below it one function builds
+ * about as fast. HAMEL_NATIVE_PART (slots per part, 0: one function) overrides it, for
+ * measurements (bench/bench_scale.c). */
+#define NATIVE_SPLIT_ABOVE 4000
+#define NATIVE_PART 500
+
+static int native__block(const tape *t)
+{
+    const char *v = getenv("HAMEL_NATIVE_PART");
+    if (v && *v)
+        return atoi(v) > 0 ? atoi(v) : 0;
+    return t->n_ins > NATIVE_SPLIT_ABOVE ? NATIVE_PART : 0;
+}
+
 /* f: the same outputs as the tape. NULL when out of memory. */
 static char *native__source_f(const tape *t, char **ex_in, double *val)
 {
+    char nomem[96]; /* NaN outputs: the run fails as with any non-finite value */
+    snprintf(nomem, sizeof nomem, "for (int i = 0; i < %d; i++) out[i] = 0.0 / 0.0;", t->n_outputs);
     size_t cap = (size_t)t->n_outputs * 32 + 1, len = 0;
     char *epi = malloc(cap);
     if (!epi)
@@ -224,7 +244,13 @@ static char *native__source_f(const tape *t, char **ex_in, double *val)
     for (int o = 0; o < t->n_outputs; o++)
         len += (size_t)snprintf(epi + len, cap - len, "out[%d] = s%d;\n", o, t->outputs[o]);
     jit_inputs map = {(const char *const *)ex_in, val};
-    char *src_f = jit_source(t, &map, "void f(const double *in, double *out)", epi, 1, NULL);
+    jit_function fn = {.name = "f",
+                       .params = "const double *in, double *out",
+                       .args = "in, out",
+                       .epilogue = epi,
+                       .on_nomem = nomem,
+                       .block = native__block(t)};
+    char *src_f = jit_source(t, &map, &fn, 1, NULL);
     free(epi);
     return src_f;
 }
@@ -266,7 +292,15 @@ static char *native__source_g(const struct engine_model *m, const tape *t, char 
                 len += (size_t)snprintf(epi + len, cap - len, " dydt[%d] = a; }\n", n + r);
             }
             jit_inputs map = {(const char *const *)ex_y, val};
-            src_g = jit_source(t, &map, "void g(double t, const double *y, double *dydt)", epi, 0, NULL);
+            char nomem[96];
+            snprintf(nomem, sizeof nomem, "for (int i = 0; i < %d; i++) dydt[i] = 0.0 / 0.0;", n + k);
+            jit_function fn = {.name = "g",
+                               .params = "double t, const double *y, double *dydt",
+                               .args = "t, y, dydt",
+                               .epilogue = epi,
+                               .on_nomem = nomem,
+                               .block = native__block(t)};
+            src_g = jit_source(t, &map, &fn, 0, NULL);
             free(epi);
         }
     }
