@@ -116,8 +116,8 @@ run_family() { # family name, then "size:options" entries
     [ -n "$opts" ] && args=($opts)
     [ -n "$native_dir" ] && [[ $family != hostile-* ]] && args+=(--native "$native_dir")
     # (no SymPy C past disk-chain-12: its derivation would take far longer than the bench)
-    if [ $have_sympy = 1 ] && [[ ($family == disk-chain && ${size:-0} -le 12) || $family == car-trailers ||
-      $family == whipple-hand ]]; then
+    if [ $have_sympy = 1 ] && [[ ($family == disk-chain && ${size:-0} -le 12) ||
+      ($family == car-trailers && ${size:-0} -le 10) || $family == whipple-hand ]]; then
       so=$(sympy_so "$case") && args+=(--sympy "$so")
     fi
     timeout "$timeout_s" "$prog" "${args[@]}" "$case"
@@ -142,7 +142,30 @@ run_family car-trailers 1 2 3 4 5 6 7 "8:--compile-target 50" 9 10
 # state (gen_sympy_c.py: its symbolic pivot vanishes at the case's yaw = 0); the native
 # build of the bicycle takes 10-20 s on the loaded 2-core machine
 timeout_s=$((timeout_s > 90 ? timeout_s : 90)) run_family whipple-hand \
-  ":--compile-target 100 --ratio-target 1 --sympy-random-state"
+  ":--compile-target 100 --ratio-target 1 --sympy-random-state --build-target 1000"
+# the native tier's C in functions of at most 500 slots (past 4,000) against one function
+# (HAMEL_NATIVE_PART=0, as before issue 19 item 6), alternating: the build's compiler CPU
+# (cc_cpu_ms/MB; goal at the bicycle's size <= 1 s) and the right-hand side (nat/C)
+if [ -n "$native_dir" ]; then
+  for round in 1 2; do
+    for part in 0 ""; do
+      label=whipple-hand
+      [[ $label =~ $only ]] || continue
+      args=(--native "$native_dir" --sympy-random-state --label "$label/parts")
+      [ -n "$part" ] && args=(--native "$native_dir" --sympy-random-state --label "$label/one-fn")
+      [ -z "$part" ] && args+=(--build-target 1000)
+      [ $have_sympy = 1 ] && so=$(sympy_so "$models/$label.json") && args+=(--sympy "$so")
+      rm -rf "${native_dir:?}"/* # a fresh build each time
+      HAMEL_NATIVE_PART=$part timeout 90 "$prog" "${args[@]}" "$models/$label.json"
+      [ $? = 1 ] && missed=1
+    done
+    echo "  (round $round; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  done
+  # past the old 20,000-slot refusal: a car with 24 trailers (about 32,000 slots)
+  if [[ car-trailers-24 =~ $only ]] && python3 bench/models/gen_models.py --out "$models" car-trailers-24; then
+    timeout 120 "$prog" --native "$native_dir" "$models/car-trailers-24.json"
+  fi
+fi
 # the bicycle's correctness: linearised about upright running vs the benchmark's A(v)
 if [[ whipple-check =~ $only ]]; then
   if make --no-print-directory BUILD="$build" OPT=-O2 "$build/bench-whipple_check" >>"$build/build-scale.log" 2>&1; then

@@ -23,6 +23,9 @@
 #define BATCH_MAX_REPORTED 20      /* invalid runs described in one 422 */
 #define BATCH_PATH_MAX 256         /* a problem path with its runs[i] prefix */
 #define BATCH_TIMER_IDLE_SECONDS 3600.0
+#define BATCH_BLOCK_MAX 256       /* runs in one block: one worker call, one store commit */
+#define BATCH_BLOCK_SECONDS 0.025 /* a block's aim on a worker: its lines come this often */
+#define BATCH_CANCEL_WAIT 15.0    /* DELETE waits for running blocks to stop at most this */
 
 enum { RUN_PENDING, RUN_CLAIMED, RUN_INFLIGHT, RUN_FINISHED };
 enum { RUN_DONE, RUN_FAILED, RUN_CANCELLED };
@@ -44,6 +47,8 @@ static const char *const batch__field_names[] = {"run",        "final", "checks"
 
 /* The members of a run merged key by key over the base's (one level deep). */
 static const char *const batch__merged[] = {"initial", "parameters", "integrator", "output"};
+
+typedef struct batch_block batch_block;
 
 typedef struct batch_run {
     batch *b;
@@ -74,6 +79,22 @@ struct batch {
     double t0, t1;   /* monotonic: created, finished */
     batch_waiter *streams;
     batch *prev, *next; /* kept list, newest first */
+    /* blocks (without a shared queue): the runs are fed as tasks of up to
+     * BATCH_BLOCK_MAX runs, each one worker call and one store commit */
+    int blocks_on;
+    batch_block *blocks; /* in flight (queued or running) */
+    size_t nblocks;
+    double run_seconds; /* one run's time on a worker, as measured (0: not yet) */
+};
+
+/* A block of runs in flight: a task of the pool. */
+struct batch_block {
+    batch *b;
+    engine_control ctl;
+    int started, dropped; /* under bs->lock: on a worker; cancelled before it started */
+    batch_block *prev, *next;
+    size_t n;
+    batch_run *runs[];
 };
 
 struct batches {
@@ -88,6 +109,7 @@ struct batches {
     batch *head, *tail;
     size_t kept, active, bytes;
     batch_waiter *waiters; /* long-polls */
+    pthread_cond_t ended;  /* a block ended (batch__cancel waits for running ones) */
 };
 
 /* ---- records ------------------------------------------------------------------------ */
@@ -619,49 +641,56 @@ static void batch__complete_locked(batches *bs, batch *b, batch_waiter **fired)
     metrics_batch(b->cancel ? METRICS_BATCH_CANCELLED : METRICS_BATCH_DONE);
 }
 
-/* Records the end of run r with its line (taken; NULL when out of memory). `claimed`
- * says whether the run counted as in flight. */
-static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, int status, int cached,
-                              int claimed)
+/* Records the end of runs rs[0..n) with their lines (taken; NULL when out of memory),
+ * under one lock and with one wake of the batch's readers. `claimed` says whether the
+ * runs counted as in flight. */
+static void batch__finish_runs(batches *bs, batch *b, batch_run *const *rs, blob **lines, const int *status,
+                               int cached, int claimed, size_t n)
 {
-    if (!line)
-        line = batch__line_problem(b, r, RUN_FAILED, hamel_problem_new(HAMEL_E_INTERNAL, "out of memory"));
+    for (size_t i = 0; i < n; i++)
+        if (!lines[i])
+            lines[i] = batch__line_problem(b, rs[i], RUN_FAILED,
+                                           hamel_problem_new(HAMEL_E_INTERNAL, "out of memory"));
     batch_waiter *fired = NULL;
     batch *dead = NULL;
     engine_model *m = NULL;
     json_t *base = NULL, *partials = NULL;
     pthread_mutex_lock(&bs->lock);
-    r->state = RUN_FINISHED;
-    r->status = (unsigned char)status;
-    r->cached = (unsigned char)cached;
-    if (claimed)
-        b->inflight--;
-    b->order[b->finished++] = r->index;
-    if (status == RUN_DONE)
-        b->succeeded++;
-    else if (status == RUN_FAILED)
-        b->failed++;
-    else
-        b->cancelled++;
-    if (cached)
-        b->cached++;
-    if (line && b->kept && bs->bytes + line->len > bs->cfg.max_bytes)
-        batch__evict_locked(bs, b, &dead);
-    if (line && status == RUN_DONE && bs->bytes + line->len > bs->cfg.max_bytes) {
-        blob *stub = batch__line_stub(r);
-        if (stub) {
-            blob_release(line);
-            line = stub;
+    for (size_t i = 0; i < n; i++) {
+        batch_run *r = rs[i];
+        blob *line = lines[i];
+        r->state = RUN_FINISHED;
+        r->status = (unsigned char)status[i];
+        r->cached = (unsigned char)cached;
+        if (claimed)
+            b->inflight--;
+        b->order[b->finished++] = r->index;
+        if (status[i] == RUN_DONE)
+            b->succeeded++;
+        else if (status[i] == RUN_FAILED)
+            b->failed++;
+        else
+            b->cancelled++;
+        if (cached)
+            b->cached++;
+        if (line && b->kept && bs->bytes + line->len > bs->cfg.max_bytes)
+            batch__evict_locked(bs, b, &dead);
+        if (line && status[i] == RUN_DONE && bs->bytes + line->len > bs->cfg.max_bytes) {
+            blob *stub = batch__line_stub(r);
+            if (stub) {
+                blob_release(line);
+                line = stub;
+            }
+        }
+        r->line = line;
+        if (line) {
+            b->bytes += line->len;
+            if (b->kept)
+                bs->bytes += line->len;
         }
     }
-    r->line = line;
-    if (line) {
-        b->bytes += line->len;
-        if (b->kept)
-            bs->bytes += line->len;
-    }
     waiters_detach_all(&b->streams, &fired);
-    if (b->finished == b->count) {
+    if (b->finished == b->count && !b->done) {
         batch__complete_locked(bs, b, &fired);
         m = b->model;
         base = b->base;
@@ -670,13 +699,21 @@ static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, i
         b->base = b->partials = NULL;
     }
     pthread_mutex_unlock(&bs->lock);
-    metrics_batch_run(cached                 ? METRICS_RUN_CACHED
-                      : status == RUN_DONE   ? METRICS_RUN_DONE
-                      : status == RUN_FAILED ? METRICS_RUN_FAILED
-                                             : METRICS_RUN_CANCELLED);
+    for (size_t i = 0; i < n; i++)
+        metrics_batch_run(cached                    ? METRICS_RUN_CACHED
+                          : status[i] == RUN_DONE   ? METRICS_RUN_DONE
+                          : status[i] == RUN_FAILED ? METRICS_RUN_FAILED
+                                                    : METRICS_RUN_CANCELLED);
     waiters_fire(fired);
     batch__drop_inputs(m, base, partials);
     batch__destroy_chain(dead);
+}
+
+/* batch__finish_runs of one run. */
+static void batch__finish_run(batches *bs, batch *b, batch_run *r, blob *line, int status, int cached,
+                              int claimed)
+{
+    batch__finish_runs(bs, b, &r, &line, &status, cached, claimed, 1);
 }
 
 /* A claimed run is over: drops the reference it held on its batch. */
@@ -840,9 +877,9 @@ static int batch__submit(batches *bs, batch *b, batch_run *r)
     return SUBMIT_INFLIGHT;
 }
 
-/* Claims runs while b has room in flight and submits them, until nothing more can be
- * claimed. The caller holds a reference on b. */
-static void batch__feed(batches *bs, batch *b)
+/* Claims runs while b has room in flight and submits them as jobs, until nothing more
+ * can be claimed (with a shared queue). The caller holds a reference on b. */
+static void batch__feed_jobs(batches *bs, batch *b)
 {
     for (;;) {
         batch_run *claim[BATCH_CLAIM_MAX];
@@ -881,6 +918,354 @@ static void batch__feed(batches *bs, batch *b)
             }
         }
     }
+}
+
+/* ---- blocks ------------------------------------------------------------------------- */
+
+/* How many runs the next block takes: about BATCH_BLOCK_SECONDS of work (one run while
+ * nothing is measured yet), and no more than a share of what is left, so the last runs
+ * are spread over the workers. Caller holds bs->lock. */
+static size_t batch__block_size_locked(const batches *bs, const batch *b)
+{
+    size_t workers = bs->cfg.workers > 0 ? (size_t)bs->cfg.workers : 1;
+    size_t left = b->count - b->finished - b->inflight;
+    size_t k = 1;
+    if (b->run_seconds > 0) {
+        double want = BATCH_BLOCK_SECONDS / b->run_seconds;
+        k = want >= BATCH_BLOCK_MAX ? BATCH_BLOCK_MAX : want < 1 ? 1 : (size_t)want;
+    }
+    size_t share = (left + 2 * workers - 1) / (2 * workers);
+    if (k > share)
+        k = share;
+    return k ? k : 1;
+}
+
+/* The most blocks of one batch in flight: two per worker (one running, one queued
+ * behind it, so no worker waits for the feeder), within the batch's places. */
+static size_t batch__blocks_max(const batches *bs)
+{
+    size_t two = 2 * (size_t)(bs->cfg.workers > 0 ? bs->cfg.workers : 1);
+    return two < bs->cfg.max_inflight ? two : bs->cfg.max_inflight;
+}
+
+static void batch__block_unlink_locked(batch *b, batch_block *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        b->blocks = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    k->prev = k->next = NULL;
+    b->nblocks--;
+}
+
+/* The problem document of a failed or cancelled job body, a new reference. */
+static json_t *batch__body_problem(const blob *body, int rc)
+{
+    json_t *doc = body ? json_loadb(body->data, body->len, 0, NULL) : NULL;
+    json_t *problem = json_incref(json_object_get(doc, "problem"));
+    json_decref(doc);
+    return problem ? problem : hamel_problem_new(rc ? rc : HAMEL_E_INTERNAL, NULL);
+}
+
+static void batch__feed(batches *bs, batch *b);
+
+/* The work arrays of one block's run on a worker. */
+typedef struct block_work {
+    isolate_result *res;
+    jobs_outcome *out;
+    blob **lines;
+    int *status;
+    batch_run **fin; /* the runs that ended, with lines[i] and status[i] */
+    const char **ids;
+    size_t nfin;
+} block_work;
+
+static void block_work_free(block_work *w, size_t n)
+{
+    for (size_t i = 0; w->res && i < n; i++) {
+        free(w->res[i].text);
+        json_decref(w->res[i].problem);
+    }
+    free(w->res);
+    free(w->out);
+    free(w->lines);
+    free(w->status);
+    free(w->fin);
+    free(w->ids);
+}
+
+static int block_work_new(block_work *w, size_t n)
+{
+    memset(w, 0, sizeof *w);
+    w->res = calloc(n, sizeof *w->res);
+    w->out = calloc(n, sizeof *w->out);
+    w->lines = calloc(n, sizeof *w->lines);
+    w->status = calloc(n, sizeof *w->status);
+    w->fin = calloc(n, sizeof *w->fin);
+    w->ids = calloc(n, sizeof *w->ids);
+    if (w->res && w->out && w->lines && w->status && w->fin && w->ids)
+        return 0;
+    block_work_free(w, 0);
+    return -1;
+}
+
+/* Every run of k ends with status st and a copy of problem (taken), without a job. */
+static void batch__block_end_all(batches *bs, batch_block *k, int st, json_t *problem)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        blob *line = batch__line_problem(k->b, k->runs[i], st, json_deep_copy(problem));
+        batch__finish_run(bs, k->b, k->runs[i], line, st, 0, 1);
+    }
+    json_decref(problem);
+}
+
+/* The worker call of block k: one message with every run's request (merged over the
+ * base) and job id. Returns isolate_simulate_many's status (*problem when not 0). */
+static int batch__block_call(batches *bs, batch_block *k, block_work *w, json_t **problem)
+{
+    batch *b = k->b;
+    json_t *reqs = json_array();
+    for (size_t i = 0; reqs && i < k->n; i++) {
+        batch_run *r = k->runs[i];
+        ids_random(r->job_id, JOB_ID_LEN);
+        w->ids[i] = r->job_id;
+        json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
+        if (!req || json_array_append_new(reqs, req) != 0) {
+            json_decref(reqs);
+            reqs = NULL;
+        }
+    }
+    json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", "", "status", "done", "model_id", b->model_id,
+                             "progress", 1.0);
+    *problem = NULL;
+    int rc = reqs && head ? isolate_simulate_many(b->model, reqs, head, w->ids, &bs->cfg.limits, &k->ctl,
+                                                  w->res, problem)
+                          : HAMEL_E_INTERNAL;
+    if (rc != 0 && !*problem)
+        *problem = hamel_problem_new(rc, NULL);
+    json_decref(reqs);
+    json_decref(head);
+    return rc;
+}
+
+/* Records the runs of k that ran as jobs (one store commit) and makes their lines; the
+ * runs a fault left unrun go back to pending. `dt`: the call's seconds. */
+static void batch__block_record(batches *bs, batch_block *k, block_work *w, double created, double dt)
+{
+    batch *b = k->b;
+    size_t nout = 0, nagain = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        isolate_result *x = &w->res[i];
+        if (x->rc == -1) { /* not run: kept at the front of k->runs for below */
+            k->runs[nagain++] = k->runs[i];
+            continue;
+        }
+        jobs_outcome *o = &w->out[nout];
+        o->id = k->runs[i]->job_id;
+        o->key = k->runs[i]->key;
+        o->rc = x->rc;
+        o->body = x->rc == 0 ? blob_take_len(x->text, x->len) : NULL;
+        o->problem = x->problem;
+        x->text = NULL;
+        x->problem = NULL;
+        w->fin[nout++] = k->runs[i];
+    }
+    metrics_integrate(dt);
+    jobs_finish_many(bs->pool, b->model_id, created, w->out, nout);
+    for (size_t i = 0; i < nout; i++) {
+        jobs_outcome *o = &w->out[i];
+        if (o->state == JOB_DONE) {
+            w->status[i] = RUN_DONE;
+            w->lines[i] = batch__line_done(b, w->fin[i], o->body, 0);
+        } else {
+            w->status[i] = o->state == JOB_CANCELLED ? RUN_CANCELLED : RUN_FAILED;
+            w->lines[i] =
+                batch__line_problem(b, w->fin[i], w->status[i], batch__body_problem(o->body, o->rc));
+        }
+        blob_release(o->body);
+        o->body = NULL;
+    }
+    w->nfin = nout;
+    pthread_mutex_lock(&bs->lock);
+    if (nout > 0 && nagain == 0) { /* the measure of a run, for the next blocks */
+        double one = dt / (double)nout;
+        b->run_seconds = b->run_seconds > 0 ? 0.5 * (b->run_seconds + one) : one;
+    }
+    for (size_t i = 0; i < nagain; i++) {
+        k->runs[i]->state = RUN_PENDING;
+        b->inflight--;
+        if (k->runs[i]->index < b->cursor)
+            b->cursor = k->runs[i]->index;
+    }
+    pthread_mutex_unlock(&bs->lock);
+}
+
+/* Runs a block on a pool thread (cancelled: the pool shut down before it started): one
+ * worker call for its runs, their results stored in one commit as job records, their
+ * lines added at once. */
+static void batch__block_task(void *arg, int cancelled)
+{
+    batch_block *k = arg;
+    batch *b = k->b;
+    batches *bs = b->bs;
+    pthread_mutex_lock(&bs->lock);
+    int dropped = k->dropped, cancel = b->cancel;
+    k->started = 1;
+    pthread_mutex_unlock(&bs->lock);
+    block_work w;
+    if (dropped) {                    /* batch__cancel ended its runs */
+    } else if (cancelled || cancel) { /* never started: no jobs */
+        batch__block_end_all(
+            bs, k, RUN_CANCELLED,
+            hamel_problem_new(HAMEL_E_CANCELLED, cancelled ? "the server shut down before the run started"
+                                                           : "the batch was cancelled"));
+    } else if (block_work_new(&w, k->n) != 0) {
+        batch__block_end_all(bs, k, RUN_FAILED, hamel_problem_new(HAMEL_E_INTERNAL, "out of memory"));
+    } else {
+        double t0 = jobs_now(), created = jobs_wall();
+        json_t *problem = NULL;
+        int rc = batch__block_call(bs, k, &w, &problem);
+        if (rc != 0) /* nothing ran: every run ends so (the pool stopping: cancelled) */
+            batch__block_end_all(bs, k, rc == HAMEL_E_UNAVAILABLE ? RUN_CANCELLED : RUN_FAILED, problem);
+        else
+            batch__block_record(bs, k, &w, created, jobs_now() - t0);
+        batch__finish_runs(bs, b, w.fin, w.lines, w.status, 0, 1, w.nfin);
+        block_work_free(&w, k->n);
+    }
+    pthread_mutex_lock(&bs->lock);
+    batch__block_unlink_locked(b, k);
+    pthread_cond_broadcast(&bs->ended);
+    pthread_mutex_unlock(&bs->lock);
+    free(k);
+    if (!cancelled)
+        batch__feed(bs, b);
+    batch_release(bs, b); /* the block's reference */
+}
+
+/* Claims runs in blocks while b has room and queues each block as a task of the pool;
+ * runs whose result is cached (in memory, or in the store: one read for the block) are
+ * answered at once. The caller holds a reference on b. */
+static void batch__feed_blocks(batches *bs, batch *b)
+{
+    for (;;) {
+        pthread_mutex_lock(&bs->lock);
+        size_t want = batch__block_size_locked(bs, b);
+        if (b->cancel || b->nblocks >= batch__blocks_max(bs)) {
+            pthread_mutex_unlock(&bs->lock);
+            return;
+        }
+        batch_block *k = malloc(sizeof *k + want * sizeof k->runs[0]);
+        size_t n = 0;
+        while (k && n < want) {
+            while (b->cursor < b->count && b->runs[b->cursor].state != RUN_PENDING)
+                b->cursor++;
+            if (b->cursor >= b->count)
+                break;
+            batch_run *r = &b->runs[b->cursor++];
+            r->state = RUN_CLAIMED;
+            b->inflight++;
+            k->runs[n++] = r;
+        }
+        pthread_mutex_unlock(&bs->lock);
+        if (n == 0) {
+            free(k);
+            return;
+        }
+        /* answers from the cache, then from the store */
+        blob **hit = calloc(n, sizeof *hit);
+        const char **keys = calloc(n, sizeof *keys);
+        size_t *miss = calloc(n, sizeof *miss), nmiss = 0;
+        for (size_t i = 0; hit && keys && miss && i < n; i++) {
+            hit[i] = cache_get(bs->results, k->runs[i]->key);
+            if (!hit[i]) {
+                keys[nmiss] = k->runs[i]->key;
+                miss[nmiss++] = i;
+            }
+        }
+        if (hit && keys && miss && nmiss > 0 && bs->st) {
+            blob **got = calloc(nmiss, sizeof *got);
+            if (got && store_get_results(bs->st, keys, nmiss, got) == 0)
+                for (size_t j = 0; j < nmiss; j++)
+                    if (got[j]) {
+                        cache_put(bs->results, keys[j], got[j], got[j]->len);
+                        hit[miss[j]] = got[j];
+                    }
+            free(got);
+        }
+        size_t m = 0, nhit = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (hit && hit[i]) {
+                batch_run *r = k->runs[i];
+                metrics_job(METRICS_JOB_CACHED);
+                blob *line = batch__line_done(b, r, hit[i], 1);
+                blob_release(hit[i]);
+                batch__finish_run(bs, b, r, line, RUN_DONE, 1, 1);
+                nhit++;
+            } else {
+                k->runs[m++] = k->runs[i];
+            }
+        }
+        free(hit);
+        free(keys);
+        free(miss);
+        if (m == 0) {
+            free(k);
+            continue;
+        }
+        k->n = m;
+        k->b = b;
+        k->started = k->dropped = 0;
+        atomic_init(&k->ctl.cancel, 0);
+        atomic_init(&k->ctl.progress, 0.0);
+        k->ctl.max_steps = 0;
+        k->ctl.max_wall_seconds = 0;
+        pthread_mutex_lock(&bs->lock);
+        b->refs++; /* the block's */
+        k->prev = NULL;
+        k->next = b->blocks;
+        if (b->blocks)
+            b->blocks->prev = k;
+        b->blocks = k;
+        b->nblocks++;
+        pthread_mutex_unlock(&bs->lock);
+        int rc = jobs_submit_task(bs->pool, batch__block_task, k, &k->ctl);
+        if (rc == 0)
+            continue;
+        pthread_mutex_lock(&bs->lock);
+        batch__block_unlink_locked(b, k);
+        if (rc == HAMEL_E_QUEUE_FULL) { /* others fill the queue: these runs wait their turn */
+            for (size_t i = 0; i < m; i++) {
+                k->runs[i]->state = RUN_PENDING;
+                b->inflight--;
+                if (k->runs[i]->index < b->cursor)
+                    b->cursor = k->runs[i]->index;
+            }
+            b->retry_at = jobs_now() + BATCH_RETRY_SECONDS;
+            pthread_cond_signal(&bs->timer);
+        }
+        pthread_mutex_unlock(&bs->lock);
+        if (rc != HAMEL_E_QUEUE_FULL) {
+            int st = rc == HAMEL_E_UNAVAILABLE ? RUN_CANCELLED : RUN_FAILED;
+            for (size_t i = 0; i < m; i++) {
+                blob *line = batch__line_problem(b, k->runs[i], st, hamel_problem_new(rc, NULL));
+                batch__finish_run(bs, b, k->runs[i], line, st, 0, 1);
+            }
+        }
+        free(k);
+        batch_release(bs, b);
+        if (rc == HAMEL_E_QUEUE_FULL)
+            return;
+    }
+}
+
+static void batch__feed(batches *bs, batch *b)
+{
+    if (b->blocks_on)
+        batch__feed_blocks(bs, b);
+    else
+        batch__feed_jobs(bs, b);
 }
 
 /* ---- creation ----------------------------------------------------------------------- */
@@ -1047,6 +1432,7 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
     b->bs = bs;
     b->count = count;
     b->fields = fields;
+    b->blocks_on = jobs_takes_tasks(bs->pool);
 
     /* Every run is merged and checked before anything is queued (checked in one call to
      * the engine's worker). */
@@ -1255,7 +1641,45 @@ static int batch__cancel(batches *bs, batch *b, const char *why)
             memcpy(ids[ni++], r->job_id, sizeof ids[0]);
         }
     }
+    /* blocks: the queued ones are dropped (their runs end here), the running ones told */
+    size_t ndropped = 0;
+    for (batch_block *k = b->blocks; k; k = k->next) {
+        if (k->started)
+            atomic_store(&k->ctl.cancel, 1);
+        else if (!k->dropped)
+            ndropped += k->n;
+    }
+    batch_run **dropped = malloc((ndropped + 1) * sizeof *dropped);
+    size_t nd = 0;
+    for (batch_block *k = b->blocks; k && dropped; k = k->next)
+        if (!k->started && !k->dropped) {
+            k->dropped = 1;
+            for (size_t i = 0; i < k->n; i++)
+                dropped[nd++] = k->runs[i];
+        }
     b->refs++; /* held across the unlocked part */
+    pthread_mutex_unlock(&bs->lock);
+    for (size_t k = 0; k < nd; k++) {
+        batch_run *r = dropped[k];
+        blob *line = batch__line_problem(b, r, RUN_CANCELLED, hamel_problem_new(HAMEL_E_CANCELLED, why));
+        batch__finish_run(bs, b, r, line, RUN_CANCELLED, 0, 1);
+    }
+    free(dropped);
+    /* Running blocks stop at their runs' next step: the answer waits for them, so that it
+     * counts every run cancelled (as a job's cancellation does at once). */
+    pthread_mutex_lock(&bs->lock);
+    double until = jobs_now() + BATCH_CANCEL_WAIT;
+    for (;;) {
+        int running = 0;
+        for (batch_block *k = b->blocks; k; k = k->next)
+            running |= k->started;
+        if (!running || jobs_now() >= until)
+            break;
+        struct timespec ts;
+        ts.tv_sec = (time_t)until;
+        ts.tv_nsec = (long)((until - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&bs->ended, &bs->lock, &ts);
+    }
     pthread_mutex_unlock(&bs->lock);
     for (size_t k = 0; k < ni; k++) {
         job *j = jobs_find(bs->pool, ids[k]);
@@ -1424,6 +1848,7 @@ batches *batches_new(const batches_config *cfg, jobs *pool, cache *results, stor
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&bs->lock, NULL);
     pthread_cond_init(&bs->timer, &ca);
+    pthread_cond_init(&bs->ended, &ca);
     pthread_condattr_destroy(&ca);
     if (pthread_create(&bs->timer_thread, NULL, batch__timer, bs) != 0) {
         batches_free(bs);
@@ -1483,6 +1908,7 @@ void batches_free(batches *bs)
         b = n;
     }
     pthread_cond_destroy(&bs->timer);
+    pthread_cond_destroy(&bs->ended);
     pthread_mutex_destroy(&bs->lock);
     free(bs);
 }

@@ -4,10 +4,15 @@
  * array of "runs", each a partial simulation request merged over the base. Every run is
  * merged and checked with engine_simulation_check before anything is queued, so a bad run
  * is a 422 naming runs[i].<path>. A valid batch becomes a record with an id; its runs are
- * fed to the job pool gradually (at most `max_inflight` of one batch queued or running at
- * once, so a large batch neither fails with 503 nor starves other users of the queue),
- * and a run whose canonical request is in the result cache (or the store) is answered
- * from it without a job. Each finished run becomes one JSON line (its index, status, job
+ * fed to the job pool gradually, in blocks: a block is one task of the pool (one place in
+ * the queue), one call to an engine worker for all its runs and one store commit for
+ * their results, each run still becoming a job record of its own. A block aims at
+ * BATCH_BLOCK_SECONDS of work, by the time the batch's runs took so far; at most two
+ * blocks per pool worker and at most `max_inflight` places of the queue are the batch's,
+ * so a large batch neither fails with 503 nor starves other users of the queue. (With a
+ * shared queue, HAMEL_REDIS, each run is a job of its own, at most `max_inflight` of them
+ * in flight.) A run whose canonical request is in the result cache (or the store: one
+ * read for a block) is answered from it without a job. Each finished run becomes one JSON line (its index, status, job
  * id and the fields the batch asked for), kept in completion order; readers follow that
  * order (NDJSON streaming) or take all lines in index order once the batch is done.
  *
@@ -44,10 +49,11 @@ typedef struct batch batch;
 
 typedef struct batches_config {
     size_t max_runs;     /* runs of one batch (HAMEL_MAX_BATCH) */
-    size_t max_inflight; /* runs of one batch queued or running at once (>= 1) */
+    size_t max_inflight; /* places of the queue one batch may hold (blocks, or runs) (>= 1) */
     size_t max_bytes;    /* lines kept by all batches together (HAMEL_BATCH_BYTES) */
     size_t max_kept;     /* batch records kept in memory */
     engine_limits limits;
+    int workers; /* the pool's threads: blocks of one batch in flight at most twice this */
 } batches_config;
 
 /* A parked long-poll or stream (waiters.h); owned by the caller, which keeps it alive

@@ -154,12 +154,12 @@ static enum MHD_Result http__batch_stream(http_conn *c, batch *b)
     return http__send(c, MHD_HTTP_OK, r, HTTP_NDJSON, 0);
 }
 
-/* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
+/* Answers with c->batch.b's status document. `sync` (POST): unfinished is 202, and the
  * answer carries Location. A finished batch carries "results" unless `bare`. */
-enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
+static enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
 {
     batches *bs = c->srv->d.batches;
-    batch *b = c->batch;
+    batch *b = c->batch.b;
     int done = batch_finished(bs, b);
     size_t len = 0;
     char *text = batch_render(bs, b, !bare, &len);
@@ -174,47 +174,48 @@ enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare)
     return http__send(c, sync && !done ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, r, "application/json", sent);
 }
 
-/* Parks the connection on c->batch until it finishes or `wait` seconds pass. */
+/* Parks the connection on c->batch.b until it finishes or `wait` seconds pass. */
 static enum MHD_Result http__park_batch(http_conn *c, double wait)
 {
-    http__suspend_on(c, &c->bwaiter, wait);
-    if (batch_wait(c->srv->d.batches, c->batch, &c->bwaiter) != 0)
+    http__suspend_on(c, &c->batch.waiter, wait);
+    if (batch_wait(c->srv->d.batches, c->batch.b, &c->batch.waiter) != 0)
         http__wake(c); /* already finished: resume at once */
     return MHD_YES;
 }
 
-void http__batch_work(http_conn *c, engine_model *m)
+int http__batch_work(http_conn *c, engine_model *m)
 {
     if (http__wait(c) < 0)
-        return; /* answered 400 on the resumed call, before anything is done */
+        return 0; /* answered 400 on the resumed call, before anything is done */
     batch *b = NULL;
-    c->work_rc = batch_create(c->srv->d.batches, m, c->pending, &b, &c->out_problem);
-    c->batch = b;
-    c->batch_done = 1;
+    c->work.rc = batch_create(c->srv->d.batches, m, c->work.body, &b, &c->work.problem);
+    c->batch.b = b;
+    c->batch.created = 1;
+    return 0;
 }
 
-/* Offloaded: batch_create for c->pending on c->work_model. */
+/* Offloaded: batch_create for c->work.body on c->work.model. */
 static void http__run_batch_create(void *arg)
 {
     http_conn *c = arg;
-    http__batch_work(c, c->work_model);
+    http__batch_work(c, c->work.model);
 }
 
 /* The answer to a POST /v1/batches once its batch is created: a stream, a long-poll or
  * the status document. */
 static enum MHD_Result http__resume_batch_create(http_conn *c)
 {
-    c->batch_done = 0;
-    json_t *problem = c->out_problem;
-    c->out_problem = NULL;
-    int rc = c->work_rc;
+    c->batch.created = 0;
+    json_t *problem = c->work.problem;
+    c->work.problem = NULL;
+    int rc = c->work.rc;
     if (rc != 0)
         return rc == HAMEL_E_UNAVAILABLE
                    ? http__problem_h(c, problem, MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_DOWN)
                    : http__problem(c, problem);
     if (http__wants_stream(c)) {
-        batch *b = c->batch;
-        c->batch = NULL;
+        batch *b = c->batch.b;
+        c->batch.b = NULL;
         return http__batch_stream(c, b);
     }
     double wait = http__wait(c);
@@ -235,7 +236,7 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
         metrics_batch(METRICS_BATCH_INVALID);
         return http__problem(c, problem);
     }
-    if (c->batch_done) { /* created with the model's compilation, on the offload pool */
+    if (c->batch.created) { /* created with the model's compilation, on the offload pool */
         engine_model_release(m);
         return http__resume_batch_create(c);
     }
@@ -244,18 +245,18 @@ enum MHD_Result http__post_batch(http_conn *c, json_t *body)
     return http__offload(c, http__run_batch_create, http__resume_batch_create);
 }
 
-/* Offloaded: cancels c->batch and its runs in flight (each job's cancellation is
+/* Offloaded: cancels c->batch.b and its runs in flight (each job's cancellation is
  * recorded in the store). */
 static void http__run_batch_cancel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = batch_cancel(c->srv->d.batches, c->batch);
+    c->work.rc = batch_cancel(c->srv->d.batches, c->batch.b);
 }
 
 static enum MHD_Result http__batch_cancel_answer(http_conn *c)
 {
-    return c->work_rc == 0 ? http__batch_answer(c, 0, 1)
-                           : http__error(c, c->work_rc, "the batch has already finished");
+    return c->work.rc == 0 ? http__batch_answer(c, 0, 1)
+                           : http__error(c, c->work.rc, "the batch has already finished");
 }
 
 enum MHD_Result http__batch(http_conn *c)
@@ -265,7 +266,7 @@ enum MHD_Result http__batch(http_conn *c)
     if (!b)
         return http__error(c, HAMEL_E_NOT_FOUND, "no batch has this id (batches are kept in memory only)");
     if (c->method == HTTP_DELETE) {
-        c->batch = b;
+        c->batch.b = b;
         if (c->srv->d.st) /* its jobs' cancellations are store writes: off the poll thread */
             return http__offload_read(c, http__run_batch_cancel, http__batch_cancel_answer);
         http__run_batch_cancel(c);
@@ -273,11 +274,24 @@ enum MHD_Result http__batch(http_conn *c)
     }
     if (http__wants_stream(c))
         return http__batch_stream(c, b);
-    c->batch = b;
+    c->batch.b = b;
     double wait = http__wait(c);
     if (wait < 0)
         return http__bad_wait(c);
     if (wait > 0)
         return http__park_batch(c, wait);
     return http__batch_answer(c, 0, 0);
+}
+
+enum MHD_Result http__batch_wake(http_conn *c)
+{
+    return http__batch_answer(c, http__route_has(c, HTTP_ROUTE_SUBMITS), 0);
+}
+
+void http__batch_release(http_conn *c)
+{
+    if (!c->batch.b)
+        return;
+    batch_unpark(c->srv->d.batches, &c->batch.waiter);
+    batch_release(c->srv->d.batches, c->batch.b);
 }

@@ -11,21 +11,21 @@
 
 #include "http_conn.h"
 
-/* engine_code of c->work_model in `lang` with `request` (may be NULL) into c->out as
- * {"lang", "text"}, or c->out_problem. */
+/* engine_code of c->work.model in `lang` with `request` (may be NULL) into c->work.out as
+ * {"lang", "text"}, or c->work.problem. */
 static void http__code_into(http_conn *c, const char *lang, const json_t *request)
 {
     char *text = NULL;
     size_t len = 0;
-    c->work_rc = isolate_code(c->work_model, request, lang, c->srv->d.limits, &text, &len, &c->out_problem);
-    if (c->work_rc != 0)
+    c->work.rc = isolate_code(c->work.model, request, lang, c->srv->d.limits, &text, &len, &c->work.problem);
+    if (c->work.rc != 0)
         return;
-    c->out =
+    c->work.out =
         json_pack("{s:s, s:s%}", "lang", lang && !strcmp(lang, "python") ? "python" : "c", "text", text, len);
     free(text);
-    if (!c->out) {
-        c->work_rc = HAMEL_E_INTERNAL;
-        c->out_problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+    if (!c->work.out) {
+        c->work.rc = HAMEL_E_INTERNAL;
+        c->work.problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
     }
 }
 
@@ -33,14 +33,14 @@ static void http__code_into(http_conn *c, const char *lang, const json_t *reques
 static void http__run_code_post(void *arg)
 {
     http_conn *c = arg;
-    const json_t *lang = json_object_get(c->pending, "lang");
+    const json_t *lang = json_object_get(c->work.body, "lang");
     if (lang && !json_is_string(lang)) {
-        c->work_rc = HAMEL_E_BAD_REQUEST;
-        c->out_problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request is not valid");
-        hamel_problem_add(c->out_problem, "lang", -1, "must be \"c\" or \"python\"");
+        c->work.rc = HAMEL_E_BAD_REQUEST;
+        c->work.problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request is not valid");
+        hamel_problem_add(c->work.problem, "lang", -1, "must be \"c\" or \"python\"");
         return;
     }
-    http__code_into(c, lang ? json_string_value(lang) : "c", c->pending);
+    http__code_into(c, lang ? json_string_value(lang) : "c", c->work.body);
 }
 
 /* Offloaded: GET /v1/models/{id}/code, ?lang= (default "c"). */
@@ -54,10 +54,10 @@ static void http__run_code_get(void *arg)
 /* The file as the body, or the problem. */
 static enum MHD_Result http__resume_code(http_conn *c)
 {
-    json_t *out = c->out, *problem = c->out_problem;
-    c->out = c->out_problem = NULL;
-    if (c->work_rc != 0)
-        return http__problem(c, problem ? problem : hamel_problem_new(c->work_rc, NULL));
+    json_t *out = c->work.out, *problem = c->work.problem;
+    c->work.out = c->work.problem = NULL;
+    if (c->work.rc != 0)
+        return http__problem(c, problem ? problem : hamel_problem_new(c->work.rc, NULL));
     const json_t *tx = json_object_get(out, "text");
     size_t len = json_string_length(tx);
     char *text = malloc(len + 1);
@@ -84,7 +84,7 @@ enum MHD_Result http__post_code(http_conn *c, json_t *body)
 enum MHD_Result http__model_code(http_conn *c)
 {
     enum MHD_Result ret;
-    if (!c->pre_set && http__compile_stored_first(c, c->id, http__model_code, &ret))
+    if (!c->resolve.pre.set && http__compile_stored_first(c, c->id, http__model_code, &ret))
         return ret;
     engine_model *m = NULL;
     json_t *problem = NULL;
@@ -95,6 +95,6 @@ enum MHD_Result http__model_code(http_conn *c)
     }
     if (rc != 0)
         return http__problem(c, problem);
-    c->work_model = m;
+    c->work.model = m;
     return http__offload(c, http__run_code_get, http__resume_code);
 }

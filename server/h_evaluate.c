@@ -6,14 +6,14 @@
  */
 #include "http_conn.h"
 
-/* Offloaded: engine_evaluate_ctl of c->work_model at c->pending. */
+/* Offloaded: engine_evaluate_ctl of c->work.model at c->work.body. */
 static void http__run_evaluate(void *arg)
 {
     http_conn *c = arg;
     http__watch_begin(c);
-    c->work_rc = isolate_evaluate_ctl(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                      &c->out_problem);
-    http__watch_end(c, c->work_rc);
+    c->work.rc = isolate_evaluate_ctl(c->work.model, c->work.body, c->srv->d.limits, &c->work.ctl,
+                                      &c->work.out, &c->work.problem);
+    http__watch_end(c, c->work.rc);
     http__lin_cancelled(c, "evaluation");
 }
 

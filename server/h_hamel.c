@@ -5,11 +5,11 @@
  */
 #include "http_conn.h"
 
-/* Offloaded: the Hamel coefficients of c->work_model at the points of c->pending. */
+/* Offloaded: the Hamel coefficients of c->work.model at the points of c->work.body. */
 static void http__run_hamel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = isolate_hamel(c->work_model, c->pending, c->srv->d.limits, &c->out, &c->out_problem);
+    c->work.rc = isolate_hamel(c->work.model, c->work.body, c->srv->d.limits, &c->work.out, &c->work.problem);
 }
 
 enum MHD_Result http__post_hamel(http_conn *c, json_t *body)

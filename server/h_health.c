@@ -25,13 +25,13 @@ static int http__probes_remote(const http_conn *c) { return c->srv->d.cfg->redis
 static void http__run_reachable(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = jobs_reachable(c->srv->d.jobs);
+    c->work.rc = jobs_reachable(c->srv->d.jobs);
 }
 
 static enum MHD_Result http__readyz_answer(http_conn *c)
 {
     http_server *s = c->srv;
-    if (!c->work_rc)
+    if (!c->work.rc)
         return http__error(c, HAMEL_E_UNAVAILABLE,
                            "the shared store and queue (HAMEL_REDIS) cannot be reached");
     if (atomic_load(&s->ready) && jobs_accepting(s->d.jobs))
@@ -43,11 +43,11 @@ enum MHD_Result http__readyz(http_conn *c)
 {
     if (http__probes_remote(c)) /* past the offload queue: 503, not ready */
         return http__offload(c, http__run_reachable, http__readyz_answer);
-    c->work_rc = 1;
+    c->work.rc = 1;
     return http__readyz_answer(c);
 }
 
-/* The exposition text into c->out_text (NULL when out of memory). */
+/* The exposition text into c->work.text (NULL when out of memory). */
 static void http__run_metrics(void *arg)
 {
     http_conn *c = arg;
@@ -72,15 +72,15 @@ static void http__run_metrics(void *arg)
     isolate_counts(&g.engine_workers_started, &g.engine_faults);
     if (s->d.st)
         store_counts(s->d.st, &g.store_result_bytes, &g.store_results, &g.store_jobs);
-    free(c->out_text);
-    c->out_text = metrics_render(&g, &c->out_len);
+    free(c->work.text);
+    c->work.text = metrics_render(&g, &c->work.text_len);
 }
 
 static enum MHD_Result http__metrics_answer(http_conn *c)
 {
-    char *text = c->out_text;
-    size_t len = c->out_len;
-    c->out_text = NULL;
+    char *text = c->work.text;
+    size_t len = c->work.text_len;
+    c->work.text = NULL;
     if (!text)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
     return http__send(c, 200, http__text_response(text, len), "text/plain; version=0.0.4; charset=utf-8",

@@ -12,24 +12,24 @@
 /* A cancelled request's answer: 503 unavailable (retry), as a cancelled compilation's. */
 void http__lin_cancelled(http_conn *c, const char *what)
 {
-    if (c->work_rc != HAMEL_E_CANCELLED)
+    if (c->work.rc != HAMEL_E_CANCELLED)
         return;
-    json_decref(c->out_problem);
+    json_decref(c->work.problem);
     char detail[200];
     snprintf(detail, sizeof detail,
              "the %s was cancelled (the service is stopping, or the client went away); retry", what);
-    c->out_problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, detail);
-    c->work_rc = HAMEL_E_UNAVAILABLE;
+    c->work.problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, detail);
+    c->work.rc = HAMEL_E_UNAVAILABLE;
 }
 
-/* Offloaded: engine_linearize of c->work_model about c->pending. */
+/* Offloaded: engine_linearize of c->work.model about c->work.body. */
 static void http__run_linearize(void *arg)
 {
     http_conn *c = arg;
     http__watch_begin(c);
-    c->work_rc = isolate_linearize(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                   &c->out_problem);
-    http__watch_end(c, c->work_rc);
+    c->work.rc = isolate_linearize(c->work.model, c->work.body, c->srv->d.limits, &c->work.ctl, &c->work.out,
+                                   &c->work.problem);
+    http__watch_end(c, c->work.rc);
     http__lin_cancelled(c, "linearization");
 }
 

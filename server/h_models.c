@@ -85,16 +85,16 @@ enum MHD_Result http__post_model(http_conn *c, json_t *body)
     return ret;
 }
 
-/* Offloaded: the ?form= of c->work_model's equations, under the compile budget; a client
+/* Offloaded: the ?form= of c->work.model's equations, under the compile budget; a client
  * that hangs up (or a shutdown) cancels it as it cancels a compilation. */
 static void http__run_form(void *arg)
 {
     http_conn *c = arg;
     const char *form = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "form");
     http__watch_begin(c);
-    c->work_rc = isolate_equations_form_ctl(c->work_model, form, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                            &c->out_problem);
-    http__watch_end(c, c->work_rc);
+    c->work.rc = isolate_equations_form_ctl(c->work.model, form, c->srv->d.limits, &c->work.ctl, &c->work.out,
+                                            &c->work.problem);
+    http__watch_end(c, c->work.rc);
 }
 
 /* ---- one derivation of a form at a time; its compile-limit answer remembered ---------- */
@@ -108,20 +108,20 @@ static void http__form_start(http_conn *c);
 static void http__form_done(void *arg, int ran)
 {
     http_conn *c = arg;
-    int limit = ran && c->work_rc == HAMEL_E_COMPILE_LIMIT && c->out_problem;
+    int limit = ran && c->work.rc == HAMEL_E_COMPILE_LIMIT && c->work.problem;
     void **waiters = NULL;
     size_t n = 0;
-    once_end(c->srv->forms, c->form_key, limit ? c->out_problem : NULL, &waiters, &n);
+    once_end(c->srv->forms, c->form.key, limit ? c->work.problem : NULL, &waiters, &n);
     for (size_t i = 0; i < n; i++) {
         http_conn *w = waiters[i];
-        if (ran && c->work_rc == HAMEL_E_CANCELLED) {
+        if (ran && c->work.rc == HAMEL_E_CANCELLED) {
             http__form_start(w);
             continue;
         }
-        w->work_rc = c->work_rc;
-        w->out = c->out ? json_deep_copy(c->out) : NULL;
-        w->out_problem = c->out_problem ? json_deep_copy(c->out_problem) : NULL;
-        w->off_rc = c->off_rc;
+        w->work.rc = c->work.rc;
+        w->work.out = c->work.out ? json_deep_copy(c->work.out) : NULL;
+        w->work.problem = c->work.problem ? json_deep_copy(c->work.problem) : NULL;
+        w->off.rc = c->off.rc;
         http__offloaded(w, ran);
     }
     free(waiters);
@@ -134,25 +134,25 @@ static void http__form_done(void *arg, int ran)
 static void http__form_start(http_conn *c)
 {
     json_t *known = NULL;
-    int how = once_begin(c->srv->forms, c->form_key, c, &known);
+    int how = once_begin(c->srv->forms, c->form.key, c, &known);
     if (how == ONCE_WAIT)
         return;
     if (how == ONCE_REMEMBERED) {
-        c->work_rc = HAMEL_E_COMPILE_LIMIT;
-        c->out_problem = known;
+        c->work.rc = HAMEL_E_COMPILE_LIMIT;
+        c->work.problem = known;
         http__offloaded(c, 1);
         return;
     }
-    c->off_rc = offload_submit(c->srv->derive, http__run_form, http__form_done, c);
-    if (c->off_rc != 0)
+    c->off.rc = offload_submit(c->srv->derive, http__run_form, http__form_done, c);
+    if (c->off.rc != 0)
         http__form_done(c, 0);
 }
 
-/* Offloaded: c->work_model's equations document. */
+/* Offloaded: c->work.model's equations document. */
 static void http__run_equations(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = isolate_equations_form_ctl(c->work_model, NULL, NULL, NULL, &c->out, &c->out_problem);
+    c->work.rc = isolate_equations_form_ctl(c->work.model, NULL, NULL, NULL, &c->work.out, &c->work.problem);
 }
 
 /* The entity tag of c's equations document (the model's id, "equations" and the form:
@@ -170,23 +170,23 @@ static void http__equations_etag(http_conn *c, const char *id, char *etag, size_
 
 static enum MHD_Result http__resume_form(http_conn *c)
 {
-    json_t *out = c->out, *problem = c->out_problem;
-    c->out = c->out_problem = NULL;
-    if (c->work_rc == 0) {
+    json_t *out = c->work.out, *problem = c->work.problem;
+    c->work.out = c->work.problem = NULL;
+    if (c->work.rc == 0) {
         char etag[NEGOTIATE_ETAG_MAX + CACHE_MAX_KEY];
-        const char *id = c->work_model ? engine_model_id(c->work_model) : c->id;
+        const char *id = c->work.model ? engine_model_id(c->work.model) : c->id;
         http__equations_etag(c, id, etag, sizeof etag);
         const char *cc = http__model_cache_control(id);
         return http__json_h(c, 200, out, "application/json", MHD_HTTP_HEADER_ETAG, etag,
                             cc ? MHD_HTTP_HEADER_CACHE_CONTROL : NULL, cc);
     }
-    if (c->work_rc == HAMEL_E_CANCELLED) {
+    if (c->work.rc == HAMEL_E_CANCELLED) {
         json_decref(problem);
         problem =
             hamel_problem_new(HAMEL_E_UNAVAILABLE, "the form's derivation was cancelled (the service is "
                                                    "stopping, or the client went away); retry");
     }
-    return http__problem(c, problem ? problem : hamel_problem_new(c->work_rc, NULL));
+    return http__problem(c, problem ? problem : hamel_problem_new(c->work.rc, NULL));
 }
 
 enum MHD_Result http__model(http_conn *c)
@@ -197,7 +197,7 @@ enum MHD_Result http__model(http_conn *c)
 enum MHD_Result http__get_model(http_conn *c, int equations)
 {
     enum MHD_Result ret;
-    if (!c->pre_set && http__compile_stored_first(c, c->id, http__model, &ret))
+    if (!c->resolve.pre.set && http__compile_stored_first(c, c->id, http__model, &ret))
         return ret;
     engine_model *m = NULL;
     json_t *problem = NULL;
@@ -219,19 +219,19 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
         }
     }
     if (equations && form) { /* derived on first request: once per (model, form, limits) */
-        c->work_model = m;
+        c->work.model = m;
         const engine_limits *lim = c->srv->d.limits;
-        snprintf(c->form_key, sizeof c->form_key, "%s|%.64s|%.17g|%zu", engine_model_id(m), form,
+        snprintf(c->form.key, sizeof c->form.key, "%s|%.64s|%.17g|%zu", engine_model_id(m), form,
                  lim->max_compile_seconds, lim->max_compile_bytes);
-        c->on_resume = http__resume_form;
-        c->ran = 0;
+        c->off.resume = http__resume_form;
+        c->off.ran = 0;
         MHD_suspend_connection(c->conn); /* first: the outcome may come before form_start returns */
         c->state = HTTP_CONN_OFFLOADED;
         http__form_start(c);
         return MHD_YES;
     }
     if (equations) { /* printed on first request: on the offload pool */
-        c->work_model = m;
+        c->work.model = m;
         return http__offload(c, http__run_equations, http__resume_form);
     }
     ret = http__model_summary(c, m, 200);

@@ -13,18 +13,18 @@ static void http__run_quarantine(void *arg)
 {
     http_conn *c = arg;
     if (c->method == HTTP_DELETE)
-        c->work_rc = quarantine_clear(c->id);
+        c->work.rc = quarantine_clear(c->id);
     else
-        c->work_rc = quarantine_check(c->id, &c->out) ? 0 : 1;
+        c->work.rc = quarantine_check(c->id, &c->work.out) ? 0 : 1;
 }
 
 static enum MHD_Result http__quarantine_answer(http_conn *c)
 {
-    json_t *out = c->out;
-    c->out = NULL;
-    if (c->work_rc < 0)
+    json_t *out = c->work.out;
+    c->work.out = NULL;
+    if (c->work.rc < 0)
         return http__error(c, HAMEL_E_UNAVAILABLE, "the store cannot be reached; retry");
-    if (c->work_rc > 0) {
+    if (c->work.rc > 0) {
         json_decref(out);
         return http__error(c, HAMEL_E_NOT_FOUND, "this model is not quarantined");
     }

@@ -75,25 +75,25 @@ static json_t *http__pending_doc(const job_view *v)
 /* The state of j: the copy read off the poll thread for c (taken), or jobs_view_get's. */
 static void http__view(http_conn *c, job *j, job_view *v)
 {
-    if (c->view_set && j == c->job) {
-        *v = c->view;
-        c->view_set = 0;
+    if (c->sim.view_set && j == c->sim.job) {
+        *v = c->sim.view;
+        c->sim.view_set = 0;
         return;
     }
     jobs_view_get(c->srv->d.jobs, j, v);
 }
 
-/* Forgets the copy of c->job's state (a later answer reads it again). */
+/* Forgets the copy of c->sim.job's state (a later answer reads it again). */
 static void http__view_drop(http_conn *c)
 {
-    if (c->view_set)
-        blob_release(c->view.body);
-    c->view_set = 0;
+    if (c->sim.view_set)
+        blob_release(c->sim.view.body);
+    c->sim.view_set = 0;
 }
 
-/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
- * a still-running job is 202 with Location; a failed one is its problem document. */
-enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
+/* Answers with the current state of job j. `sync` is set for POST /v1/simulations: a
+ * still-running job is 202 with Location; a failed one is its problem document. */
+static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
 {
     job_view v;
     http__view(c, j, &v);
@@ -124,25 +124,27 @@ enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
-/* Offloaded: c->job's state (a store read, jobs_view_stale). */
+/* Offloaded: c->sim.job's state (a store read, jobs_view_stale). */
 static void http__run_view(void *arg)
 {
     http_conn *c = arg;
     http__view_drop(c);
-    jobs_view_get(c->srv->d.jobs, c->job, &c->view);
-    c->view_set = 1;
+    jobs_view_get(c->srv->d.jobs, c->sim.job, &c->sim.view);
+    c->sim.view_set = 1;
 }
 
 static enum MHD_Result http__resume_view(http_conn *c)
 {
-    return http__job_answer(c, c->job, http__route_has(c, HTTP_ROUTE_SUBMITS));
+    return http__job_answer(c, c->sim.job, http__route_has(c, HTTP_ROUTE_SUBMITS));
 }
 
-enum MHD_Result http__job_reply(http_conn *c, int sync)
+/* http__job_answer for c->sim.job, once jobs_view_get has read it on the offload pool when
+ * it asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
+static enum MHD_Result http__job_reply(http_conn *c, int sync)
 {
-    if (jobs_view_stale(c->srv->d.jobs, c->job))
+    if (jobs_view_stale(c->srv->d.jobs, c->sim.job))
         return http__offload_read(c, http__run_view, http__resume_view);
-    return http__job_answer(c, c->job, sync);
+    return http__job_answer(c, c->sim.job, sync);
 }
 
 /* The answer to a POST /v1/simulations without ?wait: always 202 with Location, as the
@@ -164,60 +166,63 @@ static enum MHD_Result http__job_accepted(http_conn *c, job *j)
                         NULL, NULL);
 }
 
-/* Parks the connection on c->job until it finishes or `wait` seconds pass. */
+/* Parks the connection on c->sim.job until it finishes or `wait` seconds pass. */
 static enum MHD_Result http__park(http_conn *c, double wait)
 {
-    http__suspend_on(c, &c->waiter, wait);
-    if (jobs_wait(c->srv->d.jobs, c->job, &c->waiter) != 0)
+    http__suspend_on(c, &c->sim.waiter, wait);
+    if (jobs_wait(c->srv->d.jobs, c->sim.job, &c->sim.waiter) != 0)
         http__wake(c); /* already finished: resume at once */
     return MHD_YES;
 }
 
 /* The part of http__simulation_work after the result cache missed: the store's result,
- * else engine_simulation_check and jobs_submit. Fills c->sim_hit, c->sim_problem,
- * c->sim_rc or c->job; borrows m and body. */
+ * else engine_simulation_check and jobs_submit. Fills c->sim.submit (hit, problem, rc)
+ * or c->sim.job; borrows m and body. */
 static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
 {
     http_server *s = c->srv;
-    c->sim_done = 1;
+    http_submit *sub = &c->sim.submit;
+    sub->done = 1;
     if (s->d.st) {
-        if (store_get_result(s->d.st, c->sim_key, &c->sim_hit) != 0)
-            c->sim_hit = NULL;
+        if (store_get_result(s->d.st, sub->key, &sub->hit) != 0)
+            sub->hit = NULL;
         else
-            cache_put(s->d.results, c->sim_key, c->sim_hit, c->sim_hit->len);
+            cache_put(s->d.results, sub->key, sub->hit, sub->hit->len);
     }
-    if (c->sim_hit)
+    if (sub->hit)
         return;
     /* A cache hit was valid when it was computed; anything else is checked here, so a
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    int rc = isolate_simulation_check(m, body, s->d.limits, &c->sim_problem);
+    int rc = isolate_simulation_check(m, body, s->d.limits, &sub->problem);
     if (rc != 0) {
-        if (!c->sim_problem)
-            c->sim_problem = hamel_problem_new(rc, NULL);
+        if (!sub->problem)
+            sub->problem = hamel_problem_new(rc, NULL);
         return;
     }
-    c->sim_rc = jobs_submit(s->d.jobs, m, body, c->sim_key, &c->job);
-    if (c->sim_rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
-        jobs_view_get(s->d.jobs, c->job, &c->view);
-        c->view_set = 1;
+    sub->rc = jobs_submit(s->d.jobs, m, body, sub->key, &c->sim.job);
+    if (sub->rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
+        jobs_view_get(s->d.jobs, c->sim.job, &c->sim.view);
+        c->sim.view_set = 1;
     }
 }
 
-void http__simulation_work(http_conn *c, engine_model *m)
+int http__simulation_work(http_conn *c, engine_model *m)
 {
     if (http__wait(c) < 0)
-        return; /* answered 400 on the resumed call, before anything is done */
-    c->sim_done = 1;
-    int rc = engine_simulation_key(m, c->pending, c->sim_key, &c->sim_problem);
+        return 0; /* answered 400 on the resumed call, before anything is done */
+    http_submit *sub = &c->sim.submit;
+    sub->done = 1;
+    int rc = engine_simulation_key(m, c->work.body, sub->key, &sub->problem);
     if (rc != 0) {
-        if (!c->sim_problem)
-            c->sim_problem = hamel_problem_new(rc, NULL);
-        return;
+        if (!sub->problem)
+            sub->problem = hamel_problem_new(rc, NULL);
+        return 0;
     }
-    http__memo_put(c, c->sim_key);
-    c->sim_hit = cache_get(c->srv->d.results, c->sim_key);
-    if (!c->sim_hit)
-        http__simulation_rest(c, m, c->pending);
+    http__memo_put(c, sub->key);
+    sub->hit = cache_get(c->srv->d.results, sub->key);
+    if (!sub->hit)
+        http__simulation_rest(c, m, c->work.body);
+    return c->sim.job != NULL;
 }
 
 /* The answer to a POST /v1/simulations from what its work found (http__simulation_work,
@@ -225,22 +230,23 @@ void http__simulation_work(http_conn *c, engine_model *m)
 static enum MHD_Result http__simulation_answer(http_conn *c)
 {
     http_server *s = c->srv;
-    c->sim_done = 0;
-    if (c->sim_problem) {
-        json_t *problem = c->sim_problem;
-        c->sim_problem = NULL;
+    http_submit *sub = &c->sim.submit;
+    sub->done = 0;
+    if (sub->problem) {
+        json_t *problem = sub->problem;
+        sub->problem = NULL;
         return http__problem(c, problem);
     }
-    if (c->sim_hit) {
+    if (sub->hit) {
         char etag[CACHE_MAX_KEY + 3];
-        snprintf(etag, sizeof etag, "\"%s\"", c->sim_key);
+        snprintf(etag, sizeof etag, "\"%s\"", sub->key);
         metrics_job(METRICS_JOB_CACHED);
-        enum MHD_Result ret = http__result(c, c->sim_hit, 1, etag, c->sim_key);
-        blob_release(c->sim_hit);
-        c->sim_hit = NULL;
+        enum MHD_Result ret = http__result(c, sub->hit, 1, etag, sub->key);
+        blob_release(sub->hit);
+        sub->hit = NULL;
         return ret;
     }
-    int rc = c->job ? 0 : c->sim_rc ? c->sim_rc : HAMEL_E_INTERNAL;
+    int rc = c->sim.job ? 0 : sub->rc ? sub->rc : HAMEL_E_INTERNAL;
     if (rc != 0) {
         if (rc == HAMEL_E_QUEUE_FULL)
             metrics_job(METRICS_JOB_REJECTED);
@@ -263,28 +269,29 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
         http__view_drop(c); /* the answer after the wait reads the job again */
         return http__park(c, wait);
     }
-    return http__job_accepted(c, c->job);
+    return http__job_accepted(c, c->sim.job);
 }
 
-/* Offloaded: http__simulation_rest for c->work_model and c->pending. */
+/* Offloaded: http__simulation_rest for c->work.model and c->work.body. */
 static void http__run_simulation(void *arg)
 {
     http_conn *c = arg;
-    http__simulation_rest(c, c->work_model, c->pending);
+    http__simulation_rest(c, c->work.model, c->work.body);
 }
 
 static enum MHD_Result http__resume_simulation(http_conn *c)
 {
-    engine_model_release(c->work_model);
-    c->work_model = NULL;
-    json_decref(c->pending);
-    c->pending = NULL;
+    engine_model_release(c->work.model);
+    c->work.model = NULL;
+    json_decref(c->work.body);
+    c->work.body = NULL;
     return http__simulation_answer(c);
 }
 
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
 {
     http_server *s = c->srv;
+    http_submit *sub = &c->sim.submit;
     double wait = http__wait(c);
     if (wait < 0)
         return http__bad_wait(c);
@@ -293,21 +300,21 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body)
     int rc = http__model_of(c, body, &m, &problem);
     if (rc != 0)
         return http__problem(c, problem);
-    if (c->sim_done) { /* done with the model's compilation, on the offload pool */
+    if (sub->done) { /* done with the model's compilation, on the offload pool */
         engine_model_release(m);
         return http__simulation_answer(c);
     }
-    char *key = c->sim_key;
+    char *key = sub->key;
     rc = engine_simulation_key(m, body, key, &problem);
     if (rc != 0) {
         engine_model_release(m);
         return http__problem(c, problem);
     }
     http__memo_put(c, key);
-    c->sim_hit = cache_get(s->d.results, key);
-    if (c->sim_hit || !s->d.st) { /* memory only: answered here */
-        c->sim_done = 1;
-        if (!c->sim_hit)
+    sub->hit = cache_get(s->d.results, key);
+    if (sub->hit || !s->d.st) { /* memory only: answered here */
+        sub->done = 1;
+        if (!sub->hit)
             http__simulation_rest(c, m, body);
         engine_model_release(m);
         return http__simulation_answer(c);
@@ -328,7 +335,8 @@ struct http_stored_job {
     blob *b;         /* ... its result, as this job's */
 };
 
-void http__stored_job_free(http_stored_job *x)
+/* Frees what http__run_stored_job read. Accepts NULL. */
+static void http__stored_job_free(http_stored_job *x)
 {
     if (!x)
         return;
@@ -342,7 +350,7 @@ void http__stored_job_free(http_stored_job *x)
 static void http__run_stored_job(void *arg)
 {
     http_conn *c = arg;
-    http_stored_job *x = c->stored_job;
+    http_stored_job *x = c->sim.stored;
     store *st = c->srv->d.st;
     x->crc = HAMEL_E_CONFLICT;
     x->rc = store_get_job(st, c->id, &x->sj);
@@ -370,7 +378,7 @@ static void http__run_stored_job(void *arg)
  * a restart), once http__run_stored_job has read it. */
 static enum MHD_Result http__resume_stored_job(http_conn *c)
 {
-    http_stored_job *x = c->stored_job;
+    http_stored_job *x = c->sim.stored;
     if (x->rc < 0) /* the shared store (HAMEL_REDIS) is out of reach */
         return http__problem_h(
             c, hamel_problem_new(HAMEL_E_UNAVAILABLE, "the store cannot be reached; try again"),
@@ -414,24 +422,24 @@ static enum MHD_Result http__stored_job(http_conn *c)
 {
     if (!c->srv->d.st)
         return http__error(c, HAMEL_E_NOT_FOUND, "no job has this id");
-    c->stored_job = calloc(1, sizeof *c->stored_job);
-    if (!c->stored_job)
+    c->sim.stored = calloc(1, sizeof *c->sim.stored);
+    if (!c->sim.stored)
         return http__error(c, HAMEL_E_INTERNAL, "out of memory");
     return http__offload_read(c, http__run_stored_job, http__resume_stored_job);
 }
 
-/* Offloaded: cancels c->job (the store records it; with HAMEL_REDIS every instance is
+/* Offloaded: cancels c->sim.job (the store records it; with HAMEL_REDIS every instance is
  * told; a batch's run that ends so may submit the batch's next run). */
 static void http__run_cancel(void *arg)
 {
     http_conn *c = arg;
-    c->work_rc = jobs_cancel(c->srv->d.jobs, c->job);
+    c->work.rc = jobs_cancel(c->srv->d.jobs, c->sim.job);
 }
 
 static enum MHD_Result http__cancel_answer(http_conn *c)
 {
-    return c->work_rc == 0 ? http__job_answer(c, c->job, 0)
-                           : http__error(c, c->work_rc, "the job has already finished");
+    return c->work.rc == 0 ? http__job_answer(c, c->sim.job, 0)
+                           : http__error(c, c->work.rc, "the job has already finished");
 }
 
 enum MHD_Result http__job(http_conn *c)
@@ -441,7 +449,7 @@ enum MHD_Result http__job(http_conn *c)
     if (!j)
         return http__stored_job(c);
     if (c->method == HTTP_DELETE) {
-        c->job = j;
+        c->sim.job = j;
         if (c->srv->d.st) /* a store write: on the offload pool (past its queue: here) */
             return http__offload_read(c, http__run_cancel, http__cancel_answer);
         http__run_cancel(c);
@@ -452,8 +460,25 @@ enum MHD_Result http__job(http_conn *c)
         job_release(p, j);
         return http__bad_wait(c);
     }
-    c->job = j;
+    c->sim.job = j;
     if (wait > 0)
         return http__park(c, wait);
     return http__job_reply(c, 0);
+}
+
+enum MHD_Result http__job_wake(http_conn *c)
+{
+    return http__job_reply(c, http__route_has(c, HTTP_ROUTE_SUBMITS));
+}
+
+void http__sim_release(http_conn *c)
+{
+    http_sim_state *x = &c->sim;
+    if (x->job)
+        job_release(c->srv->d.jobs, x->job);
+    if (x->view_set)
+        blob_release(x->view.body);
+    http__stored_job_free(x->stored);
+    blob_release(x->submit.hit);
+    json_decref(x->submit.problem);
 }

@@ -7,14 +7,14 @@
  */
 #include "http_conn.h"
 
-/* Offloaded: engine_steady of c->work_model for c->pending. */
+/* Offloaded: engine_steady of c->work.model for c->work.body. */
 static void http__run_steady(void *arg)
 {
     http_conn *c = arg;
     http__watch_begin(c);
-    c->work_rc = isolate_steady(c->work_model, c->pending, c->srv->d.limits, &c->compile_ctl, &c->out,
-                                &c->out_problem);
-    http__watch_end(c, c->work_rc);
+    c->work.rc = isolate_steady(c->work.model, c->work.body, c->srv->d.limits, &c->work.ctl, &c->work.out,
+                                &c->work.problem);
+    http__watch_end(c, c->work.rc);
     http__lin_cancelled(c, "steady-motion search");
 }
 

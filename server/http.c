@@ -305,7 +305,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 void http__offloaded(void *arg, int ran)
 {
     http_conn *c = arg;
-    c->ran = ran;
+    c->off.ran = ran;
     atomic_store(&c->resumed, 1);
     MHD_resume_connection(c->conn);
 }
@@ -316,13 +316,13 @@ void http__offloaded(void *arg, int ran)
 static enum MHD_Result http__offload_to(http_conn *c, offload *pool, void (*run)(void *),
                                         void (*done)(void *, int), enum MHD_Result (*resume)(http_conn *))
 {
-    c->on_resume = resume;
-    c->ran = 0;
+    c->off.resume = resume;
+    c->off.ran = 0;
     /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
     MHD_suspend_connection(c->conn);
     c->state = HTTP_CONN_OFFLOADED;
-    c->off_rc = offload_submit(pool, run, done, c);
-    if (c->off_rc != 0) /* not queued: the refusal is answered on the resumed call */
+    c->off.rc = offload_submit(pool, run, done, c);
+    if (c->off.rc != 0) /* not queued: the refusal is answered on the resumed call */
         done(c, 0);
     return MHD_YES;
 }
@@ -346,16 +346,16 @@ enum MHD_Result http__offload(http_conn *c, void (*run)(void *), enum MHD_Result
 
 enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_Result (*resume)(http_conn *))
 {
-    c->on_resume = resume;
-    c->ran = 0;
+    c->off.resume = resume;
+    c->off.ran = 0;
     MHD_suspend_connection(c->conn); /* first: the pool may finish before submit returns */
     c->state = HTTP_CONN_OFFLOADED;
-    c->off_rc = offload_submit(c->srv->offload, run, http__offloaded, c);
-    if (c->off_rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
-        c->off_rc = 0;
+    c->off.rc = offload_submit(c->srv->offload, run, http__offloaded, c);
+    if (c->off.rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
+        c->off.rc = 0;
         run(c);
         http__offloaded(c, 1);
-    } else if (c->off_rc != 0) {
+    } else if (c->off.rc != 0) {
         http__offloaded(c, 0);
     }
     return MHD_YES;
@@ -364,11 +364,11 @@ enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_R
 /* The resumed call of an offloaded request. */
 static enum MHD_Result http__resume_offloaded(http_conn *c)
 {
-    enum MHD_Result (*resume)(http_conn *) = c->on_resume;
-    c->on_resume = NULL;
-    if (c->ran)
+    enum MHD_Result (*resume)(http_conn *) = c->off.resume;
+    c->off.resume = NULL;
+    if (c->off.ran)
         return resume(c);
-    int rc = c->off_rc ? c->off_rc : HAMEL_E_UNAVAILABLE;
+    int rc = c->off.rc ? c->off.rc : HAMEL_E_UNAVAILABLE;
     return http__problem_h(c, hamel_problem_new(rc, "no thread is free for this request; retry"),
                            MHD_HTTP_HEADER_RETRY_AFTER,
                            rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
@@ -517,9 +517,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
         c->state = HTTP_CONN_ROUTED;
         if (was == HTTP_CONN_OFFLOADED)
             return http__resume_offloaded(c);
-        if (c->batch)
-            return http__batch_answer(c, http__route_has(c, HTTP_ROUTE_SUBMITS), 0);
-        return http__job_reply(c, http__route_has(c, HTTP_ROUTE_SUBMITS));
+        return http__on_wake(c); /* the row's: the job's or the batch's answer */
     }
     if (c->state == HTTP_CONN_ANSWERED || (c->method != HTTP_POST && *upload_data_size)) {
         *upload_data_size = 0; /* an early answer, or a body nobody reads: dropped */
@@ -544,6 +542,17 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     return http__body(c);
 }
 
+/* Frees what offloaded work left in w. */
+static void http__work_clear(http_work *w)
+{
+    json_decref(w->body);
+    if (w->model)
+        engine_model_release(w->model);
+    json_decref(w->out);
+    json_decref(w->problem);
+    free(w->text);
+}
+
 static void http__completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                             enum MHD_RequestTerminationCode toe)
 {
@@ -562,30 +571,10 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     metrics_request(c->route, status, secs);
     if (s->d.cfg->access_log)
         fprintf(stderr, "%s %s %d %zu %.3f\n", c->method_name, c->path, status, c->bytes, secs * 1e3);
-    if (c->job)
-        job_release(s->d.jobs, c->job);
-    if (c->batch) {
-        batch_unpark(s->d.batches, &c->bwaiter);
-        batch_release(s->d.batches, c->batch);
-    }
-    http__flight_end(c); /* an owner that ended before its model was cached */
-    json_decref(c->pending);
-    json_decref(c->sim_problem);
-    if (c->view_set)
-        blob_release(c->view.body);
-    json_decref(c->stored_spec);
-    blob_release(c->sim_hit);
-    blob_release(c->gz_src);
-    http__stored_job_free(c->stored_job);
-    json_decref(c->out);
-    json_decref(c->out_problem);
-    free(c->out_text);
-    if (c->work_model)
-        engine_model_release(c->work_model);
-    json_decref(c->pre_problem);
-    if (c->pre_model)
-        engine_model_release(c->pre_model);
-    free(c->spec_text);
+    http__route_release(c); /* the route's own state (its row's hook) */
+    http__resolve_clear(c); /* and the flight of an owner that ended before its model was cached */
+    http__work_clear(&c->work);
+    blob_release(c->gz.src);
     dynbuf_free(&c->body);
     free(c);
 }

@@ -7,10 +7,21 @@
  *   http.c      the libmicrohttpd daemon, the request lifecycle (headers, body, suspend
  *               and resume, offload), dispatch through the route table
  *   respond.c   responses: JSON, problem documents, result blobs, CORS headers
- *   routes.c    the route table: method + path pattern -> handler, 405/Allow, preflight
+ *   routes.c    the route table: method + path pattern -> handler, flags and hooks, 405/Allow,
+ *               preflight
  *   resolve.c   the model a request names (inline or model_id), compiled off the poll
  *               threads (offload pool) with one compilation per spec in flight
- *   h_*.c       one file per resource
+ *   h_*.c       one file per resource; h_simulations.h, h_batches.h and h_models.h
+ *               declare the per-route state of theirs
+ *
+ * A request (http_conn) is where it is by its state (http_conn_state) and holds, besides
+ * the core's fields (http.c), one group per concern, each named after and owned by one
+ * file: off (http.c: the offload round trip), work (the offloaded work's inputs and
+ * outputs, filled by the handler's task), resolve (resolve.c: the model the request
+ * names), gz (respond.c: a large result deflated off the poll thread), and one per-route
+ * state, a union member declared by the endpoint's header (sim, batch, form). The core
+ * reaches a route's state only through its route row's hooks (after_compile, on_wake,
+ * release): nothing tests which route a request is.
  */
 #ifndef HAMEL_SERVER_HTTP_CONN_H
 #define HAMEL_SERVER_HTTP_CONN_H
@@ -20,6 +31,9 @@
 #include <stdatomic.h>
 
 #include "dynbuf.h"
+#include "h_batches.h"
+#include "h_models.h"
+#include "h_simulations.h"
 #include "hangup.h"
 #include "heads.h"
 #include "http.h"
@@ -79,9 +93,6 @@ typedef enum http_method {
     HTTP_OTHER,
 } http_method;
 
-/* A job read from the store (h_simulations.c). */
-typedef struct http_stored_job http_stored_job;
-
 /* A row of the route table (routes.c). */
 typedef struct http_route http_route;
 
@@ -97,8 +108,15 @@ typedef struct http_route http_route;
 /* Whether the request's route row (c->row) has flag. */
 int http__route_has(const struct http_conn *c, unsigned flag);
 
-/* The row's after-compile work (http_route.after_compile), if any, with model m. */
-void http__after_compile(struct http_conn *c, engine_model *m);
+/* The row's after-compile work (http_route.after_compile), if any, with model m: returns
+ * 1 when it committed a job whose record carries the model, else 0. */
+int http__after_compile(struct http_conn *c, engine_model *m);
+
+/* The answer of a parked request once woken: its row's on_wake (a job's or a batch's). */
+enum MHD_Result http__on_wake(struct http_conn *c);
+
+/* At the request's end: frees the route's own state by its row's release hook. */
+void http__route_release(struct http_conn *c);
 
 /* What the route table says about a path and the request's method (http__route). */
 typedef struct http_route_match {
@@ -112,11 +130,72 @@ typedef struct http_route_match {
  * offloaded task or a flight's owner resumes it (http__offloaded, http__wake). */
 typedef enum http_conn_state {
     HTTP_CONN_ROUTED = 0, /* being answered: headers routed, a POST's body arriving or parsed */
-    HTTP_CONN_OFFLOADED,  /* suspended while work runs elsewhere; the resumed call is on_resume's */
+    HTTP_CONN_OFFLOADED,  /* suspended while work runs elsewhere; the resumed call is off.resume's */
     HTTP_CONN_PARKED,     /* suspended on a job or batch (a long-poll); woken by http__wake */
     HTTP_CONN_ANSWERED,   /* a response is queued (http__send): later calls drop what comes */
 } http_conn_state;
 
+/* Offloaded work's round trip (http.c: http__offload and its kin): what answers on the
+ * resumed call, whether the work ran, and why not. */
+typedef struct http_offload_state {
+    enum MHD_Result (*resume)(struct http_conn *c);
+    int ran; /* the work ran (else rc, or HAMEL_E_UNAVAILABLE, is the 503's) */
+    int rc;  /* offload_submit's refusal */
+} http_offload_state;
+
+/* The inputs and outputs of the offloaded work of a handler (h_*.c, resolve.c): the
+ * engine call of /v1/hamel, /v1/evaluate, /v1/linearize, /v1/steady, /v1/code, the
+ * equations, a store write, a health probe. */
+typedef struct http_work {
+    json_t *body;          /* the parsed request body it is for (a reference) */
+    engine_model *model;   /* the model it works on (a reference) */
+    int rc;                /* its outcome: 0, or a HAMEL_E_* code with problem */
+    json_t *out, *problem; /* its result */
+    char *text;            /* ... or a text (/metrics), text_len bytes */
+    size_t text_len;
+    /* Engine work under the compile budget (a compilation, a derivation) is cancelled
+     * through ctl, which the hang-up watch (http__watch_begin) sets when the client goes
+     * away or the service stops. */
+    engine_control ctl;
+    hangup_entry hup;
+} http_work;
+
+/* The outcome of the request's model compilation, run on the offload pool before its
+ * handler (or copied from another request's flight), taken by http__model_by_spec and
+ * http__model_by_id (resolve.c). */
+typedef struct http_precompiled {
+    int set; /* there is an outcome to take */
+    int rc;
+    engine_model *model;
+    json_t *problem;
+    int recorded; /* the store was asked off the poll thread ... */
+    int is_new;   /* ... and did not know the model (put there now: 201) */
+} http_precompiled;
+
+/* The model a request names (resolve.c): its spec's text and key, the outcome of its
+ * compilation off the poll thread, a model read from the store by id, and the flight
+ * (one compilation per spec) it runs or waits on. */
+typedef struct http_resolve {
+    char *spec_text;                  /* the request's model spec, compact with sorted keys */
+    char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
+    http_precompiled pre;
+    char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
+    json_t *stored_spec;               /* ... to compile (both on the offload pool) */
+    http_flight *flight;               /* the compilation this request runs for others too */
+    struct http_conn *next_waiter;     /* in the flight's waiters, when it waits on one */
+} http_resolve;
+
+/* A large result being deflated on the offload pool before its answer (respond.c,
+ * http__result). */
+typedef struct http_gz_pending {
+    blob *src;                    /* the result (a reference) */
+    int cached, tried;            /* answered as "cached"; tried once (no second try) */
+    char etag[CACHE_MAX_KEY + 3]; /* its identity ETag ("" none) */
+    char key[CACHE_MAX_KEY + 1];  /* counted in the results cache under this */
+} http_gz_pending;
+
+/* One request. The core (http.c) owns the first fields; each group after is owned by the
+ * file its comment names. */
 typedef struct http_conn {
     http_server *srv;
     struct MHD_Connection *conn;
@@ -132,52 +211,24 @@ typedef struct http_conn {
     dynbuf body;              /* up to cfg->max_body */
     size_t drained;
     int too_big;
-    int nul_in_path;      /* the raw path held %00, which libmicrohttpd's decoding cuts at */
-    job *job;             /* a long-poll's job (a reference) */
-    job_waiter waiter;    /* parked on job while suspended */
-    batch *batch;         /* a batch long-poll's batch (a reference) */
-    batch_waiter bwaiter; /* parked on batch while suspended */
-    /* Offloaded work (see http__offload): what to do on the resumed call, whether the
-     * work ran, and its inputs and outputs. */
-    enum MHD_Result (*on_resume)(struct http_conn *c);
-    int ran, off_rc, work_rc;
-    json_t *pending;           /* the parsed body the work is for */
-    engine_model *work_model;  /* the model /v1/hamel or the equations work on */
-    json_t *out, *out_problem; /* their result */
-    char *out_text;            /* ... or a text (/metrics), out_len bytes */
-    size_t out_len;
-    char *spec_text;                  /* the request's model spec, compact with sorted keys */
-    char spec_key[CACHE_MAX_KEY + 1]; /* "b:" + SHA-256 of spec_text */
-    int pre_set;                      /* the offloaded compilation's outcome, taken by */
-    int pre_rc;                       /* http__model_by_spec */
-    engine_model *pre_model;
-    json_t *pre_problem;
-    int pre_recorded;                  /* the store was asked off the poll thread ... */
-    int pre_new;                       /* ... and did not know the model (put there now: 201) */
-    char stored_id[CACHE_MAX_KEY + 1]; /* a model known by id, read from the store ... */
-    json_t *stored_spec;               /* ... to compile (both on the offload pool) */
-    char sim_key[80];                  /* POST /v1/simulations: its simulation key */
-    blob *sim_hit;                     /* ... and its cached or stored result */
-    int sim_done;                      /* ... its work ran (http__simulation_work): then */
-    int sim_rc;                        /* ... jobs_submit's refusal (c->job is the job), or */
-    json_t *sim_problem;               /* ... the request's problem (key or check) */
-    int batch_done;                    /* POST /v1/batches: created (http__batch_work) */
-    int view_set;                      /* c->job's state read off the poll thread: */
-    job_view view;                     /* ... the next answer about it uses this copy */
-    http_stored_job *stored_job;       /* GET or DELETE of a job known only to the store */
-    blob *gz_src;                      /* a large result being deflated on the offload pool */
-    int gz_cached, gz_tried;           /* ... answered as "cached", once (no second try) */
-    char gz_etag[CACHE_MAX_KEY + 3];   /* ... under this identity ETag ("" none) */
-    char gz_key[CACHE_MAX_KEY + 1];    /* ... and counted in the results cache under this */
-    http_flight *flight;               /* the compilation this request runs for others too */
-    engine_control compile_ctl;        /* its cancel flag, set by hangups (client gone, shutdown) */
-    char form_key[ONCE_KEY_MAX + 1];   /* a ?form= request: its key in http_server.forms */
-    hangup_entry hup;
-    struct http_conn *next_waiter; /* in its flight's waiters */
-
+    int nul_in_path; /* the raw path held %00, which libmicrohttpd's decoding cuts at */
     atomic_int resumed;
     char method_name[16];
     char path[HTTP_LOG_PATH_MAX];
+
+    http_offload_state off; /* http.c: the round trip of offloaded work */
+    http_work work;         /* h_*.c: that work's inputs and outputs */
+    http_resolve resolve;   /* resolve.c: the model the request names */
+    http_gz_pending gz;     /* respond.c: a large result's gzip form, made off the poll thread */
+
+    /* The route's own state: the member of the request's row (c->row), declared by the
+     * endpoint's file, zeroed with the connection and released by the row's release
+     * hook when the request ends. Nothing outside that endpoint's file and hooks reads it. */
+    union {
+        http_sim_state sim;     /* h_simulations.h: simulations and their jobs */
+        http_batch_state batch; /* h_batches.h: batches */
+        http_form_state form;   /* h_models.h: an equations ?form= */
+    };
 } http_conn;
 
 /* ---- http.c ---- */
@@ -330,7 +381,7 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
 int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t **problem);
 
 /* On the offload pool, around engine work under the compile budget: watches c's socket
- * so that a hang-up (or a shutdown) sets c->compile_ctl.cancel ... */
+ * so that a hang-up (or a shutdown) sets c->work.ctl.cancel ... */
 void http__watch_begin(http_conn *c);
 
 /* ... and stops watching, counting a stop (rc HAMEL_E_COMPILE_LIMIT or HAMEL_E_CANCELLED)
@@ -339,6 +390,9 @@ void http__watch_end(http_conn *c, int rc);
 
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
 void http__flight_end(http_conn *c);
+
+/* At the request's end: frees what c->resolve holds, ending c's flight if it has one. */
+void http__resolve_clear(http_conn *c);
 
 /* When the model with this id is not in the cache but in the store (after a restart,
  * or evicted), compiles its stored JSON on the offload pool and answers with resume(c)
@@ -351,7 +405,7 @@ int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*r
  * *ret). Returns 0 to dispatch now: a cached model, an unknown id, or no model. */
 int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret);
 
-/* ---- h_models.c ---- */
+/* ---- h_models.c (its per-route state: h_models.h, c->form) ---- */
 
 /* POST /v1/models. */
 enum MHD_Result http__post_model(http_conn *c, json_t *body);
@@ -363,12 +417,12 @@ enum MHD_Result http__model(http_conn *c);
 enum MHD_Result http__get_model(http_conn *c, int equations);
 
 /* Hands the resolved model m (the reference is taken) and the request body (a reference
- * is taken) to the offload task that runs next: c->work_model and c->pending. */
+ * is taken) to the offload task that runs next: c->work.model and c->work.body. */
 void http__hold_work(http_conn *c, engine_model *m, json_t *body);
 
-/* Resolves the model of body (borrowed) into c->work_model, keeps body as c->pending and
- * runs run(c) on the offload pool; run fills c->work_rc and c->out or c->out_problem,
- * answered as 200 + c->out or the problem (/v1/hamel, /v1/evaluate, /v1/linearize). */
+/* Resolves the model of body (borrowed) into c->work.model, keeps body as c->work.body and
+ * runs run(c) on the offload pool; run fills c->work.rc and c->work.out or c->work.problem,
+ * answered as 200 + c->work.out or the problem (/v1/hamel, /v1/evaluate, /v1/linearize). */
 enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(void *));
 
 /* ---- h_hamel.c, h_evaluate.c, h_linearize.c ---- */
@@ -395,34 +449,24 @@ enum MHD_Result http__post_code(http_conn *c, json_t *body);
 /* GET /v1/models/{id}/code?lang=: the generated file of a model, no state baked in. */
 enum MHD_Result http__model_code(http_conn *c);
 
-/* After an offloaded evaluate/linearize: a cancelled one (c->work_rc HAMEL_E_CANCELLED)
+/* After an offloaded evaluate/linearize: a cancelled one (c->work.rc HAMEL_E_CANCELLED)
  * becomes 503 unavailable (retry), as a cancelled compilation; `what` names the work. */
 void http__lin_cancelled(http_conn *c, const char *what);
 
-/* ---- h_simulations.c ---- */
+/* ---- h_simulations.c (its per-route state: h_simulations.h, c->sim) ---- */
 
 /* Answers a POST /v1/simulations whose exact body was seen before and whose result is
  * still cached; returns 1 if it answered. */
 int http__simulation_memo(http_conn *c, enum MHD_Result *ret);
 
-/* Answers with the current state of c->job. `sync` is set for POST /v1/simulations:
- * a still-running job is 202 with Location; a failed one is its problem document. */
-enum MHD_Result http__job_answer(http_conn *c, job *j, int sync);
-
-/* The work of a POST /v1/simulations (body c->pending) once its model m (borrowed) is
- * known, done on the offload pool right after the model's compilation: the simulation
- * key, the result cache, the store, engine_simulation_check and jobs_submit (a store
- * commit, with HAMEL_REDIS an XADD). Sets c->sim_done and the outcome, which
- * http__post_simulation answers on the resumed call; does nothing for a malformed
- * ?wait (the resumed call answers 400). */
-void http__simulation_work(http_conn *c, engine_model *m);
-
-/* http__job_answer for c->job, once jobs_view_get has read it on the offload pool when it
- * asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
-enum MHD_Result http__job_reply(http_conn *c, int sync);
-
-/* Frees what http__stored_job read. Accepts NULL. */
-void http__stored_job_free(http_stored_job *x);
+/* The work of a POST /v1/simulations (body c->work.body) once its model m (borrowed) is
+ * known, done on the offload pool right after the model's compilation (the row's
+ * after_compile): the simulation key, the result cache, the store,
+ * engine_simulation_check and jobs_submit (a store commit, with HAMEL_REDIS an XADD).
+ * Sets c->sim.submit, which http__post_simulation answers on the resumed call; does
+ * nothing for a malformed ?wait (the resumed call answers 400). Returns 1 when it
+ * submitted a job (c->sim.job), whose record carries the model. */
+int http__simulation_work(http_conn *c, engine_model *m);
 
 /* POST /v1/simulations. */
 enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
@@ -430,22 +474,32 @@ enum MHD_Result http__post_simulation(http_conn *c, json_t *body);
 /* GET and DELETE /v1/jobs/{id}. */
 enum MHD_Result http__job(http_conn *c);
 
-/* ---- h_batches.c ---- */
+/* The rows' on_wake: the answer about c->sim.job after a long-poll. */
+enum MHD_Result http__job_wake(http_conn *c);
 
-/* Answers with c->batch's status document. `sync` (POST): unfinished is 202, and the
- * answer carries Location. A finished batch carries "results" unless `bare`. */
-enum MHD_Result http__batch_answer(http_conn *c, int sync, int bare);
+/* The rows' release: frees c->sim. */
+void http__sim_release(http_conn *c);
 
-/* The work of a POST /v1/batches (body c->pending) once its model m (borrowed) is known,
- * done on the offload pool right after the model's compilation: batch_create into
- * c->batch (or c->work_rc and c->out_problem), answered by http__post_batch on the
- * resumed call; does nothing for a malformed ?wait. */
-void http__batch_work(http_conn *c, engine_model *m);
+/* ---- h_batches.c (its per-route state: h_batches.h, c->batch) ---- */
+
+/* The work of a POST /v1/batches (body c->work.body) once its model m (borrowed) is known,
+ * done on the offload pool right after the model's compilation (the row's
+ * after_compile): batch_create into c->batch.b (or c->work.rc and c->work.problem),
+ * answered by http__post_batch on the resumed call; does nothing for a malformed ?wait.
+ * Returns 0: a batch's model is not queued to be committed with a job's record (its row
+ * has no HTTP_ROUTE_MODEL_WITH_JOB). */
+int http__batch_work(http_conn *c, engine_model *m);
 
 /* POST /v1/batches. */
 enum MHD_Result http__post_batch(http_conn *c, json_t *body);
 
 /* GET and DELETE /v1/batches/{id}. */
 enum MHD_Result http__batch(http_conn *c);
+
+/* The rows' on_wake: c->batch.b's status document after a long-poll. */
+enum MHD_Result http__batch_wake(http_conn *c);
+
+/* The rows' release: frees c->batch. */
+void http__batch_release(http_conn *c);
 
 #endif

@@ -51,6 +51,7 @@ enum {
     ISO_CHECK_ALL,
     ISO_CODE,
     ISO_STEADY,
+    ISO_SIMULATE_MANY,
 };
 
 #define ISO_STRINGS 5                /* model id, model text, request, head, argument */
@@ -629,6 +630,10 @@ typedef struct iso_call {
     char *out[ISO_REPLY_STRINGS];
     size_t out_len[ISO_REPLY_STRINGS];
     uint64_t bytes;
+    /* ISO_SIMULATE_MANY: `want` replies, each into many[i] (rc, text; the rest unset);
+     * `got` of them came */
+    size_t want, got;
+    isolate_result *many;
 } iso_call;
 
 static void iso__call_clear(iso_call *c)
@@ -750,6 +755,51 @@ static int iso__wait(iso_worker *w, iso_call *c, int *timed_out)
     return iso__read_reply(w->fd, c);
 }
 
+/* iso__wait for the c->want replies of ISO_SIMULATE_MANY, read as they come into
+ * c->many[c->got++]; the deadline runs from the last reply. */
+static int iso__wait_many(iso_worker *w, iso_call *c, int *timed_out)
+{
+    double budget = (c->budget > 0 ? c->budget : ISO_NO_BUDGET) + ISO_GRACE_SECONDS;
+    double deadline = iso__now() + budget, cancelled_at = 0;
+    *timed_out = 0;
+    while (c->got < c->want) {
+        struct pollfd pfd = {w->fd, POLLIN, 0};
+        int r = poll(&pfd, 1, ISO_POLL_MS);
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r > 0) {
+            iso_call one;
+            memset(&one, 0, sizeof one);
+            if (iso__read_reply(w->fd, &one) != 0) {
+                iso__call_clear(&one);
+                return -1;
+            }
+            isolate_result *res = &c->many[c->got++];
+            res->rc = one.rc;
+            res->text = one.out[0];
+            res->len = one.out_len[0];
+            one.out[0] = NULL;
+            iso__call_clear(&one);
+            deadline = iso__now() + budget;
+            continue;
+        }
+        if (c->ctl) {
+            int cancel = atomic_load(&c->ctl->cancel);
+            if (cancel && !atomic_load(&w->sh->ctl.cancel)) {
+                atomic_store(&w->sh->ctl.cancel, cancel);
+                cancelled_at = iso__now();
+            }
+        }
+        double now = iso__now();
+        if (now > deadline || (cancelled_at > 0 && now > cancelled_at + ISO_CANCEL_GRACE)) {
+            kill(w->pid, SIGKILL);
+            *timed_out = now > deadline ? 1 : 2;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Runs call c in a worker. Returns the engine's status (the reply in c->out), or
  * HAMEL_E_ENGINE_FAULT / HAMEL_E_UNAVAILABLE with *problem. */
 static int iso__run(iso_call *c, json_t **problem)
@@ -799,7 +849,7 @@ static int iso__run(iso_call *c, json_t **problem)
             return HAMEL_E_UNAVAILABLE;
         }
         int timed_out = 0;
-        if (iso__wait(w, c, &timed_out) != 0) {
+        if ((c->many ? iso__wait_many(w, c, &timed_out) : iso__wait(w, c, &timed_out)) != 0) {
             iso__call_clear(c);
             char note[sizeof w->sh->note];
             memcpy(note, w->sh->note, sizeof note);
@@ -1042,6 +1092,122 @@ int isolate_simulate_text(const engine_model *m, const json_t *request, const en
     return rc;
 }
 
+int isolate_simulate_many(const engine_model *m, const json_t *requests, const json_t *head,
+                          const char *const *job_ids, const engine_limits *limits, engine_control *ctl,
+                          isolate_result *results, json_t **problem)
+{
+    *problem = NULL;
+    size_t n = json_array_size(requests);
+    memset(results, 0, n * sizeof *results);
+    json_t *h = json_deep_copy(head);
+    if (!h) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    if (!engine_model_is_shell(m)) { /* in this process: one after another */
+        for (size_t i = 0; i < n; i++) {
+            isolate_result *r = &results[i];
+            json_object_set_new(h, "job_id", json_string(job_ids[i]));
+            if (ctl && atomic_load(&ctl->cancel)) {
+                r->rc = HAMEL_E_CANCELLED;
+                r->problem = hamel_problem_new(r->rc, "cancelled");
+                continue;
+            }
+            r->rc = engine_simulate_text(m, json_array_get(requests, i), limits, ctl, h, &r->text, &r->len,
+                                         &r->problem);
+        }
+        json_decref(h);
+        return 0;
+    }
+    json_object_del(h, "job_id");
+    size_t idlen = 0;
+    for (size_t i = 0; i < n; i++)
+        idlen += strlen(job_ids[i]) + 1;
+    char *ids = malloc(idlen + 1), *p = ids;
+    char *reqs = NULL, *hd = json_dumps(h, JSON_COMPACT);
+    json_decref(h);
+    /* the requests without their model (the worker has it by id) */
+    json_t *bare = json_array();
+    for (size_t i = 0; bare && i < n; i++) {
+        const json_t *q = json_array_get(requests, i);
+        json_t *c = json_is_object(q) ? json_copy((json_t *)q) : json_incref((json_t *)q);
+        json_object_del(c, "model");
+        if (json_array_append_new(bare, c) != 0) {
+            json_decref(bare);
+            bare = NULL;
+        }
+    }
+    reqs = bare ? json_dumps(bare, JSON_COMPACT) : NULL;
+    json_decref(bare);
+    for (size_t i = 0; ids && i < n; i++)
+        p += sprintf(p, "%s\n", job_ids[i]);
+    int rc = 0;
+    if (!ids || !reqs || !hd) {
+        rc = HAMEL_E_INTERNAL;
+        *problem = hamel_problem_new(rc, "out of memory");
+    }
+    iso_call c;
+    memset(&c, 0, sizeof c);
+    if (rc == 0 && iso__quarantined(engine_model_id(m), problem))
+        rc = HAMEL_E_ENGINE_FAULT;
+    if (rc == 0) {
+        c.op = ISO_SIMULATE_MANY;
+        c.what = "running";
+        c.model_id = engine_model_id(m);
+        c.model = m;
+        c.text[0] = c.model_id;
+        c.text[1] = engine_model_canonical(m);
+        c.text[2] = reqs;
+        c.text[3] = hd;
+        c.text[4] = ids;
+        for (int i = 0; i < ISO_STRINGS; i++)
+            c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+        c.limits = limits;
+        c.ctl = ctl;
+        c.budget = iso__budget(limits, ctl, 1);
+        c.want = n;
+        c.many = results;
+        json_t *fault = NULL;
+        int frc = iso__run(&c, &fault);
+        /* the replies that came: a problem's text parsed */
+        for (size_t i = 0; i < c.got; i++) {
+            isolate_result *r = &results[i];
+            if (r->rc == 0 && !r->text) {
+                r->rc = HAMEL_E_INTERNAL;
+                r->problem = hamel_problem_new(r->rc, "the engine worker's result could not be read");
+            } else if (r->rc != 0) {
+                r->problem = r->text ? json_loads(r->text, 0, NULL) : NULL;
+                if (!r->problem)
+                    r->problem = hamel_problem_new(r->rc, NULL);
+                free(r->text);
+                r->text = NULL;
+                r->len = 0;
+            }
+        }
+        if (frc != 0 && c.got == 0 && frc != HAMEL_E_ENGINE_FAULT && frc != HAMEL_E_CANCELLED) {
+            rc = frc; /* nothing was sent or run */
+            *problem = fault;
+            fault = NULL;
+        } else if (frc != 0 && c.got < n) {
+            /* the run in progress ends with the call's problem; after a fault the rest were
+             * not run, after a cancel they are cancelled too */
+            results[c.got].rc = frc;
+            results[c.got].problem = fault;
+            fault = NULL;
+            for (size_t i = c.got + 1; i < n; i++) {
+                results[i].rc = frc == HAMEL_E_ENGINE_FAULT ? -1 : frc;
+                results[i].problem =
+                    frc == HAMEL_E_ENGINE_FAULT ? NULL : json_deep_copy(results[c.got].problem);
+            }
+        }
+        json_decref(fault);
+    }
+    free(ids);
+    free(reqs);
+    free(hd);
+    return rc;
+}
+
 int isolate_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
                   json_t **problem)
 {
@@ -1115,6 +1281,7 @@ int isolate_code(const engine_model *m, const json_t *request, const char *lang,
 typedef struct wk_model {
     engine_model *m;
     int abort_on_run; /* the test hook's __fault_abort__ */
+    int abort_t13;    /* ... and __fault_abort_t13__: a run with t_end 13 */
     unsigned long used;
 } wk_model;
 
@@ -1195,6 +1362,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
     engine_model *m = NULL;
     int rc = engine_model_compile_ctl(spec, lim, ctl, &m, problem);
     int abort_on_run = wk.test_faults && name && !strcmp(name, "__fault_abort__");
+    int abort_t13 = wk.test_faults && name && !strcmp(name, "__fault_abort_t13__");
     json_decref(spec);
     if (rc != 0)
         return rc;
@@ -1217,6 +1385,7 @@ static int wk__compile(const char *text, const engine_limits *lim, engine_contro
     }
     wk.cache[slot].m = m;
     wk.cache[slot].abort_on_run = abort_on_run;
+    wk.cache[slot].abort_t13 = abort_t13;
     wk.cache[slot].used = ++wk.tick;
     wk.bytes += engine_model_bytes(m);
     *out = &wk.cache[slot];
@@ -1237,6 +1406,95 @@ static int wk__model(const char *id, const char *text, const engine_limits *lim,
     return wk__compile(text, lim, ctl, out, problem);
 }
 
+/* The test hook: __fault_abort__ aborts every run, __fault_abort_t13__ a run with
+ * t_end 13 (a fault in the middle of a batch's block). */
+static int wk__aborts(const wk_model *wm, const json_t *request)
+{
+    return wm->abort_on_run ||
+           (wm->abort_t13 && json_number_value(json_object_get(request, "t_end")) == 13.0);
+}
+
+/* Writes one reply (rc, text) in one write. Returns 0 or -1. */
+static int wk__reply_one(int fd, int rc, const char *text, size_t len)
+{
+    iso_reply_head h = {rc, {0}, 0};
+    h.len[0] = text ? (uint32_t)len : UINT32_MAX;
+    for (int i = 1; i < ISO_REPLY_STRINGS; i++)
+        h.len[i] = UINT32_MAX;
+    if (len >= ISO_MAX_FRAME)
+        return -1;
+    iso_buf b = {0};
+    iso__put(&b, &h, sizeof h);
+    if (text)
+        iso__put(&b, text, len);
+    int sent = !b.failed && iso__write_all(fd, b.p, b.len) == 0;
+    free(b.p);
+    return sent ? 0 : -1;
+}
+
+/* ISO_SIMULATE_MANY: s[2] the requests (a JSON array), s[3] the head, s[4] the job ids
+ * (one a line). One reply per run, written as each finishes. */
+static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
+{
+    size_t n = 0;
+    for (const char *p = s[4]; p && *p; p++)
+        n += *p == '\n';
+    engine_control *ctl = &wk.sh->ctl;
+    json_t *problem = NULL, *requests = NULL, *head = NULL;
+    wk_model *wm = NULL;
+    int rc = bad ? HAMEL_E_INTERNAL : 0;
+    if (rc != 0)
+        problem = hamel_problem_new(rc, "the engine worker could not read the call");
+    if (rc == 0)
+        rc = wk__model(s[0], s[1], lim, ctl, &wm, &problem);
+    if (rc == 0) {
+        requests = json_loads(s[2] ? s[2] : "", 0, NULL);
+        head = json_loads(s[3] ? s[3] : "", 0, NULL);
+        if (!json_is_array(requests) || json_array_size(requests) != n || !json_is_object(head)) {
+            rc = HAMEL_E_INTERNAL;
+            problem = hamel_problem_new(rc, "the engine worker could not read the requests");
+        }
+    }
+    int sent = 0;
+    if (rc != 0) { /* every run answers with the problem */
+        char *text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+        for (size_t i = 0; sent == 0 && i < n; i++)
+            sent = wk__reply_one(fd, rc, text, text ? strlen(text) : 0);
+        free(text);
+    }
+    const char *id = s[4];
+    for (size_t i = 0; rc == 0 && sent == 0 && i < n; i++) {
+        const char *nl = strchr(id, '\n');
+        json_object_set_new(head, "job_id", json_stringn(id, (size_t)(nl - id)));
+        id = nl + 1;
+        char *text = NULL;
+        size_t len = 0;
+        json_t *p = NULL;
+        int r;
+        atomic_store(&ctl->progress, 0.0);
+        if (atomic_load(&ctl->cancel)) {
+            r = HAMEL_E_CANCELLED;
+            p = hamel_problem_new(r, "cancelled");
+        } else {
+            if (wk__aborts(wm, json_array_get(requests, i)))
+                abort(); /* the test hook */
+            r = engine_simulate_text(wm->m, json_array_get(requests, i), lim, ctl, head, &text, &len, &p);
+        }
+        if (r != 0) {
+            free(text);
+            text = p ? json_dumps(p, JSON_COMPACT) : NULL;
+            len = text ? strlen(text) : 0;
+        }
+        sent = wk__reply_one(fd, r, text, len);
+        free(text);
+        json_decref(p);
+    }
+    json_decref(problem);
+    json_decref(requests);
+    json_decref(head);
+    return sent;
+}
+
 /* Answers one call with a reply on fd. Returns 0, or -1 when the reply could not be sent. */
 static int wk__serve(iso_msg *in, int fd)
 {
@@ -1247,6 +1505,12 @@ static int wk__serve(iso_msg *in, int fd)
     char *s[ISO_STRINGS];
     for (int i = 0; i < ISO_STRINGS; i++)
         s[i] = iso__get_str(in, NULL);
+    if (op == ISO_SIMULATE_MANY) {
+        int sent = wk__serve_many(&lim, s, in->bad, fd);
+        for (int i = 0; i < ISO_STRINGS; i++)
+            free(s[i]);
+        return sent;
+    }
     engine_control *ctl = &wk.sh->ctl;
     json_t *problem = NULL, *result = NULL, *request = NULL, *head = NULL;
     char *text = NULL;
@@ -1294,8 +1558,8 @@ static int wk__serve(iso_msg *in, int fd)
             }
             break;
         case ISO_SIMULATE:
-            if (wm->abort_on_run)
-                abort(); /* the test hook's __fault_abort__ */
+            if (wk__aborts(wm, request))
+                abort(); /* the test hook */
             rc = engine_simulate_text(m, request, &lim, ctl, head, &text, &text_len, &problem);
             break;
         case ISO_HAMEL: rc = engine_hamel(m, request, &lim, &result, &problem); break;

@@ -55,6 +55,10 @@ struct job {
     int lazy;                 /* JOBS_SUBMIT_LAZY_RECORD: no "running" record either */
     int local_run;            /* shared queue: a worker here runs it */
     char entry[REDIS_ID_MAX]; /* shared queue: the stream entry a worker here runs */
+    jobs_task_fn task;        /* a task (jobs_submit_task), not a job: never in the table */
+    void *task_arg;
+    engine_control *task_ctl;
+    job *task_next;           /* running tasks */
     double created;           /* wall clock, for the store */
     job *hash_next;           /* table chain */
     job *queue_next;          /* FIFO of queued jobs */
@@ -83,6 +87,7 @@ struct jobs {
     double next_refresh; /* shared queue: when the timer next reads waited-on remote records */
     redis_queue *shared; /* NULL: the in-memory queue */
     cache *models;       /* shared queue: compiled models of other instances' jobs */
+    job *tasks_running;  /* tasks on a worker now (their controls: cancelled at shutdown) */
 };
 
 double jobs_now(void)
@@ -358,6 +363,23 @@ static void *jobs__worker(void *arg)
         j->state = JOB_RUNNING;
         j->refs++;
         pthread_mutex_unlock(&p->lock);
+        if (j->task) {
+            pthread_mutex_lock(&p->lock);
+            j->task_next = p->tasks_running;
+            p->tasks_running = j;
+            pthread_mutex_unlock(&p->lock);
+            j->task(j->task_arg, 0);
+            pthread_mutex_lock(&p->lock);
+            p->running--;
+            job **pp = &p->tasks_running;
+            while (*pp != j)
+                pp = &(*pp)->task_next;
+            *pp = j->task_next;
+            pthread_mutex_unlock(&p->lock);
+            free(j);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
         if (p->st && !j->lazy)
             store_put_job_async(p->st, j->id, "running", j->model_id, j->key, NULL, j->created);
         jobs__run(p, j);
@@ -761,6 +783,17 @@ void jobs_shutdown(jobs *p, double grace)
     p->stopping = 1;
     while (p->queue_head) {
         job *j = p->queue_head;
+        if (j->task) { /* told so, outside the lock */
+            p->queue_head = j->queue_next;
+            if (!p->queue_head)
+                p->queue_tail = NULL;
+            p->queued--;
+            pthread_mutex_unlock(&p->lock);
+            j->task(j->task_arg, 1);
+            free(j);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
         jobs__cancel_queued_locked(p, j, "the server shut down before the job started", &fired);
         if (p->st) {
             pthread_mutex_unlock(&p->lock);
@@ -786,6 +819,9 @@ void jobs_shutdown(jobs *p, double grace)
         for (job *j = p->table[b]; j; j = j->hash_next)
             if (j->state == JOB_RUNNING)
                 atomic_store(&j->ctl.cancel, 1);
+    for (job *t = p->tasks_running; t; t = t->task_next)
+        if (t->task_ctl)
+            atomic_store(&t->task_ctl->cancel, 1);
     p->exiting = 1;
     pthread_cond_broadcast(&p->work);
     pthread_cond_broadcast(&p->timer);
@@ -950,6 +986,152 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     }
     *out = j;
     return 0;
+}
+
+int jobs_takes_tasks(const jobs *p) { return p->shared == NULL; }
+
+double jobs_wall(void) { return jobs__wall(); }
+
+int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl)
+{
+    if (p->shared)
+        return HAMEL_E_UNAVAILABLE;
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return HAMEL_E_INTERNAL;
+    j->task = fn;
+    j->task_arg = arg;
+    j->task_ctl = ctl;
+    j->state = JOB_QUEUED;
+    pthread_mutex_lock(&p->lock);
+    int rc = p->stopping ? HAMEL_E_UNAVAILABLE : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL : 0;
+    if (rc == 0) {
+        if (p->queue_tail)
+            p->queue_tail->queue_next = j;
+        else
+            p->queue_head = j;
+        p->queue_tail = j;
+        p->queued++;
+        pthread_cond_signal(&p->work);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (rc != 0)
+        free(j);
+    return rc;
+}
+
+void jobs_finish_many(jobs *p, const char *model_id, double created, jobs_outcome *o, size_t n)
+{
+    store_item *items = calloc(n ? n : 1, sizeof *items);
+    blob **docs = calloc(n ? n : 1, sizeof *docs);
+    int *status = calloc(n ? n : 1, sizeof *status);
+    job **recs = calloc(n ? n : 1, sizeof *recs);
+    if (!items || !docs || !status || !recs) { /* nothing recorded: every run fails */
+        for (size_t i = 0; i < n; i++) {
+            blob_release(o[i].body);
+            json_decref(o[i].problem);
+            o[i].body = NULL;
+            o[i].problem = NULL;
+            o[i].rc = HAMEL_E_INTERNAL;
+            o[i].state = JOB_FAILED;
+        }
+        free(items);
+        free(docs);
+        free(status);
+        free(recs);
+        return;
+    }
+    job tmp; /* for the failure documents */
+    memset(&tmp, 0, sizeof tmp);
+    snprintf(tmp.model_id, sizeof tmp.model_id, "%s", model_id);
+    atomic_init(&tmp.ctl.progress, 0.0);
+    for (size_t i = 0; i < n; i++) {
+        jobs_outcome *x = &o[i];
+        if (x->rc == 0 && !x->body) {
+            x->rc = HAMEL_E_INTERNAL;
+            x->problem = hamel_problem_new(x->rc, "out of memory serialising the result");
+        }
+        x->state = x->rc == 0 ? JOB_DONE : x->rc == HAMEL_E_CANCELLED ? JOB_CANCELLED : JOB_FAILED;
+        status[i] = x->rc == 0 ? 200 : jobs__problem_status(x->problem, x->rc);
+        if (x->rc != 0) {
+            snprintf(tmp.id, sizeof tmp.id, "%s", x->id);
+            docs[i] = jobs__failure_doc(&tmp, x->state, x->problem);
+            x->problem = NULL;
+        }
+        items[i] = (store_item){x->id,
+                                job_state_name(x->state),
+                                model_id,
+                                x->key,
+                                docs[i] ? docs[i]->data : NULL,
+                                x->rc == 0 ? x->body : NULL,
+                                created,
+                                0};
+    }
+    /* the store first, in one commit: a job is done only once its result is stored */
+    if (p->st && store_put_many(p->st, items, n) != 0) {
+        for (size_t i = 0; i < n; i++) {
+            jobs_outcome *x = &o[i];
+            if (x->rc != 0 || items[i].rc == 0)
+                continue;
+            fprintf(stderr, "hamel-server: job %s: the result could not be stored; the job fails\n", x->id);
+            metrics_store_failed();
+            blob_release(x->body);
+            x->body = NULL;
+            x->rc = HAMEL_E_UNAVAILABLE;
+            x->state = JOB_FAILED;
+            snprintf(tmp.id, sizeof tmp.id, "%s", x->id);
+            json_t *problem = hamel_problem_new(
+                x->rc, store_full(p->st) ? "the result could not be stored: the disk is full; retry once "
+                                           "space is freed"
+                                         : "the result could not be stored (see the server's log); retry");
+            status[i] = jobs__problem_status(problem, x->rc);
+            docs[i] = jobs__failure_doc(&tmp, JOB_FAILED, problem);
+            if (docs[i])
+                store_put_job(p->st, x->id, "failed", model_id, x->key, docs[i]->data, created);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs_outcome *x = &o[i];
+        if (x->rc == 0 && p->results)
+            cache_put(p->results, x->key, x->body, x->body->len);
+        if (x->rc != 0) { /* the body handed back is the job's document */
+            blob_release(x->body);
+            x->body = docs[i] ? blob_retain(docs[i]) : NULL;
+        }
+        job *j = calloc(1, sizeof *j);
+        if (j) {
+            snprintf(j->id, sizeof j->id, "%s", x->id);
+            snprintf(j->model_id, sizeof j->model_id, "%s", model_id);
+            snprintf(j->key, sizeof j->key, "%s", x->key);
+            j->created = created;
+            atomic_init(&j->ctl.cancel, x->state == JOB_CANCELLED);
+            atomic_init(&j->ctl.progress, 1.0);
+        }
+        recs[i] = j;
+        metrics_job(x->state == JOB_DONE        ? METRICS_JOB_DONE
+                    : x->state == JOB_CANCELLED ? METRICS_JOB_CANCELLED
+                                                : METRICS_JOB_FAILED);
+    }
+    job_waiter *fired = NULL;
+    job *dead = NULL;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (!recs[i])
+            continue;
+        jobs__table_add(p, recs[i]);
+        jobs__finish_locked(p, recs[i], o[i].state, o[i].body ? blob_retain(o[i].body) : NULL, status[i],
+                            &fired);
+    }
+    jobs__evict_locked(p, &dead);
+    pthread_mutex_unlock(&p->lock);
+    waiters_fire(fired);
+    jobs__destroy_all(dead);
+    for (size_t i = 0; i < n; i++)
+        blob_release(docs[i]);
+    free(items);
+    free(docs);
+    free(status);
+    free(recs);
 }
 
 job *jobs_find(jobs *p, const char *id)

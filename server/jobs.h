@@ -105,6 +105,41 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
 #define JOBS_SUBMIT_LAZY_RECORD 1u
 int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out);
 
+/* A task: work other than one simulation run on the pool's threads in the queue's order
+ * (a batch's block of runs). It takes one place in the queue and counts as one job
+ * queued, then running. fn(arg, 0) runs it; fn(arg, 1) is called instead when the pool
+ * shuts down before it started. `ctl` (borrowed until fn returns) has its cancel flag
+ * set when the pool shuts down while it runs. In-memory queue only. */
+typedef void (*jobs_task_fn)(void *arg, int cancelled);
+
+/* Queues a task. Returns 0, HAMEL_E_QUEUE_FULL, HAMEL_E_UNAVAILABLE while shutting down,
+ * or HAMEL_E_UNAVAILABLE with a shared queue (HAMEL_REDIS: tasks cannot be shared; see
+ * jobs_takes_tasks). */
+int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl);
+
+/* Whether jobs_submit_task can be used (no shared queue). */
+int jobs_takes_tasks(const jobs *p);
+
+/* The outcome of a run made outside a job (by a task) that becomes a finished job. */
+typedef struct jobs_outcome {
+    const char *id;  /* the job id its result's head carries (JOB_ID_LEN hex digits) */
+    const char *key; /* its result cache key */
+    int rc;          /* 0: done with body; else failed or cancelled with problem */
+    blob *body;      /* rc 0: the result (taken); out: the job's body, a new reference */
+    json_t *problem; /* rc != 0: taken */
+    job_state state; /* out: done, failed or cancelled */
+} jobs_outcome;
+
+/* Records runs of model `model_id` made by a task as finished jobs, all at once: results
+ * and failures are written to the store together (one commit; a result that cannot be
+ * stored fails its job, as for any job), results go into the result cache, and each
+ * becomes a job record (GET /v1/jobs/{id}) counted in the job metrics. `created` is the
+ * wall-clock time of their submission (jobs_wall). */
+void jobs_finish_many(jobs *p, const char *model_id, double created, jobs_outcome *o, size_t n);
+
+/* Seconds on the wall clock (a job's `created`). */
+double jobs_wall(void);
+
 /* A new reference to the job with this id, or NULL if none is kept in memory. */
 job *jobs_find(jobs *p, const char *id);
 

@@ -147,8 +147,9 @@ int main(int argc, char **argv)
         return 1;
     }
     /* A batch may hold at most half the queue, so single requests always find room. */
-    batches_config bc = {cfg.max_batch, (size_t)(cfg.queue / 2 > 0 ? cfg.queue / 2 : 1), cfg.batch_bytes,
-                         MAIN_BATCHES_KEPT, limits};
+    batches_config bc = {cfg.max_batch,   (size_t)(cfg.queue / 2 > 0 ? cfg.queue / 2 : 1),
+                         cfg.batch_bytes, MAIN_BATCHES_KEPT,
+                         limits,          cfg.workers};
     batches *bat = batches_new(&bc, pool, results, st);
     if (!bat) {
         fprintf(stderr, "hamel-server: cannot start the batch timer\n");

@@ -596,7 +596,9 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            NULL, /* full */
                                            rstore__quarantine_put,
                                            rstore__quarantine_get,
-                                           rstore__quarantine_del};
+                                           rstore__quarantine_del,
+                                           NULL, /* put_many: one write each */
+                                           NULL};
 
 /* PING through the pool: 0 when Redis answers. */
 static int redis__ping(redis_pool *p)

@@ -62,14 +62,14 @@ static int http__compile(http_server *s, const json_t *spec, engine_model **out,
 /* Takes the outcome of the request's offloaded compilation, if there is one (returns 1). */
 static int http__take_compiled(http_conn *c, int *rc, engine_model **out, json_t **problem)
 {
-    if (!c->pre_set)
+    if (!c->resolve.pre.set)
         return 0;
-    *rc = c->pre_rc;
-    *out = c->pre_model;
-    *problem = c->pre_problem;
-    c->pre_set = 0;
-    c->pre_model = NULL;
-    c->pre_problem = NULL;
+    *rc = c->resolve.pre.rc;
+    *out = c->resolve.pre.model;
+    *problem = c->resolve.pre.problem;
+    c->resolve.pre.set = 0;
+    c->resolve.pre.model = NULL;
+    c->resolve.pre.problem = NULL;
     if (*rc == HAMEL_E_CANCELLED) { /* a compilation cancelled by shutdown or its first client leaving */
         json_decref(*problem);
         *rc = HAMEL_E_UNAVAILABLE;
@@ -143,18 +143,18 @@ int http__model_by_id(http_conn *c, const char *id, engine_model **out, json_t *
     return 0;
 }
 
-/* Sets c->spec_text and c->spec_key for spec (once per request). Returns 0 or -1. */
+/* Sets c->resolve.spec_text and c->resolve.spec_key for spec (once per request). Returns 0 or -1. */
 static int http__spec_key(http_conn *c, const json_t *spec)
 {
-    if (c->spec_text)
+    if (c->resolve.spec_text)
         return 0;
-    c->spec_text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!c->spec_text)
+    c->resolve.spec_text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!c->resolve.spec_text)
         return -1;
     unsigned char d[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)c->spec_text, strlen(c->spec_text), d);
-    snprintf(c->spec_key, sizeof c->spec_key, "b:");
-    ids_hex(d, sizeof d, c->spec_key + 2);
+    SHA256((const unsigned char *)c->resolve.spec_text, strlen(c->resolve.spec_text), d);
+    snprintf(c->resolve.spec_key, sizeof c->resolve.spec_key, "b:");
+    ids_hex(d, sizeof d, c->resolve.spec_key + 2);
     return 0;
 }
 
@@ -170,7 +170,7 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
     *created = 0;
     if (http__spec_key(c, spec) != 0)
         return HAMEL_E_INTERNAL;
-    *out = http__model_by_text(s, c->spec_key, 1);
+    *out = http__model_by_text(s, c->resolve.spec_key, 1);
     if (*out)
         return http__unless_quarantined(out, problem);
     int rc;
@@ -185,21 +185,21 @@ int http__model_by_spec(http_conn *c, const json_t *spec, engine_model **out, in
         engine_model_release(*out);
         *out = known;
     } else if (s->d.st) {
-        int is_new = c->pre_new; /* when pre_recorded: looked up (and put) off the poll thread */
-        if (!c->pre_recorded) {
+        int is_new = c->resolve.pre.is_new; /* when pre_recorded: looked up (and put) off the poll thread */
+        if (!c->resolve.pre.recorded) {
             char *stored = NULL;
             is_new = store_get_model(s->d.st, engine_model_id(*out), &stored) == 1;
             free(stored);
         }
         if (is_new) {
             *created = 1;
-            if (!c->pre_recorded)
-                store_put_model(s->d.st, engine_model_id(*out), c->spec_text);
+            if (!c->resolve.pre.recorded)
+                store_put_model(s->d.st, engine_model_id(*out), c->resolve.spec_text);
         }
     } else {
         *created = 1;
     }
-    http__model_remember(s, *out, c->spec_key);
+    http__model_remember(s, *out, c->resolve.spec_key);
     return 0;
 }
 
@@ -240,96 +240,100 @@ void http__watch_begin(http_conn *c)
 {
     /* The connection is suspended: MHD does not see a hang-up, the watcher does. */
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    atomic_store(&c->compile_ctl.cancel, 0);
-    hangup_watch(c->srv->hangups, &c->hup, ci ? (int)ci->connect_fd : -1, &c->compile_ctl.cancel);
+    atomic_store(&c->work.ctl.cancel, 0);
+    hangup_watch(c->srv->hangups, &c->work.hup, ci ? (int)ci->connect_fd : -1, &c->work.ctl.cancel);
 }
 
 void http__watch_end(http_conn *c, int rc)
 {
-    hangup_forget(c->srv->hangups, &c->hup);
+    hangup_forget(c->srv->hangups, &c->work.hup);
     if (rc == HAMEL_E_COMPILE_LIMIT)
         metrics_compile_stopped(METRICS_COMPILE_LIMIT);
     else if (rc == HAMEL_E_CANCELLED)
-        metrics_compile_stopped(atomic_load(&c->hup.why) == HANGUP_SHUTDOWN ? METRICS_COMPILE_SHUTDOWN
-                                                                            : METRICS_COMPILE_CLIENT_GONE);
+        metrics_compile_stopped(atomic_load(&c->work.hup.why) == HANGUP_SHUTDOWN
+                                    ? METRICS_COMPILE_SHUTDOWN
+                                    : METRICS_COMPILE_CLIENT_GONE);
 }
 
-/* Offloaded: compile the model of c->pending. */
+/* Offloaded: compile the model of c->work.body. */
 static void http__run_compile(void *arg)
 {
     http_conn *c = arg;
     double t0 = jobs_now();
-    const json_t *spec = c->stored_spec ? c->stored_spec : http__spec_of(c, c->pending);
+    const json_t *spec = c->resolve.stored_spec ? c->resolve.stored_spec : http__spec_of(c, c->work.body);
     http__watch_begin(c);
-    c->pre_rc =
-        isolate_model_compile_ctl(spec, c->srv->d.limits, &c->compile_ctl, &c->pre_model, &c->pre_problem);
-    http__watch_end(c, c->pre_rc);
+    c->resolve.pre.rc = isolate_model_compile_ctl(spec, c->srv->d.limits, &c->work.ctl, &c->resolve.pre.model,
+                                                  &c->resolve.pre.problem);
+    http__watch_end(c, c->resolve.pre.rc);
     store *st = c->srv->d.st;
     int queued = 0; /* the model was queued for the store, to be committed with a job */
-    if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text &&
+    if (c->resolve.pre.rc == 0 && st && !c->resolve.stored_spec && c->resolve.spec_text &&
         http__route_has(c, HTTP_ROUTE_MODEL_WITH_JOB)) {
         /* A simulation's model needs no answer about being new (201 is POST /v1/models'):
          * it is queued without a lookup (INSERT OR IGNORE) and committed with the job's
          * record, which is written after it, so no record names a model the store lacks
          * (and if no job follows, it is written below before anyone is answered). */
-        queued = store_put_model_async(st, engine_model_id(c->pre_model), c->spec_text) == 0;
-        c->pre_new = 0;
-        c->pre_recorded = 1;
-    } else if (c->pre_rc == 0 && st && !c->stored_spec && c->spec_text) {
+        queued = store_put_model_async(st, engine_model_id(c->resolve.pre.model), c->resolve.spec_text) == 0;
+        c->resolve.pre.is_new = 0;
+        c->resolve.pre.recorded = 1;
+    } else if (c->resolve.pre.rc == 0 && st && !c->resolve.stored_spec && c->resolve.spec_text) {
         /* A new model is remembered here, not on the poll thread (a store round trip). */
         char *stored = NULL;
-        c->pre_new = store_get_model(st, engine_model_id(c->pre_model), &stored) == 1;
+        c->resolve.pre.is_new = store_get_model(st, engine_model_id(c->resolve.pre.model), &stored) == 1;
         free(stored);
-        if (c->pre_new)
-            store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
-        c->pre_recorded = 1;
+        if (c->resolve.pre.is_new)
+            store_put_model(st, engine_model_id(c->resolve.pre.model), c->resolve.spec_text);
+        c->resolve.pre.recorded = 1;
     }
-    c->pre_set = 1;
+    c->resolve.pre.set = 1;
     metrics_derive(jobs_now() - t0);
     /* A new simulation goes on in this same task (key, result, store, check, submission),
      * and so does a new batch (batch_create), so the request is resumed once, not once
      * per store round trip. A stored model whose canonical form changed since is not the
      * one asked for: http__model_by_id answers 404 on the resumed call. */
-    int same = c->pre_rc == 0 && (!c->stored_spec || !strcmp(engine_model_id(c->pre_model), c->stored_id));
-    if (same)
-        http__after_compile(c, c->pre_model); /* the row's: http__simulation_work, http__batch_work */
-    if (queued && !c->job) /* a cached result or a refused request: no job record carried it */
-        store_put_model(st, engine_model_id(c->pre_model), c->spec_text);
+    int same =
+        c->resolve.pre.rc == 0 &&
+        (!c->resolve.stored_spec || !strcmp(engine_model_id(c->resolve.pre.model), c->resolve.stored_id));
+    /* the row's hook (http__simulation_work, http__batch_work): whether a job's record
+     * was committed after the queued model, carrying it */
+    int carried = same && http__after_compile(c, c->resolve.pre.model);
+    if (queued && !carried) /* a cached result or a refused request: no job record carried it */
+        store_put_model(st, engine_model_id(c->resolve.pre.model), c->resolve.spec_text);
 }
 
-/* Offloaded: read the model c->stored_id from the store and compile it; an id the store
+/* Offloaded: read the model c->resolve.stored_id from the store and compile it; an id the store
  * does not know ends as HAMEL_E_NOT_FOUND (taken by http__model_by_id). */
 static void http__run_compile_stored(void *arg)
 {
     http_conn *c = arg;
-    c->stored_spec = http__stored_spec(c->srv, c->stored_id);
-    if (c->stored_spec) {
+    c->resolve.stored_spec = http__stored_spec(c->srv, c->resolve.stored_id);
+    if (c->resolve.stored_spec) {
         http__run_compile(c);
         return;
     }
-    c->pre_set = 1;
-    c->pre_rc = HAMEL_E_NOT_FOUND;
+    c->resolve.pre.set = 1;
+    c->resolve.pre.rc = HAMEL_E_NOT_FOUND;
 }
 
 /* A copy of a finished flight's outcome for request w. Called with flights_mu held. */
 static void http__flight_copy(const http_flight *f, http_conn *w)
 {
-    w->pre_set = 1;
-    w->pre_rc = f->rc;
-    w->pre_model = engine_model_retain(f->model);
-    w->pre_problem = f->problem ? json_deep_copy(f->problem) : NULL;
-    w->pre_recorded = f->recorded; /* the owner put it in the store: known there */
-    w->pre_new = 0;
+    w->resolve.pre.set = 1;
+    w->resolve.pre.rc = f->rc;
+    w->resolve.pre.model = engine_model_retain(f->model);
+    w->resolve.pre.problem = f->problem ? json_deep_copy(f->problem) : NULL;
+    w->resolve.pre.recorded = f->recorded; /* the owner put it in the store: known there */
+    w->resolve.pre.is_new = 0;
 }
 
 /* Unlists and frees c's flight (once the model is cached, or c is gone). */
 void http__flight_end(http_conn *c)
 {
     http_server *s = c->srv;
-    http_flight *f = c->flight;
+    http_flight *f = c->resolve.flight;
     if (!f)
         return;
-    c->flight = NULL;
+    c->resolve.flight = NULL;
     pthread_mutex_lock(&s->flights_mu);
     http_flight **pp = &s->flights;
     while (*pp && *pp != f)
@@ -340,9 +344,9 @@ void http__flight_end(http_conn *c)
     f->waiters = NULL;
     pthread_mutex_unlock(&s->flights_mu);
     while (w) {
-        http_conn *next = w->next_waiter;
-        w->next_waiter = NULL;
-        w->off_rc = c->off_rc ? c->off_rc : HAMEL_E_UNAVAILABLE; /* the owner's refusal */
+        http_conn *next = w->resolve.next_waiter;
+        w->resolve.next_waiter = NULL;
+        w->off.rc = c->off.rc ? c->off.rc : HAMEL_E_UNAVAILABLE; /* the owner's refusal */
         http__offloaded(w, 0);
         w = next;
     }
@@ -350,6 +354,16 @@ void http__flight_end(http_conn *c)
         engine_model_release(f->model);
     json_decref(f->problem);
     free(f);
+}
+
+void http__resolve_clear(http_conn *c)
+{
+    http__flight_end(c);
+    json_decref(c->resolve.stored_spec);
+    json_decref(c->resolve.pre.problem);
+    if (c->resolve.pre.model)
+        engine_model_release(c->resolve.pre.model);
+    free(c->resolve.spec_text);
 }
 
 /* The end of the owner's compilation: the flight keeps the outcome, every request that
@@ -362,22 +376,23 @@ static void http__compile_done(void *arg, int ran)
 {
     http_conn *c = arg;
     http_server *s = c->srv;
-    http_flight *f = c->flight;
+    http_flight *f = c->resolve.flight;
     http_conn *w = NULL;
-    if (f && ran && c->pre_rc == HAMEL_E_CANCELLED && atomic_load(&c->hup.why) == HANGUP_CLIENT_GONE) {
+    if (f && ran && c->resolve.pre.rc == HAMEL_E_CANCELLED &&
+        atomic_load(&c->work.hup.why) == HANGUP_CLIENT_GONE) {
         pthread_mutex_lock(&s->flights_mu);
         http_conn *heir = f->waiters;
         if (heir) {
-            f->waiters = heir->next_waiter;
-            heir->next_waiter = NULL;
-            heir->flight = f;
-            c->flight = NULL;
+            f->waiters = heir->resolve.next_waiter;
+            heir->resolve.next_waiter = NULL;
+            heir->resolve.flight = f;
+            c->resolve.flight = NULL;
         }
         pthread_mutex_unlock(&s->flights_mu);
         if (heir) { /* still suspended on the flight; its resume stays http__resume_compiled */
-            heir->ran = 0;
-            heir->off_rc = offload_submit(s->offload, http__run_compile, http__compile_done, heir);
-            if (heir->off_rc != 0)
+            heir->off.ran = 0;
+            heir->off.rc = offload_submit(s->offload, http__run_compile, http__compile_done, heir);
+            if (heir->off.rc != 0)
                 http__compile_done(heir, 0);
             http__offloaded(c, ran);
             return;
@@ -388,19 +403,19 @@ static void http__compile_done(void *arg, int ran)
     if (f && ran) {
         pthread_mutex_lock(&s->flights_mu);
         f->finished = 1;
-        f->rc = c->pre_rc;
-        f->model = engine_model_retain(c->pre_model);
-        f->problem = c->pre_problem ? json_deep_copy(c->pre_problem) : NULL;
-        f->recorded = c->pre_recorded;
-        for (http_conn *x = f->waiters; x; x = x->next_waiter)
+        f->rc = c->resolve.pre.rc;
+        f->model = engine_model_retain(c->resolve.pre.model);
+        f->problem = c->resolve.pre.problem ? json_deep_copy(c->resolve.pre.problem) : NULL;
+        f->recorded = c->resolve.pre.recorded;
+        for (http_conn *x = f->waiters; x; x = x->resolve.next_waiter)
             http__flight_copy(f, x);
         w = f->waiters;
         f->waiters = NULL;
         pthread_mutex_unlock(&s->flights_mu);
     }
     while (w) {
-        http_conn *next = w->next_waiter; /* w may be gone once resumed */
-        w->next_waiter = NULL;
+        http_conn *next = w->resolve.next_waiter; /* w may be gone once resumed */
+        w->resolve.next_waiter = NULL;
         http__offloaded(w, 1);
         w = next;
     }
@@ -409,8 +424,8 @@ static void http__compile_done(void *arg, int ran)
 
 static enum MHD_Result http__resume_compiled(http_conn *c)
 {
-    json_t *body = c->pending;
-    c->pending = NULL;
+    json_t *body = c->work.body;
+    c->work.body = NULL;
     enum MHD_Result ret = http__dispatch(c, body);
     json_decref(body);
     http__flight_end(c); /* the model is in the cache now */
@@ -433,7 +448,7 @@ int http__compile_stored_first(http_conn *c, const char *id, enum MHD_Result (*r
     }
     if (!c->srv->d.st)
         return 0;
-    snprintf(c->stored_id, sizeof c->stored_id, "%s", id);
+    snprintf(c->resolve.stored_id, sizeof c->resolve.stored_id, "%s", id);
     *ret = http__offload(c, http__run_compile_stored, resume);
     return 1;
 }
@@ -445,51 +460,51 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
 {
     const json_t *spec = http__spec_of(c, body);
     if (!spec) {
-        c->pending = json_incref(body);
+        c->work.body = json_incref(body);
         if (http__compile_stored_first(c, json_string_value(json_object_get(body, "model_id")),
                                        http__resume_compiled, ret))
             return 1;
-        json_decref(c->pending);
-        c->pending = NULL;
+        json_decref(c->work.body);
+        c->work.body = NULL;
         return 0;
     }
     if (http__spec_key(c, spec) != 0)
         return 0;
     http_server *s = c->srv;
-    engine_model *hit = http__model_by_text(s, c->spec_key, 0);
+    engine_model *hit = http__model_by_text(s, c->resolve.spec_key, 0);
     if (hit) {
         engine_model_release(hit);
         return 0;
     }
-    c->pending = json_incref(body);
+    c->work.body = json_incref(body);
     *ret = MHD_YES;
     pthread_mutex_lock(&s->flights_mu);
     http_flight *f = s->flights;
-    while (f && strcmp(f->key, c->spec_key) != 0)
+    while (f && strcmp(f->key, c->resolve.spec_key) != 0)
         f = f->next;
     if (f && f->finished) { /* compiled, not yet cached: take the outcome and go on */
         http__flight_copy(f, c);
         pthread_mutex_unlock(&s->flights_mu);
-        json_decref(c->pending);
-        c->pending = NULL;
+        json_decref(c->work.body);
+        c->work.body = NULL;
         return 0;
     }
     if (f) { /* being compiled: wait for it (suspended under the lock, so not yet resumable) */
-        c->on_resume = http__resume_compiled;
-        c->ran = 0;
+        c->off.resume = http__resume_compiled;
+        c->off.ran = 0;
         MHD_suspend_connection(c->conn);
         c->state = HTTP_CONN_OFFLOADED;
-        c->next_waiter = f->waiters;
+        c->resolve.next_waiter = f->waiters;
         f->waiters = c;
         pthread_mutex_unlock(&s->flights_mu);
         return 1;
     }
     f = calloc(1, sizeof *f);
     if (f) {
-        snprintf(f->key, sizeof f->key, "%s", c->spec_key);
+        snprintf(f->key, sizeof f->key, "%s", c->resolve.spec_key);
         f->next = s->flights;
         s->flights = f;
-        c->flight = f;
+        c->resolve.flight = f;
     }
     pthread_mutex_unlock(&s->flights_mu);
     *ret = http__offload_with(c, http__run_compile, http__compile_done, http__resume_compiled);
@@ -498,18 +513,18 @@ int http__compile_first(http_conn *c, json_t *body, enum MHD_Result *ret)
 
 void http__hold_work(http_conn *c, engine_model *m, json_t *body)
 {
-    c->work_model = m;
-    json_decref(c->pending);
-    c->pending = json_incref(body);
+    c->work.model = m;
+    json_decref(c->work.body);
+    c->work.body = json_incref(body);
 }
 
-/* The resumed call of work offloaded by http__offload_on_model: 200 and c->out, or the
- * problem c->out_problem. */
+/* The resumed call of work offloaded by http__offload_on_model: 200 and c->work.out, or the
+ * problem c->work.problem. */
 static enum MHD_Result http__resume_work(http_conn *c)
 {
-    json_t *out = c->out, *problem = c->out_problem;
-    c->out = c->out_problem = NULL;
-    return c->work_rc == 0 ? http__json(c, 200, out) : http__problem(c, problem);
+    json_t *out = c->work.out, *problem = c->work.problem;
+    c->work.out = c->work.problem = NULL;
+    return c->work.rc == 0 ? http__json(c, 200, out) : http__problem(c, problem);
 }
 
 enum MHD_Result http__offload_on_model(http_conn *c, json_t *body, void (*run)(void *))

@@ -225,19 +225,19 @@ static blob *http__gzip_form(http_conn *c, blob *b, const char *key)
     return blob_retain(g);
 }
 
-/* Offloaded: the gzip form of c->gz_src, made (and kept with it) off the poll thread. */
+/* Offloaded: the gzip form of c->gz.src, made (and kept with it) off the poll thread. */
 static void http__run_gzip(void *arg)
 {
     http_conn *c = arg;
-    blob_release(http__gzip_form(c, c->gz_src, c->gz_key));
+    blob_release(http__gzip_form(c, c->gz.src, c->gz.key));
 }
 
 /* The answer once the gzip form is made (or not: then the identity form). */
 static enum MHD_Result http__resume_gzip(http_conn *c)
 {
-    blob *b = c->gz_src;
-    c->gz_src = NULL;
-    enum MHD_Result ret = http__result(c, b, c->gz_cached, c->gz_etag[0] ? c->gz_etag : NULL, c->gz_key);
+    blob *b = c->gz.src;
+    c->gz.src = NULL;
+    enum MHD_Result ret = http__result(c, b, c->gz.cached, c->gz.etag[0] ? c->gz.etag : NULL, c->gz.key);
     blob_release(b);
     return ret;
 }
@@ -257,14 +257,14 @@ enum MHD_Result http__result(http_conn *c, blob *b, int cached, const char *etag
     if (empty)
         plen--;
     int gz = b->len >= GZIP_MIN_BYTES && http__gzip_ok(c);
-    if (gz && b->len > HTTP_GZIP_INLINE_MAX && !c->gz_tried &&
+    if (gz && b->len > HTTP_GZIP_INLINE_MAX && !c->gz.tried &&
         !atomic_load_explicit(&b->gz, memory_order_acquire)) {
         /* Deflating tens of megabytes takes a second: not on a poll thread. */
-        c->gz_tried = 1;
-        c->gz_src = blob_retain(b);
-        c->gz_cached = cached;
-        snprintf(c->gz_etag, sizeof c->gz_etag, "%s", etag ? etag : "");
-        snprintf(c->gz_key, sizeof c->gz_key, "%s", key ? key : "");
+        c->gz.tried = 1;
+        c->gz.src = blob_retain(b);
+        c->gz.cached = cached;
+        snprintf(c->gz.etag, sizeof c->gz.etag, "%s", etag ? etag : "");
+        snprintf(c->gz.key, sizeof c->gz.key, "%s", key ? key : "");
         return http__offload_read(c, http__run_gzip, http__resume_gzip);
     }
     char tag[NEGOTIATE_ETAG_MAX];

@@ -17,9 +17,10 @@
 /* One row: a method on a path pattern. A pattern is literal text with at most one {id}
  * (a non-empty segment without '/'), or "*" (any other path outside /v1: the last rows,
  * tried only when no row before matched the path). The first row matching the path and
- * the method answers. A GET row also
- * answers HEAD. `answer` serves a request without a body (answered from the headers),
- * `post` a POST with its parsed body. */
+ * the method answers. A GET row also answers HEAD. `answer` serves a request without a
+ * body (answered from the headers), `post` a POST with its parsed body. The hooks are the
+ * core's way into the route's own state (http_conn's per-route member, declared by the
+ * endpoint's file): the core calls them and never reads that state itself. */
 struct http_route {
     http_method method;
     const char *pattern;
@@ -29,39 +30,52 @@ struct http_route {
     unsigned flags; /* HTTP_ROUTE_* (http_conn.h): what the core does differently for it */
     /* run in the offloaded task that compiled the request's model, with that model: the
      * work of a new simulation or batch goes on there (one resume, not one per store
-     * round trip); NULL for none */
-    void (*after_compile)(http_conn *c, engine_model *m);
+     * round trip); returns 1 when it committed a job whose record carries the model
+     * (HTTP_ROUTE_MODEL_WITH_JOB). NULL for none */
+    int (*after_compile)(http_conn *c, engine_model *m);
+    /* the answer of a request parked on a job or batch (http__suspend_on) once woken */
+    enum MHD_Result (*on_wake)(http_conn *c);
+    /* frees the route's state when the request ends (NULL: it holds nothing to free) */
+    void (*release)(http_conn *c);
 };
 
 static const http_route http__routes[] = {
-    {HTTP_GET, "/v1/health", METRICS_ROUTE_HEALTH, http__health, NULL, 0, NULL},
-    {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, NULL, http__post_model, HTTP_ROUTE_BODY_IS_MODEL, NULL},
-    {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, http__model, NULL, 0, NULL},
-    {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, http__model, NULL, HTTP_ROUTE_EQUATIONS,
-     NULL},
-    {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, http__model_code, NULL, 0, NULL},
-    {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, NULL, http__post_code, 0, NULL},
-    {HTTP_POST, "/v1/steady", METRICS_ROUTE_STEADY, NULL, http__post_steady, 0, NULL},
-    {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, NULL, http__post_hamel, 0, NULL},
-    {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, NULL, http__post_evaluate, 0, NULL},
-    {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, NULL, http__post_linearize, 0, NULL},
-    {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, NULL, http__post_simulation,
-     HTTP_ROUTE_SUBMITS | HTTP_ROUTE_RESULT_MEMO | HTTP_ROUTE_MODEL_WITH_JOB, http__simulation_work},
-    {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL, 0, NULL},
-    {HTTP_DELETE, "/v1/jobs/{id}", METRICS_ROUTE_JOB, http__job, NULL, 0, NULL},
-    {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, NULL, http__post_batch, HTTP_ROUTE_SUBMITS,
-     http__batch_work},
-    {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL, 0, NULL},
-    {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, http__batch, NULL, 0, NULL},
-    {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL, 0, NULL},
-    {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, http__quarantine, NULL, 0, NULL},
-    {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
-    {HTTP_GET, "/problems/", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
-    {HTTP_GET, "/problems/{id}", METRICS_ROUTE_PROBLEMS, http__problems, NULL, 0, NULL},
-    {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, http__metrics, NULL, HTTP_ROUTE_METRICS_TOKEN, NULL},
-    {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, http__livez, NULL, 0, NULL},
-    {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, http__readyz, NULL, 0, NULL},
-    {HTTP_GET, "*", METRICS_ROUTE_STATIC, http__static, NULL, 0, NULL},
+    {HTTP_GET, "/v1/health", METRICS_ROUTE_HEALTH, .answer = http__health},
+    {HTTP_POST, "/v1/models", METRICS_ROUTE_MODELS, .post = http__post_model,
+     .flags = HTTP_ROUTE_BODY_IS_MODEL},
+    {HTTP_GET, "/v1/models/{id}", METRICS_ROUTE_MODEL, .answer = http__model},
+    /* state: form (a ?form=) */
+    {HTTP_GET, "/v1/models/{id}/equations", METRICS_ROUTE_EQUATIONS, .answer = http__model,
+     .flags = HTTP_ROUTE_EQUATIONS},
+    {HTTP_GET, "/v1/models/{id}/code", METRICS_ROUTE_MODEL_CODE, .answer = http__model_code},
+    {HTTP_POST, "/v1/code", METRICS_ROUTE_CODE, .post = http__post_code},
+    {HTTP_POST, "/v1/steady", METRICS_ROUTE_STEADY, .post = http__post_steady},
+    {HTTP_POST, "/v1/hamel", METRICS_ROUTE_HAMEL, .post = http__post_hamel},
+    {HTTP_POST, "/v1/evaluate", METRICS_ROUTE_EVALUATE, .post = http__post_evaluate},
+    {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, .post = http__post_linearize},
+    /* state: sim */
+    {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, .post = http__post_simulation,
+     .flags = HTTP_ROUTE_SUBMITS | HTTP_ROUTE_RESULT_MEMO | HTTP_ROUTE_MODEL_WITH_JOB,
+     .after_compile = http__simulation_work, .on_wake = http__job_wake, .release = http__sim_release},
+    {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, .answer = http__job, .on_wake = http__job_wake,
+     .release = http__sim_release},
+    {HTTP_DELETE, "/v1/jobs/{id}", METRICS_ROUTE_JOB, .answer = http__job, .release = http__sim_release},
+    /* state: batch */
+    {HTTP_POST, "/v1/batches", METRICS_ROUTE_BATCHES, .post = http__post_batch, .flags = HTTP_ROUTE_SUBMITS,
+     .after_compile = http__batch_work, .on_wake = http__batch_wake, .release = http__batch_release},
+    {HTTP_GET, "/v1/batches/{id}", METRICS_ROUTE_BATCH, .answer = http__batch, .on_wake = http__batch_wake,
+     .release = http__batch_release},
+    {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, .answer = http__batch,
+     .release = http__batch_release},
+    {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
+    {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
+    {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, .answer = http__problems},
+    {HTTP_GET, "/problems/", METRICS_ROUTE_PROBLEMS, .answer = http__problems},
+    {HTTP_GET, "/problems/{id}", METRICS_ROUTE_PROBLEMS, .answer = http__problems},
+    {HTTP_GET, "/metrics", METRICS_ROUTE_METRICS, .answer = http__metrics, .flags = HTTP_ROUTE_METRICS_TOKEN},
+    {HTTP_GET, "/livez", METRICS_ROUTE_LIVEZ, .answer = http__livez},
+    {HTTP_GET, "/readyz", METRICS_ROUTE_READYZ, .answer = http__readyz},
+    {HTTP_GET, "*", METRICS_ROUTE_STATIC, .answer = http__static},
 };
 
 /* The methods named in Allow, in this order (http_method's first five). */
@@ -155,10 +169,22 @@ enum MHD_Result http__dispatch(http_conn *c, json_t *body) { return c->row->post
 
 int http__route_has(const http_conn *c, unsigned flag) { return c->row && (c->row->flags & flag); }
 
-void http__after_compile(http_conn *c, engine_model *m)
+int http__after_compile(http_conn *c, engine_model *m)
 {
-    if (c->row && c->row->after_compile)
-        c->row->after_compile(c, m);
+    return c->row && c->row->after_compile ? c->row->after_compile(c, m) : 0;
+}
+
+enum MHD_Result http__on_wake(http_conn *c)
+{
+    if (c->row && c->row->on_wake)
+        return c->row->on_wake(c);
+    return http__error(c, HAMEL_E_INTERNAL, "woken without a route to answer");
+}
+
+void http__route_release(http_conn *c)
+{
+    if (c->row && c->row->release)
+        c->row->release(c);
 }
 
 enum MHD_Result http__preflight(http_conn *c, const char *allow)

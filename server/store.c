@@ -829,6 +829,67 @@ static int sqlite__put_done(void *impl, const char *id, const char *model_id, co
     return store__submit(s, &w);
 }
 
+/* Queues ws[0..n) (synchronous writes) as one run of the queue, so the writer commits
+ * them in one group, and waits until every one is written. */
+static int store__submit_many(sqlite_store *s, store_write *ws, size_t n)
+{
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        ws[i].next = &ws[i + 1];
+    ws[n - 1].next = NULL;
+    pthread_mutex_lock(&s->qlock);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->qlock);
+        return -1;
+    }
+    if (s->qtail)
+        s->qtail->next = &ws[0];
+    else
+        s->qhead = &ws[0];
+    s->qtail = &ws[n - 1];
+    s->qsync++;
+    pthread_cond_signal(&s->qwork);
+    for (size_t i = 0; i < n; i++)
+        while (!ws[i].finished)
+            pthread_cond_wait(&s->qdone, &s->qlock);
+    pthread_mutex_unlock(&s->qlock);
+    return 0;
+}
+
+static int sqlite__put_many(void *impl, store_item *items, size_t n)
+{
+    sqlite_store *s = impl;
+    store_write *ws = calloc(n ? n : 1, sizeof *ws);
+    if (!ws) {
+        for (size_t i = 0; i < n; i++)
+            items[i].rc = -1;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const store_item *it = &items[i];
+        ws[i] = (store_write){it->body ? W_DONE : W_JOB,
+                              it->id,
+                              it->body ? "done" : it->status,
+                              it->model_id,
+                              it->key,
+                              it->body ? NULL : it->doc,
+                              it->body,
+                              it->created,
+                              0,
+                              0,
+                              0,
+                              NULL};
+    }
+    int all = store__submit_many(s, ws, n);
+    for (size_t i = 0; i < n; i++) {
+        items[i].rc = all != 0 ? -1 : ws[i].rc;
+        all |= items[i].rc;
+    }
+    free(ws);
+    return all ? -1 : 0;
+}
+
 static int sqlite__full(void *impl)
 {
     sqlite_store *s = impl;
@@ -894,6 +955,38 @@ static int sqlite__get_result(void *impl, const char *key, blob **out)
     sqlite3_clear_bindings(st);
     pthread_mutex_unlock(&s->rlock);
     return res;
+}
+
+/* Results of many keys in one read transaction (one snapshot, one lock of the WAL). */
+static int sqlite__get_results(void *impl, const char *const *keys, size_t n, blob **out)
+{
+    sqlite_store *s = impl;
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    pthread_mutex_lock(&s->rlock);
+    int bad = sqlite3_exec(s->rdb, "BEGIN", NULL, NULL, NULL) != SQLITE_OK;
+    sqlite3_stmt *st = s->rstmt[RSTMT_GET_RESULT];
+    for (size_t i = 0; !bad && i < n; i++) {
+        store__text(st, 1, keys[i]);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(st, 0);
+            int len = sqlite3_column_bytes(st, 0);
+            out[i] = t ? blob_new(t, (size_t)len) : NULL;
+        } else if (rc != SQLITE_DONE) {
+            bad = 1;
+        }
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    if (!sqlite3_get_autocommit(s->rdb))
+        sqlite3_exec(s->rdb, "COMMIT", NULL, NULL, NULL);
+    pthread_mutex_unlock(&s->rlock);
+    for (size_t i = 0; bad && i < n; i++) {
+        blob_release(out[i]);
+        out[i] = NULL;
+    }
+    return bad ? -1 : 0;
 }
 
 static int sqlite__get_job(void *impl, const char *id, store_job *out)
@@ -1011,6 +1104,8 @@ static const store_ops sqlite__ops = {
     .quarantine_put = sqlite__quarantine_put,
     .quarantine_get = sqlite__quarantine_get,
     .quarantine_del = sqlite__quarantine_del,
+    .put_many = sqlite__put_many,
+    .get_results = sqlite__get_results,
 };
 
 int store_open(const char *dir, const store_limits *lim, store **out)

@@ -99,6 +99,26 @@ int store_put_done(store *s, const char *id, const char *model_id, const char *k
 /* The stored result under key: 0 and *out (a new blob), 1 if none, -1. */
 int store_get_result(store *s, const char *key, blob **out);
 
+/* One record of store_put_many: a done job with its result (body set; status ignored),
+ * or a job record (body NULL: status, doc). Borrowed; rc is set. */
+typedef struct store_item {
+    const char *id, *status, *model_id, *key, *doc;
+    const blob *body;
+    double created;
+    int rc; /* out: 0 written, -1 not */
+} store_item;
+
+/* Writes items[0..n) as store_put_done and store_put_job would, in one transaction
+ * where the backend has them (SQLite: the writer's next group, so n results cost one
+ * commit; each item falls back to its own transaction if the group fails). Returns once
+ * every item is written or has failed (items[i].rc); 0 when all were written, else -1. */
+int store_put_many(store *s, store_item *items, size_t n);
+
+/* store_get_result of keys[0..n) in one read transaction where the backend has them:
+ * out[i] is a new blob or NULL (none, or unreadable). Returns 0, or -1 when the store
+ * could not be read (then every out[i] is NULL). */
+int store_get_results(store *s, const char *const *keys, size_t n, blob **out);
+
 /* The stored record of a job: 0 and *out filled, 1 if unknown, -1. */
 int store_get_job(store *s, const char *id, store_job *out);
 
@@ -140,6 +160,9 @@ typedef struct store_ops {
     int (*quarantine_put)(void *impl, const char *key, const char *doc, double expires);
     int (*quarantine_get)(void *impl, const char *key, char **doc, double *expires);
     int (*quarantine_del)(void *impl, const char *key);
+    /* optional (NULL: one put_done / put_job, or get_result, per item) */
+    int (*put_many)(void *impl, store_item *items, size_t n);
+    int (*get_results)(void *impl, const char *const *keys, size_t n, blob **out);
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

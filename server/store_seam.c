@@ -82,6 +82,33 @@ void store_commit_counts(store *s, long long *commits, long long *writes)
 
 int store_get_result(store *s, const char *key, blob **out) { return s->ops->get_result(s->impl, key, out); }
 
+int store_put_many(store *s, store_item *items, size_t n)
+{
+    if (s->ops->put_many)
+        return s->ops->put_many(s->impl, items, n);
+    int all = 0;
+    for (size_t i = 0; i < n; i++) {
+        store_item *it = &items[i];
+        it->rc = it->body ? s->ops->put_done(s->impl, it->id, it->model_id, it->key, it->body, it->created)
+                          : s->ops->put_job(s->impl, it->id, it->status, it->model_id, it->key, it->doc,
+                                            it->created);
+        all |= it->rc;
+    }
+    return all ? -1 : 0;
+}
+
+int store_get_results(store *s, const char *const *keys, size_t n, blob **out)
+{
+    if (s->ops->get_results)
+        return s->ops->get_results(s->impl, keys, n, out);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        bad |= s->ops->get_result(s->impl, keys[i], &out[i]) < 0;
+    }
+    return bad ? -1 : 0;
+}
+
 int store_get_job(store *s, const char *id, store_job *out) { return s->ops->get_job(s->impl, id, out); }
 
 int store_quarantine_put(store *s, const char *key, const char *doc, double expires)

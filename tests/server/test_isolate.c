@@ -4,7 +4,8 @@
  * The engine runs in worker processes (server/isolate.h). With HAMEL_TEST_FAULTS=1 a
  * model named __fault_segv__ raises SIGSEGV while compiled, __fault_oom__ allocates
  * without bound while compiled (the worker's memory cap, HAMEL_WORKER_MEMORY_MB, ends it)
- * and __fault_abort__ calls abort() when run. Each must answer 500 engine-fault naming
+ * and __fault_abort__ calls abort() when run (__fault_abort_t13__ only in a run with
+ * t_end 13: a fault in the middle of a batch). Each must answer 500 engine-fault naming
  * the model, while a job of another model running at the same time finishes and the
  * server goes on answering; the model is then quarantined: answered at once (no worker
  * dies again: hamel_engine_faults_total stays), after a restart on the same HAMEL_DATA
@@ -263,6 +264,64 @@ Test(isolate, an_abort_while_running_fails_the_job_and_quarantines_until_cleared
     cr_assert_eq(faults(&srv2), 1, "run again after the clear");
     healthy(&srv2);
     free(sim);
+}
+
+/* A batch's runs go to a worker in blocks (one call for several runs): a fault in one run
+ * costs that run (engine-fault, the model quarantined); runs finished before it keep
+ * their results, runs after it meet the quarantine, and the server goes on. */
+Test(isolate, a_fault_inside_a_batch_costs_its_run_and_quarantines_the_rest, .fini = teardown, .timeout = 300)
+{
+    static const char *const env[] = {"HAMEL_TEST_FAULTS=1", "HAMEL_WORKER_MEMORY_MB=1024", "HAMEL_WORKERS=1",
+                                      NULL};
+    start(&srv, env);
+    enum { RUNS = 8, BAD = 6 };
+    char *m = model("__fault_abort_t13__"), *body = NULL, runs[1024] = "";
+    for (int i = 0; i < RUNS; i++) {
+        size_t len = strlen(runs);
+        snprintf(runs + len, sizeof runs - len, "%s{\"t_end\":%g}", i ? "," : "",
+                 i == BAD ? 13 : 1 + 0.1 * i);
+    }
+    cr_assert(asprintf(&body,
+                       "{\"model\":%s,\"base\":{\"initial\":{\"q\":{\"x\":1},\"qdot\":{\"x\":0}},"
+                       "\"output\":{\"samples\":11}},\"runs\":[%s]}",
+                       m, runs) > 0);
+    free(m);
+    harness_resp r = {0};
+    cr_assert_eq(request(&srv, "POST", "/v1/batches?wait=120", body, &r), 200, "%s", r.body);
+    free(body);
+    json_t *res = json_object_get(r.json, "results");
+    cr_assert_eq(json_array_size(res), RUNS, "%s", r.body);
+    char done_job[64] = "";
+    for (int i = 0; i < RUNS; i++) {
+        json_t *line = json_array_get(res, (size_t)i);
+        const char *st = json_string_value(json_object_get(line, "status"));
+        json_t *p = json_object_get(line, "problem");
+        const char *type = json_string_value(json_object_get(p, "type"));
+        if (i < BAD) {
+            cr_assert_str_eq(st, "done", "run %d before the fault keeps its result: %s", i, r.body);
+            snprintf(done_job, sizeof done_job, "%s", json_string_value(json_object_get(line, "job_id")));
+        } else {
+            cr_assert_str_eq(st, "failed", "run %d: %s", i, r.body);
+            cr_assert(type && strstr(type, "/engine-fault"), "run %d fails as an engine fault: %s", i,
+                      r.body);
+        }
+        if (i == BAD)
+            cr_assert_str_eq(json_string_value(json_object_get(p, "signal")), "SIGABRT",
+                             "the run that aborted");
+    }
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "succeeded")), BAD);
+    harness_resp_free(&r);
+    cr_assert_eq(faults(&srv), 1, "one worker died; the runs after it were answered by the quarantine");
+
+    /* a run of the block is a job like any other */
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", done_job);
+    cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200, "%s", r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "status")), "done");
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "job_id")), done_job);
+    cr_assert_eq(json_array_size(json_object_get(json_object_get(r.json, "trajectory"), "t")), 11);
+    harness_resp_free(&r);
+    healthy(&srv);
 }
 
 Test(isolate, the_fault_names_mean_nothing_without_the_test_flag, .fini = teardown, .timeout = 120)

@@ -131,6 +131,74 @@ Test(store, group_commit_commits_every_write)
     cr_expect_eq(system(cmd), 0);
 }
 
+/* store_put_many: a block of results and job records in one transaction, each readable
+ * afterwards (store_get_results in one read; a key never written comes back NULL). */
+Test(store, put_many_writes_a_block_in_one_commit)
+{
+    snprintf(st_dir, sizeof st_dir, "/tmp/hamel-store-test-%ld-XXXXXX", (long)getpid());
+    cr_assert_not_null(mkdtemp(st_dir));
+    store *s = st_open();
+    enum { N = 50 };
+    char ids[N][32], keys[N][32];
+    blob *bodies[N];
+    store_item items[N];
+    for (int i = 0; i < N; i++) {
+        char body[64];
+        snprintf(ids[i], sizeof ids[i], "job-%d", i);
+        snprintf(keys[i], sizeof keys[i], "key-%d", i);
+        snprintf(body, sizeof body, "{\"n\":%d}", i);
+        bodies[i] = blob_new(body, strlen(body));
+        /* every fifth a failed job's record, the others done with a result */
+        items[i] = (store_item){ids[i],
+                                "failed",
+                                "m",
+                                keys[i],
+                                i % 5 ? NULL : "{\"status\":\"failed\"}",
+                                i % 5 ? bodies[i] : NULL,
+                                1.0,
+                                -7};
+    }
+    long long c0 = 0, w0 = 0, c1 = 0, w1 = 0;
+    store_commit_counts(s, &c0, &w0);
+    cr_assert_eq(store_put_many(s, items, N), 0);
+    store_commit_counts(s, &c1, &w1);
+    cr_expect_eq(c1 - c0, 1, "one transaction for the block (%lld)", c1 - c0);
+    cr_expect_eq(w1 - w0, N, "every item written (%lld)", w1 - w0);
+    for (int i = 0; i < N; i++)
+        cr_expect_eq(items[i].rc, 0, "item %d", i);
+    cr_expect(st_visible("job-1"), "committed when it returns");
+    const char *ask[N + 1];
+    for (int i = 0; i < N; i++)
+        ask[i] = keys[i];
+    ask[N] = "never-written";
+    blob *got[N + 1];
+    cr_assert_eq(store_get_results(s, ask, N + 1, got), 0);
+    for (int i = 0; i <= N; i++) {
+        if (i == N || i % 5 == 0) {
+            cr_expect_null(got[i], "no result under %s", ask[i]);
+        } else {
+            cr_assert_not_null(got[i], "result %s", ask[i]);
+            cr_expect(got[i]->len == bodies[i]->len && !memcmp(got[i]->data, bodies[i]->data, got[i]->len),
+                      "result %s as written", ask[i]);
+        }
+        blob_release(got[i]);
+    }
+    store_job j;
+    cr_assert_eq(store_get_job(s, "job-5", &j), 0);
+    cr_expect_str_eq(j.status, "failed");
+    cr_expect_str_eq(j.doc, "{\"status\":\"failed\"}");
+    store_job_clear(&j);
+    cr_assert_eq(store_get_job(s, "job-6", &j), 0);
+    cr_expect_str_eq(j.status, "done");
+    store_job_clear(&j);
+    for (int i = 0; i < N; i++)
+        blob_release(bodies[i]);
+    store_close(s);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", st_dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 /* A fresh directory in st_dir. */
 static void st_mkdir(void)
 {
