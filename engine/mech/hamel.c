@@ -1350,14 +1350,15 @@ static void gamma_entries(hamel_ws *w, int j, int *ne_out, int *nr_out)
 /* gamma^j_rl and gamma^j_r of one j (all r, l: gamma[r*n + l], gamma_t[r]); mags
  * (optional) receive the rounding scales. Only the entries of gamma_entries take part
  * (a row of Psi depends on few coordinates): O(n^2) per row of Psi rather than O(n^3). */
-static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double *mag, double *mag_t)
+static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double *mag, double *mag_t,
+                      unsigned char *used)
 {
     int n = w->n, ne, nr;
     double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
     int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
-    if (gamma)
+    if (gamma && !used)
         memset(gamma, 0, (size_t)n * n * sizeof *gamma);
-    if (mag)
+    if (mag && !used)
         memset(mag, 0, (size_t)n * n * sizeof *mag);
     gamma_entries(w, j, &ne, &nr);
     for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
@@ -1389,9 +1390,13 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
             int zero = finite;
             for (int x = 0; x < nr && zero; x++)
                 zero = PHI(rows[x], r) == 0.0;
-            if (zero) { /* out was cleared above */
+            if (used && !pass)
+                used[r] = !zero;
+            if (zero) { /* out was cleared above (with used: left, unless gamma's row is) */
                 if (out_t)
                     out_t[r] = 0.0;
+                if (used && used[r] && out)
+                    memset(out + (size_t)r * n, 0, n * sizeof *out);
                 continue;
             }
             if (out)
@@ -1421,7 +1426,7 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
     size_t n = (size_t)w->n;
     for (int j = 0; j < w->n; j++)
         gamma_row(w, j, gamma ? gamma + j * n * n : NULL, gamma_t ? gamma_t + j * n : NULL,
-                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL);
+                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL, NULL);
 }
 
 int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t)
@@ -1445,9 +1450,10 @@ int hamel_structure(struct engine_model *m)
      * n = 200 the two n^3 arrays were 128 MB of the compile's 230) */
     double *g = calloc(n2, sizeof *g), *gm = calloc(n2, sizeof *gm);
     double *gt = calloc(n, sizeof *gt), *gtm = calloc(n, sizeof *gtm);
+    unsigned char *used = calloc(n, 1);
     hamel_ws *w = NULL;
     int rc = -1;
-    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm)
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used)
         goto done;
     if (m->np)
         memcpy(params, m->param_values, m->np * sizeof *params);
@@ -1467,10 +1473,15 @@ int hamel_structure(struct engine_model *m)
         int trusted = model_constraints_trusted_at(m, in);
         for (int j = 0; j < n; j++) {
             unsigned char *nz = m->gamma_nz + (size_t)j * n2, *nz_t = m->gamma_t_nz + (size_t)j * n;
-            gamma_row(w, j, g, gt, gm, gtm);
-            for (size_t i = 0; i < n2; i++)
-                if (!trusted || (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i]))
-                    nz[i] = 1;
+            /* only the rows r of gamma^j that gamma_row computed: the others are +0 (no
+             * coefficient there), and it leaves them unwritten */
+            gamma_row(w, j, g, gt, gm, gtm, used);
+            if (!trusted)
+                memset(nz, 1, n2);
+            for (int r = 0; r < n && trusted; r++)
+                for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
+                    if (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i])
+                        nz[i] = 1;
             for (int i = 0; i < n; i++)
                 if (!trusted || (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i]))
                     nz_t[i] = 1;
@@ -1498,6 +1509,7 @@ done:
     free(gm);
     free(gt);
     free(gtm);
+    free(used);
     return rc;
 }
 
