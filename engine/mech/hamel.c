@@ -27,6 +27,7 @@ struct hamel_sparse {
     int sign;                    /* the sign of the permutations: det Psi = sign * prod det(block) */
     int *cnz_ptr, *cnz_row;      /* [n+1], [..]: the rows of each column of Psi that can be nonzero,
                                   * increasing */
+    int nmq, *mq_start, *mq_idx; /* M's pattern's connected components: their coordinates, increasing */
     int nms, *ms_r, *ms_s;       /* the entries (r, s), s <= r, of M* that can be nonzero */
     int nmc, *mc_start, *mc_idx; /* M*'s pattern's connected components: their speeds */
     int *xs_ptr, *xs_idx;        /* [k+1], [..]: rows where column r of Phi_S can be nonzero */
@@ -58,6 +59,8 @@ void hamel_sparse_free(struct hamel_sparse *sp)
     free(sp->mxs_idx);
     free(sp->cnz_ptr);
     free(sp->cnz_row);
+    free(sp->mq_start);
+    free(sp->mq_idx);
     free(sp);
 }
 
@@ -258,6 +261,45 @@ static int permutation_sign(int n, const int *perm)
     return sign;
 }
 
+/* nmq, mq_start, mq_idx from M's pattern (m_ptr, m_col): coordinates joined by an entry
+ * of M that can be nonzero, each component's listed increasing; -1 when out of memory. */
+static int mass_components(struct hamel_sparse *sp, int n)
+{
+    int *parent = calloc(n, sizeof *parent), *comp = calloc(n, sizeof *comp),
+        *fill = calloc(n + 1, sizeof *fill);
+    sp->mq_start = calloc(n + 1, sizeof *sp->mq_start);
+    sp->mq_idx = calloc(n + 1, sizeof *sp->mq_idx);
+    int rc = -1;
+    if (!parent || !comp || !fill || !sp->mq_start || !sp->mq_idx)
+        goto done;
+    for (int i = 0; i < n; i++)
+        parent[i] = i;
+    for (int i = 0; i < n; i++)
+        for (int j = sp->m_ptr[i]; j < sp->m_ptr[i + 1]; j++)
+            parent[find_root(parent, sp->m_col[j])] = find_root(parent, i);
+    for (int i = 0; i < n; i++)
+        fill[i] = -1; /* by root: its component's number */
+    for (int i = 0; i < n; i++) {
+        int root = find_root(parent, i);
+        if (fill[root] < 0)
+            fill[root] = sp->nmq++;
+        comp[i] = fill[root];
+        sp->mq_start[comp[i] + 1]++;
+    }
+    for (int c = 0; c < sp->nmq; c++) {
+        sp->mq_start[c + 1] += sp->mq_start[c];
+        fill[c] = sp->mq_start[c];
+    }
+    for (int i = 0; i < n; i++)
+        sp->mq_idx[fill[comp[i]]++] = i;
+    rc = 0;
+done:
+    free(parent);
+    free(comp);
+    free(fill);
+    return rc;
+}
+
 /* cnz_ptr, cnz_row from Psi's pattern nz (row-major); -1 when out of memory. */
 static int column_rows(struct hamel_sparse *sp, int n, const unsigned char *nz)
 {
@@ -311,7 +353,7 @@ static struct hamel_sparse *sparse_new(const struct engine_model *m)
     if (sparse_reach(sp, n) < 0)
         goto fail;
     sp->sign = permutation_sign(n, sp->row) * permutation_sign(n, sp->col);
-    if (column_rows(sp, n, nz) < 0)
+    if (column_rows(sp, n, nz) < 0 || mass_components(sp, n) < 0)
         goto fail;
     if (mass_pattern(sp, n, m->k) < 0)
         goto fail;
@@ -1266,7 +1308,22 @@ int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double
      * negative one past eps fails) */
     for (int i = 0; i < n; i++)
         M[i * n + i] += 1e-9 * big;
-    return linalg_chol(n, M) == 0 ? 1 : 0;
+    const struct hamel_sparse *sp = m->sparse;
+    if (!sp || sp->nmq < 2)
+        return linalg_chol(n, M) == 0 ? 1 : 0;
+    /* on M's components (a chain of bodies: one per body), each alone: the same pivots
+     * as the dense factorization, whose entries between components are zeros that change
+     * no pivot (n = 200: 1.3 million operations a run were a fifth of a 40-disk chain's) */
+    for (int x = 0; x < sp->nmq; x++) {
+        const int *idx = sp->mq_idx + sp->mq_start[x];
+        int c = sp->mq_start[x + 1] - sp->mq_start[x];
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++)
+                w->A[i * c + j] = M[idx[i] * n + idx[j]];
+        if (linalg_chol(c, w->A) < 0)
+            return 0;
+    }
+    return 1;
 }
 
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out)
