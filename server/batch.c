@@ -414,6 +414,22 @@ static int bl__last(bl_span v, bl_span *out)
     out->p = out->e = NULL;
     if (!v.p || *v.p != '[')
         return 0;
+    /* A series of numbers (what a trajectory holds): its last element is after the last
+     * comma, found from the end without walking the series. */
+    const char *e = v.e - 1; /* at ']' */
+    const char *q = e;
+    while (q > v.p && q[-1] != ',' && q[-1] != '[' && q[-1] != '"' && q[-1] != '}' && q[-1] != ']')
+        q--;
+    if (q > v.p && (q[-1] == ',' || q[-1] == '[') && q < e && *e == ']') {
+        const char *b = bl__ws(q, e), *f = e;
+        while (f > b && (f[-1] == ' ' || f[-1] == '\n' || f[-1] == '\r' || f[-1] == '\t'))
+            f--;
+        if (b < f && *b != '"' && *b != '{' && *b != '[') {
+            out->p = b;
+            out->e = f;
+            return 0;
+        }
+    }
     const char *p = v.p;
     bl_span x;
     int rc;
@@ -1443,22 +1459,20 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
     b->fields = fields;
     b->blocks_on = jobs_takes_tasks(bs->pool);
 
-    /* Every run is merged and checked before anything is queued (checked in one call to
-     * the engine's worker). */
+    /* Every run is checked before anything is queued (in one call to the engine's worker,
+     * which merges each over the base), then merged here for its key. */
     json_t *bad = NULL;
     size_t nbad = 0;
-    json_t *reqs = json_array();
     json_t **checks = calloc(count ? count : 1, sizeof *checks);
-    int all = reqs && checks ? 0 : HAMEL_E_INTERNAL;
-    for (size_t i = 0; all == 0 && i < count; i++) {
-        json_t *req = merge_run(b->base, json_array_get(b->partials, i));
-        all = req && json_array_append_new(reqs, req) == 0 ? 0 : HAMEL_E_INTERNAL;
-    }
+    const json_t **parts = calloc(count ? count : 1, sizeof *parts);
+    int all = checks && parts ? 0 : HAMEL_E_INTERNAL;
+    for (size_t i = 0; all == 0 && i < count; i++)
+        parts[i] = json_array_get(b->partials, i);
     json_t *all_problem = NULL;
     if (all == 0)
-        all = isolate_simulation_check_all(m, reqs, &bs->cfg.limits, checks, &all_problem);
+        all = isolate_simulation_check_all(m, b->base, parts, count, &bs->cfg.limits, checks, &all_problem);
+    free(parts);
     if (all != 0) {
-        json_decref(reqs);
         free(checks);
         batch__destroy(b);
         *problem = all_problem ? all_problem : hamel_problem_new(all, "out of memory");
@@ -1469,11 +1483,13 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         r->b = b;
         r->index = i;
         const json_t *run = json_array_get(b->partials, i);
-        json_t *req = json_array_get(reqs, i);
         json_t *p = checks[i];
         int c = p ? hamel_problem_code(p) : 0;
-        if (c == 0)
-            c = engine_simulation_key(m, req, r->key, &p);
+        if (c == 0) {
+            json_t *req = merge_run(b->base, run);
+            c = req ? engine_simulation_key(m, req, r->key, &p) : HAMEL_E_INTERNAL;
+            json_decref(req);
+        }
         if (c != 0) {
             if (!bad) {
                 bad = hamel_problem_new(c, NULL);
@@ -1485,7 +1501,6 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         }
         json_decref(p);
     }
-    json_decref(reqs);
     free(checks);
     if (bad) {
         char detail[160];

@@ -1043,21 +1043,80 @@ int isolate_simulation_check(const engine_model *m, const json_t *request, const
     return rc;
 }
 
-int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
-                                 json_t **problems, json_t **problem)
+/* The text [base, [run, ...]] of a batch's runs (isolate_simulation_check_all, isolate_simulate_many) (base
+ * without its model); NULL when out of memory. */
+static char *iso__runs_text(const json_t *base, const json_t *const *runs, size_t n)
+{
+    json_t *b = json_is_object(base) ? json_copy((json_t *)base) : json_object();
+    json_object_del(b, "model");
+    char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    json_decref(b);
+    iso_buf out = {0};
+    iso__put(&out, "[", 1);
+    if (bt)
+        iso__put(&out, bt, strlen(bt));
+    iso__put(&out, ",[", 2);
+    for (size_t i = 0; bt && i < n; i++) {
+        char *t = json_dumps(runs[i], JSON_COMPACT);
+        if (!t) {
+            out.failed = 1;
+            break;
+        }
+        if (i)
+            iso__put(&out, ",", 1);
+        iso__put(&out, t, strlen(t));
+        free(t);
+    }
+    iso__put(&out, "]]", 3); /* with the terminating NUL */
+    free(bt);
+    if (!bt || out.failed) {
+        free(out.p);
+        return NULL;
+    }
+    return out.p;
+}
+
+int isolate_simulation_check_all(const engine_model *m, const json_t *base, const json_t *const *runs,
+                                 size_t n, const engine_limits *limits, json_t **problems, json_t **problem)
 {
     *problem = NULL;
-    size_t n = json_array_size(requests);
+    for (size_t i = 0; i < n; i++)
+        problems[i] = NULL;
     if (!engine_model_is_shell(m)) {
         for (size_t i = 0; i < n; i++) {
-            problems[i] = NULL;
-            engine_simulation_check(m, json_array_get(requests, i), limits, &problems[i]);
+            json_t *req = merge_run(base, runs[i]);
+            if (!req)
+                problems[i] = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+            else
+                engine_simulation_check(m, req, limits, &problems[i]);
+            json_decref(req);
         }
         return 0;
     }
-    json_t *result = NULL;
-    int rc = iso__json_call(ISO_CHECK_ALL, "checking a simulation of", m, requests, NULL, limits, NULL,
-                            &result, problem);
+    if (iso__quarantined(engine_model_id(m), problem))
+        return HAMEL_E_ENGINE_FAULT;
+    char *text = iso__runs_text(base, runs, n);
+    if (!text) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    iso_call c;
+    memset(&c, 0, sizeof c);
+    c.op = ISO_CHECK_ALL;
+    c.what = "checking a simulation of";
+    c.model_id = engine_model_id(m);
+    c.model = m;
+    c.text[0] = c.model_id;
+    c.text[1] = engine_model_canonical(m);
+    c.text[2] = text;
+    for (int i = 0; i < ISO_STRINGS; i++)
+        c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+    c.limits = limits;
+    c.budget = iso__budget(limits, NULL, 0);
+    int rc = iso__run(&c, problem);
+    free(text);
+    json_t *result = rc == 0 && c.out[0] ? json_loads(c.out[0], JSON_DECODE_ANY, NULL) : NULL;
+    iso__call_clear(&c);
     if (rc == 0 && json_array_size(result) != n) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "the engine worker's checks could not be read");
@@ -1091,39 +1150,6 @@ int isolate_simulate_text(const engine_model *m, const json_t *request, const en
     }
     iso__call_clear(&c);
     return rc;
-}
-
-/* The text [base, [run, ...]] of isolate_simulate_many's call (base without its model);
- * NULL when out of memory. */
-static char *iso__runs_text(const json_t *base, const json_t *const *runs, size_t n)
-{
-    json_t *b = json_is_object(base) ? json_copy((json_t *)base) : json_object();
-    json_object_del(b, "model");
-    char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL;
-    json_decref(b);
-    iso_buf out = {0};
-    iso__put(&out, "[", 1);
-    if (bt)
-        iso__put(&out, bt, strlen(bt));
-    iso__put(&out, ",[", 2);
-    for (size_t i = 0; bt && i < n; i++) {
-        char *t = json_dumps(runs[i], JSON_COMPACT);
-        if (!t) {
-            out.failed = 1;
-            break;
-        }
-        if (i)
-            iso__put(&out, ",", 1);
-        iso__put(&out, t, strlen(t));
-        free(t);
-    }
-    iso__put(&out, "]]", 3); /* with the terminating NUL */
-    free(bt);
-    if (!bt || out.failed) {
-        free(out.p);
-        return NULL;
-    }
-    return out.p;
 }
 
 /* The problems of the replies that came (their text parsed), and after a call that ended
@@ -1585,11 +1611,17 @@ static int wk__serve(iso_msg *in, int fd)
         const engine_model *m = wm->m;
         switch (op) {
         case ISO_CHECK: rc = engine_simulation_check(m, request, &lim, &problem); break;
-        case ISO_CHECK_ALL: /* an array of requests: an array of null or problems */
+        case ISO_CHECK_ALL: /* [base, [run, ...]]: an array of null or problems */
             result = json_array();
-            for (size_t i = 0; result && i < json_array_size(request); i++) {
+            for (size_t i = 0; result && i < json_array_size(json_array_get(request, 1)); i++) {
                 json_t *p = NULL;
-                engine_simulation_check(m, json_array_get(request, i), &lim, &p);
+                json_t *req =
+                    merge_run(json_array_get(request, 0), json_array_get(json_array_get(request, 1), i));
+                if (!req)
+                    p = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+                else
+                    engine_simulation_check(m, req, &lim, &p);
+                json_decref(req);
                 json_array_append_new(result, p ? p : json_null());
             }
             break;

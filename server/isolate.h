@@ -72,12 +72,12 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
                               engine_model **out, json_t **problem);
 int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
                              json_t **problem);
-/* isolate_simulation_check of every request of the array `requests` in one call (a
- * batch's runs): problems[i] is NULL or the problem of requests[i] (caller releases).
- * Returns 0, or an error with *problem when the call itself failed (then no problems[i]
- * is set). */
-int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
-                                 json_t **problems, json_t **problem);
+/* isolate_simulation_check of the batch runs runs[0..n) (borrowed), each merged over
+ * `base` (merge.h), in one call to a worker (sent the base once and each run's own
+ * members): problems[i] is NULL or the problem of run i (caller releases). Returns 0, or
+ * an error with *problem when the call itself failed (then no problems[i] is set). */
+int isolate_simulation_check_all(const engine_model *m, const json_t *base, const json_t *const *runs,
+                                 size_t n, const engine_limits *limits, json_t **problems, json_t **problem);
 int isolate_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
                           engine_control *ctl, const json_t *head, char **text, size_t *len,
                           json_t **problem);
