@@ -12,6 +12,8 @@
  *                           C compiled by cc -O2 into DIR) synchronously after the compiles,
  *                           and time its right-hand side beside tcc's; the --ratio-target
  *                           is then judged on the native tier (the one later runs use)
+ *   --build-target MS       the native build's compiler CPU time budget (user + system
+ *                           of the compiler processes, cc_cpu_ms; needs --native)
  *   --sympy-random-state    check the SymPy C at the random state only and time every
  *                           right-hand side there (whipple-hand: the SymPy C's symbolic
  *                           pivot sin(yaw) vanishes at the case's yaw = 0, see
@@ -46,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "engine.h"
@@ -168,7 +171,7 @@ static int initial_state(const engine_model *m, const json_t *cj, double *y)
 int main(int argc, char **argv)
 {
     const char *sympy_so = NULL, *file = NULL, *label = NULL, *native_dir = NULL;
-    double compile_target = 0, ratio_target = 0, answer_target = 0;
+    double compile_target = 0, ratio_target = 0, answer_target = 0, build_target = 0;
     int header = 0, missed = 0, broken = 0, sympy_random = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -178,6 +181,8 @@ int main(int argc, char **argv)
             compile_target = atof(argv[++i]);
         else if (strcmp(argv[i], "--ratio-target") == 0 && i + 1 < argc)
             ratio_target = atof(argv[++i]);
+        else if (strcmp(argv[i], "--build-target") == 0 && i + 1 < argc)
+            build_target = atof(argv[++i]);
         else if (strcmp(argv[i], "--answer-target") == 0 && i + 1 < argc)
             answer_target = atof(argv[++i]);
         else if (strcmp(argv[i], "--native") == 0 && i + 1 < argc)
@@ -197,9 +202,9 @@ int main(int argc, char **argv)
         }
     }
     if (header) {
-        printf("%-22s %4s %4s %4s %19s %8s %9s %9s %9s %7s %7s %-9s %s\n", "model", "n", "m", "k",
-               "compile_ms first/med", "tcc_ns", "native_ns", "build_ms", "sympyC_ns", "tcc/C", "nat/C",
-               "reduction", "target");
+        printf("%-22s %4s %4s %4s %19s %8s %9s %9s %12s %9s %7s %7s %-9s %s\n", "model", "n", "m", "k",
+               "compile_ms first/med", "tcc_ns", "native_ns", "build_ms", "cc_cpu_ms/MB", "sympyC_ns",
+               "tcc/C", "nat/C", "reduction", "target");
         fflush(stdout);
     }
     if (file == NULL)
@@ -262,17 +267,27 @@ int main(int argc, char **argv)
     hamel_ws *ws = hamel_ws_new(model, model->param_values);
 
     /* ---- the optimizing tier, built now (the server builds it once a model is hot) ---- */
-    double build_ms = NAN;
+    double build_ms = NAN, cc_cpu_ms = NAN, cc_mb = NAN;
     int native_state = NATIVE_NONE;
     if (native_dir != NULL && model->tape_fast != NULL) {
         if (engine_code_cache(native_dir) != 0) {
             fprintf(stderr, "bench_scale: cannot use %s as the code cache\n", native_dir);
             return 2;
         }
+        /* the compiler's CPU time: the children this process waited for (only the build's) */
+        struct rusage r0, r1;
+        getrusage(RUSAGE_CHILDREN, &r0);
         double start = now_s();
         native_schedule(model);
         native_state = native_wait(model, NATIVE_MAX_SECONDS + 5);
         build_ms = (now_s() - start) * 1e3;
+        getrusage(RUSAGE_CHILDREN, &r1);
+        cc_cpu_ms = ((double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                     (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                     1e-6 * (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+                                     r0.ru_stime.tv_usec)) *
+                    1e3;
+        cc_mb = (double)r1.ru_maxrss / 1024.0; /* the largest child's peak (KB on Linux) */
     }
 
     /* ---- right-hand sides ---- */
@@ -284,13 +299,14 @@ int main(int argc, char **argv)
         hamel_ws_free(wn); /* built, but not taken (cannot happen with the default parameters) */
         wn = NULL;
     }
-    char tcc_ns[24] = "-", native_ns[24] = "-", build_s[24] = "-", sympy_ns[24] = "-", tratio_s[24] = "-",
-         nratio_s[24] = "-", target[240] = "";
+    char tcc_ns[24] = "-", native_ns[24] = "-", build_s[24] = "-", cc_s[32] = "-", sympy_ns[24] = "-",
+         tratio_s[24] = "-", nratio_s[24] = "-", target[240] = "";
     double tratio = NAN, nratio = NAN;
     int state_ok = initial_state(model, cj, y0) == 0;
-    if (native_dir != NULL && model->tape_fast != NULL)
+    if (native_dir != NULL && model->tape_fast != NULL) {
         snprintf(build_s, sizeof build_s, "%s%.0f", wn ? "" : "fail ", build_ms);
-    else if (native_dir != NULL)
+        snprintf(cc_s, sizeof cc_s, "%.0f/%.0f", cc_cpu_ms, cc_mb);
+    } else if (native_dir != NULL)
         snprintf(build_s, sizeof build_s, "n/a"); /* numeric path: no tier to build */
 
     if (ws != NULL && strcmp(hamel_ws_tier(ws), "native") == 0) {
@@ -397,15 +413,21 @@ int main(int argc, char **argv)
                                isnan(nratio) ? "tcc" : "native", ratio_target, ok ? "ok" : "MISSED");
         missed |= !ok;
     }
+    if (build_target > 0 && !isnan(cc_cpu_ms)) {
+        int ok = cc_cpu_ms <= build_target && wn != NULL;
+        tl += (size_t)snprintf(target + tl, sizeof target - tl, "%snative build cc CPU <= %g ms: %s",
+                               tl ? "; " : "", build_target, ok ? "ok" : "MISSED");
+        missed |= !ok;
+    }
     if (answer_target > 0) {
         int ok = first <= answer_target;
         snprintf(target + tl, sizeof target - tl, "%sanswered <= %g s: %s", tl ? "; " : "", answer_target,
                  ok ? "ok" : "MISSED");
         missed |= !ok;
     }
-    printf("%-22s %4d %4d %4d %19s %8s %9s %9s %9s %7s %7s %-9s %s\n", label, model->n, model->n - model->k,
-           model->k, compile, tcc_ns, native_ns, build_s, sympy_ns, tratio_s, nratio_s,
-           model->tape_fast ? "symbolic" : "numeric", target);
+    printf("%-22s %4d %4d %4d %19s %8s %9s %9s %12s %9s %7s %7s %-9s %s\n", label, model->n,
+           model->n - model->k, model->k, compile, tcc_ns, native_ns, build_s, cc_s, sympy_ns, tratio_s,
+           nratio_s, model->tape_fast ? "symbolic" : "numeric", target);
     hamel_ws_free(wn);
     hamel_ws_free(ws);
     free(y0);

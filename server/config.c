@@ -126,6 +126,10 @@ const config_setting config_settings[] = {
                "others (see engine/DESIGN.md, Code tiers)."),
     CONFIG_ENG("no-native", "HAMEL_NO_NATIVE", "0", "1 turns the optimizing code tier off."),
     CONFIG_ENG("cc", "HAMEL_CC", "cc", "The compiler of the optimizing code tier."),
+    CONFIG_ENG("native-part", "HAMEL_NATIVE_PART", "500 past 4000",
+               "Measurements only: tape slots per function of the optimizing tier's C (0: one function). "
+               "By default a tape of more than 4,000 slots is written as functions of at most 500, which "
+               "keeps the compiler's time and memory about linear in the tape."),
     CONFIG_ENG("native-key-file", "HAMEL_NATIVE_KEY_FILE", "`$HAMEL_CACHE_DIR.key`",
                "A shared object is loaded only if it verifies against an HMAC under the key in this "
                "file, made 0600 on first start."),

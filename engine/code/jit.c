@@ -12,6 +12,7 @@
 #include "jit.h"
 
 #include <libtcc.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,29 +31,31 @@ static pthread_mutex_t jit_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct jit_buf {
     char *p;
     size_t len, cap;
-    int err; /* 0, JIT_E_TOO_LARGE or JIT_E_NOMEM */
+    int err;    /* 0, JIT_E_TOO_LARGE or JIT_E_NOMEM */
+    size_t max; /* the cap; 0: JIT_MAX_SOURCE */
 } jit_buf;
 
 static void jit__buf_printf(jit_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Makes room for n more bytes and the terminating NUL (doubling, up to JIT_MAX_SOURCE).
- * Returns 0, or -1 with b->err set. */
+/* Makes room for n more bytes and the terminating NUL (doubling, up to b->max, else
+ * JIT_MAX_SOURCE). Returns 0, or -1 with b->err set. */
 static int jit__buf_reserve(jit_buf *b, size_t n)
 {
     if (b->err)
         return -1;
     if (n < b->cap - b->len)
         return 0;
+    size_t max = b->max ? b->max : JIT_MAX_SOURCE;
     size_t need = b->len + n + 1;
-    if (need > JIT_MAX_SOURCE) {
+    if (need > max) {
         b->err = JIT_E_TOO_LARGE;
         return -1;
     }
     size_t cap = b->cap * 2;
     while (cap < need)
         cap *= 2;
-    if (cap > JIT_MAX_SOURCE)
-        cap = JIT_MAX_SOURCE;
+    if (cap > max)
+        cap = max;
     char *p = realloc(b->p, cap);
     if (!p) {
         b->err = JIT_E_NOMEM;
@@ -157,14 +160,14 @@ static const struct {
 /* ---- code generation ------------------------------------------------------- */
 
 /* Checks what the generated code will index: opcodes, operand slots (earlier
- * slots only), input indices and output slots. */
-static int jit__check(const tape *t)
+ * slots only), input indices and output slots; and that t has at most max_slots slots. */
+static int jit__check_max(const tape *t, int max_slots)
 {
     if (t->n_ins < 0 || t->n_inputs < 0 || t->n_outputs < 0)
         return JIT_E_BAD_TAPE;
     if ((t->n_ins > 0 && !t->ins) || (t->n_outputs > 0 && !t->outputs))
         return JIT_E_BAD_TAPE;
-    if (t->n_ins > JIT_MAX_SLOTS)
+    if (t->n_ins > max_slots)
         return JIT_E_TOO_LARGE;
     for (int i = 0; i < t->n_ins; i++) {
         const tape_ins *p = &t->ins[i];
@@ -196,6 +199,9 @@ static int jit__check(const tape *t)
             return JIT_E_BAD_TAPE;
     return 0;
 }
+
+/* The first tier's check: at most JIT_MAX_SLOTS slots (the stack note in jit.h). */
+static int jit__check(const tape *t) { return jit__check_max(t, JIT_MAX_SLOTS); }
 
 /* `double s<i> = <c>;`. A finite constant is printed with %.17g (which round-trips
  * exactly) and always as a floating literal, so -0.0 stays -0.0; inf and NaN have no
@@ -283,21 +289,18 @@ static void jit__prelude(jit_buf *b)
     jit__buf_printf(b, "union jit_k { unsigned long long u; double d; };\n");
 }
 
-/* The statements computing every slot of t (declaring s<i>), inputs read as `map`
- * says (NULL: in[a]). */
-static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
+/* The other half of each slot's sincos pair, or -1: sin and cos of one slot are computed
+ * by one sincos call (glibc's sincos gives the same bits as sin and cos), written where
+ * the first of the two stands. Returns a malloc'd array of t->n_ins + 1, or NULL. */
+static int *jit__pairs(const tape *t)
 {
-    jit__buf_printf(b, "double x, r;\n");
-    /* sin and cos of one slot are computed by one sincos call (glibc's sincos gives
-     * the same bits as sin and cos): partner[i] is the other half of slot i's pair. */
     int *partner = malloc((t->n_ins + 1) * sizeof *partner);
     int *sin_of = malloc((t->n_ins + 1) * sizeof *sin_of), *cos_of = malloc((t->n_ins + 1) * sizeof *cos_of);
     if (!partner || !sin_of || !cos_of) {
         free(partner);
         free(sin_of);
         free(cos_of);
-        b->err = JIT_E_NOMEM;
-        return;
+        return NULL;
     }
     for (int i = 0; i < t->n_ins; i++)
         partner[i] = sin_of[i] = cos_of[i] = -1;
@@ -313,74 +316,93 @@ static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
             partner[sin_of[a]] = cos_of[a];
             partner[cos_of[a]] = sin_of[a];
         }
-    for (int i = 0; i < t->n_ins && !b->err; i++) {
-        const tape_ins *p = &t->ins[i];
-        tape_op op = (tape_op)p->op;
-        if (partner[i] >= 0) {
-            int j = partner[i];
-            if (j > i) {
-                int si = op == TAPE_SIN ? i : j, ci = op == TAPE_SIN ? j : i;
-                jit__buf_put(b, "double ", 7); /* double s<si>, s<ci>; sincos(s<a>, &s<si>, &s<ci>); */
-                jit__buf_slot(b, si);
-                jit__buf_put(b, ", ", 2);
-                jit__buf_slot(b, ci);
-                jit__buf_put(b, "; sincos(", 9);
-                jit__buf_slot(b, p->a);
-                jit__buf_put(b, ", &", 3);
-                jit__buf_slot(b, si);
-                jit__buf_put(b, ", &", 3);
-                jit__buf_slot(b, ci);
-                jit__buf_put(b, ");\n", 3);
-            }
-            continue;
-        }
-        switch (op) {
-        case TAPE_INPUT:
-            if (!map) {
-                jit__buf_def(b, i);
-                jit__buf_put(b, "in[", 3);
-                jit__buf_int(b, p->a);
-                jit__buf_put(b, "];\n", 3);
-            } else if (map->expr[p->a])
-                jit__buf_printf(b, "double s%d = %s;\n", i, map->expr[p->a]);
-            else
-                jit__emit_const(b, i, map->value[p->a]);
-            break;
-        case TAPE_CONST: jit__emit_const(b, i, p->c); break;
-        case TAPE_ADD:
-        case TAPE_SUB:
-        case TAPE_MUL:
-        case TAPE_DIV:
-            jit__buf_def(b, i);
-            jit__buf_slot(b, p->a);
-            jit__buf_put(b, " ", 1);
-            jit__buf_str(b, jit_binop[op]);
-            jit__buf_put(b, " ", 1);
-            jit__buf_slot(b, p->b);
-            jit__buf_put(b, ";\n", 2);
-            break;
-        case TAPE_NEG:
-            jit__buf_def(b, i);
-            jit__buf_put(b, "-", 1);
-            jit__buf_slot(b, p->a);
-            jit__buf_put(b, ";\n", 2);
-            break;
-        case TAPE_POWI: jit__emit_powi(b, i, p->a, p->b); break;
-        case TAPE_POW: jit__buf_printf(b, "double s%d = pow(s%d, s%d);\n", i, p->a, p->b); break;
-        case TAPE_ATAN2: jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b); break;
-        case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
-        default:
-            jit__buf_def(b, i);
-            jit__buf_str(b, tape_op_libm_name(op));
-            jit__buf_put(b, "(", 1);
-            jit__buf_slot(b, p->a);
-            jit__buf_put(b, ");\n", 3);
-            break;
-        }
-    }
-    free(partner);
     free(sin_of);
     free(cos_of);
+    return partner;
+}
+
+/* The statement declaring s<i> (both halves of a sincos pair at the first of them;
+ * nothing at the second), its input read as `map` says (NULL: in[a]). */
+static void jit__emit_ins(const tape *t, const jit_inputs *map, const int *partner, int i, jit_buf *b)
+{
+    const tape_ins *p = &t->ins[i];
+    tape_op op = (tape_op)p->op;
+    if (partner[i] >= 0) {
+        int j = partner[i];
+        if (j > i) {
+            int si = op == TAPE_SIN ? i : j, ci = op == TAPE_SIN ? j : i;
+            jit__buf_put(b, "double ", 7); /* double s<si>, s<ci>; sincos(s<a>, &s<si>, &s<ci>); */
+            jit__buf_slot(b, si);
+            jit__buf_put(b, ", ", 2);
+            jit__buf_slot(b, ci);
+            jit__buf_put(b, "; sincos(", 9);
+            jit__buf_slot(b, p->a);
+            jit__buf_put(b, ", &", 3);
+            jit__buf_slot(b, si);
+            jit__buf_put(b, ", &", 3);
+            jit__buf_slot(b, ci);
+            jit__buf_put(b, ");\n", 3);
+        }
+        return;
+    }
+    switch (op) {
+    case TAPE_INPUT:
+        if (!map) {
+            jit__buf_def(b, i);
+            jit__buf_put(b, "in[", 3);
+            jit__buf_int(b, p->a);
+            jit__buf_put(b, "];\n", 3);
+        } else if (map->expr[p->a])
+            jit__buf_printf(b, "double s%d = %s;\n", i, map->expr[p->a]);
+        else
+            jit__emit_const(b, i, map->value[p->a]);
+        break;
+    case TAPE_CONST: jit__emit_const(b, i, p->c); break;
+    case TAPE_ADD:
+    case TAPE_SUB:
+    case TAPE_MUL:
+    case TAPE_DIV:
+        jit__buf_def(b, i);
+        jit__buf_slot(b, p->a);
+        jit__buf_put(b, " ", 1);
+        jit__buf_str(b, jit_binop[op]);
+        jit__buf_put(b, " ", 1);
+        jit__buf_slot(b, p->b);
+        jit__buf_put(b, ";\n", 2);
+        break;
+    case TAPE_NEG:
+        jit__buf_def(b, i);
+        jit__buf_put(b, "-", 1);
+        jit__buf_slot(b, p->a);
+        jit__buf_put(b, ";\n", 2);
+        break;
+    case TAPE_POWI: jit__emit_powi(b, i, p->a, p->b); break;
+    case TAPE_POW: jit__buf_printf(b, "double s%d = pow(s%d, s%d);\n", i, p->a, p->b); break;
+    case TAPE_ATAN2: jit__buf_printf(b, "double s%d = atan2(s%d, s%d);\n", i, p->a, p->b); break;
+    case TAPE_OP_COUNT: b->err = JIT_E_BAD_TAPE; break; /* jit__check rejects it */
+    default:
+        jit__buf_def(b, i);
+        jit__buf_str(b, tape_op_libm_name(op));
+        jit__buf_put(b, "(", 1);
+        jit__buf_slot(b, p->a);
+        jit__buf_put(b, ");\n", 3);
+        break;
+    }
+}
+
+/* The statements computing every slot of t (declaring s<i>), inputs read as `map`
+ * says (NULL: in[a]). */
+static void jit__body(const tape *t, const jit_inputs *map, jit_buf *b)
+{
+    jit__buf_printf(b, "double x, r;\n");
+    int *partner = jit__pairs(t);
+    if (!partner) {
+        b->err = JIT_E_NOMEM;
+        return;
+    }
+    for (int i = 0; i < t->n_ins && !b->err; i++)
+        jit__emit_ins(t, map, partner, i, b);
+    free(partner);
 }
 
 /* ---- the first tier's code: expressions kept whole ------------------------------
@@ -731,7 +753,7 @@ char *jit__tcc_source(const tape *t)
 {
     if (jit__check(t) < 0)
         return NULL;
-    jit_buf b = {malloc(4096), 0, 4096, 0};
+    jit_buf b = {malloc(4096), 0, 4096, 0, 0};
     if (!b.p)
         return NULL;
     jit__generate(t, &b);
@@ -742,19 +764,280 @@ char *jit__tcc_source(const tape *t)
     return b.p;
 }
 
-char *jit_source(const tape *t, const jit_inputs *map, const char *signature, const char *epilogue,
-                 int with_prelude, size_t *len)
+/* The operands of what jit__emit_ins writes at i (none at the second half of a sincos
+ * pair): ops[0..return). */
+static int jit__operands(const tape *t, const int *partner, int i, int ops[2])
 {
-    if (jit__check(t) < 0)
+    const tape_ins *p = &t->ins[i];
+    if ((partner[i] >= 0 && partner[i] < i) || p->op == TAPE_INPUT || p->op == TAPE_CONST)
+        return 0;
+    ops[0] = p->a;
+    if (p->op == TAPE_ADD || p->op == TAPE_SUB || p->op == TAPE_MUL || p->op == TAPE_DIV ||
+        p->op == TAPE_POW || p->op == TAPE_ATAN2) {
+        ops[1] = p->b;
+        return 2;
+    }
+    return 1;
+}
+
+/* What a split function needs to know of each slot. */
+typedef struct jit_split {
+    int *partner; /* jit__pairs */
+    int *cut;     /* part i writes the slots [cut[i], cut[i + 1]) */
+    int *part;    /* the part of the place of slot i */
+    int *home;    /* the part that writes slot i (a pair's later half: with the first) */
+    int *vix;     /* its index in the shared values, or -1 (used only in its part, or rewritten) */
+    int *seen;    /* the last part that declared it (while writing) */
+    char *remat;  /* written again in each part that uses it rather than passed: an input
+                     (a read of the parameters), a constant or a value of constants only
+                     (which the compiler folds, as it would in one function) */
+    int *stack;   /* jit__split_load's work */
+    int nb;       /* parts */
+    int nv;       /* shared values */
+} jit_split;
+
+static void jit__split_free(jit_split *sp)
+{
+    free(sp->partner);
+    free(sp->cut);
+    free(sp->part);
+    free(sp->home);
+    free(sp->vix);
+    free(sp->seen);
+    free(sp->remat);
+    free(sp->stack);
+}
+
+/* Where the parts end: every part has between block / 2 and block slots (the last may
+ * have fewer), each ending where the fewest values computed before are still to be
+ * used (live[p]: slots s < p, not rewritten, read at or after p), so that few values go
+ * through v. Fills sp->cut and sp->nb. */
+static void jit__split_cuts(const tape *t, int block, const int *live, jit_split *sp)
+{
+    int n = t->n_ins, lo = 0;
+    sp->nb = 0;
+    sp->cut[0] = 0;
+    while (lo < n) {
+        int hi = n;
+        if (n - lo > block) {
+            hi = lo + block;
+            for (int p = lo + block; p >= lo + block / 2 && p > lo; p--)
+                if (live[p] < live[hi])
+                    hi = p;
+        }
+        sp->cut[++sp->nb] = hi;
+        lo = hi;
+    }
+}
+
+/* sp->remat: 2 for a constant value (a constant, a folded input, an operation on
+ * constant values only), 1 for an input read from the parameters, 0 otherwise. */
+static void jit__split_remat(const tape *t, const jit_inputs *map, jit_split *sp)
+{
+    for (int i = 0; i < t->n_ins; i++) {
+        const tape_ins *p = &t->ins[i];
+        int ops[2], no = jit__operands(t, sp->partner, i, ops);
+        if (sp->partner[i] >= 0 && sp->partner[i] < i) /* the later half of a pair: as the first */
+            sp->remat[i] = sp->remat[sp->partner[i]];
+        else if (p->op == TAPE_INPUT)
+            sp->remat[i] = map && !map->expr[p->a] ? 2 : 1;
+        else if (p->op == TAPE_CONST)
+            sp->remat[i] = 2;
+        else
+            sp->remat[i] = sp->remat[ops[0]] == 2 && (no < 2 || sp->remat[ops[1]] == 2) ? 2 : 0;
+    }
+}
+
+/* live[p] for p in [0, n]: the values written before place p and read at or after it
+ * (outputs are read at n), rewritten ones not counted; last[n] is work. */
+static void jit__split_live(const tape *t, const jit_split *sp, int *last, int *live)
+{
+    int n = t->n_ins;
+    for (int i = 0; i < n; i++)
+        last[i] = -1;
+    for (int i = 0; i < n; i++) {
+        int ops[2], no = jit__operands(t, sp->partner, i, ops);
+        for (int k = 0; k < no; k++)
+            last[ops[k]] = i;
+    }
+    for (int o = 0; o < t->n_outputs; o++)
+        last[t->outputs[o]] = n;
+    for (int s = 0; s < n; s++) { /* s is live at the places (at, last[s]] */
+        int at = sp->partner[s] >= 0 && sp->partner[s] < s ? sp->partner[s] : s;
+        if (last[s] > at && !sp->remat[s]) {
+            live[at + 1]++;
+            live[last[s] + 1]--;
+        }
+    }
+    for (int p = 1; p <= n; p++)
+        live[p] += live[p - 1];
+}
+
+/* After the cuts: each slot's part and home, and the index in v of each value a later
+ * part (or the epilogue, in the last part) reads. */
+static void jit__split_shared(const tape *t, jit_split *sp)
+{
+    int n = t->n_ins;
+    for (int b = 0; b < sp->nb; b++)
+        for (int i = sp->cut[b]; i < sp->cut[b + 1]; i++)
+            sp->part[i] = b;
+    for (int i = 0; i < n; i++) {
+        sp->home[i] = sp->part[sp->partner[i] >= 0 && sp->partner[i] < i ? sp->partner[i] : i];
+        sp->vix[i] = -1;
+        sp->seen[i] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int ops[2], no = jit__operands(t, sp->partner, i, ops);
+        for (int k = 0; k < no; k++)
+            if (sp->home[ops[k]] != sp->part[i] && !sp->remat[ops[k]])
+                sp->vix[ops[k]] = 0; /* numbered below */
+    }
+    for (int o = 0; o < t->n_outputs; o++)
+        if (sp->home[t->outputs[o]] != sp->nb - 1 && !sp->remat[t->outputs[o]])
+            sp->vix[t->outputs[o]] = 0;
+    sp->nv = 0;
+    for (int i = 0; i < n; i++)
+        if (sp->vix[i] >= 0)
+            sp->vix[i] = sp->nv++;
+}
+
+/* Fills sp for parts of at most `block` slots; 0, or -1 when out of memory. */
+static int jit__split_plan(const tape *t, const jit_inputs *map, int block, jit_split *sp)
+{
+    int n = t->n_ins;
+    sp->partner = jit__pairs(t);
+    sp->cut = malloc((n + 2) * sizeof *sp->cut);
+    sp->part = malloc((n + 1) * sizeof *sp->part);
+    sp->home = malloc((n + 1) * sizeof *sp->home);
+    sp->vix = malloc((n + 1) * sizeof *sp->vix);
+    sp->seen = malloc((n + 2) * sizeof *sp->seen);
+    sp->remat = malloc((size_t)n + 1);
+    sp->stack = malloc((n + 1) * sizeof *sp->stack);
+    int *live = calloc((size_t)n + 2, sizeof *live);
+    if (!sp->partner || !sp->cut || !sp->part || !sp->home || !sp->vix || !sp->seen || !sp->remat ||
+        !sp->stack || !live) {
+        free(live);
+        return -1;
+    }
+    jit__split_remat(t, map, sp);
+    jit__split_live(t, sp, sp->seen, live); /* seen holds the last uses meanwhile */
+    jit__split_cuts(t, block, live, sp);
+    free(live);
+    jit__split_shared(t, sp);
+    return 0;
+}
+
+static int jit__int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* In part bi: declares slot a, written by an earlier part, once: read from v, or written
+ * again with what it is made of (in slot order, a sincos pair where its first half
+ * stands). */
+static void jit__split_load(const tape *t, const jit_inputs *map, jit_split *sp, int bi, int a, jit_buf *b)
+{
+    if (sp->home[a] == bi || sp->seen[a] == bi)
+        return;
+    sp->seen[a] = bi;
+    if (!sp->remat[a]) {
+        jit__buf_printf(b, "double s%d = v[%d];\n", a, sp->vix[a]);
+        return;
+    }
+    /* the slots to write: a and, for a value of constants, its operands' (none is this
+     * part's: they come before a, whose part is earlier); stack[0..got) */
+    int got = 0, done = 0;
+    sp->stack[got++] = a;
+    while (done < got) {
+        int s = sp->stack[done++], j = sp->partner[s];
+        if (j >= 0 && j < s) /* written at the first half */
+            s = sp->stack[done - 1] = j;
+        if (j >= 0)
+            sp->seen[j] = bi;
+        int ops[2], no = jit__operands(t, sp->partner, s, ops);
+        for (int k = 0; k < no; k++)
+            if (sp->seen[ops[k]] != bi) {
+                sp->seen[ops[k]] = bi;
+                sp->stack[got++] = ops[k];
+            }
+    }
+    qsort(sp->stack, (size_t)got, sizeof *sp->stack, jit__int_cmp);
+    for (int k = 0; k < got; k++) /* (both halves of a pair may have been reached) */
+        if (k == 0 || sp->stack[k] != sp->stack[k - 1])
+            jit__emit_ins(t, map, sp->partner, sp->stack[k], b);
+}
+
+/* Part bi of fn: its slots, each value of an earlier part read where first used, then
+ * the values later parts or the epilogue need stored; the last part runs the epilogue. */
+static void jit__split_part(const tape *t, const jit_inputs *map, const jit_function *fn, jit_split *sp,
+                            int bi, jit_buf *b)
+{
+    int lo = sp->cut[bi], hi = sp->cut[bi + 1];
+    jit__buf_printf(b, "__attribute__((noinline)) static void %s_%d(%s, double *v)\n{\ndouble x, r;\n",
+                    fn->name, bi, fn->params);
+    for (int i = lo; i < hi && !b->err; i++) {
+        int ops[2], no = jit__operands(t, sp->partner, i, ops);
+        for (int k = 0; k < no; k++)
+            jit__split_load(t, map, sp, bi, ops[k], b);
+        jit__emit_ins(t, map, sp->partner, i, b);
+    }
+    if (bi == sp->nb - 1)
+        for (int o = 0; o < t->n_outputs; o++)
+            jit__split_load(t, map, sp, bi, t->outputs[o], b);
+    for (int i = lo; i < hi; i++) {
+        int j = sp->partner[i]; /* the later half of a pair is written with the first */
+        if (sp->home[i] == bi && sp->vix[i] >= 0)
+            jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[i], i);
+        if (j > i && sp->vix[j] >= 0)
+            jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[j], j);
+    }
+    jit__buf_printf(b, "%s}\n", bi == sp->nb - 1 && fn->epilogue ? fn->epilogue : "");
+}
+
+/* fn as parts of at most fn->block slots each, called in order by fn itself. */
+static void jit__split(const tape *t, const jit_inputs *map, const jit_function *fn, jit_buf *b)
+{
+    jit_split sp = {0};
+    if (jit__split_plan(t, map, fn->block, &sp) != 0) {
+        jit__split_free(&sp);
+        b->err = JIT_E_NOMEM;
+        return;
+    }
+    for (int bi = 0; bi < sp.nb && !b->err; bi++)
+        jit__split_part(t, map, fn, &sp, bi, b);
+    int nv = sp.nv ? sp.nv : 1,
+        on_stack = nv <= (fn->stack_values > 0 ? fn->stack_values : JIT_SPLIT_STACK_VALUES);
+    jit__buf_printf(b, "void %s(%s)\n{\n", fn->name, fn->params);
+    if (on_stack)
+        jit__buf_printf(b, "double v[%d];\n", nv);
+    else
+        jit__buf_printf(b,
+                        "void *malloc(__SIZE_TYPE__); void free(void *);\n"
+                        "double *v = malloc(%d * sizeof(double));\nif (!v) { %s return; }\n",
+                        nv, fn->on_nomem ? fn->on_nomem : "");
+    for (int bi = 0; bi < sp.nb; bi++)
+        jit__buf_printf(b, "%s_%d(%s, v);\n", fn->name, bi, fn->args);
+    jit__buf_printf(b, "%s}\n", on_stack ? "" : "free(v);\n");
+    jit__split_free(&sp);
+}
+
+char *jit_source(const tape *t, const jit_inputs *map, const jit_function *fn, int with_prelude, size_t *len)
+{
+    if (jit__check_max(t, INT_MAX) < 0)
         return NULL;
-    jit_buf b = {malloc(4096), 0, 4096, 0};
+    jit_buf b = {malloc(4096), 0, 4096, 0, JIT_MAX_SPLIT_SOURCE};
     if (!b.p)
         return NULL;
     if (with_prelude)
         jit__prelude(&b);
-    jit__buf_printf(&b, "%s\n{\n", signature);
-    jit__body(t, map, &b);
-    jit__buf_printf(&b, "%s}\n", epilogue ? epilogue : "");
+    if (fn->block > 0 && t->n_ins > fn->block) {
+        jit__split(t, map, fn, &b);
+    } else {
+        jit__buf_printf(&b, "void %s(%s)\n{\n", fn->name, fn->params);
+        jit__body(t, map, &b);
+        jit__buf_printf(&b, "%s}\n", fn->epilogue ? fn->epilogue : "");
+    }
     if (b.err) {
         free(b.p);
         return NULL;
@@ -891,7 +1174,7 @@ int jit_compile_msg(tape *t, char *err, size_t err_size)
         return rc;
     }
 
-    jit_buf b = {malloc(4096), 0, 4096, 0};
+    jit_buf b = {malloc(4096), 0, 4096, 0, 0};
     if (!b.p) {
         jit__set_msg(err, err_size, "out of memory");
         return JIT_E_NOMEM;
@@ -929,7 +1212,7 @@ int jit_compile_many(tape **ts, int n)
             todo[m++] = ts[i];
     if (m == 0)
         return 0;
-    jit_buf b = {malloc(4096), 0, 4096, 0};
+    jit_buf b = {malloc(4096), 0, 4096, 0, 0};
     if (!b.p)
         return JIT_E_NOMEM;
     jit__prelude(&b);

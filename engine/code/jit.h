@@ -82,14 +82,38 @@ typedef struct jit_input_map {
     const double *value;     /* [n_inputs] */
 } jit_inputs;
 
-/* C source of one function `signature` (e.g. "void g(double t, const double *y, double
- * *dydt)") whose body computes every slot of t as jit_compile's code does (locals
- * s<slot>), reading inputs through map (NULL: in[a]), then runs `epilogue` (statements
- * that may use s<slot>; may be NULL). With with_prelude, the libm prototypes the body
- * may call come first. Returns malloc'd text (length in *len if not NULL), or NULL if
- * the tape is malformed or too large. */
-char *jit_source(const tape *t, const jit_inputs *map, const char *signature, const char *epilogue,
-                 int with_prelude, size_t *len);
+/* One function of generated C for the native tier (jit_source): `void name(params)`. */
+typedef struct jit_function {
+    const char *name;     /* e.g. "g" */
+    const char *params;   /* e.g. "double t, const double *y, double *dydt" */
+    const char *args;     /* the parameters as arguments, e.g. "t, y, dydt" */
+    const char *epilogue; /* statements after the body that may use s<slot>, or NULL */
+    const char *on_nomem; /* statements (then return) when a split function cannot allocate
+                             its shared values (see below), or NULL */
+    int block;            /* most slots per part of a split function; 0: never split */
+    int stack_values;     /* most shared values kept on the stack (0: JIT_SPLIT_STACK_VALUES) */
+} jit_function;
+
+/* Values shared by the parts of a split function live in an array on its stack up to
+ * this many (128 KiB), else on the heap. */
+#define JIT_SPLIT_STACK_VALUES 16384
+
+/* Largest source jit_source writes, in bytes. */
+#define JIT_MAX_SPLIT_SOURCE ((size_t)256 << 20)
+
+/* C source of fn whose body computes every slot of t as jit_compile's code does (locals
+ * s<slot>), reading inputs through map (NULL: in[a]), then runs the epilogue. With
+ * with_prelude, the libm prototypes the body may call come first. A tape of more than
+ * fn->block slots (fn->block > 0) is split: part i, a static function `name_<i>` of the
+ * same parameters and a `double *v`, computes slots [i * block, (i + 1) * block), reads
+ * the values it needs of earlier parts from v (inputs and constants it writes again) and
+ * stores those later parts or the epilogue need; the last part runs the epilogue; fn
+ * calls the parts in order with v on its stack (on the heap past fn->stack_values:
+ * fn runs fn->on_nomem when that fails). The operations and their order are the same
+ * either way, so the results are too. Returns malloc'd text (length in *len if not
+ * NULL), or NULL if the tape is malformed or the source would pass
+ * JIT_MAX_SPLIT_SOURCE. */
+char *jit_source(const tape *t, const jit_inputs *map, const jit_function *fn, int with_prelude, size_t *len);
 
 /* Internal, for tests: compiles arbitrary generated source `src` the way
  * jit_compile does and returns its function `f` in *fn and the state to pass to

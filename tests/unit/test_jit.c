@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -706,4 +707,190 @@ Test(jit, many_tapes_share_one_state)
     cr_assert_eq(jit_compile_many(&t, 1), 0);
     cr_assert(t->fn == before);
     tape_free(t);
+}
+
+/* ---- the native tier's source, split into parts (jit_source) ----------------------- */
+
+/* A random tape of n slots with sin and cos of one slot far apart (one sincos call), every
+ * slot an output. */
+static tape *tt_split_tape(uint64_t seed, int n_inputs, int n)
+{
+    tape *r = tt_random(seed, n_inputs, n - 3);
+    tape_ins *ins = realloc(r->ins, (size_t)n * sizeof *ins);
+    cr_assert_not_null(ins);
+    r->ins = ins;
+    int far = n_inputs + 2;
+    tt_push(r, TAPE_COS, far, 0, 0.0);
+    tt_push(r, TAPE_MUL, r->n_ins - 1, n / 2, 0.0);
+    tt_push(r, TAPE_SIN, far, 0, 0.0); /* the pair is written at the first half */
+    free(r->outputs);
+    tt_all_outputs(r);
+    return r;
+}
+
+/* The epilogue "out[k] = s<slot>;" for every output; malloc'd. */
+static char *tt_epilogue(const tape *t)
+{
+    size_t cap = (size_t)t->n_outputs * 32 + 1, len = 0;
+    char *e = malloc(cap);
+    cr_assert_not_null(e);
+    e[0] = 0;
+    for (int k = 0; k < t->n_outputs; k++)
+        len += (size_t)snprintf(e + len, cap - len, "out[%d] = s%d;\n", k, t->outputs[k]);
+    return e;
+}
+
+/* The inputs of the split tests: 0..2 read from in[], the others folded as constants. */
+static void tt_split_map(const tape *t, char (*expr)[16], const char **ex, double *val)
+{
+    for (int a = 0; a < t->n_inputs; a++) {
+        snprintf(expr[a], 16, "in[%d]", a);
+        ex[a] = a < 3 ? expr[a] : NULL;
+        val[a] = 0.25 * a - 0.6;
+    }
+}
+
+/* Split into parts of 1, 3 and 64 slots (values of earlier parts through v, inputs and
+ * values of constants written again), the source compiled by tcc gives the interpreter's
+ * bits for every slot; so does the unsplit source. */
+Test(jit, split_source_matches_interpreter)
+{
+    const int blocks[] = {0, 1, 3, 64};
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        tape *t = tt_split_tape(seed + 2000, 6, 300);
+        char expr[6][16];
+        const char *ex[6];
+        double val[6];
+        tt_split_map(t, expr, ex, val);
+        jit_inputs map = {ex, val};
+        char *epi = tt_epilogue(t);
+        double *got = calloc((size_t)t->n_outputs, sizeof *got),
+               *want = calloc((size_t)t->n_outputs, sizeof *want);
+        double *work = calloc((size_t)t->n_ins, sizeof *work);
+        cr_assert(got && want && work);
+        for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
+            jit_function fn = {.name = "f",
+                               .params = "const double *in, double *out",
+                               .args = "in, out",
+                               .epilogue = epi,
+                               .block = blocks[bi]};
+            char *src = jit_source(t, &map, &fn, 1, NULL);
+            cr_assert_not_null(src);
+            cr_assert_eq(strstr(src, "f_1(") != NULL, blocks[bi] > 0, "seed %llu, block %d: split as asked",
+                         (unsigned long long)seed, blocks[bi]);
+            char err[256];
+            tape_fn f = NULL;
+            void *jit = NULL;
+            cr_assert_eq(jit__compile_source(src, &f, &jit, err, sizeof err), 0, "block %d: %s", blocks[bi],
+                         err);
+            uint64_t s = seed;
+            for (int r = 0; r < 20; r++) {
+                double in[6];
+                for (int a = 0; a < 6; a++)
+                    in[a] = a < 3
+                                ? (r < 17 ? (rng_unit(&s) - 0.5) * 4.0 : specials[rng_below(&s, N_SPECIALS)])
+                                : val[a];
+                f(in, got);
+                tape_eval(t, in, work, want);
+                for (int k = 0; k < t->n_outputs; k++)
+                    cr_assert(same(got[k], want[k]), "seed %llu, block %d: slot %d (op %d): %.17g != %.17g",
+                              (unsigned long long)seed, blocks[bi], t->outputs[k], t->ins[t->outputs[k]].op,
+                              got[k], want[k]);
+            }
+            jit_release(jit);
+            free(src);
+        }
+        free(got);
+        free(want);
+        free(work);
+        free(epi);
+        tape_free(t);
+    }
+}
+
+/* Compiles src with the system compiler as the native tier does; the loaded object's f,
+ * or NULL when there is no compiler. *dl to dlclose. */
+static tape_fn tt_cc(const char *src, const char *tag, void **dl)
+{
+    char c_path[128], so_path[128], cmd[512];
+    snprintf(c_path, sizeof c_path, "/tmp/hamel-test-jit-%ld-%s.c", (long)getpid(), tag);
+    snprintf(so_path, sizeof so_path, "/tmp/hamel-test-jit-%ld-%s.so", (long)getpid(), tag);
+    FILE *fp = fopen(c_path, "w");
+    cr_assert_not_null(fp);
+    cr_assert(fputs(src, fp) >= 0);
+    cr_assert_eq(fclose(fp), 0);
+    snprintf(cmd, sizeof cmd,
+             "cc -O2 -fPIC -shared -ffp-contract=off -fno-math-errno -w -o %s %s -lm 2>/dev/null", so_path,
+             c_path);
+    int rc = system(cmd);
+    unlink(c_path);
+    if (rc != 0) {
+        unlink(so_path);
+        return NULL;
+    }
+    *dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    unlink(so_path);
+    cr_assert_not_null(*dl, "%s", dlerror());
+    void *sym = dlsym(*dl, "f");
+    cr_assert_not_null(sym);
+    tape_fn f;
+    memcpy(&f, &sym, sizeof f);
+    return f;
+}
+
+/* With cc -O2 (the native tier's compiler and flags), split and unsplit sources give the
+ * same bits, the shared values on the stack or on the heap (stack_values 4). */
+Test(jit, split_source_by_cc_matches_one_function, .timeout = 120)
+{
+    if (system("command -v cc >/dev/null 2>&1") != 0)
+        cr_skip_test("no system compiler");
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        tape *t = tt_split_tape(seed + 3000, 6, 400);
+        char expr[6][16];
+        const char *ex[6];
+        double val[6];
+        tt_split_map(t, expr, ex, val);
+        jit_inputs map = {ex, val};
+        char *epi = tt_epilogue(t);
+        jit_function one = {
+            .name = "f", .params = "const double *in, double *out", .args = "in, out", .epilogue = epi};
+        jit_function parts = one, heap = one;
+        parts.block = 37;
+        heap.block = 50;
+        heap.stack_values = 4;
+        char *s1 = jit_source(t, &map, &one, 1, NULL), *s2 = jit_source(t, &map, &parts, 1, NULL),
+             *s3 = jit_source(t, &map, &heap, 1, NULL);
+        cr_assert(s1 && s2 && s3);
+        cr_assert(strstr(s2, "f_9(") && !strstr(s2, "malloc("), "parts of 37 slots, the values on the stack");
+        cr_assert(strstr(s3, "f_1(") && strstr(s3, "malloc("), "the shared values on the heap");
+        void *d1 = NULL, *d2 = NULL, *d3 = NULL;
+        tape_fn f1 = tt_cc(s1, "one", &d1), f2 = tt_cc(s2, "parts", &d2), f3 = tt_cc(s3, "heap", &d3);
+        cr_assert(f1 && f2 && f3, "cc compiles the sources");
+        size_t no = (size_t)t->n_outputs;
+        double *a = calloc(no, sizeof *a), *b = calloc(no, sizeof *b), *c = calloc(no, sizeof *c);
+        cr_assert(a && b && c);
+        uint64_t s = seed;
+        for (int r = 0; r < 20; r++) {
+            double in[6];
+            for (int k = 0; k < 6; k++)
+                in[k] = k < 3 ? (rng_unit(&s) - 0.5) * 4.0 : val[k];
+            f1(in, a);
+            f2(in, b);
+            f3(in, c);
+            for (size_t k = 0; k < no; k++)
+                cr_assert(same(b[k], a[k]) && same(c[k], a[k]), "seed %llu: output %zu: %.17g, %.17g, %.17g",
+                          (unsigned long long)seed, k, a[k], b[k], c[k]);
+        }
+        free(a);
+        free(b);
+        free(c);
+        dlclose(d1);
+        dlclose(d2);
+        dlclose(d3);
+        free(s1);
+        free(s2);
+        free(s3);
+        free(epi);
+        tape_free(t);
+    }
 }

@@ -20,6 +20,7 @@
 #include <utime.h>
 
 #include "engine.h"
+#include "hamel.h"
 #include "model.h"
 #include "native.h"
 #include "support.h"
@@ -144,6 +145,59 @@ Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
     engine_model_release(m);
     engine_model_release(m0);
     json_decref(c);
+    nt_cleanup();
+}
+
+/* A tape past the size written as one function (the bicycle's, 6,593 slots) is built as
+ * parts (the source the compiler gets has them), loads, and its right-hand side agrees
+ * with the first tier's. */
+Test(native, long_tape_is_built_in_parts, .timeout = 180)
+{
+    nt_fresh_dir();
+    char wrap[400], mark[400];
+    snprintf(wrap, sizeof wrap, "%s.cc.sh", nt_dir);
+    snprintf(mark, sizeof mark, "%s.parts", nt_dir);
+    FILE *fp = fopen(wrap, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp,
+            "#!/bin/sh\nfor a; do case \"$a\" in *.c) grep -q 'static void f_1(' \"$a\" && : > '%s';; esac; "
+            "done\nexec cc \"$@\"\n",
+            mark);
+    cr_assert_eq(fclose(fp), 0);
+    cr_assert_eq(chmod(wrap, 0700), 0);
+    setenv("HAMEL_CC", wrap, 1);
+    json_t *c = support_load_file("bench/models/whipple-hand.json");
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    cr_assert(m->tape_fast && m->tape_fast->n_ins > 4000, "a long tape");
+    hamel_ws *w1 = hamel_ws_new(m, m->param_values);
+    cr_assert_not_null(w1);
+    native_schedule(m);
+    cr_assert_eq(native_wait(m, 150), NATIVE_READY, "the native build finished");
+    cr_expect_eq(access(mark, F_OK), 0, "the compiler got the source in parts");
+    hamel_ws *w2 = hamel_ws_new(m, m->param_values);
+    cr_assert_not_null(w2);
+    cr_assert_str_eq(hamel_ws_tier(w2), "native");
+    cr_assert_str_neq(hamel_ws_tier(w1), "native");
+    int dim = m->n + m->k;
+    double y[64], a[64], b[64];
+    cr_assert_leq(dim, 64);
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < dim; i++)
+            y[i] = 0.1 + 0.05 * i + 0.3 * s;
+        cr_assert_eq(hamel_rhs(0.0, y, a, w1), 0);
+        cr_assert_eq(hamel_rhs(0.0, y, b, w2), 0);
+        for (int i = 0; i < dim; i++)
+            cr_expect_leq(fabs(a[i] - b[i]), 1e-12 * (fabs(a[i]) > 1 ? fabs(a[i]) : 1),
+                          "state %d, dydt[%d]: %.17g != %.17g", s, i, a[i], b[i]);
+    }
+    hamel_ws_free(w1);
+    hamel_ws_free(w2);
+    engine_model_release(m);
+    json_decref(c);
+    unlink(wrap);
+    unlink(mark);
     nt_cleanup();
 }
 
