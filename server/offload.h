@@ -6,10 +6,12 @@
  * connection, hands the work to this pool and is resumed by the task's done function.
  * (Simulations have their own pool with job records: jobs.h.)
  *
- * A fixed number of threads take tasks from a bounded FIFO queue (full:
- * HAMEL_E_QUEUE_FULL). For every accepted task, run(arg) is called on a pool thread and
- * then done(arg, 1) — or, for a task still queued when the pool stops, only done(arg, 0).
- * done is called exactly once, with no lock held; after it the pool forgets the task.
+ * A thin layer over the engine's thread pool (engine/base/pool.h), which the optimizing
+ * tier's builds use too: up to a fixed number of threads (started as work arrives) take
+ * tasks from a bounded FIFO queue (full: HAMEL_E_QUEUE_FULL). For every accepted task,
+ * run(arg) is called on a pool thread and then done(arg, 1) — or, for a task still queued
+ * when the pool stops, only done(arg, 0), on the thread calling offload_stop. done is
+ * called exactly once, with no lock held; after it the pool forgets the task.
  */
 #ifndef HAMEL_SERVER_OFFLOAD_H
 #define HAMEL_SERVER_OFFLOAD_H
@@ -18,11 +20,12 @@
 
 typedef struct offload offload;
 
-/* Starts `threads` threads with a queue of `queue` tasks. Returns NULL on failure. */
+/* A pool of up to `threads` threads with a queue of `queue` tasks; no thread starts before
+ * the first task. Returns NULL when out of memory. */
 offload *offload_new(int threads, int queue);
 
 /* Queues run(arg) then done(arg, ran). Returns 0; or HAMEL_E_QUEUE_FULL, or
- * HAMEL_E_UNAVAILABLE after offload_stop, or HAMEL_E_INTERNAL (out of memory), in which
+ * HAMEL_E_UNAVAILABLE after offload_stop or when no thread could be started, in which
  * cases nothing is queued and neither function is ever called. */
 int offload_submit(offload *p, void (*run)(void *arg), void (*done)(void *arg, int ran), void *arg);
 

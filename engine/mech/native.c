@@ -1,8 +1,11 @@
 /* native.c — the optimizing tier: C for the reduced equations, compiled by the system
  * compiler in a background thread, cached on disk, loaded with dlopen (see native.h).
  *
- * Lock order: native_lock guards the queue, the worker's existence and the directory
- * name; it is only held for those, never across a build, a model call or dlopen.
+ * Lock order: native_lock guards the directory name, the key, the stopping flag and the
+ * two pools' pointers (the cc build and the first tier, each an engine/base/pool.h pool
+ * of one thread); it is held for those and around pool_submit (the pool's mutex is a
+ * leaf, taken inside it), never across a build, a libtcc compile, a model call or dlopen.
+ * A task's run and done take it only for a moment, never while the pool's is held.
  */
 #include "native.h"
 
@@ -35,23 +38,15 @@
 #include "identity.h"
 #include "jit.h"
 #include "model.h"
+#include "pool.h"
 #include "sha256.h"
 
 _Static_assert(NATIVE_MAC_BYTES == SHA256_BYTES, "a record is one HMAC-SHA256");
 
 extern char **environ;
 
-typedef struct native_job {
-    struct engine_model *m;
-    struct native_job *next;
-} native_job;
-
 static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t native_cond = PTHREAD_COND_INITIALIZER;
-static native_job *native_head, *native_tail;
-static int native_queued, native_worker_started;
-static int native_stopping; /* native_shutdown: the worker ends, nothing more is queued */
-static pthread_t native_thread;
+static int native_stopping;     /* native_shutdown: nothing more is queued or built */
 static atomic_int native_child; /* pid of the running compiler, or 0 */
 static char native_dir[1024];
 /* The secret that signs what this tier writes to the cache (native__key_load); set with
@@ -761,43 +756,36 @@ static int native__build(struct engine_model *m, const char *dir)
     return 0;
 }
 
-static void *native__worker(void *arg)
+/* ---- the two queues: a pool of one thread each (engine/base/pool.h) ---------------- */
+
+/* The cc builds' pool and the first tier's (libtcc for a model's tapes, on a thread of its
+ * own, never behind a cc build): made on first use and taken away by native_shutdown,
+ * under native_lock. A queued task holds a reference to its model, released by its done. */
+static pool *native_pool, *first_pool;
+
+/* Builds the model arg on the cc pool's thread (nothing once the tier stops). */
+static void native__build_run(void *arg)
 {
-    (void)arg;
+    struct engine_model *m = arg;
     /* Linux: the nice value is per thread, and the compiler inherits it */
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-    for (;;) {
-        pthread_mutex_lock(&native_lock);
-        while (!native_head && !native_stopping)
-            pthread_cond_wait(&native_cond, &native_lock);
-        if (native_stopping) {
-            pthread_mutex_unlock(&native_lock);
-            return NULL;
-        }
-        native_job *j = native_head;
-        native_head = j->next;
-        if (!native_head)
-            native_tail = NULL;
-        native_queued--;
-        char dir[sizeof native_dir];
-        snprintf(dir, sizeof dir, "%s", native_dir);
-        pthread_mutex_unlock(&native_lock);
-
-        int rc = dir[0] ? native__build(j->m, dir) : -1;
-        atomic_store(&j->m->native_state, rc == 0 ? NATIVE_READY : NATIVE_FAILED);
-        engine_model_release(j->m);
-        free(j);
-    }
+    char dir[sizeof native_dir];
+    pthread_mutex_lock(&native_lock);
+    snprintf(dir, sizeof dir, "%s", native_stopping ? "" : native_dir);
+    pthread_mutex_unlock(&native_lock);
+    int rc = dir[0] ? native__build(m, dir) : -1;
+    atomic_store(&m->native_state, rc == 0 ? NATIVE_READY : NATIVE_FAILED);
 }
 
-/* ---- the first tier in the background ------------------------------------------ */
-
-/* libtcc for a model's tapes, on a thread of its own (never behind a cc build). */
-static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t first_cond = PTHREAD_COND_INITIALIZER;
-static native_job *first_head, *first_tail;
-static int first_queued, first_started, first_stopping;
-static pthread_t first_thread;
+/* After a build, or for one dropped at shutdown (ran 0: never built), the queue's
+ * reference goes. */
+static void native__build_done(void *arg, int ran)
+{
+    struct engine_model *m = arg;
+    if (!ran)
+        atomic_store(&m->native_state, NATIVE_FAILED);
+    engine_model_release(m);
+}
 
 static void native__jit_now(struct engine_model *m)
 {
@@ -807,65 +795,31 @@ static void native__jit_now(struct engine_model *m)
     atomic_store(&m->jit_done, 1);
 }
 
-static void *native__first_worker(void *arg)
+static void native__jit_run(void *arg) { native__jit_now(arg); }
+
+/* A dropped first-tier task (ran 0) leaves its model on the interpreter, which gives the
+ * same numbers. */
+static void native__jit_done(void *arg, int ran)
 {
-    (void)arg;
-    for (;;) {
-        pthread_mutex_lock(&first_lock);
-        while (!first_head && !first_stopping)
-            pthread_cond_wait(&first_cond, &first_lock);
-        if (first_stopping) {
-            pthread_mutex_unlock(&first_lock);
-            return NULL;
-        }
-        native_job *j = first_head;
-        first_head = j->next;
-        if (!first_head)
-            first_tail = NULL;
-        first_queued--;
-        pthread_mutex_unlock(&first_lock);
-        native__jit_now(j->m);
-        engine_model_release(j->m);
-        free(j);
-    }
+    (void)ran;
+    engine_model_release(arg);
 }
 
 void native_jit(struct engine_model *m)
 {
+    int rc = POOL_STOPPING;
     pthread_mutex_lock(&native_lock);
-    int background = native_dir[0] != 0 && !native_stopping;
+    if (native_dir[0] && !native_stopping) {
+        if (!first_pool)
+            first_pool = pool_new(1, NATIVE_MAX_QUEUE, 0);
+        if (first_pool)
+            rc = pool_submit(first_pool, native__jit_run, native__jit_done, engine_model_retain(m));
+        if (first_pool && rc != POOL_OK)
+            engine_model_release(m); /* the caller's reference remains */
+    }
     pthread_mutex_unlock(&native_lock);
-    native_job *j = background ? malloc(sizeof *j) : NULL;
-    if (!j) {
+    if (rc != POOL_OK) /* no cache (a one-shot run), stopping, full: here and now */
         native__jit_now(m);
-        return;
-    }
-    pthread_mutex_lock(&first_lock);
-    if (first_stopping || first_queued >= NATIVE_MAX_QUEUE) {
-        pthread_mutex_unlock(&first_lock);
-        free(j);
-        native__jit_now(m);
-        return;
-    }
-    if (!first_started) {
-        if (pthread_create(&first_thread, NULL, native__first_worker, NULL) != 0) {
-            pthread_mutex_unlock(&first_lock);
-            free(j);
-            native__jit_now(m);
-            return;
-        }
-        first_started = 1;
-    }
-    j->m = engine_model_retain(m);
-    j->next = NULL;
-    if (first_tail)
-        first_tail->next = j;
-    else
-        first_head = j;
-    first_tail = j;
-    first_queued++;
-    pthread_cond_signal(&first_cond);
-    pthread_mutex_unlock(&first_lock);
 }
 
 int native_wait_jit(const struct engine_model *m, double seconds)
@@ -878,58 +832,22 @@ int native_wait_jit(const struct engine_model *m, double seconds)
     return atomic_load(&((struct engine_model *)m)->jit_done);
 }
 
-/* Ends the background libtcc thread: what is queued is dropped (those models keep the
- * interpreter, which gives the same numbers) so that no model is left referenced and
- * shutting down costs at most the one compile in progress. */
-static void native__first_shutdown(void)
-{
-    pthread_mutex_lock(&first_lock);
-    first_stopping = 1;
-    native_job *list = first_head;
-    first_head = first_tail = NULL;
-    first_queued = 0;
-    int started = first_started;
-    pthread_cond_broadcast(&first_cond);
-    pthread_mutex_unlock(&first_lock);
-    for (native_job *j = list, *next; j; j = next) {
-        next = j->next;
-        engine_model_release(j->m);
-        free(j);
-    }
-    if (started)
-        pthread_join(first_thread, NULL);
-    pthread_mutex_lock(&first_lock);
-    first_started = 0;
-    pthread_mutex_unlock(&first_lock);
-}
-
 void native_shutdown(void)
 {
-    native__first_shutdown();
     pthread_mutex_lock(&native_lock);
     native_stopping = 1;
-    native_job *list = native_head;
-    native_head = native_tail = NULL;
-    native_queued = 0;
-    int started = native_worker_started;
-    pthread_cond_broadcast(&native_cond);
+    pool *first = first_pool, *build = native_pool;
+    first_pool = native_pool = NULL;
     pthread_mutex_unlock(&native_lock);
-    for (native_job *j = list, *next; j; j = next) {
-        next = j->next;
-        atomic_store(&j->m->native_state, NATIVE_FAILED);
-        engine_model_release(j->m);
-        free(j);
-    }
-    if (!started)
-        return;
-    /* a build in progress: stop its compiler, then the worker ends after it */
+    /* The first tier first: its queue is dropped, so that no model is left referenced
+     * and shutting down costs at most the one compile in progress. */
+    pool_free(first);
+    /* A build in progress: stop its compiler (a build that starts now builds nothing);
+     * then the queued builds are dropped (NATIVE_FAILED) and the thread is joined. */
     int pid = atomic_load(&native_child);
     if (pid > 0)
         kill((pid_t)pid, SIGKILL);
-    pthread_join(native_thread, NULL);
-    pthread_mutex_lock(&native_lock);
-    native_worker_started = 0;
-    pthread_mutex_unlock(&native_lock);
+    pool_free(build);
 }
 
 void engine_shutdown(void) { native_shutdown(); }
@@ -949,39 +867,19 @@ void native_schedule(struct engine_model *m)
 {
     if (!m->tape_fast || m->tape_fast->n_ins > NATIVE_MAX_INS || native__disabled())
         return;
-    native_job *j = malloc(sizeof *j);
-    if (!j)
-        return;
+    int rc = POOL_STOPPING;
     pthread_mutex_lock(&native_lock);
+    if (native_dir[0] && !native_stopping && !native_pool) /* 8 MiB: generation, tape_eval checks */
+        native_pool = pool_new(1, NATIVE_MAX_QUEUE, (size_t)8 << 20);
     int none = NATIVE_NONE;
-    if (!native_dir[0] || native_stopping || native_queued >= NATIVE_MAX_QUEUE ||
-        !atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
-        pthread_mutex_unlock(&native_lock);
-        free(j);
-        return;
-    }
-    if (!native_worker_started) {
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, (size_t)8 << 20); /* generation, tape_eval checks */
-        if (pthread_create(&native_thread, &attr, native__worker, NULL) != 0) {
-            pthread_attr_destroy(&attr);
-            pthread_mutex_unlock(&native_lock);
-            free(j);
-            return;
+    if (native_pool && native_dir[0] && !native_stopping &&
+        atomic_compare_exchange_strong(&m->native_state, &none, NATIVE_QUEUED)) {
+        rc = pool_submit(native_pool, native__build_run, native__build_done, engine_model_retain(m));
+        if (rc != POOL_OK) { /* full, or no thread: not queued, a later run may try again */
+            atomic_store(&m->native_state, NATIVE_NONE);
+            engine_model_release(m); /* the caller's reference remains */
         }
-        pthread_attr_destroy(&attr);
-        native_worker_started = 1;
     }
-    j->m = engine_model_retain(m);
-    j->next = NULL;
-    if (native_tail)
-        native_tail->next = j;
-    else
-        native_head = j;
-    native_tail = j;
-    native_queued++;
-    pthread_cond_signal(&native_cond);
     pthread_mutex_unlock(&native_lock);
 }
 

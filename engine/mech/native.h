@@ -24,16 +24,18 @@
  * another), so it is unloaded only when the last user is gone. A failed build (no compiler, compiler error,
  * time limit) leaves the model on its first tier.
  *
- * The build never blocks a caller: a run only enqueues (a bounded queue; a full queue
- * skips the model). One build runs at a time, at nice 10 (the worker thread and the
- * compiler it starts), so it yields the CPU to requests.
+ * The build never blocks a caller: a run only enqueues (a bounded queue of
+ * NATIVE_MAX_QUEUE, a pool of one thread: engine/base/pool.h; a full queue skips the
+ * model). One build runs at a time, at nice 10 (the worker thread and the compiler it
+ * starts), so it yields the CPU to requests.
  *
  * Environment: HAMEL_NO_NATIVE (anything but "" or "0") disables the tier; HAMEL_CC
  * names the compiler (default "cc"); HAMEL_NATIVE_PART (measurements only) sets the tape
  * slots per function of the generated C (0: one function; see native.c).
  *
- * Threads: everything here may be called from any thread. Lock order: native_lock
- * (the queue) is never held while calling out of this file.
+ * Threads: everything here may be called from any thread. Lock order: native_lock (the
+ * directory, the key, the two pools) is never held while calling out of this file, but
+ * for pool_submit, whose lock is a leaf.
  */
 #ifndef HAMEL_NATIVE_H
 #define HAMEL_NATIVE_H
