@@ -67,6 +67,7 @@ static const http_route http__routes[] = {
      .release = http__batch_release},
     {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, .answer = http__batch,
      .release = http__batch_release},
+    {HTTP_GET, "/v1/quarantine", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine_list},
     {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
     {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
     {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, .answer = http__problems},
