@@ -71,6 +71,19 @@ has() { grep -Eq -- "$2" "$1" || { echo "no /$2/ in $1:"; head -c 800 "$1"; retu
 no_curl() { ! LD_TRACE_LOADED_OBJECTS=1 "$hamel" | grep -q libcurl; }
 check "hamel does not load libcurl (remote is hamel-remote)" no_curl
 
+# ---- reading FILE: read whole, parsed from memory; errors as jansson reports them ----
+bad_json() {
+  printf '{"model": {"a": 1,\n  "b": [1, 2,\n  ' >"$work/trunc.json"
+  expect_exit 1 "$hamel" run "$work/trunc.json" || return 1
+  jq -e --arg p "$work/trunc.json:3" '.type == "/problems/bad-json" and .errors[0].path == $p
+    and .errors[0].column == 2 and .errors[0].reason == "'"']' expected near end of file"'"' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" run - <"$work/trunc.json" || return 1
+  jq -e '.errors[0].path == "-:3" and .errors[0].column == 2' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" run "$work/no-such.json" || return 1
+  jq -e '.errors[0].reason | startswith("unable to open")' "$work/err" >/dev/null
+}
+check "hamel run of a truncated or missing file: exit 1, the line and column (file or stdin)" bad_json
+
 # ---- remote through the helper program ---------------------------------------------
 remote_run() {
   expect_exit 0 "$hamel" remote --url "$url" run "$case_file" || return 1
