@@ -999,7 +999,7 @@ static void jit__split_part(const tape *t, const jit_inputs *map, const jit_func
         int j = sp->partner[i]; /* the later half of a pair is written with the first */
         if (sp->home[i] == bi && sp->vix[i] >= 0)
             jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[i], i);
-        if (j > i && sp->vix[j] >= 0)
+        if (j >= hi && sp->vix[j] >= 0) /* (one in this part is stored at its place) */
             jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[j], j);
     }
     jit__buf_printf(b, "%s}\n", bi == sp->nb - 1 && fn->epilogue ? fn->epilogue : "");
