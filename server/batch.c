@@ -24,9 +24,9 @@
 #define BATCH_MAX_REPORTED 20      /* invalid runs described in one 422 */
 #define BATCH_PATH_MAX 256         /* a problem path with its runs[i] prefix */
 #define BATCH_TIMER_IDLE_SECONDS 3600.0
-#define BATCH_BLOCK_MAX 256       /* runs in one block: one worker call, one store commit */
-#define BATCH_BLOCK_SECONDS 0.025 /* a block's aim on a worker: its lines come this often */
-#define BATCH_CANCEL_WAIT 15.0    /* DELETE waits for running blocks to stop at most this */
+#define BATCH_BLOCK_MAX 1024    /* runs in one block: one worker call, one store commit */
+#define BATCH_BLOCK_SECONDS 0.1 /* a block's aim on a worker: its lines come this often */
+#define BATCH_CANCEL_WAIT 15.0  /* DELETE waits for running blocks to stop at most this */
 
 enum { RUN_PENDING, RUN_CLAIMED, RUN_INFLIGHT, RUN_FINISHED };
 enum { RUN_DONE, RUN_FAILED, RUN_CANCELLED };
