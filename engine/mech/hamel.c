@@ -25,6 +25,9 @@ struct hamel_sparse {
     int *reach_ptr, *reach;      /* [n+1], [..]: the blocks column r of Psi^-1 can be nonzero in
                                   * (r < k: the columns of Phi_S) */
     int sign;                    /* the sign of the permutations: det Psi = sign * prod det(block) */
+    int *cnz_ptr, *cnz_row;      /* [n+1], [..]: the rows of each column of Psi that can be nonzero,
+                                  * increasing */
+    int nmq, *mq_start, *mq_idx; /* M's pattern's connected components: their coordinates, increasing */
     int nms, *ms_r, *ms_s;       /* the entries (r, s), s <= r, of M* that can be nonzero */
     int nmc, *mc_start, *mc_idx; /* M*'s pattern's connected components: their speeds */
     int *xs_ptr, *xs_idx;        /* [k+1], [..]: rows where column r of Phi_S can be nonzero */
@@ -54,6 +57,10 @@ void hamel_sparse_free(struct hamel_sparse *sp)
     free(sp->xs_idx);
     free(sp->mxs_ptr);
     free(sp->mxs_idx);
+    free(sp->cnz_ptr);
+    free(sp->cnz_row);
+    free(sp->mq_start);
+    free(sp->mq_idx);
     free(sp);
 }
 
@@ -254,6 +261,66 @@ static int permutation_sign(int n, const int *perm)
     return sign;
 }
 
+/* nmq, mq_start, mq_idx from M's pattern (m_ptr, m_col): coordinates joined by an entry
+ * of M that can be nonzero, each component's listed increasing; -1 when out of memory. */
+static int mass_components(struct hamel_sparse *sp, int n)
+{
+    int *parent = calloc(n, sizeof *parent), *comp = calloc(n, sizeof *comp),
+        *fill = calloc(n + 1, sizeof *fill);
+    sp->mq_start = calloc(n + 1, sizeof *sp->mq_start);
+    sp->mq_idx = calloc(n + 1, sizeof *sp->mq_idx);
+    int rc = -1;
+    if (!parent || !comp || !fill || !sp->mq_start || !sp->mq_idx)
+        goto done;
+    for (int i = 0; i < n; i++)
+        parent[i] = i;
+    for (int i = 0; i < n; i++)
+        for (int j = sp->m_ptr[i]; j < sp->m_ptr[i + 1]; j++)
+            parent[find_root(parent, sp->m_col[j])] = find_root(parent, i);
+    for (int i = 0; i < n; i++)
+        fill[i] = -1; /* by root: its component's number */
+    for (int i = 0; i < n; i++) {
+        int root = find_root(parent, i);
+        if (fill[root] < 0)
+            fill[root] = sp->nmq++;
+        comp[i] = fill[root];
+        sp->mq_start[comp[i] + 1]++;
+    }
+    for (int c = 0; c < sp->nmq; c++) {
+        sp->mq_start[c + 1] += sp->mq_start[c];
+        fill[c] = sp->mq_start[c];
+    }
+    for (int i = 0; i < n; i++)
+        sp->mq_idx[fill[comp[i]]++] = i;
+    rc = 0;
+done:
+    free(parent);
+    free(comp);
+    free(fill);
+    return rc;
+}
+
+/* cnz_ptr, cnz_row from Psi's pattern nz (row-major); -1 when out of memory. */
+static int column_rows(struct hamel_sparse *sp, int n, const unsigned char *nz)
+{
+    int t = 0;
+    sp->cnz_ptr = calloc(n + 1, sizeof *sp->cnz_ptr);
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        t += nz[i] != 0;
+    sp->cnz_row = calloc(t + 1, sizeof *sp->cnz_row);
+    if (!sp->cnz_ptr || !sp->cnz_row)
+        return -1;
+    t = 0;
+    for (int l = 0; l < n; l++) {
+        sp->cnz_ptr[l] = t;
+        for (int i = 0; i < n; i++)
+            if (nz[(size_t)i * n + l])
+                sp->cnz_row[t++] = i;
+    }
+    sp->cnz_ptr[n] = t;
+    return 0;
+}
+
 static struct hamel_sparse *sparse_new(const struct engine_model *m)
 {
     int n = m->n;
@@ -286,6 +353,8 @@ static struct hamel_sparse *sparse_new(const struct engine_model *m)
     if (sparse_reach(sp, n) < 0)
         goto fail;
     sp->sign = permutation_sign(n, sp->row) * permutation_sign(n, sp->col);
+    if (column_rows(sp, n, nz) < 0 || mass_components(sp, n) < 0)
+        goto fail;
     if (mass_pattern(sp, n, m->k) < 0)
         goto fail;
     free(nz);
@@ -346,6 +415,9 @@ struct hamel_ws {
     double *save;        /* [k*k] solve_spd, solve_mass: the matrix kept for the LU fallback */
     int *spiv;           /* [k] its pivots */
     double *mconst;      /* [k*k] invert_constant_mass: M* */
+    int fmc_n;           /* connected components of tape_fast's M* pattern (2 or more), or 0 */
+    int *fmc_start;      /* [fmc_n+1] where each component's speeds are in fmc_idx */
+    int *fmc_idx;        /* [k] the speeds of each component, increasing */
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
@@ -396,6 +468,8 @@ void hamel_ws_free(hamel_ws *w)
     free(w->save);
     free(w->spiv);
     free(w->mconst);
+    free(w->fmc_start);
+    free(w->fmc_idx);
     free(w);
 }
 
@@ -474,6 +548,8 @@ static int hamel_ws_alloc_extra(hamel_ws *w, const struct engine_model *m)
                : 0;
 }
 
+static void fast_mass_components(hamel_ws *w);
+
 hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
 {
     hamel_ws *w = calloc(1, sizeof *w);
@@ -490,6 +566,7 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
         memcpy(w->in, params, m->np * sizeof *params);
     if (m->tape_fast)
         w->native = native_acquire(m, params);
+    fast_mass_components(w);
     return w;
 }
 
@@ -735,26 +812,10 @@ static int solve_spd(hamel_ws *w, int c, double *A, double *b)
 /* Solves Ms u' = F in place in F (Ms, full k x k, overwritten): solve_spd. */
 static int solve_mass(hamel_ws *w, int k) { return solve_spd(w, k, w->Ms, w->F); }
 
-/* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
- * first evaluation: column by column through solve_mass, kept as its nonzero entries
- * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse). */
-static int invert_constant_mass(hamel_ws *w, int k)
+/* M*^-1 (w->minv) kept as its nonzero entries row by row, and whether they are on its
+ * diagonal only. Returns 0. */
+static int minv_pattern(hamel_ws *w, int k)
 {
-    double *ms = w->mconst;
-    double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
-    tape_run(w->m->tape_mass, w->in, w->work, up);
-    for (int r = 0, idx = 0; r < k; r++)
-        for (int s = r; s < k; s++, idx++)
-            ms[r * k + s] = ms[s * k + r] = up[idx];
-    for (int c = 0; c < k; c++) {
-        memcpy(w->Ms, ms, (size_t)k * k * sizeof *ms);
-        for (int r = 0; r < k; r++)
-            w->F[r] = r == c;
-        if (solve_mass(w, k) < 0)
-            return -1;
-        for (int r = 0; r < k; r++)
-            w->minv[r * k + c] = w->F[r];
-    }
     int nz = 0;
     for (int r = 0; r < k; r++) {
         w->minv_row[r] = nz;
@@ -770,6 +831,165 @@ static int invert_constant_mass(hamel_ws *w, int k)
         if (w->minv_row[r + 1] != w->minv_row[r] + 1 || w->minv_col[w->minv_row[r]] != r)
             w->minv_diag = 0;
     w->minv_ready = 1;
+    return 0;
+}
+
+/* invert_constant_mass on M*'s components (fast_mass_components): each factored alone
+ * and its columns solved within it, the entries between components 0. Bit for bit the
+ * dense inverse: the dense Cholesky factor is +0 between components (solve_mass_components)
+ * and so is every value of a substitution outside the component of its unit column, so
+ * the sums within it only subtract +0 for the other terms. -1 when a component is not
+ * positive definite (the dense path then decides, with its LU fallback). */
+static int invert_mass_components(hamel_ws *w, int k, const double *ms)
+{
+    double *a = w->save, *b = w->tmp; /* [c*c] the component's factor, [c] a column (c <= k <= n) */
+    memset(w->minv, 0, (size_t)k * k * sizeof *w->minv);
+    for (int x = 0; x < w->fmc_n; x++) {
+        const int *idx = w->fmc_idx + w->fmc_start[x];
+        int c = w->fmc_start[x + 1] - w->fmc_start[x];
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++)
+                a[i * c + j] = ms[idx[i] * k + idx[j]];
+        if (linalg_chol(c, a) < 0)
+            return -1;
+        for (int col = 0; col < c; col++) {
+            for (int i = 0; i < c; i++)
+                b[i] = i == col;
+            linalg_chol_solve(c, a, b);
+            for (int i = 0; i < c; i++)
+                w->minv[idx[i] * k + idx[col]] = b[i];
+        }
+    }
+    return 0;
+}
+
+/* M*^-1 for a mass matrix that depends on the parameters only (tape_mass), at the
+ * first evaluation: column by column as solve_mass solves, kept as its nonzero entries
+ * row by row (a chain of bodies has a block-diagonal M*: its inverse is as sparse).
+ * solve_mass's factorization (Cholesky, or its LU fallback) is the same for every
+ * column, so it is made once: the same numbers (a chain of 40 disks, k = 120, spent 8 ms
+ * of each run factoring M* 120 times); on M*'s components when it has several
+ * (invert_mass_components). */
+static int invert_constant_mass(hamel_ws *w, int k)
+{
+    double *ms = w->mconst;
+    double *up = w->dyn; /* k(k+1)/2 <= n(n+1)/2 doubles of scratch */
+    tape_run(w->m->tape_mass, w->in, w->work, up);
+    for (int r = 0, idx = 0; r < k; r++)
+        for (int s = r; s < k; s++, idx++)
+            ms[r * k + s] = ms[s * k + r] = up[idx];
+    if (w->fmc_n && invert_mass_components(w, k, ms) == 0)
+        return minv_pattern(w, k);
+    memcpy(w->Ms, ms, (size_t)k * k * sizeof *ms);
+    memcpy(w->save, ms, (size_t)k * k * sizeof *ms);
+    int chol = linalg_chol(k, w->Ms) == 0;
+    if (!chol && linalg_lu(k, w->save, w->spiv) < 0)
+        return -1;
+    for (int c = 0; c < k; c++) {
+        for (int r = 0; r < k; r++)
+            w->F[r] = r == c;
+        if (chol)
+            linalg_chol_solve(k, w->Ms, w->F);
+        else
+            linalg_lu_solve(k, w->save, w->spiv, w->F);
+        for (int r = 0; r < k; r++)
+            w->minv[r * k + c] = w->F[r];
+    }
+    return minv_pattern(w, k);
+}
+
+/* Whether output o of tape t is the number +0 (not -0: the factorization below relies on
+ * the zeros' sign). */
+static int output_plus_zero(const tape *t, int o)
+{
+    const tape_ins *ins = &t->ins[t->outputs[o]];
+    return ins->op == TAPE_CONST && ins->c == 0.0 && !signbit(ins->c);
+}
+
+/* The connected components of the pattern of M* (entries that are not the number +0)
+ * in tape_fast, or in tape_mass when M* depends on the parameters only, into w->fmc_*: a
+ * chain of bodies has one per body. Left at fmc_n = 0 when there is one component (or
+ * no memory): the dense path. */
+static void fast_mass_components(hamel_ws *w)
+{
+    const struct engine_model *m = w->m;
+    int k = w->k, nc = 0;
+    if (!m->tape_fast || (m->fast_mass_const && !m->tape_mass) || k < 2)
+        return;
+    const tape *t = m->fast_mass_const ? m->tape_mass : m->tape_fast;
+    int first = m->fast_mass_const ? 0 : w->n; /* M*'s packed upper triangle in t's outputs */
+    /* parent: union-find over the speeds; comp: each speed's component; fill: the next
+     * place in each component's list */
+    int *parent = calloc(k, sizeof *parent), *comp = calloc(k, sizeof *comp), *fill = calloc(k, sizeof *fill);
+    int *start = calloc(k + 1, sizeof *start), *idx = calloc(k, sizeof *idx);
+    if (!parent || !comp || !fill || !start || !idx)
+        goto done;
+    for (int r = 0; r < k; r++)
+        parent[r] = r;
+    for (int r = 0, o = first; r < k; r++)
+        for (int c = r; c < k; c++, o++)
+            if (c != r && !output_plus_zero(t, o))
+                parent[find_root(parent, c)] = find_root(parent, r);
+    /* components numbered by their first speed, each listing its speeds increasing */
+    for (int r = 0; r < k; r++)
+        fill[r] = -1; /* by root: its component's number */
+    for (int r = 0; r < k; r++) {
+        int root = find_root(parent, r);
+        if (fill[root] < 0)
+            fill[root] = nc++;
+        comp[r] = fill[root];
+        start[comp[r] + 1]++;
+    }
+    if (nc < 2)
+        goto done;
+    for (int c = 0; c < nc; c++) {
+        start[c + 1] += start[c];
+        fill[c] = start[c];
+    }
+    for (int r = 0; r < k; r++)
+        idx[fill[comp[r]]++] = r;
+    w->fmc_n = nc;
+    w->fmc_start = start;
+    w->fmc_idx = idx;
+    start = idx = NULL;
+done:
+    free(parent);
+    free(comp);
+    free(fill);
+    free(start);
+    free(idx);
+}
+
+/* solve_mass for tape_fast's M* (in w->Ms, full, with F in w->F) on its components: each
+ * factored alone (Cholesky; the speeds of one component in their order), its factor
+ * written into the lower triangle of Ms, then the dense substitutions. Bit for bit what
+ * solve_mass computes: the dense Cholesky's entries between two components are +0 (their
+ * entries of M* are +0 and so is every product that reaches them), so the sums within a
+ * component only subtract +0 for the other terms, which changes no value, and a
+ * component's pivots are the same numbers. At n = 200, a chain of 40 disks (k = 120,
+ * 40 components of 3), the dense factorization was most of a first-tier evaluation.
+ * When a component is not positive definite, M* is filled in again from the tape's
+ * outputs up (packed upper triangle) and solve_mass does it all (its LU fallback). */
+static int solve_mass_components(hamel_ws *w, int k, const double *up)
+{
+    double *a = w->save; /* [c*c] the component's factor (k*k doubles) */
+    for (int x = 0; x < w->fmc_n; x++) {
+        const int *idx = w->fmc_idx + w->fmc_start[x];
+        int c = w->fmc_start[x + 1] - w->fmc_start[x];
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++)
+                a[i * c + j] = w->Ms[idx[i] * k + idx[j]];
+        if (linalg_chol(c, a) < 0) {
+            for (int r = 0, o = 0; r < k; r++)
+                for (int s = r; s < k; s++, o++)
+                    w->Ms[r * k + s] = w->Ms[s * k + r] = up[o];
+            return solve_mass(w, k);
+        }
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j <= i; j++)
+                w->Ms[idx[i] * k + idx[j]] = a[i * c + j];
+    }
+    linalg_chol_solve(k, w->Ms, w->F);
     return 0;
 }
 
@@ -841,7 +1061,7 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
             w->Ms[r * k + s] = w->Ms[s * k + r] = up[idx];
     for (int r = 0; r < k; r++)
         w->F[r] = F[r];
-    if (solve_mass(w, k) < 0)
+    if ((w->fmc_n ? solve_mass_components(w, k, up) : solve_mass(w, k)) < 0)
         return GSL_EBADFUNC;
     for (int r = 0; r < k; r++)
         dydt[n + r] = w->F[r];
@@ -1088,7 +1308,22 @@ int hamel_mass_semidefinite(hamel_ws *w, double t, const double *q, const double
      * negative one past eps fails) */
     for (int i = 0; i < n; i++)
         M[i * n + i] += 1e-9 * big;
-    return linalg_chol(n, M) == 0 ? 1 : 0;
+    const struct hamel_sparse *sp = m->sparse;
+    if (!sp || sp->nmq < 2)
+        return linalg_chol(n, M) == 0 ? 1 : 0;
+    /* on M's components (a chain of bodies: one per body), each alone: the same pivots
+     * as the dense factorization, whose entries between components are zeros that change
+     * no pivot (n = 200: 1.3 million operations a run were a fifth of a 40-disk chain's) */
+    for (int x = 0; x < sp->nmq; x++) {
+        const int *idx = sp->mq_idx + sp->mq_start[x];
+        int c = sp->mq_start[x + 1] - sp->mq_start[x];
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++)
+                w->A[i * c + j] = M[idx[i] * n + idx[j]];
+        if (linalg_chol(c, w->A) < 0)
+            return 0;
+    }
+    return 1;
 }
 
 void hamel_observe(hamel_ws *w, double t, const double *q, const double *qd, double *out)
@@ -1172,14 +1407,15 @@ static void gamma_entries(hamel_ws *w, int j, int *ne_out, int *nr_out)
 /* gamma^j_rl and gamma^j_r of one j (all r, l: gamma[r*n + l], gamma_t[r]); mags
  * (optional) receive the rounding scales. Only the entries of gamma_entries take part
  * (a row of Psi depends on few coordinates): O(n^2) per row of Psi rather than O(n^3). */
-static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double *mag, double *mag_t)
+static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double *mag, double *mag_t,
+                      unsigned char *used)
 {
     int n = w->n, ne, nr;
     double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
     int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
-    if (gamma)
+    if (gamma && !used)
         memset(gamma, 0, (size_t)n * n * sizeof *gamma);
-    if (mag)
+    if (mag && !used)
         memset(mag, 0, (size_t)n * n * sizeof *mag);
     gamma_entries(w, j, &ne, &nr);
     for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
@@ -1211,9 +1447,13 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
             int zero = finite;
             for (int x = 0; x < nr && zero; x++)
                 zero = PHI(rows[x], r) == 0.0;
-            if (zero) { /* out was cleared above */
+            if (used && !pass)
+                used[r] = !zero;
+            if (zero) { /* out was cleared above (with used: left, unless gamma's row is) */
                 if (out_t)
                     out_t[r] = 0.0;
+                if (used && used[r] && out)
+                    memset(out + (size_t)r * n, 0, n * sizeof *out);
                 continue;
             }
             if (out)
@@ -1243,7 +1483,7 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
     size_t n = (size_t)w->n;
     for (int j = 0; j < w->n; j++)
         gamma_row(w, j, gamma ? gamma + j * n * n : NULL, gamma_t ? gamma_t + j * n : NULL,
-                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL);
+                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL, NULL);
 }
 
 int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t)
@@ -1267,9 +1507,10 @@ int hamel_structure(struct engine_model *m)
      * n = 200 the two n^3 arrays were 128 MB of the compile's 230) */
     double *g = calloc(n2, sizeof *g), *gm = calloc(n2, sizeof *gm);
     double *gt = calloc(n, sizeof *gt), *gtm = calloc(n, sizeof *gtm);
+    unsigned char *used = calloc(n, 1);
     hamel_ws *w = NULL;
     int rc = -1;
-    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm)
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used)
         goto done;
     if (m->np)
         memcpy(params, m->param_values, m->np * sizeof *params);
@@ -1289,10 +1530,15 @@ int hamel_structure(struct engine_model *m)
         int trusted = model_constraints_trusted_at(m, in);
         for (int j = 0; j < n; j++) {
             unsigned char *nz = m->gamma_nz + (size_t)j * n2, *nz_t = m->gamma_t_nz + (size_t)j * n;
-            gamma_row(w, j, g, gt, gm, gtm);
-            for (size_t i = 0; i < n2; i++)
-                if (!trusted || (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i]))
-                    nz[i] = 1;
+            /* only the rows r of gamma^j that gamma_row computed: the others are +0 (no
+             * coefficient there), and it leaves them unwritten */
+            gamma_row(w, j, g, gt, gm, gtm, used);
+            if (!trusted)
+                memset(nz, 1, n2);
+            for (int r = 0; r < n && trusted; r++)
+                for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
+                    if (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i])
+                        nz[i] = 1;
             for (int i = 0; i < n; i++)
                 if (!trusted || (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i]))
                     nz_t[i] = 1;
@@ -1320,6 +1566,7 @@ done:
     free(gm);
     free(gt);
     free(gtm);
+    free(used);
     return rc;
 }
 
@@ -1543,15 +1790,25 @@ static int psi_condition_sparse(hamel_ws *w, double t, const double *q, double *
         *cond = INFINITY;
         return -1;
     }
+    /* ||Psi||_1 over the entries that can be nonzero (the others are zeros: adding them
+     * changes no sum); column l of Psi^-1 as sparse_column makes it, col and vec kept
+     * zero between columns by clearing only what a column touched */
     double na = 0.0, ni = 0.0, *col = w->Phi;
+    memset(col, 0, n * sizeof *col);
+    memset(w->vec, 0, n * sizeof *w->vec);
     for (int l = 0; l < n; l++) {
         double sa = 0.0, si = 0.0;
-        for (int i = 0; i < n; i++)
-            sa += fabs(w->psi[(size_t)i * n + l]);
-        sparse_column(w, l, col); /* column l of Psi^-1: only its reached blocks */
+        for (int x = sp->cnz_ptr[l]; x < sp->cnz_ptr[l + 1]; x++)
+            sa += fabs(w->psi[(size_t)sp->cnz_row[x] * n + l]);
+        w->vec[l] = 1.0;
         for (int j = sp->reach_ptr[l]; j < sp->reach_ptr[l + 1]; j++)
-            for (int p = sp->start[sp->reach[j]]; p < sp->start[sp->reach[j] + 1]; p++)
+            solve_block(w, sp, sp->reach[j], w->vec, col);
+        w->vec[l] = 0.0;
+        for (int j = sp->reach_ptr[l]; j < sp->reach_ptr[l + 1]; j++)
+            for (int p = sp->start[sp->reach[j]]; p < sp->start[sp->reach[j] + 1]; p++) {
                 si += fabs(col[sp->col[p]]);
+                col[sp->col[p]] = 0.0;
+            }
         na = fmax(na, sa);
         ni = fmax(ni, si);
     }
