@@ -1094,12 +1094,15 @@ static void inverse_and_derivatives(hamel_ws *w)
 #define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j)*n + (i)]
 #define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
 
-/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales.
- * For each j only the entries (i, k) where dPsi_ji/dq_k or dPsi_jk/dq_i is nonzero
- * take part (a row of Psi depends on few coordinates), and only the rows i they or
- * the time derivatives touch: O(n^2) per row of Psi rather than O(n^3). */
-static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t)
+/* gamma and gamma_t for all j, r, l; mags (optional) receive the rounding scales: the
+ * sums of the terms' magnitudes, with |Phi| and |Phi_t| from phi_mag and phit_mag when
+ * given (rounding_scales) and the entries' own absolute values otherwise. For each j only the entries (i, k)
+ * where dPsi_ji/dq_k or dPsi_jk/dq_i is nonzero take part (a row of Psi depends on few coordinates), and only
+ * the rows i they or the time derivatives touch: O(n^2) per row of Psi rather than O(n^3). */
+static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, double *mag_t,
+                      const double *phi_mag, const double *phit_mag)
 {
+    const double *pm = phi_mag ? phi_mag : w->Phi, *ptm = phit_mag ? phit_mag : w->phit;
     int n = w->n;
     double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
     int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
@@ -1139,8 +1142,8 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
                 double a = pass ? amag[e] : val[e];
                 double *Wi = w->W + (size_t)i * n;
                 for (int l = 0; l < n; l++)
-                    Wi[l] += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
-                inner[i] += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+                    Wi[l] += a * (pass ? fabs(pm[(size_t)l * n + k]) : PHI(k, l));
+                inner[i] += a * (pass ? fabs(ptm[k]) : w->phit[k]);
             }
             /* a column r of Phi that is zero on every row taking part gives +0 throughout
              * (0.0 plus products that are +-0 when W and inner are finite): the zeros
@@ -1166,7 +1169,7 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
                         double v = 0.0;
                         for (int x = 0; x < nr; x++) {
                             int i = rows[x];
-                            v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[(size_t)i * n + l];
+                            v += (pass ? fabs(pm[(size_t)r * n + i]) : PHI(i, r)) * w->W[(size_t)i * n + l];
                         }
                         out[((size_t)j * n + r) * n + l] = v;
                     }
@@ -1174,7 +1177,7 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
                     double v = 0.0;
                     for (int x = 0; x < nr; x++) {
                         int i = rows[x];
-                        v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner[i];
+                        v += (pass ? fabs(pm[(size_t)r * n + i]) : PHI(i, r)) * inner[i];
                     }
                     out_t[(size_t)j * n + r] = v;
                 }
@@ -1188,8 +1191,71 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
     if (factor_psi(w, t, q) < 0)
         return -1;
     inverse_and_derivatives(w);
-    gamma_all(w, gamma, gamma_t, NULL, NULL);
+    gamma_all(w, gamma, gamma_t, NULL, NULL, NULL, NULL);
     return 0;
+}
+
+/* rounding_scales: |Phi| and |Phi_t| raised by 1e-3 times the first-order bound of their own rounding,
+ * into phi_mag [n*n] (column-major as Phi) and phit_mag [n], for gamma_all's rounding
+ * scales. The LU solve gives Phi of Psi + dPsi with |dPsi| <= c eps P^T |L| |U|
+ * (backward error), so |dPhi| <= c eps |Phi| B |Phi| and |dPhi_t| <= c eps |Phi| (B
+ * |Phi_t| + |Psi_t|), B = P^T |L| |U|. An entry of Phi that is zero in exact arithmetic
+ * comes out as a few eps where the pivoting mixed rows (the roller racer's Phi: 1e-17),
+ * and a coefficient made of such entries only is that noise, not a coefficient: its
+ * scale with these is about 1e13 times it, so the 1e-9 test puts it about 4,500 eps
+ * under its own error bound, where the sum of the terms' magnitudes alone was the noise
+ * itself. scratch holds 2 n^2 + n doubles. The products skip zeros (Psi and Phi of a
+ * chain of bodies are mostly zero). */
+static void rounding_scales(hamel_ws *w, double *scratch, double *phi_mag, double *phit_mag)
+{
+    int n = w->n;
+    size_t n2 = (size_t)n * n;
+    double *B = scratch, *tmp = scratch + n2, *tmp_t = tmp + n2;
+    const double *lu = w->lu, *psit = w->psi + n2, *phi = w->Phi, *phit = w->phit;
+    /* B = |L| |U| (L unit lower, U upper, both in lu), then its rows swapped back */
+    memset(B, 0, n2 * sizeof *B);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k <= i; k++) {
+            double a = k == i ? 1.0 : fabs(lu[(size_t)i * n + k]);
+            if (a == 0.0)
+                continue;
+            for (int j = k; j < n; j++)
+                B[(size_t)i * n + j] += a * fabs(lu[(size_t)k * n + j]);
+        }
+    for (int k = n - 1; k >= 0; k--)
+        if (w->piv[k] != k)
+            for (int j = 0; j < n; j++) {
+                double t = B[(size_t)k * n + j];
+                B[(size_t)k * n + j] = B[(size_t)w->piv[k] * n + j];
+                B[(size_t)w->piv[k] * n + j] = t;
+            }
+    /* tmp = B |Phi| (row-major i, l), tmp_t = B |Phi_t| + |Psi_t| */
+    memset(tmp, 0, n2 * sizeof *tmp);
+    for (int i = 0; i < n; i++) {
+        tmp_t[i] = fabs(psit[i]);
+        for (int k = 0; k < n; k++) {
+            double b = B[(size_t)i * n + k];
+            if (b == 0.0)
+                continue;
+            tmp_t[i] += b * fabs(phit[k]);
+            for (int l = 0; l < n; l++)
+                tmp[(size_t)i * n + l] += b * fabs(phi[(size_t)l * n + k]);
+        }
+    }
+    /* phi_mag = |Phi| + 1e-3 |Phi| tmp, phit_mag = |Phi_t| + 1e-3 |Phi| tmp_t */
+    for (size_t x = 0; x < n2; x++)
+        phi_mag[x] = fabs(phi[x]);
+    for (int k = 0; k < n; k++) {
+        phit_mag[k] = fabs(phit[k]);
+        for (int i = 0; i < n; i++) {
+            double a = 1e-3 * fabs(phi[(size_t)i * n + k]);
+            if (a == 0.0)
+                continue;
+            phit_mag[k] += a * tmp_t[i];
+            for (int l = 0; l < n; l++)
+                phi_mag[(size_t)l * n + k] += a * tmp[(size_t)i * n + l];
+        }
+    }
 }
 
 int hamel_structure(struct engine_model *m)
@@ -1203,9 +1269,10 @@ int hamel_structure(struct engine_model *m)
     double *params = calloc(m->np + 1, sizeof *params), *in = calloc(m->n_in, sizeof *in);
     double *g = calloc(n3, sizeof *g), *gm = calloc(n3, sizeof *gm);
     double *gt = calloc(n2, sizeof *gt), *gtm = calloc(n2, sizeof *gtm);
+    double *scratch = calloc(3 * n2 + 2 * (size_t)n, sizeof *scratch);
     hamel_ws *w = NULL;
     int rc = -1;
-    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm)
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !scratch)
         goto done;
     if (m->np)
         memcpy(params, m->param_values, m->np * sizeof *params);
@@ -1219,7 +1286,8 @@ int hamel_structure(struct engine_model *m)
         if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
             continue;
         inverse_and_derivatives(w);
-        gamma_all(w, g, gt, gm, gtm);
+        rounding_scales(w, scratch, scratch + 2 * n2 + n, scratch + 3 * n2 + n);
+        gamma_all(w, g, gt, gm, gtm, scratch + 2 * n2 + n, scratch + 3 * n2 + n);
         /* where Psi underflows or leaves its domain the point proves nothing: every
          * coefficient is kept (issue 15) */
         int trusted = model_constraints_trusted_at(m, in);
@@ -1252,6 +1320,7 @@ done:
     free(gm);
     free(gt);
     free(gtm);
+    free(scratch);
     return rc;
 }
 
@@ -1272,7 +1341,7 @@ int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot
         goto done;
     solve_qdot(w, u, qd);
     inverse_and_derivatives(w);
-    gamma_all(w, gamma, gamma_t, NULL, NULL);
+    gamma_all(w, gamma, gamma_t, NULL, NULL, NULL, NULL);
     memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
     tape_run(m->tape_dyn, w->in, w->work, w->dyn);
     tape_run(m->tape_obs, w->in, w->work, w->obs);
