@@ -17,6 +17,15 @@
 #   (bench/whipple_check.c);
 #   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
 #   2 s default compile deadline and a second of grace).
+# Past 64 coordinates (issue 19 item 6): chains of 13, 20, 30 and 40 rolling disks
+# (n = 65, 100, 150, 200) by bench/bench_size.c, each size in its own process (its peak
+# resident memory is its compile's), the sizes alternated BENCH_SIZE_ROUNDS times
+# (default 3) and the smallest figure of each kept, the spread beside it: the compile's
+# CPU time (and wall time) with the default 2 s budget, peak memory, a run's CPU time
+# per accepted step and per right-hand side evaluation (the case's own simulation), each
+# relative to n = 65 and as a growth exponent against the next smaller n, with the load
+# average before and after. A compile the default budget stops is marked and measured
+# again with a wider one (--budget 30).
 # Each model runs in its own process under timeout(1) (BENCH_MODEL_TIMEOUT, 20 s for
 # the compiles, the native build and the timing; a hostile model BENCH_ANSWER_SECONDS +
 # 2), so a slow compile reports "> timeout" instead of hanging. (Larger sizes are not
@@ -27,7 +36,8 @@
 # from the cache. ns per RHS is this thread's CPU time (bench_scale.c).
 #
 # Environment: BENCH_MODEL_TIMEOUT, BENCH_ANSWER_SECONDS, BENCH_SCALE_ONLY (a regular
-# expression: only the matching model names), BENCH_NO_SYMPY=1 (skip the SymPy C),
+# expression: only the matching model names; "size" is the section past 64
+# coordinates), BENCH_SIZE_ROUNDS, BENCH_NO_SYMPY=1 (skip the SymPy C),
 # BENCH_NO_NATIVE=1 (skip the native tier).
 # Exit status 1 when the right-hand sides disagree (or a program fails), and, with
 # BENCH_STRICT=1, when a target is missed (as the other benchmarks of `make bench`).
@@ -54,7 +64,7 @@ if ! make --no-print-directory BUILD="$build" OPT=-O2 "$prog" >"$build/build-sca
   exit 1
 fi
 if ! python3 bench/models/gen_models.py --out "$models" --params ||
-  ! python3 bench/models/gen_models.py --out "$models" disk-chain-20 disk-chain-40; then
+  ! python3 bench/models/gen_models.py --out "$models" disk-chain-13 disk-chain-20 disk-chain-30 disk-chain-40; then
   echo "bench-scale: bench/models/gen_models.py failed"
   exit 1
 fi
@@ -171,6 +181,72 @@ if [[ whipple-check =~ $only ]]; then
     status=1
   fi
 fi
+# past 64 coordinates: compile time, memory and run time per step as n grows (issue 19
+# item 6); the sizes alternate, so that other load on the machine falls on each alike
+size_section() {
+  local sizeprog=$build/bench-bench_size rounds=${BENCH_SIZE_ROUNDS:-3} disks=(13 20 30 40) r d line
+  if ! make --no-print-directory BUILD="$build" OPT=-O2 "$sizeprog" >>"$build/build-scale.log" 2>&1; then
+    echo "bench-scale: $sizeprog does not build (make output in $build/build-scale.log)"
+    status=1
+    return
+  fi
+  echo "== past 64 coordinates: chains of rolling disks, n = 65..200 (issue 19 item 6; $rounds rounds," \
+    "sizes alternated; load average before: $(cut -d' ' -f1-3 /proc/loadavg)) =="
+  local raw=$build/size-raw.txt
+  : >"$raw"
+  for ((r = 1; r <= rounds; r++)); do
+    for d in "${disks[@]}"; do
+      line=$(timeout 120 "$sizeprog" "$models/disk-chain-$d.json" 2>"$build/size-err.txt")
+      if [ -z "$line" ]; then
+        # the default budget stopped the compile (or it failed): measured with a wider one
+        grep -q max_compile_seconds "$build/size-err.txt" || {
+          echo "  disk-chain-$d: $(head -c 300 "$build/size-err.txt")"
+          status=1
+          continue
+        }
+        line="$(timeout 120 "$sizeprog" --budget 30 "$models/disk-chain-$d.json" 2>/dev/null) over_budget=1"
+      fi
+      echo "$line" >>"$raw"
+    done
+  done
+  awk '
+    { delete f; for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      n = f["n"]; if (n == "") next
+      if (!(n in seen)) { seen[n] = 1; order[++cnt] = n }
+      keep(n, "c", f["compile_cpu_ms"]); keep(n, "w", f["compile_wall_ms"]); keep(n, "m", f["rss_mb"])
+      keep(n, "s", f["us_per_step"]); keep(n, "e", f["us_per_eval"])
+      if (f["over_budget"] == 1) over[n]++ }
+    function keep(n, k, v) {
+      if (!((n, k, "lo") in x) || v + 0 < x[n, k, "lo"]) x[n, k, "lo"] = v + 0
+      if (!((n, k, "hi") in x) || v + 0 > x[n, k, "hi"]) x[n, k, "hi"] = v + 0 }
+    function ex(a, b, na, nb) { return (a > 0 && b > 0) ? sprintf("%.1f", log(b / a) / log(nb / na)) : "-" }
+    END {
+      printf "  %4s %17s %9s %8s %16s %8s   %-17s   %s\n", "", "", "", "", "", "", "ratio to the first n",
+        "growth exponent vs the previous n"
+      printf "  %4s %17s %9s %8s %16s %8s   %5s %5s %5s   %6s %4s %4s\n", "n", "compile CPU ms", "wall ms",
+        "peak MB", "run us/step", "us/eval", "comp", "mem", "step", "comp", "mem", "step"
+      for (i = 1; i <= cnt; i++) {
+        n = order[i]; b = order[1]; p = order[i > 1 ? i - 1 : 1]
+        ec = i > 1 ? ex(x[p, "c", "lo"], x[n, "c", "lo"], p, n) : "-"
+        em = i > 1 ? ex(x[p, "m", "lo"], x[n, "m", "lo"], p, n) : "-"
+        es = i > 1 ? ex(x[p, "s", "lo"], x[n, "s", "lo"], p, n) : "-"
+        note = over[n] ? sprintf("  [%d of the compiles past the 2 s budget at this load: measured with 30 s]", over[n]) : ""
+        printf "  %4d %7.0f (%3.0f-%3.0f) %9.0f %8.1f %6.0f (%3.0f-%3.0f) %8.2f   %5.1f %5.1f %5.1f   %6s %4s %4s%s\n",
+          n, x[n, "c", "lo"], x[n, "c", "lo"], x[n, "c", "hi"], x[n, "w", "lo"], x[n, "m", "lo"],
+          x[n, "s", "lo"], x[n, "s", "lo"], x[n, "s", "hi"], x[n, "e", "lo"],
+          x[n, "c", "lo"] / x[b, "c", "lo"], x[n, "m", "lo"] / x[b, "m", "lo"], x[n, "s", "lo"] / x[b, "s", "lo"],
+          ec, em, es, note
+      }
+      if (cnt > 1) {
+        a = order[1]; z = order[cnt]
+        printf "  growth %d -> %d: compile ~ n^%s, memory ~ n^%s, run per step ~ n^%s\n", a, z,
+          ex(x[a, "c", "lo"], x[z, "c", "lo"], a, z), ex(x[a, "m", "lo"], x[z, "m", "lo"], a, z),
+          ex(x[a, "s", "lo"], x[z, "s", "lo"], a, z)
+      }
+    }' "$raw"
+  echo "  (load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+[[ size =~ $only ]] && size_section
 # a hostile model has BENCH_ANSWER_SECONDS to answer; waiting 2 s more shows enough
 for h in hostile-product-400 hostile-chain-25 hostile-chain-30 hostile-params-100000; do
   timeout_s=$((${answer_s%.*} + 2)) run_family "$h" ":--answer-target $answer_s"

@@ -10,7 +10,9 @@
 #    compile-to-first-run <= 1 ms on the first tier.
 # 3. The scaling families against SymPy-generated C (issue 8): scripts/bench-scale.sh
 #    (tcc and native tiers; disk-chain-8 native <= SymPy C, compile targets, hostile
-#    models answered in time).
+#    models answered in time), and past 64 coordinates (issue 19): compile time, peak
+#    memory and run time per step of chains of 13..40 disks (n = 65..200) with their
+#    growth, by bench/bench_size.c.
 # 4. A cold simulation over HTTP against a real server (issue 8): scripts/bench-http-cold.sh
 #    (median of 200 requests; goal <= 5 ms).
 # 5. What the engine's worker processes cost (issue 15): scripts/bench-isolation.sh

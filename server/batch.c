@@ -15,6 +15,7 @@
 #include "ids.h"
 #include "isolate.h"
 #include "jsonout.h"
+#include "merge.h"
 #include "metrics.h"
 
 #define BATCH_CLAIM_MAX 64         /* runs claimed per pass of the feeder */
@@ -23,9 +24,9 @@
 #define BATCH_MAX_REPORTED 20      /* invalid runs described in one 422 */
 #define BATCH_PATH_MAX 256         /* a problem path with its runs[i] prefix */
 #define BATCH_TIMER_IDLE_SECONDS 3600.0
-#define BATCH_BLOCK_MAX 256       /* runs in one block: one worker call, one store commit */
-#define BATCH_BLOCK_SECONDS 0.025 /* a block's aim on a worker: its lines come this often */
-#define BATCH_CANCEL_WAIT 15.0    /* DELETE waits for running blocks to stop at most this */
+#define BATCH_BLOCK_MAX 1024    /* runs in one block: one worker call, one store commit */
+#define BATCH_BLOCK_SECONDS 0.1 /* a block's aim on a worker: its lines come this often */
+#define BATCH_CANCEL_WAIT 15.0  /* DELETE waits for running blocks to stop at most this */
 
 enum { RUN_PENDING, RUN_CLAIMED, RUN_INFLIGHT, RUN_FINISHED };
 enum { RUN_DONE, RUN_FAILED, RUN_CANCELLED };
@@ -44,9 +45,6 @@ enum {
 static const char *const batch__field_names[] = {"run",        "final", "checks", "stats",
                                                  "trajectory", "hamel", "events"};
 #define BATCH_NFIELDS (sizeof batch__field_names / sizeof batch__field_names[0])
-
-/* The members of a run merged key by key over the base's (one level deep). */
-static const char *const batch__merged[] = {"initial", "parameters", "integrator", "output"};
 
 typedef struct batch_block batch_block;
 
@@ -416,6 +414,22 @@ static int bl__last(bl_span v, bl_span *out)
     out->p = out->e = NULL;
     if (!v.p || *v.p != '[')
         return 0;
+    /* A series of numbers (what a trajectory holds): its last element is after the last
+     * comma, found from the end without walking the series. */
+    const char *e = v.e - 1; /* at ']' */
+    const char *q = e;
+    while (q > v.p && q[-1] != ',' && q[-1] != '[' && q[-1] != '"' && q[-1] != '}' && q[-1] != ']')
+        q--;
+    if (q > v.p && (q[-1] == ',' || q[-1] == '[') && q < e && *e == ']') {
+        const char *b = bl__ws(q, e), *f = e;
+        while (f > b && (f[-1] == ' ' || f[-1] == '\n' || f[-1] == '\r' || f[-1] == '\t'))
+            f--;
+        if (b < f && *b != '"' && *b != '{' && *b != '[') {
+            out->p = b;
+            out->e = f;
+            return 0;
+        }
+    }
     const char *p = v.p;
     bl_span x;
     int rc;
@@ -474,6 +488,73 @@ static int bl__final(jsonout *o, bl_span tr)
     }
     jsonout_raw(o, "}", 1);
     return 0;
+}
+
+/* The object v written without its member `skip` (NULL: none). -1 when malformed. */
+static int bl__copy_except(jsonout *o, bl_span v, const char *skip)
+{
+    if (!v.p || *v.p != '{') {
+        jsonout_raw(o, v.p, (size_t)(v.e - v.p));
+        return v.p ? 0 : -1;
+    }
+    jsonout_raw(o, "{", 1);
+    const char *p = v.p;
+    bl_span k, x;
+    int rc, first = 1;
+    for (int start = 1; (rc = bl__next(&p, v.e, start, &k, &x)) == 1; start = 0) {
+        if (skip && bl__key_is(&k, skip))
+            continue;
+        jsonout_raw(o, ",", first ? 0 : 1);
+        first = 0;
+        jsonout_raw(o, k.p - 1, (size_t)(k.e - k.p) + 2); /* the key as written */
+        jsonout_raw(o, ":", 1);
+        jsonout_raw(o, x.p, (size_t)(x.e - x.p));
+    }
+    jsonout_raw(o, "}", 1);
+    return rc;
+}
+
+/* "checks" from its text without the per-sample series (batch__checks' result): energy
+ * without "values", constraints without "max_abs_series", each invariant without
+ * "values". Returns -1 when malformed. */
+static int bl__checks(jsonout *o, bl_span v)
+{
+    if (*v.p != '{')
+        return -1;
+    jsonout_raw(o, "{", 1);
+    const char *p = v.p;
+    bl_span k, x, k2, x2;
+    int rc, first = 1;
+    for (int start = 1; (rc = bl__next(&p, v.e, start, &k, &x)) == 1; start = 0) {
+        jsonout_raw(o, ",", first ? 0 : 1);
+        first = 0;
+        jsonout_raw(o, k.p - 1, (size_t)(k.e - k.p) + 2);
+        jsonout_raw(o, ":", 1);
+        int r = 0;
+        if (bl__key_is(&k, "energy")) {
+            r = bl__copy_except(o, x, "values");
+        } else if (bl__key_is(&k, "constraints")) {
+            r = bl__copy_except(o, x, "max_abs_series");
+        } else if (bl__key_is(&k, "invariants") && *x.p == '{') {
+            jsonout_raw(o, "{", 1);
+            const char *q = x.p;
+            int inner = 1;
+            for (int s2 = 1; r >= 0 && (r = bl__next(&q, x.e, s2, &k2, &x2)) == 1; s2 = 0) {
+                jsonout_raw(o, ",", inner ? 0 : 1);
+                inner = 0;
+                jsonout_raw(o, k2.p - 1, (size_t)(k2.e - k2.p) + 2);
+                jsonout_raw(o, ":", 1);
+                r = bl__copy_except(o, x2, "values");
+            }
+            jsonout_raw(o, "}", 1);
+        } else {
+            jsonout_raw(o, x.p, (size_t)(x.e - x.p));
+        }
+        if (r < 0)
+            return -1;
+    }
+    jsonout_raw(o, "}", 1);
+    return rc;
 }
 
 static json_t *batch__checks(const json_t *checks, unsigned fields);
@@ -536,15 +617,11 @@ static blob *batch__line_fast(const batch *b, batch_run *r, const blob *result, 
     if (f & FIELD_FINAL)
         bad = bl__final(&o, m[M_TRAJECTORY]) < 0;
     if (!bad && (f & FIELD_CHECKS) && (v = m[M_CHECKS]).p) {
-        json_t *c = json_loadb(v.p, (size_t)(v.e - v.p), JSON_DECODE_ANY, NULL);
-        json_t *cut = c ? batch__checks(c, f) : NULL;
-        json_decref(c);
-        bad = cut == NULL;
-        if (!bad) {
-            jsonout_raw(&o, ",\"checks\":", 10);
-            jsonout_value(&o, cut);
-        }
-        json_decref(cut);
+        jsonout_raw(&o, ",\"checks\":", 10);
+        if (f & FIELD_TRAJECTORY)
+            jsonout_raw(&o, v.p, (size_t)(v.e - v.p));
+        else
+            bad = bl__checks(&o, v) < 0;
     }
     static const unsigned field_of[M_COUNT] = {
         [M_STATS] = FIELD_STATS,   [M_TRAJECTORY] = FIELD_TRAJECTORY, [M_HAMEL] = FIELD_HAMEL,
@@ -762,54 +839,6 @@ static void batch__run_wake(void *arg) { batch__run_complete(arg, 1); }
 
 /* ---- feeding ------------------------------------------------------------------------ */
 
-/* Merges run over base: members of batch__merged are merged key by key (the run's keys
- * win; the run's choice of output.samples|dt|times or initial.speeds|qdot replaces the
- * base's; initial.q, .speeds and .qdot are merged key by key too); other members replace.
- * Returns a new object sharing nothing with its inputs. */
-static json_t *batch__merge(const json_t *base, const json_t *run)
-{
-    json_t *out = json_deep_copy(base);
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)run, k, v)
-    {
-        json_t *old = json_object_get(out, k);
-        int mergeable = 0;
-        for (size_t i = 0; i < sizeof batch__merged / sizeof batch__merged[0]; i++)
-            mergeable |= !strcmp(k, batch__merged[i]);
-        if (!mergeable || !json_is_object(v) || !json_is_object(old)) {
-            json_object_set_new(out, k, json_deep_copy(v));
-            continue;
-        }
-        int initial = !strcmp(k, "initial");
-        if (!strcmp(k, "output") &&
-            (json_object_get(v, "samples") || json_object_get(v, "dt") || json_object_get(v, "times"))) {
-            json_object_del(old, "samples");
-            json_object_del(old, "dt");
-            json_object_del(old, "times");
-        }
-        if (initial && json_object_get(v, "qdot"))
-            json_object_del(old, "speeds");
-        if (initial && json_object_get(v, "speeds"))
-            json_object_del(old, "qdot");
-        const char *k2;
-        json_t *v2;
-        json_object_foreach(v, k2, v2)
-        {
-            json_t *old2 = json_object_get(old, k2);
-            int deep = initial && (!strcmp(k2, "q") || !strcmp(k2, "speeds") || !strcmp(k2, "qdot"));
-            if (deep && json_is_object(v2) && json_is_object(old2)) {
-                const char *k3;
-                json_t *v3;
-                json_object_foreach(v2, k3, v3) { json_object_set_new(old2, k3, json_deep_copy(v3)); }
-            } else {
-                json_object_set_new(old, k2, json_deep_copy(v2));
-            }
-        }
-    }
-    return out;
-}
-
 enum { SUBMIT_INFLIGHT, SUBMIT_ANSWERED, SUBMIT_REQUEUED };
 
 /* Queues one claimed run, or answers it from the result cache. Returns SUBMIT_INFLIGHT
@@ -836,7 +865,7 @@ static int batch__submit(batches *bs, batch *b, batch_run *r)
         batch__finish_run(bs, b, r, line, RUN_DONE, 1, 1);
         return SUBMIT_ANSWERED;
     }
-    json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
+    json_t *req = merge_run(b->base, json_array_get(b->partials, r->index));
     job *j = NULL;
     int rc = req ? jobs_submit_flags(bs->pool, b->model, req, r->key, JOBS_SUBMIT_LAZY_RECORD, &j)
                  : HAMEL_E_INTERNAL;
@@ -1021,31 +1050,27 @@ static void batch__block_end_all(batches *bs, batch_block *k, int st, json_t *pr
     json_decref(problem);
 }
 
-/* The worker call of block k: one message with every run's request (merged over the
- * base) and job id. Returns isolate_simulate_many's status (*problem when not 0). */
+/* The worker call of block k: one message with the base, every run's own members and
+ * its job id. Returns isolate_simulate_many's status (*problem when not 0). */
 static int batch__block_call(batches *bs, batch_block *k, block_work *w, json_t **problem)
 {
     batch *b = k->b;
-    json_t *reqs = json_array();
-    for (size_t i = 0; reqs && i < k->n; i++) {
+    const json_t **runs = calloc(k->n, sizeof *runs);
+    for (size_t i = 0; runs && i < k->n; i++) {
         batch_run *r = k->runs[i];
         ids_random(r->job_id, JOB_ID_LEN);
         w->ids[i] = r->job_id;
-        json_t *req = batch__merge(b->base, json_array_get(b->partials, r->index));
-        if (!req || json_array_append_new(reqs, req) != 0) {
-            json_decref(reqs);
-            reqs = NULL;
-        }
+        runs[i] = json_array_get(b->partials, r->index);
     }
     json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", "", "status", "done", "model_id", b->model_id,
                              "progress", 1.0);
     *problem = NULL;
-    int rc = reqs && head ? isolate_simulate_many(b->model, reqs, head, w->ids, &bs->cfg.limits, &k->ctl,
-                                                  w->res, problem)
+    int rc = runs && head ? isolate_simulate_many(b->model, b->base, runs, k->n, head, w->ids,
+                                                  &bs->cfg.limits, &k->ctl, w->res, problem)
                           : HAMEL_E_INTERNAL;
     if (rc != 0 && !*problem)
         *problem = hamel_problem_new(rc, NULL);
-    json_decref(reqs);
+    free(runs);
     json_decref(head);
     return rc;
 }
@@ -1434,22 +1459,20 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
     b->fields = fields;
     b->blocks_on = jobs_takes_tasks(bs->pool);
 
-    /* Every run is merged and checked before anything is queued (checked in one call to
-     * the engine's worker). */
+    /* Every run is checked before anything is queued (in one call to the engine's worker,
+     * which merges each over the base), then merged here for its key. */
     json_t *bad = NULL;
     size_t nbad = 0;
-    json_t *reqs = json_array();
     json_t **checks = calloc(count ? count : 1, sizeof *checks);
-    int all = reqs && checks ? 0 : HAMEL_E_INTERNAL;
-    for (size_t i = 0; all == 0 && i < count; i++) {
-        json_t *req = batch__merge(b->base, json_array_get(b->partials, i));
-        all = req && json_array_append_new(reqs, req) == 0 ? 0 : HAMEL_E_INTERNAL;
-    }
+    const json_t **parts = calloc(count ? count : 1, sizeof *parts);
+    int all = checks && parts ? 0 : HAMEL_E_INTERNAL;
+    for (size_t i = 0; all == 0 && i < count; i++)
+        parts[i] = json_array_get(b->partials, i);
     json_t *all_problem = NULL;
     if (all == 0)
-        all = isolate_simulation_check_all(m, reqs, &bs->cfg.limits, checks, &all_problem);
+        all = isolate_simulation_check_all(m, b->base, parts, count, &bs->cfg.limits, checks, &all_problem);
+    free(parts);
     if (all != 0) {
-        json_decref(reqs);
         free(checks);
         batch__destroy(b);
         *problem = all_problem ? all_problem : hamel_problem_new(all, "out of memory");
@@ -1460,11 +1483,13 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         r->b = b;
         r->index = i;
         const json_t *run = json_array_get(b->partials, i);
-        json_t *req = json_array_get(reqs, i);
         json_t *p = checks[i];
         int c = p ? hamel_problem_code(p) : 0;
-        if (c == 0)
-            c = engine_simulation_key(m, req, r->key, &p);
+        if (c == 0) {
+            json_t *req = merge_run(b->base, run);
+            c = req ? engine_simulation_key(m, req, r->key, &p) : HAMEL_E_INTERNAL;
+            json_decref(req);
+        }
         if (c != 0) {
             if (!bad) {
                 bad = hamel_problem_new(c, NULL);
@@ -1476,7 +1501,6 @@ int batch_create(batches *bs, engine_model *m, const json_t *body, batch **out, 
         }
         json_decref(p);
     }
-    json_decref(reqs);
     free(checks);
     if (bad) {
         char detail[160];

@@ -12,9 +12,10 @@
  * so a large batch neither fails with 503 nor starves other users of the queue. (With a
  * shared queue, HAMEL_REDIS, each run is a job of its own, at most `max_inflight` of them
  * in flight.) A run whose canonical request is in the result cache (or the store: one
- * read for a block) is answered from it without a job. Each finished run becomes one JSON line (its index,
- * status, job id and the fields the batch asked for), kept in completion order; readers follow that order
- * (NDJSON streaming) or take all lines in index order once the batch is done.
+ * read for a block) is answered from it without a job. Each finished run becomes one
+ * JSON line (its index, status, job id and the fields the batch asked for), kept in
+ * completion order; readers follow that order (NDJSON streaming) or take all lines in
+ * index order once the batch is done.
  *
  * Waiting never ties up a thread: a long-poll or a stream parks a batch_waiter whose wake
  * function the module calls exactly once — when the batch finishes (long-polls), when a

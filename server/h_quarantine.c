@@ -1,6 +1,7 @@
 /* h_quarantine.c — the quarantine of models whose engine work faulted (quarantine.h):
- * GET /v1/quarantine/{model_id} shows a model's record, DELETE clears it (an operator's
- * call: it needs the bearer token when one is set, as every /v1 path does).
+ * GET /v1/quarantine lists the quarantined models, GET /v1/quarantine/{model_id} shows a
+ * model's record, DELETE clears it (an operator's calls: they need the bearer token when
+ * one is set, as every /v1 path does).
  *
  * The store is asked on the offload pool (with HAMEL_REDIS it is a round trip), as a
  * store read: done on the poll thread only when the pool's queue is full.
@@ -39,4 +40,27 @@ static enum MHD_Result http__quarantine_answer(http_conn *c)
 enum MHD_Result http__quarantine(http_conn *c)
 {
     return http__offload_read(c, http__run_quarantine, http__quarantine_answer);
+}
+
+/* Offloaded: the listing. */
+static void http__run_quarantine_list(void *arg)
+{
+    http_conn *c = arg;
+    c->work.rc = quarantine_list(&c->work.out);
+}
+
+static enum MHD_Result http__quarantine_list_answer(http_conn *c)
+{
+    json_t *out = c->work.out;
+    c->work.out = NULL;
+    if (c->work.rc < 0 || !out) {
+        json_decref(out);
+        return http__error(c, HAMEL_E_UNAVAILABLE, "the store cannot be reached; retry");
+    }
+    return http__json(c, 200, out);
+}
+
+enum MHD_Result http__quarantine_list(http_conn *c)
+{
+    return http__offload_read(c, http__run_quarantine_list, http__quarantine_list_answer);
 }

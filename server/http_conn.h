@@ -353,6 +353,9 @@ enum MHD_Result http__livez(http_conn *c);
 /* GET and DELETE /v1/quarantine/{id}: a quarantined model's record; clearing it. */
 enum MHD_Result http__quarantine(http_conn *c);
 
+/* GET /v1/quarantine: the models quarantined now (quarantine_list). */
+enum MHD_Result http__quarantine_list(http_conn *c);
+
 /* ---- h_problems.c ---- */
 
 /* GET /problems/ and /problems/{slug}: the HTML pages of the problem types (problems.h). */

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ids.h"
+#include "merge.h"
 #include "quarantine.h"
 
 extern char **environ;
@@ -1042,21 +1043,80 @@ int isolate_simulation_check(const engine_model *m, const json_t *request, const
     return rc;
 }
 
-int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
-                                 json_t **problems, json_t **problem)
+/* The text [base, [run, ...]] of a batch's runs (isolate_simulation_check_all, isolate_simulate_many) (base
+ * without its model); NULL when out of memory. */
+static char *iso__runs_text(const json_t *base, const json_t *const *runs, size_t n)
+{
+    json_t *b = json_is_object(base) ? json_copy((json_t *)base) : json_object();
+    json_object_del(b, "model");
+    char *bt = b ? json_dumps(b, JSON_COMPACT) : NULL;
+    json_decref(b);
+    iso_buf out = {0};
+    iso__put(&out, "[", 1);
+    if (bt)
+        iso__put(&out, bt, strlen(bt));
+    iso__put(&out, ",[", 2);
+    for (size_t i = 0; bt && i < n; i++) {
+        char *t = json_dumps(runs[i], JSON_COMPACT);
+        if (!t) {
+            out.failed = 1;
+            break;
+        }
+        if (i)
+            iso__put(&out, ",", 1);
+        iso__put(&out, t, strlen(t));
+        free(t);
+    }
+    iso__put(&out, "]]", 3); /* with the terminating NUL */
+    free(bt);
+    if (!bt || out.failed) {
+        free(out.p);
+        return NULL;
+    }
+    return out.p;
+}
+
+int isolate_simulation_check_all(const engine_model *m, const json_t *base, const json_t *const *runs,
+                                 size_t n, const engine_limits *limits, json_t **problems, json_t **problem)
 {
     *problem = NULL;
-    size_t n = json_array_size(requests);
+    for (size_t i = 0; i < n; i++)
+        problems[i] = NULL;
     if (!engine_model_is_shell(m)) {
         for (size_t i = 0; i < n; i++) {
-            problems[i] = NULL;
-            engine_simulation_check(m, json_array_get(requests, i), limits, &problems[i]);
+            json_t *req = merge_run(base, runs[i]);
+            if (!req)
+                problems[i] = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+            else
+                engine_simulation_check(m, req, limits, &problems[i]);
+            json_decref(req);
         }
         return 0;
     }
-    json_t *result = NULL;
-    int rc = iso__json_call(ISO_CHECK_ALL, "checking a simulation of", m, requests, NULL, limits, NULL,
-                            &result, problem);
+    if (iso__quarantined(engine_model_id(m), problem))
+        return HAMEL_E_ENGINE_FAULT;
+    char *text = iso__runs_text(base, runs, n);
+    if (!text) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+        return HAMEL_E_INTERNAL;
+    }
+    iso_call c;
+    memset(&c, 0, sizeof c);
+    c.op = ISO_CHECK_ALL;
+    c.what = "checking a simulation of";
+    c.model_id = engine_model_id(m);
+    c.model = m;
+    c.text[0] = c.model_id;
+    c.text[1] = engine_model_canonical(m);
+    c.text[2] = text;
+    for (int i = 0; i < ISO_STRINGS; i++)
+        c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+    c.limits = limits;
+    c.budget = iso__budget(limits, NULL, 0);
+    int rc = iso__run(&c, problem);
+    free(text);
+    json_t *result = rc == 0 && c.out[0] ? json_loads(c.out[0], JSON_DECODE_ANY, NULL) : NULL;
+    iso__call_clear(&c);
     if (rc == 0 && json_array_size(result) != n) {
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "the engine worker's checks could not be read");
@@ -1092,12 +1152,43 @@ int isolate_simulate_text(const engine_model *m, const json_t *request, const en
     return rc;
 }
 
-int isolate_simulate_many(const engine_model *m, const json_t *requests, const json_t *head,
-                          const char *const *job_ids, const engine_limits *limits, engine_control *ctl,
-                          isolate_result *results, json_t **problem)
+/* The problems of the replies that came (their text parsed), and after a call that ended
+ * early (frc: a fault or a cancel) the rest: the run in progress takes `fault`, and the
+ * runs after it are not run (a fault) or cancelled. */
+static void iso__many_finish(iso_call *c, size_t n, int frc, json_t *fault)
+{
+    isolate_result *results = c->many;
+    for (size_t i = 0; i < c->got; i++) {
+        isolate_result *r = &results[i];
+        if (r->rc == 0 && !r->text) {
+            r->rc = HAMEL_E_INTERNAL;
+            r->problem = hamel_problem_new(r->rc, "the engine worker's result could not be read");
+        } else if (r->rc != 0) {
+            r->problem = r->text ? json_loads(r->text, 0, NULL) : NULL;
+            if (!r->problem)
+                r->problem = hamel_problem_new(r->rc, NULL);
+            free(r->text);
+            r->text = NULL;
+            r->len = 0;
+        }
+    }
+    if (frc != 0 && c->got < n) {
+        results[c->got].rc = frc;
+        results[c->got].problem = fault;
+        fault = NULL;
+        for (size_t i = c->got + 1; i < n; i++) {
+            results[i].rc = frc == HAMEL_E_ENGINE_FAULT ? -1 : frc;
+            results[i].problem = frc == HAMEL_E_ENGINE_FAULT ? NULL : json_deep_copy(results[c->got].problem);
+        }
+    }
+    json_decref(fault);
+}
+
+int isolate_simulate_many(const engine_model *m, const json_t *base, const json_t *const *runs, size_t n,
+                          const json_t *head, const char *const *job_ids, const engine_limits *limits,
+                          engine_control *ctl, isolate_result *results, json_t **problem)
 {
     *problem = NULL;
-    size_t n = json_array_size(requests);
     memset(results, 0, n * sizeof *results);
     json_t *h = json_deep_copy(head);
     if (!h) {
@@ -1113,8 +1204,12 @@ int isolate_simulate_many(const engine_model *m, const json_t *requests, const j
                 r->problem = hamel_problem_new(r->rc, "cancelled");
                 continue;
             }
-            r->rc = engine_simulate_text(m, json_array_get(requests, i), limits, ctl, h, &r->text, &r->len,
-                                         &r->problem);
+            json_t *req = merge_run(base, runs[i]);
+            r->rc = req ? engine_simulate_text(m, req, limits, ctl, h, &r->text, &r->len, &r->problem)
+                        : HAMEL_E_INTERNAL;
+            if (!req)
+                r->problem = hamel_problem_new(r->rc, "out of memory");
+            json_decref(req);
         }
         json_decref(h);
         return 0;
@@ -1124,21 +1219,8 @@ int isolate_simulate_many(const engine_model *m, const json_t *requests, const j
     for (size_t i = 0; i < n; i++)
         idlen += strlen(job_ids[i]) + 1;
     char *ids = malloc(idlen + 1), *p = ids;
-    char *reqs = NULL, *hd = json_dumps(h, JSON_COMPACT);
+    char *reqs = iso__runs_text(base, runs, n), *hd = json_dumps(h, JSON_COMPACT);
     json_decref(h);
-    /* the requests without their model (the worker has it by id) */
-    json_t *bare = json_array();
-    for (size_t i = 0; bare && i < n; i++) {
-        const json_t *q = json_array_get(requests, i);
-        json_t *c = json_is_object(q) ? json_copy((json_t *)q) : json_incref((json_t *)q);
-        json_object_del(c, "model");
-        if (json_array_append_new(bare, c) != 0) {
-            json_decref(bare);
-            bare = NULL;
-        }
-    }
-    reqs = bare ? json_dumps(bare, JSON_COMPACT) : NULL;
-    json_decref(bare);
     for (size_t i = 0; ids && i < n; i++)
         p += sprintf(p, "%s\n", job_ids[i]);
     int rc = 0;
@@ -1146,11 +1228,11 @@ int isolate_simulate_many(const engine_model *m, const json_t *requests, const j
         rc = HAMEL_E_INTERNAL;
         *problem = hamel_problem_new(rc, "out of memory");
     }
-    iso_call c;
-    memset(&c, 0, sizeof c);
     if (rc == 0 && iso__quarantined(engine_model_id(m), problem))
         rc = HAMEL_E_ENGINE_FAULT;
     if (rc == 0) {
+        iso_call c;
+        memset(&c, 0, sizeof c);
         c.op = ISO_SIMULATE_MANY;
         c.what = "running";
         c.model_id = engine_model_id(m);
@@ -1169,38 +1251,12 @@ int isolate_simulate_many(const engine_model *m, const json_t *requests, const j
         c.many = results;
         json_t *fault = NULL;
         int frc = iso__run(&c, &fault);
-        /* the replies that came: a problem's text parsed */
-        for (size_t i = 0; i < c.got; i++) {
-            isolate_result *r = &results[i];
-            if (r->rc == 0 && !r->text) {
-                r->rc = HAMEL_E_INTERNAL;
-                r->problem = hamel_problem_new(r->rc, "the engine worker's result could not be read");
-            } else if (r->rc != 0) {
-                r->problem = r->text ? json_loads(r->text, 0, NULL) : NULL;
-                if (!r->problem)
-                    r->problem = hamel_problem_new(r->rc, NULL);
-                free(r->text);
-                r->text = NULL;
-                r->len = 0;
-            }
-        }
         if (frc != 0 && c.got == 0 && frc != HAMEL_E_ENGINE_FAULT && frc != HAMEL_E_CANCELLED) {
             rc = frc; /* nothing was sent or run */
             *problem = fault;
-            fault = NULL;
-        } else if (frc != 0 && c.got < n) {
-            /* the run in progress ends with the call's problem; after a fault the rest were
-             * not run, after a cancel they are cancelled too */
-            results[c.got].rc = frc;
-            results[c.got].problem = fault;
-            fault = NULL;
-            for (size_t i = c.got + 1; i < n; i++) {
-                results[i].rc = frc == HAMEL_E_ENGINE_FAULT ? -1 : frc;
-                results[i].problem =
-                    frc == HAMEL_E_ENGINE_FAULT ? NULL : json_deep_copy(results[c.got].problem);
-            }
+        } else {
+            iso__many_finish(&c, n, frc, fault);
         }
-        json_decref(fault);
     }
     free(ids);
     free(reqs);
@@ -1432,8 +1488,8 @@ static int wk__reply_one(int fd, int rc, const char *text, size_t len)
     return sent ? 0 : -1;
 }
 
-/* ISO_SIMULATE_MANY: s[2] the requests (a JSON array), s[3] the head, s[4] the job ids
- * (one a line). One reply per run, written as each finishes. */
+/* ISO_SIMULATE_MANY: s[2] [base, [run, ...]] (each run merged over the base), s[3] the
+ * head, s[4] the job ids (one a line). One reply per run, written as each finishes. */
 static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
 {
     size_t n = 0;
@@ -1448,9 +1504,10 @@ static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
     if (rc == 0)
         rc = wk__model(s[0], s[1], lim, ctl, &wm, &problem);
     if (rc == 0) {
-        requests = json_loads(s[2] ? s[2] : "", 0, NULL);
+        requests = json_loads(s[2] ? s[2] : "", 0, NULL); /* [base, [run, ...]] */
         head = json_loads(s[3] ? s[3] : "", 0, NULL);
-        if (!json_is_array(requests) || json_array_size(requests) != n || !json_is_object(head)) {
+        if (!json_is_object(json_array_get(requests, 0)) ||
+            json_array_size(json_array_get(requests, 1)) != n || !json_is_object(head)) {
             rc = HAMEL_E_INTERNAL;
             problem = hamel_problem_new(rc, "the engine worker could not read the requests");
         }
@@ -1476,9 +1533,14 @@ static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
             r = HAMEL_E_CANCELLED;
             p = hamel_problem_new(r, "cancelled");
         } else {
-            if (wk__aborts(wm, json_array_get(requests, i)))
+            json_t *req =
+                merge_run(json_array_get(requests, 0), json_array_get(json_array_get(requests, 1), i));
+            if (req && wk__aborts(wm, req))
                 abort(); /* the test hook */
-            r = engine_simulate_text(wm->m, json_array_get(requests, i), lim, ctl, head, &text, &len, &p);
+            r = req ? engine_simulate_text(wm->m, req, lim, ctl, head, &text, &len, &p) : HAMEL_E_INTERNAL;
+            if (!req)
+                p = hamel_problem_new(r, "out of memory");
+            json_decref(req);
         }
         if (r != 0) {
             free(text);
@@ -1549,11 +1611,17 @@ static int wk__serve(iso_msg *in, int fd)
         const engine_model *m = wm->m;
         switch (op) {
         case ISO_CHECK: rc = engine_simulation_check(m, request, &lim, &problem); break;
-        case ISO_CHECK_ALL: /* an array of requests: an array of null or problems */
+        case ISO_CHECK_ALL: /* [base, [run, ...]]: an array of null or problems */
             result = json_array();
-            for (size_t i = 0; result && i < json_array_size(request); i++) {
+            for (size_t i = 0; result && i < json_array_size(json_array_get(request, 1)); i++) {
                 json_t *p = NULL;
-                engine_simulation_check(m, json_array_get(request, i), &lim, &p);
+                json_t *req =
+                    merge_run(json_array_get(request, 0), json_array_get(json_array_get(request, 1), i));
+                if (!req)
+                    p = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
+                else
+                    engine_simulation_check(m, req, &lim, &p);
+                json_decref(req);
                 json_array_append_new(result, p ? p : json_null());
             }
             break;

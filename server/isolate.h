@@ -72,12 +72,12 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
                               engine_model **out, json_t **problem);
 int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
                              json_t **problem);
-/* isolate_simulation_check of every request of the array `requests` in one call (a
- * batch's runs): problems[i] is NULL or the problem of requests[i] (caller releases).
- * Returns 0, or an error with *problem when the call itself failed (then no problems[i]
- * is set). */
-int isolate_simulation_check_all(const engine_model *m, const json_t *requests, const engine_limits *limits,
-                                 json_t **problems, json_t **problem);
+/* isolate_simulation_check of the batch runs runs[0..n) (borrowed), each merged over
+ * `base` (merge.h), in one call to a worker (sent the base once and each run's own
+ * members): problems[i] is NULL or the problem of run i (caller releases). Returns 0, or
+ * an error with *problem when the call itself failed (then no problems[i] is set). */
+int isolate_simulation_check_all(const engine_model *m, const json_t *base, const json_t *const *runs,
+                                 size_t n, const engine_limits *limits, json_t **problems, json_t **problem);
 int isolate_simulate_text(const engine_model *m, const json_t *request, const engine_limits *limits,
                           engine_control *ctl, const json_t *head, char **text, size_t *len,
                           json_t **problem);
@@ -89,17 +89,18 @@ typedef struct isolate_result {
     json_t *problem; /* rc != 0: why (caller releases; NULL when not run) */
 } isolate_result;
 
-/* isolate_simulate_text of every request of the array `requests` (one worker call: one
- * message out, the results back one by one as they finish), each with `head` in which
- * "job_id" is job_ids[i]. ctl (may be NULL) cancels the call: the run in progress stops
- * and the rest answer cancelled. The call's deadline is the budget of one run past the
- * last result that came back. If the worker dies, the run it was on fails with the
- * engine fault (the model is quarantined) and the runs after it are not run (rc -1,
- * no problem): the caller may submit them again (they meet the quarantine). Returns 0
- * (every results[i] set), or an error with *problem when nothing was run. */
-int isolate_simulate_many(const engine_model *m, const json_t *requests, const json_t *head,
-                          const char *const *job_ids, const engine_limits *limits, engine_control *ctl,
-                          isolate_result *results, json_t **problem);
+/* isolate_simulate_text of the batch runs runs[0..n) (borrowed), each merged over
+ * `base` (merge.h; the worker is sent the base once and each run's own members), in one
+ * worker call: one message out, the results back one by one as they finish; each result
+ * has `head` in which "job_id" is job_ids[i]. ctl (may be NULL) cancels the call: the run
+ * in progress stops and the rest answer cancelled. The call's deadline is the budget of
+ * one run past the last result that came back. If the worker dies, the run it was on
+ * fails with the engine fault (the model is quarantined) and the runs after it are not
+ * run (rc -1, no problem): the caller may submit them again (they meet the quarantine).
+ * Returns 0 (every results[i] set), or an error with *problem when nothing was run. */
+int isolate_simulate_many(const engine_model *m, const json_t *base, const json_t *const *runs, size_t n,
+                          const json_t *head, const char *const *job_ids, const engine_limits *limits,
+                          engine_control *ctl, isolate_result *results, json_t **problem);
 
 int isolate_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
                   json_t **problem);

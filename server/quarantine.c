@@ -126,20 +126,29 @@ int quarantine_check(const char *model_id, json_t **problem)
     return 1;
 }
 
+/* Wall-clock seconds as an RFC 3339 date-time (UTC) in out[40]. */
+static void quarantine__date(double wall, char out[40])
+{
+    time_t t = (time_t)wall;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 void quarantine_add(const char *model_id, json_t *problem)
 {
     char key[QUARANTINE_KEY_MAX];
     if (!model_id || !*model_id || !quarantine__key(model_id, key))
         return;
+    double now = quarantine__wall();
     pthread_mutex_lock(&quarantine__mu);
-    double expires = quarantine__wall() + quarantine__seconds;
+    double expires = now + quarantine__seconds;
     store *st = quarantine__store;
     pthread_mutex_unlock(&quarantine__mu);
-    time_t t = (time_t)expires;
-    struct tm tm;
-    char until[40];
-    gmtime_r(&t, &tm);
-    strftime(until, sizeof until, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char at[40], until[40];
+    quarantine__date(now, at);
+    quarantine__date(expires, until);
+    json_object_set_new(problem, "quarantined_at", json_string(at));
     json_object_set_new(problem, "quarantined_until", json_string(until));
     char *doc = json_dumps(problem, JSON_COMPACT);
     if (!doc)
@@ -171,4 +180,84 @@ int quarantine_clear(const char *model_id)
     if (rc < 0)
         return -1;
     return found || rc == 0 ? 0 : 1;
+}
+
+/* One entry of the listing from a record (its key, whose first plen bytes are the
+ * prefix, its document and expiry): the id, and what the document says (a document
+ * that is not JSON gives the id and the expiry alone). NULL when out of memory. */
+static json_t *quarantine__entry(const char *key, size_t plen, const char *doc, double expires)
+{
+    json_t *out = json_pack("{s:s}", "model_id", key + plen);
+    json_t *p = json_loads(doc, 0, NULL);
+    static const char *const copied[] = {"model_name", "signal",         "operation",
+                                         "detail",     "quarantined_at", "quarantined_until"};
+    for (size_t i = 0; out && i < sizeof copied / sizeof *copied; i++) {
+        json_t *v = json_object_get(p, copied[i]);
+        if (json_is_string(v))
+            json_object_set(out, copied[i], v);
+    }
+    if (out && !json_object_get(out, "quarantined_until")) {
+        char until[40];
+        quarantine__date(expires, until);
+        json_object_set_new(out, "quarantined_until", json_string(until));
+    }
+    json_decref(p);
+    return out;
+}
+
+/* Orders records the latest to expire first. */
+static int quarantine__later_first(const void *a, const void *b)
+{
+    double x = ((const store_quarantine_record *)a)->expires,
+           y = ((const store_quarantine_record *)b)->expires;
+    return (x < y) - (x > y);
+}
+
+/* The memory's records under prefix, as a store would list them. Called with the lock. */
+static size_t quarantine__memory_list(const char *prefix, double now, store_quarantine_record *out,
+                                      size_t max)
+{
+    size_t n = 0, plen = strlen(prefix);
+    for (int i = 0; i < QUARANTINE_MEMORY && n < max; i++) {
+        const quarantine_entry *e = &quarantine__mem[i];
+        if (!e->doc || e->expires <= now || strncmp(e->key, prefix, plen) != 0)
+            continue;
+        out[n].key = strdup(e->key);
+        out[n].doc = strdup(e->doc);
+        out[n].expires = e->expires;
+        n++;
+    }
+    return n;
+}
+
+int quarantine_list(json_t **out)
+{
+    *out = NULL;
+    char prefix[QUARANTINE_KEY_MAX];
+    snprintf(prefix, sizeof prefix, "%s/", engine_identity());
+    store_quarantine_record *r = NULL;
+    size_t n = 0, max = QUARANTINE_LIST_MAX + 1; /* one more: whether there are more */
+    pthread_mutex_lock(&quarantine__mu);
+    store *st = quarantine__store;
+    if (!st) {
+        r = calloc(max, sizeof *r);
+        n = r ? quarantine__memory_list(prefix, quarantine__wall(), r, max) : 0;
+    }
+    pthread_mutex_unlock(&quarantine__mu);
+    if (st && store_quarantine_list(st, prefix, max, &r, &n) != 0)
+        return -1;
+    if (!r)
+        return -1;
+    qsort(r, n, sizeof *r, quarantine__later_first);
+    int truncated = n > QUARANTINE_LIST_MAX;
+    if (truncated)
+        n = QUARANTINE_LIST_MAX;
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        if (r[i].key && r[i].doc)
+            json_array_append_new(list, quarantine__entry(r[i].key, strlen(prefix), r[i].doc, r[i].expires));
+    store_quarantine_records_free(r, truncated ? n + 1 : n);
+    *out = json_pack("{s:o, s:I, s:b}", "quarantined", list, "count", (json_int_t)json_array_size(list),
+                     "truncated", truncated);
+    return *out ? 0 : -1;
 }

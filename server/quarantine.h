@@ -7,7 +7,9 @@
  * SQLite table quarantine, or the Redis key hamel:quarantine:<key> with the same
  * expiry), so it holds after a restart and on every instance of a cluster; this process
  * also holds the records it has seen in memory for a second.
- * An operator clears one with DELETE /v1/quarantine/{model_id} (or it expires).
+ * An operator lists them with GET /v1/quarantine and clears one with
+ * DELETE /v1/quarantine/{model_id} (or it expires). A record says when it was made
+ * ("quarantined_at"; records written by earlier versions lack it).
  *
  * A compilation that faults before the model has an id is recorded under the id of its
  * JSON text ("sha256:" of the compact JSON with sorted keys), the id named in its problem.
@@ -40,5 +42,14 @@ void quarantine_add(const char *model_id, json_t *problem);
 /* Clears the quarantine of a model: 0, 1 when it was not quarantined, -1 when the
  * store failed. */
 int quarantine_clear(const char *model_id);
+
+#define QUARANTINE_LIST_MAX 1000 /* records one listing shows */
+
+/* The models quarantined now under this engine identity, the latest to expire first:
+ * 0 and *out (a new object {"quarantined": [{model_id, model_name?, signal?,
+ * operation?, detail?, quarantined_at?, quarantined_until}], "count", "truncated"}:
+ * truncated when more than QUARANTINE_LIST_MAX are, as GET /v1/quarantine answers), or
+ * -1 when the store failed. Without a store, the records held in memory. */
+int quarantine_list(json_t **out);
 
 #endif

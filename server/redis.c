@@ -550,11 +550,13 @@ static void rstore__close(void *impl)
 }
 
 /* The quarantine (quarantine.h): "hamel:quarantine:<key>", expiring with the record. */
+#define REDIS_QUARANTINE_PREFIX "hamel:quarantine:"
+
 static int rstore__quarantine_put(void *impl, const char *key, const char *doc, double expires)
 {
     redis_store *s = impl;
     char rkey[256], ex[32];
-    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    snprintf(rkey, sizeof rkey, REDIS_QUARANTINE_PREFIX "%s", key);
     double left = expires - redis__wall();
     snprintf(ex, sizeof ex, "%ld", left > 1 ? (long)left : 1L);
     redisReply *r = REDIS_CMD(&s->pool, "SET", rkey, doc, "EX", ex);
@@ -566,7 +568,7 @@ static int rstore__quarantine_put(void *impl, const char *key, const char *doc, 
 static int rstore__quarantine_get(void *impl, const char *key, char **doc, double *expires)
 {
     char rkey[256];
-    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    snprintf(rkey, sizeof rkey, REDIS_QUARANTINE_PREFIX "%s", key);
     *expires = redis__wall() + 1; /* asked again soon: another instance may clear it */
     return rstore__get(impl, rkey, doc, NULL);
 }
@@ -575,10 +577,101 @@ static int rstore__quarantine_del(void *impl, const char *key)
 {
     redis_store *s = impl;
     char rkey[256];
-    snprintf(rkey, sizeof rkey, "hamel:quarantine:%s", key);
+    snprintf(rkey, sizeof rkey, REDIS_QUARANTINE_PREFIX "%s", key);
     redisReply *r = REDIS_CMD(&s->pool, "DEL", rkey);
     int rc = !r ? -1 : r->type == REDIS_REPLY_INTEGER && r->integer > 0 ? 0 : 1;
     freeReplyObject(r);
+    return rc;
+}
+
+/* GET and PTTL of each of KEYS, as pairs (a missing key: nil and -2). */
+static const char redis__quarantine_fetch_lua[] = "local out = {}\n"
+                                                  "for _, k in ipairs(KEYS) do\n"
+                                                  "  out[#out + 1] = redis.call('GET', k)\n"
+                                                  "  out[#out + 1] = redis.call('PTTL', k)\n"
+                                                  "end\n"
+                                                  "return out\n";
+
+#define REDIS_SCAN_COUNT "1000" /* keys SCAN looks at per call */
+
+/* Appends the records under keys[0..nkeys) (a page of SCAN) to out[*n..max). Returns 0 or -1. */
+static int rstore__quarantine_fetch(redis_store *s, redisReply *const *keys, size_t nkeys, size_t max,
+                                    store_quarantine_record *out, size_t *n)
+{
+    if (nkeys > max - *n)
+        nkeys = max - *n;
+    const char **argv = calloc(nkeys + 3, sizeof *argv);
+    if (!argv)
+        return -1;
+    char numkeys[32];
+    snprintf(numkeys, sizeof numkeys, "%zu", nkeys);
+    argv[0] = "EVAL";
+    argv[1] = redis__quarantine_fetch_lua;
+    argv[2] = numkeys;
+    for (size_t i = 0; i < nkeys; i++)
+        argv[3 + i] = keys[i]->type == REDIS_REPLY_STRING ? keys[i]->str : "";
+    redisReply *r = redis__cmd(&s->pool, (int)(nkeys + 3), argv, NULL);
+    free(argv);
+    int rc = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 * nkeys ? 0 : -1;
+    double now = redis__wall();
+    for (size_t i = 0; rc == 0 && i < nkeys; i++) {
+        const redisReply *doc = r->element[2 * i], *ttl = r->element[2 * i + 1];
+        if (doc->type != REDIS_REPLY_STRING || ttl->type != REDIS_REPLY_INTEGER || ttl->integer == -2 ||
+            keys[i]->type != REDIS_REPLY_STRING || keys[i]->len < sizeof REDIS_QUARANTINE_PREFIX - 1)
+            continue; /* expired or cleared since the SCAN */
+        store_quarantine_record *q = &out[*n];
+        q->key = strdup(keys[i]->str + sizeof REDIS_QUARANTINE_PREFIX - 1);
+        q->doc = strndup(doc->str, doc->len);
+        q->expires = ttl->integer >= 0 ? now + (double)ttl->integer / 1000.0 : now + 86400.0 * 365;
+        ++*n;
+        if (!q->key || !q->doc)
+            rc = -1;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* The quarantine's records under a key prefix: SCAN over hamel:quarantine:<prefix>*
+ * (the keyspace is walked in pages; an operator's listing, rarely asked), each page's
+ * records read in one round trip. */
+static int rstore__quarantine_list(void *impl, const char *prefix, size_t max, store_quarantine_record **out,
+                                   size_t *n)
+{
+    redis_store *s = impl;
+    *n = 0;
+    *out = calloc(max ? max : 1, sizeof **out);
+    if (!*out)
+        return -1;
+    char match[512];
+    size_t o = (size_t)snprintf(match, sizeof match, "%s", REDIS_QUARANTINE_PREFIX);
+    for (const char *p = prefix; *p && o + 3 < sizeof match; p++) {
+        if (strchr("*?[]\\", *p))
+            match[o++] = '\\';
+        match[o++] = *p;
+    }
+    match[o++] = '*';
+    match[o] = '\0';
+    char cursor[32] = "0";
+    int rc = 0;
+    do {
+        redisReply *r = REDIS_CMD(&s->pool, "SCAN", cursor, "MATCH", match, "COUNT", REDIS_SCAN_COUNT);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+            r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            rc = -1;
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        const redisReply *keys = r->element[1];
+        if (keys->elements > 0)
+            rc = rstore__quarantine_fetch(s, keys->element, keys->elements, max, *out, n);
+        freeReplyObject(r);
+    } while (rc == 0 && strcmp(cursor, "0") != 0 && *n < max);
+    if (rc != 0) {
+        store_quarantine_records_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
     return rc;
 }
 
@@ -598,7 +691,8 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            rstore__quarantine_get,
                                            rstore__quarantine_del,
                                            NULL, /* put_many: one write each */
-                                           NULL};
+                                           NULL,
+                                           rstore__quarantine_list};
 
 /* PING through the pool: 0 when Redis answers. */
 static int redis__ping(redis_pool *p)

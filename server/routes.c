@@ -1,11 +1,11 @@
 /* routes.c — the route table: which handler answers a method on a path.
  *
  * Owns the one table of (method, path pattern) -> handler and everything derived from it:
- * the route a path counts under in the metrics, the {id} segment (percent-decoded into
- * c->id), the Allow header of a 405 and of a CORS preflight (the methods of every row
- * whose pattern matches, HEAD wherever GET, and OPTIONS), and the dispatch of a request
- * to its row's handler. A path under /v1 that no row matches is a 404; any other path is
- * the static front end's (the last row).
+ * the route a path counts under in the metrics, the {id} segment (copied into c->id:
+ * libmicrohttpd has percent-decoded the path), the Allow header of a 405 and of a CORS
+ * preflight (the methods of every row whose pattern matches, HEAD wherever GET, and
+ * OPTIONS), and the dispatch of a request to its row's handler. A path under /v1 that no row matches is a
+ * 404; any other path is the static front end's (the last row).
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +67,7 @@ static const http_route http__routes[] = {
      .release = http__batch_release},
     {HTTP_DELETE, "/v1/batches/{id}", METRICS_ROUTE_BATCH, .answer = http__batch,
      .release = http__batch_release},
+    {HTTP_GET, "/v1/quarantine", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine_list},
     {HTTP_GET, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
     {HTTP_DELETE, "/v1/quarantine/{id}", METRICS_ROUTE_QUARANTINE, .answer = http__quarantine},
     {HTTP_GET, "/problems", METRICS_ROUTE_PROBLEMS, .answer = http__problems},
@@ -81,41 +82,10 @@ static const http_route http__routes[] = {
 /* The methods named in Allow, in this order (http_method's first five). */
 static const char *const http__method_names[] = {"GET", "HEAD", "POST", "DELETE", "OPTIONS"};
 
-static int http__hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes src (n bytes) into dst[cap]. Returns 0, or -1 if it does not fit or
- * decodes to a NUL or a '/'. */
-static int http__decode(const char *src, size_t n, char *dst, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = src[i];
-        if (ch == '%' && i + 2 < n) {
-            int hi = http__hexval(src[i + 1]);
-            int lo = http__hexval(src[i + 2]);
-            if (hi >= 0 && lo >= 0) {
-                ch = (char)(hi * 16 + lo);
-                i += 2;
-            }
-        }
-        if (ch == '\0' || ch == '/' || o + 1 >= cap)
-            return -1;
-        dst[o++] = ch;
-    }
-    dst[o] = '\0';
-    return 0;
-}
-
-/* Whether url matches pattern; an {id} segment is decoded into id[cap]. */
+/* Whether url matches pattern; an {id} segment is copied into id[cap] (a segment that
+ * does not fit matches nothing). The url is libmicrohttpd's, already percent-decoded (its
+ * default unescape callback; a raw %00 is refused before, http.c): it is not decoded
+ * again, or "a%2541" would reach a handler as "aA" and "a%252Fb" not at all. */
 static int http__pattern_match(const char *pattern, const char *url, char *id, size_t cap)
 {
     if (!strcmp(pattern, "*"))
@@ -128,8 +98,10 @@ static int http__pattern_match(const char *pattern, const char *url, char *id, s
         return url[lit] == '\0';
     url += lit;
     size_t n = strcspn(url, "/");
-    if (n == 0 || http__decode(url, n, id, cap) != 0)
+    if (n == 0 || n >= cap)
         return 0;
+    memcpy(id, url, n);
+    id[n] = '\0';
     return !strcmp(url + n, strchr(brace, '}') + 1);
 }
 

@@ -1086,6 +1086,50 @@ static int sqlite__quarantine_get(void *impl, const char *key, char **doc, doubl
     return out;
 }
 
+/* The quarantine's records under a key prefix, the latest to expire first (an operator's
+ * listing: rare, so prepared each time). */
+static int sqlite__quarantine_list(void *impl, const char *prefix, size_t max, store_quarantine_record **out,
+                                   size_t *n)
+{
+    sqlite_store *s = impl;
+    *out = calloc(max ? max : 1, sizeof **out);
+    *n = 0;
+    if (!*out)
+        return -1;
+    pthread_mutex_lock(&s->rlock);
+    sqlite3_stmt *st = NULL;
+    int rc =
+        sqlite3_prepare_v2(s->rdb,
+                           "SELECT key, doc, expires FROM quarantine WHERE substr(key, 1, length(?1)) = ?1 "
+                           "AND expires > (julianday('now') - 2440587.5) * 86400.0 ORDER BY expires DESC "
+                           "LIMIT ?2",
+                           -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        store__text(st, 1, prefix);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max) {
+            store_quarantine_record *r = &(*out)[*n];
+            r->key = store__dup_column(st, 0);
+            r->doc = store__dup_column(st, 1);
+            r->expires = sqlite3_column_double(st, 2);
+            ++*n;
+            if (!r->key || !r->doc) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->rlock);
+    if (rc != SQLITE_DONE) {
+        store_quarantine_records_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- the backend ----------------------------------------------------------------- */
 
 static const store_ops sqlite__ops = {
@@ -1106,6 +1150,7 @@ static const store_ops sqlite__ops = {
     .quarantine_del = sqlite__quarantine_del,
     .put_many = sqlite__put_many,
     .get_results = sqlite__get_results,
+    .quarantine_list = sqlite__quarantine_list,
 };
 
 int store_open(const char *dir, const store_limits *lim, store **out)

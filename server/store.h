@@ -133,6 +133,21 @@ int store_quarantine_get(store *s, const char *key, char **doc, double *expires)
 /* Removes the quarantine record under key: 0, 1 when there was none, -1. */
 int store_quarantine_del(store *s, const char *key);
 
+/* One quarantine record of store_quarantine_list; its strings are owned by the list. */
+typedef struct store_quarantine_record {
+    char *key, *doc;
+    double expires; /* wall-clock seconds */
+} store_quarantine_record;
+
+/* The quarantine records that have not expired and whose key starts with `prefix`, at
+ * most `max` of them (which ones when there are more: the latest to expire with SQLite,
+ * any with Redis): 0 with *out (caller frees with store_quarantine_records_free) and *n,
+ * or -1 (then *out is NULL and *n 0). */
+int store_quarantine_list(store *s, const char *prefix, size_t max, store_quarantine_record **out, size_t *n);
+
+/* Frees the n records of a store_quarantine_list. Accepts NULL. */
+void store_quarantine_records_free(store_quarantine_record *r, size_t n);
+
 /* Frees the strings of a store_job. */
 void store_job_clear(store_job *j);
 
@@ -163,6 +178,9 @@ typedef struct store_ops {
     /* optional (NULL: one put_done / put_job, or get_result, per item) */
     int (*put_many)(void *impl, store_item *items, size_t n);
     int (*get_results)(void *impl, const char *const *keys, size_t n, blob **out);
+    /* optional (NULL: the quarantine cannot be listed, -1) */
+    int (*quarantine_list)(void *impl, const char *prefix, size_t max, store_quarantine_record **out,
+                           size_t *n);
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

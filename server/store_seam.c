@@ -126,3 +126,19 @@ int store_quarantine_del(store *s, const char *key)
 {
     return s->ops->quarantine_del ? s->ops->quarantine_del(s->impl, key) : -1;
 }
+
+int store_quarantine_list(store *s, const char *prefix, size_t max, store_quarantine_record **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    return s->ops->quarantine_list ? s->ops->quarantine_list(s->impl, prefix, max, out, n) : -1;
+}
+
+void store_quarantine_records_free(store_quarantine_record *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++) {
+        free(r[i].key);
+        free(r[i].doc);
+    }
+    free(r);
+}

@@ -8,9 +8,9 @@
 # each response body as <name>.json (pretty-printed; metrics as metrics.txt), and the
 # request line, status line and headers of every exchange, in order, in transcript.txt.
 #
-# Two servers are started on ephemeral loopback ports with fresh data directories: one
+# Three servers are started on ephemeral loopback ports with fresh data directories: one
 # with the defaults, one with HAMEL_TOKEN set, one worker and a queue of one (for 401
-# and 503). Needs curl and jq.
+# and 503), and one with the engine's fault hooks (for the quarantine). Needs curl and jq.
 #
 #   api/examples/regenerate.sh            # uses build/hamel-server (built if missing)
 #   HAMEL_SERVER_BIN=path/to/hamel-server api/examples/regenerate.sh
@@ -244,5 +244,13 @@ j2=$(jq -r .job_id "$body")
 ex queue-full.503 POST /v1/simulations "${auth[@]}" "${json[@]}" --data-binary @"$work/long3.json"
 ex -job-cancel-queued.200 DELETE "/v1/jobs/$j2" "${auth[@]}"
 ex -job-cancel-running.200 DELETE "/v1/jobs/$j1" "${auth[@]}"
+
+# ---- a server with the engine's fault hooks (HAMEL_TEST_FAULTS=1) ---------------------
+start faults HAMEL_TEST_FAULTS=1
+jq '.name = "__fault_segv__"' "$here/model.json" >"$work/fault-model.json"
+ex -engine-fault.500 POST /v1/models "${json[@]}" --data-binary @"$work/fault-model.json"
+fault=$(jq -r .model_id "$body")
+ex quarantine-list.200 GET /v1/quarantine
+ex -quarantine-clear.204 DELETE "/v1/quarantine/$fault"
 
 echo "regenerated $(ls "$here"/*.json "$here"/*.txt | wc -l) files in $here"

@@ -648,6 +648,29 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, ham
     return rc;
 }
 
+int hamelclient_quarantine(hamelclient *c, json_t **out, hamelclient_error *err)
+{
+    CLIENT_CHECK(c, out, err);
+    return client_object(c, "GET", "/v1/quarantine", NULL, 0, NULL, out, err);
+}
+
+int hamelclient_quarantine_clear(hamelclient *c, const char *model_id, hamelclient_error *err)
+{
+    error_clear(err);
+    if (c == NULL)
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle");
+    if (!client_id_ok(model_id))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid model id: \"%.100s\"",
+                         model_id ? model_id : "");
+    char path[HAMELCLIENT_MAX_ID + 64];
+    snprintf(path, sizeof path, "/v1/quarantine/%s", model_id);
+    long st = 0;
+    json_t *doc = NULL;
+    int rc = client_request(c, "DELETE", path, NULL, 0, &st, &doc, err);
+    json_decref(doc);
+    return rc;
+}
+
 int hamelclient_simulate(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
                          json_t **result, hamelclient_error *err)
 {

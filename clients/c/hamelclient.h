@@ -183,6 +183,17 @@ int hamelclient_evaluate(hamelclient *c, const json_t *request, json_t **out, ha
 int hamelclient_batch(hamelclient *c, const json_t *request, hamelclient_progress_fn progress, void *user,
                       json_t **out, hamelclient_error *err);
 
+/* GET /v1/quarantine: the models quarantined now (their engine work crashed). On
+ * success *out holds {"quarantined": [{model_id, model_name?, signal?, operation?,
+ * detail?, quarantined_at?, quarantined_until}], "count", "truncated"} (caller owns it).
+ * An operator's call: it needs the token when the service has one. */
+int hamelclient_quarantine(hamelclient *c, json_t **out, hamelclient_error *err);
+
+/* DELETE /v1/quarantine/{id}: clears the quarantine of a model, which is then compiled
+ * and run again on its next request. A model that is not quarantined fails with
+ * HAMELCLIENT_E_PROBLEM, status 404. */
+int hamelclient_quarantine_clear(hamelclient *c, const char *model_id, hamelclient_error *err);
+
 /* Writes a one-line description of `err` ("422 invalid-model: ... at /x column 3")
  * into buf[size], always NUL-terminated. Returns buf. */
 char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t size);

@@ -7,6 +7,8 @@
  *   hamel remote equations FILE [--json]
  *   hamel remote job ID [--wait] [--csv|--json] [-o OUT]
  *   hamel remote cancel ID
+ *   hamel remote quarantine [--json]
+ *   hamel remote quarantine clear ID
  *
  * FILE is a case file (with "model" and "simulation"), a simulation request (with
  * "model" or "model_id"), or, where only a model is needed, a bare model. The URL
@@ -106,6 +108,9 @@ static const char remote_usage_text[] =
     "  job ID [--wait] [--csv|--json] [-o OUT]\n"
     "                                     a job's status (or, with --wait, its result)\n"
     "  cancel ID                          cancel a queued or running job\n"
+    "  quarantine [--json]                the models quarantined after their engine work\n"
+    "                                     crashed: id, name, signal, operation, since, until\n"
+    "  quarantine clear ID                clear a model's quarantine (it is run again)\n"
     "URL defaults to $HAMEL_URL, then " HAMELCLIENT_DEFAULT_URL "; T to $HAMEL_TOKEN.\n"
     "CSV columns: t, the coordinates, the speeds, then q' of each coordinate as name'.\n"
     "A wait longer than a second shows its progress on standard error when that is a\n"
@@ -817,6 +822,59 @@ static int remote_cancel(hamelclient *c, const remote_args *a)
     return REMOTE_EXIT_OK;
 }
 
+/* hamel remote quarantine [--json]: one line per quarantined model (id, name, signal,
+ * operation, since, until; "-" for what its record lacks), or the service's document. */
+static int remote_quarantine_list(hamelclient *c, const remote_args *a)
+{
+    hamelclient_error err;
+    json_t *doc = NULL;
+    int rc = hamelclient_quarantine(c, &doc, &err);
+    if (rc != HAMELCLIENT_OK)
+        return remote_fail(c, "quarantine", rc, &err);
+    json_t *list = json_object_get(doc, "quarantined");
+    if (a->json)
+        remote_print_json(stdout, doc, 0);
+    else if (json_array_size(list) == 0)
+        printf("no model is quarantined\n");
+    else {
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e)
+        {
+            static const char *const fields[] = {"model_id",  "model_name",     "signal",
+                                                 "operation", "quarantined_at", "quarantined_until"};
+            for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+                printf("%s%s", k ? "  " : "", remote_str(e, fields[k], "-"));
+            putchar('\n');
+        }
+    }
+    if (json_is_true(json_object_get(doc, "truncated")))
+        fprintf(stderr, "hamel remote: more models are quarantined than the service lists (%zu shown)\n",
+                json_array_size(list));
+    json_decref(doc);
+    return REMOTE_EXIT_OK;
+}
+
+/* hamel remote quarantine clear ID */
+static int remote_quarantine_clear(hamelclient *c, const remote_args *a)
+{
+    hamelclient_error err;
+    int rc = hamelclient_quarantine_clear(c, a->pos[2], &err);
+    if (rc != HAMELCLIENT_OK)
+        return remote_fail(c, a->pos[2], rc, &err);
+    printf("cleared %s\n", a->pos[2]);
+    return REMOTE_EXIT_OK;
+}
+
+static int remote_quarantine(hamelclient *c, const remote_args *a)
+{
+    if (a->npos == 1)
+        return remote_quarantine_list(c, a);
+    if (a->npos == 3 && strcmp(a->pos[1], "clear") == 0)
+        return remote_quarantine_clear(c, a);
+    return remote_usage("quarantine takes nothing (the list) or clear ID");
+}
+
 int hamelclient_remote_main(int argc, char **argv)
 {
     remote_args a;
@@ -841,6 +899,7 @@ int hamelclient_remote_main(int argc, char **argv)
         {"linearize", remote_linearize},
         {"evaluate", remote_evaluate},
         {"batch", remote_batch},
+        {"quarantine", remote_quarantine},
     };
     int (*fn)(hamelclient *, const remote_args *) = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

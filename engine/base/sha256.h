@@ -1,15 +1,13 @@
 /* sha256.h — the engine's hashing: SHA-256 and HMAC-SHA256 for model ids, request keys
  * and the native code cache's names and records, done by OpenSSL's libcrypto (the
- * project's chosen library for hashing; we do not write our own). libcrypto is
- * initialised once, on first use, without reading its configuration files
- * (OPENSSL_INIT_NO_LOAD_CONFIG), and the SHA-256 method is fetched once, so a one-shot
- * `hamel run` pays neither openssl.cnf nor a fetch per digest (issue 19, item 3).
+ * project's chosen library for hashing; we do not write our own digest). The digest is
+ * libcrypto's SHA-256 code called directly, without EVP: nothing to initialise, no
+ * configuration file read, no provider table built, so a one-shot `hamel run` pays for
+ * the digest alone (issue 19, item 3). HMAC is RFC 2104 over that digest.
  *
- * A sha256_ctx is owned by the caller: init, any number of updates, final (which frees
- * what init allocated). Every function is thread-safe on distinct contexts. Running out
- * of memory inside libcrypto while hashing aborts the process: there is no digest to
- * give back, and a made-up one could name another model.
- */
+ * A sha256_ctx is owned by the caller, on its stack: init, any number of updates,
+ * final (which clears it). Every function is thread-safe on distinct contexts.
+ * */
 #ifndef HAMEL_SHA256_H
 #define HAMEL_SHA256_H
 
@@ -20,7 +18,7 @@
 #define SHA256_BLOCK_BYTES 64 /* the compression function's block */
 
 typedef struct sha256_ctx {
-    void *evp; /* libcrypto's EVP_MD_CTX */
+    uint64_t state[16]; /* libcrypto's SHA256_CTX (112 bytes), opaque here */
 } sha256_ctx;
 
 /* Starts a digest. */

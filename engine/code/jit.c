@@ -974,8 +974,18 @@ static void jit__split_part(const tape *t, const jit_inputs *map, const jit_func
                             int bi, jit_buf *b)
 {
     int lo = sp->cut[bi], hi = sp->cut[bi + 1];
-    jit__buf_printf(b, "__attribute__((noinline)) static void %s_%d(%s, double *v)\n{\ndouble x, r;\n",
-                    fn->name, bi, fn->params);
+    if (fn->unit_parts > 0 && sp->nb > fn->unit_parts) { /* parts in several units */
+        if (bi > 0 && bi % fn->unit_parts == 0) {
+            jit__buf_str(b, JIT_UNIT_MARK);
+            jit__prelude(b);
+        }
+        jit__buf_printf(b, "__attribute__((noinline, visibility(\"hidden\"))) void %s_%d(%s, double *v)\n",
+                        fn->name, bi, fn->params);
+    } else {
+        jit__buf_printf(b, "__attribute__((noinline)) static void %s_%d(%s, double *v)\n", fn->name, bi,
+                        fn->params);
+    }
+    jit__buf_printf(b, "{\ndouble x, r;\n");
     for (int i = lo; i < hi && !b->err; i++) {
         int ops[2], no = jit__operands(t, sp->partner, i, ops);
         for (int k = 0; k < no; k++)
@@ -989,7 +999,7 @@ static void jit__split_part(const tape *t, const jit_inputs *map, const jit_func
         int j = sp->partner[i]; /* the later half of a pair is written with the first */
         if (sp->home[i] == bi && sp->vix[i] >= 0)
             jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[i], i);
-        if (j > i && sp->vix[j] >= 0)
+        if (j >= hi && sp->vix[j] >= 0) /* (one in this part is stored at its place) */
             jit__buf_printf(b, "v[%d] = s%d;\n", sp->vix[j], j);
     }
     jit__buf_printf(b, "%s}\n", bi == sp->nb - 1 && fn->epilogue ? fn->epilogue : "");
@@ -1008,6 +1018,10 @@ static void jit__split(const tape *t, const jit_inputs *map, const jit_function 
         jit__split_part(t, map, fn, &sp, bi, b);
     int nv = sp.nv ? sp.nv : 1,
         on_stack = nv <= (fn->stack_values > 0 ? fn->stack_values : JIT_SPLIT_STACK_VALUES);
+    if (fn->unit_parts > 0 && sp.nb > fn->unit_parts) /* the parts, some from other units */
+        for (int bi = 0; bi < sp.nb; bi++)
+            jit__buf_printf(b, "__attribute__((visibility(\"hidden\"))) void %s_%d(%s, double *v);\n",
+                            fn->name, bi, fn->params);
     jit__buf_printf(b, "void %s(%s)\n{\n", fn->name, fn->params);
     if (on_stack)
         jit__buf_printf(b, "double v[%d];\n", nv);

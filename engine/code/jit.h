@@ -92,7 +92,14 @@ typedef struct jit_function {
                              its shared values (see below), or NULL */
     int block;            /* most slots per part of a split function; 0: never split */
     int stack_values;     /* most shared values kept on the stack (0: JIT_SPLIT_STACK_VALUES) */
+    int unit_parts;       /* most parts in one translation unit (0: all in one) */
 } jit_function;
+
+/* Where a split function's source begins a new translation unit (then the libm
+ * prototypes again): each unit is compiled on its own (cc a.c b.c ...), so the compiler's
+ * memory is bounded by a unit's size however long the tape; the parts are then hidden
+ * global functions, declared before fn in the last unit. */
+#define JIT_UNIT_MARK "/* hamel: next unit */\n"
 
 /* Values shared by the parts of a split function live in an array on its stack up to
  * this many (128 KiB), else on the heap. */

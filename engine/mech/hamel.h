@@ -110,7 +110,11 @@ int hamel_bh_residual(hamel_ws *w, double t, const double *y, const double *udot
 void hamel_ws_select(hamel_ws *w, const int *cols);
 
 /* The 1-norm condition number of Psi (with the selection in force) and its
- * determinant at (t, q). Returns 0, or -1 (cond = inf) where Psi is singular. */
+ * determinant at (t, q). Returns 0, or -1 (cond = inf) where Psi is singular. With the
+ * model's own speeds and Psi's block structure (model.h: sparse) it is computed on the
+ * blocks, each column of Psi^-1 through the blocks it reaches only (O(n^2) at most,
+ * rather than a dense LU and n solves: the watch calls it after every step); the same
+ * number up to rounding. */
 int hamel_psi_condition(hamel_ws *w, double t, const double *q, double *cond, double *det);
 
 /* The best-conditioned choice of k velocities as speeds at (t, q): QR with column

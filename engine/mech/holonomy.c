@@ -33,10 +33,11 @@ int holonomy_flags(struct engine_model *m)
     size_t n3 = (size_t)n * n * n, n2 = (size_t)n * n;
     double *in = calloc(m->n_in, sizeof *in), *work = calloc(m->work_len + 1, sizeof *work);
     double *psi = calloc(n2 + n, sizeof *psi), *dpsi = calloc(n3 + 2 * n2, sizeof *dpsi);
+    double *dpsi_c = calloc(model_dpsi_count(m) + 1, sizeof *dpsi_c);
     double *a = calloc(N, sizeof *a), *da = calloc((size_t)N * N, sizeof *da);
     int *sup = calloc(N, sizeof *sup);
-    if (!in || !work || !psi || !dpsi || !a || !da || !sup) {
-        free(in), free(work), free(psi), free(dpsi), free(a), free(da), free(sup);
+    if (!in || !work || !psi || !dpsi || !dpsi_c || !a || !da || !sup) {
+        free(in), free(work), free(psi), free(dpsi), free(dpsi_c), free(a), free(da), free(sup);
         return -1;
     }
     for (int j = 0; j < m->nc; j++)
@@ -44,7 +45,7 @@ int holonomy_flags(struct engine_model *m)
     for (int p = 0; p < HOL_POINTS; p++) {
         model_test_point(m, 21 + p, in);
         tape_run(m->tape_psi, in, work, psi);
-        tape_run(m->tape_dpsi, in, work, dpsi);
+        model_run_dpsi(m, in, work, dpsi_c, dpsi);
         for (int c = 0; c < m->nc; c++) {
             model_constraint *mc = &m->cons[c];
             if (!mc->holonomic)
@@ -103,7 +104,7 @@ int holonomy_flags(struct engine_model *m)
                     }
         }
     }
-    free(in), free(work), free(psi), free(dpsi), free(a), free(da), free(sup);
+    free(in), free(work), free(psi), free(dpsi), free(dpsi_c), free(a), free(da), free(sup);
     return 0;
 }
 

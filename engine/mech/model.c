@@ -123,6 +123,9 @@ static void model_free(struct engine_model *m)
     geom_free(m);
     tape_free(m->tape_mult);
     tape_free(m->tape_dpsi);
+    free(m->dpsi_at);
+    free(m->dpsi_pair_ptr);
+    free(m->dpsi_pair);
     tape_free(m->tape_fast);
     native_release(m->native);
     tape_free(m->tape_pos);
@@ -1581,26 +1584,122 @@ int model_build_dynamics(struct model_build *b)
 }
 
 /* Hamel coefficient pieces: dPsi/dq, dPsi/dt, dPsi_t/dq. */
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* dpsi_pair_ptr, dpsi_pair (model.h) from dpsi_at; -1 when out of memory. */
+static int dpsi_pairs(struct engine_model *m, size_t cnt)
+{
+    int n = m->n;
+    size_t n2 = (size_t)n * n, n3 = n2 * n, t = 0;
+    m->dpsi_pair_ptr = calloc(n + 1, sizeof *m->dpsi_pair_ptr);
+    m->dpsi_pair = calloc(2 * cnt + 1, sizeof *m->dpsi_pair);
+    if (!m->dpsi_pair_ptr || !m->dpsi_pair)
+        return -1;
+    /* counts by row j, then the pairs (i, k) and (k, i) of each place (j, i, k) */
+    for (size_t o = 0; o < cnt; o++)
+        if ((size_t)m->dpsi_at[o] < n3)
+            m->dpsi_pair_ptr[m->dpsi_at[o] / n2 + 1] += 2;
+    for (int j = 0; j < n; j++)
+        m->dpsi_pair_ptr[j + 1] += m->dpsi_pair_ptr[j];
+    int *fill = calloc(n + 1, sizeof *fill);
+    if (!fill)
+        return -1;
+    for (size_t o = 0; o < cnt; o++) {
+        size_t p = (size_t)m->dpsi_at[o];
+        if (p >= n3)
+            continue;
+        int j = (int)(p / n2), i = (int)(p / n % n), k = (int)(p % n);
+        int *row = m->dpsi_pair + m->dpsi_pair_ptr[j];
+        row[fill[j]++] = i * n + k;
+        row[fill[j]++] = k * n + i;
+    }
+    free(fill);
+    /* increasing and distinct, packed */
+    for (int j = 0; j < n; j++) {
+        int *row = m->dpsi_pair + m->dpsi_pair_ptr[j], len = m->dpsi_pair_ptr[j + 1] - m->dpsi_pair_ptr[j];
+        qsort(row, (size_t)len, sizeof *row, cmp_int);
+        m->dpsi_pair_ptr[j] = (int)t;
+        for (int x = 0; x < len; x++)
+            if (x == 0 || row[x] != row[x - 1])
+                m->dpsi_pair[t++] = row[x];
+    }
+    m->dpsi_pair_ptr[n] = (int)t;
+    return 0;
+}
+
+/* Appends root e at dense place `at` to the entries of dPsi when it is not the number 0
+ * (expr_diff's zero); -1 when out of memory. */
+static int dpsi_push(expr ***roots, int32_t **at, size_t *cnt, size_t *cap, expr *e, expr *zero, size_t place)
+{
+    if (e == zero)
+        return 0;
+    if (*cnt == *cap) {
+        size_t nc = *cap ? 2 * *cap : 1024;
+        expr **r = realloc(*roots, nc * sizeof *r);
+        if (r)
+            *roots = r;
+        int32_t *a = r ? realloc(*at, nc * sizeof *a) : NULL;
+        if (a)
+            *at = a;
+        if (!r || !a)
+            return -1;
+        *cap = nc;
+    }
+    (*roots)[*cnt] = e;
+    (*at)[(*cnt)++] = (int32_t)place;
+    return 0;
+}
+
 int model_build_dpsi(struct model_build *b)
 {
     struct engine_model *m = b->m;
     expr_ctx *c = m->ctx;
     int n = m->n;
-    size_t cnt = (size_t)n * n * n + 2 * (size_t)n * n;
-    expr **roots = calloc(cnt, sizeof *roots);
-    if (!roots)
-        return MB_OOM;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < n; i++) {
-            for (int k = 0; k < n; k++)
-                roots[((size_t)j * n + i) * n + k] = expr_diff(c, m->psi[j * n + i], m->sym_q[k]);
-            roots[(size_t)n * n * n + j * n + i] = expr_diff(c, m->psi[j * n + i], m->sym_t);
-            roots[(size_t)n * n * n + n * n + j * n + i] = expr_diff(c, m->psi_t[j], m->sym_q[i]);
+    size_t n3 = (size_t)n * n * n, n2 = (size_t)n * n, cnt = 0, cap = 0;
+    expr **roots = NULL;
+    int32_t *at = NULL;
+    int oom = 0;
+    /* an entry of Psi that depends on no coordinate (most of them: a number) has the
+     * derivative expr_diff gives it for each q_k, zero, without n calls; only the
+     * entries that are not zero become outputs (dpsi_at), in the order of the calls */
+    expr *zero = expr_num(c, 0.0);
+    for (int j = 0; j < n && !oom; j++)
+        for (int i = 0; i < n && !oom; i++) {
+            expr *e = m->psi[j * n + i];
+            if (expr_depends_class(c, e, SYM_COORD))
+                for (int k = 0; k < n && !oom; k++)
+                    oom = dpsi_push(&roots, &at, &cnt, &cap, expr_diff(c, e, m->sym_q[k]), zero,
+                                    ((size_t)j * n + i) * n + k) < 0;
+            oom = oom || dpsi_push(&roots, &at, &cnt, &cap, expr_diff(c, e, m->sym_t), zero,
+                                   n3 + (size_t)j * n + i) < 0;
+            oom = oom || dpsi_push(&roots, &at, &cnt, &cap, expr_diff(c, m->psi_t[j], m->sym_q[i]), zero,
+                                   n3 + n2 + (size_t)j * n + i) < 0;
         }
+    if (oom) {
+        free(roots);
+        free(at);
+        return MB_OOM;
+    }
     budget_stage(b->bud, "differentiation", m->default_speeds ? "model.constraints" : "model.speeds");
     m->tape_dpsi = build_tape(m, roots, (int)cnt);
+    m->dpsi_at = at;
     free(roots);
-    return MB_OK;
+    return dpsi_pairs(m, cnt) < 0 ? MB_OOM : MB_OK;
+}
+
+int model_dpsi_count(const struct engine_model *m) { return m->tape_dpsi ? m->tape_dpsi->n_outputs : 0; }
+
+void model_run_dpsi(const struct engine_model *m, const double *in, double *work, double *scratch,
+                    double *dense)
+{
+    const tape *t = m->tape_dpsi;
+    tape_run(t, in, work, scratch);
+    for (int o = 0; o < t->n_outputs; o++)
+        dense[m->dpsi_at[o]] = scratch[o];
 }
 
 /* Position-level constraints: their values and gradients, for the initial solve, the

@@ -92,7 +92,13 @@ struct engine_model {
     tape *tape_dyn;      /* -> M upper [n(n+1)/2], g [n], b [n] */
     tape *tape_obs;      /* -> energy, f_j for every constraint [nc], p_i = dT/dq_i' [n] */
     tape *tape_mult;     /* -> J [nc*n], Df [nc] (the multipliers formulation) */
-    tape *tape_dpsi;     /* -> dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
+    tape *tape_dpsi;     /* -> the entries of dPsi that are not the number 0, one output each
+                          * (model_run_dpsi places them: dpsi_at) */
+    int32_t *dpsi_at;    /* [tape_dpsi->n_outputs] their places in the dense layout
+                          * dPsi_ji/dq_k [n^3], dPsi_ji/dt [n^2], dPsi_jt/dq_i [n^2] */
+    int *dpsi_pair_ptr;  /* [n+1]: for each row j of Psi, at dpsi_pair[ptr[j] .. ptr[j+1]) */
+    int *dpsi_pair;      /* the pairs i*n + k, increasing, where dPsi_ji/dq_k or dPsi_jk/dq_i is
+                          * not identically 0 (hamel.c's Hamel coefficients visit these only) */
     tape *tape_fast;     /* -> q' [n], M* upper [k(k+1)/2] (not when fast_mass_const),
                           * F [k] on (q, u, t): the symbolically reduced equations
                           * (reduce.h), or NULL */
@@ -152,5 +158,16 @@ tape *model_tape(const struct engine_model *m, const expr_ctx *c, expr **roots, 
 /* Fills in[n_in] with the k-th pseudo-random test configuration: q, q' and t in
  * [0.35, 1.35], parameters at their values. */
 void model_test_point(const struct engine_model *m, int k, double *in);
+
+/* dPsi at the tape inputs in, written into its dense layout dense[n^3 + 2 n^2] (model.h:
+ * dpsi_at) at the entries that are not identically 0 only: the caller clears dense once
+ * (calloc) and the zeros stay. work: m->work_len doubles; scratch: tape_dpsi->n_outputs
+ * doubles (model_dpsi_count). At n = 200 a chain of rolling disks has 160 such entries
+ * of 8 million. */
+void model_run_dpsi(const struct engine_model *m, const double *in, double *work, double *scratch,
+                    double *dense);
+
+/* The outputs of tape_dpsi (0 before it is built). */
+int model_dpsi_count(const struct engine_model *m);
 
 #endif

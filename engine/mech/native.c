@@ -222,6 +222,9 @@ static int native__inputs(const struct engine_model *m, int ni, const char *used
  * measurements (bench/bench_scale.c). */
 #define NATIVE_SPLIT_ABOVE 4000
 #define NATIVE_PART 500
+/* Parts per translation unit: each unit is compiled on its own, so the compiler's peak
+ * memory is a unit's (16,000 slots: about 100 MB), whatever the size of the tape. */
+#define NATIVE_UNIT_PARTS 32
 
 static int native__block(const tape *t)
 {
@@ -249,7 +252,8 @@ static char *native__source_f(const tape *t, char **ex_in, double *val)
                        .args = "in, out",
                        .epilogue = epi,
                        .on_nomem = nomem,
-                       .block = native__block(t)};
+                       .block = native__block(t),
+                       .unit_parts = NATIVE_UNIT_PARTS};
     char *src_f = jit_source(t, &map, &fn, 1, NULL);
     free(epi);
     return src_f;
@@ -299,7 +303,8 @@ static char *native__source_g(const struct engine_model *m, const tape *t, char 
                                .args = "t, y, dydt",
                                .epilogue = epi,
                                .on_nomem = nomem,
-                               .block = native__block(t)};
+                               .block = native__block(t),
+                               .unit_parts = NATIVE_UNIT_PARTS};
             src_g = jit_source(t, &map, &fn, 0, NULL);
             free(epi);
         }
@@ -357,15 +362,22 @@ static double native__now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Runs the compiler on c_path into so_path; 0 on success. */
-static int native__cc(const char *c_path, const char *so_path)
+/* Runs the compiler on the n sources c_paths (each a translation unit of its own) into
+ * so_path; 0 on success. */
+static int native__cc(char *const *c_paths, int n, const char *so_path)
 {
     const char *cc = getenv("HAMEL_CC");
     if (!cc || !*cc)
         cc = "cc";
-    char *argv[] = {(char *)cc,        "-O2", "-fPIC", "-shared", "-ffp-contract=off",
-                    "-fno-math-errno", "-w",  "-pipe", "-o",      (char *)so_path,
-                    (char *)c_path,    "-lm", NULL};
+    char *flags[] = {(char *)cc,        "-O2", "-fPIC", "-shared", "-ffp-contract=off",
+                     "-fno-math-errno", "-w",  "-pipe", "-o",      (char *)so_path};
+    int nf = (int)(sizeof flags / sizeof flags[0]);
+    char **argv = calloc((size_t)(nf + n + 2), sizeof *argv);
+    if (!argv)
+        return -1;
+    memcpy(argv, flags, sizeof flags);
+    memcpy(argv + nf, c_paths, (size_t)n * sizeof *argv);
+    argv[nf + n] = "-lm";
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -374,6 +386,7 @@ static int native__cc(const char *c_path, const char *so_path)
     pid_t pid;
     int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    free(argv);
     if (rc != 0)
         return -1;
     atomic_store(&native_child, (int)pid);
@@ -396,6 +409,42 @@ static int native__cc(const char *c_path, const char *so_path)
     }
     atomic_store(&native_child, 0);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Writes src as its translation units (split at JIT_UNIT_MARK) to <stem>-<i>.c and
+ * compiles them into so_path; the sources are removed. 0 on success. */
+static int native__compile(const char *src, const char *stem, const char *so_path)
+{
+    int n = 1, ok = 1;
+    for (const char *q = src; (q = strstr(q, JIT_UNIT_MARK)) != NULL; q += strlen(JIT_UNIT_MARK))
+        n++;
+    char **paths = calloc((size_t)n, sizeof *paths);
+    if (!paths)
+        return -1;
+    const char *at = src;
+    for (int i = 0; i < n && ok; i++) {
+        const char *end = strstr(at, JIT_UNIT_MARK);
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        size_t pl = strlen(stem) + 16;
+        FILE *fp = NULL;
+        paths[i] = malloc(pl);
+        if (paths[i]) {
+            snprintf(paths[i], pl, "%s-%d.c", stem, i);
+            fp = fopen(paths[i], "w");
+        }
+        ok = fp && fwrite(at, 1, len, fp) == len;
+        if (fp && fclose(fp) != 0)
+            ok = 0;
+        at = end ? end + strlen(JIT_UNIT_MARK) : at + len;
+    }
+    ok = ok && native__cc(paths, n, so_path) == 0;
+    for (int i = 0; i < n; i++) {
+        if (paths[i])
+            unlink(paths[i]);
+        free(paths[i]);
+    }
+    free(paths);
+    return ok ? 0 : -1;
 }
 
 /* ---- what the cache holds: objects signed by the server that built them -------------- */
@@ -682,22 +731,17 @@ static int native__build(struct engine_model *m, const char *dir)
     }
     if (!c && key_len) {
         unsigned seq = atomic_fetch_add(&native_seq, 1);
-        snprintf(tmp_c, sizeof tmp_c, "%s/.tmp-%ld-%u.c", dir, (long)getpid(), seq);
+        snprintf(tmp_c, sizeof tmp_c, "%s/.tmp-%ld-%u", dir, (long)getpid(), seq);
         snprintf(tmp_so, sizeof tmp_so, "%s/.tmp-%ld-%u.so", dir, (long)getpid(), seq);
-        FILE *fp = fopen(tmp_c, "w");
-        int wrote = fp && fputs(src, fp) >= 0;
-        if (fp && fclose(fp) != 0)
-            wrote = 0;
         /* The compiler's output is read once; those bytes are signed, renamed into place
          * and loaded (from memory), so a file swapped in meanwhile is never the one run. */
         /* 0600 first: under a umask of 0 the compiler's output would be writable by all */
-        unsigned char *obj = wrote && native__cc(tmp_c, tmp_so) == 0 && chmod(tmp_so, 0600) == 0
+        unsigned char *obj = native__compile(src, tmp_c, tmp_so) == 0 && chmod(tmp_so, 0600) == 0
                                  ? native__read_private(tmp_so, NATIVE_MAX_OBJECT_BYTES, &len)
                                  : NULL;
         if (obj && native__sign(so_path, key, key_len, obj, len) == 0 && rename(tmp_so, so_path) == 0)
             c = native__load(m, obj, len);
         free(obj);
-        unlink(tmp_c);
         unlink(tmp_so);
         if (atomic_fetch_add(&native_builds, 1) % 64 == 0)
             native__prune(dir);

@@ -29,7 +29,8 @@ trap 'exit 130' INT TERM
 
 mkdir -p "$work/data"
 : >"$work/server.log"
-HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/data" "$srv" >"$work/server.log" 2>&1 &
+# HAMEL_TEST_FAULTS=1: a model named __fault_segv__ crashes the engine (the quarantine's check)
+HAMEL_TEST_FAULTS=1 HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/data" "$srv" >"$work/server.log" 2>&1 &
 pid=$!
 port=
 tries=0
@@ -70,6 +71,19 @@ has() { grep -Eq -- "$2" "$1" || { echo "no /$2/ in $1:"; head -c 800 "$1"; retu
 # ---- loading: a local run does not load libcurl (issue 19) -------------------------
 no_curl() { ! LD_TRACE_LOADED_OBJECTS=1 "$hamel" | grep -q libcurl; }
 check "hamel does not load libcurl (remote is hamel-remote)" no_curl
+
+# ---- reading FILE: read whole, parsed from memory; errors as jansson reports them ----
+bad_json() {
+  printf '{"model": {"a": 1,\n  "b": [1, 2,\n  ' >"$work/trunc.json"
+  expect_exit 1 "$hamel" run "$work/trunc.json" || return 1
+  jq -e --arg p "$work/trunc.json:3" '.type == "/problems/bad-json" and .errors[0].path == $p
+    and .errors[0].column == 2 and .errors[0].reason == "'"']' expected near end of file"'"' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" run - <"$work/trunc.json" || return 1
+  jq -e '.errors[0].path == "-:3" and .errors[0].column == 2' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" run "$work/no-such.json" || return 1
+  jq -e '.errors[0].reason | startswith("unable to open")' "$work/err" >/dev/null
+}
+check "hamel run of a truncated or missing file: exit 1, the line and column (file or stdin)" bad_json
 
 # ---- remote through the helper program ---------------------------------------------
 remote_run() {
@@ -265,6 +279,26 @@ remote_batch_invalid() {
   expect_exit 1 "$hamel" remote --url "$url" batch "$work/batch-bad.json" && has "$work/err" 'runs\[0\]'
 }
 check "hamel remote batch with an invalid run exits 1 naming runs[0]" remote_batch_invalid
+
+# ---- remote quarantine: listed and cleared ---------------------------------------------
+jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"
+remote_quarantine() {
+  expect_exit 0 "$hamel" remote --url "$url" quarantine && has "$work/out" '^no model is quarantined$' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/fault.json" --json || return 1
+  id=$(jq -r 'select(.type == "/problems/engine-fault") | .model_id' "$work/err")
+  [ -n "$id" ] || return 1
+  expect_exit 0 "$hamel" remote --url "$url" quarantine || return 1
+  has "$work/out" "^$id  __fault_segv__  SIGSEGV  compiling  [0-9-]{10}T[0-9:]{8}Z  [0-9-]{10}T[0-9:]{8}Z$" || return 1
+  [ "$(wc -l <"$work/out")" = 1 ] || return 1
+  expect_exit 0 "$hamel" remote --url "$url" quarantine --json || return 1
+  jq -e --arg id "$id" '.count == 1 and .truncated == false and .quarantined[0].model_id == $id' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" remote --url "$url" quarantine clear "$id" && has "$work/out" "^cleared $id$" || return 1
+  expect_exit 1 "$hamel" remote --url "$url" quarantine clear "$id" && has "$work/err" '404 not-found' || return 1
+  expect_exit 0 "$hamel" remote --url "$url" quarantine && has "$work/out" '^no model is quarantined$' || return 1
+  expect_exit 2 "$hamel" remote --url "$url" quarantine clear && has "$work/err" 'quarantine takes nothing' &&
+    expect_exit 2 "$hamel" remote --url "$url" quarantine clear 'a/b' && has "$work/err" 'not a valid model id'
+}
+check "hamel remote quarantine lists a crashed model; quarantine clear ID clears it (again: exit 1)" remote_quarantine
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -17,8 +17,8 @@
  * the running one finishes and new ones run; results in Redis keep their bounds; with
  * Redis held (SIGSTOP), an instance with one poll thread answers /v1/health while its
  * /readyz waits for Redis; a model the engine crashed on through one instance
- * (HAMEL_TEST_FAULTS=1) is answered from the quarantine by every other, until it is
- * cleared through any.
+ * (HAMEL_TEST_FAULTS=1) is answered from the quarantine by every other and listed by
+ * every GET /v1/quarantine, until it is cleared through any.
  *
  * The suite cluster_auth starts redis-server with a password and an ACL user: two
  * servers, one on each, share database 2; a wrong password and rediss:// are refused
@@ -543,6 +543,30 @@ Test(cluster, a_job_that_outlives_its_instances_twice_fails_instead_of_running_a
     json_decref(req);
 }
 
+/* Whether GET /v1/quarantine through s lists the model with this id (with its name and
+ * signal). */
+static int quarantine_lists(const harness_server *s, const char *id)
+{
+    harness_resp r = call(s, "GET", "/v1/quarantine", NULL);
+    cr_assert_eq(r.status, 200, "%ld %s", r.status, r.body);
+    int found = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(r.json, "quarantined"), i, e)
+    {
+        const char *mid = str(e, "model_id");
+        cr_assert(mid, "every entry has its model_id: %s", r.body);
+        if (strcmp(mid, id) != 0)
+            continue;
+        found = 1;
+        cr_assert_str_eq(str(e, "model_name"), "__fault_abort__", "%s", r.body);
+        cr_assert_str_eq(str(e, "signal"), "SIGABRT", "%s", r.body);
+        cr_assert(str(e, "quarantined_at") && str(e, "quarantined_until"), "%s", r.body);
+    }
+    harness_resp_free(&r);
+    return found;
+}
+
 /* A model the engine crashes on (the test hook) through one instance is quarantined on
  * all: the others answer its 500 engine-fault at once, no worker of theirs dies. */
 Test(cluster, a_poison_model_does_not_walk_from_instance_to_instance)
@@ -566,6 +590,8 @@ Test(cluster, a_poison_model_does_not_walk_from_instance_to_instance)
         harness_resp_free(&r);
     }
     cr_assert_eq(metric_sum("hamel_engine_faults_total"), 1, "no instance ran it again");
+    for (int i = 0; i < CLUSTER_N; i++)
+        cr_assert(quarantine_lists(&srv[i], id), "instance %d lists the model (from Redis)", i);
 
     /* cleared through one instance, it is run again through another (and, the hook on,
      * crashes its worker again) */
@@ -575,6 +601,7 @@ Test(cluster, a_poison_model_does_not_walk_from_instance_to_instance)
     cr_assert_eq(r.status, 204, "%ld %s", r.status, r.body);
     harness_resp_free(&r);
     harness_nap(1500); /* past what another instance holds in memory of a record it read */
+    cr_assert(!quarantine_lists(&srv[0], id), "cleared: no instance lists it");
     r = call(&srv[2], "POST", "/v1/simulations?wait=30", req);
     cr_assert_eq(r.status, 500, "%ld %s", r.status, r.body);
     harness_resp_free(&r);

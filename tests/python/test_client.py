@@ -206,6 +206,23 @@ def test_a_server_with_a_token(case):
     assert r.ok and len(r.t) == 11
 
 
+def test_quarantine_lists_a_crashed_model_and_clear_quarantine_clears_it(client, case):
+    bad = dict(copy.deepcopy(case["model"]), name="__fault_segv__")  # the server's HAMEL_TEST_FAULTS hook
+    with pytest.raises(hamel.HamelError) as info:
+        client.models.create(bad)
+    assert info.value.status == 500 and info.value.code == "engine-fault", info.value.problem
+    mid = info.value.problem["model_id"]
+    listed = [q for q in client.quarantine() if q["model_id"] == mid]
+    assert len(listed) == 1, client.quarantine()
+    assert listed[0]["model_name"] == "__fault_segv__" and listed[0]["signal"] == "SIGSEGV"
+    assert listed[0]["quarantined_at"] < listed[0]["quarantined_until"]
+    client.clear_quarantine(mid)
+    assert all(q["model_id"] != mid for q in client.quarantine())
+    with pytest.raises(hamel.HamelError) as info:
+        client.clear_quarantine(mid)
+    assert info.value.status == 404
+
+
 def test_no_server_is_a_hamel_error():
     with pytest.raises(hamel.HamelError) as info:
         hamel.Client("http://127.0.0.1:9", timeout=2).health()

@@ -9,9 +9,9 @@
  * the model, while a job of another model running at the same time finishes and the
  * server goes on answering; the model is then quarantined: answered at once (no worker
  * dies again: hamel_engine_faults_total stays), after a restart on the same HAMEL_DATA
- * too, until DELETE /v1/quarantine/{id} clears it. Without HAMEL_TEST_FAULTS the names
- * mean nothing. A worker killed from outside between calls is replaced, and that is no
- * model's fault.
+ * too, and listed by GET /v1/quarantine, until DELETE /v1/quarantine/{id} clears it. Without
+ * HAMEL_TEST_FAULTS the names mean nothing. A worker killed from outside between calls is replaced, and that
+ * is no model's fault.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -150,6 +150,39 @@ static void long_job_finishes(const char *job)
     cr_assert_str_eq(last, "done", "the other model's job finished");
 }
 
+/* Whether GET /v1/quarantine lists the model with this id: 1 with its entry checked
+ * (its name, signal, operation and both dates), 0 when it is not listed. */
+static int listed(harness_server *s, const char *id, const char *name, const char *signal)
+{
+    harness_resp r = {0};
+    cr_assert_eq(request(s, "GET", "/v1/quarantine", NULL, &r), 200, "%s", r.body);
+    json_t *list = json_object_get(r.json, "quarantined");
+    cr_assert(json_is_array(list), "%s", r.body);
+    cr_assert_eq(json_integer_value(json_object_get(r.json, "count")), (json_int_t)json_array_size(list),
+                 "%s", r.body);
+    cr_assert(json_is_false(json_object_get(r.json, "truncated")), "%s", r.body);
+    int found = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const char *mid = json_string_value(json_object_get(e, "model_id"));
+        cr_assert(mid, "every entry has its model_id: %s", r.body);
+        if (strcmp(mid, id) != 0)
+            continue;
+        found = 1;
+        cr_assert_str_eq(json_string_value(json_object_get(e, "model_name")), name, "%s", r.body);
+        cr_assert_str_eq(json_string_value(json_object_get(e, "signal")), signal, "%s", r.body);
+        cr_assert_str_eq(json_string_value(json_object_get(e, "operation")), "running", "%s", r.body);
+        const char *at = json_string_value(json_object_get(e, "quarantined_at"));
+        const char *until = json_string_value(json_object_get(e, "quarantined_until"));
+        cr_assert(at && until && strlen(at) == 20 && strcmp(at, until) < 0, "a day from at to until: %s",
+                  r.body);
+    }
+    harness_resp_free(&r);
+    return found;
+}
+
 static void healthy(harness_server *s)
 {
     harness_resp r = {0};
@@ -242,6 +275,7 @@ Test(isolate, an_abort_while_running_fails_the_job_and_quarantines_until_cleared
     snprintf(path, sizeof path, "/v1/quarantine/%s", id);
     cr_assert_eq(request(&srv, "GET", path, NULL, &r), 200, "%s", r.body);
     harness_resp_free(&r);
+    cr_assert(listed(&srv, id, "__fault_abort__", "SIGABRT"), "GET /v1/quarantine lists the model");
 
     /* after a restart on the same data: still quarantined, at once */
     int status;
@@ -255,12 +289,15 @@ Test(isolate, an_abort_while_running_fails_the_job_and_quarantines_until_cleared
     cr_assert_str_eq(again, id);
     harness_resp_free(&r);
     cr_assert_eq(faults(&srv2), 0, "answered from the stored quarantine");
+    cr_assert(listed(&srv2, id, "__fault_abort__", "SIGABRT"),
+              "listed after a restart (read from the store)");
 
     /* an operator clears it: the model is run again (and, the hook still on, faults again) */
     cr_assert_eq(request(&srv2, "DELETE", path, NULL, &r), 204, "%s", r.body);
     harness_resp_free(&r);
     cr_assert_eq(request(&srv2, "DELETE", path, NULL, &r), 404, "%s", r.body);
     harness_resp_free(&r);
+    cr_assert(!listed(&srv2, id, "__fault_abort__", "SIGABRT"), "no longer listed once cleared");
     request(&srv2, "POST", "/v1/simulations?wait=30", sim, &r);
     assert_fault(&r, "__fault_abort__", "SIGABRT", again);
     harness_resp_free(&r);
@@ -342,16 +379,24 @@ Test(isolate, the_fault_names_mean_nothing_without_the_test_flag, .fini = teardo
     cr_assert_eq(faults(&srv), 0);
 }
 
-Test(isolate, clearing_a_quarantine_needs_the_token, .fini = teardown, .timeout = 120)
+Test(isolate, listing_and_clearing_a_quarantine_need_the_token, .fini = teardown, .timeout = 120)
 {
     const char *env[] = {"HAMEL_TEST_FAULTS=1", "HAMEL_TOKEN=sesame", NULL};
     start(&srv, env);
     harness_resp r = {0};
     cr_assert_eq(request(&srv, "DELETE", "/v1/quarantine/sha256:00", NULL, &r), 401, "%s", r.body);
     harness_resp_free(&r);
+    cr_assert_eq(request(&srv, "GET", "/v1/quarantine", NULL, &r), 401, "%s", r.body);
+    cr_assert_null(json_object_get(r.json, "quarantined"), "nothing of the list without the token: %s",
+                   r.body);
+    harness_resp_free(&r);
     const char *auth[] = {"Authorization: Bearer sesame", NULL};
     cr_assert_eq(harness_request(&srv, "DELETE", "/v1/quarantine/sha256:00", NULL, auth, &r), CURLE_OK);
     cr_assert_eq(r.status, 404, "%s", r.body);
+    harness_resp_free(&r);
+    cr_assert_eq(harness_request(&srv, "GET", "/v1/quarantine", NULL, auth, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_eq(json_array_size(json_object_get(r.json, "quarantined")), 0, "%s", r.body);
     harness_resp_free(&r);
 }
 

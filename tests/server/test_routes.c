@@ -81,13 +81,20 @@ Test(routes, methods_allow_and_preflight_come_from_one_table)
     }
 }
 
-Test(routes, an_id_segment_reaches_its_handler_decoded)
+Test(routes, an_id_segment_reaches_its_handler_decoded_once)
 {
     /* "%61bc" decodes to "abc": the jobs handler sees the decoded id (no such job). */
     harness_resp r;
     cr_assert_eq(harness_request(&srv, "GET", "/v1/jobs/%61bc", NULL, NULL, &r), CURLE_OK);
     cr_assert_eq(r.status, 404);
     const char *detail = json_string_value(json_object_get(r.json, "detail"));
+    cr_assert(detail && strstr(detail, "no job"), "the jobs handler answered: %s", r.body);
+    harness_resp_free(&r);
+    /* decoded once, by libmicrohttpd: "a%252Fb" is the id "a%2Fb" (decoded twice it was
+     * "a/b", a path no row matches, and "%2561bc" was "abc") */
+    cr_assert_eq(harness_request(&srv, "GET", "/v1/jobs/a%252Fb", NULL, NULL, &r), CURLE_OK);
+    cr_assert_eq(r.status, 404);
+    detail = json_string_value(json_object_get(r.json, "detail"));
     cr_assert(detail && strstr(detail, "no job"), "the jobs handler answered: %s", r.body);
     harness_resp_free(&r);
     cr_assert_eq(harness_request(&srv, "GET", "/v1/batches/abc", NULL, NULL, &r), CURLE_OK);

@@ -808,22 +808,33 @@ Test(jit, split_source_matches_interpreter)
     }
 }
 
-/* Compiles src with the system compiler as the native tier does; the loaded object's f,
- * or NULL when there is no compiler. *dl to dlclose. */
+/* Compiles src with the system compiler as the native tier does (each translation unit,
+ * split at JIT_UNIT_MARK, in a file of its own); the loaded object's f, or NULL when
+ * there is no compiler. *dl to dlclose. */
 static tape_fn tt_cc(const char *src, const char *tag, void **dl)
 {
-    char c_path[128], so_path[128], cmd[512];
-    snprintf(c_path, sizeof c_path, "/tmp/hamel-test-jit-%ld-%s.c", (long)getpid(), tag);
+    char so_path[128], cmd[4096];
     snprintf(so_path, sizeof so_path, "/tmp/hamel-test-jit-%ld-%s.so", (long)getpid(), tag);
-    FILE *fp = fopen(c_path, "w");
-    cr_assert_not_null(fp);
-    cr_assert(fputs(src, fp) >= 0);
-    cr_assert_eq(fclose(fp), 0);
-    snprintf(cmd, sizeof cmd,
-             "cc -O2 -fPIC -shared -ffp-contract=off -fno-math-errno -w -o %s %s -lm 2>/dev/null", so_path,
-             c_path);
+    int len =
+        snprintf(cmd, sizeof cmd, "cc -O2 -fPIC -shared -ffp-contract=off -fno-math-errno -w -o %s", so_path);
+    char paths[16][128];
+    int units = 0;
+    for (const char *at = src; at && units < 16; units++) {
+        const char *end = strstr(at, JIT_UNIT_MARK);
+        snprintf(paths[units], sizeof paths[units], "/tmp/hamel-test-jit-%ld-%s-%d.c", (long)getpid(), tag,
+                 units);
+        FILE *fp = fopen(paths[units], "w");
+        cr_assert_not_null(fp);
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        cr_assert_eq(fwrite(at, 1, n, fp), n);
+        cr_assert_eq(fclose(fp), 0);
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %s", paths[units]);
+        at = end ? end + strlen(JIT_UNIT_MARK) : NULL;
+    }
+    snprintf(cmd + len, sizeof cmd - (size_t)len, " -lm 2>/dev/null");
     int rc = system(cmd);
-    unlink(c_path);
+    for (int u = 0; u < units; u++)
+        unlink(paths[u]);
     if (rc != 0) {
         unlink(so_path);
         return NULL;
@@ -839,7 +850,8 @@ static tape_fn tt_cc(const char *src, const char *tag, void **dl)
 }
 
 /* With cc -O2 (the native tier's compiler and flags), split and unsplit sources give the
- * same bits, the shared values on the stack or on the heap (stack_values 4). */
+ * same bits: the shared values on the stack or on the heap (stack_values 4), the parts in
+ * one translation unit or in several (unit_parts 3). */
 Test(jit, split_source_by_cc_matches_one_function, .timeout = 120)
 {
     if (system("command -v cc >/dev/null 2>&1") != 0)
@@ -852,44 +864,58 @@ Test(jit, split_source_by_cc_matches_one_function, .timeout = 120)
         tt_split_map(t, expr, ex, val);
         jit_inputs map = {ex, val};
         char *epi = tt_epilogue(t);
-        jit_function one = {
-            .name = "f", .params = "const double *in, double *out", .args = "in, out", .epilogue = epi};
-        jit_function parts = one, heap = one;
-        parts.block = 37;
-        heap.block = 50;
-        heap.stack_values = 4;
-        char *s1 = jit_source(t, &map, &one, 1, NULL), *s2 = jit_source(t, &map, &parts, 1, NULL),
-             *s3 = jit_source(t, &map, &heap, 1, NULL);
-        cr_assert(s1 && s2 && s3);
-        cr_assert(strstr(s2, "f_9(") && !strstr(s2, "malloc("), "parts of 37 slots, the values on the stack");
-        cr_assert(strstr(s3, "f_1(") && strstr(s3, "malloc("), "the shared values on the heap");
-        void *d1 = NULL, *d2 = NULL, *d3 = NULL;
-        tape_fn f1 = tt_cc(s1, "one", &d1), f2 = tt_cc(s2, "parts", &d2), f3 = tt_cc(s3, "heap", &d3);
-        cr_assert(f1 && f2 && f3, "cc compiles the sources");
+        jit_function fns[4] = {
+            {.name = "f", .params = "const double *in, double *out", .args = "in, out", .epilogue = epi}};
+        fns[1] = fns[2] = fns[3] = fns[0];
+        fns[1].block = 37;
+        fns[2].block = 50;
+        fns[2].stack_values = 4;
+        fns[3].block = 20;
+        fns[3].unit_parts = 3;
+        char *src[4];
+        for (int k = 0; k < 4; k++) {
+            src[k] = jit_source(t, &map, &fns[k], 1, NULL);
+            cr_assert_not_null(src[k]);
+        }
+        cr_assert(strstr(src[1], "f_9(") && !strstr(src[1], "malloc(") && !strstr(src[1], JIT_UNIT_MARK),
+                  "parts of 37 slots, the values on the stack, one unit");
+        cr_assert(strstr(src[2], "f_1(") && strstr(src[2], "malloc("), "the shared values on the heap");
+        int units = 1, parts = 0;
+        for (const char *q = src[3]; (q = strstr(q, JIT_UNIT_MARK)) != NULL; q++)
+            units++;
+        for (const char *q = src[3]; (q = strstr(q, "(noinline, visibility")) != NULL; q++)
+            parts++;
+        cr_assert(parts >= 20 && units == (parts + 2) / 3, "%d parts, 3 to a unit: %d units", parts, units);
+        void *dl[4] = {NULL};
+        tape_fn f[4];
+        const char *tags[4] = {"one", "parts", "heap", "units"};
+        for (int k = 0; k < 4; k++) {
+            f[k] = tt_cc(src[k], tags[k], &dl[k]);
+            cr_assert_not_null(f[k], "cc compiles the %s source", tags[k]);
+        }
         size_t no = (size_t)t->n_outputs;
-        double *a = calloc(no, sizeof *a), *b = calloc(no, sizeof *b), *c = calloc(no, sizeof *c);
-        cr_assert(a && b && c);
+        double *out[4];
+        for (int k = 0; k < 4; k++) {
+            out[k] = calloc(no, sizeof *out[k]);
+            cr_assert_not_null(out[k]);
+        }
         uint64_t s = seed;
         for (int r = 0; r < 20; r++) {
             double in[6];
             for (int k = 0; k < 6; k++)
                 in[k] = k < 3 ? (rng_unit(&s) - 0.5) * 4.0 : val[k];
-            f1(in, a);
-            f2(in, b);
-            f3(in, c);
-            for (size_t k = 0; k < no; k++)
-                cr_assert(same(b[k], a[k]) && same(c[k], a[k]), "seed %llu: output %zu: %.17g, %.17g, %.17g",
-                          (unsigned long long)seed, k, a[k], b[k], c[k]);
+            for (int k = 0; k < 4; k++)
+                f[k](in, out[k]);
+            for (int k = 1; k < 4; k++)
+                for (size_t o = 0; o < no; o++)
+                    cr_assert(same(out[k][o], out[0][o]), "seed %llu, %s: output %zu: %.17g != %.17g",
+                              (unsigned long long)seed, tags[k], o, out[k][o], out[0][o]);
         }
-        free(a);
-        free(b);
-        free(c);
-        dlclose(d1);
-        dlclose(d2);
-        dlclose(d3);
-        free(s1);
-        free(s2);
-        free(s3);
+        for (int k = 0; k < 4; k++) {
+            free(out[k]);
+            dlclose(dl[k]);
+            free(src[k]);
+        }
         free(epi);
         tape_free(t);
     }

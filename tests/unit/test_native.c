@@ -148,38 +148,39 @@ Test(native, disk_runs_native_and_agrees_with_tcc, .timeout = 120)
     nt_cleanup();
 }
 
-/* A tape past the size written as one function (the bicycle's, 6,593 slots) is built as
- * parts (the source the compiler gets has them), loads, and its right-hand side agrees
- * with the first tier's. */
-Test(native, long_tape_is_built_in_parts, .timeout = 180)
+/* Builds m's native code in a fresh cache with HAMEL_CC a wrapper that notes what the
+ * compiler got: *parts when a source has parts, *units the most sources of one run. */
+static void nt_build_noting(engine_model *m, int *parts, int *units)
 {
     nt_fresh_dir();
-    char wrap[400], mark[400];
+    char wrap[400], note[400];
     snprintf(wrap, sizeof wrap, "%s.cc.sh", nt_dir);
-    snprintf(mark, sizeof mark, "%s.parts", nt_dir);
+    snprintf(note, sizeof note, "%s.note", nt_dir);
     FILE *fp = fopen(wrap, "w");
     cr_assert_not_null(fp);
     fprintf(fp,
-            "#!/bin/sh\nfor a; do case \"$a\" in *.c) grep -q 'static void f_1(' \"$a\" && : > '%s';; esac; "
-            "done\nexec cc \"$@\"\n",
-            mark);
+            "#!/bin/sh\nn=0; p=0\nfor a; do case \"$a\" in *.c) n=$((n + 1)); grep -q 'void f_1(' \"$a\" && "
+            "p=1;; esac; done\necho \"$p $n\" >> '%s'\nexec cc \"$@\"\n",
+            note);
     cr_assert_eq(fclose(fp), 0);
     cr_assert_eq(chmod(wrap, 0700), 0);
     setenv("HAMEL_CC", wrap, 1);
-    json_t *c = support_load_file("bench/models/whipple-hand.json");
-    engine_model *m = NULL;
-    json_t *problem = NULL;
-    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
-    cr_assert(m->tape_fast && m->tape_fast->n_ins > 4000, "a long tape");
-    hamel_ws *w1 = hamel_ws_new(m, m->param_values);
-    cr_assert_not_null(w1);
     native_schedule(m);
     cr_assert_eq(native_wait(m, 150), NATIVE_READY, "the native build finished");
-    cr_expect_eq(access(mark, F_OK), 0, "the compiler got the source in parts");
+    fp = fopen(note, "r");
+    cr_assert_not_null(fp, "the compiler ran");
+    cr_assert_eq(fscanf(fp, "%d %d", parts, units), 2);
+    fclose(fp);
+    unlink(note);
+    unlink(wrap);
+}
+
+/* m's right-hand side on the native tier agrees with the first tier's (m has native code). */
+static void nt_expect_rhs_agree(engine_model *m, hamel_ws *w1)
+{
     hamel_ws *w2 = hamel_ws_new(m, m->param_values);
     cr_assert_not_null(w2);
     cr_assert_str_eq(hamel_ws_tier(w2), "native");
-    cr_assert_str_neq(hamel_ws_tier(w1), "native");
     int dim = m->n + m->k;
     double y[64], a[64], b[64];
     cr_assert_leq(dim, 64);
@@ -192,12 +193,39 @@ Test(native, long_tape_is_built_in_parts, .timeout = 180)
             cr_expect_leq(fabs(a[i] - b[i]), 1e-12 * (fabs(a[i]) > 1 ? fabs(a[i]) : 1),
                           "state %d, dydt[%d]: %.17g != %.17g", s, i, a[i], b[i]);
     }
-    hamel_ws_free(w1);
     hamel_ws_free(w2);
+}
+
+/* A tape past the size written as one function (the bicycle's, 6,593 slots) is built as
+ * parts (the source the compiler gets has them), loads, and its right-hand side agrees
+ * with the first tier's; with parts of 40 slots (HAMEL_NATIVE_PART) they come in several
+ * translation units, compiled together. */
+Test(native, long_tape_is_built_in_parts, .timeout = 240)
+{
+    json_t *c = support_load_file("bench/models/whipple-hand.json");
+    engine_model *m = NULL, *m2 = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m, &problem), 0);
+    cr_assert(m->tape_fast && m->tape_fast->n_ins > 4000, "a long tape");
+    hamel_ws *w1 = hamel_ws_new(m, m->param_values);
+    cr_assert_not_null(w1);
+    cr_assert_str_neq(hamel_ws_tier(w1), "native");
+    int parts = 0, units = 0;
+    nt_build_noting(m, &parts, &units);
+    cr_expect(parts == 1 && units == 1, "parts in one unit (parts %d, units %d)", parts, units);
+    nt_expect_rhs_agree(m, w1);
+    nt_cleanup();
+
+    setenv("HAMEL_NATIVE_PART", "40", 1);
+    cr_assert_eq(engine_model_compile(json_object_get(c, "model"), NULL, &m2, &problem), 0);
+    nt_build_noting(m2, &parts, &units);
+    unsetenv("HAMEL_NATIVE_PART");
+    cr_expect(parts == 1 && units >= 5, "parts of 40 slots in several units (%d)", units);
+    nt_expect_rhs_agree(m2, w1);
+    hamel_ws_free(w1);
+    engine_model_release(m2);
     engine_model_release(m);
     json_decref(c);
-    unlink(wrap);
-    unlink(mark);
     nt_cleanup();
 }
 

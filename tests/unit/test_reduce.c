@@ -11,7 +11,9 @@
 
 #include "engine.h"
 #include "hamel.h"
+#include "linalg.h"
 #include "model.h"
+#include "support.h"
 
 static void setup(void) { engine_init(); }
 
@@ -302,4 +304,84 @@ Test(reduce, factor_sums_keeps_values, .init = setup)
     tape_free(t0);
     tape_free(t1);
     expr_ctx_free(c);
+}
+
+/* M* (the reduced mass matrix) solved on its connected components (hamel.c:
+ * invert_mass_components, solve_mass_components; issue 19 item 6) is bit for bit the
+ * dense Cholesky solve: for a chain of 5 disks (M* constant, 5 components of 3) the
+ * inverse the workspace keeps equals the dense one in every bit, and for the rolling disk
+ * with a Suslov constraint (M* on q, 2 components) u' from hamel_rhs equals the dense
+ * solve of the tape's own M* and F at random states. */
+static void dense_solve(int k, const double *up, const double *F, double *x)
+{
+    double *a = calloc((size_t)k * k, sizeof *a);
+    cr_assert_not_null(a);
+    for (int r = 0, o = 0; r < k; r++)
+        for (int s = r; s < k; s++, o++)
+            a[r * k + s] = a[s * k + r] = up[o];
+    memcpy(x, F, k * sizeof *x);
+    cr_assert_eq(linalg_chol(k, a), 0, "M* positive definite");
+    linalg_chol_solve(k, a, x);
+    free(a);
+}
+
+Test(reduce, mass_on_components_is_the_dense_solve_bit_for_bit, .init = setup)
+{
+    engine_model *m = load_model("disk-chain-5.json");
+    int k = m->k;
+    cr_assert(m->tape_fast && m->fast_mass_const && m->tape_mass, "disk-chain-5: a constant M*");
+    double *minv = calloc((size_t)k * k, sizeof *minv), *in = calloc(m->n_in + 1, sizeof *in);
+    double *work = calloc(m->work_len + 1, sizeof *work), *up = calloc((size_t)k * k, sizeof *up);
+    double *e = calloc(k, sizeof *e), *x = calloc(k, sizeof *x);
+    cr_assert(minv && in && work && up && e && x);
+    cr_assert_eq(hamel_const_mass_inverse(m, m->param_values, minv), 0);
+    memcpy(in, m->param_values, m->np * sizeof *in);
+    tape_run(m->tape_mass, in, work, up);
+    int offdiag = 0;
+    for (int c = 0; c < k; c++) {
+        memset(e, 0, k * sizeof *e);
+        e[c] = 1.0;
+        dense_solve(k, up, e, x);
+        for (int r = 0; r < k; r++) {
+            cr_assert(memcmp(&x[r], &minv[r * k + c], sizeof x[r]) == 0,
+                      "M*^-1[%d][%d]: %.17g (components) vs %.17g (dense)", r, c, minv[r * k + c], x[r]);
+            offdiag += x[r] == 0.0;
+        }
+    }
+    cr_expect_gt(offdiag, 0, "M*^-1 has zeros between the disks");
+    free(minv), free(in), free(work), free(up), free(e), free(x);
+    engine_model_release(m);
+
+    json_t *cs = support_load_case("greenwood-5.5-rolling-disk-suslov.json");
+    m = support_compile_json(json_object_get(cs, "model"));
+    json_decref(cs);
+    int n = m->n;
+    k = m->k;
+    cr_assert(m->tape_fast && !m->fast_mass_const, "the Suslov disk: M* on q");
+    hamel_ws *w = hamel_ws_new(m, m->param_values);
+    in = calloc(m->n_in + 1, sizeof *in);
+    work = calloc(m->work_len + 1, sizeof *work);
+    double *out = calloc(m->tape_fast->n_outputs + 1, sizeof *out), *y = calloc(n + k, sizeof *y);
+    double *dy = calloc(n + k, sizeof *dy);
+    x = calloc(k, sizeof *x);
+    cr_assert(w && in && work && out && y && dy && x);
+    for (int trial = 0; trial < 10; trial++) {
+        model_test_point(m, 400 + trial, in);
+        for (int i = 0; i < n; i++)
+            y[i] = 3.0 * in[model_input_q(m) + i] - 1.5;
+        for (int r = 0; r < k; r++)
+            y[n + r] = 4.0 * in[model_input_qd(m) + r % n] - 2.5;
+        for (int r = 0; r < k; r++)
+            in[m->u_slot[r]] = y[n + r];
+        memcpy(in + model_input_q(m), y, n * sizeof *y);
+        double t = in[model_input_t(m)];
+        tape_run(m->tape_fast, in, work, out);
+        cr_assert_eq(hamel_rhs(t, y, dy, w), 0);
+        dense_solve(k, out + n, out + n + k * (k + 1) / 2, x);
+        cr_assert(memcmp(x, dy + n, k * sizeof *x) == 0,
+                  "trial %d: u' on the components equals the dense solve", trial);
+    }
+    free(in), free(work), free(out), free(y), free(dy), free(x);
+    hamel_ws_free(w);
+    engine_model_release(m);
 }

@@ -1,9 +1,12 @@
 /* test_sha256.c — engine/base/sha256.c against the published vectors: FIPS 180-4's
  * examples (NIST CSRC "SHA256.pdf", one and two blocks, a million 'a') and RFC 4231's
- * HMAC-SHA256 test cases 1, 2 and 6 (a key longer than a block); the digest in pieces
- * equals the digest in one; the rolling disk's model id is the one API.md's examples
- * carry (it was made by OpenSSL's SHA-256). */
+ * HMAC-SHA256 test cases 1, 2 and 6 (a key longer than a block); the HMAC (RFC 2104
+ * over libcrypto's SHA-256) equals libcrypto's EVP HMAC() for every key length around
+ * the block; the digest in pieces equals the digest in one; the rolling disk's model id is the one API.md's
+ * examples carry (it was made by OpenSSL's SHA-256). */
 #include <criterion/criterion.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +82,24 @@ Test(sha256, rfc_4231_hmac)
     memcpy(other, mac, sizeof other);
     other[SHA256_BYTES - 1] ^= 1;
     cr_expect(!sha256_equal(mac, other, SHA256_BYTES), "a last byte that differs is seen");
+}
+
+Test(sha256, hmac_equals_libcrypto_evp_hmac)
+{
+    unsigned char key[200], msg[300], ours[SHA256_BYTES], theirs[EVP_MAX_MD_SIZE];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (unsigned char)(i * 31 + 7);
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (unsigned char)(i * 13 + 1);
+    for (size_t klen = 0; klen <= sizeof key; klen += (klen >= 60 && klen < 70) ? 1 : 9) {
+        for (size_t mlen = 0; mlen <= sizeof msg; mlen += 37) {
+            unsigned int n = 0;
+            hmac_sha256(key, klen, msg, mlen, ours);
+            cr_assert(HMAC(EVP_sha256(), key, (int)klen, msg, mlen, theirs, &n) != NULL && n == SHA256_BYTES);
+            cr_assert(memcmp(ours, theirs, SHA256_BYTES) == 0, "key of %zu bytes, message of %zu", klen,
+                      mlen);
+        }
+    }
 }
 
 Test(sha256, model_id_is_unchanged)

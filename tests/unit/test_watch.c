@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "hamel.h"
+#include "model.h"
 #include "support.h"
 
 static void setup(void) { engine_init(); }
@@ -86,6 +88,87 @@ Test(watch, user_speeds_singular_mid_run_fail, .init = setup)
     cr_expect_not_null(strstr(detail, "t = 1.27"), "names the time of the crossing: %s", detail);
     cr_expect_not_null(strstr(detail, "phi = 1.57"), "names the configuration: %s", detail);
     cr_expect_not_null(json_object_get(problem, "partial"), "keeps the partial trajectory");
+    json_decref(problem);
+    json_decref(result);
+    engine_model_release(m);
+}
+
+/* The condition number on Psi's block structure (hamel.c: psi_condition_sparse, issue 19
+ * item 6) is the dense one: at pseudo-random configurations of a chain of 5 rolling
+ * disks (n = 25, block-diagonal Psi) and of a knife edge whose speed u = x' + phi' puts
+ * an entry off Psi's diagonal blocks, cond and det agree with the dense LU's to 1e-9,
+ * and a configuration where a disk stands flat (theta = 0: its row of Psi vanishes) is
+ * singular for both. */
+static void expect_condition_matches_dense(engine_model *m, const char *what, int flat_q)
+{
+    cr_assert_not_null(m->sparse, "%s: Psi has a block structure", what);
+    int n = m->n;
+    hamel_ws *sp = hamel_ws_new(m, m->param_values), *dn = hamel_ws_new(m, m->param_values);
+    cr_assert(sp && dn);
+    hamel_ws_set_numeric(dn, 2);
+    double q[ENGINE_COORDINATES_CEILING];
+    unsigned s = 12345u;
+    for (int trial = 0; trial < 20; trial++) {
+        for (int i = 0; i < n; i++) {
+            s = s * 1103515245u + 12345u;
+            q[i] = ((s >> 8) % 20001) / 10000.0 - 1.0 + 0.3 * (i % 5);
+        }
+        double cs, ds, cd, dd;
+        int rs = hamel_psi_condition(sp, 0.1, q, &cs, &ds), rd = hamel_psi_condition(dn, 0.1, q, &cd, &dd);
+        cr_assert_eq(rs, rd, "%s, trial %d: regular on both paths (%d, %d)", what, trial, rs, rd);
+        if (rd < 0)
+            continue;
+        cr_expect_leq(fabs(cs - cd), 1e-9 * cd, "%s, trial %d: cond %.17g (blocks) vs %.17g (dense)", what,
+                      trial, cs, cd);
+        cr_expect_leq(fabs(ds - dd), 1e-9 * fabs(dd), "%s, trial %d: det %.17g (blocks) vs %.17g (dense)",
+                      what, trial, ds, dd);
+    }
+    if (flat_q >= 0) {
+        q[flat_q] = 0.0;
+        double cs, ds, cd, dd;
+        cr_expect_lt(hamel_psi_condition(sp, 0.1, q, &cs, &ds), 0, "%s: singular where a disk is flat", what);
+        cr_expect_lt(hamel_psi_condition(dn, 0.1, q, &cd, &dd), 0, "%s: (dense) singular there", what);
+        cr_expect(isinf(cs), "%s: cond is infinite there", what);
+    }
+    hamel_ws_free(sp);
+    hamel_ws_free(dn);
+}
+
+Test(watch, condition_on_block_structure_matches_dense, .init = setup)
+{
+    json_error_t err;
+    json_t *js = json_load_file("bench/models/disk-chain-5.json", 0, &err);
+    cr_assert_not_null(js, "bench/models/disk-chain-5.json: %s", err.text);
+    engine_model *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(json_object_get(js, "model"), NULL, &m, &problem), 0);
+    json_decref(js);
+    cr_assert_eq(m->n, 25);
+    expect_condition_matches_dense(m, "disk-chain-5", 1); /* q[1] = theta1 */
+    engine_model_release(m);
+    m = support_compile_text(KNIFE_MODEL(
+        ", \"speeds\": [{\"name\": \"u\", \"expr\": \"x' + phi'\"}, {\"name\": \"w\", \"expr\": \"phi'\"}]"));
+    expect_condition_matches_dense(m, "knife, u = x' + phi'", -1);
+    engine_model_release(m);
+}
+
+/* The same failure as user_speeds_singular_mid_run_fail where the watch cannot take det
+ * Psi from one expression pivot (w = phi' (2 + cos phi): two of them) and takes the
+ * condition number on Psi's block structure instead. */
+Test(watch, user_speeds_singular_on_block_structure_fail, .init = setup)
+{
+    engine_model *m = support_compile_text(
+        KNIFE_MODEL(", \"speeds\": [{\"name\": \"vx\", \"expr\": \"x'\"}, {\"name\": \"w\", \"expr\": "
+                    "\"phi'*(2 + cos(phi))\"}]"));
+    cr_assert_not_null(m->sparse);
+    cr_assert_null(m->tape_det, "no single expression pivot: the condition number is watched");
+    json_t *result = NULL, *problem = NULL;
+    int rc = simulate(m, &result, &problem);
+    cr_assert_eq(rc, HAMEL_E_SINGULAR, "a user's Psi going singular mid-run is a failure (%d)", rc);
+    const char *detail = json_string_value(json_object_get(problem, "detail"));
+    cr_assert_not_null(detail);
+    cr_expect_not_null(strstr(detail, "t = 1.27"), "names the time of the crossing: %s", detail);
+    cr_expect_not_null(strstr(detail, "phi = 1.57"), "names the configuration: %s", detail);
     json_decref(problem);
     json_decref(result);
     engine_model_release(m);

@@ -329,3 +329,24 @@ class Client:
         if form:
             path += "?form=" + urllib.parse.quote(form)
         return self._t.request("GET", path)[2]
+
+    # ---- the quarantine --------------------------------------------------------------
+
+    def quarantine(self):
+        """GET /v1/quarantine: the models quarantined after their engine work crashed, the
+        latest to expire first, as a list of dicts (model_id, and where the record has
+        them model_name, signal, operation, detail, quarantined_at, quarantined_until).
+        The service lists at most 1000; when there are more, a HamelWarning says so."""
+        doc = self._t.request("GET", "/v1/quarantine")[2]
+        if not isinstance(doc, dict) or not isinstance(doc.get("quarantined"), list):
+            raise HamelError(0, None, "hamel: the answer is not a quarantine listing")
+        if doc.get("truncated"):
+            warnings.warn(HamelWarning("more models are quarantined than the %d listed"
+                                       % len(doc["quarantined"])), stacklevel=2)
+        return doc["quarantined"]
+
+    def clear_quarantine(self, model_id):
+        """DELETE /v1/quarantine/{id}: clears a model's quarantine (it is compiled and run
+        again on its next request). A model that is not quarantined raises HamelError
+        (404)."""
+        self._t.request("DELETE", "/v1/quarantine/" + urllib.parse.quote(model_id, safe=":"))
