@@ -1574,12 +1574,13 @@ int hamel_structure(struct engine_model *m)
     double *g = calloc(n2, sizeof *g), *gm = calloc(n2, sizeof *gm);
     double *gt = calloc(n, sizeof *gt), *gtm = calloc(n, sizeof *gtm);
     unsigned char *used = calloc(n, 1);
-    double *scratch = calloc(3 * n2 + 2 * (size_t)n, sizeof *scratch);
-    double *phi_mag = scratch + 2 * n2 + n, *phit_mag = phi_mag + n2;
+    double *scratch = calloc(3 * n2 + 2 * (size_t)n, sizeof *scratch), *phi_mag = NULL, *phit_mag = NULL;
     hamel_ws *w = NULL;
     int rc = -1;
     if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used || !scratch)
         goto done;
+    phi_mag = scratch + 2 * n2 + n; /* rounding_scales' outputs after its 2 n^2 + n of work */
+    phit_mag = phi_mag + n2;
     if (m->np)
         memcpy(params, m->param_values, m->np * sizeof *params);
     w = hamel_ws_new(m, params);
