@@ -1016,6 +1016,12 @@ static int rhs_fast(hamel_ws *w, double t, const double *y, double *dydt)
         w->native->rhs(t, y, dydt);
         return GSL_SUCCESS;
     }
+    if (w->native && w->native->solve) {
+        int fail = 0; /* a pivot Cholesky refuses: the path below, with its LU */
+        w->native->solve(t, y, dydt, &fail);
+        if (!fail)
+            return GSL_SUCCESS;
+    }
     double *in = w->in;
     /* the first tier's entry that reads t and y itself (tape.h), when published */
     tape_yfn yf = atomic_load_explicit(&((tape *)m->tape_fast)->yfn, memory_order_acquire);
