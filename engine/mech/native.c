@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,11 +181,9 @@ static void native__used(const tape *t, char *used)
             used[t->ins[t->outputs[o]].a] = 1;
 }
 
-/* How each tape input is read: in f from in[a] (ex_in), in g from t or y (ex_y);
- * parameters folded as values (val). -1 when an input g cannot provide is used, or out
- * of memory. */
-static int native__inputs(const struct engine_model *m, int ni, const char *used, char **ex_in, char **ex_y,
-                          double *val)
+/* How each tape input is read by fy: from t or y (ex_y); parameters folded as values
+ * (val). -1 when an input fy cannot provide is used, or out of memory. */
+static int native__inputs(const struct engine_model *m, int ni, const char *used, char **ex_y, double *val)
 {
     int n = m->n, k = m->k;
     for (int a = 0; a < ni; a++) {
@@ -193,8 +192,6 @@ static int native__inputs(const struct engine_model *m, int ni, const char *used
             val[a] = m->param_values[a]; /* folded: ex_* stay NULL */
             continue;
         }
-        snprintf(buf, sizeof buf, "in[%d]", a);
-        ex_in[a] = strdup(buf);
         if (a == model_input_t(m))
             snprintf(buf, sizeof buf, "t");
         else if (a >= model_input_q(m) && a < model_input_q(m) + n)
@@ -205,9 +202,9 @@ static int native__inputs(const struct engine_model *m, int ni, const char *used
             if (m->u_slot[r] == a)
                 snprintf(buf, sizeof buf, "y[%d]", n + r);
         if (strcmp(buf, "0.0") == 0 && used[a])
-            return -1; /* an input g cannot provide */
+            return -1; /* an input fy cannot provide */
         ex_y[a] = strdup(buf);
-        if (!ex_in[a] || !ex_y[a])
+        if (!ex_y[a])
             return -1;
     }
     return 0;
@@ -234,8 +231,24 @@ static int native__block(const tape *t)
     return t->n_ins > NATIVE_SPLIT_ABOVE ? NATIVE_PART : 0;
 }
 
-/* f: the same outputs as the tape. NULL when out of memory. */
-static char *native__source_f(const tape *t, char **ex_in, double *val)
+/* Appends to buf (cap bytes, *len used) with vsnprintf; 0, or -1 when it is full. */
+static int native__put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int native__put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int w = *len < cap ? vsnprintf(buf + *len, cap - *len, fmt, ap) : -1;
+    va_end(ap);
+    if (w < 0 || (size_t)w >= cap - *len)
+        return -1;
+    *len += (size_t)w;
+    return 0;
+}
+
+/* fy: the tape once, reading t and y = (q, u), its outputs into out; f, g and h call it.
+ * NULL when out of memory. */
+static char *native__source_body(const tape *t, char **ex_y, double *val)
 {
     char nomem[96]; /* NaN outputs: the run fails as with any non-finite value */
     snprintf(nomem, sizeof nomem, "for (int i = 0; i < %d; i++) out[i] = 0.0 / 0.0;", t->n_outputs);
@@ -246,110 +259,168 @@ static char *native__source_f(const tape *t, char **ex_in, double *val)
     epi[0] = 0;
     for (int o = 0; o < t->n_outputs; o++)
         len += (size_t)snprintf(epi + len, cap - len, "out[%d] = s%d;\n", o, t->outputs[o]);
-    jit_inputs map = {(const char *const *)ex_in, val};
-    jit_function fn = {.name = "f",
-                       .params = "const double *in, double *out",
-                       .args = "in, out",
+    jit_inputs map = {(const char *const *)ex_y, val};
+    jit_function fn = {.name = "fy",
+                       .params = "double t, const double *y, double *out",
+                       .args = "t, y, out",
                        .epilogue = epi,
                        .on_nomem = nomem,
                        .block = native__block(t),
                        .unit_parts = NATIVE_UNIT_PARTS};
-    char *src_f = jit_source(t, &map, &fn, 1, NULL);
+    char *src = jit_source(t, &map, &fn, 1, NULL);
     free(epi);
-    return src_f;
+    return src;
 }
 
-/* g: dydt = (q', M*^-1 F), the products in hamel.c's order; NULL when M* is not
- * constant and invertible (or out of memory). M*^-1 is written as k*k literals, so only
- * up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it the object has f
- * only (the reduced tape's outputs) and hamel.c applies M*^-1, as it does when there is
- * no g. */
-static char *native__source_g(const struct engine_model *m, const tape *t, char **ex_y, double *val)
+/* f: the tape's outputs from its inputs in[] (t, q and the speeds' slots; the native
+ * code reads no other input, native__inputs), through fy. */
+static int native__wrap_f(const struct engine_model *m, char *e, size_t cap, size_t *len)
+{
+    int n = m->n, k = m->k, bad = 0;
+    bad |= native__put(e, cap, len, "void f(const double *in, double *out)\n{\ndouble y[%d];\n", n + k);
+    for (int i = 0; i < n && !bad; i++)
+        bad |= native__put(e, cap, len, "y[%d] = in[%d];\n", i, model_input_q(m) + i);
+    for (int r = 0; r < k && !bad; r++)
+        bad |= native__put(e, cap, len, "y[%d] = in[%d];\n", n + r, m->u_slot[r]);
+    bad |= native__put(e, cap, len, "fy(in[%d], y, out);\n}\n", model_input_t(m));
+    return bad ? -1 : 0;
+}
+
+/* g: dydt = (q', M*^-1 F), the products in hamel.c's order, when M* is constant and
+ * invertible (-1 otherwise, or when out of room). M*^-1 is written as k*k literals, so
+ * only up to NATIVE_MINV_MAX_K speeds (the source grows as k^2); past it the object has
+ * f only and hamel.c applies M*^-1, as it does when there is no g. */
+static int native__wrap_g(const struct engine_model *m, const tape *t, char *e, size_t cap, size_t *len)
 {
     enum { NATIVE_MINV_MAX_K = 64 };
-    int n = m->n, k = m->k;
-    char *src_g = NULL;
-    double *minv =
-        m->fast_mass_const && k <= NATIVE_MINV_MAX_K ? calloc((size_t)k * k + 1, sizeof *minv) : NULL;
-    if (minv && hamel_const_mass_inverse(m, m->param_values, minv) == 0) {
-        size_t cap = (size_t)n * 32 + (size_t)k * k * 64 + (size_t)k * 48 + 64, len = 0;
-        char *epi = malloc(cap);
-        if (epi) {
-            int f0 = m->fast_mass_const ? n : n + k * (k + 1) / 2; /* tape_fast: q', [M*], F */
-            for (int i = 0; i < n; i++)
-                len += (size_t)snprintf(epi + len, cap - len, "dydt[%d] = s%d;\n", i, t->outputs[i]);
-            for (int r = 0; r < k; r++) {
-                len += (size_t)snprintf(epi + len, cap - len, "{ double a = 0.0;");
-                for (int c = 0; c < k; c++) {
-                    uint64_t bits;
-                    double v = minv[(size_t)r * k + c];
-                    /* a zero entry adds +-0 to a sum that starts at +0.0: no change for a
-                     * finite F (a non-finite F fails the run on either tier) */
-                    if (v == 0.0)
-                        continue;
-                    memcpy(&bits, &v, sizeof bits);
-                    /* the constant by its bits: exact whatever the printing */
-                    len += (size_t)snprintf(epi + len, cap - len,
-                                            " { union jit_k kk = {0x%016llxULL}; a += kk.d * s%d; }",
-                                            (unsigned long long)bits, t->outputs[f0 + c]);
-                }
-                len += (size_t)snprintf(epi + len, cap - len, " dydt[%d] = a; }\n", n + r);
-            }
-            jit_inputs map = {(const char *const *)ex_y, val};
-            char nomem[96];
-            snprintf(nomem, sizeof nomem, "for (int i = 0; i < %d; i++) dydt[i] = 0.0 / 0.0;", n + k);
-            jit_function fn = {.name = "g",
-                               .params = "double t, const double *y, double *dydt",
-                               .args = "t, y, dydt",
-                               .epilogue = epi,
-                               .on_nomem = nomem,
-                               .block = native__block(t),
-                               .unit_parts = NATIVE_UNIT_PARTS};
-            src_g = jit_source(t, &map, &fn, 0, NULL);
-            free(epi);
-        }
+    int n = m->n, k = m->k, bad = 0;
+    if (!m->fast_mass_const || k > NATIVE_MINV_MAX_K)
+        return -1;
+    double *minv = calloc((size_t)k * k + 1, sizeof *minv);
+    if (!minv || hamel_const_mass_inverse(m, m->param_values, minv) != 0) {
+        free(minv);
+        return -1;
     }
+    bad |= native__put(e, cap, len, "void g(double t, const double *y, double *dydt)\n{\ndouble o[%d];\n",
+                       t->n_outputs);
+    bad |= native__put(e, cap, len, "fy(t, y, o);\nfor (int i = 0; i < %d; i++) dydt[i] = o[i];\n", n);
+    for (int r = 0; r < k && !bad; r++) {
+        bad |= native__put(e, cap, len, "{ double a = 0.0;");
+        for (int c = 0; c < k && !bad; c++) {
+            uint64_t bits;
+            double v = minv[(size_t)r * k + c];
+            /* a zero entry adds +-0 to a sum that starts at +0.0: no change for a finite F
+             * (a non-finite F fails the run on either tier) */
+            if (v == 0.0)
+                continue;
+            memcpy(&bits, &v, sizeof bits);
+            /* the constant by its bits: exact whatever the printing; F follows q' */
+            bad |= native__put(e, cap, len, " { union jit_k kk = {0x%016llxULL}; a += kk.d * o[%d]; }",
+                               (unsigned long long)bits, n + c);
+        }
+        bad |= native__put(e, cap, len, " dydt[%d] = a; }\n", n + r);
+    }
+    bad |= native__put(e, cap, len, "}\n");
     free(minv);
-    return src_g;
+    return bad ? -1 : 0;
 }
 
-/* The translation unit for m: f (tape_fast with the parameters folded) and, when M* is
- * constant and invertible, g (the whole right-hand side with M*^-1 folded). NULL if
- * the tape reads an input the native code does not provide. Caller frees. */
+/* h: dydt = (q', M*^-1 F) for a mass matrix that is not constant, up to
+ * NATIVE_SOLVE_MAX_K speeds (the unrolled factorization grows as k^3), so the solve is
+ * compiled with the rest instead of hamel.c copying the tape's outputs out and calling
+ * linalg per evaluation: M* u' = F solved as hamel.c's solve_spd does when its Cholesky
+ * succeeds (linalg_chol and linalg_chol_solve unrolled: the same operations in the same
+ * order, so the same results); a pivot that is not positive and finite sets *fail (the
+ * caller then takes the tape's path, whose LU handles it). L_i_j (i >= j) is the factor,
+ * z_i the forward and x_i the backward solution. -1 when not written. */
+static int native__wrap_h(const struct engine_model *m, const tape *t, char *e, size_t cap, size_t *len)
+{
+    enum { NATIVE_SOLVE_MAX_K = 24 };
+    int n = m->n, k = m->k, bad = 0;
+    if (m->fast_mass_const || k < 1 || k > NATIVE_SOLVE_MAX_K || t->n_outputs != n + k * (k + 1) / 2 + k)
+        return -1;
+    const int ms = n, F = n + k * (k + 1) / 2; /* o = (q', M* (upper, by rows), F) */
+    bad |= native__put(e, cap, len,
+                       "void h(double t, const double *y, double *dydt, int *fail)\n{\ndouble o[%d];\n"
+                       "fy(t, y, o);\nfor (int i = 0; i < %d; i++) dydt[i] = o[i];\n",
+                       t->n_outputs, n);
+    for (int j = 0; j < k && !bad; j++) {
+        int row = ms + j * k - j * (j - 1) / 2; /* (j, j) */
+        bad |= native__put(e, cap, len, "double d%d = o[%d]", j, row);
+        for (int c = 0; c < j && !bad; c++)
+            bad |= native__put(e, cap, len, " - L_%d_%d * L_%d_%d", j, c, j, c);
+        bad |=
+            native__put(e, cap, len,
+                        ";\nif (!(d%d > 0.0) || !(d%d <= 0x1.fffffffffffffp+1023)) { *fail = 1; return; }\n"
+                        "double L_%d_%d = sqrt(d%d);\ndouble i%d = 1.0 / L_%d_%d;\n",
+                        j, j, j, j, j, j, j, j);
+        for (int i = j + 1; i < k && !bad; i++) {
+            bad |= native__put(e, cap, len, "double L_%d_%d = (o[%d]", i, j, row + i - j);
+            for (int c = 0; c < j && !bad; c++)
+                bad |= native__put(e, cap, len, " - L_%d_%d * L_%d_%d", i, c, j, c);
+            bad |= native__put(e, cap, len, ") * i%d;\n", j);
+        }
+    }
+    for (int i = 0; i < k && !bad; i++) {
+        bad |= native__put(e, cap, len, "double z%d = (o[%d]", i, F + i);
+        for (int c = 0; c < i && !bad; c++)
+            bad |= native__put(e, cap, len, " - L_%d_%d * z%d", i, c, c);
+        bad |= native__put(e, cap, len, ") / L_%d_%d;\n", i, i);
+    }
+    for (int i = k - 1; i >= 0 && !bad; i--) {
+        bad |= native__put(e, cap, len, "double x%d = (z%d", i, i);
+        for (int c = i + 1; c < k && !bad; c++)
+            bad |= native__put(e, cap, len, " - L_%d_%d * x%d", c, i, c);
+        bad |= native__put(e, cap, len, ") / L_%d_%d;\ndydt[%d] = x%d;\n", i, i, n + i, i);
+    }
+    bad |= native__put(e, cap, len, "}\n");
+    return bad ? -1 : 0;
+}
+
+/* The source for m: fy (tape_fast once, parameters folded), f (the tape's outputs) and,
+ * when M* is constant and invertible, g (the whole right-hand side with M*^-1 folded),
+ * else h (the whole right-hand side with M* solved) for up to 24 speeds. NULL if the
+ * tape reads an input the native code does not provide. Caller frees. */
 static char *native__source(const struct engine_model *m)
 {
     const tape *t = m->tape_fast;
-    int ni = t->n_inputs;
-    char **ex_in = calloc(ni, sizeof *ex_in), **ex_y = calloc(ni, sizeof *ex_y);
+    int ni = t->n_inputs, k = m->k;
+    char **ex_y = calloc(ni, sizeof *ex_y);
     double *val = calloc(ni, sizeof *val);
     char *used = calloc(ni, 1);
-    char *src = NULL, *src_f = NULL, *src_g = NULL;
-    if (!ex_in || !ex_y || !val || !used)
+    char *src = NULL, *body = NULL, *wrap = NULL;
+    /* f's copies, g's k*k products or h's k^3/6 factorization, and their lines */
+    size_t cap = (size_t)(m->n + k) * 40 + (size_t)k * k * 72 + (size_t)k * k * k * 16 + 1024, len = 0;
+    if (!ex_y || !val || !used)
         goto out;
     native__used(t, used);
-    if (native__inputs(m, ni, used, ex_in, ex_y, val) < 0)
+    if (native__inputs(m, ni, used, ex_y, val) < 0)
         goto out;
-    src_f = native__source_f(t, ex_in, val);
-    if (!src_f)
+    body = native__source_body(t, ex_y, val);
+    wrap = malloc(cap);
+    if (!body || !wrap || native__wrap_f(m, wrap, cap, &len) < 0)
         goto out;
-    src_g = native__source_g(m, t, ex_y, val);
-    size_t lf = strlen(src_f), lg = src_g ? strlen(src_g) : 0;
-    src = malloc(lf + lg + 64);
+    size_t keep = len;
+    if (native__wrap_g(m, t, wrap, cap, &len) < 0) {
+        len = keep;
+        if (native__wrap_h(m, t, wrap, cap, &len) < 0)
+            len = keep;
+    }
+    wrap[len] = 0;
+    size_t lb = strlen(body);
+    src = malloc(lb + len + 1);
     if (src) {
-        memcpy(src, src_f, lf);
-        memcpy(src + lf, src_g ? src_g : "", lg + 1);
+        memcpy(src, body, lb);
+        memcpy(src + lb, wrap, len + 1);
     }
 out:
-    for (int a = 0; a < ni && ex_in; a++)
-        free(ex_in[a]);
     for (int a = 0; a < ni && ex_y; a++)
         free(ex_y[a]);
-    free(ex_in);
     free(ex_y);
     free(val);
     free(used);
-    free(src_f);
-    free(src_g);
+    free(body);
+    free(wrap);
     return src;
 }
 
@@ -587,7 +658,7 @@ static native_code *native__load(const struct engine_model *m, const unsigned ch
         close(fd);
         return NULL;
     }
-    void *f = dlsym(dl, "f"), *g = dlsym(dl, "g");
+    void *f = dlsym(dl, "f"), *g = dlsym(dl, "g"), *h = dlsym(dl, "h");
     native_code *c = f ? calloc(1, sizeof *c) : NULL;
     const tape *t = m->tape_fast;
     double *in = calloc(m->n_in + 1, sizeof *in), *work = calloc(t->n_ins + 1, sizeof *work);
@@ -597,6 +668,8 @@ static native_code *native__load(const struct engine_model *m, const unsigned ch
         memcpy(&c->fast, &f, sizeof c->fast);
         if (g)
             memcpy(&c->rhs, &g, sizeof c->rhs);
+        if (h)
+            memcpy(&c->solve, &h, sizeof c->solve);
         model_test_point(m, 1, in);
         tape_eval(t, in, work, a);
         c->fast(in, b);

@@ -48,13 +48,17 @@ struct engine_model;
 
 /* The right-hand side of the reduced Boltzmann–Hamel system, y = (q, u). */
 typedef void (*native_rhs_fn)(double t, const double *y, double *dydt);
+/* The same with M* solved in the code (not constant; Cholesky as hamel.c's): sets *fail
+ * when a pivot is not positive and finite, and the caller then takes the tape's path. */
+typedef void (*native_solve_fn)(double t, const double *y, double *dydt, int *fail);
 
 typedef struct native_code {
     atomic_int refs;
-    void *dl;          /* dlopen handle */
-    int fd;            /* the sealed memfd it was loaded from, closed after dlclose */
-    tape_fn fast;      /* tape_fast's outputs, parameters folded (reads the same in[]) */
-    native_rhs_fn rhs; /* dydt directly (constant M*^-1 folded), or NULL */
+    void *dl;              /* dlopen handle */
+    int fd;                /* the sealed memfd it was loaded from, closed after dlclose */
+    tape_fn fast;          /* tape_fast's outputs, parameters folded (reads the same in[]) */
+    native_rhs_fn rhs;     /* dydt directly (constant M*^-1 folded), or NULL */
+    native_solve_fn solve; /* dydt directly (M* not constant, solved in the code), or NULL */
 } native_code;
 
 enum { NATIVE_NONE, NATIVE_QUEUED, NATIVE_READY, NATIVE_FAILED };

@@ -159,7 +159,7 @@ static void nt_build_noting(engine_model *m, int *parts, int *units)
     FILE *fp = fopen(wrap, "w");
     cr_assert_not_null(fp);
     fprintf(fp,
-            "#!/bin/sh\nn=0; p=0\nfor a; do case \"$a\" in *.c) n=$((n + 1)); grep -q 'void f_1(' \"$a\" && "
+            "#!/bin/sh\nn=0; p=0\nfor a; do case \"$a\" in *.c) n=$((n + 1)); grep -q 'void fy_1(' \"$a\" && "
             "p=1;; esac; done\necho \"$p $n\" >> '%s'\nexec cc \"$@\"\n",
             note);
     cr_assert_eq(fclose(fp), 0);
@@ -194,6 +194,70 @@ static void nt_expect_rhs_agree(engine_model *m, hamel_ws *w1)
                           "state %d, dydt[%d]: %.17g != %.17g", s, i, a[i], b[i]);
     }
     hamel_ws_free(w2);
+}
+
+/* m's right-hand side on the native tier and on w1 (the first tier) are the same to the
+ * bit at three states; returns how many of them the native code's own solve refused
+ * (native_code.solve's *fail: the caller then takes the tape's path). */
+static int nt_expect_rhs_bit_identical(engine_model *m, hamel_ws *w1)
+{
+    hamel_ws *w2 = hamel_ws_new(m, m->param_values);
+    cr_assert_not_null(w2);
+    cr_assert_str_eq(hamel_ws_tier(w2), "native");
+    native_code *c = native_acquire(m, m->param_values);
+    cr_assert_not_null(c);
+    cr_assert_not_null(c->solve, "M* is not constant: the object solves it (h)");
+    cr_assert_null(c->rhs, "no folded M*^-1 (g) for a mass matrix that changes");
+    int dim = m->n + m->k, refused = 0;
+    double y[64], a[64], b[64], d[64];
+    cr_assert_leq(dim, 64);
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < dim; i++)
+            y[i] = 0.1 + 0.05 * i + 0.3 * s;
+        cr_assert_eq(hamel_rhs(0.0, y, a, w1), 0);
+        cr_assert_eq(hamel_rhs(0.0, y, b, w2), 0);
+        cr_expect_eq(memcmp(a, b, (size_t)dim * sizeof *a), 0, "state %d: native differs from the first tier",
+                     s);
+        int fail = 0;
+        c->solve(0.0, y, d, &fail);
+        refused += fail;
+        if (!fail)
+            cr_expect_eq(memcmp(a, d, (size_t)dim * sizeof *a), 0, "state %d: h differs", s);
+    }
+    native_release(c);
+    hamel_ws_free(w2);
+    return refused;
+}
+
+/* A mass matrix that depends on the state (a car with two trailers: M* of the forward
+ * speed and the steering rate changes with the trailers' angles): the object solves M*
+ * itself (h, Cholesky unrolled as hamel.c's), to the bit what the first tier gives; with
+ * an indefinite M* (a negative steering inertia Js) the Cholesky fails, h says so and
+ * hamel.c's path (its LU) answers, the same as on the first tier. */
+Test(native, state_dependent_mass_is_solved_in_the_code, .timeout = 180)
+{
+    json_t *c = support_load_file("bench/models/car-trailers-2.json");
+    for (int neg = 0; neg < 2; neg++) {
+        json_t *model = json_deep_copy(json_object_get(c, "model"));
+        if (neg)
+            json_object_set_new(json_object_get(model, "parameters"), "Js", json_real(-0.05));
+        engine_model *m = NULL;
+        json_t *problem = NULL;
+        cr_assert_eq(engine_model_compile(model, NULL, &m, &problem), 0);
+        cr_assert(m->tape_fast && !m->fast_mass_const, "M* depends on the state");
+        hamel_ws *w1 = hamel_ws_new(m, m->param_values);
+        cr_assert_not_null(w1);
+        nt_fresh_dir();
+        native_schedule(m);
+        cr_assert_eq(native_wait(m, 150), NATIVE_READY, "the native build finished");
+        int refused = nt_expect_rhs_bit_identical(m, w1);
+        cr_expect_eq(refused, neg ? 3 : 0, "h refuses exactly the indefinite M* (%d of 3)", refused);
+        hamel_ws_free(w1);
+        engine_model_release(m);
+        json_decref(model);
+        nt_cleanup();
+    }
+    json_decref(c);
 }
 
 /* A tape past the size written as one function (the bicycle's, 6,593 slots) is built as
