@@ -69,7 +69,7 @@ LIBCLIENT := $(BUILD)/libhamelclient.a
 BINS := $(BUILD)/hamel $(BUILD)/hamel-remote $(BUILD)/hamel-server $(BUILD)/hamelclient-example
 TESTS := $(BUILD)/test-unit $(if $(SRVTEST_SRC),$(BUILD)/test-server) $(if $(CLUSTER_SRC),$(BUILD)/test-cluster)
 
-.PHONY: all test test-fast run bench fmt lint clean deps difftest
+.PHONY: all test test-fast run bench fmt lint clean deps difftest adversarial
 all: $(BINS) $(TESTS)
 
 $(BUILD)/%.o: %.c
@@ -142,6 +142,13 @@ N ?= 200
 SEED ?= 1000
 difftest: $(BUILD)/hamel
 	@tests/difftest/run.sh --seeds $(SEED):$$(($(SEED) + $(N))) --save $(BUILD)/difftest-failures
+
+# The adversarial mechanical cases (tests/adversarial/models.py) against an independent
+# SymPy derivation (Debian's /usr/bin/python3 with python3-sympy and python3-scipy):
+# evaluate, gamma, run, energy and invariants. WRITE=1 rewrites tests/adversarial/cases,
+# which the unit suite (adversarial/*) checks without Python.
+adversarial: $(BUILD)/hamel
+	@/usr/bin/python3 tests/adversarial/derive.py --hamel $(BUILD)/hamel $(if $(WRITE),--write)
 
 bench:
 	@scripts/install-deps.sh bench

@@ -10,8 +10,9 @@
 # compilation included. The hand side: bench/hand_sweep.c, the same runs of the
 # hand-written right-hand side (bench/baseline.c) through the engine's GSL driver in 2
 # forked processes. The two alternate BENCH_SWEEP_ROUNDS (3) times, each server round
-# on a fresh server and data directory (nothing cached). Two ratios per round, hand /
-# server: wall time, and CPU time (user + system of the 2 hand processes against the
+# on a fresh server and data directory (nothing cached); each round also runs the engine
+# alone (bench/sweep_engine.c: the same runs in one process, no service, native tier).
+# Two ratios per round, hand / server: wall time, and CPU time (user + system of the 2 hand processes against the
 # server's and its engine workers' during the request). The median CPU ratio is judged
 # (goal >= 0.8): on a machine shared with other work the wall ratio favours the server,
 # whose many threads take a larger share of the cores than 2 processes do; on idle
@@ -45,6 +46,13 @@ if ! cc -std=c11 -O2 -D_GNU_SOURCE -I. -Iengine -I"$(dirname "$integ")" -I"$(dir
   bench/hand_sweep.c bench/baseline.c "$integ" "$errc" -o "$build/hand_sweep" \
   $(pkg-config --cflags --libs gsl jansson) -lm; then
   echo "bench-sweep: bench/hand_sweep.c does not build"
+  exit 1
+fi
+
+# The engine alone (bench/sweep_engine.c): the same runs through engine_simulate_text in
+# one process on the native tier, no service around it.
+if ! make --no-print-directory build/bench-sweep_engine >>"$build/build-sweep.log" 2>&1; then
+  echo "bench-sweep: bench/sweep_engine.c does not build (make output in $build/build-sweep.log)"
   exit 1
 fi
 
@@ -121,6 +129,8 @@ cratios=()
 status=0
 for r in $(seq "$rounds"); do
   read -r hand_s hand_cpu _ < <("$build/hand_sweep" "$case_file" "$runs" "$procs" "$omega0" "$step") || status=1
+  read -r eng_cpu _ < <(build/bench-sweep_engine "$case_file" "$runs" "$omega0" "$step") || status=1
+  eng_sum=$(awk -v a="${eng_sum:-0}" -v b="${eng_cpu:-0}" 'BEGIN { print a + b }')
   read -r srv_s srv_cpu lines ok srv_self integ_s < <(server_round) || status=1
   self_sum=$(awk -v a="${self_sum:-0}" -v b="$srv_self" 'BEGIN { print a + b }')
   cpu_sum=$(awk -v a="${cpu_sum:-0}" -v b="$srv_cpu" 'BEGIN { print a + b }')
@@ -151,8 +161,10 @@ echo "($runs runs of greenwood-5.3 with 11 samples, rk8pd 1e-12; $procs hand pro
 # lines, the store's writer and checkpoint, the calls to the workers); the hand loop's
 # beside them. stats.integrate_ms is the engine's wall time of the integration alone (on a
 # loaded machine it includes time the worker waited for a core).
-awk -v n="$((runs * rounds))" -v h="$hand_sum" -v c="$cpu_sum" -v s="$self_sum" -v i="$integ_sum" 'BEGIN {
+awk -v n="$((runs * rounds))" -v h="$hand_sum" -v c="$cpu_sum" -v s="$self_sum" -v i="$integ_sum" -v e="$eng_sum" 'BEGIN {
   printf "per run (ms of CPU): hand loop %.3f; server side %.3f = engine workers %.3f + server process %.3f (stats.integrate_ms, wall: %.3f)\n",
-    1e3 * h / n, 1e3 * c / n, 1e3 * (c - s) / n, 1e3 * s / n, 1e3 * i / n }'
+    1e3 * h / n, 1e3 * c / n, 1e3 * (c - s) / n, 1e3 * s / n, 1e3 * i / n
+  printf "the engine alone in one process (bench/sweep_engine.c, native tier): %.3f ms per run; hand loop / engine alone %.3f\n",
+    1e3 * e / n, h / e }'
 if [ "$met" = MISSED ] && [ "${BENCH_STRICT:-0}" = 1 ]; then status=1; fi
 exit $status

@@ -326,6 +326,17 @@ static const char *bl__value_end(const char *p, const char *e)
             if (!p)
                 return NULL;
             p--;
+        } else if (*p == '[' && p + 1 < e && (p[1] == '-' || (p[1] >= '0' && p[1] <= '9'))) {
+            /* a series of numbers (most of a result): its end found with memchr */
+            const char *q = memchr(p, ']', (size_t)(e - p));
+            size_t n = q ? (size_t)(q - p) : 0;
+            if (q && !memchr(p + 1, '[', n) && !memchr(p, '{', n) && !memchr(p, '"', n)) {
+                if (depth == 0)
+                    return q + 1;
+                p = q;
+            } else {
+                depth++;
+            }
         } else if (*p == '{' || *p == '[') {
             depth++;
         } else if ((*p == '}' || *p == ']') && --depth == 0) {

@@ -267,10 +267,9 @@ enum MHD_Result http__batch(http_conn *c)
         return http__error(c, HAMEL_E_NOT_FOUND, "no batch has this id (batches are kept in memory only)");
     if (c->method == HTTP_DELETE) {
         c->batch.b = b;
-        if (c->srv->d.st) /* its jobs' cancellations are store writes: off the poll thread */
-            return http__offload_read(c, http__run_batch_cancel, http__batch_cancel_answer);
-        http__run_batch_cancel(c);
-        return http__batch_cancel_answer(c);
+        /* off the poll thread: its jobs' cancellations are store writes, and it waits for
+         * the batch's running blocks to stop */
+        return http__offload_read(c, http__run_batch_cancel, http__batch_cancel_answer);
     }
     if (http__wants_stream(c))
         return http__batch_stream(c, b);

@@ -777,6 +777,70 @@ int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *
     return 0;
 }
 
+int hamel_explain(hamel_ws *w, double t, const double *q, const double *u, char *why, size_t size)
+{
+    static const char *const psi_why =
+        "Psi (the speeds and the linear constraints) is singular: the speeds do "
+        "not determine q'";
+    static const char *const nl_why = "no q' solves the speeds and the constraints (Newton's method)";
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k, rc = 0;
+    size_t nm = (size_t)n * (n + 1) / 2, ndyn = nm + 2 * (size_t)n;
+    double *qd = malloc(n * sizeof *qd);
+    if (!qd)
+        return 0;
+    int got = m->nl_reduced ? newton_qdot(w, t, q, u, qd) : factor_psi(w, t, q);
+    if (got < 0) {
+        snprintf(why, size, "%s", m->nl_reduced ? nl_why : psi_why);
+        rc = 1;
+        goto done;
+    }
+    if (!m->nl_reduced)
+        solve_qdot(w, u, qd);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    for (size_t i = 0; i < ndyn && !rc; i++)
+        rc = !isfinite(w->dyn[i]) ? (i < nm ? 1 : 2) : 0;
+    if (rc) {
+        snprintf(why, size,
+                 "%s is not finite (a division by zero, an overflow or a function outside its domain in the "
+                 "model's expressions)",
+                 rc == 1 ? "the mass matrix of T" : "the forcing");
+        rc = 1;
+        goto done;
+    }
+    hamel_project(n, k, w->lu, w->piv, w->dyn, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
+    double big = 0.0;
+    for (int x = 0; x < k * k && !rc; x++)
+        rc = !isfinite(w->Ms[x]) || (x < k && !isfinite(w->F[x]));
+    if (rc) {
+        snprintf(why, size, "M* (the mass matrix of the speeds) or its forcing is not finite (an overflow)");
+        goto done;
+    }
+    for (int r = 0; r < k; r++)
+        big = fmax(big, fabs(w->Ms[r * k + r]));
+    memcpy(w->save, w->Ms, (size_t)k * k * sizeof *w->save);
+    if (k > 0 && (!(big > 0.0) || linalg_lu(k, w->save, w->spiv) < 0)) {
+        int r0 = -1;
+        for (int r = 0; r < k && r0 < 0; r++)
+            if (!(fabs(w->Ms[r * k + r]) > 1e-13 * big))
+                r0 = r;
+        if (r0 >= 0)
+            snprintf(why, size,
+                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives speed %s no "
+                     "inertia",
+                     m->speeds[r0]);
+        else
+            snprintf(why, size,
+                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives a "
+                     "combination of the speeds no inertia");
+        rc = 1;
+    }
+done:
+    free(qd);
+    return rc;
+}
+
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u)
 {
     const struct engine_model *m = w->m;
@@ -1411,12 +1475,15 @@ static void gamma_entries(hamel_ws *w, int j, int *ne_out, int *nr_out)
 }
 
 /* gamma^j_rl and gamma^j_r of one j (all r, l: gamma[r*n + l], gamma_t[r]); mags
- * (optional) receive the rounding scales. Only the entries of gamma_entries take part
+ * (optional) receive the rounding scales: the sums of the terms' magnitudes, with |Phi|
+ * and |Phi_t| from phi_mag and phit_mag when given (rounding_scales), else the entries'
+ * own absolute values. Only the entries of gamma_entries take part
  * (a row of Psi depends on few coordinates): O(n^2) per row of Psi rather than O(n^3). */
 static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double *mag, double *mag_t,
-                      unsigned char *used)
+                      unsigned char *used, const double *phi_mag, const double *phit_mag)
 {
     int n = w->n, ne, nr;
+    const double *pm = phi_mag ? phi_mag : w->Phi, *ptm = phit_mag ? phit_mag : w->phit;
     double *val = w->A, *amag = w->ent_mag, *inner = w->inner;
     int *ei = w->ent_i, *ek = w->ent_k, *rows = w->rows;
     if (gamma && !used)
@@ -1436,8 +1503,8 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
             double a = pass ? amag[e] : val[e];
             double *Wi = w->W + (size_t)i * n;
             for (int l = 0; l < n; l++)
-                Wi[l] += a * (pass ? fabs(PHI(k, l)) : PHI(k, l));
-            inner[i] += a * (pass ? fabs(w->phit[k]) : w->phit[k]);
+                Wi[l] += a * (pass ? fabs(pm[(size_t)l * n + k]) : PHI(k, l));
+            inner[i] += a * (pass ? fabs(ptm[k]) : w->phit[k]);
         }
         /* a column r of Phi that is zero on every row taking part gives +0 throughout
          * (0.0 plus products that are +-0 when W and inner are finite): the zeros
@@ -1467,7 +1534,7 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
                     double v = 0.0;
                     for (int x = 0; x < nr; x++) {
                         int i = rows[x];
-                        v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * w->W[(size_t)i * n + l];
+                        v += (pass ? fabs(pm[(size_t)r * n + i]) : PHI(i, r)) * w->W[(size_t)i * n + l];
                     }
                     out[(size_t)r * n + l] = v;
                 }
@@ -1475,7 +1542,7 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
                 double v = 0.0;
                 for (int x = 0; x < nr; x++) {
                     int i = rows[x];
-                    v += (pass ? fabs(PHI(i, r)) : PHI(i, r)) * inner[i];
+                    v += (pass ? fabs(pm[(size_t)r * n + i]) : PHI(i, r)) * inner[i];
                 }
                 out_t[r] = v;
             }
@@ -1489,7 +1556,7 @@ static void gamma_all(hamel_ws *w, double *gamma, double *gamma_t, double *mag, 
     size_t n = (size_t)w->n;
     for (int j = 0; j < w->n; j++)
         gamma_row(w, j, gamma ? gamma + j * n * n : NULL, gamma_t ? gamma_t + j * n : NULL,
-                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL, NULL);
+                  mag ? mag + j * n * n : NULL, mag_t ? mag_t + j * n : NULL, NULL, NULL, NULL);
 }
 
 int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *gamma_t)
@@ -1498,6 +1565,69 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
         return -1;
     gamma_all(w, gamma, gamma_t, NULL, NULL);
     return 0;
+}
+
+/* rounding_scales: |Phi| and |Phi_t| raised by 1e-3 times the first-order bound of their own rounding,
+ * into phi_mag [n*n] (column-major as Phi) and phit_mag [n], for gamma_all's rounding
+ * scales. The LU solve gives Phi of Psi + dPsi with |dPsi| <= c eps P^T |L| |U|
+ * (backward error), so |dPhi| <= c eps |Phi| B |Phi| and |dPhi_t| <= c eps |Phi| (B
+ * |Phi_t| + |Psi_t|), B = P^T |L| |U|. An entry of Phi that is zero in exact arithmetic
+ * comes out as a few eps where the pivoting mixed rows (the roller racer's Phi: 1e-17),
+ * and a coefficient made of such entries only is that noise, not a coefficient: its
+ * scale with these is about 1e13 times it, so the 1e-9 test puts it about 4,500 eps
+ * under its own error bound, where the sum of the terms' magnitudes alone was the noise
+ * itself. scratch holds 2 n^2 + n doubles. The products skip zeros (Psi and Phi of a
+ * chain of bodies are mostly zero). */
+static void rounding_scales(hamel_ws *w, double *scratch, double *phi_mag, double *phit_mag)
+{
+    int n = w->n;
+    size_t n2 = (size_t)n * n;
+    double *B = scratch, *tmp = scratch + n2, *tmp_t = tmp + n2;
+    const double *lu = w->lu, *psit = w->psi + n2, *phi = w->Phi, *phit = w->phit;
+    /* B = |L| |U| (L unit lower, U upper, both in lu), then its rows swapped back */
+    memset(B, 0, n2 * sizeof *B);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k <= i; k++) {
+            double a = k == i ? 1.0 : fabs(lu[(size_t)i * n + k]);
+            if (a == 0.0)
+                continue;
+            for (int j = k; j < n; j++)
+                B[(size_t)i * n + j] += a * fabs(lu[(size_t)k * n + j]);
+        }
+    for (int k = n - 1; k >= 0; k--)
+        if (w->piv[k] != k)
+            for (int j = 0; j < n; j++) {
+                double t = B[(size_t)k * n + j];
+                B[(size_t)k * n + j] = B[(size_t)w->piv[k] * n + j];
+                B[(size_t)w->piv[k] * n + j] = t;
+            }
+    /* tmp = B |Phi| (row-major i, l), tmp_t = B |Phi_t| + |Psi_t| */
+    memset(tmp, 0, n2 * sizeof *tmp);
+    for (int i = 0; i < n; i++) {
+        tmp_t[i] = fabs(psit[i]);
+        for (int k = 0; k < n; k++) {
+            double b = B[(size_t)i * n + k];
+            if (b == 0.0)
+                continue;
+            tmp_t[i] += b * fabs(phit[k]);
+            for (int l = 0; l < n; l++)
+                tmp[(size_t)i * n + l] += b * fabs(phi[(size_t)l * n + k]);
+        }
+    }
+    /* phi_mag = |Phi| + 1e-3 |Phi| tmp, phit_mag = |Phi_t| + 1e-3 |Phi| tmp_t */
+    for (size_t x = 0; x < n2; x++)
+        phi_mag[x] = fabs(phi[x]);
+    for (int k = 0; k < n; k++) {
+        phit_mag[k] = fabs(phit[k]);
+        for (int i = 0; i < n; i++) {
+            double a = 1e-3 * fabs(phi[(size_t)i * n + k]);
+            if (a == 0.0)
+                continue;
+            phit_mag[k] += a * tmp_t[i];
+            for (int l = 0; l < n; l++)
+                phi_mag[(size_t)l * n + k] += a * tmp[(size_t)i * n + l];
+        }
+    }
 }
 
 int hamel_structure(struct engine_model *m)
@@ -1514,10 +1644,13 @@ int hamel_structure(struct engine_model *m)
     double *g = calloc(n2, sizeof *g), *gm = calloc(n2, sizeof *gm);
     double *gt = calloc(n, sizeof *gt), *gtm = calloc(n, sizeof *gtm);
     unsigned char *used = calloc(n, 1);
+    double *scratch = calloc(3 * n2 + 2 * (size_t)n, sizeof *scratch), *phi_mag = NULL, *phit_mag = NULL;
     hamel_ws *w = NULL;
     int rc = -1;
-    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used)
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used || !scratch)
         goto done;
+    phi_mag = scratch + 2 * n2 + n; /* rounding_scales' outputs after its 2 n^2 + n of work */
+    phit_mag = phi_mag + n2;
     if (m->np)
         memcpy(params, m->param_values, m->np * sizeof *params);
     w = hamel_ws_new(m, params);
@@ -1531,6 +1664,7 @@ int hamel_structure(struct engine_model *m)
             continue;
         if (inverse_and_derivatives(w) < 0)
             goto done;
+        rounding_scales(w, scratch, phi_mag, phit_mag);
         /* where Psi underflows or leaves its domain the point proves nothing: every
          * coefficient is kept (issue 15) */
         int trusted = model_constraints_trusted_at(m, in);
@@ -1538,7 +1672,7 @@ int hamel_structure(struct engine_model *m)
             unsigned char *nz = m->gamma_nz + (size_t)j * n2, *nz_t = m->gamma_t_nz + (size_t)j * n;
             /* only the rows r of gamma^j that gamma_row computed: the others are +0 (no
              * coefficient there), and it leaves them unwritten */
-            gamma_row(w, j, g, gt, gm, gtm, used);
+            gamma_row(w, j, g, gt, gm, gtm, used, phi_mag, phit_mag);
             if (!trusted)
                 memset(nz, 1, n2);
             for (int r = 0; r < n && trusted; r++)
@@ -1573,6 +1707,7 @@ done:
     free(gt);
     free(gtm);
     free(used);
+    free(scratch);
     return rc;
 }
 

@@ -90,8 +90,13 @@ json_t *support_load_case(const char *file)
 
 int support_list_cases(struct support_case *out, int max)
 {
+    return support_list_dir(support_cases_dir(), out, max);
+}
+
+int support_list_dir(const char *dir, struct support_case *out, int max)
+{
     char pattern[600];
-    snprintf(pattern, sizeof pattern, "%s/*.json", support_cases_dir());
+    snprintf(pattern, sizeof pattern, "%s/*.json", dir);
     glob_t g;
     int n = 0;
     if (glob(pattern, 0, NULL, &g) == 0) {

@@ -59,4 +59,7 @@ json_t *support_load_case(const char *file);
 /* Fills out[0..max) with the case files in support_cases_dir(); returns how many. */
 int support_list_cases(struct support_case *out, int max);
 
+/* Fills out[0..max) with the *.json files in dir (sorted); returns how many. */
+int support_list_dir(const char *dir, struct support_case *out, int max);
+
 #endif

@@ -70,7 +70,7 @@ static int within(double got, double want, double abs_tol, double rel_tol)
     return fabs(got - want) <= abs_tol + rel_tol * fabs(want);
 }
 
-ParameterizedTest(struct support_case *p, cases, hamel, .init = setup)
+static void check_hamel(const struct support_case *p)
 {
     json_t *c = support_load_file(p->file);
     json_t *exp = json_object_get(c, "expected");
@@ -213,7 +213,7 @@ static void final_state(engine_model *m, json_t *req, const char *form, const ch
     json_decref(r);
 }
 
-ParameterizedTest(struct support_case *p, cases, formulations_agree, .init = setup)
+static void check_formulations(const struct support_case *p)
 {
     json_t *c = support_load_file(p->file);
     engine_model *m = compile_case(c, p->file);
@@ -233,7 +233,7 @@ ParameterizedTest(struct support_case *p, cases, formulations_agree, .init = set
 
 /* Greenwood (5.94) with the gammas, at the initial state and at random states,
  * evaluated with u' from the integrated right-hand side: must vanish. */
-ParameterizedTest(struct support_case *p, cases, boltzmann_hamel_residual, .init = setup)
+static void check_bh_residual(const struct support_case *p)
 {
     json_t *c = support_load_file(p->file);
     engine_model *m = compile_case(c, p->file);
@@ -259,6 +259,68 @@ ParameterizedTest(struct support_case *p, cases, boltzmann_hamel_residual, .init
     hamel_ws_free(w);
     engine_model_release(m);
     json_decref(c);
+}
+
+ParameterizedTest(struct support_case *p, cases, hamel, .init = setup) { check_hamel(p); }
+ParameterizedTest(struct support_case *p, cases, formulations_agree, .init = setup) { check_formulations(p); }
+ParameterizedTest(struct support_case *p, cases, boltzmann_hamel_residual, .init = setup)
+{
+    check_bh_residual(p);
+}
+
+/* The adversarial cases (tests/adversarial/cases, written by tests/adversarial/derive.py
+ * from an independent SymPy derivation): the same checks. A model with a nonlinear
+ * (Chetaev) constraint has no Boltzmann-Hamel form, so only its multipliers run is
+ * checked against the reference samples. */
+#define ADVERSARIAL_DIR "tests/adversarial/cases"
+
+static int has_nonlinear(const char *file)
+{
+    json_t *c = support_load_file(file);
+    engine_model *m = compile_case(c, file);
+    int nl = m->nlin < m->nc;
+    engine_model_release(m);
+    json_decref(c);
+    return nl;
+}
+
+ParameterizedTestParameters(adversarial, hamel)
+{
+    int n = support_list_dir(ADVERSARIAL_DIR, params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
+}
+
+ParameterizedTestParameters(adversarial, formulations_agree)
+{
+    int n = support_list_dir(ADVERSARIAL_DIR, params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
+}
+
+ParameterizedTestParameters(adversarial, boltzmann_hamel_residual)
+{
+    int n = support_list_dir(ADVERSARIAL_DIR, params, SUPPORT_MAX_CASES);
+    return cr_make_param_array(struct support_case, params, n > 0 ? n : 0);
+}
+
+Test(adversarial, present)
+{
+    struct support_case p[SUPPORT_MAX_CASES];
+    int n = support_list_dir(ADVERSARIAL_DIR, p, SUPPORT_MAX_CASES);
+    cr_assert_geq(n, 8, "expected the adversarial cases in %s (found %d)", ADVERSARIAL_DIR, n);
+}
+
+ParameterizedTest(struct support_case *p, adversarial, hamel, .init = setup) { check_hamel(p); }
+
+ParameterizedTest(struct support_case *p, adversarial, formulations_agree, .init = setup)
+{
+    if (!has_nonlinear(p->file))
+        check_formulations(p);
+}
+
+ParameterizedTest(struct support_case *p, adversarial, boltzmann_hamel_residual, .init = setup)
+{
+    if (!has_nonlinear(p->file))
+        check_bh_residual(p);
 }
 
 /* The acceptance figure: rolling disk, 10 s at rtol 1e-10. */
