@@ -6,11 +6,11 @@
  * or NATIVE_HOT_EVALS right-hand side evaluations in its runs so far), it is queued
  * for this tier, so that one-off models cost no compiler time. A background thread generates C for the
  * reduced equations (tape_fast) with the model's parameter values folded in as constants and, when M* depends
- * on the parameters only, its inverse folded too (the whole right-hand side becomes one function; else, up to 24
- * speeds, M*'s Cholesky solve written out for its size), compiles
- * it with `cc -O2 -shared -fPIC` into <dir>/<model id hex>-<source hash>.so (written under a temporary name
- * and renamed, so a file that exists is complete; a later process with the same model loads it instead of
- * compiling), dlopens it and publishes it on the model with one atomic store.
+ * on the parameters only, its inverse folded too (the whole right-hand side becomes one function; else, up to
+ * 24 speeds, M*'s Cholesky solve written out for its size), compiles it with `cc -O2 -shared -fPIC` into
+ * <dir>/<model id hex>-<source hash>.so (written under a temporary name and renamed, so a file that exists is
+ * complete; a later process with the same model loads it instead of compiling), dlopens it and publishes it
+ * on the model with one atomic store.
  *
  * Trust: the cache directory must belong to this user and be writable by no one else
  * (else the tier stays off), and an object is loaded only when its record, <name>.mac
