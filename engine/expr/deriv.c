@@ -22,7 +22,7 @@ static expr *memo_get(expr_ctx *c, const expr *e, int s)
 static void memo_put(expr_ctx *c, const expr *e, int s, expr *value)
 {
     if (2 * (c->memo_used + 1) > c->memo_cap) {
-        size_t cap = c->memo_cap ? 2 * c->memo_cap : 4096;
+        size_t cap = c->memo_cap ? 2 * c->memo_cap : 256;
         struct memo_entry *m = calloc(cap, sizeof *m);
         if (!m)
             return;
