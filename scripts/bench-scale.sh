@@ -13,6 +13,8 @@
 #   disk-chain-8 (n = 40) hamel/SymPy C ns per RHS <= 1 (on the native tier, which
 #   later runs use; tcc's ratio is printed beside it); whipple-hand the same (issue 19
 #   item 5; its SymPy C is checked and timed at the random state only);
+#   car-trailers-N native <= SymPy C (issue 19 item 6; car-trailers-10 also at equal
+#   instruction sets: SymPy C with -mavx like the native tier, and native without it);
 #   whipple-hand linearised about upright running equal to the benchmark
 #   (bench/whipple_check.c);
 #   hostile models answered (compiled or a 422) within BENCH_ANSWER_SECONDS (3: the
@@ -137,7 +139,25 @@ run_family() { # family name, then "size:options" entries
 run_family disk-chain 1 2 5 "8:--ratio-target 1" 12
 # past 64 coordinates (issue 19 item 6: up to 200 within the 2 s compile budget)
 timeout_s=$((timeout_s > 90 ? timeout_s : 90)) run_family disk-chain 20 40
-run_family car-trailers 1 2 3 4 5 6 7 "8:--compile-target 50" 9 10
+run_family car-trailers 1 2 3 4 5 6 7 "8:--compile-target 50" 9 "10:--ratio-target 1"
+# car-trailers-10 at equal instruction sets (issue 19 item 6): the native tier compiles for
+# the host (-mavx where the CPU has AVX, engine/mech/native.c) while the SymPy C above is
+# plain gcc -O2; here the SymPy C compiled with -O2 -mavx as well ("C-avx"), and the native
+# tier without -mavx (HAMEL_NATIVE_ISA=0, "nat-sse2") against the plain SymPy C, alternating
+if [ -n "$native_dir" ] && [ $have_sympy = 1 ] && grep -qw avx /proc/cpuinfo &&
+  [[ car-trailers-10 =~ $only ]] && so=$(sympy_so "$models/car-trailers-10.json"); then
+  so_avx=$symdir/avx-$(basename "$so")
+  [ -f "$so_avx" ] || gcc -O2 -mavx -shared -fPIC "$symdir/car-trailers-10.c" -o "$so_avx" -lm
+  for round in 1 2; do
+    rm -rf "${native_dir:?}"/*
+    timeout "$timeout_s" "$prog" --native "$native_dir" --sympy "$so_avx" --label car-trailers-10/C-avx \
+      "$models/car-trailers-10.json"
+    rm -rf "${native_dir:?}"/*
+    HAMEL_NATIVE_ISA=0 timeout "$timeout_s" "$prog" --native "$native_dir" --sympy "$so" \
+      --label car-trailers-10/nat-sse2 "$models/car-trailers-10.json"
+  done
+  echo "  (car-trailers-10 at equal instruction sets; load average $(cut -d' ' -f1-3 /proc/loadavg))"
+fi
 # the bicycle against its SymPy C (issue 19 item 5: native <= SymPy C), at the random
 # state (gen_sympy_c.py: its symbolic pivot vanishes at the case's yaw = 0); the native
 # build of the bicycle takes 10-20 s on the loaded 2-core machine

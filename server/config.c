@@ -130,6 +130,10 @@ const config_setting config_settings[] = {
                "Measurements only: tape slots per function of the optimizing tier's C (0: one function). "
                "By default a tape of more than 4,000 slots is written as functions of at most 500, which "
                "keeps the compiler's time and memory about linear in the tape."),
+    CONFIG_ENG("native-isa", "HAMEL_NATIVE_ISA", "auto",
+               "Measurements only: 0 compiles the optimizing tier's C for the compiler's default "
+               "instruction set. By default it is compiled with `-mavx` where the CPU has AVX (the same "
+               "results to the bit, about 0.8x the time per right-hand side)."),
     CONFIG_ENG("native-key-file", "HAMEL_NATIVE_KEY_FILE", "`$HAMEL_CACHE_DIR.key`",
                "A shared object is loaded only if it verifies against an HMAC under the key in this "
                "file, made 0600 on first start."),

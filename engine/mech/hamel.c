@@ -777,6 +777,70 @@ int hamel_qdot(hamel_ws *w, double t, const double *q, const double *u, double *
     return 0;
 }
 
+int hamel_explain(hamel_ws *w, double t, const double *q, const double *u, char *why, size_t size)
+{
+    static const char *const psi_why =
+        "Psi (the speeds and the linear constraints) is singular: the speeds do "
+        "not determine q'";
+    static const char *const nl_why = "no q' solves the speeds and the constraints (Newton's method)";
+    const struct engine_model *m = w->m;
+    int n = w->n, k = w->k, rc = 0;
+    size_t nm = (size_t)n * (n + 1) / 2, ndyn = nm + 2 * (size_t)n;
+    double *qd = malloc(n * sizeof *qd);
+    if (!qd)
+        return 0;
+    int got = m->nl_reduced ? newton_qdot(w, t, q, u, qd) : factor_psi(w, t, q);
+    if (got < 0) {
+        snprintf(why, size, "%s", m->nl_reduced ? nl_why : psi_why);
+        rc = 1;
+        goto done;
+    }
+    if (!m->nl_reduced)
+        solve_qdot(w, u, qd);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_dyn, w->in, w->work, w->dyn);
+    for (size_t i = 0; i < ndyn && !rc; i++)
+        rc = !isfinite(w->dyn[i]) ? (i < nm ? 1 : 2) : 0;
+    if (rc) {
+        snprintf(why, size,
+                 "%s is not finite (a division by zero, an overflow or a function outside its domain in the "
+                 "model's expressions)",
+                 rc == 1 ? "the mass matrix of T" : "the forcing");
+        rc = 1;
+        goto done;
+    }
+    hamel_project(n, k, w->lu, w->piv, w->dyn, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
+    double big = 0.0;
+    for (int x = 0; x < k * k && !rc; x++)
+        rc = !isfinite(w->Ms[x]) || (x < k && !isfinite(w->F[x]));
+    if (rc) {
+        snprintf(why, size, "M* (the mass matrix of the speeds) or its forcing is not finite (an overflow)");
+        goto done;
+    }
+    for (int r = 0; r < k; r++)
+        big = fmax(big, fabs(w->Ms[r * k + r]));
+    memcpy(w->save, w->Ms, (size_t)k * k * sizeof *w->save);
+    if (k > 0 && (!(big > 0.0) || linalg_lu(k, w->save, w->spiv) < 0)) {
+        int r0 = -1;
+        for (int r = 0; r < k && r0 < 0; r++)
+            if (!(fabs(w->Ms[r * k + r]) > 1e-13 * big))
+                r0 = r;
+        if (r0 >= 0)
+            snprintf(why, size,
+                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives speed %s no "
+                     "inertia",
+                     m->speeds[r0]);
+        else
+            snprintf(why, size,
+                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives a "
+                     "combination of the speeds no inertia");
+        rc = 1;
+    }
+done:
+    free(qd);
+    return rc;
+}
+
 int hamel_speeds(hamel_ws *w, double t, const double *q, const double *qd, double *u)
 {
     const struct engine_model *m = w->m;

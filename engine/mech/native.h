@@ -6,10 +6,11 @@
  * or NATIVE_HOT_EVALS right-hand side evaluations in its runs so far), it is queued
  * for this tier, so that one-off models cost no compiler time. A background thread generates C for the
  * reduced equations (tape_fast) with the model's parameter values folded in as constants and, when M* depends
- * on the parameters only, its inverse folded too (the whole right-hand side becomes one function), compiles
- * it with `cc -O2 -shared -fPIC` into <dir>/<model id hex>-<source hash>.so (written under a temporary name
- * and renamed, so a file that exists is complete; a later process with the same model loads it instead of
- * compiling), dlopens it and publishes it on the model with one atomic store.
+ * on the parameters only, its inverse folded too (the whole right-hand side becomes one function; else, up to
+ * 24 speeds, M*'s Cholesky solve written out for its size), compiles it with `cc -O2 -shared -fPIC` into
+ * <dir>/<model id hex>-<source hash>.so (written under a temporary name and renamed, so a file that exists is
+ * complete; a later process with the same model loads it instead of compiling), dlopens it and publishes it
+ * on the model with one atomic store.
  *
  * Trust: the cache directory must belong to this user and be writable by no one else
  * (else the tier stays off), and an object is loaded only when its record, <name>.mac
@@ -31,7 +32,9 @@
  *
  * Environment: HAMEL_NO_NATIVE (anything but "" or "0") disables the tier; HAMEL_CC
  * names the compiler (default "cc"); HAMEL_NATIVE_PART (measurements only) sets the tape
- * slots per function of the generated C (0: one function; see native.c).
+ * slots per function of the generated C (0: one function; see native.c);
+ * HAMEL_NATIVE_ISA=0 (measurements only) leaves out -mavx, which is added where the CPU
+ * has AVX (native__isa: the same results, fewer instructions).
  *
  * Threads: everything here may be called from any thread. Lock order: native_lock (the
  * directory, the key, the two pools) is never held while calling out of this file, but

@@ -1896,6 +1896,15 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
                           : st.reason[0]     ? st.reason
                           : reason[0]        ? reason
                                              : hamel_error_title(rc);
+        /* the equations fail before the first step: say why at the initial state (a
+         * speed without inertia, Psi singular, a NaN in T, V or Q) */
+        char explained[INTEG_REASON_MAX + 400], clause[320];
+        if (rc == HAMEL_E_NUMERIC && !watch_reason(R.wt) && req->formulation == SIM_HAMEL &&
+            (R.ns == 0 || R.t[R.ns - 1] == req->t0) &&
+            hamel_explain(R.w, req->t0, req->q0, req->u0, clause, sizeof clause)) {
+            snprintf(explained, sizeof explained, "%s: at the initial state, %s", why, clause);
+            why = explained;
+        }
         *problem = hamel_problem_new(rc, why);
         json_object_set_new(*problem, "reason", json_string(why));
         json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));

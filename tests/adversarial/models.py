@@ -247,3 +247,74 @@ case(name="sleigh-moving-anchor",
      simulation={"initial": {"t": 0, "q": {"x": 0.2, "y": 0.1, "th": 1.0}, "speeds": {"v": 0.3, "w": 0.2}},
                  "t_end": 5, "output": {"samples": 11}},
      energy_conserved=False)
+
+
+# 9. The sphere of 3 on a table whose rate changes in time, W(t) = W0 + W1 sin(nu t): the
+#    constraints depend on t explicitly (rheonomic). The friction force acts at the
+#    contact point, a - a e_z from the centre: its torque about the centre is horizontal,
+#    so wz stays constant; neither E nor E - W Lz is conserved now.
+case(name="sphere-on-varying-turntable",
+     description="The sphere of sphere-on-turntable on a table whose rate varies, W(t) = W0 + W1 sin(nu t): "
+                 "explicitly time-dependent rolling constraints; the spin about the vertical is the one integral.",
+     model={"coordinates": ["x", "y", "ph", "th", "ps"],
+            "parameters": {"m": 1.3, "a": 0.5, "k": 0.3, "W0": 0.9, "W1": 0.6, "nu": 1.3},
+            "definitions": [{"name": "I", "expr": "k*m*a^2"}, {"name": "W", "expr": "W0 + W1*sin(nu*t)"}],
+            "kinetic_energy": "m/2*(x'^2 + y'^2) + I/2*(ph'^2 + th'^2 + ps'^2 + 2*cos(th)*ph'*ps')",
+            "speeds": [{"name": "wx", "expr": "th'*cos(ph) + ps'*sin(th)*sin(ph)"},
+                       {"name": "wy", "expr": "th'*sin(ph) - ps'*sin(th)*cos(ph)"},
+                       {"name": "wz", "expr": "ph' + ps'*cos(th)"}],
+            "constraints": [{"name": "roll_x", "expr": "x' - a*(th'*sin(ph) - ps'*sin(th)*cos(ph)) + W*y"},
+                            {"name": "roll_y", "expr": "y' + a*(th'*cos(ph) + ps'*sin(th)*sin(ph)) - W*x"}]},
+     simulation={"initial": {"t": 0.2, "q": {"x": 0.7, "y": -0.2, "ph": 0.1, "th": 1.2, "ps": 0.3},
+                             "speeds": {"wx": 0.4, "wy": -1.1, "wz": 0.6}},
+                 "t_end": 5.2, "output": {"samples": 11},
+                 "invariants": [{"name": "spin", "expr": "ph' + ps'*cos(th)"}]},
+     energy_conserved=False)
+
+
+# 10. The knife edge of 6 with speeds rotated by an angle that also turns in time,
+#     beta(q, t) = 0.4 x y + 0.3 sin th + 0.5 t: Psi depends on t (Psi_t = 0), so the
+#     rheonomic Hamel coefficients gamma^j_r (Greenwood 5.58) are non-zero; the motion is
+#     the knife edge's own (scleronomic, conservative), only its description turns.
+case(name="knife-incline-turning-speeds",
+     description="Knife edge on an inclined plane with quasi-velocities rotated by beta = 0.4 x y + 0.3 sin th + "
+                 "0.5 t: time-dependent speeds of a scleronomic, conservative system (gamma_t non-zero).",
+     model={"coordinates": ["x", "y", "th"],
+            "parameters": {"m": 1.2, "I": 0.3, "L": 0.8, "g": 9.81, "alpha": 0.35},
+            "definitions": [{"name": "beta", "expr": "0.4*x*y + 0.3*sin(th) + 0.5*t"},
+                            {"name": "s", "expr": "cos(th)*x' + sin(th)*y'"}],
+            "kinetic_energy": "m/2*(x'^2 + y'^2) + I/2*th'^2",
+            "potential_energy": "m*g*sin(alpha)*x",
+            "constraints": [{"name": "knife", "expr": "sin(th)*x' - cos(th)*y'"}],
+            "speeds": [{"name": "u1", "expr": "cos(beta)*s - sin(beta)*L*th'"},
+                       {"name": "u2", "expr": "sin(beta)*s + cos(beta)*L*th'"}]},
+     simulation={"initial": {"t": 0, "q": {"x": 0.5, "y": -0.4, "th": 0.9}, "speeds": {"u1": 0.7, "u2": 1.3}},
+                 "t_end": 3, "output": {"samples": 7}},
+     energy_conserved=True)
+
+
+# 11. Snakeboard (Ostrowski): a board (mass m, centre (x, y), heading th, inertia J about
+#     its centre) with a rotor psi (inertia J0) at the centre and two wheel axles a distance
+#     l ahead and behind, steered by +ph and -ph (each axle's inertia J1 about the vertical).
+#     Neither axle slips sideways. The rider drives the rotor with tau0 sin(nu t); a spring k
+#     centres the steering. Constraints (lateral velocity of each axle normal to its heading):
+#       front at r + l e(th), heading th + ph;  back at r - l e(th), heading th - ph.
+case(name="snakeboard-driven",
+     description="Snakeboard: board, rotor driven by tau0 sin(nu t), both axles steered by +-ph with a centring "
+                 "spring; no lateral slip of either axle. Time-dependent forcing, three speeds.",
+     model={"coordinates": ["x", "y", "th", "psi", "ph"],
+            "parameters": {"m": 4.0, "J": 0.35, "J0": 0.12, "J1": 0.02, "l": 0.4, "k": 0.8, "tau0": 0.3,
+                           "nu": 1.7},
+            "kinetic_energy": "m/2*(x'^2 + y'^2) + J/2*th'^2 + J0/2*(th' + psi')^2 + J1/2*(th' + ph')^2"
+                              " + J1/2*(th' - ph')^2",
+            "potential_energy": "k/2*ph^2",
+            "generalized_forces": {"psi": "tau0*sin(nu*t)"},
+            "constraints": [
+                {"name": "front", "expr": "-sin(th + ph)*(x' - l*sin(th)*th') + cos(th + ph)*(y' + l*cos(th)*th')"},
+                {"name": "back", "expr": "-sin(th - ph)*(x' + l*sin(th)*th') + cos(th - ph)*(y' - l*cos(th)*th')"}],
+            "speeds": [{"name": "v", "expr": "cos(th)*x' + sin(th)*y'"}, {"name": "psid", "expr": "psi'"},
+                       {"name": "phd", "expr": "ph'"}]},
+     simulation={"initial": {"t": 0, "q": {"x": 0, "y": 0, "th": 0.3, "psi": 0, "ph": 0.4},
+                             "speeds": {"v": 0.5, "psid": 0.2, "phd": -0.3}},
+                 "t_end": 4, "output": {"samples": 9}},
+     energy_conserved=False)

@@ -588,6 +588,60 @@ Test(batch_two_workers, delete_cancels_every_run)
     bstop_checked();
 }
 
+/* Short runs go to the workers in blocks of many: a DELETE in the middle stops the
+ * running blocks, drops the queued ones and answers once every run is counted. */
+Test(batch_two_workers, delete_amid_blocks_counts_every_run)
+{
+    enum { N = 6000 };
+    json_t *b = sweep(N, 1.0);
+    harness_resp r = bpost("/v1/batches", b, NULL);
+    cr_assert_eq(r.status, 202, "%.200s", r.body);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/batches/%s", bstr(r.json, "batch_id"));
+    harness_resp_free(&r);
+    long long finished = 0;
+    for (int i = 0; i < 2000 && finished < 20; i++) {
+        harness_nap(5);
+        r = breq("GET", path, NULL, NULL);
+        finished = bint(r.json, "finished");
+        harness_resp_free(&r);
+    }
+    cr_assert(finished >= 20 && finished < N, "some runs finished, not all (%lld)", finished);
+    r = breq("DELETE", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "%.200s", r.body);
+    cr_assert_str_eq(bstr(r.json, "status"), "cancelled");
+    cr_assert_eq(bint(r.json, "finished"), N, "every run counted when DELETE answers: %.300s", r.body);
+    cr_assert_eq(bint(r.json, "queued_or_running"), 0, "%.300s", r.body);
+    cr_assert_eq(bint(r.json, "succeeded") + bint(r.json, "cancelled") + bint(r.json, "failed"), N);
+    cr_assert(bint(r.json, "cancelled") > 0 && bint(r.json, "failed") == 0, "%.300s", r.body);
+    harness_resp_free(&r);
+
+    /* every run has its line; a done run's job is kept like any other */
+    char spath[160];
+    snprintf(spath, sizeof spath, "%s?stream=1", path);
+    r = breq("GET", spath, NULL, NULL);
+    json_t *lines = ndjson_lines(r.body);
+    cr_assert_eq(json_array_size(lines), N);
+    char job[80] = "";
+    size_t i;
+    json_t *line;
+    json_array_foreach(lines, i, line)
+    {
+        if (!job[0] && !strcmp(bstr(line, "status"), "done"))
+            snprintf(job, sizeof job, "/v1/jobs/%s", bstr(line, "job_id"));
+    }
+    json_decref(lines);
+    harness_resp_free(&r);
+    cr_assert(job[0], "a done line");
+    r = breq("GET", job, NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s: %.200s", job, r.body);
+    cr_assert_str_eq(bstr(r.json, "status"), "done");
+    harness_resp_free(&r);
+    cr_assert_eq(running(), 0, "nothing left running");
+    json_decref(b);
+    bstop_checked();
+}
+
 /* A stream read on its own thread, so the test can act while it runs. */
 typedef struct stream_arg {
     const json_t *body;

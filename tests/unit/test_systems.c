@@ -511,3 +511,43 @@ Test(systems, chaplygin_sleigh, .init = setup)
     json_decref(r);
     engine_model_release(m);
 }
+
+/* ---- 8. a run that cannot start says why ----
+ *
+ * A Chaplygin sleigh whose body has no moment of inertia and its knife edge at the mass
+ * centre: the turning rate w has no inertia (M* = diag(m, 0)), and the problem says so
+ * instead of only that the right-hand side could not be evaluated. A 0/0 in V at the
+ * initial state is named as the forcing. */
+Test(systems, failure_at_the_start_is_explained, .init = setup)
+{
+    static const char *const models[2] = {
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.3, \"I\": 0, \"b\": 0},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2) + I/2*th'^2\","
+        " \"constraints\": [\"-sin(th)*x' + cos(th)*y' - b*th'\"],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", \"expr\": "
+        "\"th'\"}]}",
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 0, \"I\": 0.4, \"b\": 0.3},"
+        " \"kinetic_energy\": \"2/2*(x'^2 + y'^2) + I/2*th'^2\", \"potential_energy\": \"x/m\","
+        " \"constraints\": [\"-sin(th)*x' + cos(th)*y' - b*th'\"],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", \"expr\": "
+        "\"th'\"}]}"};
+    static const char *const want[2] = {"the kinetic energy gives speed w no inertia",
+                                        "the forcing is not finite"};
+    for (int i = 0; i < 2; i++) {
+        engine_model *m = support_compile_text(models[i]);
+        json_t *req =
+            support_loads("{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": {\"v\": 1,"
+                          " \"w\": 0.5}}, \"t_end\": 1, \"output\": {\"samples\": 3}}");
+        json_t *r = NULL, *problem = NULL;
+        int rc = engine_simulate(m, req, NULL, NULL, &r, &problem);
+        cr_assert_neq(rc, 0, "model %d: the run should fail", i);
+        const char *detail = json_string_value(json_object_get(problem, "detail"));
+        cr_assert(detail && strstr(detail, "at the initial state") && strstr(detail, want[i]),
+                  "model %d: the problem should say '%s' at the initial state: %s", i, want[i],
+                  detail ? detail : "(no detail)");
+        json_decref(problem);
+        json_decref(r);
+        json_decref(req);
+        engine_model_release(m);
+    }
+}
