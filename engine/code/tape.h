@@ -87,6 +87,15 @@ const char *tape_op_libm_name(tape_op op);
 /* Evaluates with the interpreter: work must hold n_ins doubles. */
 void tape_eval(const tape *t, const double *in, double *work, double *out);
 
+/* Evaluates with the interpreter and a first-order running bound on each output's
+ * rounding error, in units of the unit roundoff u = 2^-53 (Higham's running error
+ * analysis): out_err[k] bounds |computed - exact| / u of out[k] for the tape's inputs
+ * taken as exact, each operation's result rounded once (libm's functions likewise)
+ * and the errors of its operands carried through its derivatives. Infinite where the
+ * computation is not differentiable at the point with an operand in error (sqrt(0),
+ * log(0)), NaN where a value is. work and err each hold n_ins doubles; out may be NULL. */
+void tape_eval_err(const tape *t, const double *in, double *work, double *err, double *out, double *out_err);
+
 /* Evaluates with compiled code if present, else the interpreter (work as above). */
 static inline void tape_run(const tape *t, const double *in, double *work, double *out)
 {

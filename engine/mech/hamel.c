@@ -392,6 +392,9 @@ struct hamel_ws {
     double *dpsi;   /* dPsi/dq [n^3], dPsi/dt [n^2], dPsi_t/dq [n^2] */
     double *dpsi_c; /* [dpsi_n] tape_dpsi's outputs (model_run_dpsi places them) */
     int dpsi_n;
+    /* hamel_structure only: the running error bounds of dPsi (laid out as dpsi) and of
+     * Psi, Psi_t (as psi), in units of u (tape_eval_err); NULL elsewhere */
+    const double *dpsi_err, *psi_err;
     double *A, *W;             /* [n*n] scratch */
     double *ent_mag, *inner;   /* [n*n], [n]: gamma_all's entries and rows */
     int *ent_i, *ent_k, *rows; /* [n*n], [n*n], [n] */
@@ -1435,6 +1438,13 @@ static int inverse_and_derivatives(hamel_ws *w)
 #define DPSI(j, i, k) w->dpsi[((size_t)(j)*n + (i)) * n + (k)]
 #define DPSI_T(j, i) w->dpsi[(size_t)n * n * n + (size_t)(j)*n + (i)]
 #define DPSIT_Q(j, i) w->dpsi[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
+#define DPSI_ERR(j, i, k) w->dpsi_err[((size_t)(j)*n + (i)) * n + (k)]
+#define DPSI_T_ERR(j, i) w->dpsi_err[(size_t)n * n * n + (size_t)(j)*n + (i)]
+#define DPSIT_Q_ERR(j, i) w->dpsi_err[(size_t)n * n * n + (size_t)n * n + (size_t)(j)*n + (i)]
+/* The weight of a running error bound (in units of u) beside the values' magnitudes in
+ * gamma's rounding scales: the zero test's 1e-9 then puts an entry made of rounding
+ * noise about 4,500 times under its own error bound (1e-12 / 2^-53). */
+#define ERR_WEIGHT 1e-3
 
 /* The entries of row j of Psi that take part in gamma^j (gamma_row): the pairs (i, k)
  * where dPsi_ji/dq_k or dPsi_jk/dq_i is nonzero, increasing (ent_i, ent_k; the
@@ -1461,7 +1471,8 @@ static void gamma_entries(hamel_ws *w, int j, int *ne_out, int *nr_out)
         ei[ne] = i;
         ek[ne] = k;
         val[ne] = d1 - d2;
-        amag[ne++] = fabs(d1) + fabs(d2);
+        amag[ne++] =
+            fabs(d1) + fabs(d2) + (w->dpsi_err ? ERR_WEIGHT * (DPSI_ERR(j, i, k) + DPSI_ERR(j, k, i)) : 0.0);
         in_rows[i] = 1;
     }
     for (int i = 0; i < n; i++) {
@@ -1472,6 +1483,20 @@ static void gamma_entries(hamel_ws *w, int j, int *ne_out, int *nr_out)
     }
     *ne_out = ne;
     *nr_out = nr;
+}
+
+/* gamma_row's rows of W cleared and its inner terms started (pass 0: the values of
+ * dPsi_t/dq - dPsi/dt; pass 1: their magnitudes with their error bounds). */
+static void gamma_row_start(hamel_ws *w, int j, int nr, int pass)
+{
+    int n = w->n;
+    for (int x = 0; x < nr; x++) {
+        int i = w->rows[x];
+        memset(w->W + (size_t)i * n, 0, n * sizeof *w->W);
+        w->inner[i] = pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
+        if (pass && w->dpsi_err)
+            w->inner[i] += ERR_WEIGHT * (DPSI_T_ERR(j, i) + DPSIT_Q_ERR(j, i));
+    }
 }
 
 /* gamma^j_rl and gamma^j_r of one j (all r, l: gamma[r*n + l], gamma_t[r]); mags
@@ -1493,11 +1518,7 @@ static void gamma_row(hamel_ws *w, int j, double *gamma, double *gamma_t, double
     gamma_entries(w, j, &ne, &nr);
     for (int pass = 0; pass < (mag ? 2 : 1); pass++) {
         double *out = pass ? mag : gamma, *out_t = pass ? mag_t : gamma_t;
-        for (int x = 0; x < nr; x++) {
-            int i = rows[x];
-            memset(w->W + (size_t)i * n, 0, n * sizeof *w->W);
-            inner[i] = pass ? fabs(DPSI_T(j, i)) + fabs(DPSIT_Q(j, i)) : DPSI_T(j, i) - DPSIT_Q(j, i);
-        }
+        gamma_row_start(w, j, nr, pass);
         for (int e = 0; e < ne; e++) {
             int i = ei[e], k = ek[e];
             double a = pass ? amag[e] : val[e];
@@ -1571,7 +1592,9 @@ int hamel_gamma(hamel_ws *w, double t, const double *q, double *gamma, double *g
  * into phi_mag [n*n] (column-major as Phi) and phit_mag [n], for gamma_all's rounding
  * scales. The LU solve gives Phi of Psi + dPsi with |dPsi| <= c eps P^T |L| |U|
  * (backward error), so |dPhi| <= c eps |Phi| B |Phi| and |dPhi_t| <= c eps |Phi| (B
- * |Phi_t| + |Psi_t|), B = P^T |L| |U|. An entry of Phi that is zero in exact arithmetic
+ * |Phi_t| + |Psi_t|), B = P^T |L| |U|; with w->psi_err (hamel_structure) Psi's and
+ * Psi_t's own evaluation error bounds are added to B and |Psi_t| (a perturbation of the
+ * same kind). An entry of Phi that is zero in exact arithmetic
  * comes out as a few eps where the pivoting mixed rows (the roller racer's Phi: 1e-17),
  * and a coefficient made of such entries only is that noise, not a coefficient: its
  * scale with these is about 1e13 times it, so the 1e-9 test puts it about 4,500 eps
@@ -1601,10 +1624,14 @@ static void rounding_scales(hamel_ws *w, double *scratch, double *phi_mag, doubl
                 B[(size_t)k * n + j] = B[(size_t)w->piv[k] * n + j];
                 B[(size_t)w->piv[k] * n + j] = t;
             }
+    /* Psi's own evaluation error is a perturbation of Psi like the LU's */
+    if (w->psi_err)
+        for (size_t x = 0; x < n2; x++)
+            B[x] += w->psi_err[x];
     /* tmp = B |Phi| (row-major i, l), tmp_t = B |Phi_t| + |Psi_t| */
     memset(tmp, 0, n2 * sizeof *tmp);
     for (int i = 0; i < n; i++) {
-        tmp_t[i] = fabs(psit[i]);
+        tmp_t[i] = fabs(psit[i]) + (w->psi_err ? w->psi_err[n2 + i] : 0.0);
         for (int k = 0; k < n; k++) {
             double b = B[(size_t)i * n + k];
             if (b == 0.0)
@@ -1630,6 +1657,46 @@ static void rounding_scales(hamel_ws *w, double *scratch, double *phi_mag, doubl
     }
 }
 
+/* The running error bounds of Psi, Psi_t and dPsi at the point in w->in (tape_eval_err),
+ * into e->psi [n^2 + n] and e->dpsi (laid out as w->dpsi: only the entries the model's
+ * dPsi writes are written), for rounding_scales and gamma_entries. */
+struct psi_errors {
+    double *psi, *dpsi, *dpsi_c, *work;
+};
+
+static int psi_errors_new(struct psi_errors *e, const struct engine_model *m)
+{
+    size_t n = (size_t)m->n, len = (size_t)m->tape_psi->n_ins;
+    if (m->tape_dpsi && (size_t)m->tape_dpsi->n_ins > len)
+        len = (size_t)m->tape_dpsi->n_ins;
+    e->psi = calloc(n * n + n, sizeof *e->psi);
+    e->dpsi = calloc(n * n * n + 2 * n * n, sizeof *e->dpsi); /* its untouched pages stay unmapped */
+    e->dpsi_c = calloc((size_t)model_dpsi_count(m) + 1, sizeof *e->dpsi_c);
+    e->work = calloc(2 * len, sizeof *e->work);
+    return e->psi && e->dpsi && e->dpsi_c && e->work ? 0 : -1;
+}
+
+static void psi_errors_free(struct psi_errors *e)
+{
+    free(e->psi);
+    free(e->dpsi);
+    free(e->dpsi_c);
+    free(e->work);
+}
+
+static void psi_errors_at(struct psi_errors *e, const struct engine_model *m, const double *in)
+{
+    size_t len = (size_t)m->tape_psi->n_ins;
+    if (m->tape_dpsi && (size_t)m->tape_dpsi->n_ins > len)
+        len = (size_t)m->tape_dpsi->n_ins;
+    tape_eval_err(m->tape_psi, in, e->work, e->work + len, NULL, e->psi);
+    if (!m->tape_dpsi)
+        return;
+    tape_eval_err(m->tape_dpsi, in, e->work, e->work + len, NULL, e->dpsi_c);
+    for (int o = 0; o < m->tape_dpsi->n_outputs; o++)
+        e->dpsi[m->dpsi_at[o]] = e->dpsi_c[o];
+}
+
 int hamel_structure(struct engine_model *m)
 {
     if (!m->sparse)
@@ -1645,9 +1712,11 @@ int hamel_structure(struct engine_model *m)
     double *gt = calloc(n, sizeof *gt), *gtm = calloc(n, sizeof *gtm);
     unsigned char *used = calloc(n, 1);
     double *scratch = calloc(3 * n2 + 2 * (size_t)n, sizeof *scratch), *phi_mag = NULL, *phit_mag = NULL;
+    struct psi_errors err = {0};
     hamel_ws *w = NULL;
     int rc = -1;
-    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used || !scratch)
+    if (!m->gamma_nz || !m->gamma_t_nz || !params || !in || !g || !gm || !gt || !gtm || !used || !scratch ||
+        psi_errors_new(&err, m) < 0)
         goto done;
     phi_mag = scratch + 2 * n2 + n; /* rounding_scales' outputs after its 2 n^2 + n of work */
     phit_mag = phi_mag + n2;
@@ -1656,6 +1725,8 @@ int hamel_structure(struct engine_model *m)
     w = hamel_ws_new(m, params);
     if (!w)
         goto done;
+    w->psi_err = err.psi;
+    w->dpsi_err = err.dpsi;
     for (int p = 0; p < 3; p++) {
         model_test_point(m, 11 + p, in);
         /* Psi may depend on q' (nonlinear constraints): at the test point's q' */
@@ -1664,6 +1735,7 @@ int hamel_structure(struct engine_model *m)
             continue;
         if (inverse_and_derivatives(w) < 0)
             goto done;
+        psi_errors_at(&err, m, w->in);
         rounding_scales(w, scratch, phi_mag, phit_mag);
         /* where Psi underflows or leaves its domain the point proves nothing: every
          * coefficient is kept (issue 15) */
@@ -1675,12 +1747,13 @@ int hamel_structure(struct engine_model *m)
             gamma_row(w, j, g, gt, gm, gtm, used, phi_mag, phit_mag);
             if (!trusted)
                 memset(nz, 1, n2);
+            /* a coefficient or bound that is not finite proves nothing either */
             for (int r = 0; r < n && trusted; r++)
                 for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
-                    if (isfinite(g[i]) && fabs(g[i]) > 1e-9 * gm[i])
+                    if (!(fabs(g[i]) <= 1e-9 * gm[i]) || !isfinite(gm[i]))
                         nz[i] = 1;
             for (int i = 0; i < n; i++)
-                if (!trusted || (isfinite(gt[i]) && fabs(gt[i]) > 1e-9 * gtm[i]))
+                if (!trusted || !(fabs(gt[i]) <= 1e-9 * gtm[i]) || !isfinite(gtm[i]))
                     nz_t[i] = 1;
         }
     }
@@ -1708,6 +1781,7 @@ done:
     free(gtm);
     free(used);
     free(scratch);
+    psi_errors_free(&err);
     return rc;
 }
 
