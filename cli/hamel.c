@@ -41,11 +41,12 @@ enum {
     CLI_OPT_Q = 1 << 4,        /* --q name=value,... */
     CLI_OPT_T = 1 << 5,        /* --t T */
     CLI_OPT_FORM = 1 << 6,     /* --form F */
-    CLI_OPT_LANG = 1 << 7      /* --lang c|python */
+    CLI_OPT_LANG = 1 << 7,     /* --lang c|python */
+    CLI_OPT_QDOT = 1 << 8      /* --qdot name=value,... */
 };
 
 typedef struct cli_args {
-    const char *file, *out, *q, *t, *form, *lang;
+    const char *file, *out, *q, *t, *form, *lang, *qdot;
     int csv, json;
     int progress; /* -1: when standard error is a terminal; 0 never; 1 always */
 } cli_args;
@@ -409,8 +410,9 @@ static int cli_number(const char *s, double *out)
     return end == s || *end != '\0' ? -1 : 0;
 }
 
-/* Parses "name=value,name=value" into `q` (borrowed). Returns 0, or -1 after a message. */
-static int cli_parse_q(const char *spec, json_t *q)
+/* Parses "name=value,name=value" (the value of `opt`) into `q` (borrowed). Returns 0, or
+ * -1 after a message. */
+static int cli_parse_q(const char *opt, const char *spec, json_t *q)
 {
     char *list = strdup(spec);
     int rc = list ? 0 : -1;
@@ -419,7 +421,7 @@ static int cli_parse_q(const char *spec, json_t *q)
         char *eq = strchr(tok, '=');
         double v;
         if (!eq || eq == tok || cli_number(eq + 1, &v)) {
-            fprintf(stderr, "hamel gamma: --q takes name=value,... (not '%s')\n", tok);
+            fprintf(stderr, "hamel gamma: %s takes name=value,... (not '%s')\n", opt, tok);
             rc = -1;
         } else {
             *eq = '\0';
@@ -430,8 +432,11 @@ static int cli_parse_q(const char *spec, json_t *q)
     return rc;
 }
 
-/* hamel gamma FILE [--q a=1,b=2] [--t T]: q defaults to the request's initial q; a name
- * that is not a coordinate is refused by the engine (q.NAME). */
+/* hamel gamma FILE [--q a=1,b=2] [--t T] [--qdot a=1,...]: q defaults to the request's
+ * initial q; a name that is not a coordinate is refused by the engine (q.NAME). With
+ * nonlinear constraints the velocities are the initial ones (qdot or speeds), or --qdot
+ * over the initial qdot: a qdot off the constraints at q counts as its speeds, and speeds
+ * that leave several roots for q' are refused with the roots named (the engine). */
 static int cmd_gamma(const cli_args *a)
 {
     engine_model *m;
@@ -446,22 +451,27 @@ static int cmd_gamma(const cli_args *a)
         if (json_is_number(json_object_get(init, "t")))
             t = json_number_value(json_object_get(init, "t"));
     }
-    int bad = a->q && cli_parse_q(a->q, q);
+    json_t *qdot = json_object();
+    if (init && json_is_object(json_object_get(init, "qdot")))
+        json_object_update(qdot, json_object_get(init, "qdot"));
+    int bad = (a->q && cli_parse_q("--q", a->q, q)) || (a->qdot && cli_parse_q("--qdot", a->qdot, qdot));
     if (!bad && a->t && cli_number(a->t, &t)) {
         fprintf(stderr, "hamel gamma: --t takes a number (not '%s')\n", a->t);
         bad = 1;
     }
     if (bad) {
         json_decref(q);
+        json_decref(qdot);
         json_decref(req);
         engine_model_release(m);
         return CLI_EXIT_USAGE;
     }
     json_t *hreq = json_pack("{s:f, s:o}", "t", t, "q", q);
-    if (init && json_object_get(init, "qdot")) /* velocity-dependent coefficients (nonlinear) */
-        json_object_set(hreq, "qdot", json_object_get(init, "qdot"));
+    if (a->qdot || (init && json_object_get(init, "qdot"))) /* velocity-dependent coefficients (nonlinear) */
+        json_object_set(hreq, "qdot", qdot);
     else if (init && json_object_get(init, "speeds"))
         json_object_set(hreq, "speeds", json_object_get(init, "speeds"));
+    json_decref(qdot);
     if (req && json_object_get(req, "parameters"))
         json_object_set(hreq, "parameters", json_object_get(req, "parameters"));
     json_decref(req);
@@ -548,10 +558,14 @@ static const cli_command cli_commands[] = {
      "expression and a caret under the column (--json: the problem document).\n",
      CLI_OPT_OUT | CLI_OPT_JSON, cmd_check},
     {"gamma",
-     "usage: hamel gamma FILE [--q name=value,...] [--t T] [-o OUT]\n"
+     "usage: hamel gamma FILE [--q name=value,...] [--t T] [--qdot name=value,...] [-o OUT]\n"
      "Prints the Hamel coefficients (API.md 4) at the configuration of FILE's initial state,\n"
-     "with --q and --t on top. A name in --q that is not a coordinate is an error.\n",
-     CLI_OPT_OUT | CLI_OPT_Q | CLI_OPT_T, cmd_gamma},
+     "with --q and --t on top. A name in --q that is not a coordinate is an error. With\n"
+     "nonlinear constraints the coefficients depend on q': the initial qdot (or speeds), with\n"
+     "--qdot on top, chooses it; speeds that leave several q' at this configuration (a qdot\n"
+     "off its constraints counts as its speeds) are refused with the roots named: give one as\n"
+     "--qdot.\n",
+     CLI_OPT_OUT | CLI_OPT_Q | CLI_OPT_T | CLI_OPT_QDOT, cmd_gamma},
     {"equations",
      "usage: hamel equations FILE [--form hamel|appell|kane|maggi|voronec] [-o OUT]\n"
      "Prints the derived equations (API.md 5), or one of the classical forms.\n",
@@ -625,6 +639,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         {"--t", CLI_OPT_T, 1},
         {"--form", CLI_OPT_FORM, 1},
         {"--lang", CLI_OPT_LANG, 1},
+        {"--qdot", CLI_OPT_QDOT, 1},
     };
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
@@ -663,6 +678,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         case CLI_OPT_Q: a->q = v; break;
         case CLI_OPT_T: a->t = v; break;
         case CLI_OPT_LANG: a->lang = v; break;
+        case CLI_OPT_QDOT: a->qdot = v; break;
         default: a->form = v; break;
         }
     }

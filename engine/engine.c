@@ -206,65 +206,109 @@ static void read_point(const engine_model *m, const json_t *pt, const char *path
     unknown_names(qv, (const char *const *)m->coords, m->n, path, "q", "a coordinate", problem);
 }
 
-/* Nonlinear constraints in the reduced form: the point's velocities, from "qdot" (then
- * put on the constraints through its speeds) or "speeds", solved by Newton's method;
- * on return w holds Psi at (q, q'). Returns 0, or -1 with an error in *problem. */
+/* The speeds of a point (`path`speeds.NAME) into u; -1 after an error. */
+static int read_point_speeds(const engine_model *m, const json_t *sv, const char *path, double *u,
+                             json_t **problem)
+{
+    char p[160];
+    for (int r = 0; r < m->k; r++) {
+        const json_t *v = json_object_get(sv, m->speeds[r]);
+        if (!json_is_number(v)) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            snprintf(p, sizeof p, "%sspeeds.%s", path, m->speeds[r]);
+            hamel_problem_add(*problem, p, -1, "missing or not a number");
+            return -1;
+        }
+        u[r] = json_number_value(v);
+    }
+    return 0;
+}
+
+/* Whether qd satisfies every constraint at (t, q) within 1e-8 of its scale (as a
+ * simulation's initial.qdot must); if not, the worst one's words into why[size]. */
+static int qdot_on_constraints(const engine_model *m, hamel_ws *w, double t, const double *q,
+                               const double *qd, char *why, size_t size)
+{
+    double *v = calloc((size_t)m->nc + 1, sizeof *v), scale = 1.0, worst = 0.0;
+    int at = -1;
+    if (!v)
+        return 1;
+    hamel_observe(w, t, q, qd, v);
+    for (int i = 0; i < m->n; i++)
+        scale = fmax(scale, fabs(qd[i]));
+    for (int j = 0; j < m->nc; j++)
+        if (!(fabs(v[1 + j]) <= 1e-8 * scale) && (at < 0 || !(fabs(v[1 + j]) <= worst))) {
+            at = j;
+            worst = fabs(v[1 + j]);
+        }
+    if (at >= 0)
+        snprintf(why, size, "this qdot violates constraint %s by %.3g here, and its speeds", m->cons[at].name,
+                 v[1 + at]);
+    free(v);
+    return at < 0;
+}
+
+/* Nonlinear constraints in the reduced form: the point's velocities, from "qdot" or
+ * "speeds" (not both), on return in qd with w holding Psi at (q, q'). A qdot on the
+ * constraints is the choice of a root (Newton's method polishes it); one off them (a
+ * simulation's initial q' at another q) counts as its speeds. Speeds that leave several
+ * roots are refused with the roots named, never one taken silently. Returns 0, or -1
+ * with an error in *problem. */
 static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *pt, const char *path, double t,
                              const double *q, double *qd, json_t **problem)
 {
-    int n = m->n, k = m->k;
+    int n = m->n;
     const json_t *qv = json_object_get(pt, "qdot"), *sv = json_object_get(pt, "speeds");
     double u[ENGINE_COORDINATES_CEILING], guess[ENGINE_COORDINATES_CEILING];
-    char p[160];
-    if (!json_is_object(qv) && !json_is_object(sv)) {
+    char p[160], why[256];
+    if (json_is_object(qv) == json_is_object(sv)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
         snprintf(p, sizeof p, "%sspeeds", path);
-        hamel_problem_add(*problem, p, -1,
-                          "required: the coefficients of a model with nonlinear constraints depend on the "
-                          "velocities: give \"speeds\" or \"qdot\" with the configuration");
+        hamel_problem_add(
+            *problem, p, -1,
+            json_is_object(qv)
+                ? "give speeds or qdot, not both (qdot chooses among the roots of its speeds)"
+                : "required: the coefficients of a model with nonlinear constraints depend on the "
+                  "velocities: give \"speeds\" or \"qdot\" with the configuration");
         return -1;
     }
     if (unknown_names(qv, (const char *const *)m->coords, n, path, "qdot", "a coordinate", problem) +
-            unknown_names(sv, (const char *const *)m->speeds, k, path, "speeds", "a speed of the model",
+            unknown_names(sv, (const char *const *)m->speeds, m->k, path, "speeds", "a speed of the model",
                           problem) >
         0)
         return -1;
-    for (int i = 0; i < n; i++)
-        guess[i] = 0.5 + 0.37 * ((i * 7) % 5);
-    if (json_is_object(qv)) {
-        for (int i = 0; i < n; i++) {
-            const json_t *v = json_object_get(qv, m->coords[i]);
-            if (!json_is_number(v)) {
-                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-                snprintf(p, sizeof p, "%sqdot.%s", path, m->coords[i]);
-                hamel_problem_add(*problem, p, -1, "missing or not a number");
-                return -1;
-            }
-            guess[i] = json_number_value(v);
-        }
-        hamel_speeds(w, t, q, guess, u);
-    } else {
-        for (int r = 0; r < k; r++) {
-            const json_t *v = json_object_get(sv, m->speeds[r]);
-            if (!json_is_number(v)) {
-                *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-                snprintf(p, sizeof p, "%sspeeds.%s", path, m->speeds[r]);
-                hamel_problem_add(*problem, p, -1, "missing or not a number");
-                return -1;
-            }
-            u[r] = json_number_value(v);
-        }
-    }
-    hamel_ws_set_guess(w, guess);
     if (!json_is_object(qv)) {
         /* speeds only: they must determine q' */
+        if (read_point_speeds(m, sv, path, u, problem) < 0)
+            return -1;
+        for (int i = 0; i < n; i++)
+            guess[i] = 0.5 + 0.37 * ((i * 7) % 5);
+        hamel_ws_set_guess(w, guess);
         snprintf(p, sizeof p, "%sspeeds", path);
         return sim_nl_velocity(m, w, t, q, u, qd, p, problem) ? -1 : 0;
     }
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_object_get(qv, m->coords[i]);
+        if (!json_is_number(v)) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            snprintf(p, sizeof p, "%sqdot.%s", path, m->coords[i]);
+            hamel_problem_add(*problem, p, -1, "missing or not a number");
+            return -1;
+        }
+        guess[i] = json_number_value(v);
+    }
+    hamel_speeds(w, t, q, guess, u);
+    hamel_ws_set_guess(w, guess);
+    snprintf(p, sizeof p, "%sqdot", path);
+    if (!qdot_on_constraints(m, w, t, q, guess, why, sizeof why))
+        return sim_nl_velocity_why(m, w, t, q, u, qd, p, why,
+                                   "give one of them as qdot (a qdot on the constraints chooses that root)",
+                                   problem)
+                   ? -1
+                   : 0;
     if (hamel_qdot(w, t, q, u, qd) < 0) {
         *problem =
             hamel_problem_new(HAMEL_E_NUMERIC, "no velocities satisfy the constraints with these speeds");
-        snprintf(p, sizeof p, "%s%s", path, json_is_object(qv) ? "qdot" : "speeds");
         hamel_problem_add(*problem, p, -1, "Newton's method found no q' on the constraints");
         return -1;
     }

@@ -515,6 +515,39 @@ void sim_parse_parameters(const struct engine_model *m, const json_t *params, do
 int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
                     double *qd, const char *path, json_t **problem)
 {
+    return sim_nl_velocity_why(m, w, t, q, u, qd, path, "these speeds",
+                               "give qdot instead of the speeds (the solution nearest to it is taken)",
+                               problem);
+}
+
+/* "(x' = 1, y' = 2) and (...)" of the first roots into text[size]; their list as
+ * [{coordinate: q'}] (caller owns). */
+static json_t *roots_text(const struct engine_model *m, const double *roots, int found, char *text,
+                          size_t size)
+{
+    int n = m->n, used = 0;
+    json_t *list = json_array();
+    text[0] = '\0';
+    for (int r = 0; r < found && r < SIM_ROOTS_SHOWN; r++) {
+        json_t *one = json_object();
+        used += snprintf(text + used, size - (size_t)used, "%s(", r ? " and " : "");
+        for (int i = 0; i < n; i++) {
+            double v = roots[(size_t)r * n + i];
+            json_object_set_new(one, m->coords[i], num(v));
+            if (used < (int)size - 80)
+                used += snprintf(text + used, size - (size_t)used, "%s%s' = %.10g", i ? ", " : "",
+                                 m->coords[i], v);
+        }
+        if (used < (int)size - 4)
+            used += snprintf(text + used, size - (size_t)used, ")");
+        json_array_append_new(list, one);
+    }
+    return list;
+}
+
+int sim_nl_velocity_why(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                        double *qd, const char *path, const char *lead, const char *advice, json_t **problem)
+{
     int n = m->n;
     double roots[SIM_ROOTS_SHOWN * ENGINE_COORDINATES_CEILING];
     int found = n <= ENGINE_COORDINATES_CEILING ? hamel_qdot_roots(w, t, q, u, roots, SIM_ROOTS_SHOWN) : 0;
@@ -523,37 +556,19 @@ int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const d
         return 0;
     }
     if (found == 0) {
+        char msg[600];
+        snprintf(msg, sizeof msg,
+                 "Newton's method found no q' with %s on the nonlinear constraints: give qdot", lead);
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL,
                                          "no velocities satisfy the constraints with these speeds");
-        hamel_problem_add(
-            *problem, path, -1,
-            "Newton's method found no q' with these speeds on the nonlinear constraints: give qdot");
+        hamel_problem_add(*problem, path, -1, msg);
         return HAMEL_E_BAD_INITIAL;
     }
-    char text[900];
-    int used = 0;
-    json_t *list = json_array();
-    for (int r = 0; r < found && r < SIM_ROOTS_SHOWN; r++) {
-        json_t *one = json_object();
-        used += snprintf(text + used, sizeof text - (size_t)used, "%s(", r ? " and " : "");
-        for (int i = 0; i < n; i++) {
-            double v = roots[(size_t)r * n + i];
-            json_object_set_new(one, m->coords[i], num(v));
-            if (used < (int)sizeof text - 80)
-                used += snprintf(text + used, sizeof text - (size_t)used, "%s%s' = %.10g", i ? ", " : "",
-                                 m->coords[i], v);
-        }
-        if (used < (int)sizeof text - 4)
-            used += snprintf(text + used, sizeof text - (size_t)used, ")");
-        json_array_append_new(list, one);
-    }
-    char msg[1100];
-    snprintf(msg, sizeof msg,
-             "these speeds leave %d%s solutions for q' on the nonlinear constraints: %s; give qdot instead "
-             "of the speeds (the "
-             "solution nearest to it is taken)",
-             found, found > SIM_ROOTS_SHOWN ? " or more" : "", text);
+    char text[900], msg[1700];
+    json_t *list = roots_text(m, roots, found, text, sizeof text);
+    snprintf(msg, sizeof msg, "%s leave %d%s solutions for q' on the nonlinear constraints: %s; %s", lead,
+             found, found > SIM_ROOTS_SHOWN ? " or more" : "", text, advice);
     int created = !*problem;
     if (created)
         *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, msg);

@@ -66,6 +66,11 @@ int sim_request_parse(const struct engine_model *m, const json_t *js, const engi
 int sim_nl_velocity(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
                     double *qd, const char *path, json_t **problem);
 
+/* sim_nl_velocity with its words: `lead` names what gave the speeds ("these speeds"),
+ * `advice` says how to choose among several roots. */
+int sim_nl_velocity_why(const struct engine_model *m, hamel_ws *w, double t, const double *q, const double *u,
+                        double *qd, const char *path, const char *lead, const char *advice, json_t **problem);
+
 /* Fills values[np] with the model's parameter values overridden by the request's
  * "parameters" object (may be NULL); adds an error to *problem (creating it) for an
  * unknown name or a value that is not a finite number. */
