@@ -1851,6 +1851,30 @@ static json_t *run_body(const struct run *R, const char *tier, json_t *stats)
     return body;
 }
 
+/* A run that failed otherwise (the integrator, the step limit, the right-hand side not
+ * finite: rc) while Psi's condition grew by orders of magnitude since the start (or Psi
+ * turned singular, watch_failure): why, then that, into out[size], and the figures as
+ * {t0, initial, t, last} (last null: singular). NULL when Psi is not the likely cause. */
+static json_t *run_failure_condition(struct run *R, int rc, const char *why, char *out, size_t size)
+{
+    struct watch_failure_info f;
+    if ((rc != HAMEL_E_NUMERIC && rc != HAMEL_E_STEP_LIMIT && rc != HAMEL_E_INTEGRATOR) ||
+        watch_reason(R->wt) || !watch_failure(R->wt, &f))
+        return NULL;
+    char last[64];
+    if (isfinite(f.cond_last))
+        snprintf(last, sizeof last, "%.3g at t = %.10g", f.cond_last, f.t_last);
+    else
+        snprintf(last, sizeof last, "infinity (Psi singular) at t = %.10g", f.t_last);
+    snprintf(out, size,
+             "%s; the speeds stop determining q' near t = %.10g: cond(Psi) grew from %.3g at t = %.10g to %s "
+             "(the speeds and the linear constraints become dependent: choose speeds regular along the "
+             "motion, or leave them to the engine)",
+             why, f.t_last, f.cond_first, f.t_first, last);
+    return json_pack("{s:o, s:o, s:o, s:o}", "t0", num(f.t_first), "initial", num(f.cond_first), "t",
+                     num(f.t_last), "last", num(f.cond_last));
+}
+
 int sim_run(const struct engine_model *m, const sim_request *req, const engine_limits *lim,
             engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -1920,9 +1944,15 @@ int sim_run(const struct engine_model *m, const sim_request *req, const engine_l
             snprintf(explained, sizeof explained, "%s: at the initial state, %s", why, clause);
             why = explained;
         }
+        char grew[INTEG_REASON_MAX + 800];
+        json_t *cond = run_failure_condition(&R, rc, why, grew, sizeof grew);
+        if (cond)
+            why = grew;
         *problem = hamel_problem_new(rc, why);
         json_object_set_new(*problem, "reason", json_string(why));
         json_object_set_new(*problem, "t_reached", num(R.ns ? R.t[R.ns - 1] : req->t0));
+        if (cond)
+            json_object_set_new(*problem, "psi_condition", cond);
         json_object_set_new(*problem, "partial", body);
     }
 done:

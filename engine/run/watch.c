@@ -42,6 +42,8 @@ struct sim_watch {
     double t_prev;   /* the last accepted step */
     double *y_prev;  /* [n + k] */
     double t_hit, cond_hit, *y_hit;
+    double t_first, *y_first; /* the run's first state (watch_failure) */
+    int have_first;
     int crossed; /* the determinant changed sign (or vanished) in the last step */
     int switches;
     char nl_names[200]; /* the nonlinear constraints (W->nl), for messages */
@@ -136,6 +138,7 @@ void watch_free(sim_watch *W)
     free(W->cur);
     free(W->y_prev);
     free(W->y_hit);
+    free(W->y_first);
     free(W);
 }
 
@@ -205,7 +208,8 @@ sim_watch *watch_new(const struct engine_model *m, hamel_ws *w)
     W->cur = calloc(m->k + 1, sizeof *W->cur);
     W->y_prev = calloc(m->n + m->k, sizeof *W->y_prev);
     W->y_hit = calloc(m->n + m->k, sizeof *W->y_hit);
-    if (!W->orig || !W->cur || !W->y_prev || !W->y_hit) {
+    W->y_first = calloc(m->n + m->k, sizeof *W->y_first);
+    if (!W->orig || !W->cur || !W->y_prev || !W->y_hit || !W->y_first) {
         watch_free(W);
         return NULL;
     }
@@ -326,6 +330,11 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         snprintf(reason, reason_size, "Psi is singular at the initial configuration");
         return HAMEL_E_SINGULAR;
     }
+    if (W && !W->have_first) {
+        W->t_first = t0;
+        memcpy(W->y_first, y0, (size_t)(n + W->k) * sizeof *y0);
+        W->have_first = 1;
+    }
     for (;;) {
         integ_driver *drv = NULL;
         integ_stats seg;
@@ -363,4 +372,29 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
     st->rhs_evals = evals;
     st->wall_ms = wall;
     return rc;
+}
+
+/* The 1-norm condition number of Psi (the model's own speeds) at (t, y = [q, u]);
+ * INFINITY where it is singular or, with nonlinear constraints, q' cannot be solved. */
+static double watch_condition_at(sim_watch *W, double t, const double *y)
+{
+    double cond = INFINITY, det, qd[ENGINE_COORDINATES_CEILING];
+    if (W->nl && (W->n > ENGINE_COORDINATES_CEILING || hamel_qdot(W->w, t, y, y + W->n, qd) < 0))
+        return INFINITY;
+    if (hamel_psi_condition(W->w, t, y, &cond, &det) < 0)
+        return INFINITY;
+    return cond;
+}
+
+int watch_failure(sim_watch *W, struct watch_failure_info *info)
+{
+    if (!W || !W->have_first || W->on)
+        return 0; /* the model's own speeds only: a re-chosen chart is another Psi */
+    info->t_first = W->t_first;
+    info->t_last = W->t_prev;
+    info->cond_first = watch_condition_at(W, W->t_first, W->y_first);
+    info->cond_last = watch_condition_at(W, W->t_prev, W->y_prev);
+    if (!isfinite(info->cond_first))
+        return 0;
+    return !isfinite(info->cond_last) || info->cond_last >= WATCH_FAILURE_GROWTH * info->cond_first;
 }

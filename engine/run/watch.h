@@ -50,6 +50,17 @@ int watch_movable(const sim_watch *W);
 /* The velocity columns of the model's own default speeds [k]. */
 const int *watch_own_columns(const sim_watch *W);
 
+/* When a run fails otherwise (the integrator, the step limit, a right-hand side that
+ * is not finite), whether Psi is the likely cause: its 1-norm condition number at the
+ * last accepted step (the model's own speeds) is WATCH_FAILURE_GROWTH times that at the
+ * run's start or more, or Psi is singular there (cond_last infinite). Fills info either
+ * way when it returns 1; 0 when not (or no chart of the model's own speeds is in force). */
+#define WATCH_FAILURE_GROWTH 1e3
+struct watch_failure_info {
+    double t_first, cond_first, t_last, cond_last;
+};
+int watch_failure(sim_watch *W, struct watch_failure_info *info);
+
 /* Re-choices made so far; the reason the watch ended a run, or NULL. */
 int watch_switches(const sim_watch *W);
 const char *watch_reason(const sim_watch *W);

@@ -173,3 +173,67 @@ Test(watch, user_speeds_singular_on_block_structure_fail, .init = setup)
     json_decref(result);
     engine_model_release(m);
 }
+
+/* A run that fails for another reason while Psi goes singular says so (the watch fires
+ * only past 1e8-fold growth). The roller racer of tests/adversarial with d1 > d2 (front
+ * body's joint 0.6 behind its wheels, the rear wheels 0.3 behind the joint): its speeds
+ * (v, ph') are singular where d1 cos ph + d2 = 0, ph = 2.094; from ph = 1.6 turning at
+ * ph' = 0.8 the right-hand side fails near t = 0.855, where cond(Psi) has grown from 10
+ * to 1.6e8. The problem names that and gives the figures; a step-limit failure of the
+ * same model far from it does not. */
+#define ROLLER_RACER                                                                                         \
+    "{\"name\": \"roller-racer-long-joint\", \"coordinates\": [\"x\", \"y\", \"th\", \"ph\"],"               \
+    " \"parameters\": {\"m1\": 3.0, \"I1\": 0.6, \"m2\": 1.4, \"I2\": 0.25, \"d1\": 0.6, \"d2\": 0.3,"       \
+    " \"tau0\": 0.8, \"nu\": 2.2, \"c\": 0.05},"                                                             \
+    " \"definitions\": [{\"name\": \"x2d\", \"expr\": \"x' + d1*sin(th)*th' + d2*sin(th + ph)*(th' + "       \
+    "ph')\"},"                                                                                               \
+    " {\"name\": \"y2d\", \"expr\": \"y' - d1*cos(th)*th' - d2*cos(th + ph)*(th' + ph')\"}],"                \
+    " \"kinetic_energy\": \"m1/2*(x'^2 + y'^2) + I1/2*th'^2 + m2/2*(x2d^2 + y2d^2) + I2/2*(th' + ph')^2\","  \
+    " \"generalized_forces\": {\"ph\": \"tau0*sin(nu*t) - c*ph'\"},"                                         \
+    " \"constraints\": [{\"name\": \"front\", \"expr\": \"-sin(th)*x' + cos(th)*y'\"},"                      \
+    " {\"name\": \"rear\", \"expr\": \"-sin(th + ph)*x2d + cos(th + ph)*y2d\"}],"                            \
+    " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"phd\","            \
+    " \"expr\": \"ph'\"}]}"
+
+Test(watch, a_failure_where_psi_turns_singular_says_so, .init = setup)
+{
+    engine_model *m = support_compile_text(ROLLER_RACER);
+    json_t *req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.2, \"ph\": 1.6},"
+        " \"speeds\": {\"v\": 0.4, \"phd\": 0.8}}, \"t_end\": 5, \"output\": {\"samples\": 11}}");
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    cr_assert_neq(rc, 0, "the run cannot pass d1 cos ph + d2 = 0");
+    char *text = json_dumps(problem, JSON_COMPACT);
+    const char *reason = json_string_value(json_object_get(problem, "reason"));
+    cr_assert_not_null(reason, "%s", text);
+    cr_expect_not_null(strstr(reason, "the speeds stop determining q' near t = 0.85"), "%s", reason);
+    cr_expect_not_null(strstr(reason, "cond(Psi) grew from 10.2 at t = 0"), "%s", reason);
+    const json_t *pc = json_object_get(problem, "psi_condition");
+    cr_assert_not_null(pc, "the figures: %s", text);
+    double c0 = json_number_value(json_object_get(pc, "initial")),
+           c1 = json_number_value(json_object_get(pc, "last"));
+    double t1 = json_number_value(json_object_get(pc, "t"));
+    cr_expect_gt(c1, 1e6 * c0, "cond grew by orders of magnitude: %g -> %g", c0, c1);
+    cr_expect(t1 > 0.8 && t1 < 0.9, "near the singular configuration: t = %g", t1);
+    cr_expect_eq(json_number_value(json_object_get(pc, "t0")), 0.0);
+    free(text);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
+    /* the same model stopped by the step limit well before: nothing said about Psi */
+    req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.2, \"ph\": 0.1},"
+        " \"speeds\": {\"v\": 0.4, \"phd\": 0.1}}, \"t_end\": 5, \"integrator\": {\"max_steps\": 3}}");
+    problem = result = NULL;
+    rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    cr_assert_eq(rc, HAMEL_E_STEP_LIMIT, "the step limit");
+    text = json_dumps(problem, JSON_COMPACT);
+    cr_expect_null(strstr(text, "stop determining"), "%s", text);
+    cr_expect_null(json_object_get(problem, "psi_condition"), "%s", text);
+    free(text);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
+    engine_model_release(m);
+}
