@@ -881,7 +881,9 @@ static double iso__budget(const engine_limits *lim, const engine_control *ctl, i
 {
     if (!lim)
         lim = &engine_default_limits;
-    double b = run ? lim->max_wall_seconds : lim->max_compile_seconds;
+    /* the engine's own wall-clock bound: a run's max_wall_seconds, or the compile budget's
+     * backstop (it counts CPU time, which a loaded machine spreads over more wall time) */
+    double b = run ? lim->max_wall_seconds : lim->max_compile_seconds * ENGINE_COMPILE_WALL_FACTOR;
     if (ctl && ctl->max_wall_seconds > b)
         b = ctl->max_wall_seconds;
     return b;
@@ -944,6 +946,8 @@ static int iso__model_call(int op, const char *what, const engine_model *m, cons
     c->limits = limits;
     c->ctl = ctl;
     c->budget = iso__budget(limits, ctl, run);
+    if (op == ISO_STEADY)
+        c->budget *= ENGINE_STEADY_BUDGET_FACTOR; /* the whole search (engine_steady) */
     int rc = iso__run(c, problem);
     free(req);
     free(hd);
