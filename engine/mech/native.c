@@ -448,7 +448,8 @@ static const char *native__isa(void)
     if (v && strcmp(v, "0") == 0)
         return "";
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
+    /* (libgcc's constructor has filled in what this reads: no __builtin_cpu_init, which
+     * would write it again from whichever thread builds) */
     if (__builtin_cpu_supports("avx"))
         return "-mavx";
 #endif

@@ -38,13 +38,22 @@ static void warn__energy(json_t *out, const json_t *energy, double tol, double a
 {
     if (!json_is_true(json_object_get(energy, "conserved_expected")))
         return;
-    double rel = warn__num(energy, "max_rel_drift");
+    double rel = warn__num(energy, "max_rel_drift"), e0 = warn__num(energy, "initial");
+    char msg[400];
+    if (!isfinite(e0)) { /* a drift "from nan by up to nan" says nothing */
+        snprintf(msg, sizeof msg,
+                 "the energy T + V is %g at the initial state: T or V is not defined there (the "
+                 "logarithm or square root of a negative number, a division by zero, an overflow), so "
+                 "its conservation cannot be checked",
+                 e0);
+        warn__add(out, "energy-drift", "checks.energy.initial", e0, tol, msg);
+        return;
+    }
     /* an energy that is zero up to rounding (E0 = 1e-17) drifts "relatively" by its
      * rounding: below the absolute floor nothing is said */
     double floor = WARN_TOL_FACTOR * atol < WARN_TOL_FLOOR ? WARN_TOL_FACTOR * atol : WARN_TOL_FLOOR;
     if (rel <= tol || warn__num(energy, "max_abs_drift") <= floor)
         return;
-    char msg[400];
     snprintf(msg, sizeof msg,
              "the energy should be conserved but moved from its initial %.6g by up to %.3g (%.3g "
              "relative), more than %.3g relative: the trajectory is not trustworthy (tighten "

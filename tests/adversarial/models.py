@@ -291,3 +291,30 @@ case(name="knife-incline-turning-speeds",
      simulation={"initial": {"t": 0, "q": {"x": 0.5, "y": -0.4, "th": 0.9}, "speeds": {"u1": 0.7, "u2": 1.3}},
                  "t_end": 3, "output": {"samples": 7}},
      energy_conserved=True)
+
+
+# 11. Snakeboard (Ostrowski): a board (mass m, centre (x, y), heading th, inertia J about
+#     its centre) with a rotor psi (inertia J0) at the centre and two wheel axles a distance
+#     l ahead and behind, steered by +ph and -ph (each axle's inertia J1 about the vertical).
+#     Neither axle slips sideways. The rider drives the rotor with tau0 sin(nu t); a spring k
+#     centres the steering. Constraints (lateral velocity of each axle normal to its heading):
+#       front at r + l e(th), heading th + ph;  back at r - l e(th), heading th - ph.
+case(name="snakeboard-driven",
+     description="Snakeboard: board, rotor driven by tau0 sin(nu t), both axles steered by +-ph with a centring "
+                 "spring; no lateral slip of either axle. Time-dependent forcing, three speeds.",
+     model={"coordinates": ["x", "y", "th", "psi", "ph"],
+            "parameters": {"m": 4.0, "J": 0.35, "J0": 0.12, "J1": 0.02, "l": 0.4, "k": 0.8, "tau0": 0.3,
+                           "nu": 1.7},
+            "kinetic_energy": "m/2*(x'^2 + y'^2) + J/2*th'^2 + J0/2*(th' + psi')^2 + J1/2*(th' + ph')^2"
+                              " + J1/2*(th' - ph')^2",
+            "potential_energy": "k/2*ph^2",
+            "generalized_forces": {"psi": "tau0*sin(nu*t)"},
+            "constraints": [
+                {"name": "front", "expr": "-sin(th + ph)*(x' - l*sin(th)*th') + cos(th + ph)*(y' + l*cos(th)*th')"},
+                {"name": "back", "expr": "-sin(th - ph)*(x' + l*sin(th)*th') + cos(th - ph)*(y' - l*cos(th)*th')"}],
+            "speeds": [{"name": "v", "expr": "cos(th)*x' + sin(th)*y'"}, {"name": "psid", "expr": "psi'"},
+                       {"name": "phd", "expr": "ph'"}]},
+     simulation={"initial": {"t": 0, "q": {"x": 0, "y": 0, "th": 0.3, "psi": 0, "ph": 0.4},
+                             "speeds": {"v": 0.5, "psid": 0.2, "phd": -0.3}},
+                 "t_end": 4, "output": {"samples": 9}},
+     energy_conserved=False)

@@ -67,6 +67,21 @@ Test(warnings, an_energy_that_drifts_is_a_warning, .init = setup)
     json_decref(r);
 }
 
+/* V = log(-1 - x^2) is nowhere defined (NaN) while its gradient is finite: the run goes
+ * on, and the warning says the energy is not defined instead of "moved from nan by nan". */
+Test(warnings, an_energy_not_defined_at_the_start_says_so, .init = setup)
+{
+    json_t *r = run("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\","
+                    " \"potential_energy\": \"log(-1 - x^2)\"}",
+                    "{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": 0}}, \"t_end\": 1}");
+    const json_t *w = warning(r, "energy-drift");
+    cr_assert_not_null(w, "energy-drift is among the warnings");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "check")), "checks.energy.initial");
+    const char *msg = json_string_value(json_object_get(w, "message"));
+    cr_assert(msg && strstr(msg, "not defined there") && !strstr(msg, "moved from"), "%s", msg);
+    json_decref(r);
+}
+
 Test(warnings, an_energy_of_the_size_of_rounding_is_not_a_warning, .init = setup)
 {
     /* x(0) = 1e-8: E0 = 5e-17, kept by rk2 only to atol (1e-10) in x, so its relative
