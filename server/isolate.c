@@ -839,11 +839,15 @@ static int iso__run(iso_call *c, json_t **problem)
         w->sh->note[0] = '\0';
         if (iso__send(w->fd, &b) != 0) {
             /* It had ended before this call (killed from outside): not this model's fault.
-             * Start another and send once more. */
+             * Start another and send once more; every worker may have been killed, so as
+             * many times as there are slots (each dead one is reaped on the way). */
             kill(w->pid, SIGKILL);
             iso__reap(w);
             iso__release(w, 0);
-            if (attempt == 0)
+            pthread_mutex_lock(&iso.mu);
+            int slots = iso.n;
+            pthread_mutex_unlock(&iso.mu);
+            if (attempt < slots)
                 continue;
             free(b.p);
             *problem =
