@@ -19,6 +19,7 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "native.h"
 #include "sha256.h"
 #include "sim.h"
 
@@ -608,4 +609,11 @@ int engine_code(const engine_model *m, const json_t *request, const char *lang, 
     }
     json_decref(copy);
     return rc;
+}
+
+int engine_model_native_wait(engine_model *m, double seconds)
+{
+    native_schedule(m);
+    int s = native_wait(m, seconds);
+    return s == NATIVE_READY ? 1 : s == NATIVE_QUEUED ? 0 : -1;
 }

@@ -47,6 +47,14 @@ int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, e
  * it off (the default). Returns 0, or -1 if the directory cannot be made. */
 int engine_code_cache(const char *dir);
 
+/* Has the optimizing tier build m now, as it would once m is hot (when the tier is on and
+ * m can have it), and waits up to `seconds` for the build. Returns 1 when m's runs now
+ * start on native code, 0 when the build is still running, -1 when none will come (the
+ * tier is off, m cannot have it, or its build failed). For a caller about to run m many
+ * times (a long batch sweep), which loses less waiting for the build than running the
+ * first tier meanwhile. */
+int engine_model_native_wait(engine_model *m, double seconds);
+
 /* Stops the engine's background work (the optimizing tier's builds: queued ones are
  * dropped, a running compiler is killed) so that the process can exit with every model
  * released. Call once, last, before exit. */
