@@ -36,8 +36,9 @@ int engine_model_compile(const json_t *model, const engine_limits *limits, engin
 
 /* engine_model_compile with a control: compilation stops with HAMEL_E_CANCELLED soon
  * after ctl->cancel is set (a client gone, a server draining), and with
- * HAMEL_E_COMPILE_LIMIT past limits->max_compile_seconds or max_compile_bytes (or
- * ctl->max_wall_seconds when that is set and smaller). `ctl` may be NULL. */
+ * HAMEL_E_COMPILE_LIMIT past limits->max_compile_seconds of this thread's CPU time, past
+ * ENGINE_COMPILE_WALL_FACTOR times it of wall-clock time (or ctl->max_wall_seconds when
+ * that is set and smaller), or past max_compile_bytes. `ctl` may be NULL. */
 int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                              engine_model **out, json_t **problem);
 
@@ -127,10 +128,11 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem);
 int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem);
 
 /* engine_equations_form under a compile budget: deriving a form not derived before stops
- * past limits->max_compile_seconds (or ctl->max_wall_seconds when smaller), past
- * limits->max_compile_bytes more than the model holds, or when ctl->cancel is set, with
- * HAMEL_E_COMPILE_LIMIT (422 compile-limit) or HAMEL_E_CANCELLED and a problem naming
- * the stage. limits and ctl may be NULL (NULL for both: no budget). */
+ * past limits->max_compile_seconds of CPU time (its wall-clock backstop, or
+ * ctl->max_wall_seconds when smaller), past limits->max_compile_bytes more than the
+ * model holds, or when ctl->cancel is set, with HAMEL_E_COMPILE_LIMIT (422
+ * compile-limit) or HAMEL_E_CANCELLED and a problem naming the stage. limits and ctl
+ * may be NULL (NULL for both: no budget). */
 int engine_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
                               engine_control *ctl, json_t **result, json_t **problem);
 
