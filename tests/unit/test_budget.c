@@ -300,7 +300,7 @@ static void *spin(void *arg)
 /* A sibling thread spends 0.5 s of CPU time (the process's CPU clock would count it)
  * while the budget's thread waits for it: a 0.2 s budget is untouched. The wall-clock
  * backstop is taken off for this, so that a loaded machine cannot stop it by the wall. */
-Test(budget, a_busy_sibling_thread_does_not_spend_the_budget, .timeout = 120)
+Test(budget, a_busy_sibling_thread_does_not_spend_the_budget)
 {
     budget b;
     budget_init(&b, 0.2, 0, NULL);
@@ -328,7 +328,7 @@ Test(budget, a_busy_sibling_thread_does_not_spend_the_budget, .timeout = 120)
 
 /* A sleeping (stalled) compilation spends no CPU time; the wall-clock backstop, 4 x a
  * 0.05 s budget, stops it, and the problem says so. */
-Test(budget, a_stalled_compilation_is_stopped_by_the_wall_clock_backstop, .timeout = 60)
+Test(budget, a_stalled_compilation_is_stopped_by_the_wall_clock_backstop)
 {
     budget b;
     budget_init(&b, 0.05, 0, NULL);
