@@ -42,8 +42,12 @@ enum {
     CLI_OPT_T = 1 << 5,        /* --t T */
     CLI_OPT_FORM = 1 << 6,     /* --form F */
     CLI_OPT_LANG = 1 << 7,     /* --lang c|python */
-    CLI_OPT_QDOT = 1 << 8      /* --qdot name=value,... */
+    CLI_OPT_BUDGET = 1 << 8,   /* --max-compile-seconds S (every subcommand) */
+    CLI_OPT_QDOT = 1 << 9      /* --qdot name=value,... */
 };
+
+/* The engine limits of this run: the engine's, with --max-compile-seconds. */
+static engine_limits cli_limits;
 
 typedef struct cli_args {
     const char *file, *out, *q, *t, *form, *lang, *qdot;
@@ -61,6 +65,11 @@ typedef struct cli_command {
 static const char cli_file_help[] =
     "FILE: a model, a simulation request with \"model\", or a case file with \"model\" and\n"
     "\"simulation\" (as in ../shared/cases); - reads standard input.\n";
+
+static const char cli_budget_help[] =
+    "--max-compile-seconds S: the compile budget, S seconds of CPU time to compile the model\n"
+    "(and, for steady, 5 x S for the whole search); past it, or past 4 x S of wall-clock time,\n"
+    "the compile-limit problem. Default 2 (the server's HAMEL_MAX_COMPILE_SECONDS); 0: none.\n";
 
 static const char cli_exit_help[] =
     "Exit status: 0 ok; 1 the input was refused (a file that is not JSON, an invalid model or\n"
@@ -215,7 +224,7 @@ static int cli_compile(const char *path, engine_model **out, json_t **request, j
     *request = NULL;
     if (cli_load(path, &model, request))
         return CLI_EXIT_PROBLEM;
-    int rc = engine_model_compile(model, NULL, out, &problem);
+    int rc = engine_model_compile(model, &cli_limits, out, &problem);
     if (rc) {
         json_decref(model);
         json_decref(*request);
@@ -364,7 +373,7 @@ static int cmd_check(const cli_args *a)
         return CLI_EXIT_PROBLEM;
     json_decref(req);
     engine_model *m = NULL;
-    int rc = engine_model_compile(model, NULL, &m, &problem);
+    int rc = engine_model_compile(model, &cli_limits, &m, &problem);
     if (rc) {
         if (a->json) {
             json_decref(model);
@@ -499,10 +508,10 @@ static int cmd_lin(const cli_args *a, const char *which)
     }
     engine_model *m = NULL;
     json_t *result = NULL, *problem = NULL;
-    int rc = engine_model_compile(model, NULL, &m, &problem);
+    int rc = engine_model_compile(model, &cli_limits, &m, &problem);
     if (rc == 0)
         rc = !strcmp(which, "evaluate") ? engine_evaluate(m, r, NULL, &result, &problem)
-             : !strcmp(which, "steady") ? engine_steady(m, r, NULL, NULL, &result, &problem)
+             : !strcmp(which, "steady") ? engine_steady(m, r, &cli_limits, NULL, &result, &problem)
                                         : engine_linearize(m, r, NULL, NULL, &result, &problem);
     json_decref(doc);
     engine_model_release(m);
@@ -611,9 +620,11 @@ static void cli_usage(FILE *f)
           "  export FILE [--lang c|python]       generated code: rhs, Jacobian, a main for a request\n"
           "  remote [--url URL] COMMAND ...      the same against a server, and batch, job, cancel\n"
           "                                      (hamel remote --help)\n"
+          "  --max-compile-seconds S             (any command) the compile budget, CPU seconds\n"
           "  --version, --help\n",
           f);
     fputs(cli_file_help, f);
+    fputs(cli_budget_help, f);
     fputs(cli_exit_help, f);
 }
 
@@ -639,6 +650,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         {"--t", CLI_OPT_T, 1},
         {"--form", CLI_OPT_FORM, 1},
         {"--lang", CLI_OPT_LANG, 1},
+        {"--max-compile-seconds", CLI_OPT_BUDGET, 1},
         {"--qdot", CLI_OPT_QDOT, 1},
     };
     for (int i = 0; i < argc; i++) {
@@ -658,7 +670,7 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         size_t k = 0;
         while (k < sizeof opts / sizeof *opts && strcmp(s, opts[k].name) != 0)
             k++;
-        if (k == sizeof opts / sizeof *opts || !(cmd->opts & opts[k].opt)) {
+        if (k == sizeof opts / sizeof *opts || !((cmd->opts | CLI_OPT_BUDGET) & opts[k].opt)) {
             fprintf(stderr, "hamel %s: unknown option %s (hamel %s --help)\n", cmd->name, s, cmd->name);
             return CLI_EXIT_USAGE;
         }
@@ -679,6 +691,17 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
         case CLI_OPT_T: a->t = v; break;
         case CLI_OPT_LANG: a->lang = v; break;
         case CLI_OPT_QDOT: a->qdot = v; break;
+        case CLI_OPT_BUDGET: {
+            char *end = NULL;
+            double sec = strtod(v, &end);
+            if (end == v || *end != '\0' || !(sec >= 0 && sec <= 1e6)) {
+                fprintf(stderr, "hamel %s: --max-compile-seconds needs seconds from 0 to 1e6, not '%s'\n",
+                        cmd->name, v);
+                return CLI_EXIT_USAGE;
+            }
+            cli_limits.max_compile_seconds = sec;
+            break;
+        }
         default: a->form = v; break;
         }
     }
@@ -733,6 +756,7 @@ int main(int argc, char **argv)
         cli_usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    cli_limits = engine_default_limits;
     const char *name = argv[1];
     if (strcmp(name, "--version") == 0) {
         printf("hamel %s\n", ENGINE_VERSION);
@@ -764,6 +788,7 @@ int main(int argc, char **argv)
     if (help) {
         fputs(cmd->help, stdout);
         fputs(cli_file_help, stdout);
+        fputs(cli_budget_help, stdout);
         fputs(cli_exit_help, stdout);
         return CLI_EXIT_OK;
     }

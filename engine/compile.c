@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "budget.h"
+
+_Static_assert(BUDGET_WALL_FACTOR == ENGINE_COMPILE_WALL_FACTOR, "one wall-clock backstop (engine_types.h)");
 #include "equations.h"
 #include "hamel.h"
 #include "holonomy.h"
@@ -295,10 +297,8 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     /* The compile budget: the stages tick it from inside their loops (budget.h). */
     budget bud;
-    double budget_seconds = lim->max_compile_seconds;
-    if (ctl && ctl->max_wall_seconds > 0 && (budget_seconds <= 0 || ctl->max_wall_seconds < budget_seconds))
-        budget_seconds = ctl->max_wall_seconds;
-    budget_init(&bud, budget_seconds, lim->max_compile_bytes, ctl ? &ctl->cancel : NULL);
+    budget_init(&bud, lim->max_compile_seconds, lim->max_compile_bytes, ctl ? &ctl->cancel : NULL);
+    budget_cap_wall(&bud, ctl ? ctl->max_wall_seconds : 0);
     struct compile_run r;
     memset(&r, 0, sizeof r);
     r.b.js = js;
@@ -310,7 +310,7 @@ int engine_model_compile_ctl(const json_t *js, const engine_limits *lim, engine_
         if (st->stage)
             budget_stage(&bud, st->stage, st->path);
         if (st->share > 0) {
-            double s = bud.seconds > 0 ? st->share * (bud.deadline - bud.start) : st->cap;
+            double s = bud.seconds > 0 ? st->share * bud.seconds : st->cap;
             budget_soft_begin(&bud, st->cap > 0 && bud.seconds > 0 ? fmin(st->cap, s) : s);
         }
         rc = st->run ? st->run(&r) : MB_OK;

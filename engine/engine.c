@@ -19,6 +19,7 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "native.h"
 #include "sha256.h"
 #include "sim.h"
 
@@ -468,7 +469,7 @@ static int engine__forms_lock(struct engine_model *mm, double seconds, engine_co
         }
         if (pthread_mutex_timedlock(&mm->forms_lock, &until) == 0)
             return 0;
-        char detail[200];
+        char detail[300];
         if (ctl && atomic_load(&ctl->cancel)) {
             snprintf(detail, sizeof detail, "deriving the %s form was cancelled while it waited for another",
                      form);
@@ -478,10 +479,11 @@ static int engine__forms_lock(struct engine_model *mm, double seconds, engine_co
         clock_gettime(CLOCK_REALTIME, &now);
         double waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
         if (seconds > 0 && waited > seconds) {
-            snprintf(detail, sizeof detail,
-                     "deriving the %s form waited %g s (max_compile_seconds) for another derivation of this "
-                     "model's forms; retry",
-                     form, seconds);
+            snprintf(
+                detail, sizeof detail,
+                "deriving the %s form waited %g s of wall-clock time (the backstop of max_compile_seconds) "
+                "for another derivation of this model's forms; retry",
+                form, seconds);
             *problem = hamel_problem_new(HAMEL_E_COMPILE_LIMIT, detail);
             json_object_set_new(*problem, "stage", json_string("equations form"));
             json_object_set_new(*problem, "limit", json_string("max_compile_seconds"));
@@ -516,7 +518,9 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
     struct engine_model *mm = (struct engine_model *)m;
     int rc = 0;
     if (limits || ctl) {
-        double seconds = limits ? limits->max_compile_seconds : 0;
+        /* waiting spends no CPU time: it is bounded by the wall clock, as long as the
+         * derivation it waits for may run (its wall-clock backstop, budget.h) */
+        double seconds = limits ? limits->max_compile_seconds * BUDGET_WALL_FACTOR : 0;
         if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
             seconds = ctl->max_wall_seconds;
         rc = engine__forms_lock(mm, seconds, ctl, form, problem);
@@ -546,12 +550,10 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
         size_t base = 0; /* the bytes the model holds: max_compile_bytes counts above them */
         int budgeted = limits || ctl;
         if (budgeted) {
-            double seconds = limits ? limits->max_compile_seconds : 0;
-            if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
-                seconds = ctl->max_wall_seconds;
             base = expr__held_bytes(mm->ctx);
             size_t bytes = limits && limits->max_compile_bytes ? base + limits->max_compile_bytes : 0;
-            budget_init(&bud, seconds, bytes, ctl ? &ctl->cancel : NULL);
+            budget_init(&bud, limits ? limits->max_compile_seconds : 0, bytes, ctl ? &ctl->cancel : NULL);
+            budget_cap_wall(&bud, ctl ? ctl->max_wall_seconds : 0);
             budget_stage(&bud, "equations form", "form");
             expr_ctx_set_budget(mm->ctx, &bud);
         }
@@ -566,7 +568,8 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                 json_decref(*problem);
                 *problem = budget_problem(&bud);
                 rc = budget_error(&bud);
-                char detail[200];
+                char detail[400], when[240];
+                budget_time_text(&bud, when, sizeof when);
                 int by_bytes = bud.stop == BUDGET_BYTES;
                 if (by_bytes && *problem) {
                     /* the limit and the figure reached as the client set them: above the
@@ -584,8 +587,8 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
                              "%zu (%zu reached after %.3f s)",
                              form, bud.max_bytes - base, base, bud.at_bytes - base, bud.at_seconds);
                 else
-                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s = %g s", form,
-                             bud.limit ? bud.limit : "max_compile_seconds", bud.limit_value);
+                    snprintf(detail, sizeof detail, "deriving the %s form exceeds %s: stopped after %s", form,
+                             bud.limit ? bud.limit : "max_compile_seconds", when);
                 if (*problem)
                     json_object_set_new(*problem, "detail", json_string(detail));
             }
@@ -650,4 +653,11 @@ int engine_code(const engine_model *m, const json_t *request, const char *lang, 
     }
     json_decref(copy);
     return rc;
+}
+
+int engine_model_native_wait(engine_model *m, double seconds)
+{
+    native_schedule(m);
+    int s = native_wait(m, seconds);
+    return s == NATIVE_READY ? 1 : s == NATIVE_QUEUED ? 0 : -1;
 }

@@ -36,8 +36,9 @@ int engine_model_compile(const json_t *model, const engine_limits *limits, engin
 
 /* engine_model_compile with a control: compilation stops with HAMEL_E_CANCELLED soon
  * after ctl->cancel is set (a client gone, a server draining), and with
- * HAMEL_E_COMPILE_LIMIT past limits->max_compile_seconds or max_compile_bytes (or
- * ctl->max_wall_seconds when that is set and smaller). `ctl` may be NULL. */
+ * HAMEL_E_COMPILE_LIMIT past limits->max_compile_seconds of this thread's CPU time, past
+ * ENGINE_COMPILE_WALL_FACTOR times it of wall-clock time (or ctl->max_wall_seconds when
+ * that is set and smaller), or past max_compile_bytes. `ctl` may be NULL. */
 int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                              engine_model **out, json_t **problem);
 
@@ -46,6 +47,14 @@ int engine_model_compile_ctl(const json_t *model, const engine_limits *limits, e
  * objects in `dir` (created if missing), and later runs use that code. NULL or "" turns
  * it off (the default). Returns 0, or -1 if the directory cannot be made. */
 int engine_code_cache(const char *dir);
+
+/* Has the optimizing tier build m now, as it would once m is hot (when the tier is on and
+ * m can have it), and waits up to `seconds` for the build. Returns 1 when m's runs now
+ * start on native code, 0 when the build is still running, -1 when none will come (the
+ * tier is off, m cannot have it, or its build failed). For a caller about to run m many
+ * times (a long batch sweep), which loses less waiting for the build than running the
+ * first tier meanwhile. */
+int engine_model_native_wait(engine_model *m, double seconds);
 
 /* Stops the engine's background work (the optimizing tier's builds: queued ones are
  * dropped, a running compiler is killed) so that the process can exit with every model
@@ -119,10 +128,11 @@ int engine_equations(const engine_model *m, json_t **result, json_t **problem);
 int engine_equations_form(const engine_model *m, const char *form, json_t **result, json_t **problem);
 
 /* engine_equations_form under a compile budget: deriving a form not derived before stops
- * past limits->max_compile_seconds (or ctl->max_wall_seconds when smaller), past
- * limits->max_compile_bytes more than the model holds, or when ctl->cancel is set, with
- * HAMEL_E_COMPILE_LIMIT (422 compile-limit) or HAMEL_E_CANCELLED and a problem naming
- * the stage. limits and ctl may be NULL (NULL for both: no budget). */
+ * past limits->max_compile_seconds of CPU time (its wall-clock backstop, or
+ * ctl->max_wall_seconds when smaller), past limits->max_compile_bytes more than the
+ * model holds, or when ctl->cancel is set, with HAMEL_E_COMPILE_LIMIT (422
+ * compile-limit) or HAMEL_E_CANCELLED and a problem naming the stage. limits and ctl
+ * may be NULL (NULL for both: no budget). */
 int engine_equations_form_ctl(const engine_model *m, const char *form, const engine_limits *limits,
                               engine_control *ctl, json_t **result, json_t **problem);
 

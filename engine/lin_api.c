@@ -378,10 +378,8 @@ static int max_slots(const struct engine_model *m)
  * and ctl: no budget (the command line), as engine_equations_form_ctl. */
 static void lin_budget(budget *b, const engine_limits *limits, engine_control *ctl, const char *stage)
 {
-    double seconds = limits ? limits->max_compile_seconds : 0.0;
-    if (ctl && ctl->max_wall_seconds > 0 && (seconds <= 0 || ctl->max_wall_seconds < seconds))
-        seconds = ctl->max_wall_seconds;
-    budget_init(b, seconds, 0, ctl ? &ctl->cancel : NULL);
+    budget_init(b, limits ? limits->max_compile_seconds : 0.0, 0, ctl ? &ctl->cancel : NULL);
+    budget_cap_wall(b, ctl ? ctl->max_wall_seconds : 0);
     budget_stage(b, stage, NULL);
 }
 
@@ -393,16 +391,16 @@ static int lin_stopped(budget *b, const char *what, int done, int total, json_t 
     json_decref(*problem);
     *problem = budget_problem(b);
     int rc = budget_error(b);
-    char detail[240];
+    char detail[480], when[240];
+    budget_time_text(b, when, sizeof when);
     if (rc == HAMEL_E_CANCELLED)
         snprintf(detail, sizeof detail, "the %s was cancelled after %.3f s (%d of %d states done)", what,
                  b->at_seconds, done, total);
     else
         snprintf(detail, sizeof detail,
-                 "the %s takes longer than %s = %g s: stopped at %.3f s with %d of %d states done; send "
+                 "the %s takes longer than %s allows: stopped after %s with %d of %d states done; send "
                  "fewer states per request",
-                 what, b->limit ? b->limit : "max_compile_seconds", b->limit_value, b->at_seconds, done,
-                 total);
+                 what, b->limit ? b->limit : "max_compile_seconds", when, done, total);
     if (*problem)
         json_object_set_new(*problem, "detail", json_string(detail));
     return rc;

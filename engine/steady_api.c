@@ -38,14 +38,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "budget.h"
 #include "linearize.h"
 #include "model.h"
 
 #define STEADY_MAX_NEWTON 40
 #define STEADY_MAX_STEPS 2000
-#define STEADY_BUDGET_FACTOR 5.0 /* the whole search: this many compile budgets */
-#define STEADY_RANK_TOL 1e-10    /* singular values below this times the largest are dropped */
-#define STEADY_LOCATE_TOL 1e-12  /* stability changes, relative to max(1, |value|) */
+#define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
+#define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -66,7 +66,7 @@ typedef struct steady {
     steady_var *var;   /* the unknowns, then (continuation) vary last */
     int nu, nv;        /* unknowns; variables (nu or nu + 1) */
     int k;
-    double deadline;
+    budget bud; /* the whole search: ENGINE_STEADY_BUDGET_FACTOR compile budgets of CPU time */
     /* the last evaluation */
     double *r;      /* [k] u' */
     double *J;      /* [k * nv] du'/d(var) */
@@ -76,13 +76,6 @@ typedef struct steady {
     json_t *states; /* borrowed from point's answer: names of A's states */
     json_t *answer; /* the last linearize answer */
 } steady;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static double var_get(const steady *s, int i)
 {
@@ -149,8 +142,13 @@ static int state_index(const json_t *states, const char *name)
 static int evaluate(steady *s, json_t **problem)
 {
     const struct engine_model *m = s->m;
-    if (now_s() > s->deadline) {
-        *problem = hamel_problem_new(HAMEL_E_COMPILE_LIMIT, "the steady-motion search ran out of time");
+    if (budget_check(&s->bud) == BUDGET_TIME) {
+        char detail[400], when[240];
+        budget_time_text(&s->bud, when, sizeof when);
+        snprintf(detail, sizeof detail,
+                 "the steady-motion search ran out of time (%d compile budgets): stopped after %s",
+                 ENGINE_STEADY_BUDGET_FACTOR, when);
+        *problem = hamel_problem_new(HAMEL_E_COMPILE_LIMIT, detail);
         hamel_problem_add(*problem, "continuation", -1, "ask for fewer steps");
         return HAMEL_E_COMPILE_LIMIT;
     }
@@ -1088,8 +1086,10 @@ int engine_steady(const engine_model *m, const json_t *request, const engine_lim
     s.lim = limits;
     s.ctl = ctl;
     s.k = m->k;
-    s.deadline = now_s() +
-                 STEADY_BUDGET_FACTOR * (limits->max_compile_seconds > 0 ? limits->max_compile_seconds : 2.0);
+    budget_init(&s.bud,
+                ENGINE_STEADY_BUDGET_FACTOR *
+                    (limits->max_compile_seconds > 0 ? limits->max_compile_seconds : 2.0),
+                0, NULL);
     s.q = calloc((size_t)m->n + 1, sizeof *s.q);
     s.u = calloc((size_t)m->k + 1, sizeof *s.u);
     s.p = calloc((size_t)m->np + 1, sizeof *s.p);

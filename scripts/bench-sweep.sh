@@ -118,6 +118,9 @@ server_round() {
   # the engine's own integration time, as each run's stats report it
   local integ
   integ=$(grep -o '"integrate_ms":[0-9.e+-]*' "$work/lines.ndjson" | awk -F: '{ s += $2 } END { printf "%.3f", s / 1000 }')
+  # the code tier each run ran on (stats.code_tier; provenance names it too: halved)
+  grep -o '"code_tier":"[a-z]*"' "$work/lines.ndjson" | sort | uniq -c |
+    awk '{ sub(/"code_tier":/, "", $2); gsub(/"/, "", $2); printf "%s%s %d", sep, $2, $1 / 2; sep = ", " } END { print "" }' >"$work/tiers"
   echo "$t $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.3f", b - a }') $lines $ok" \
     "$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.3f", b - a }') $integ"
 }
@@ -147,6 +150,7 @@ for r in $(seq "$rounds"); do
   printf '%-6s %9.3f %9.3f %7s   %9.3f %9.3f %7s   %s\n' "$r" "$hand_s" "$srv_s" "$ratio" "$hand_cpu" "$srv_cpu" \
     "$cratio" "$(cut -d' ' -f1-3 /proc/loadavg)"
 done
+echo "runs by code tier in the last round: $(cat "$work/tiers" 2>/dev/null)"
 median_of() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 median=$(median_of "${ratios[@]}")
 cmedian=$(median_of "${cratios[@]}")

@@ -27,6 +27,8 @@
 #define BATCH_BLOCK_MAX 1024    /* runs in one block: one worker call, one store commit */
 #define BATCH_BLOCK_SECONDS 0.1 /* a block's aim on a worker: its lines come this often */
 #define BATCH_CANCEL_WAIT 15.0  /* DELETE waits for running blocks to stop at most this */
+#define BATCH_NATIVE_SHARE 0.5  /* a block waits for the native tier up to this share of */
+#define BATCH_NATIVE_MAX 10.0   /* ... the work left per worker, at most this, seconds */
 
 enum { RUN_PENDING, RUN_CLAIMED, RUN_INFLIGHT, RUN_FINISHED };
 enum { RUN_DONE, RUN_FAILED, RUN_CANCELLED };
@@ -1075,8 +1077,15 @@ static int batch__block_call(batches *bs, batch_block *k, block_work *w, json_t 
     }
     json_t *head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", "", "status", "done", "model_id", b->model_id,
                              "progress", 1.0);
+    /* A long sweep waits for the optimizing tier rather than run the first one meanwhile
+     * (once its runs are measured: the first blocks have made the model hot anyway). */
+    pthread_mutex_lock(&bs->lock);
+    double left = (double)(b->count - b->finished) * b->run_seconds /
+                  (double)(bs->cfg.workers > 0 ? bs->cfg.workers : 1);
+    pthread_mutex_unlock(&bs->lock);
+    double wait = BATCH_NATIVE_SHARE * left < BATCH_NATIVE_MAX ? BATCH_NATIVE_SHARE * left : BATCH_NATIVE_MAX;
     *problem = NULL;
-    int rc = runs && head ? isolate_simulate_many(b->model, b->base, runs, k->n, head, w->ids,
+    int rc = runs && head ? isolate_simulate_many(b->model, b->base, runs, k->n, head, w->ids, wait,
                                                   &bs->cfg.limits, &k->ctl, w->res, problem)
                           : HAMEL_E_INTERNAL;
     if (rc != 0 && !*problem)

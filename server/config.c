@@ -108,7 +108,11 @@ const config_setting config_settings[] = {
                "connection limit the connections waiting longest for a head are closed first, so slow "
                "clients from many addresses cannot lock others out."),
     CONFIG_SEC("max-compile-seconds", "HAMEL_MAX_COMPILE_SECONDS", max_compile_seconds, "0",
-               "0: the engine's, 2", 0, "Seconds to compile one model, then 422 compile-limit."),
+               "0: the engine's, 2", 0,
+               "Seconds of CPU time (of the thread doing the work) to compile one model, derive a form, "
+               "answer one evaluate or linearize (the steady search: 5 times it), then 422 compile-limit; "
+               "the same answer however loaded the machine is. A wall-clock backstop of 4 times it ends "
+               "work that is starved or stalled (the problem's detail says which clock stopped it)."),
     CONFIG_NUM("max-compile-bytes", "HAMEL_MAX_COMPILE_BYTES", 0, CONFIG_SIZE, max_compile_bytes, "0",
                "0: the engine's, 256 MiB", 1L << 20, 1L << 40,
                "Memory to compile one model, then 422 compile-limit."),

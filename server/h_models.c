@@ -101,14 +101,28 @@ static void http__run_form(void *arg)
 
 static void http__form_start(http_conn *c);
 
+/* Whether a compile-limit problem is the model's own and not the machine's load: any
+ * limit but the wall-clock backstop of max_compile_seconds (whose limit_value is not the
+ * CPU budget itself: budget.h). */
+static int http__form_limit_is_the_models(const http_conn *c, const json_t *problem)
+{
+    const char *limit = json_string_value(json_object_get(problem, "limit"));
+    if (!limit || strcmp(limit, "max_compile_seconds") != 0)
+        return 1;
+    return json_number_value(json_object_get(problem, "limit_value")) ==
+           c->srv->d.limits->max_compile_seconds;
+}
+
 /* The derivation of c's form ended (ran) or was never run (!ran: refused, or the lane
  * stopped): the askers that waited for it get its outcome. When it was cancelled (its
  * client hung up) they try again, one of them deriving. A compile-limit answer is
- * remembered for the key (once.h). */
+ * remembered for the key (once.h), unless the wall-clock backstop gave it (a loaded
+ * machine: the next asker derives again). */
 static void http__form_done(void *arg, int ran)
 {
     http_conn *c = arg;
-    int limit = ran && c->work.rc == HAMEL_E_COMPILE_LIMIT && c->work.problem;
+    int limit = ran && c->work.rc == HAMEL_E_COMPILE_LIMIT && c->work.problem &&
+                http__form_limit_is_the_models(c, c->work.problem);
     void **waiters = NULL;
     size_t n = 0;
     once_end(c->srv->forms, c->form.key, limit ? c->work.problem : NULL, &waiters, &n);

@@ -59,6 +59,7 @@ enum {
 #define ISO_REPLY_STRINGS 4          /* text, id, canonical, summary */
 #define ISO_RECENT 32                /* model ids a worker is known to hold (affinity) */
 #define ISO_POLL_MS 20               /* how often a waiting caller forwards cancel/progress */
+#define ISO_NATIVE_SLICE 0.02        /* a wait for the native tier looks at the cancel this often */
 #define ISO_GRACE_SECONDS 30.0       /* a call's hard deadline past its engine budget */
 #define ISO_NO_BUDGET 3600.0         /* ... when it has none */
 #define ISO_CANCEL_GRACE 10.0        /* a worker that ignores a cancel this long is killed */
@@ -838,11 +839,15 @@ static int iso__run(iso_call *c, json_t **problem)
         w->sh->note[0] = '\0';
         if (iso__send(w->fd, &b) != 0) {
             /* It had ended before this call (killed from outside): not this model's fault.
-             * Start another and send once more. */
+             * Start another and send once more; every worker may have been killed, so as
+             * many times as there are slots (each dead one is reaped on the way). */
             kill(w->pid, SIGKILL);
             iso__reap(w);
             iso__release(w, 0);
-            if (attempt == 0)
+            pthread_mutex_lock(&iso.mu);
+            int slots = iso.n;
+            pthread_mutex_unlock(&iso.mu);
+            if (attempt < slots)
                 continue;
             free(b.p);
             *problem =
@@ -881,7 +886,9 @@ static double iso__budget(const engine_limits *lim, const engine_control *ctl, i
 {
     if (!lim)
         lim = &engine_default_limits;
-    double b = run ? lim->max_wall_seconds : lim->max_compile_seconds;
+    /* the engine's own wall-clock bound: a run's max_wall_seconds, or the compile budget's
+     * backstop (it counts CPU time, which a loaded machine spreads over more wall time) */
+    double b = run ? lim->max_wall_seconds : lim->max_compile_seconds * ENGINE_COMPILE_WALL_FACTOR;
     if (ctl && ctl->max_wall_seconds > b)
         b = ctl->max_wall_seconds;
     return b;
@@ -944,6 +951,8 @@ static int iso__model_call(int op, const char *what, const engine_model *m, cons
     c->limits = limits;
     c->ctl = ctl;
     c->budget = iso__budget(limits, ctl, run);
+    if (op == ISO_STEADY)
+        c->budget *= ENGINE_STEADY_BUDGET_FACTOR; /* the whole search (engine_steady) */
     int rc = iso__run(c, problem);
     free(req);
     free(hd);
@@ -1185,8 +1194,9 @@ static void iso__many_finish(iso_call *c, size_t n, int frc, json_t *fault)
 }
 
 int isolate_simulate_many(const engine_model *m, const json_t *base, const json_t *const *runs, size_t n,
-                          const json_t *head, const char *const *job_ids, const engine_limits *limits,
-                          engine_control *ctl, isolate_result *results, json_t **problem)
+                          const json_t *head, const char *const *job_ids, double native_wait,
+                          const engine_limits *limits, engine_control *ctl, isolate_result *results,
+                          json_t **problem)
 {
     *problem = NULL;
     memset(results, 0, n * sizeof *results);
@@ -1196,6 +1206,10 @@ int isolate_simulate_many(const engine_model *m, const json_t *base, const json_
         return HAMEL_E_INTERNAL;
     }
     if (!engine_model_is_shell(m)) { /* in this process: one after another */
+        double until = iso__now() + native_wait;
+        while (native_wait > 0 && !(ctl && atomic_load(&ctl->cancel)) && iso__now() < until &&
+               engine_model_native_wait((engine_model *)m, ISO_NATIVE_SLICE) == 0)
+            ;
         for (size_t i = 0; i < n; i++) {
             isolate_result *r = &results[i];
             json_object_set_new(h, "job_id", json_string(job_ids[i]));
@@ -1215,10 +1229,12 @@ int isolate_simulate_many(const engine_model *m, const json_t *base, const json_
         return 0;
     }
     json_object_del(h, "job_id");
-    size_t idlen = 0;
+    size_t idlen = 32; /* the native wait's line */
     for (size_t i = 0; i < n; i++)
         idlen += strlen(job_ids[i]) + 1;
     char *ids = malloc(idlen + 1), *p = ids;
+    if (ids)
+        p += snprintf(p, 32, "%.3f\n", native_wait > 0 && native_wait < 1e6 ? native_wait : 0.0);
     char *reqs = iso__runs_text(base, runs, n), *hd = json_dumps(h, JSON_COMPACT);
     json_decref(h);
     for (size_t i = 0; ids && i < n; i++)
@@ -1246,7 +1262,7 @@ int isolate_simulate_many(const engine_model *m, const json_t *base, const json_
             c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
         c.limits = limits;
         c.ctl = ctl;
-        c.budget = iso__budget(limits, ctl, 1);
+        c.budget = iso__budget(limits, ctl, 1) + (native_wait > 0 ? native_wait : 0);
         c.want = n;
         c.many = results;
         json_t *fault = NULL;
@@ -1489,11 +1505,15 @@ static int wk__reply_one(int fd, int rc, const char *text, size_t len)
 }
 
 /* ISO_SIMULATE_MANY: s[2] [base, [run, ...]] (each run merged over the base), s[3] the
- * head, s[4] the job ids (one a line). One reply per run, written as each finishes. */
+ * head, s[4] the seconds to wait for the native tier, then the job ids, one a line. One
+ * reply per run, written as each finishes. */
 static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
 {
+    double native_wait = s[4] ? strtod(s[4], NULL) : 0;
+    const char *id = s[4] ? strchr(s[4], '\n') : NULL;
+    id = id ? id + 1 : "";
     size_t n = 0;
-    for (const char *p = s[4]; p && *p; p++)
+    for (const char *p = id; *p; p++)
         n += *p == '\n';
     engine_control *ctl = &wk.sh->ctl;
     json_t *problem = NULL, *requests = NULL, *head = NULL;
@@ -1519,7 +1539,11 @@ static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
             sent = wk__reply_one(fd, rc, text, text ? strlen(text) : 0);
         free(text);
     }
-    const char *id = s[4];
+    /* a long sweep: its runs start on native code (the wait ends with a cancel) */
+    double until = iso__now() + native_wait;
+    while (rc == 0 && native_wait > 0 && !atomic_load(&ctl->cancel) && iso__now() < until &&
+           engine_model_native_wait(wm->m, ISO_NATIVE_SLICE) == 0)
+        ;
     for (size_t i = 0; rc == 0 && sent == 0 && i < n; i++) {
         const char *nl = strchr(id, '\n');
         json_object_set_new(head, "job_id", json_stringn(id, (size_t)(nl - id)));

@@ -97,10 +97,14 @@ typedef struct isolate_result {
  * one run past the last result that came back. If the worker dies, the run it was on
  * fails with the engine fault (the model is quarantined) and the runs after it are not
  * run (rc -1, no problem): the caller may submit them again (they meet the quarantine).
- * Returns 0 (every results[i] set), or an error with *problem when nothing was run. */
+ * With native_wait > 0 the worker first has the model's optimizing tier built and waits
+ * for it up to that many seconds (engine_model_native_wait: a long sweep's runs then
+ * start on native code). Returns 0 (every results[i] set), or an error with *problem when
+ * nothing was run. */
 int isolate_simulate_many(const engine_model *m, const json_t *base, const json_t *const *runs, size_t n,
-                          const json_t *head, const char *const *job_ids, const engine_limits *limits,
-                          engine_control *ctl, isolate_result *results, json_t **problem);
+                          const json_t *head, const char *const *job_ids, double native_wait,
+                          const engine_limits *limits, engine_control *ctl, isolate_result *results,
+                          json_t **problem);
 
 int isolate_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
                   json_t **problem);

@@ -32,6 +32,13 @@ typedef struct engine_model engine_model;
 #define ENGINE_COORDINATES_CEILING 256
 
 /* Caps on what one request may make the engine do. Every growable thing has one. */
+/* The compile budget (max_compile_seconds) counts the CPU time of the thread doing the
+ * work; a compilation, derivation or request that is starved or stalled still stops at
+ * this many times the budget of wall-clock time. */
+#define ENGINE_COMPILE_WALL_FACTOR 4
+/* The steady-motion search (engine_steady): this many compile budgets in all. */
+#define ENGINE_STEADY_BUDGET_FACTOR 5
+
 typedef struct engine_limits {
     size_t max_expr_chars;      /* length of one expression string */
     size_t max_nodes;           /* expression nodes in a model after differentiation */
@@ -40,7 +47,8 @@ typedef struct engine_limits {
     long max_steps;             /* integrator steps of one simulation (upper bound) */
     double max_wall_seconds;    /* wall time of one simulation (upper bound) */
     int max_points;             /* points of one /v1/hamel request */
-    double max_compile_seconds; /* wall time of one model compilation */
+    double max_compile_seconds; /* CPU time (of the working thread) of one model compilation;
+                                 * wall-clock backstop ENGINE_COMPILE_WALL_FACTOR times it */
     size_t max_compile_bytes;   /* memory one model compilation may hold */
     int max_states;             /* states of one /v1/evaluate, points of one /v1/linearize */
     int max_parameters;         /* entries of model.parameters */

@@ -11,21 +11,31 @@
  * fails with HAMEL_E_COMPILE_LIMIT (or HAMEL_E_CANCELLED) and a problem naming the
  * stage and the expression that was being worked on (budget_stage).
  *
+ * Time is the CPU time of the thread doing the work (CLOCK_THREAD_CPUTIME_ID), so that
+ * a model gets the same answer however loaded the machine is: other threads and
+ * processes, a sleep or a wait do not spend it. A wall-clock backstop, BUDGET_WALL_FACTOR
+ * times the budget (or a smaller wall limit, budget_cap_wall), still ends a compilation
+ * that is starved or stalled. A stop by either is BUDGET_TIME with the limit
+ * "max_compile_seconds"; by_wall says which clock it was.
+ *
  * A budget is owned by one compilation and used by one thread; only the cancel flag it
- * points to is written by others.
+ * points to is written by others. (Should the work move to another thread, the CPU time
+ * is counted from its first check there on.)
  */
 #ifndef HAMEL_BUDGET_H
 #define HAMEL_BUDGET_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
 #define BUDGET_TICK_EVERY 4096u /* ticks between two reads of the clock (a power of 2) */
+#define BUDGET_WALL_FACTOR 4    /* the wall-clock backstop: this many times the CPU budget */
 
 typedef enum budget_stop {
     BUDGET_OK = 0,
-    BUDGET_TIME,      /* past the deadline */
+    BUDGET_TIME,      /* past the CPU budget or the wall-clock backstop (by_wall) */
     BUDGET_BYTES,     /* past the memory cap */
     BUDGET_CANCELLED, /* the cancel flag was set */
     BUDGET_SOFT,      /* past the soft deadline of an optional stage (budget_soft_begin) */
@@ -35,16 +45,24 @@ typedef enum budget_stop {
 struct expr_ctx;
 
 typedef struct budget {
-    double start, deadline; /* CLOCK_MONOTONIC seconds; deadline 0: none */
-    double soft_deadline;   /* of the optional stage running now; 0: none */
-    double seconds;         /* the time limit, for messages */
-    size_t max_bytes;       /* 0: none */
-    size_t extra_bytes;     /* held outside the expression context (tapes, printed text) */
-    atomic_int *cancel;     /* may be NULL */
-    struct expr_ctx *ctx;   /* whose bytes count (and overflow flag is set on a stop) */
+    double start;         /* CLOCK_MONOTONIC seconds */
+    double wall_deadline; /* CLOCK_MONOTONIC seconds: the backstop; 0: none */
+    double wall_limit;    /* wall_deadline - start, for messages */
+    double seconds;       /* the CPU time limit; 0: none */
+    double cpu;           /* CPU seconds spent so far (as of the last check) */
+    double cpu_last;      /* the working thread's CPU clock at the last check */
+    pthread_t thread;     /* that thread */
+    double soft_cpu;      /* CPU seconds: the soft deadline of the optional stage; 0: none */
+    double soft_wall;     /* CLOCK_MONOTONIC seconds: its wall-clock backstop; 0: none */
+    size_t max_bytes;     /* 0: none */
+    size_t extra_bytes;   /* held outside the expression context (tapes, printed text) */
+    atomic_int *cancel;   /* may be NULL */
+    struct expr_ctx *ctx; /* whose bytes count (and overflow flag is set on a stop) */
     unsigned ticks;
     int stop;          /* a budget_stop */
-    double at_seconds; /* when it stopped: elapsed seconds */
+    double at_seconds; /* when it stopped: elapsed (wall-clock) seconds */
+    double at_cpu;     /* ... CPU seconds spent */
+    int by_wall;       /* a BUDGET_TIME stop by the wall-clock backstop, not the CPU budget */
     size_t at_bytes;   /* ... and bytes held */
     const char *limit; /* the limit that stopped it ("max_compile_seconds", ...) */
     double limit_value, reached;
@@ -52,9 +70,18 @@ typedef struct budget {
     char what[128];    /* on which expression (a model path), may be empty */
 } budget;
 
-/* Starts a budget now: seconds <= 0 and max_bytes == 0 mean no limit; cancel may be
- * NULL. */
+/* Starts a budget now, in the calling thread: `seconds` of its CPU time, with a
+ * wall-clock backstop of BUDGET_WALL_FACTOR * seconds; seconds <= 0 and max_bytes == 0
+ * mean no limit; cancel may be NULL. */
 void budget_init(budget *b, double seconds, size_t max_bytes, atomic_int *cancel);
+
+/* Lowers the wall-clock backstop to `wall_seconds` from the start (a caller's own wall
+ * limit, engine_control.max_wall_seconds) when that is > 0 and smaller. */
+void budget_cap_wall(budget *b, double wall_seconds);
+
+/* "CPU time" or "wall-clock time (the backstop, ...)": which clock stopped a BUDGET_TIME
+ * budget, and at what, as text for a problem's detail ("2.001 s of CPU time"). */
+void budget_time_text(const budget *b, char *out, size_t n);
 
 /* Names the stage ("differentiation") and the expression ("model.kinetic_energy", may
  * be NULL) that the following work is for; a stop is reported with these. Accepts a

@@ -85,6 +85,23 @@ bad_json() {
 }
 check "hamel run of a truncated or missing file: exit 1, the line and column (file or stdin)" bad_json
 
+# ---- the compile budget: --max-compile-seconds S (CPU seconds), on every subcommand ----
+budget_option() {
+  expect_exit 0 "$hamel" --help && has "$work/out" '--max-compile-seconds S' || return 1
+  expect_exit 0 "$hamel" check --help && has "$work/out" '^--max-compile-seconds S: .*CPU time' || return 1
+  expect_exit 0 "$hamel" check "$case_file" --max-compile-seconds 60 || return 1
+  expect_exit 1 "$hamel" check "$case_file" --json --max-compile-seconds 0.000001 || return 1
+  jq -e '.type == "/problems/compile-limit" and .limit == "max_compile_seconds" and (.stage | type) == "string"
+    and (.detail | test("CPU time"))' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+  expect_exit 1 "$hamel" equations "$case_file" --max-compile-seconds 0.000001 && has "$work/err" 'compile-limit' || return 1
+  expect_exit 0 "$hamel" equations "$case_file" --max-compile-seconds 0 || return 1
+  for bad in -1 abc 2s nan 1e7; do
+    expect_exit 2 "$hamel" check "$case_file" --max-compile-seconds "$bad" && has "$work/err" "max-compile-seconds" || return 1
+  done
+  expect_exit 2 "$hamel" run "$case_file" --max-compile-seconds && has "$work/err" 'needs a value'
+}
+check "hamel --max-compile-seconds S: the compile budget (tiny: 422-style compile-limit, exit 1; bad S: exit 2)" budget_option
+
 # ---- remote through the helper program ---------------------------------------------
 remote_run() {
   expect_exit 0 "$hamel" remote --url "$url" run "$case_file" || return 1

@@ -4,6 +4,10 @@
  * become cheap); a set cancel flag stops a compilation with HAMEL_E_CANCELLED; the
  * parameter and definition counts have caps and are processed in linear time.
  *
+ * The budget counts the CPU time of the thread doing the work: a busy sibling thread or a
+ * sleep does not spend it, work does; a wall-clock backstop (4 x the budget) still ends
+ * a stalled compilation.
+ *
  * No test asserts a wall time: the outcomes asserted are those the budget decides.
  */
 #include <criterion/criterion.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "budget.h"
 #include "engine.h"
 
 /* ---- hostile models ------------------------------------------------------------ */
@@ -270,4 +275,92 @@ Test(budget, an_ordinary_model_is_unaffected)
     engine_model_release(a);
     engine_model_release(b);
     json_decref(js);
+}
+
+/* ---- the clocks ------------------------------------------------------------------ */
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Spins until this thread has spent *(double *)arg seconds of CPU time. */
+static void *spin(void *arg)
+{
+    double until = thread_cpu() + *(double *)arg;
+    volatile unsigned long x = 0;
+    while (thread_cpu() < until)
+        for (int i = 0; i < 10000; i++)
+            x += (unsigned long)i;
+    return NULL;
+}
+
+/* A sibling thread spends 0.5 s of CPU time (the process's CPU clock would count it)
+ * while the budget's thread waits for it: a 0.2 s budget is untouched. The wall-clock
+ * backstop is taken off for this, so that a loaded machine cannot stop it by the wall. */
+Test(budget, a_busy_sibling_thread_does_not_spend_the_budget)
+{
+    budget b;
+    budget_init(&b, 0.2, 0, NULL);
+    b.wall_deadline = 0; /* the CPU clock only */
+    double burn = 0.5;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, spin, &burn), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(budget_check(&b), BUDGET_OK, "spent %.3f s of CPU time", b.cpu);
+    cr_assert_lt(b.cpu, 0.2, "%.3f s", b.cpu);
+    /* its own work does spend it: past 0.2 s of this thread's CPU, a stop by the CPU clock */
+    burn = 0.3;
+    spin(&burn);
+    cr_assert_eq(budget_check(&b), BUDGET_TIME);
+    cr_assert_eq(b.by_wall, 0);
+    cr_assert_geq(b.reached, 0.2);
+    cr_assert_float_eq(b.limit_value, 0.2, 1e-12);
+    json_t *p = budget_problem(&b);
+    const char *detail = str(p, "detail");
+    cr_assert_not_null(strstr(detail, "CPU time"), "%s", detail);
+    cr_assert_str_eq(str(p, "limit"), "max_compile_seconds");
+    cr_assert_str_eq(str(p, "stage"), "validation");
+    json_decref(p);
+}
+
+/* A sleeping (stalled) compilation spends no CPU time; the wall-clock backstop, 4 x a
+ * 0.05 s budget, stops it, and the problem says so. */
+Test(budget, a_stalled_compilation_is_stopped_by_the_wall_clock_backstop)
+{
+    budget b;
+    budget_init(&b, 0.05, 0, NULL);
+    budget_stage(&b, "differentiation", "model.kinetic_energy");
+    cr_assert_float_eq(b.wall_limit, 0.05 * BUDGET_WALL_FACTOR, 1e-12);
+    nanosleep(&(struct timespec){0, 300 * 1000000L}, NULL);
+    cr_assert_eq(budget_check(&b), BUDGET_TIME);
+    cr_assert_eq(b.by_wall, 1, "stopped by the CPU clock after %.3f s of CPU time", b.cpu);
+    cr_assert_lt(b.at_cpu, 0.05);
+    cr_assert_geq(b.reached, b.limit_value);
+    json_t *p = budget_problem(&b);
+    const char *detail = str(p, "detail");
+    cr_assert_not_null(strstr(detail, "wall-clock backstop"), "%s", detail);
+    cr_assert_str_eq(str(p, "limit"), "max_compile_seconds");
+    cr_assert_str_eq(str(p, "stage"), "differentiation");
+    cr_assert_str_eq(first_path(p), "model.kinetic_energy");
+    json_decref(p);
+}
+
+/* A caller's smaller wall-clock limit (engine_control.max_wall_seconds) lowers the
+ * backstop; a larger one does not raise it. */
+Test(budget, a_callers_wall_limit_only_lowers_the_backstop)
+{
+    budget b;
+    budget_init(&b, 1.0, 0, NULL);
+    budget_cap_wall(&b, 10.0);
+    cr_assert_float_eq(b.wall_limit, 1.0 * BUDGET_WALL_FACTOR, 1e-12);
+    budget_cap_wall(&b, 0.5);
+    cr_assert_float_eq(b.wall_limit, 0.5, 1e-12);
+    cr_assert_float_eq(b.seconds, 1.0, 1e-12);
+    budget_init(&b, 0, 0, NULL); /* no budget: no backstop, unless the caller gives one */
+    cr_assert_eq(b.wall_deadline, 0);
+    budget_cap_wall(&b, 0.5);
+    cr_assert_float_eq(b.wall_limit, 0.5, 1e-12);
 }
