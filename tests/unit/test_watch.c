@@ -221,6 +221,20 @@ Test(watch, a_failure_where_psi_turns_singular_says_so, .init = setup)
     json_decref(problem);
     json_decref(result);
     json_decref(req);
+    /* the step limit reached close to it (the steps shrink there): said too */
+    req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.2, \"ph\": 1.6},"
+        " \"speeds\": {\"v\": 0.4, \"phd\": 0.8}}, \"t_end\": 5, \"integrator\": {\"max_steps\": 60}}");
+    problem = result = NULL;
+    rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    cr_expect_eq(rc, HAMEL_E_STEP_LIMIT, "the step limit");
+    reason = json_string_value(json_object_get(problem, "reason"));
+    cr_expect(reason && strstr(reason, "ran out") && strstr(reason, "the speeds stop determining q'"), "%s",
+              reason ? reason : "");
+    cr_expect_not_null(json_object_get(problem, "psi_condition"));
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
     /* the same model stopped by the step limit well before: nothing said about Psi */
     req = support_loads(
         "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.2, \"ph\": 0.1},"
