@@ -3,7 +3,7 @@
  *
  *   hamel remote [--url URL] [--token T] run FILE [--csv|--json] [-o OUT]
  *   hamel remote check FILE
- *   hamel remote gamma FILE [--q name=value,...] [--t T] [--json]
+ *   hamel remote gamma FILE [--q name=value,...] [--t T] [--qdot name=value,...] [--json]
  *   hamel remote equations FILE [--json]
  *   hamel remote job ID [--wait] [--csv|--json] [-o OUT]
  *   hamel remote cancel ID
@@ -36,7 +36,7 @@ enum {
 };
 
 typedef struct remote_args {
-    const char *url, *token, *out, *q, *t;
+    const char *url, *token, *out, *q, *t, *qdot;
     int csv, json, wait, help;
     int progress; /* -1: on a terminal (the default); 0: --no-progress; 1: --progress */
     int npos;
@@ -96,8 +96,9 @@ static const char remote_usage_text[] =
     "usage: hamel remote [--url URL] [--token T] [--progress|--no-progress] COMMAND ...\n"
     "  run FILE [--csv|--json] [-o OUT]   simulate a case file or a simulation request\n"
     "  check FILE [--json]                validate the model of FILE (text; --json: the summary)\n"
-    "  gamma FILE [--q name=v,...] [--t T] [--json]\n"
-    "                                     Hamel coefficients at a configuration\n"
+    "  gamma FILE [--q name=v,...] [--t T] [--qdot name=v,...] [--json]\n"
+    "                                     Hamel coefficients at a configuration (nonlinear\n"
+    "                                     constraints: the initial qdot or speeds, --qdot on top)\n"
     "  equations FILE [--json]            the derived equations of the model of FILE\n"
     "  linearize FILE [-o OUT]            A, B and the eigenvalues ({\"model\", \"linearize\": {...}}\n"
     "                                     or a /v1/linearize request)\n"
@@ -148,6 +149,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             slot = &a->q;
         else if (strcmp(s, "--t") == 0)
             slot = &a->t;
+        else if (strcmp(s, "--qdot") == 0)
+            slot = &a->qdot;
         else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
             a->help = 1;
         else if (strcmp(s, "--csv") == 0)
@@ -168,6 +171,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->q = s + 4;
         else if (strncmp(s, "--t=", 4) == 0)
             a->t = s + 4;
+        else if (strncmp(s, "--qdot=", 7) == 0)
+            a->qdot = s + 7;
         else if (s[0] == '-' && s[1] != '\0') {
             fprintf(stderr, "hamel remote: unknown option %s\n", s);
             return -1;
@@ -536,6 +541,17 @@ static int remote_gamma(hamelclient *c, const remote_args *a)
     int code = REMOTE_EXIT_OK;
     if (a->q != NULL && remote_parse_q(a->q, json_object_get(req, "q")) != 0)
         code = remote_usage("--q wants name=value,name=value");
+    /* nonlinear constraints: the initial velocities, --qdot over the initial qdot (the
+     * service refuses speeds, or a qdot off the constraints, that leave several q') */
+    json_t *qdot = json_is_object(json_object_get(init, "qdot")) ? json_copy(json_object_get(init, "qdot"))
+                                                                 : json_object();
+    if (code == REMOTE_EXIT_OK && a->qdot != NULL && remote_parse_q(a->qdot, qdot) != 0)
+        code = remote_usage("--qdot wants name=value,name=value");
+    if (a->qdot != NULL || json_object_size(qdot) > 0)
+        json_object_set(req, "qdot", qdot);
+    else if (json_is_object(json_object_get(init, "speeds")))
+        json_object_set(req, "speeds", json_object_get(init, "speeds"));
+    json_decref(qdot);
     if (code == REMOTE_EXIT_OK && a->t != NULL) {
         char *end = NULL;
         double t = strtod(a->t, &end);

@@ -268,6 +268,21 @@ gamma_unknown() {
 }
 check "hamel gamma --q thet=0.7 and POST /v1/hamel with thet fail naming q.thet" gamma_unknown
 
+# ---- nonlinear constraints: the initial q' at another heading leaves two roots -------
+chetaev=$top/tests/adversarial/cases/governed-wheel-chetaev.json
+gamma_roots() {
+  expect_exit 1 "$hamel" gamma "$chetaev" --q th=3.9 || return 1
+  jq -e '.status == 422 and (.roots | length) == 2 and .errors[0].path == "qdot"' "$work/err" >/dev/null || return 1
+  root=$(jq -r '.roots | map(select(.ph > 0))[0] | to_entries | map("\(.key)=\(.value)") | join(",")' "$work/err")
+  expect_exit 0 "$hamel" gamma "$chetaev" --q th=3.9 --qdot "$root" || return 1
+  jq -e '.points[0].qdot.ph > 0 and ([.points[0].gamma[] | select(.j == "lateral" and .r == "w" and .l == "speed") | .value][0] > 0.41)' "$work/out" >/dev/null || return 1
+  expect_exit 1 "$hamel" remote --url "$url" gamma "$chetaev" --q th=3.9 || return 1
+  has "$work/err" 'leave 2 solutions' || return 1
+  expect_exit 0 "$hamel" remote --url "$url" gamma "$chetaev" --q th=3.9 --qdot "$root" --json &&
+    jq -e '.points[0].qdot.ph > 0' "$work/out" >/dev/null
+}
+check "hamel gamma (local, remote) of a Chetaev constraint: two roots named, --qdot chooses one" gamma_roots
+
 # ---- remote linearize, evaluate, batch ------------------------------------------------
 jq '{model: .model, linearize: {q: {phi: 0, theta: 1.5707963267948966, psi: 0, x: 0, y: 0}, speeds: {wd: 0, thd: 0, Omega: 4}}}' "$case_file" >"$work/lin.json"
 jq '{model: .model, evaluate: {states: [.simulation.initial]}}' "$case_file" >"$work/eval.json"
