@@ -171,6 +171,38 @@ def test_hamel_evaluate_linearize_equations_models(client, case):
     assert summary["n"] == 5 and summary["dof"] == 3
 
 
+CHETAEV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "adversarial", "cases",
+                       "governed-wheel-chetaev.json")
+
+
+def test_hamel_of_a_chetaev_constraint_takes_qdot_to_choose_a_root(client):
+    # the case's initial q' (at th = 0.7) at th = 3.9 leaves two roots: a 422 naming them
+    with pytest.raises(hamel.HamelError) as info:
+        client.hamel(CHETAEV, q={"th": 3.9})
+    assert info.value.status == 422 and info.value.code == "invalid-initial-state", info.value
+    roots = info.value.problem["roots"]
+    assert len(roots) == 2 and info.value.errors[0]["path"] == "qdot", info.value.problem
+    forward = [r for r in roots if r["ph"] > 0][0]
+    g = client.hamel(CHETAEV, q={"th": 3.9}, qdot=forward)
+    p = g["points"][0]
+    assert p["qdot"]["ph"] > 0
+    lateral = [c["value"] for c in p["gamma"] if (c["j"], c["r"], c["l"]) == ("lateral", "w", "speed")]
+    assert lateral and lateral[0] > 0.41, p["gamma"]
+    # the other root: the backward motion, another q' (and the bare model takes qdot too)
+    backward = [r for r in roots if r["ph"] < 0][0]
+    with open(CHETAEV) as f:
+        doc = json.load(f)
+    q = dict(doc["simulation"]["initial"]["q"], th=3.9)
+    b = client.hamel(doc["model"], q=q, qdot=backward)["points"][0]
+    assert b["qdot"]["ph"] < 0 and b["gamma"] != p["gamma"]
+    # a name that is not a coordinate is named; a qdot that is not a dict is a TypeError
+    with pytest.raises(hamel.HamelError) as info:
+        client.hamel(doc["model"], q=q, qdot=dict(backward, thet=1.0))
+    assert any("qdot.thet" in (e.get("path") or "") for e in info.value.errors), info.value.errors
+    with pytest.raises(TypeError):
+        client.hamel(doc["model"], q=q, qdot=[1, 2, 3, 4])
+
+
 def test_unknown_model_id_is_404(client):
     with pytest.raises(hamel.HamelError) as info:
         client.models.get("sha256:" + "0" * 64)

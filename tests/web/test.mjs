@@ -512,6 +512,33 @@ await check("a model pasted after an example runs: nothing of the example's run 
   }
 });
 
+await check("a Chetaev constraint's Hamel table, fetched after a run without one, sends the initial qdot", async () => {
+  const pq = await context.newPage();
+  pq.on("pageerror", (e) => pageErrors.push("chetaev: " + e));
+  try {
+    const wheel = JSON.parse(readFileSync(join(here, "..", "adversarial", "cases", "governed-wheel-chetaev.json"), "utf8"));
+    const init = wheel.simulation.initial;
+    await pq.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await pq.waitForFunction(() => document.body.dataset.ready === "1");
+    await pq.locator("#model-editor textarea").fill(JSON.stringify(wheel.model, null, 2));
+    await pq.locator("#initial-editor textarea").fill(JSON.stringify(init, null, 2));
+    await pq.fill("#t_end", "0.5");
+    await pq.selectOption("#hamel-at", "none"); // no hamel block in the result: the page asks POST /v1/hamel
+    await runAndWait(pq);
+    await pq.waitForFunction(() => document.querySelector('[data-testid="hamel-table"]') || /Not available/.test(document.getElementById("hamel").textContent));
+    assert(await pq.locator('[data-testid="hamel-table"]').count() === 1, "no Hamel table: " + (await pq.locator("#hamel").innerText()));
+    const r = await api("POST", "/v1/hamel", { model: wheel.model, t: init.t, q: init.q, qdot: init.qdot });
+    assert(r.status === 200, `POST /v1/hamel: ${r.status} ${r.text.slice(0, 200)}`);
+    const idx = (n) => r.body.order.indexOf(n);
+    const p = r.body.points[0];
+    const want = p.gamma.filter((g) => idx(g.r) < idx(g.l)).length + (p.gamma_t || []).length;
+    const rows = await pq.locator('[data-testid="hamel-table"] tbody tr').count();
+    assert(want > 0 && rows === want, `table has ${rows} rows, API has ${want} coefficient pairs`);
+  } finally {
+    await pq.close();
+  }
+});
+
 await check("a failed run clears the previous plots and draws its partial trajectory", async () => {
   const p10 = await context.newPage();
   p10.on("pageerror", (e) => pageErrors.push("failure: " + e));

@@ -229,19 +229,37 @@ class Client:
         body.update(ref)
         return self._t.request("POST", path, body)[2]
 
-    def hamel(self, model, **request):
+    def hamel(self, model, qdot=None, **request):
         """POST /v1/hamel: the Hamel coefficients at `q` (and `t`, `parameters`) or at
         `points`; returns the response dict (order, points[].gamma, .gamma_t). Given a
         case or a simulation request without points, `q` is merged over its initial q
-        (name by name), and its t and parameters are the defaults."""
+        (name by name), and its t and parameters are the defaults.
+
+        With a constraint nonlinear in q' the coefficients depend on q': `qdot` (a dict,
+        name: value) is sent with the configuration, merged over the case's initial qdot
+        (name by name; without either, the case's initial speeds are sent unless `speeds`
+        is given). Where the speeds, or a qdot off the constraints there (the initial q'
+        at another heading), leave several q', the service refuses with a 422 naming them:
+        the HamelError's ``.problem["roots"]``; pass one of them as `qdot` to choose it.
+        Models without such constraints ignore `qdot`."""
         _, base = _split(model)
         init = base.get("initial") if isinstance(base.get("initial"), dict) else {}
+        if qdot is not None:
+            if not isinstance(qdot, dict):
+                raise TypeError("hamel: qdot must be a dict (coordinate name: value), got %r"
+                                % type(qdot).__name__)
+            request["qdot"] = qdot
         if "points" not in request and isinstance(init.get("q"), dict):
             request = dict(request, q=dict(init["q"], **(request.get("q") or {})))
             if "t" in init and "t" not in request:
                 request["t"] = init["t"]
             if isinstance(base.get("parameters"), dict) and "parameters" not in request:
                 request["parameters"] = base["parameters"]
+            if "speeds" not in request:
+                if isinstance(init.get("qdot"), dict):
+                    request["qdot"] = dict(init["qdot"], **(request.get("qdot") or {}))
+                elif "qdot" not in request and isinstance(init.get("speeds"), dict):
+                    request["speeds"] = init["speeds"]
         return self._post("/v1/hamel", model, request)
 
     def evaluate(self, model, **request):

@@ -1202,7 +1202,13 @@ async function renderHamel(r) {
   if (!hamel || !hamel.points) {
     try {
       const init = parseWithPositions(initialEditor.value).value;
-      hamel = (await state.api.hamel({ model_id: r.model_id || state.summary.model_id, t: init.t || 0, q: init.q })).body;
+      const req = { model_id: r.model_id || state.summary.model_id, t: init.t || 0, q: init.q };
+      // a constraint nonlinear in q': the coefficients depend on q', so the initial qdot
+      // (it chooses the root) or else the initial speeds go with the configuration
+      const nonlinear = ((state.summary && state.summary.constraints) || []).some((c) => c.linear === false);
+      if (nonlinear && init.qdot && typeof init.qdot === "object") req.qdot = init.qdot;
+      else if (nonlinear && init.speeds && typeof init.speeds === "object") req.speeds = init.speeds;
+      hamel = (await state.api.hamel(req)).body;
     } catch (e) {
       box.replaceChildren(h("h2", {}, "Hamel coefficients"), h("p", { class: "hint" }, "Not available: " + e.message));
       return;
