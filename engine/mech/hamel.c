@@ -421,6 +421,7 @@ struct hamel_ws {
     int fmc_n;           /* connected components of tape_fast's M* pattern (2 or more), or 0 */
     int *fmc_start;      /* [fmc_n+1] where each component's speeds are in fmc_idx */
     int *fmc_idx;        /* [k] the speeds of each component, increasing */
+    void *block;         /* the buffers above but dpsi_c and fmc_*: one allocation (ws_take) */
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
@@ -428,49 +429,9 @@ void hamel_ws_free(hamel_ws *w)
 {
     if (!w)
         return;
-    free(w->in);
-    free(w->work);
-    free(w->psi);
-    free(w->lu);
-    free(w->piv);
-    free(w->dyn);
-    free(w->M);
-    free(w->X);
-    free(w->a);
-    free(w->h);
-    free(w->vec);
-    free(w->MX);
-    free(w->Ms);
-    free(w->Mfull);
-    free(w->F);
-    free(w->Phi);
-    free(w->phit);
-    free(w->dpsi);
+    free(w->block);
     free(w->dpsi_c);
-    free(w->A);
-    free(w->W);
-    free(w->ent_mag);
-    free(w->inner);
-    free(w->ent_i);
-    free(w->ent_k);
-    free(w->rows);
-    free(w->in_rows);
-    free(w->obs);
-    free(w->mult);
-    free(w->fast);
-    free(w->minv);
     native_release(w->native);
-    free(w->sel);
-    free(w->guess);
-    free(w->minv_row);
-    free(w->minv_col);
-    free(w->minv_val);
-    free(w->blu);
-    free(w->bpiv);
-    free(w->tmp);
-    free(w->save);
-    free(w->spiv);
-    free(w->mconst);
     free(w->fmc_start);
     free(w->fmc_idx);
     free(w);
@@ -482,68 +443,109 @@ void hamel_ws_set_numeric(hamel_ws *w, int numeric)
     w->dense = numeric > 1;
 }
 
+/* The buffers of a workspace are pieces of one zeroed block (a run makes two
+ * workspaces: one calloc each, not 41). ws_take with A->base NULL only counts (and
+ * returns A itself, not NULL); with the block, it hands out the piece at the same
+ * offset. Pieces are max-aligned; under AddressSanitizer a poisoned gap follows each
+ * one, so an overrun is still caught. */
+typedef struct ws_arena {
+    char *base;
+    size_t used;
+} ws_arena;
+
+#define WS_ARENA_FAILED ((size_t)1 << 40)
+#if defined(__SANITIZE_ADDRESS__)
+#define WS_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WS_ARENA_ASAN 1
+#endif
+#endif
+#ifdef WS_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define WS_ARENA_GAP 32
+#else
+#define WS_ARENA_GAP 0
+#endif
+
+static void *ws_take(ws_arena *A, size_t count, size_t size)
+{
+    const size_t al = _Alignof(max_align_t);
+    size_t at = (A->used + al - 1) / al * al;
+    if (A->used >= WS_ARENA_FAILED || (size && count > (WS_ARENA_FAILED - at) / size)) {
+        A->used = WS_ARENA_FAILED;
+        return A->base ? NULL : (void *)A;
+    }
+    A->used = at + count * size + WS_ARENA_GAP;
+    if (!A->base)
+        return A;
+#ifdef WS_ARENA_ASAN
+    ASAN_POISON_MEMORY_REGION(A->base + at + count * size, WS_ARENA_GAP);
+#endif
+    return A->base + at;
+}
+
 /* The tape and linear-algebra buffers of w; -1 when one is missing. */
-static int hamel_ws_alloc_core(hamel_ws *w, const struct engine_model *m)
+static int hamel_ws_alloc_core(hamel_ws *w, const struct engine_model *m, ws_arena *A)
 {
     int n = m->n, k = m->k;
     size_t nn = (size_t)n * n;
-    w->in = calloc(m->n_in, sizeof *w->in);
-    w->work = calloc(m->work_len + 1, sizeof *w->work);
-    w->psi = calloc(nn + n, sizeof *w->psi);
-    w->lu = calloc(nn, sizeof *w->lu);
-    w->piv = calloc(n, sizeof *w->piv);
-    w->dyn = calloc(n * (n + 1) / 2 + 2 * n, sizeof *w->dyn);
-    w->M = calloc(nn, sizeof *w->M);
-    w->X = calloc((size_t)n * k, sizeof *w->X);
-    w->a = calloc(n, sizeof *w->a);
-    w->h = calloc(n, sizeof *w->h);
-    w->vec = calloc(n, sizeof *w->vec);
-    w->MX = calloc((size_t)n * k, sizeof *w->MX);
-    w->Ms = calloc((size_t)k * k, sizeof *w->Ms);
-    w->Mfull = calloc((size_t)k * k, sizeof *w->Mfull);
-    w->F = calloc(k, sizeof *w->F);
-    w->Phi = calloc(nn, sizeof *w->Phi);
-    w->phit = calloc(n, sizeof *w->phit);
-    w->dpsi = calloc(nn * n + 2 * nn, sizeof *w->dpsi); /* its zeros are never written */
+    w->in = ws_take(A, m->n_in, sizeof *w->in);
+    w->work = ws_take(A, m->work_len + 1, sizeof *w->work);
+    w->psi = ws_take(A, nn + n, sizeof *w->psi);
+    w->lu = ws_take(A, nn, sizeof *w->lu);
+    w->piv = ws_take(A, n, sizeof *w->piv);
+    w->dyn = ws_take(A, n * (n + 1) / 2 + 2 * n, sizeof *w->dyn);
+    w->M = ws_take(A, nn, sizeof *w->M);
+    w->X = ws_take(A, (size_t)n * k, sizeof *w->X);
+    w->a = ws_take(A, n, sizeof *w->a);
+    w->h = ws_take(A, n, sizeof *w->h);
+    w->vec = ws_take(A, n, sizeof *w->vec);
+    w->MX = ws_take(A, (size_t)n * k, sizeof *w->MX);
+    w->Ms = ws_take(A, (size_t)k * k, sizeof *w->Ms);
+    w->Mfull = ws_take(A, (size_t)k * k, sizeof *w->Mfull);
+    w->F = ws_take(A, k, sizeof *w->F);
+    w->Phi = ws_take(A, nn, sizeof *w->Phi);
+    w->phit = ws_take(A, n, sizeof *w->phit);
+    w->dpsi = ws_take(A, nn * n + 2 * nn, sizeof *w->dpsi); /* its zeros are never written */
     w->dpsi_n = model_dpsi_count(m);
-    w->dpsi_c = calloc(w->dpsi_n + 1, sizeof *w->dpsi_c);
-    w->A = calloc(nn, sizeof *w->A);
-    w->W = calloc(nn, sizeof *w->W);
+    w->A = ws_take(A, nn, sizeof *w->A);
+    w->W = ws_take(A, nn, sizeof *w->W);
     return (!w->in || !w->work || !w->psi || !w->lu || !w->piv || !w->dyn || !w->M || !w->X || !w->a ||
             !w->h || !w->vec || !w->MX || !w->Ms || !w->Mfull || !w->F || !w->Phi || !w->phit || !w->dpsi ||
-            !w->dpsi_c || !w->A || !w->W)
+            !w->A || !w->W)
                ? -1
                : 0;
 }
 
 /* The buffers of gamma_all, the observations, the fast tier and the sparse path; -1 when
  * one is missing. */
-static int hamel_ws_alloc_extra(hamel_ws *w, const struct engine_model *m)
+static int hamel_ws_alloc_extra(hamel_ws *w, const struct engine_model *m, ws_arena *A)
 {
     int n = m->n, k = m->k;
     size_t nn = (size_t)n * n;
-    w->ent_mag = calloc(nn, sizeof *w->ent_mag);
-    w->inner = calloc(n, sizeof *w->inner);
-    w->ent_i = calloc(nn, sizeof *w->ent_i);
-    w->ent_k = calloc(nn, sizeof *w->ent_k);
-    w->rows = calloc(n, sizeof *w->rows);
-    w->in_rows = calloc(n, 1);
-    w->obs = calloc(1 + m->nc + n, sizeof *w->obs);
-    w->mult = calloc((size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
-    w->fast = calloc((size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
-    w->minv = calloc((size_t)k * k, sizeof *w->minv);
-    w->sel = calloc(k + 1, sizeof *w->sel);
-    w->guess = calloc(n, sizeof *w->guess);
-    w->minv_row = calloc(k + 1, sizeof *w->minv_row);
-    w->minv_col = calloc((size_t)k * k, sizeof *w->minv_col);
-    w->minv_val = calloc((size_t)k * k, sizeof *w->minv_val);
-    w->blu = calloc(m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
-    w->bpiv = calloc(n, sizeof *w->bpiv);
-    w->tmp = calloc(n, sizeof *w->tmp);
+    w->ent_mag = ws_take(A, nn, sizeof *w->ent_mag);
+    w->inner = ws_take(A, n, sizeof *w->inner);
+    w->ent_i = ws_take(A, nn, sizeof *w->ent_i);
+    w->ent_k = ws_take(A, nn, sizeof *w->ent_k);
+    w->rows = ws_take(A, n, sizeof *w->rows);
+    w->in_rows = ws_take(A, n, 1);
+    w->obs = ws_take(A, 1 + m->nc + n, sizeof *w->obs);
+    w->mult = ws_take(A, (size_t)(m->nc + 1) * (n + 1), sizeof *w->mult);
+    w->fast = ws_take(A, (size_t)n + k * (k + 1) / 2 + k, sizeof *w->fast);
+    w->minv = ws_take(A, (size_t)k * k, sizeof *w->minv);
+    w->sel = ws_take(A, k + 1, sizeof *w->sel);
+    w->guess = ws_take(A, n, sizeof *w->guess);
+    w->minv_row = ws_take(A, k + 1, sizeof *w->minv_row);
+    w->minv_col = ws_take(A, (size_t)k * k, sizeof *w->minv_col);
+    w->minv_val = ws_take(A, (size_t)k * k, sizeof *w->minv_val);
+    w->blu = ws_take(A, m->sparse ? m->sparse->lu_len + 1 : 1, sizeof *w->blu);
+    w->bpiv = ws_take(A, n, sizeof *w->bpiv);
+    w->tmp = ws_take(A, n, sizeof *w->tmp);
     /* scratch of the mass solves, sized by the model (+1: k may be 0) */
-    w->save = calloc((size_t)k * k + 1, sizeof *w->save);
-    w->spiv = calloc(k + 1, sizeof *w->spiv);
-    w->mconst = calloc((size_t)k * k + 1, sizeof *w->mconst);
+    w->save = ws_take(A, (size_t)k * k + 1, sizeof *w->save);
+    w->spiv = ws_take(A, k + 1, sizeof *w->spiv);
+    w->mconst = ws_take(A, (size_t)k * k + 1, sizeof *w->mconst);
     return (!w->ent_mag || !w->inner || !w->ent_i || !w->ent_k || !w->rows || !w->in_rows || !w->obs ||
             !w->mult || !w->fast || !w->minv || !w->sel || !w->guess || !w->minv_row || !w->minv_col ||
             !w->minv_val || !w->blu || !w->bpiv || !w->tmp || !w->save || !w->spiv || !w->mconst)
@@ -561,7 +563,14 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params)
     w->m = m;
     w->n = m->n;
     w->k = m->k;
-    if (hamel_ws_alloc_core(w, m) < 0 || hamel_ws_alloc_extra(w, m) < 0) {
+    ws_arena A = {0};
+    hamel_ws_alloc_core(w, m, &A); /* counts */
+    hamel_ws_alloc_extra(w, m, &A);
+    A.base = A.used < WS_ARENA_FAILED ? calloc(1, A.used + 1) : NULL;
+    w->block = A.base;
+    A.used = 0;
+    w->dpsi_c = calloc(w->dpsi_n + 1, sizeof *w->dpsi_c);
+    if (!A.base || !w->dpsi_c || hamel_ws_alloc_core(w, m, &A) < 0 || hamel_ws_alloc_extra(w, m, &A) < 0) {
         hamel_ws_free(w);
         return NULL;
     }

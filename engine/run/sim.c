@@ -2,6 +2,7 @@
  * checks along the trajectory and the result document. */
 #include "sim.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1028,6 +1029,57 @@ json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q,
     return json_pack("{s:o, s:o, s:o, s:o}", "t", num(t), "q", qo, "gamma", g, "gamma_t", gt);
 }
 
+/* The compact text of sim_gamma_point(m, t, q, gamma, gamma_t) (as jsonout_value writes
+ * it), appended to o: a text-mode run writes its points so, with no jansson node. */
+static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, double t, const double *q,
+                                 const double *gamma, const double *gamma_t)
+{
+    int n = m->n;
+    jsonout_raw(o, "{\"t\":", 5);
+    jsonout_double(o, t);
+    jsonout_raw(o, ",\"q\":{", 6);
+    for (int i = 0; i < n; i++) {
+        jsonout_raw(o, ",", i > 0);
+        jsonout_string(o, m->coords[i], strlen(m->coords[i]));
+        jsonout_raw(o, ":", 1);
+        jsonout_double(o, q[i]);
+    }
+    jsonout_raw(o, "},\"gamma\":[", 11);
+    int first = 1;
+    for (size_t idx = 0; idx < (size_t)n * n * n; idx++) {
+        if (!m->gamma_nz[idx])
+            continue;
+        const char *names[3] = {m->row_names[idx / ((size_t)n * n)], m->row_names[idx / n % n],
+                                m->row_names[idx % n]};
+        jsonout_raw(o, first ? "{\"j\":" : ",{\"j\":", first ? 5 : 6);
+        first = 0;
+        jsonout_string(o, names[0], strlen(names[0]));
+        jsonout_raw(o, ",\"r\":", 5);
+        jsonout_string(o, names[1], strlen(names[1]));
+        jsonout_raw(o, ",\"l\":", 5);
+        jsonout_string(o, names[2], strlen(names[2]));
+        jsonout_raw(o, ",\"value\":", 9);
+        jsonout_double(o, gamma[idx]);
+        jsonout_raw(o, "}", 1);
+    }
+    jsonout_raw(o, "],\"gamma_t\":[", 13);
+    first = 1;
+    for (size_t idx = 0; idx < (size_t)n * n; idx++) {
+        if (!m->gamma_t_nz[idx])
+            continue;
+        const char *names[2] = {m->row_names[idx / n], m->row_names[idx % n]};
+        jsonout_raw(o, first ? "{\"j\":" : ",{\"j\":", first ? 5 : 6);
+        first = 0;
+        jsonout_string(o, names[0], strlen(names[0]));
+        jsonout_raw(o, ",\"r\":", 5);
+        jsonout_string(o, names[1], strlen(names[1]));
+        jsonout_raw(o, ",\"value\":", 9);
+        jsonout_double(o, gamma_t[idx]);
+        jsonout_raw(o, "}", 1);
+    }
+    jsonout_raw(o, "]}", 2);
+}
+
 /* ---- the run ---- */
 
 struct run {
@@ -1048,6 +1100,9 @@ struct run {
     double *inv_in, *inv_work;
     double *obs;
     json_t *hamel_points;
+    struct sim_text *text; /* sim_run_text's registry (the run is in text mode), or NULL */
+    jsonout points;        /* text mode: the Hamel points' text, comma-separated */
+    int n_points;
     double *gamma, *gamma_t;
     unsigned char *have_qd; /* [n_times] qd stored at the sample (speeds re-chosen) */
     sim_watch *wt;          /* the singularity watch (hamel formulation), or NULL */
@@ -1290,8 +1345,14 @@ static int post_sample(struct run *R, int i)
         tape_eval(R->req->inv_tape, R->inv_in, R->inv_work, R->inv + (size_t)i * R->req->n_inv);
     }
     if (R->req->hamel_mode == SIM_HAMEL_SAMPLES || (R->req->hamel_mode == SIM_HAMEL_INITIAL && i == 0)) {
-        if (hamel_gamma(R->w, t, q, R->gamma, R->gamma_t) == 0)
-            json_array_append_new(R->hamel_points, sim_gamma_point(m, t, q, R->gamma, R->gamma_t));
+        if (hamel_gamma(R->w, t, q, R->gamma, R->gamma_t) == 0) {
+            if (R->text) {
+                jsonout_raw(&R->points, ",", R->n_points++ > 0);
+                sim_gamma_point_text(&R->points, m, t, q, R->gamma, R->gamma_t);
+            } else {
+                json_array_append_new(R->hamel_points, sim_gamma_point(m, t, q, R->gamma, R->gamma_t));
+            }
+        }
     }
     return 0;
 }
@@ -1320,6 +1381,7 @@ static void run_free(struct run *R)
     free(R->yproj);
     free(R->qtmp);
     json_decref(R->hamel_points);
+    jsonout_free(&R->points);
     free(R->ev_in);
     free(R->ev_work);
     free(R->ev_speeds);
@@ -1397,13 +1459,16 @@ static json_t *events_json(const struct run *R)
  * one run at a time on a thread. */
 typedef struct sim_text {
     double **v;
+    char **raw; /* or a text to write as is (JSON, count bytes) where v is NULL */
     int *count;
     int n, cap;
 } sim_text;
 
 static _Thread_local sim_text *sim_text_mode;
 
-static json_t *series_marker(sim_text *T, const double *v, int count, int stride, int offset)
+/* Registers the series v (or the text raw) of count numbers (bytes) under a new marker,
+ * which it returns; NULL when out of memory (v and raw stay the caller's then). */
+static json_t *text_marker(sim_text *T, double *v, char *raw, int count)
 {
     if (T->n == T->cap) {
         int cap = T->cap ? 2 * T->cap : 32;
@@ -1411,26 +1476,37 @@ static json_t *series_marker(sim_text *T, const double *v, int count, int stride
         if (!nv)
             return NULL;
         T->v = nv;
+        char **nr = realloc(T->raw, (size_t)cap * sizeof *nr);
+        if (!nr)
+            return NULL;
+        T->raw = nr;
         int *nc = realloc(T->count, (size_t)cap * sizeof *nc);
         if (!nc)
             return NULL;
         T->count = nc;
         T->cap = cap;
     }
+    char mark[16];
+    snprintf(mark, sizeof mark, "\x01%d", T->n);
+    json_t *s = json_string(mark);
+    if (!s)
+        return NULL;
+    T->v[T->n] = v;
+    T->raw[T->n] = raw;
+    T->count[T->n++] = count;
+    return s;
+}
+
+static json_t *series_marker(sim_text *T, const double *v, int count, int stride, int offset)
+{
     double *copy = malloc((size_t)(count > 0 ? count : 1) * sizeof *copy);
     if (!copy)
         return NULL;
     for (int i = 0; i < count; i++)
         copy[i] = v[(size_t)i * stride + offset];
-    char mark[16];
-    snprintf(mark, sizeof mark, "\x01%d", T->n);
-    json_t *s = json_string(mark);
-    if (!s) {
+    json_t *s = text_marker(T, copy, NULL, count);
+    if (!s)
         free(copy);
-        return NULL;
-    }
-    T->v[T->n] = copy;
-    T->count[T->n++] = count;
     return s;
 }
 
@@ -1628,10 +1704,13 @@ static int run_alloc(struct run *R)
     R->gamma = calloc((size_t)n * n * n, sizeof *R->gamma);
     R->gamma_t = calloc((size_t)n * n, sizeof *R->gamma_t);
     R->hamel_points = json_array();
+    R->text = sim_text_mode;
+    if (R->text)
+        jsonout_raw(&R->points, "[", 1);
     R->have_qd = calloc(nt, 1);
     return !R->w || !R->t || !R->q || !R->u || !R->qd || !R->energy || !R->res || !R->lam || !R->inv ||
                    !R->inv_in || !R->inv_work || !R->obs || !R->gamma || !R->gamma_t || !R->hamel_points ||
-                   !R->have_qd
+                   R->points.err || !R->have_qd
                ? -1
                : 0;
 }
@@ -1821,7 +1900,22 @@ static json_t *run_stats(const struct run *R, const integ_stats *st, double chec
 
 /* The result's body: trajectory, checks, events, warnings, provenance, Hamel
  * coefficients and stats (taken). */
-static json_t *run_body(const struct run *R, const char *tier, json_t *stats)
+/* The Hamel points of the result (a new reference): the array, or in text mode the
+ * marker of their text (taken from R->points). */
+static json_t *run_points(struct run *R)
+{
+    if (!R->text)
+        return json_incref(R->hamel_points);
+    jsonout_raw(&R->points, "]", 1);
+    if (R->points.err || R->points.len > INT_MAX)
+        return NULL;
+    json_t *s = text_marker(R->text, NULL, R->points.p, (int)R->points.len);
+    if (s) /* the registry has the text now */
+        R->points.p = NULL;
+    return s ? s : json_loadb(R->points.p, R->points.len, 0, NULL);
+}
+
+static json_t *run_body(struct run *R, const char *tier, json_t *stats)
 {
     const struct engine_model *m = R->m;
     const sim_request *req = R->req;
@@ -1845,8 +1939,8 @@ static json_t *run_body(const struct run *R, const char *tier, json_t *stats)
     json_object_set_new(body, "provenance", run_provenance(req, tier));
     if (req->hamel_mode != SIM_HAMEL_NONE)
         json_object_set_new(body, "hamel",
-                            json_pack("{s:s, s:o, s:O}", "model_id", m->id, "order", sim_gamma_order(m),
-                                      "points", R->hamel_points));
+                            json_pack("{s:s, s:o, s:o}", "model_id", m->id, "order", sim_gamma_order(m),
+                                      "points", run_points(R)));
     json_object_set_new(body, "stats", stats);
     return body;
 }
@@ -1979,8 +2073,19 @@ static int sim__write_series(jsonout *o, const char *s, size_t len, void *ctx)
     int i = sim__marker(T, s, len);
     if (i < 0)
         return 0;
-    jsonout_doubles(o, T->v[i], (size_t)T->count[i]);
+    if (T->raw[i])
+        jsonout_raw(o, T->raw[i], (size_t)T->count[i]);
+    else
+        jsonout_doubles(o, T->v[i], (size_t)T->count[i]);
     return 1;
+}
+
+/* The value of marker i as a jansson value. */
+static json_t *sim__unmark(const sim_text *T, int i)
+{
+    if (T->raw[i])
+        return json_loadb(T->raw[i], (size_t)T->count[i], 0, NULL);
+    return series(T->v[i], T->count[i], 1, 0);
 }
 
 /* Replaces every marker in j by its array (for a failed run's partial document). */
@@ -1994,7 +2099,7 @@ static void sim__materialize(json_t *j, const sim_text *T)
             if (json_is_string(v)) {
                 int i = sim__marker(T, json_string_value(v), json_string_length(v));
                 if (i >= 0)
-                    json_object_set_new(j, key, series(T->v[i], T->count[i], 1, 0));
+                    json_object_set_new(j, key, sim__unmark(T, i));
             } else {
                 sim__materialize(v, T);
             }
@@ -2004,7 +2109,7 @@ static void sim__materialize(json_t *j, const sim_text *T)
             json_t *v = json_array_get(j, k);
             int i = json_is_string(v) ? sim__marker(T, json_string_value(v), json_string_length(v)) : -1;
             if (i >= 0)
-                json_array_set_new(j, k, series(T->v[i], T->count[i], 1, 0));
+                json_array_set_new(j, k, sim__unmark(T, i));
             else
                 sim__materialize(v, T);
         }
@@ -2026,7 +2131,7 @@ int sim_run_text(const struct engine_model *m, const sim_request *req, const eng
         /* numbers are most of it: ~20 bytes each */
         size_t guess = 4096;
         for (int i = 0; i < T.n; i++)
-            guess += (size_t)T.count[i] * 20;
+            guess += (size_t)T.count[i] * (T.raw[i] ? 1 : 20);
         if (jsonout_init(&o, guess) == 0) {
             o.hook = sim__write_series;
             o.hook_ctx = &T;
@@ -2065,9 +2170,12 @@ int sim_run_text(const struct engine_model *m, const sim_request *req, const eng
             sim__materialize(partial, &T);
     }
     json_decref(body);
-    for (int i = 0; i < T.n; i++)
+    for (int i = 0; i < T.n; i++) {
         free(T.v[i]);
+        free(T.raw[i]);
+    }
     free(T.v);
+    free(T.raw);
     free(T.count);
     return rc;
 }

@@ -177,3 +177,73 @@ Test(result_text, finished_text_gives_back_its_reserve)
         free(text);
     }
 }
+
+/* The Hamel points are written as text too (no jansson node per coefficient): with
+ * "hamel": "samples" on a rheonomic model (gamma_t entries) and on the rolling disk
+ * (gamma entries), the text is the compact form of engine_simulate's document (same
+ * members, numbers to the last bit), and a failed run's partial has no marker left. */
+Test(result_text, hamel_points_as_text)
+{
+    static const char *const knife =
+        "{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"m\": 1.5, \"k\": 2.0, \"w\": 0.7},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2)\", \"potential_energy\": \"k/2*(x^2 + y^2)\","
+        " \"constraints\": [{\"name\": \"c\", \"expr\": \"x'*sin(w*t) - y'*cos(w*t)\"}],"
+        " \"speeds\": [{\"name\": \"u\", \"expr\": \"x'*cos(w*t) + y'*sin(w*t)\"}]}";
+    char path[600];
+    snprintf(path, sizeof path, "%s/greenwood-5.3-rolling-disk.json", rt_cases_dir());
+    json_t *disk = json_load_file(path, 0, NULL);
+    cr_assert_not_null(disk);
+    json_t *models[2] = {json_loads(knife, 0, NULL), json_incref(json_object_get(disk, "model"))};
+    json_t *reqs[2] = {json_pack("{s:{s:f, s:{s:f, s:f}, s:{s:f}}, s:f, s:{s:i}, s:s}", "initial", "t", 0.3,
+                                 "q", "x", 0.4, "y", -0.2, "speeds", "u", 1.1, "t_end", 8.3, "output",
+                                 "samples", 9, "hamel", "samples"),
+                       json_deep_copy(json_object_get(disk, "simulation"))};
+    json_object_set_new(reqs[1], "hamel", json_string("samples"));
+    const char *member[2] = {"gamma_t", "gamma"};
+    for (int k = 0; k < 2; k++) {
+        engine_model *m = NULL;
+        json_t *problem = NULL, *res = NULL;
+        cr_assert_eq(engine_model_compile(models[k], NULL, &m, &problem), 0, "model %d", k);
+        cr_assert_eq(engine_simulate(m, reqs[k], NULL, NULL, &res, &problem), 0, "model %d", k);
+        char *text = NULL;
+        size_t len = 0;
+        cr_assert_eq(engine_simulate_text(m, reqs[k], NULL, NULL, NULL, &text, &len, &problem), 0);
+        json_error_t err;
+        json_t *back = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+        cr_assert_not_null(back, "model %d: %s", k, err.text);
+        size_t again_len = 0;
+        char *again = jsonout_dumps(back, &again_len);
+        cr_expect(again_len == len && memcmp(again, text, len) == 0, "model %d: not the compact form", k);
+        free(again);
+        json_t *pts = json_object_get(json_object_get(back, "hamel"), "points");
+        cr_assert_eq(json_array_size(pts),
+                     json_array_size(json_object_get(json_object_get(back, "trajectory"), "t")),
+                     "model %d: a point per sample", k);
+        cr_expect_gt(json_array_size(json_object_get(json_array_get(pts, 1), member[k])), 0u,
+                     "model %d: %s has entries", k, member[k]);
+        const char *timings[] = {"compile_ms", "integrate_ms", "checks_ms"};
+        for (int i = 0; i < 3; i++) {
+            json_object_del(json_object_get(res, "stats"), timings[i]);
+            json_object_del(json_object_get(back, "stats"), timings[i]);
+        }
+        cr_expect(json_equal(res, back), "model %d: text and tree differ", k);
+        free(text);
+        json_decref(back);
+        json_decref(res);
+        /* a failed run: its partial result is all real values */
+        json_object_set_new(reqs[k], "integrator", json_pack("{s:i}", "max_steps", 3));
+        text = NULL;
+        cr_assert_neq(engine_simulate_text(m, reqs[k], NULL, NULL, NULL, &text, &len, &problem), 0);
+        cr_assert_null(text);
+        json_t *partial = json_object_get(problem, "partial");
+        cr_assert_not_null(partial, "model %d: a partial result", k);
+        cr_expect(rt_no_markers(partial), "model %d: a marker left in the partial", k);
+        json_t *ppts = json_object_get(json_object_get(partial, "hamel"), "points");
+        cr_expect(json_is_array(ppts) && json_array_size(ppts) > 0, "model %d: the partial's points", k);
+        json_decref(problem);
+        engine_model_release(m);
+        json_decref(models[k]);
+        json_decref(reqs[k]);
+    }
+    json_decref(disk);
+}
