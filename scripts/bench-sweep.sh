@@ -88,7 +88,7 @@ cpu_tree() {
 # One server round: a fresh server and data directory; prints "seconds cpu-seconds lines
 # done-lines" (cpu: the server and its engine workers during the request).
 server_round() {
-  rm -rf "$work/data"
+  rm -rf "$work/data" "$work/stdout" "$work/lines.ndjson" # nothing of the round before
   HAMEL_WORKERS=${HAMEL_WORKERS:-2} HAMEL_PORT=0 HAMEL_DATA="$work/data" "$bin" >"$work/stdout" 2>"$work/server.log" &
   pid=$!
   local port=
