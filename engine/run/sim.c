@@ -1486,9 +1486,13 @@ static json_t *text_marker(sim_text *T, double *v, char *raw, int count)
         T->count = nc;
         T->cap = cap;
     }
-    char mark[16];
-    snprintf(mark, sizeof mark, "\x01%d", T->n);
-    json_t *s = json_string(mark);
+    char mark[16], *e = mark + sizeof mark; /* "\x01<n>", written without printf (per series) */
+    unsigned k = (unsigned)T->n;
+    do
+        *--e = (char)('0' + k % 10);
+    while ((k /= 10) > 0);
+    *--e = '\x01';
+    json_t *s = json_stringn_nocheck(e, (size_t)(mark + sizeof mark - e));
     if (!s)
         return NULL;
     T->v[T->n] = v;
@@ -1641,7 +1645,9 @@ static json_t *checks_json(const struct run *R)
 
     if (m->npos > 0 && R->pres)
         json_object_set_new(cons, "position", position_json(R));
-    json_t *checks = json_pack("{s:o, s:o}", "energy", energy, "constraints", cons);
+    json_t *checks = json_object(); /* not json_pack: a run's members are set directly (per run) */
+    json_object_set_new_nocheck(checks, "energy", energy);
+    json_object_set_new_nocheck(checks, "constraints", cons);
     if (R->req->n_inv) {
         json_t *inv = json_object();
         int ni = R->req->n_inv;
@@ -1678,9 +1684,15 @@ static json_t *run_warnings(const struct run *R, const json_t *checks)
 /* The result's "provenance": which engine computed it, with which code and method. */
 static json_t *run_provenance(const sim_request *req, const char *tier)
 {
-    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:s}", "engine_version", engine_version(), "numerics",
-                     engine_numerics(), "build", engine_identity(), "code_tier", tier, "method", req->method,
-                     "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+    json_t *p = json_object();
+    json_object_set_new_nocheck(p, "engine_version", json_string(engine_version()));
+    json_object_set_new_nocheck(p, "numerics", json_integer(engine_numerics()));
+    json_object_set_new_nocheck(p, "build", json_string(engine_identity()));
+    json_object_set_new_nocheck(p, "code_tier", json_string(tier));
+    json_object_set_new_nocheck(p, "method", json_string(req->method));
+    json_object_set_new_nocheck(p, "formulation",
+                                json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
+    return p;
 }
 
 /* The buffers of the run's samples and checks; -1 when one is missing. */
@@ -1877,11 +1889,16 @@ static json_t *run_stats(const struct run *R, const integ_stats *st, double chec
 {
     const struct engine_model *m = R->m;
     const sim_request *req = R->req;
-    json_t *stats =
-        json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:s}", "steps", (json_int_t)st->steps, "rhs_evals",
-                  (json_int_t)st->rhs_evals, "failed_steps", (json_int_t)st->failed_steps, "samples",
-                  (json_int_t)R->ns, "compile_ms", m->compile_ms, "integrate_ms", st->wall_ms, "method",
-                  req->method, "formulation", req->formulation == SIM_HAMEL ? "hamel" : "multipliers");
+    json_t *stats = json_object();
+    json_object_set_new_nocheck(stats, "steps", json_integer((json_int_t)st->steps));
+    json_object_set_new_nocheck(stats, "rhs_evals", json_integer((json_int_t)st->rhs_evals));
+    json_object_set_new_nocheck(stats, "failed_steps", json_integer((json_int_t)st->failed_steps));
+    json_object_set_new_nocheck(stats, "samples", json_integer((json_int_t)R->ns));
+    json_object_set_new_nocheck(stats, "compile_ms", json_real(m->compile_ms));
+    json_object_set_new_nocheck(stats, "integrate_ms", json_real(st->wall_ms));
+    json_object_set_new_nocheck(stats, "method", json_string(req->method));
+    json_object_set_new_nocheck(stats, "formulation",
+                                json_string(req->formulation == SIM_HAMEL ? "hamel" : "multipliers"));
     json_object_set_new(stats, "checks_ms", json_real(checks_ms));
     if (R->wt)
         json_object_set_new(stats, "speed_switches", json_integer(watch_switches(R->wt)));
@@ -1937,10 +1954,13 @@ static json_t *run_body(struct run *R, const char *tier, json_t *stats)
     }
     json_object_set_new(body, "warnings", run_warnings(R, checks));
     json_object_set_new(body, "provenance", run_provenance(req, tier));
-    if (req->hamel_mode != SIM_HAMEL_NONE)
-        json_object_set_new(body, "hamel",
-                            json_pack("{s:s, s:o, s:o}", "model_id", m->id, "order", sim_gamma_order(m),
-                                      "points", run_points(R)));
+    if (req->hamel_mode != SIM_HAMEL_NONE) {
+        json_t *h = json_object();
+        json_object_set_new_nocheck(h, "model_id", json_string(m->id));
+        json_object_set_new_nocheck(h, "order", sim_gamma_order(m));
+        json_object_set_new_nocheck(h, "points", run_points(R));
+        json_object_set_new(body, "hamel", h);
+    }
     json_object_set_new(body, "stats", stats);
     return body;
 }
