@@ -52,13 +52,6 @@ int hamel_const_mass_inverse(const struct engine_model *m, const double *params,
  * at pseudo-random states (1 also when there is no tape_fast). The model compiler drops
  * a reduction that does not: a wrong simplification must never reach a user. */
 int hamel_fast_agrees(const struct engine_model *m);
-/* The sparsity the numeric right-hand side exploits: Psi's block-triangular form
- * (reduce_block_triangular on the entries of tape_psi that are not the constant 0)
- * and the pattern of M. With it each evaluation factors only Psi's diagonal blocks
- * (dense LU with partial pivoting in each, exact substitution between them) and the
- * products with M and Phi_S skip their zeros. Called by hamel_structure. */
-void hamel_sparse_free(struct hamel_sparse *sp);
-
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
  * each linear constraint's gamma_free flag (a first-order test, not integrability:

@@ -19,6 +19,7 @@
 #include "geom.h"
 #include "hamel.h"
 #include "sha256.h"
+#include "sparsity.h"
 #include <time.h>
 #include "native.h"
 #include "linalg.h"
