@@ -11,6 +11,8 @@
  * status is 1 when it is missed (scripts/bench-http-cold.sh; issue 8: 5 ms).
  * With BENCH_PORT_B set, requests alternate between PORT and that second server (say, an
  * older build), so that both see the same machine load, and both are reported.
+ * BENCH_SEED (default: the time) picks the models: clients run side by side with
+ * different seeds send distinct models.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -113,7 +115,8 @@ int main(int argc, char **argv)
     const char *pb = getenv("BENCH_PORT_B");
     int port_b = pb ? atoi(pb) : 0;
     double *ms = calloc((size_t)n, sizeof *ms), *ms_b = calloc((size_t)n, sizeof *ms_b);
-    unsigned seed = (unsigned)time(NULL);
+    const char *sd = getenv("BENCH_SEED");
+    unsigned seed = sd ? (unsigned)strtoul(sd, NULL, 10) : (unsigned)time(NULL);
     size_t bytes = 0;
     for (int i = 0; i < n; i++) {
         json_t *req = json_deep_copy(json_object_get(c, "simulation"));

@@ -542,18 +542,24 @@ static iso_worker *iso__acquire(uint64_t key)
     }
 }
 
-static void iso__release(iso_worker *w, uint64_t key)
+/* Notes that w holds the model `key` (0: nothing). Called with iso.mu held. */
+static void iso__remember(iso_worker *w, uint64_t key)
+{
+    if (!key || !w->pid)
+        return;
+    for (int r = 0; r < ISO_RECENT; r++)
+        if (w->recent[r] == key)
+            return;
+    w->recent[w->recent_next] = key;
+    w->recent_next = (w->recent_next + 1) % ISO_RECENT;
+}
+
+/* Frees w, which now holds the models `key` and `also` (0: none). */
+static void iso__release(iso_worker *w, uint64_t key, uint64_t also)
 {
     pthread_mutex_lock(&iso.mu);
-    if (key && w->pid) {
-        int known = 0;
-        for (int r = 0; r < ISO_RECENT; r++)
-            known |= w->recent[r] == key;
-        if (!known) {
-            w->recent[w->recent_next] = key;
-            w->recent_next = (w->recent_next + 1) % ISO_RECENT;
-        }
-    }
+    iso__remember(w, key);
+    iso__remember(w, also);
     w->busy = 0;
     pthread_cond_broadcast(&iso.freed);
     pthread_mutex_unlock(&iso.mu);
@@ -826,7 +832,7 @@ static int iso__run(iso_call *c, json_t **problem)
             return HAMEL_E_UNAVAILABLE;
         }
         if (!w->pid && iso__start_worker(w, 0) != 0) {
-            iso__release(w, 0);
+            iso__release(w, 0, 0);
             free(b.p);
             *problem = hamel_problem_new(HAMEL_E_UNAVAILABLE, "no engine worker could be started; retry");
             return HAMEL_E_UNAVAILABLE;
@@ -843,7 +849,7 @@ static int iso__run(iso_call *c, json_t **problem)
              * many times as there are slots (each dead one is reaped on the way). */
             kill(w->pid, SIGKILL);
             iso__reap(w);
-            iso__release(w, 0);
+            iso__release(w, 0, 0);
             pthread_mutex_lock(&iso.mu);
             int slots = iso.n;
             pthread_mutex_unlock(&iso.mu);
@@ -861,7 +867,7 @@ static int iso__run(iso_call *c, json_t **problem)
             memcpy(note, w->sh->note, sizeof note);
             note[sizeof note - 1] = '\0';
             int status = iso__reap(w);
-            iso__release(w, 0);
+            iso__release(w, 0, 0);
             free(b.p);
             if (timed_out == 2) { /* cancelled: the call ends as cancelled, the model is not at fault */
                 *problem = hamel_problem_new(HAMEL_E_CANCELLED, "cancelled (the engine worker was stopped)");
@@ -870,7 +876,10 @@ static int iso__run(iso_call *c, json_t **problem)
             *problem = iso__fault(c, status, timed_out, note);
             return HAMEL_E_ENGINE_FAULT;
         }
-        iso__release(w, key);
+        /* A compilation's worker holds the model under its id too (the calls that follow
+         * name it by that id, not by the spec's hash): they are sent to the same worker
+         * rather than compiling it again in another one. */
+        iso__release(w, key, c->op == ISO_COMPILE && c->rc == 0 && c->out[1] ? iso__hash(c->out[1]) : 0);
         free(b.p);
         int rc = c->rc;
         if (rc != 0) { /* the problem document */
