@@ -1,8 +1,8 @@
 /* merge.h — a batch run merged over the batch's base request.
  *
  * Used where a batch's runs become simulation requests: by the server when it checks
- * them (batch.c) and by the engine workers, which are sent the base once and each run's
- * own members (isolate.c). Thread-safe (no state).
+ * them (batch.c) or queues one as a job (batch_feed.c), and by the engine workers, which
+ * are sent the base once and each run's own members (isolate.c). Thread-safe (no state).
  */
 #ifndef HAMEL_SERVER_MERGE_H
 #define HAMEL_SERVER_MERGE_H
