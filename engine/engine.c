@@ -511,7 +511,7 @@ int engine_equations_form_ctl(const engine_model *m, const char *form, const eng
      * the only mutation of a compiled model, under its own lock. Nothing else creates
      * nodes or symbols in mm->ctx after compilation: equations_ensure (the printed
      * equations) runs under the same lock; simulations, hamel_gamma, engine_evaluate
-     * and engine_linearize only run the model's tapes (sim.c parses invariants into a
+     * and engine_linearize only run the model's tapes (request.c parses invariants into a
      * context of its own, model_fresh_ctx); watch.c reads symbol indices under the
      * lock. So a mark taken under the lock sees every node a build adds, and a rollback
      * under it frees them with nobody else holding one. */

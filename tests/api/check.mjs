@@ -379,7 +379,7 @@ function source(rel) {
   const req = schemaDocs['simulation-request.json'] || {};
   const integC = source('engine/run/integ.c');
   const integH = source('engine/run/integ.h');
-  const simC = source('engine/run/sim.c');
+  const simC = source('engine/run/request.c'); // the request's defaults: validation
   const names = (integC.match(/#define INTEG_METHOD_NAMES "([^"]+)"/) || [])[1]?.split(' ').sort() || [];
   const documented = [...(req.properties?.integrator?.properties?.method?.enum || [])].sort();
   check('integrator methods agree with engine/run/integ.c', names.length > 0 && JSON.stringify(names) === JSON.stringify(documented),
