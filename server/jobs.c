@@ -33,6 +33,7 @@
 #define JOBS_CANCEL_POLL_NS 10000000L       /* drain polling: 10 ms */
 #define JOBS_TAKE_SECONDS 0.5               /* a worker's wait on the shared queue */
 #define JOBS_RETRY_NS 200000000L            /* ... and its pause when Redis is unreachable */
+#define JOBS_STORE_RETRY_SECONDS 10.0       /* a result write tried again while the store is out of reach */
 #define JOBS_REFRESH_SECONDS 0.5            /* remote records with waiters read again */
 #define JOBS_REFRESH_MAX 64                 /* ... at most this many per round */
 #define JOBS_MODEL_CACHE ((size_t)64 << 20) /* models of other instances' jobs */
@@ -95,6 +96,27 @@ double jobs_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether a store write that failed should be tried again, after a nap: while the store
+ * is out of reach for a moment (Redis restarting, SQLite busy), for up to
+ * JOBS_STORE_RETRY_SECONDS from `since`, backing off from 20 ms to 0.5 s, but not for a
+ * full disk or once the pool stops. A job that ran is not failed for a store that is
+ * back a second later. */
+static int jobs__store_again(jobs *p, int attempt, double since)
+{
+    if (store_full(p->st) || jobs_now() - since > JOBS_STORE_RETRY_SECONDS)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int stop = p->stopping || p->exiting;
+    pthread_mutex_unlock(&p->lock);
+    if (stop)
+        return 0;
+    double nap = 0.02 * (double)(1 << (attempt < 5 ? attempt : 5));
+    nap = nap < 0.5 ? nap : 0.5;
+    struct timespec ts = {0, (long)(nap * 1e9)};
+    nanosleep(&ts, NULL);
+    return 1;
 }
 
 static double jobs__wall(void)
@@ -276,7 +298,11 @@ static void jobs__run(jobs *p, job *j)
             problem = hamel_problem_new(rc, "out of memory serialising the result");
         }
     }
-    if (rc == 0 && p->st && store_put_done(p->st, j->id, j->model_id, j->key, body, j->created) != 0) {
+    int put = rc == 0 && p->st ? store_put_done(p->st, j->id, j->model_id, j->key, body, j->created) : 0;
+    double since = jobs_now();
+    for (int a = 0; put != 0 && jobs__store_again(p, a, since); a++)
+        put = store_put_done(p->st, j->id, j->model_id, j->key, body, j->created);
+    if (put != 0) {
         /* A job is done only once its result is stored: one reported done and then lost
          * to a restart (a full disk, the store out of reach) would be a lost result. */
         fprintf(stderr, "hamel-server: job %s: the result could not be stored; the job fails\n", j->id);
@@ -1068,7 +1094,11 @@ void jobs_finish_many(jobs *p, const char *model_id, double created, jobs_outcom
                                 0};
     }
     /* the store first, in one commit: a job is done only once its result is stored */
-    if (p->st && store_put_many(p->st, items, n) != 0) {
+    int put = p->st ? store_put_many(p->st, items, n) : 0;
+    double since = jobs_now();
+    for (int a = 0; put != 0 && jobs__store_again(p, a, since); a++)
+        put = store_put_many(p->st, items, n);
+    if (put != 0) {
         for (size_t i = 0; i < n; i++) {
             jobs_outcome *x = &o[i];
             if (x->rc != 0 || items[i].rc == 0)
