@@ -931,6 +931,25 @@ static char *iso__name_of(const engine_model *m)
 }
 
 /* A call on a compiled model (a shell): request text and head prepared, run in a worker. */
+/* c made ready for op on model m: its id and canonical text as the first two strings,
+ * then s2, s3, s4 (NULL: none), with their lengths; the rest zero. */
+static void iso__call_on(iso_call *c, int op, const char *what, const engine_model *m, const char *s2,
+                         const char *s3, const char *s4)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    c->what = what;
+    c->model_id = engine_model_id(m);
+    c->model = m;
+    c->text[0] = c->model_id;
+    c->text[1] = engine_model_canonical(m);
+    c->text[2] = s2;
+    c->text[3] = s3;
+    c->text[4] = s4;
+    for (int i = 0; i < ISO_STRINGS; i++)
+        c->text_len[i] = c->text[i] ? strlen(c->text[i]) : 0;
+}
+
 static int iso__model_call(int op, const char *what, const engine_model *m, const json_t *request,
                            const char *arg, const json_t *head, const engine_limits *limits,
                            engine_control *ctl, int run, iso_call *c, json_t **problem)
@@ -946,17 +965,7 @@ static int iso__model_call(int op, const char *what, const engine_model *m, cons
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
         return HAMEL_E_INTERNAL;
     }
-    c->op = op;
-    c->what = what;
-    c->model_id = engine_model_id(m);
-    c->model = m;
-    c->text[0] = c->model_id;
-    c->text[1] = engine_model_canonical(m);
-    c->text[2] = req;
-    c->text[3] = hd;
-    c->text[4] = arg;
-    for (int i = 0; i < ISO_STRINGS; i++)
-        c->text_len[i] = c->text[i] ? strlen(c->text[i]) : 0;
+    iso__call_on(c, op, what, m, req, hd, arg);
     c->limits = limits;
     c->ctl = ctl;
     c->budget = iso__budget(limits, ctl, run);
@@ -1119,16 +1128,7 @@ int isolate_simulation_check_all(const engine_model *m, const json_t *base, cons
         return HAMEL_E_INTERNAL;
     }
     iso_call c;
-    memset(&c, 0, sizeof c);
-    c.op = ISO_CHECK_ALL;
-    c.what = "checking a simulation of";
-    c.model_id = engine_model_id(m);
-    c.model = m;
-    c.text[0] = c.model_id;
-    c.text[1] = engine_model_canonical(m);
-    c.text[2] = text;
-    for (int i = 0; i < ISO_STRINGS; i++)
-        c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+    iso__call_on(&c, ISO_CHECK_ALL, "checking a simulation of", m, text, NULL, NULL);
     c.limits = limits;
     c.budget = iso__budget(limits, NULL, 0);
     int rc = iso__run(&c, problem);
@@ -1257,18 +1257,7 @@ int isolate_simulate_many(const engine_model *m, const json_t *base, const json_
         rc = HAMEL_E_ENGINE_FAULT;
     if (rc == 0) {
         iso_call c;
-        memset(&c, 0, sizeof c);
-        c.op = ISO_SIMULATE_MANY;
-        c.what = "running";
-        c.model_id = engine_model_id(m);
-        c.model = m;
-        c.text[0] = c.model_id;
-        c.text[1] = engine_model_canonical(m);
-        c.text[2] = reqs;
-        c.text[3] = hd;
-        c.text[4] = ids;
-        for (int i = 0; i < ISO_STRINGS; i++)
-            c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
+        iso__call_on(&c, ISO_SIMULATE_MANY, "running", m, reqs, hd, ids);
         c.limits = limits;
         c.ctl = ctl;
         c.budget = iso__budget(limits, ctl, 1) + (native_wait > 0 ? native_wait : 0);

@@ -261,17 +261,7 @@ static void jit__emit_powi(jit_buf *b, int i, int a, int32_t k)
         return;
     }
     jit__buf_printf(b, "x = s%d;", a);
-    int started = 0;
-    while (e) {
-        if (e & 1) {
-            jit__buf_printf(b, "%s", started ? " r = r * x;" : " r = x;");
-            started = 1;
-        }
-        e >>= 1;
-        if (e)
-            jit__buf_printf(b, " x = x * x;");
-    }
-    jit__buf_printf(b, "\ndouble s%d = %sr;\n", i, k < 0 ? "1.0 / " : "");
+    jit__emit_powi_chain(b, i, k);
 }
 
 static const char *const jit_binop[] = {
