@@ -63,6 +63,22 @@ json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q,
     return json_pack("{s:o, s:o, s:o, s:o}", "t", num(t), "q", qo, "gamma", g, "gamma_t", gt);
 }
 
+/* One entry of a point's "gamma" (names j, r, l) or "gamma_t" (j, r) list as compact
+ * text, after a comma unless it is the first. */
+static void sim_gamma_entry_text(jsonout *o, int first, const char *const *names, int count, double value)
+{
+    static const char *const keys[3] = {"{\"j\":", ",\"r\":", ",\"l\":"};
+    if (!first)
+        jsonout_raw(o, ",", 1);
+    for (int i = 0; i < count; i++) {
+        jsonout_raw(o, keys[i], strlen(keys[i]));
+        jsonout_string(o, names[i], strlen(names[i]));
+    }
+    jsonout_raw(o, ",\"value\":", 9);
+    jsonout_double(o, value);
+    jsonout_raw(o, "}", 1);
+}
+
 /* The compact text of sim_gamma_point(m, t, q, gamma, gamma_t) (as jsonout_value writes
  * it), appended to o: a text-mode run writes its points so, with no jansson node. */
 static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, double t, const double *q,
@@ -85,16 +101,8 @@ static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, doubl
             continue;
         const char *names[3] = {m->row_names[idx / ((size_t)n * n)], m->row_names[idx / n % n],
                                 m->row_names[idx % n]};
-        jsonout_raw(o, first ? "{\"j\":" : ",{\"j\":", first ? 5 : 6);
+        sim_gamma_entry_text(o, first, names, 3, gamma[idx]);
         first = 0;
-        jsonout_string(o, names[0], strlen(names[0]));
-        jsonout_raw(o, ",\"r\":", 5);
-        jsonout_string(o, names[1], strlen(names[1]));
-        jsonout_raw(o, ",\"l\":", 5);
-        jsonout_string(o, names[2], strlen(names[2]));
-        jsonout_raw(o, ",\"value\":", 9);
-        jsonout_double(o, gamma[idx]);
-        jsonout_raw(o, "}", 1);
     }
     jsonout_raw(o, "],\"gamma_t\":[", 13);
     first = 1;
@@ -102,14 +110,8 @@ static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, doubl
         if (!m->gamma_t_nz[idx])
             continue;
         const char *names[2] = {m->row_names[idx / n], m->row_names[idx % n]};
-        jsonout_raw(o, first ? "{\"j\":" : ",{\"j\":", first ? 5 : 6);
+        sim_gamma_entry_text(o, first, names, 2, gamma_t[idx]);
         first = 0;
-        jsonout_string(o, names[0], strlen(names[0]));
-        jsonout_raw(o, ",\"r\":", 5);
-        jsonout_string(o, names[1], strlen(names[1]));
-        jsonout_raw(o, ",\"value\":", 9);
-        jsonout_double(o, gamma_t[idx]);
-        jsonout_raw(o, "}", 1);
     }
     jsonout_raw(o, "]}", 2);
 }
