@@ -32,16 +32,18 @@ export class Api {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    let res;
+    // the body is read inside the try: a connection cut while it arrives (the tab
+    // navigating away, the server stopping) is the same ApiError as one never made
+    let res, text;
     try {
       res = await fetch(this.url(path), init);
+      text = await res.text();
     } catch (e) {
       throw new ApiError(0, {
         title: "The server could not be reached",
         detail: `${method} ${this.url(path)} failed (${e.message}). Is hamel-server running, and does the base URL point at it?`,
       });
     }
-    const text = await res.text();
     let json = null;
     try { json = text ? JSON.parse(text) : null; } catch { json = null; }
     if (!res.ok) throw new ApiError(res.status, json || { title: `HTTP ${res.status}`, detail: text.slice(0, 300) });
@@ -57,13 +59,13 @@ export class Api {
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    let res;
+    let res, text;
     try {
       res = await fetch(this.url(path), init);
+      text = await res.text();
     } catch (e) {
       throw new ApiError(0, { title: "The server could not be reached", detail: `${method} ${this.url(path)} failed (${e.message}).` });
     }
-    const text = await res.text();
     if (!res.ok) {
       let json = null;
       try { json = JSON.parse(text); } catch { json = null; }
