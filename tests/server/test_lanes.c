@@ -102,7 +102,8 @@ Test(lanes, a_form_past_the_limit_is_derived_once_and_never_holds_up_a_new_model
                  "{\"name\":\"probe-%d-%d\",\"coordinates\":[\"x\"],\"kinetic_energy\":\"1/2*x'^2\"}", i,
                  (int)getpid());
         double t = harness_now();
-        cr_assert_eq(harness_request(&srv, "POST", "/v1/models", model, NULL, &r), CURLE_OK);
+        CURLcode crc = harness_request(&srv, "POST", "/v1/models", model, NULL, &r);
+        cr_assert_eq(crc, CURLE_OK, "a new model beside the forms: %s", curl_easy_strerror(crc));
         double took = harness_now() - t;
         cr_assert_eq(r.status, 201, "a new model beside the forms: %ld %s", r.status, r.body);
         harness_resp_free(&r);
