@@ -209,7 +209,7 @@ static int harness__rm(const char *path, const struct stat *sb, int flag, struct
     return remove(path);
 }
 
-void harness_stop(harness_server *s)
+int harness_alive(harness_server *s)
 {
     int gone = 0;
     if (s->pid > 0 && waitpid(s->pid, &gone, WNOHANG) == s->pid) {
@@ -220,7 +220,12 @@ void harness_stop(harness_server *s)
         harness_print_log(s);
         s->pid = 0;
     }
-    if (s->pid > 0) {
+    return s->pid > 0;
+}
+
+void harness_stop(harness_server *s)
+{
+    if (harness_alive(s)) {
         kill(s->pid, SIGTERM);
         double deadline = harness_now() + HARNESS_STOP_SECONDS;
         int status;
