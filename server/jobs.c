@@ -54,6 +54,7 @@ struct job {
     blob *body;               /* done: the result; failed/cancelled: the job document */
     int remote;               /* shared queue: submitted here, in the stream */
     int lazy;                 /* JOBS_SUBMIT_LAZY_RECORD: no "running" record either */
+    atomic_int recorded;      /* lazy: its "queued" record is known committed (jobs_record_barrier) */
     int local_run;            /* shared queue: a worker here runs it */
     char entry[REDIS_ID_MAX]; /* shared queue: the stream entry a worker here runs */
     jobs_task_fn task;        /* a task (jobs_submit_task), not a job: never in the table */
@@ -1017,6 +1018,24 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
 int jobs_takes_tasks(const jobs *p) { return p->shared == NULL; }
 
 double jobs_wall(void) { return jobs__wall(); }
+
+int jobs_record_pending(jobs *p, job *j)
+{
+    if (!p->st || !j->lazy || atomic_load(&j->recorded))
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int pending = j->state == JOB_QUEUED || j->state == JOB_RUNNING;
+    pthread_mutex_unlock(&p->lock);
+    return pending;
+}
+
+int jobs_record_barrier(jobs *p, job *j)
+{
+    int rc = p->st ? store_barrier(p->st) : 0;
+    if (rc == 0)
+        atomic_store(&j->recorded, 1);
+    return rc;
+}
 
 int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl)
 {
