@@ -909,6 +909,18 @@ static json_t *jobs__private_request(const json_t *request)
     return copy;
 }
 
+/* Appends j (a job or a task) to the FIFO of queued work and wakes a worker. Under p->lock. */
+static void jobs__enqueue_locked(jobs *p, job *j)
+{
+    if (p->queue_tail)
+        p->queue_tail->queue_next = j;
+    else
+        p->queue_head = j;
+    p->queue_tail = j;
+    p->queued++;
+    pthread_cond_signal(&p->work);
+}
+
 int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out)
 {
     return jobs_submit_flags(p, m, request, key, 0, out);
@@ -987,13 +999,7 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     } else {
         jobs__table_add(p, j);
         j->refs++; /* the caller's */
-        if (p->queue_tail)
-            p->queue_tail->queue_next = j;
-        else
-            p->queue_head = j;
-        p->queue_tail = j;
-        p->queued++;
-        pthread_cond_signal(&p->work);
+        jobs__enqueue_locked(p, j);
         jobs__evict_locked(p, &dead);
     }
     pthread_mutex_unlock(&p->lock);
@@ -1051,13 +1057,7 @@ int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl)
     pthread_mutex_lock(&p->lock);
     int rc = p->stopping ? HAMEL_E_UNAVAILABLE : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL : 0;
     if (rc == 0) {
-        if (p->queue_tail)
-            p->queue_tail->queue_next = j;
-        else
-            p->queue_head = j;
-        p->queue_tail = j;
-        p->queued++;
-        pthread_cond_signal(&p->work);
+        jobs__enqueue_locked(p, j);
     }
     pthread_mutex_unlock(&p->lock);
     if (rc != 0)
