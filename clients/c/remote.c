@@ -17,6 +17,7 @@
 #include "hamelclient.h"
 #include "hameltext.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,8 +236,10 @@ static json_t *remote_load(const char *file)
 {
     json_error_t jerr;
     json_t *doc = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &jerr) : json_load_file(file, 0, &jerr);
-    if (doc == NULL)
+    if (doc == NULL && jerr.line > 0)
         fprintf(stderr, "%s:%d:%d: %s\n", file, jerr.line, jerr.column, jerr.text);
+    else if (doc == NULL) /* not opened or not read: jansson names no line */
+        fprintf(stderr, "hamel remote: %s\n", jerr.text);
     else if (!json_is_object(doc)) {
         fprintf(stderr, "%s: not a JSON object\n", file);
         json_decref(doc);
@@ -467,29 +470,35 @@ static int remote_check(hamelclient *c, const remote_args *a)
     return REMOTE_EXIT_OK;
 }
 
-/* Parses "name=value,name=value" into `q` (borrowed). Returns 0 or -1. */
-static int remote_parse_q(const char *spec, json_t *q)
+/* Parses "name=value,name=value" into `q` (borrowed): finite numbers (JSON has no NaN or
+ * Infinity), each name once. Returns 0, or -1 after saying what is wrong. */
+static int remote_parse_q(const char *opt, const char *spec, json_t *q)
 {
     char *copy = strdup(spec);
-    if (copy == NULL)
-        return -1;
-    int rc = 0;
+    json_t *given = json_object();
+    int rc = copy != NULL && given != NULL ? 0 : -1;
     char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    for (char *item = rc == 0 ? strtok_r(copy, ",", &save) : NULL; item != NULL && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
         char *end = NULL;
-        if (eq == NULL || eq == item) {
+        double v = eq != NULL ? strtod(eq + 1, &end) : 0.0;
+        if (eq == NULL || eq == item || end == eq + 1 || *end != '\0' || !isfinite(v)) {
+            fprintf(stderr, "hamel remote: %s takes name=value,... with finite numbers (not '%s')\n", opt,
+                    item);
             rc = -1;
             break;
         }
         *eq = '\0';
-        double v = strtod(eq + 1, &end);
-        if (end == eq + 1 || *end != '\0') {
+        if (json_object_get(given, item) != NULL) {
+            fprintf(stderr, "hamel remote: %s gives %s twice\n", opt, item);
             rc = -1;
             break;
         }
+        json_object_set_new(given, item, json_true());
         json_object_set_new(q, item, json_real(v));
     }
+    json_decref(given);
     free(copy);
     return rc;
 }
@@ -539,14 +548,14 @@ static int remote_gamma(hamelclient *c, const remote_args *a)
     if (json_is_object(json_object_get(sim, "parameters")))
         json_object_set(req, "parameters", json_object_get(sim, "parameters"));
     int code = REMOTE_EXIT_OK;
-    if (a->q != NULL && remote_parse_q(a->q, json_object_get(req, "q")) != 0)
-        code = remote_usage("--q wants name=value,name=value");
+    if (a->q != NULL && remote_parse_q("--q", a->q, json_object_get(req, "q")) != 0)
+        code = REMOTE_EXIT_USAGE;
     /* nonlinear constraints: the initial velocities, --qdot over the initial qdot (the
      * service refuses speeds, or a qdot off the constraints, that leave several q') */
     json_t *qdot = json_is_object(json_object_get(init, "qdot")) ? json_copy(json_object_get(init, "qdot"))
                                                                  : json_object();
-    if (code == REMOTE_EXIT_OK && a->qdot != NULL && remote_parse_q(a->qdot, qdot) != 0)
-        code = remote_usage("--qdot wants name=value,name=value");
+    if (code == REMOTE_EXIT_OK && a->qdot != NULL && remote_parse_q("--qdot", a->qdot, qdot) != 0)
+        code = REMOTE_EXIT_USAGE;
     if (a->qdot != NULL || json_object_size(qdot) > 0)
         json_object_set(req, "qdot", qdot);
     else if (json_is_object(json_object_get(init, "speeds")))
@@ -555,8 +564,8 @@ static int remote_gamma(hamelclient *c, const remote_args *a)
     if (code == REMOTE_EXIT_OK && a->t != NULL) {
         char *end = NULL;
         double t = strtod(a->t, &end);
-        if (end == a->t || *end != '\0')
-            code = remote_usage("--t wants a number");
+        if (end == a->t || *end != '\0' || !isfinite(t))
+            code = remote_usage("--t wants a finite number");
         else
             json_object_set_new(req, "t", json_real(t));
     }

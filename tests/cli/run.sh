@@ -268,6 +268,38 @@ gamma_unknown() {
 }
 check "hamel gamma --q thet=0.7 and POST /v1/hamel with thet fail naming q.thet" gamma_unknown
 
+# ---- numbers on the command line: finite, each name once (a model not in the cases) ----
+cat >"$work/sleigh.json" <<'JSON'
+{"model": {"name": "sleigh", "coordinates": ["x", "y", "th"], "parameters": {"m": 1, "I": 0.2, "a": 0.3},
+  "kinetic_energy": "1/2*m*((x' - a*th'*sin(th))^2 + (y' + a*th'*cos(th))^2) + 1/2*I*th'^2",
+  "constraints": [{"name": "knife", "expr": "-sin(th)*x' + cos(th)*y'"}],
+  "speeds": [{"name": "v", "expr": "cos(th)*x' + sin(th)*y'"}, {"name": "w", "expr": "th'"}]},
+ "simulation": {"initial": {"q": {"x": 0, "y": 0, "th": 0.25}, "speeds": {"v": 1, "w": 0.5}}, "t_end": 3}}
+JSON
+gamma_numbers() {
+  for where in local remote; do
+    r=; [ $where = remote ] && r="remote --url $url"
+    for bad in "--q th=nan" "--q th=inf" "--q th=1e999" "--q th=-Infinity" "--qdot x=nan" "--t nan" "--t 1e400"; do
+      # shellcheck disable=SC2086 # $r and $bad are words
+      expect_exit 2 "$hamel" $r gamma "$work/sleigh.json" $bad || return 1
+      has "$work/err" 'finite number' || return 1
+      [ ! -s "$work/out" ] || { echo "$where $bad printed a result"; return 1; }
+    done
+    # shellcheck disable=SC2086
+    expect_exit 2 "$hamel" $r gamma "$work/sleigh.json" --q th=1,x=2,th=3 && has "$work/err" '--q gives th twice' || return 1
+    # shellcheck disable=SC2086
+    expect_exit 0 "$hamel" $r gamma "$work/sleigh.json" --q th=0.75 --json || return 1
+    jq -e '.points[0].q == {"x": 0, "y": 0, "th": 0.75}' "$work/out" >/dev/null || return 1
+  done
+}
+check "hamel gamma (local, remote): nan, inf, 1e999 in --q/--qdot/--t and a name given twice are usage errors (exit 2)" gamma_numbers
+remote_missing_file() {
+  expect_exit 2 "$hamel" remote --url "$url" run "$work/no-such.json" || return 1
+  has "$work/err" "^hamel remote: unable to open $work/no-such.json: No such file or directory\$" || return 1
+  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null
+}
+check "a missing FILE is named without a line (remote: exit 2; local: the problem's path is the file)" remote_missing_file
+
 # ---- nonlinear constraints: the initial q' at another heading leaves two roots -------
 chetaev=$top/tests/adversarial/cases/governed-wheel-chetaev.json
 gamma_roots() {
