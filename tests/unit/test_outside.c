@@ -422,3 +422,79 @@ Test(outside, events_against_closed_forms)
     }
     engine_model_release(m);
 }
+
+/* Contacts of models written with T and constraints. A bead released at rest 0.05 rad
+ * from the top of a dome (sqrt(x^2 + z^2) - R = 0: its multiplier is the normal force)
+ * leaves it where cos th = 2 cos th0 / 3, at t = integral of dth / th' (mpmath:
+ * 1.00854311748832417617); a lambda_dome event at the same crossing is listed too. A
+ * puck carried by a turntable that a torque spins up at alpha = tau / (J + m r^2) slips
+ * where m r sqrt(alpha^4 t^4 + alpha^2) = mu m g. Both formulations. */
+Test(outside, contacts_of_models_written_with_constraints)
+{
+    engine_model *dome = support_compile_text(
+        "{\"name\": \"bead-on-dome\", \"coordinates\": [\"x\", \"z\"], \"parameters\": {\"m\": 0.7, \"g\": "
+        "9.81, "
+        "\"R\": 0.8}, \"kinetic_energy\": \"1/2*m*(x'^2+z'^2)\", \"potential_energy\": \"m*g*z\", "
+        "\"position_constraints\": [{\"name\": \"dome\", \"expr\": \"sqrt(x^2+z^2)-R\", \"dependent\": "
+        "\"z\"}], "
+        "\"contacts\": [{\"name\": \"top\", \"normal\": \"dome\", \"friction\": 0}]}");
+    const double m = 0.4, g = 9.81, r0 = 0.25, J = 0.3, tau = 0.5, mu = 0.5;
+    const double al = tau / (J + m * r0 * r0);
+    const double t_slip = pow((pow(mu * g / r0, 2) - al * al) / pow(al, 4), 0.25);
+    char text[1024];
+    snprintf(
+        text, sizeof text,
+        "{\"name\": \"puck\", \"coordinates\": [\"a\", \"x\", \"y\", \"z\"], \"parameters\": {\"m\": %.17g, "
+        "\"g\": %.17g, \"J\": %.17g, \"tau\": %.17g}, \"kinetic_energy\": "
+        "\"1/2*m*(x'^2+y'^2+z'^2)+1/2*J*a'^2\", \"potential_energy\": \"m*g*z\", \"generalized_forces\": "
+        "{\"a\": \"tau\"}, \"constraints\": [{\"name\": \"sx\", \"expr\": \"x' + a'*y\"}, {\"name\": \"sy\", "
+        "\"expr\": \"y' - a'*x\"}], \"position_constraints\": [{\"name\": \"floor\", \"expr\": \"z\", "
+        "\"dependent\": \"z\"}], \"contacts\": [{\"name\": \"pad\", \"normal\": \"floor\", \"tangential\": "
+        "[\"sx\", \"sy\"], \"friction\": %.17g}]}",
+        m, g, J, tau, mu);
+    engine_model *puck = support_compile_text(text);
+    const char *forms[2] = {"hamel", "multipliers"};
+    for (int f = 0; f < 2; f++) {
+        char req[1024];
+        snprintf(
+            req, sizeof req,
+            "{\"initial\": {\"t\": 0, \"q\": {\"x\": %.17g, \"z\": %.17g}, \"qdot\": {\"x\": 0, \"z\": 0}}, "
+            "\"t_end\": 3, \"output\": {\"samples\": 11}, \"formulation\": \"%s\", \"integrator\": "
+            "{\"rtol\": 1e-12, \"atol\": 1e-14}, \"events\": [{\"name\": \"off\", \"expr\": \"normal_top\", "
+            "\"direction\": \"falling\", \"action\": \"stop\"}, {\"name\": \"lam\", \"expr\": "
+            "\"lambda_dome\", \"direction\": \"falling\"}]}",
+            0.8 * sin(0.05), 0.8 * cos(0.05), forms[f]);
+        json_t *r = support_run(dome, req);
+        const json_t *c = json_object_get(json_object_get(json_object_get(r, "checks"), "contacts"), "top");
+        expect_rel(json_number_value(json_array_get(json_object_get(c, "normal"), 0)), 0.7 * 9.81 * cos(0.05),
+                   1e-12, "N at the start");
+        expect_rel(json_number_value(json_object_get(json_object_get(c, "lift_off"), "t")),
+                   1.00854311748832417617, 1e-9, "bead leaves the dome");
+        expect_rel(event_t(r, "off", 0), 1.00854311748832417617, 1e-9, "stop");
+        cr_expect_eq(event_t(r, "lam", 0), event_t(r, "off", 0), "the same crossing, listed");
+        cr_expect_str_eq(json_string_value(json_object_get(r, "stopped_by")), "off");
+        json_decref(r);
+
+        snprintf(
+            req, sizeof req,
+            "{\"initial\": {\"t\": 0, \"q\": {\"a\": 0, \"x\": %.17g, \"y\": 0, \"z\": 0}, \"qdot\": {\"a\": "
+            "0, \"x\": 0, \"y\": 0, \"z\": 0}}, \"t_end\": 4, \"output\": {\"samples\": 9}, \"formulation\": "
+            "\"%s\", \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}",
+            r0, forms[f]);
+        r = support_run(puck, req);
+        c = json_object_get(json_object_get(json_object_get(r, "checks"), "contacts"), "pad");
+        expect_rel(json_number_value(json_object_get(json_object_get(c, "slip"), "t")), t_slip, 1e-9,
+                   "the puck slips");
+        cr_expect(json_is_null(json_object_get(c, "lift_off")));
+        const json_t *ts = json_object_get(json_object_get(r, "trajectory"), "t");
+        for (size_t i = 0; i < json_array_size(ts); i++) {
+            double t = json_number_value(json_array_get(ts, i));
+            expect_rel(json_number_value(json_array_get(json_object_get(c, "tangential"), i)),
+                       m * r0 * sqrt(pow(al, 4) * pow(t, 4) + al * al), 1e-9, "|F_t|");
+            expect_rel(json_number_value(json_array_get(json_object_get(c, "normal"), i)), m * g, 1e-12, "N");
+        }
+        json_decref(r);
+    }
+    engine_model_release(dome);
+    engine_model_release(puck);
+}
