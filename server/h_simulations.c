@@ -124,10 +124,13 @@ static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
-/* Offloaded: c->sim.job's state (a store read, jobs_view_stale). */
+/* Offloaded: c->sim.job's state (a store read, jobs_view_stale), once its record is
+ * committed when the answer will show the id of a job recorded lazily. */
 static void http__run_view(void *arg)
 {
     http_conn *c = arg;
+    if (jobs_record_pending(c->srv->d.jobs, c->sim.job))
+        jobs_record_barrier(c->srv->d.jobs, c->sim.job);
     http__view_drop(c);
     jobs_view_get(c->srv->d.jobs, c->sim.job, &c->sim.view);
     c->sim.view_set = 1;
@@ -142,7 +145,7 @@ static enum MHD_Result http__resume_view(http_conn *c)
  * it asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
 static enum MHD_Result http__job_reply(http_conn *c, int sync)
 {
-    if (jobs_view_stale(c->srv->d.jobs, c->sim.job))
+    if (jobs_view_stale(c->srv->d.jobs, c->sim.job) || jobs_record_pending(c->srv->d.jobs, c->sim.job))
         return http__offload_read(c, http__run_view, http__resume_view);
     return http__job_answer(c, c->sim.job, sync);
 }
@@ -199,7 +202,11 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
             sub->problem = hamel_problem_new(rc, NULL);
         return;
     }
-    sub->rc = jobs_submit(s->d.jobs, m, body, sub->key, &c->sim.job);
+    /* A request that waits is answered with the result, or else, when its wait ends first,
+     * with the id once the record is committed (http__job_reply): the record need not
+     * hold the submission up. */
+    sub->rc = jobs_submit_flags(s->d.jobs, m, body, sub->key, http__wait(c) > 0 ? JOBS_SUBMIT_LAZY_RECORD : 0,
+                                &c->sim.job);
     if (sub->rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
         jobs_view_get(s->d.jobs, c->sim.job, &c->sim.view);
         c->sim.view_set = 1;
