@@ -129,15 +129,34 @@ static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
 static void http__run_view(void *arg)
 {
     http_conn *c = arg;
-    if (jobs_record_pending(c->srv->d.jobs, c->sim.job))
-        jobs_record_barrier(c->srv->d.jobs, c->sim.job);
+    c->work.rc = 0;
+    if (jobs_record_pending(c->srv->d.jobs, c->sim.job) &&
+        jobs_record_barrier(c->srv->d.jobs, c->sim.job) != 0) {
+        c->work.rc = HAMEL_E_UNAVAILABLE; /* its record is not in the store: not shown, cancelled */
+        jobs_cancel(c->srv->d.jobs, c->sim.job);
+        return;
+    }
     http__view_drop(c);
     jobs_view_get(c->srv->d.jobs, c->sim.job, &c->sim.view);
     c->sim.view_set = 1;
 }
 
+/* Why the store could not record a job (the detail of a 503 unavailable). */
+static const char *http__unrecorded(const http_server *s)
+{
+    return s->d.cfg->redis[0] ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+           : store_full(s->d.st)
+               ? "the disk is full: the store (HAMEL_DATA) cannot record the job; try again "
+                 "once space is freed"
+               : "the store (HAMEL_DATA) cannot write the job's record (see the server's log); "
+                 "try again";
+}
+
 static enum MHD_Result http__resume_view(http_conn *c)
 {
+    if (c->work.rc == HAMEL_E_UNAVAILABLE)
+        return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAVAILABLE, http__unrecorded(c->srv)),
+                               MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     return http__job_answer(c, c->sim.job, http__route_has(c, HTTP_ROUTE_SUBMITS));
 }
 
@@ -259,14 +278,8 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
             metrics_job(METRICS_JOB_REJECTED);
         /* Not shutting down: the store could not record the job (the shared queue of
          * HAMEL_REDIS out of reach, or SQLite's disk full or failing). */
-        const char *lost = NULL;
-        if (rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs))
-            lost =
-                s->d.cfg->redis[0] ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
-                : store_full(s->d.st) ? "the disk is full: the store (HAMEL_DATA) cannot record the job; try "
-                                        "again once space is freed"
-                                      : "the store (HAMEL_DATA) cannot write the job's record (see the "
-                                        "server's log); try again";
+        const char *lost =
+            rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs) ? http__unrecorded(s) : NULL;
         return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
                                rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
                                                                 : HTTP_RETRY_AFTER_DOWN);

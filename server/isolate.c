@@ -70,7 +70,7 @@ enum {
 #define ISO_OOM_UNCAPPED (2UL << 30) /* ... and where it stops itself without a memory cap */
 #define ISO_SHM_MIN (64u << 10)      /* a reply's text this long goes through the reply memfd */
 #define ISO_SHM_MAX (256u << 20)     /* ... up to this (longer: the socket, not a second copy) */
-#define ISO_SHM_KEEP (8u << 20)      /* the worker empties the reply memfd when it grew past this */
+#define ISO_SHM_KEEP (8u << 20)      /* a reply memfd written past this is emptied once read */
 
 /* The page shared with a worker: the engine_control of the running call (lock-free
  * atomics), and a note the worker leaves before it ends itself on purpose. */
@@ -761,6 +761,9 @@ static int iso__read_reply(const iso_worker *w, iso_call *c)
         if (i == 0 && h.in_shm ? iso__pread_all(w->rfd, c->out[i], h.len[i]) != 0
                                : iso__read_all(fd, c->out[i], h.len[i]) != 0)
             return -1;
+        /* a large text's pages go now, not when this worker next replies (it may idle) */
+        if (i == 0 && h.in_shm && h.len[i] > ISO_SHM_KEEP && ftruncate(w->rfd, 0) != 0)
+            return -1;
         c->out[i][h.len[i]] = '\0';
         c->out_len[i] = h.len[i];
     }
@@ -1402,8 +1405,7 @@ static struct {
     long memory_mb;
     size_t max_bytes; /* of the compiled models kept */
     iso_shared *sh;
-    int rfd;      /* the reply memfd (iso_reply_head.in_shm), -1: none */
-    size_t rsize; /* the most written to it since it was last emptied */
+    int rfd; /* the reply memfd (iso_reply_head.in_shm), -1: none */
 } wk;
 
 /* Puts a reply's text in the reply memfd when it is long enough to be worth it; returns 1
@@ -1420,8 +1422,6 @@ static int wk__text_to_shm(const char *text, size_t len)
             return 0; /* no room (tmpfs full): the socket */
         at += (size_t)w;
     }
-    if (len > wk.rsize)
-        wk.rsize = len;
     return 1;
 }
 
@@ -1642,8 +1642,6 @@ static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
 /* Answers one call with a reply on fd. Returns 0, or -1 when the reply could not be sent. */
 static int wk__serve(iso_msg *in, int fd)
 {
-    if (wk.rsize > ISO_SHM_KEEP && ftruncate(wk.rfd, 0) == 0) /* the server has read it */
-        wk.rsize = 0;
     uint32_t op = 0;
     engine_limits lim;
     iso__get(in, &op, sizeof op);

@@ -956,7 +956,8 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     }
     /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
      * learns it (503: a job the store does not know would be lost to a restart). */
-    int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared;
+    /* a store that reported a full disk gets the record at once, so the refusal is at once too */
+    int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared && !store_full(p->st);
     j->lazy = lazy;
     if (p->st && (lazy ? store_put_job_async : store_put_job)(p->st, j->id, "queued", j->model_id, j->key,
                                                               NULL, j->created) != 0) {
@@ -1037,7 +1038,13 @@ int jobs_record_pending(jobs *p, job *j)
 
 int jobs_record_barrier(jobs *p, job *j)
 {
-    int rc = p->st ? store_barrier(p->st) : 0;
+    if (!p->st || atomic_load(&j->recorded))
+        return 0;
+    /* the barrier says every write before it was tried; the read says this one held */
+    store_job sj;
+    memset(&sj, 0, sizeof sj);
+    int rc = store_barrier(p->st) == 0 && store_get_job(p->st, j->id, &sj) == 0 ? 0 : -1;
+    store_job_clear(&sj);
     if (rc == 0)
         atomic_store(&j->recorded, 1);
     return rc;

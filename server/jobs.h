@@ -113,7 +113,9 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
 int jobs_record_pending(jobs *p, job *j);
 
 /* Returns once j's "queued" record (and every write before it) is committed: a store
- * barrier. Blocks: not on a poll thread. 0, or -1 when the store is closing. */
+ * barrier, then a read of the record. Blocks: not on a poll thread. 0, or -1 when the
+ * record could not be written (a full disk) or the store is closing: the id must not be
+ * shown then (cancel the job and answer 503, as jobs_submit's refusal). */
 int jobs_record_barrier(jobs *p, job *j);
 
 /* A task: work other than one simulation run on the pool's threads in the queue's order
