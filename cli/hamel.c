@@ -11,6 +11,7 @@
  * hamel-remote itself is missing); 130 interrupted.
  */
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,7 +189,10 @@ static int cli_load_doc(const char *path, json_t **doc)
         return 0;
     json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, err.text);
     char where[64];
-    snprintf(where, sizeof where, "%.50s:%d", path, err.line);
+    if (err.line > 0)
+        snprintf(where, sizeof where, "%.50s:%d", path, err.line);
+    else /* not opened or not read: no line to name */
+        snprintf(where, sizeof where, "%.50s", path);
     hamel_problem_add(p, where, err.column, err.text);
     return cli_fail(p);
 }
@@ -411,12 +415,13 @@ static int cmd_equations(const cli_args *a)
     return rc ? cli_fail(problem) : cli_print(a, eq);
 }
 
-/* A whole-string number, or -1. */
+/* A whole-string finite number, or -1 (nan, inf and 1e999 are not numbers a request can
+ * hold: JSON has no NaN or Infinity). */
 static int cli_number(const char *s, double *out)
 {
     char *end = NULL;
     *out = strtod(s, &end);
-    return end == s || *end != '\0' ? -1 : 0;
+    return end == s || *end != '\0' || !isfinite(*out) ? -1 : 0;
 }
 
 /* Parses "name=value,name=value" (the value of `opt`) into `q` (borrowed). Returns 0, or
@@ -424,19 +429,28 @@ static int cli_number(const char *s, double *out)
 static int cli_parse_q(const char *opt, const char *spec, json_t *q)
 {
     char *list = strdup(spec);
-    int rc = list ? 0 : -1;
+    json_t *given = json_object(); /* the names of this option, each once */
+    int rc = list && given ? 0 : -1;
     for (char *save = NULL, *tok = list ? strtok_r(list, ",", &save) : NULL; tok && rc == 0;
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         double v;
         if (!eq || eq == tok || cli_number(eq + 1, &v)) {
-            fprintf(stderr, "hamel gamma: %s takes name=value,... (not '%s')\n", opt, tok);
+            fprintf(stderr, "hamel gamma: %s takes name=value,... with finite numbers (not '%s')\n", opt,
+                    tok);
             rc = -1;
         } else {
             *eq = '\0';
-            json_object_set_new(q, tok, json_real(v));
+            if (json_object_get(given, tok) != NULL) {
+                fprintf(stderr, "hamel gamma: %s gives %s twice\n", opt, tok);
+                rc = -1;
+            } else {
+                json_object_set_new(given, tok, json_true());
+                json_object_set_new(q, tok, json_real(v));
+            }
         }
     }
+    json_decref(given);
     free(list);
     return rc;
 }
@@ -465,7 +479,7 @@ static int cmd_gamma(const cli_args *a)
         json_object_update(qdot, json_object_get(init, "qdot"));
     int bad = (a->q && cli_parse_q("--q", a->q, q)) || (a->qdot && cli_parse_q("--qdot", a->qdot, qdot));
     if (!bad && a->t && cli_number(a->t, &t)) {
-        fprintf(stderr, "hamel gamma: --t takes a number (not '%s')\n", a->t);
+        fprintf(stderr, "hamel gamma: --t takes a finite number (not '%s')\n", a->t);
         bad = 1;
     }
     if (bad) {
@@ -567,18 +581,20 @@ static const cli_command cli_commands[] = {
      "expression and a caret under the column (--json: the problem document).\n",
      CLI_OPT_OUT | CLI_OPT_JSON, cmd_check},
     {"gamma",
-     "usage: hamel gamma FILE [--q name=value,...] [--t T] [--qdot name=value,...] [-o OUT]\n"
+     "usage: hamel gamma FILE [--q name=value,...] [--t T] [--qdot name=value,...] [--json] [-o OUT]\n"
      "Prints the Hamel coefficients (API.md 4) at the configuration of FILE's initial state,\n"
      "with --q and --t on top. A name in --q that is not a coordinate is an error. With\n"
      "nonlinear constraints the coefficients depend on q': the initial qdot (or speeds), with\n"
      "--qdot on top, chooses it; speeds that leave several q' at this configuration (a qdot\n"
      "off its constraints counts as its speeds) are refused with the roots named: give one as\n"
-     "--qdot.\n",
-     CLI_OPT_OUT | CLI_OPT_Q | CLI_OPT_T | CLI_OPT_QDOT, cmd_gamma},
+     "--qdot. The numbers must be finite, each name given once. The output is JSON (--json, as\n"
+     "`hamel remote gamma` takes it, changes nothing).\n",
+     CLI_OPT_OUT | CLI_OPT_JSON | CLI_OPT_Q | CLI_OPT_T | CLI_OPT_QDOT, cmd_gamma},
     {"equations",
-     "usage: hamel equations FILE [--form hamel|appell|kane|maggi|voronec] [-o OUT]\n"
-     "Prints the derived equations (API.md 5), or one of the classical forms.\n",
-     CLI_OPT_OUT | CLI_OPT_FORM, cmd_equations},
+     "usage: hamel equations FILE [--form hamel|appell|kane|maggi|voronec] [--json] [-o OUT]\n"
+     "Prints the derived equations (API.md 5), or one of the classical forms, as JSON (--json,\n"
+     "as `hamel remote equations` takes it, changes nothing).\n",
+     CLI_OPT_OUT | CLI_OPT_JSON | CLI_OPT_FORM, cmd_equations},
     {"linearize",
      "usage: hamel linearize FILE [-o OUT]\n"
      "FILE is {\"model\": ..., \"linearize\": {\"q\", \"speeds\", \"inputs\"?, ...}} (or a /v1/linearize\n"
@@ -618,7 +634,8 @@ static void cli_usage(FILE *f)
           "  evaluate FILE                       q', u', q'' and multipliers at states\n"
           "  steady FILE                         steady motions and their branches, stability changes\n"
           "  export FILE [--lang c|python]       generated code: rhs, Jacobian, a main for a request\n"
-          "  remote [--url URL] COMMAND ...      the same against a server, and batch, job, cancel\n"
+          "  remote [--url URL] COMMAND ...      run, check, gamma, equations, linearize, evaluate\n"
+          "                                      against a server, and batch, job, cancel, quarantine\n"
           "                                      (hamel remote --help)\n"
           "  --max-compile-seconds S             (any command) the compile budget, CPU seconds\n"
           "  --version, --help\n",

@@ -131,6 +131,20 @@ static int batch__submit(batches *bs, batch *b, batch_run *r)
     return SUBMIT_INFLIGHT;
 }
 
+/* The next pending run of b from its cursor on, now claimed (counted in flight), or NULL
+ * when none is left. Under bs->lock. */
+static batch_run *batch__claim_next_locked(batch *b)
+{
+    while (b->cursor < b->count && b->runs[b->cursor].state != RUN_PENDING)
+        b->cursor++;
+    if (b->cursor >= b->count)
+        return NULL;
+    batch_run *r = &b->runs[b->cursor++];
+    r->state = RUN_CLAIMED;
+    b->inflight++;
+    return r;
+}
+
 /* Claims runs while b has room in flight and submits them as jobs, until nothing more
  * can be claimed (with a shared queue). The caller holds a reference on b. */
 static void batch__feed_jobs(batches *bs, batch *b)
@@ -140,13 +154,9 @@ static void batch__feed_jobs(batches *bs, batch *b)
         size_t n = 0;
         pthread_mutex_lock(&bs->lock);
         while (n < BATCH_CLAIM_MAX && !b->cancel && b->inflight < bs->cfg.max_inflight) {
-            while (b->cursor < b->count && b->runs[b->cursor].state != RUN_PENDING)
-                b->cursor++;
-            if (b->cursor >= b->count)
+            batch_run *r = batch__claim_next_locked(b);
+            if (!r)
                 break;
-            batch_run *r = &b->runs[b->cursor++];
-            r->state = RUN_CLAIMED;
-            b->inflight++;
             b->refs++; /* the run's, until its claim ends */
             claim[n++] = r;
         }
@@ -414,13 +424,9 @@ static void batch__feed_blocks(batches *bs, batch *b)
         batch_block *k = malloc(sizeof *k + want * sizeof k->runs[0]);
         size_t n = 0;
         while (k && n < want) {
-            while (b->cursor < b->count && b->runs[b->cursor].state != RUN_PENDING)
-                b->cursor++;
-            if (b->cursor >= b->count)
+            batch_run *r = batch__claim_next_locked(b);
+            if (!r)
                 break;
-            batch_run *r = &b->runs[b->cursor++];
-            r->state = RUN_CLAIMED;
-            b->inflight++;
             k->runs[n++] = r;
         }
         pthread_mutex_unlock(&bs->lock);

@@ -124,17 +124,39 @@ static enum MHD_Result http__job_answer(http_conn *c, job *j, int sync)
     return ret;
 }
 
-/* Offloaded: c->sim.job's state (a store read, jobs_view_stale). */
+/* Offloaded: c->sim.job's state (a store read, jobs_view_stale), once its record is
+ * committed when the answer will show the id of a job recorded lazily. */
 static void http__run_view(void *arg)
 {
     http_conn *c = arg;
+    c->work.rc = 0;
+    if (jobs_record_pending(c->srv->d.jobs, c->sim.job) &&
+        jobs_record_barrier(c->srv->d.jobs, c->sim.job) != 0) {
+        c->work.rc = HAMEL_E_UNAVAILABLE; /* its record is not in the store: not shown, cancelled */
+        jobs_cancel(c->srv->d.jobs, c->sim.job);
+        return;
+    }
     http__view_drop(c);
     jobs_view_get(c->srv->d.jobs, c->sim.job, &c->sim.view);
     c->sim.view_set = 1;
 }
 
+/* Why the store could not record a job (the detail of a 503 unavailable). */
+static const char *http__unrecorded(const http_server *s)
+{
+    return s->d.cfg->redis[0] ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
+           : store_full(s->d.st)
+               ? "the disk is full: the store (HAMEL_DATA) cannot record the job; try again "
+                 "once space is freed"
+               : "the store (HAMEL_DATA) cannot write the job's record (see the server's log); "
+                 "try again";
+}
+
 static enum MHD_Result http__resume_view(http_conn *c)
 {
+    if (c->work.rc == HAMEL_E_UNAVAILABLE)
+        return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAVAILABLE, http__unrecorded(c->srv)),
+                               MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     return http__job_answer(c, c->sim.job, http__route_has(c, HTTP_ROUTE_SUBMITS));
 }
 
@@ -142,7 +164,7 @@ static enum MHD_Result http__resume_view(http_conn *c)
  * it asks the store (jobs_view_stale: a job of the shared queue run elsewhere). */
 static enum MHD_Result http__job_reply(http_conn *c, int sync)
 {
-    if (jobs_view_stale(c->srv->d.jobs, c->sim.job))
+    if (jobs_view_stale(c->srv->d.jobs, c->sim.job) || jobs_record_pending(c->srv->d.jobs, c->sim.job))
         return http__offload_read(c, http__run_view, http__resume_view);
     return http__job_answer(c, c->sim.job, sync);
 }
@@ -199,7 +221,11 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
             sub->problem = hamel_problem_new(rc, NULL);
         return;
     }
-    sub->rc = jobs_submit(s->d.jobs, m, body, sub->key, &c->sim.job);
+    /* A request that waits is answered with the result, or else, when its wait ends first,
+     * with the id once the record is committed (http__job_reply): the record need not
+     * hold the submission up. */
+    sub->rc = jobs_submit_flags(s->d.jobs, m, body, sub->key, http__wait(c) > 0 ? JOBS_SUBMIT_LAZY_RECORD : 0,
+                                &c->sim.job);
     if (sub->rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
         jobs_view_get(s->d.jobs, c->sim.job, &c->sim.view);
         c->sim.view_set = 1;
@@ -252,14 +278,8 @@ static enum MHD_Result http__simulation_answer(http_conn *c)
             metrics_job(METRICS_JOB_REJECTED);
         /* Not shutting down: the store could not record the job (the shared queue of
          * HAMEL_REDIS out of reach, or SQLite's disk full or failing). */
-        const char *lost = NULL;
-        if (rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs))
-            lost =
-                s->d.cfg->redis[0] ? "the shared store and queue (HAMEL_REDIS) cannot be reached; try again"
-                : store_full(s->d.st) ? "the disk is full: the store (HAMEL_DATA) cannot record the job; try "
-                                        "again once space is freed"
-                                      : "the store (HAMEL_DATA) cannot write the job's record (see the "
-                                        "server's log); try again";
+        const char *lost =
+            rc == HAMEL_E_UNAVAILABLE && jobs_accepting(s->d.jobs) ? http__unrecorded(s) : NULL;
         return http__problem_h(c, hamel_problem_new(rc, lost), MHD_HTTP_HEADER_RETRY_AFTER,
                                rc == HAMEL_E_QUEUE_FULL || lost ? HTTP_RETRY_AFTER_FULL
                                                                 : HTTP_RETRY_AFTER_DOWN);

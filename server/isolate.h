@@ -13,7 +13,8 @@
  * The protocol on a socketpair is small and length-prefixed: a request {operation,
  * limits, model id, model JSON text, request JSON text, head, argument} and a reply
  * {status, text (the result text, passed through as is, or the problem document),
- * and for a compilation id, canonical JSON, summary, bytes}. Cancellation and progress
+ * and for a compilation id, canonical JSON, summary, bytes}; a long text (64 KB to
+ * 256 MB) is left in the worker's reply memfd instead, flagged in the reply's head. Cancellation and progress
  * go through a page of shared memory holding the call's engine_control (its atomics are
  * lock-free, so they work across the two processes): while it waits, the calling thread
  * copies the caller's cancel flag in and the worker's progress out.

@@ -54,6 +54,7 @@ struct job {
     blob *body;               /* done: the result; failed/cancelled: the job document */
     int remote;               /* shared queue: submitted here, in the stream */
     int lazy;                 /* JOBS_SUBMIT_LAZY_RECORD: no "running" record either */
+    atomic_int recorded;      /* lazy: its "queued" record is known committed (jobs_record_barrier) */
     int local_run;            /* shared queue: a worker here runs it */
     char entry[REDIS_ID_MAX]; /* shared queue: the stream entry a worker here runs */
     jobs_task_fn task;        /* a task (jobs_submit_task), not a job: never in the table */
@@ -908,6 +909,18 @@ static json_t *jobs__private_request(const json_t *request)
     return copy;
 }
 
+/* Appends j (a job or a task) to the FIFO of queued work and wakes a worker. Under p->lock. */
+static void jobs__enqueue_locked(jobs *p, job *j)
+{
+    if (p->queue_tail)
+        p->queue_tail->queue_next = j;
+    else
+        p->queue_head = j;
+    p->queue_tail = j;
+    p->queued++;
+    pthread_cond_signal(&p->work);
+}
+
 int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job **out)
 {
     return jobs_submit_flags(p, m, request, key, 0, out);
@@ -943,7 +956,8 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     }
     /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
      * learns it (503: a job the store does not know would be lost to a restart). */
-    int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared;
+    /* a store that reported a full disk gets the record at once, so the refusal is at once too */
+    int lazy = (flags & JOBS_SUBMIT_LAZY_RECORD) && !p->shared && !store_full(p->st);
     j->lazy = lazy;
     if (p->st && (lazy ? store_put_job_async : store_put_job)(p->st, j->id, "queued", j->model_id, j->key,
                                                               NULL, j->created) != 0) {
@@ -986,13 +1000,7 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     } else {
         jobs__table_add(p, j);
         j->refs++; /* the caller's */
-        if (p->queue_tail)
-            p->queue_tail->queue_next = j;
-        else
-            p->queue_head = j;
-        p->queue_tail = j;
-        p->queued++;
-        pthread_cond_signal(&p->work);
+        jobs__enqueue_locked(p, j);
         jobs__evict_locked(p, &dead);
     }
     pthread_mutex_unlock(&p->lock);
@@ -1018,6 +1026,30 @@ int jobs_takes_tasks(const jobs *p) { return p->shared == NULL; }
 
 double jobs_wall(void) { return jobs__wall(); }
 
+int jobs_record_pending(jobs *p, job *j)
+{
+    if (!p->st || !j->lazy || atomic_load(&j->recorded))
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int pending = j->state == JOB_QUEUED || j->state == JOB_RUNNING;
+    pthread_mutex_unlock(&p->lock);
+    return pending;
+}
+
+int jobs_record_barrier(jobs *p, job *j)
+{
+    if (!p->st || atomic_load(&j->recorded))
+        return 0;
+    /* the barrier says every write before it was tried; the read says this one held */
+    store_job sj;
+    memset(&sj, 0, sizeof sj);
+    int rc = store_barrier(p->st) == 0 && store_get_job(p->st, j->id, &sj) == 0 ? 0 : -1;
+    store_job_clear(&sj);
+    if (rc == 0)
+        atomic_store(&j->recorded, 1);
+    return rc;
+}
+
 int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl)
 {
     if (p->shared)
@@ -1032,13 +1064,7 @@ int jobs_submit_task(jobs *p, jobs_task_fn fn, void *arg, engine_control *ctl)
     pthread_mutex_lock(&p->lock);
     int rc = p->stopping ? HAMEL_E_UNAVAILABLE : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL : 0;
     if (rc == 0) {
-        if (p->queue_tail)
-            p->queue_tail->queue_next = j;
-        else
-            p->queue_head = j;
-        p->queue_tail = j;
-        p->queued++;
-        pthread_cond_signal(&p->work);
+        jobs__enqueue_locked(p, j);
     }
     pthread_mutex_unlock(&p->lock);
     if (rc != 0)

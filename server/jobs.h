@@ -100,10 +100,23 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
 /* jobs_submit with flags: JOBS_SUBMIT_LAZY_RECORD writes the job's "queued" record
  * with the store's next group instead of waiting for it to commit, and writes no
  * "running" record — for a job whose id nobody learns before it ends (a batch run: its
- * line appears once its result is stored), so one commit and one row write per run are
- * saved. The done (or failed) record is written as for any job. */
+ * line appears once its result is stored; a simulation that waits, unless its wait ends
+ * first: see jobs_record_pending), so one commit and one row write per run are saved.
+ * The done (or failed) record is written as for any job. Ignored with the shared queue. */
 #define JOBS_SUBMIT_LAZY_RECORD 1u
 int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out);
+
+/* For a job submitted with JOBS_SUBMIT_LAZY_RECORD (and a store): 1 while it is queued or
+ * running and jobs_record_barrier has not seen its "queued" record committed. An answer
+ * that shows the id of such a job waits for that first (a restart must find the record);
+ * its done or failed record is written synchronously, after it. */
+int jobs_record_pending(jobs *p, job *j);
+
+/* Returns once j's "queued" record (and every write before it) is committed: a store
+ * barrier, then a read of the record. Blocks: not on a poll thread. 0, or -1 when the
+ * record could not be written (a full disk) or the store is closing: the id must not be
+ * shown then (cancel the job and answer 503, as jobs_submit's refusal). */
+int jobs_record_barrier(jobs *p, job *j);
 
 /* A task: work other than one simulation run on the pool's threads in the queue's order
  * (a batch's block of runs). It takes one place in the queue and counts as one job

@@ -692,7 +692,8 @@ static const store_ops redis__store_ops = {rstore__put_model,
                                            rstore__quarantine_del,
                                            NULL, /* put_many: one write each */
                                            NULL,
-                                           rstore__quarantine_list};
+                                           rstore__quarantine_list,
+                                           NULL /* barrier: every write is synchronous */};
 
 /* PING through the pool: 0 when Redis answers. */
 static int redis__ping(redis_pool *p)

@@ -112,7 +112,7 @@ static const char store__schema[] =
  * every write. */
 static const char store__upgrade[] = "UPDATE results SET bytes = length(CAST(body AS BLOB)) WHERE bytes = 0;";
 
-enum { W_JOB, W_DONE, W_MODEL };
+enum { W_JOB, W_DONE, W_MODEL, W_NONE /* store_barrier: nothing to write */ };
 
 /* One write waiting for the writer thread: a job record, a done job with its result, or
  * a model (id in `id`, its JSON in `doc`). */
@@ -504,6 +504,8 @@ static int store__apply(sqlite_store *s, const store_write *w)
         store__text(st, 2, w->doc);
         return store__exec(s, st);
     }
+    if (w->kind == W_NONE)
+        return 0;
     if (w->kind == W_JOB)
         return store__put_job_w(s, w->id, w->status, w->model_id, w->key, w->doc, w->created);
     sqlite3_stmt *st = s->stmt[STMT_PUT_RESULT];
@@ -761,6 +763,14 @@ static int sqlite__put_model(void *impl, const char *model_id, const char *json)
 {
     sqlite_store *s = impl;
     store_write w = {W_MODEL, model_id, NULL, NULL, NULL, json, NULL, 0.0, 0, 0, 0, NULL};
+    return store__submit(s, &w);
+}
+
+/* A synchronous write of nothing: the writer commits it with every write queued before. */
+static int sqlite__barrier(void *impl)
+{
+    sqlite_store *s = impl;
+    store_write w = {W_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0.0, 0, 0, 0, NULL};
     return store__submit(s, &w);
 }
 
@@ -1145,6 +1155,7 @@ static const store_ops sqlite__ops = {
     .commit_counts = sqlite__commit_counts,
     .put_model_async = sqlite__put_model_async,
     .full = sqlite__full,
+    .barrier = sqlite__barrier,
     .quarantine_put = sqlite__quarantine_put,
     .quarantine_get = sqlite__quarantine_get,
     .quarantine_del = sqlite__quarantine_del,

@@ -83,6 +83,10 @@ int store_put_job(store *s, const char *id, const char *status, const char *mode
 int store_put_job_async(store *s, const char *id, const char *status, const char *model_id, const char *key,
                         const char *doc, double created);
 
+/* Returns once every write queued before this call (the asynchronous ones included) has
+ * been committed, or has failed. 0, or -1 once the store is closing. */
+int store_barrier(store *s);
+
 /* Whether the last write that failed failed for want of space (the disk is full, or the
  * process's file size limit was reached); 0 for a backend that cannot tell. */
 int store_full(store *s);
@@ -181,6 +185,8 @@ typedef struct store_ops {
     /* optional (NULL: the quarantine cannot be listed, -1) */
     int (*quarantine_list)(void *impl, const char *prefix, size_t max, store_quarantine_record **out,
                            size_t *n);
+    /* optional (NULL: every write is done when its call returns) */
+    int (*barrier)(void *impl);
 } store_ops;
 
 /* A store over a backend's state; takes ownership of impl (released with ops->close by

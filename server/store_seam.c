@@ -71,6 +71,8 @@ int store_put_model_async(store *s, const char *model_id, const char *json)
     return s->ops->put_model(s->impl, model_id, json);
 }
 
+int store_barrier(store *s) { return s->ops->barrier ? s->ops->barrier(s->impl) : 0; }
+
 int store_full(store *s) { return s && s->ops->full ? s->ops->full(s->impl) : 0; }
 
 void store_commit_counts(store *s, long long *commits, long long *writes)

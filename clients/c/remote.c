@@ -17,6 +17,7 @@
 #include "hamelclient.h"
 #include "hameltext.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ enum {
 };
 
 typedef struct remote_args {
-    const char *url, *token, *out, *q, *t, *qdot;
+    const char *url, *token, *out, *q, *t, *qdot, *form;
     int csv, json, wait, help;
     int progress; /* -1: on a terminal (the default); 0: --no-progress; 1: --progress */
     int npos;
@@ -49,6 +50,7 @@ typedef struct remote_args {
 /* What the progress callback draws on and watches: a bar redrawn in place on a terminal,
  * else (--progress) a line a second; nothing in a wait's first second. */
 typedef struct remote_ui {
+    char id[HAMELCLIENT_MAX_ID]; /* the job or batch waited for, as the progress callback saw it */
     int tty;
     int drawn;
     int show;         /* draw at all */
@@ -66,11 +68,12 @@ static double remote_now(void)
 /* A remote_ui for a wait starting now, as -a asks. */
 static remote_ui remote_ui_new(const remote_args *a)
 {
-    remote_ui ui = {isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
+    remote_ui ui = {"", isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
     ui.show = a->progress > 0 || (a->progress < 0 && ui.tty);
     return ui;
 }
 
+/* The signal that interrupted a wait (SIGINT, SIGTERM, SIGHUP), 0 while none has. */
 static volatile sig_atomic_t remote_interrupted;
 
 /* The string value of `v`, or `dflt` when it is not a string. */
@@ -86,10 +89,13 @@ static const char *remote_str(const json_t *obj, const char *key, const char *df
     return remote_sv(json_object_get(obj, key), dflt);
 }
 
-static void remote_on_sigint(int sig)
+static void remote_on_signal(int sig) { remote_interrupted = sig; }
+
+/* The exit status of a wait interrupted by remote_interrupted: 128 + the signal (130
+ * for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process it ended. */
+static int remote_exit_interrupted(void)
 {
-    (void)sig;
-    remote_interrupted = 1;
+    return remote_interrupted > 0 ? 128 + (int)remote_interrupted : REMOTE_EXIT_INTERRUPTED;
 }
 
 static const char remote_usage_text[] =
@@ -99,7 +105,8 @@ static const char remote_usage_text[] =
     "  gamma FILE [--q name=v,...] [--t T] [--qdot name=v,...] [--json]\n"
     "                                     Hamel coefficients at a configuration (nonlinear\n"
     "                                     constraints: the initial qdot or speeds, --qdot on top)\n"
-    "  equations FILE [--json]            the derived equations of the model of FILE\n"
+    "  equations FILE [--form F] [--json] the derived equations of the model of FILE (text), or\n"
+    "                                     a form F (hamel|appell|kane|maggi|voronec) as JSON\n"
     "  linearize FILE [-o OUT]            A, B and the eigenvalues ({\"model\", \"linearize\": {...}}\n"
     "                                     or a /v1/linearize request)\n"
     "  evaluate FILE [-o OUT]             q', u', q'', multipliers ({\"model\", \"evaluate\": {...}}\n"
@@ -118,7 +125,7 @@ static const char remote_usage_text[] =
     "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
     "Exit status: 0 ok, 1 the service refused the request or a run failed, 2 usage (bad\n"
     "arguments, a file that cannot be read), 3 transport (no answer, or not the API's),\n"
-    "130 interrupted (the job is cancelled).\n";
+    "130 interrupted (Ctrl-C; 143 SIGTERM, 129 SIGHUP: the job or batch waited for is cancelled).\n";
 
 static int remote_usage(const char *msg)
 {
@@ -151,6 +158,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             slot = &a->t;
         else if (strcmp(s, "--qdot") == 0)
             slot = &a->qdot;
+        else if (strcmp(s, "--form") == 0)
+            slot = &a->form;
         else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
             a->help = 1;
         else if (strcmp(s, "--csv") == 0)
@@ -173,6 +182,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->t = s + 4;
         else if (strncmp(s, "--qdot=", 7) == 0)
             a->qdot = s + 7;
+        else if (strncmp(s, "--form=", 7) == 0)
+            a->form = s + 7;
         else if (s[0] == '-' && s[1] != '\0') {
             fprintf(stderr, "hamel remote: unknown option %s\n", s);
             return -1;
@@ -213,9 +224,17 @@ static int remote_exit_for(int rc)
 static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclient_error *err)
 {
     char line[2 * HAMELCLIENT_TEXT_MAX];
-    fprintf(stderr, "hamel remote: %s: %s\n", what, hamelclient_error_string(err, line, sizeof line));
     const json_t *doc = hamelclient_last_problem(c);
     json_t *errors = json_object_get(doc, "errors");
+    if (json_array_size(errors) > 1 && (rc == HAMELCLIENT_E_PROBLEM || rc == HAMELCLIENT_E_CANCELLED)) {
+        /* the status and the problem's own words, then every error once */
+        const char *slug = strrchr(err->type, '/');
+        int first =
+            err->detail[0] == '\0' || (strstr(err->detail, err->path) && strstr(err->detail, err->reason));
+        fprintf(stderr, "hamel remote: %s: %d %s: %s\n", what, err->status,
+                slug != NULL ? slug + 1 : err->type, first ? err->title : err->detail);
+    } else
+        fprintf(stderr, "hamel remote: %s: %s\n", what, hamelclient_error_string(err, line, sizeof line));
     if (json_array_size(errors) > 1) {
         size_t i;
         json_t *e;
@@ -235,8 +254,10 @@ static json_t *remote_load(const char *file)
 {
     json_error_t jerr;
     json_t *doc = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &jerr) : json_load_file(file, 0, &jerr);
-    if (doc == NULL)
+    if (doc == NULL && jerr.line > 0)
         fprintf(stderr, "%s:%d:%d: %s\n", file, jerr.line, jerr.column, jerr.text);
+    else if (doc == NULL) /* not opened or not read: jansson names no line */
+        fprintf(stderr, "hamel remote: %s\n", jerr.text);
     else if (!json_is_object(doc)) {
         fprintf(stderr, "%s: not a JSON object\n", file);
         json_decref(doc);
@@ -296,6 +317,8 @@ static json_t *remote_request_of(const char *file, json_t *doc)
 static int remote_progress(void *user, const char *job_id, const char *status, double p)
 {
     remote_ui *ui = user;
+    if (job_id != NULL && ui->id[0] == '\0')
+        snprintf(ui->id, sizeof ui->id, "%s", job_id);
     double now = remote_now();
     if (!ui->show || now - ui->start < REMOTE_PROGRESS_AFTER_S) {
         /* not yet (or not at all) */
@@ -396,7 +419,7 @@ static int remote_wait(hamelclient *c, const remote_args *a, const char *job_id,
     if (rc == HAMELCLIENT_E_STOPPED) {
         fprintf(stderr, "hamel remote: interrupted; cancelling job %s\n", job_id);
         hamelclient_job_cancel(c, job_id, NULL, &err);
-        return REMOTE_EXIT_INTERRUPTED;
+        return remote_exit_interrupted();
     }
     if (rc != HAMELCLIENT_OK)
         return remote_fail(c, job_id, rc, &err);
@@ -467,29 +490,35 @@ static int remote_check(hamelclient *c, const remote_args *a)
     return REMOTE_EXIT_OK;
 }
 
-/* Parses "name=value,name=value" into `q` (borrowed). Returns 0 or -1. */
-static int remote_parse_q(const char *spec, json_t *q)
+/* Parses "name=value,name=value" into `q` (borrowed): finite numbers (JSON has no NaN or
+ * Infinity), each name once. Returns 0, or -1 after saying what is wrong. */
+static int remote_parse_q(const char *opt, const char *spec, json_t *q)
 {
     char *copy = strdup(spec);
-    if (copy == NULL)
-        return -1;
-    int rc = 0;
+    json_t *given = json_object();
+    int rc = copy != NULL && given != NULL ? 0 : -1;
     char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    for (char *item = rc == 0 ? strtok_r(copy, ",", &save) : NULL; item != NULL && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
         char *end = NULL;
-        if (eq == NULL || eq == item) {
+        double v = eq != NULL ? strtod(eq + 1, &end) : 0.0;
+        if (eq == NULL || eq == item || end == eq + 1 || *end != '\0' || !isfinite(v)) {
+            fprintf(stderr, "hamel remote: %s takes name=value,... with finite numbers (not '%s')\n", opt,
+                    item);
             rc = -1;
             break;
         }
         *eq = '\0';
-        double v = strtod(eq + 1, &end);
-        if (end == eq + 1 || *end != '\0') {
+        if (json_object_get(given, item) != NULL) {
+            fprintf(stderr, "hamel remote: %s gives %s twice\n", opt, item);
             rc = -1;
             break;
         }
+        json_object_set_new(given, item, json_true());
         json_object_set_new(q, item, json_real(v));
     }
+    json_decref(given);
     free(copy);
     return rc;
 }
@@ -539,14 +568,14 @@ static int remote_gamma(hamelclient *c, const remote_args *a)
     if (json_is_object(json_object_get(sim, "parameters")))
         json_object_set(req, "parameters", json_object_get(sim, "parameters"));
     int code = REMOTE_EXIT_OK;
-    if (a->q != NULL && remote_parse_q(a->q, json_object_get(req, "q")) != 0)
-        code = remote_usage("--q wants name=value,name=value");
+    if (a->q != NULL && remote_parse_q("--q", a->q, json_object_get(req, "q")) != 0)
+        code = REMOTE_EXIT_USAGE;
     /* nonlinear constraints: the initial velocities, --qdot over the initial qdot (the
      * service refuses speeds, or a qdot off the constraints, that leave several q') */
     json_t *qdot = json_is_object(json_object_get(init, "qdot")) ? json_copy(json_object_get(init, "qdot"))
                                                                  : json_object();
-    if (code == REMOTE_EXIT_OK && a->qdot != NULL && remote_parse_q(a->qdot, qdot) != 0)
-        code = remote_usage("--qdot wants name=value,name=value");
+    if (code == REMOTE_EXIT_OK && a->qdot != NULL && remote_parse_q("--qdot", a->qdot, qdot) != 0)
+        code = REMOTE_EXIT_USAGE;
     if (a->qdot != NULL || json_object_size(qdot) > 0)
         json_object_set(req, "qdot", qdot);
     else if (json_is_object(json_object_get(init, "speeds")))
@@ -555,8 +584,8 @@ static int remote_gamma(hamelclient *c, const remote_args *a)
     if (code == REMOTE_EXIT_OK && a->t != NULL) {
         char *end = NULL;
         double t = strtod(a->t, &end);
-        if (end == a->t || *end != '\0')
-            code = remote_usage("--t wants a number");
+        if (end == a->t || *end != '\0' || !isfinite(t))
+            code = remote_usage("--t wants a finite number");
         else
             json_object_set_new(req, "t", json_real(t));
     }
@@ -616,9 +645,10 @@ static int remote_equations(hamelclient *c, const remote_args *a)
     json_t *sum = NULL, *eq = NULL;
     int rc = hamelclient_model_submit(c, model, &sum, NULL, &err);
     if (rc == HAMELCLIENT_OK)
-        rc = hamelclient_equations(c, json_string_value(json_object_get(sum, "model_id")), &eq, &err);
+        rc = hamelclient_equations_form(c, json_string_value(json_object_get(sum, "model_id")), a->form, &eq,
+                                        &err);
     int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
-    if (code == REMOTE_EXIT_OK && a->json)
+    if (code == REMOTE_EXIT_OK && (a->json || a->form != NULL)) /* a form: its document */
         remote_print_json(stdout, eq, 0);
     else if (code == REMOTE_EXIT_OK) {
         json_t *speeds = hameltext_names(json_object_get(sum, "speeds"));
@@ -762,6 +792,12 @@ static int remote_batch(hamelclient *c, const remote_args *a)
     json_t *out = NULL;
     int rc = hamelclient_batch(c, req, remote_progress, &ui, &out, &err);
     remote_progress_end(&ui);
+    if (rc == HAMELCLIENT_E_STOPPED) { /* interrupted: what is left of the batch is cancelled */
+        fprintf(stderr, "hamel remote: interrupted; cancelling batch %s\n", ui.id);
+        hamelclient_batch_cancel(c, ui.id, NULL, &err);
+        json_decref(req);
+        return remote_exit_interrupted();
+    }
     int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
     if (code == REMOTE_EXIT_OK) {
         FILE *f = remote_open_out(a->out);
@@ -896,7 +932,8 @@ int hamelclient_remote_main(int argc, char **argv)
     remote_args a;
     if (remote_parse(argc, argv, &a) != 0)
         return remote_usage(NULL);
-    if (a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0)) {
+    int help = a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0);
+    if (help && (a.npos == 0 || strcmp(a.pos[0], "help") == 0)) {
         fputs(remote_usage_text, stdout);
         return REMOTE_EXIT_OK;
     }
@@ -925,6 +962,14 @@ int hamelclient_remote_main(int argc, char **argv)
         fprintf(stderr, "hamel remote: unknown command %s\n", a.pos[0]);
         return remote_usage(NULL);
     }
+    if (help) { /* hamel remote CMD --help */
+        fputs(remote_usage_text, stdout);
+        return REMOTE_EXIT_OK;
+    }
+    if (a.form != NULL && fn != remote_equations) {
+        fprintf(stderr, "hamel remote: --form belongs to equations\n");
+        return remote_usage(NULL);
+    }
     hamelclient_options opts = {.token = a.token};
     hamelclient *c = NULL;
     int rc = hamelclient_new(a.url, &opts, &c);
@@ -933,14 +978,22 @@ int hamelclient_remote_main(int argc, char **argv)
                 hamelclient_kind_name(rc));
         return rc == HAMELCLIENT_E_USAGE ? REMOTE_EXIT_USAGE : REMOTE_EXIT_TRANSPORT;
     }
-    struct sigaction sa, old;
+    /* Ctrl-C, SIGTERM (a timeout, a CI runner) and SIGHUP (the terminal closed) end a
+     * wait at its next answer and cancel what was waited for */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[sizeof sigs / sizeof *sigs];
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = remote_on_sigint;
+    sa.sa_handler = remote_on_signal;
     sigemptyset(&sa.sa_mask);
     remote_interrupted = 0;
-    sigaction(SIGINT, &sa, &old);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        sigaction(sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) /* nohup's SIGHUP, a background job's SIGINT: kept ignored */
+            sigaction(sigs[i], &sa, NULL);
+    }
     int code = fn(c, &a);
-    sigaction(SIGINT, &old, NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        sigaction(sigs[i], &old[i], NULL);
     hamelclient_free(c);
     return code;
 }

@@ -268,6 +268,38 @@ gamma_unknown() {
 }
 check "hamel gamma --q thet=0.7 and POST /v1/hamel with thet fail naming q.thet" gamma_unknown
 
+# ---- numbers on the command line: finite, each name once (a model not in the cases) ----
+cat >"$work/sleigh.json" <<'JSON'
+{"model": {"name": "sleigh", "coordinates": ["x", "y", "th"], "parameters": {"m": 1, "I": 0.2, "a": 0.3},
+  "kinetic_energy": "1/2*m*((x' - a*th'*sin(th))^2 + (y' + a*th'*cos(th))^2) + 1/2*I*th'^2",
+  "constraints": [{"name": "knife", "expr": "-sin(th)*x' + cos(th)*y'"}],
+  "speeds": [{"name": "v", "expr": "cos(th)*x' + sin(th)*y'"}, {"name": "w", "expr": "th'"}]},
+ "simulation": {"initial": {"q": {"x": 0, "y": 0, "th": 0.25}, "speeds": {"v": 1, "w": 0.5}}, "t_end": 3}}
+JSON
+gamma_numbers() {
+  for where in local remote; do
+    r=; [ $where = remote ] && r="remote --url $url"
+    for bad in "--q th=nan" "--q th=inf" "--q th=1e999" "--q th=-Infinity" "--qdot x=nan" "--t nan" "--t 1e400"; do
+      # shellcheck disable=SC2086 # $r and $bad are words
+      expect_exit 2 "$hamel" $r gamma "$work/sleigh.json" $bad || return 1
+      has "$work/err" 'finite number' || return 1
+      [ ! -s "$work/out" ] || { echo "$where $bad printed a result"; return 1; }
+    done
+    # shellcheck disable=SC2086
+    expect_exit 2 "$hamel" $r gamma "$work/sleigh.json" --q th=1,x=2,th=3 && has "$work/err" '--q gives th twice' || return 1
+    # shellcheck disable=SC2086
+    expect_exit 0 "$hamel" $r gamma "$work/sleigh.json" --q th=0.75 --json || return 1
+    jq -e '.points[0].q == {"x": 0, "y": 0, "th": 0.75}' "$work/out" >/dev/null || return 1
+  done
+}
+check "hamel gamma (local, remote): nan, inf, 1e999 in --q/--qdot/--t and a name given twice are usage errors (exit 2)" gamma_numbers
+remote_missing_file() {
+  expect_exit 2 "$hamel" remote --url "$url" run "$work/no-such.json" || return 1
+  has "$work/err" "^hamel remote: unable to open $work/no-such.json: No such file or directory\$" || return 1
+  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null
+}
+check "a missing FILE is named without a line (remote: exit 2; local: the problem's path is the file)" remote_missing_file
+
 # ---- nonlinear constraints: the initial q' at another heading leaves two roots -------
 chetaev=$top/tests/adversarial/cases/governed-wheel-chetaev.json
 gamma_roots() {
@@ -311,6 +343,75 @@ remote_batch_invalid() {
   expect_exit 1 "$hamel" remote --url "$url" batch "$work/batch-bad.json" && has "$work/err" 'runs\[0\]'
 }
 check "hamel remote batch with an invalid run exits 1 naming runs[0]" remote_batch_invalid
+
+# ---- remote: a wait ended by SIGTERM or SIGHUP cancels what it waited for ---------------
+# wait_for FILE PATTERN: up to 20 s for PATTERN to appear in FILE
+wait_for() {
+  n=0
+  until grep -Eq -- "$2" "$1"; do
+    n=$((n + 1))
+    [ $n -lt 200 ] || { echo "no /$2/ in $1 after 20 s:"; head -c 800 "$1"; return 1; }
+    sleep 0.1
+  done
+}
+# job_status ID WANT: up to 10 s for the job (or batch with a third argument) to have status WANT
+job_status() {
+  n=0
+  while :; do
+    st=$(curl -s "$url/v1/${3:-jobs}/$1" | jq -r .status)
+    [ "$st" = "$2" ] && return 0
+    n=$((n + 1))
+    [ $n -lt 100 ] || { echo "${3:-jobs}/$1: status $st, want $2"; return 1; }
+    sleep 0.1
+  done
+}
+remote_signals() {
+  jq '.simulation.t_end = 400000 | .simulation.integrator.max_steps = 100000000' "$case_file" >"$work/forever.json"
+  # (SIGHUP alike, 129; not checked here: a runner under nohup would leave it ignored)
+  for sig in TERM; do
+    "$hamel" remote --url "$url" run "$work/forever.json" --progress >"$work/out" 2>"$work/err" &
+    rp=$!
+    wait_for "$work/err" 'running after' || { kill $rp; return 1; }
+    kill -s $sig $rp
+    wait $rp
+    got=$?
+    want=143
+    [ $got = $want ] || { echo "SIG$sig: exit $got, want $want"; cat "$work/err"; return 1; }
+    id=$(sed -n 's/^hamel remote: interrupted; cancelling job \([0-9a-f]*\)$/\1/p' "$work/err")
+    [ -n "$id" ] || { echo "SIG$sig: no cancelling line"; cat "$work/err"; return 1; }
+    job_status "$id" cancelled || return 1
+  done
+  jq '{model: .model, base: .simulation, runs: [range(0; 4) | {initial: {speeds: {Omega: (3 + .)}}}]}' "$work/forever.json" >"$work/forever-batch.json"
+  "$hamel" remote --url "$url" batch "$work/forever-batch.json" --progress >"$work/out" 2>"$work/err" &
+  rp=$!
+  wait_for "$work/err" 'running after' || { kill $rp; return 1; }
+  kill -s TERM $rp
+  wait $rp
+  got=$?
+  [ $got = 143 ] || { echo "batch SIGTERM: exit $got, want 143"; cat "$work/err"; return 1; }
+  id=$(sed -n 's/^hamel remote: interrupted; cancelling batch \([0-9a-f]*\)$/\1/p' "$work/err")
+  [ -n "$id" ] || { echo "batch: no cancelling line"; cat "$work/err"; return 1; }
+  job_status "$id" cancelled batches
+}
+check "hamel remote run/batch ended by SIGTERM (exit 143) cancel the job or batch on the server" remote_signals
+
+# ---- remote equations --form, help of an unknown command, each error said once ---------
+remote_forms() {
+  for form in kane maggi; do
+    "$hamel" equations "$work/sleigh.json" --form $form >"$work/eq.local" || return 1
+    expect_exit 0 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form $form || return 1
+    jq -e --slurpfile l "$work/eq.local" '.form == "'$form'" and del(.model_id) == ($l[0] | del(.model_id))' "$work/out" >/dev/null ||
+      { echo "form $form differs"; return 1; }
+  done
+  expect_exit 1 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form voronec && has "$work/err" '422 invalid-request: form:' || return 1
+  expect_exit 2 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form 'kane&x=1' && has "$work/err" 'not a form' || return 1
+  expect_exit 2 "$hamel" remote --url "$url" run "$work/sleigh.json" --form kane && has "$work/err" '--form belongs to equations' || return 1
+  expect_exit 2 "$hamel" remote frobnicate --help && has "$work/err" 'unknown command frobnicate' || return 1
+  expect_exit 0 "$hamel" remote batch --help && has "$work/out" 'Exit status' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" gamma "$work/sleigh.json" --q thet=1 || return 1
+  [ "$(grep -o "'thet' is not a coordinate" "$work/err" | wc -l)" = 1 ] || { echo "said more than once:"; cat "$work/err"; return 1; }
+}
+check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
 
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"

@@ -366,3 +366,66 @@ def test_steady_circles_of_the_rolling_disk_and_the_upright_disk_standing_up(cli
     with pytest.raises(hamel.HamelError) as info:
         client.steady(case, state=state, unknowns=["wd", "Omega"])
     assert info.value.status == 422 and any(e.get("path") == "unknowns" for e in info.value.errors)
+
+
+# A model that is not among the shared cases: the Chaplygin sleigh (knife edge at a
+# distance a behind the mass center), as an outside user would write it.
+SLEIGH = {
+    "model": {
+        "name": "sleigh-ünï",
+        "coordinates": ["x", "y", "th"],
+        "parameters": {"m": 1.0, "I": 0.2, "a": 0.3},
+        "kinetic_energy": "1/2*m*((x' - a*th'*sin(th))^2 + (y' + a*th'*cos(th))^2) + 1/2*I*th'^2",
+        "constraints": [{"name": "knife", "expr": "-sin(th)*x' + cos(th)*y'"}],
+        "speeds": [{"name": "v", "expr": "cos(th)*x' + sin(th)*y'"}, {"name": "w", "expr": "th'"}],
+    },
+    "simulation": {"initial": {"q": {"x": 0, "y": 0, "th": 0}, "speeds": {"v": 1, "w": 0.5}},
+                   "t_end": 3, "output": {"samples": 7}},
+}
+
+
+def test_numpy_numbers_and_arrays_are_sent_as_json_numbers(client):
+    """A researcher's values are numpy's: np.arange, np.float32, arrays as lists."""
+    r = client.simulate(SLEIGH, t_end=np.float32(2.0), output={"samples": np.int64(5)},
+                        initial={"speeds": {"v": np.float64(1.5), "w": np.int32(0)}})
+    assert r.ok and r.t[-1] == 2.0 and len(r.t) == 5 and r.speeds["v"][0] == 1.5
+    runs = [{"initial": {"speeds": {"v": v}}} for v in np.arange(1, 4)]
+    got = {b.index: b for b in client.batch(SLEIGH, runs, fields=["final"])}
+    assert sorted(got) == [0, 1, 2] and all(b.ok for b in got.values())
+    ev = client.evaluate(SLEIGH, states=[{"q": dict(zip(("x", "y", "th"), np.zeros(3))),
+                                          "speeds": {"v": np.array(1.0), "w": np.float16(0.5)}}])
+    assert ev["states"][0]["speeds"] == {"v": 1.0, "w": 0.5}
+
+
+@pytest.mark.parametrize("bad, path", [
+    ({"t_end": float("inf")}, "t_end"),
+    ({"parameters": {"m": float("nan")}}, "parameters.m"),
+    ({"initial": {"speeds": {"w": np.float64("nan")}}}, "initial.speeds.w"),
+])
+def test_nan_or_infinity_in_a_request_is_refused_naming_its_path(client, bad, path):
+    with pytest.raises(ValueError) as info:
+        client.simulate(SLEIGH, **bad)
+    assert path in str(info.value) and "NaN or Infinity" in str(info.value), str(info.value)
+    with pytest.raises(ValueError) as info:
+        list(client.batch(SLEIGH, [{}, bad]))
+    assert "runs[1]." + path in str(info.value), str(info.value)
+    assert client.simulate(SLEIGH).ok  # the client still works after the refusal
+
+
+def test_a_model_not_among_the_cases_through_every_call(client):
+    r = client.simulate(SLEIGH)
+    assert r.ok and list(r.q) == ["x", "y", "th"] and list(r.speeds) == ["v", "w"]
+    assert r.to_numpy().shape == (7, 1 + 3 + 2 + 3)
+    assert client.models.get(r.model_id)["name"] == "sleigh-ünï"
+    g = client.hamel(SLEIGH, q={"th": 0.7})
+    assert g["order"] == ["v", "w", "knife"] and g["points"][0]["q"]["th"] == 0.7
+    with pytest.raises(hamel.HamelError) as info:
+        client.hamel(SLEIGH, q={"thet": 0.7})
+    assert [e["path"] for e in info.value.errors] == ["q.thet"]
+    lin = client.linearize(SLEIGH, q={"x": 0, "y": 0, "th": 0}, speeds={"v": 1, "w": 0})
+    assert lin["points"][0]["A"].shape == (5, 5)
+    for form in ("hamel", "appell", "kane", "maggi"):
+        assert client.equations(SLEIGH, form=form)["form"] == form
+    with pytest.raises(hamel.HamelError) as info:  # the sleigh's speeds are not q_i'
+        client.equations(SLEIGH, form="voronec")
+    assert info.value.status == 422 and info.value.errors[0]["path"] == "form"

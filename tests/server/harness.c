@@ -209,9 +209,23 @@ static int harness__rm(const char *path, const struct stat *sb, int flag, struct
     return remove(path);
 }
 
+int harness_alive(harness_server *s)
+{
+    int gone = 0;
+    if (s->pid > 0 && waitpid(s->pid, &gone, WNOHANG) == s->pid) {
+        /* it ended before the test did (a crash, a sanitizer's report): show why */
+        fprintf(stderr, "harness: the server ended on its own (%s %d); its log %s:\n",
+                WIFSIGNALED(gone) ? "signal" : "exit status",
+                WIFSIGNALED(gone) ? WTERMSIG(gone) : WEXITSTATUS(gone), s->log);
+        harness_print_log(s);
+        s->pid = 0;
+    }
+    return s->pid > 0;
+}
+
 void harness_stop(harness_server *s)
 {
-    if (s->pid > 0) {
+    if (harness_alive(s)) {
         kill(s->pid, SIGTERM);
         double deadline = harness_now() + HARNESS_STOP_SECONDS;
         int status;

@@ -82,6 +82,9 @@ int harness_stop_checked(harness_server *s, int *status);
 
 /* Stops the server (if running), reaps it and removes its directory. Safe to call on
  * a harness_server that failed to start or was already stopped. */
+/* 1 while the server runs; when it has ended on its own, prints its log and returns 0. */
+int harness_alive(harness_server *s);
+
 void harness_stop(harness_server *s);
 
 /* A configured easy handle for METHOD s->url PATH writing into r (cleared first). `body`

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -465,4 +466,50 @@ Test(isolate, a_worker_killed_while_idle_is_replaced_without_a_fault, .fini = te
     harness_resp_free(&r);
     free(sim);
     cr_assert_eq(faults(&srv), 0, "a worker that died between calls is no model's fault");
+}
+
+/* The size of fd 5 of process pid (an engine worker's reply memfd), or -1. */
+static long long reply_memfd_size(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/5", (int)pid);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* A result's text of 64 KB or more comes through the worker's reply memfd: a large one
+ * (about 9 MB: 100,000 samples), a smaller one after it (whose text is shorter than what the memfd held),
+ * and a small one on the socket all arrive whole; the memfd is emptied once a text past
+ * 8 MB was read (an idle worker keeps no copy of it). */
+Test(isolate, results_through_the_reply_memfd_arrive_whole, .fini = teardown, .timeout = 300)
+{
+    start(&srv, NULL);
+    const int samples[] = {100000, 2001, 11};
+    for (int i = 0; i < 3; i++) {
+        char *m = model("memfd"), *body = NULL;
+        cr_assert(asprintf(&body,
+                           "{\"model\":%s,\"initial\":{\"q\":{\"x\":1},\"qdot\":{\"x\":0}},\"t_end\":%d,"
+                           "\"output\":{\"samples\":%d},\"hamel\":\"none\"}",
+                           m, 10 + i, samples[i]) > 0);
+        free(m);
+        harness_resp r = {0};
+        cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=120", body, &r), 200, "%.300s", r.body);
+        free(body);
+        cr_assert(r.json, "the result parses (%zu bytes)", r.len);
+        json_t *t = json_object_get(json_object_get(r.json, "trajectory"), "t");
+        cr_assert_eq(json_array_size(t), (size_t)samples[i], "%d samples", samples[i]);
+        cr_assert_float_eq(json_number_value(json_array_get(t, json_array_size(t) - 1)), 10.0 + i, 1e-12,
+                           "the last sample is at t_end");
+        if (i == 0) {
+            cr_assert_gt(r.len, (size_t)(8 << 20), "past the memfd's keep size: %zu bytes", r.len);
+            pid_t pids[64];
+            int n = workers_of(srv.pid, pids, 64);
+            cr_assert(n >= 1);
+            for (int k = 0; k < n; k++)
+                cr_assert_leq(reply_memfd_size(pids[k]), (long long)(8 << 20),
+                              "worker %d keeps %lld bytes of a text already read", (int)pids[k],
+                              reply_memfd_size(pids[k]));
+        }
+        harness_resp_free(&r);
+    }
 }

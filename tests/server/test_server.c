@@ -1213,6 +1213,15 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     char lid[64];
     snprintf(lid, sizeof lid, "%s", str(a.json, "job_id"));
     harness_resp_free(&a);
+    /* One whose wait ends first: its record is written lazily, so the 202 that shows its id
+     * comes only once the record is committed. */
+    json_t *waitreq = long_request(2e6);
+    harness_resp w = post_json("/v1/simulations?wait=0.3", waitreq);
+    cr_assert_eq(w.status, 202, "%s", w.body);
+    char wid[64];
+    snprintf(wid, sizeof wid, "%s", str(w.json, "job_id"));
+    harness_resp_free(&w);
+    json_decref(waitreq);
     kill(first.pid, SIGKILL);
     waitpid(first.pid, NULL, 0);
     first.pid = 0;
@@ -1238,6 +1247,11 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     snprintf(path, sizeof path, "/v1/jobs/%s", lid);
     g = request("GET", path, NULL, NULL);
     cr_assert_eq(g.status, 200);
+    cr_assert_str_eq(str(g.json, "status"), "failed", "the interrupted job says so: %s", g.body);
+    harness_resp_free(&g);
+    snprintf(path, sizeof path, "/v1/jobs/%s", wid);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "a job shown by a 202 after its wait is known after kill -9: %s", g.body);
     cr_assert_str_eq(str(g.json, "status"), "failed", "the interrupted job says so: %s", g.body);
     harness_resp_free(&g);
 

@@ -1067,6 +1067,174 @@ await check("a sweep carries the events: the lift-off time of the falling disk a
   }
 });
 
+// ---- review of issue 17 as a new user would (round 4): models the examples do not cover --
+
+/** A page of its own; its script errors and console errors (other than the expected
+ *  4xx answers) go to pageErrors under `tag`. */
+async function reviewPage(tag, viewport) {
+  const p = await context.newPage();
+  if (viewport) await p.setViewportSize(viewport);
+  p.on("pageerror", (e) => pageErrors.push(`${tag}: ${e}`));
+  p.on("console", (m) => { if (m.type() === "error" && !expectedNoise.test(m.text())) pageErrors.push(`${tag}: console: ${m.text()}`); });
+  return p;
+}
+async function openExample(p, name) {
+  await p.goto(`${BASE}/?example=${name}`);
+  await p.waitForFunction(() => document.body.dataset.ready === "1");
+}
+// a skate on an incline, written as a user would: capital X, Y, heading alpha, no speeds
+const SKATE = {
+  name: "inclined-skate",
+  coordinates: ["X", "Y", "alpha"],
+  parameters: { m: 1.5, J: 0.2, g: 9.81, beta: 0.3 },
+  units: { X: "m", Y: "m" },
+  kinetic_energy: "m/2*(X'^2 + Y'^2) + J/2*alpha'^2",
+  potential_energy: "m*g*sin(beta)*X",
+  constraints: [{ name: "blade", expr: "-X'*sin(alpha) + Y'*cos(alpha)" }],
+};
+const SKATE_INITIAL = { t: 0, q: { X: 0, Y: 0, alpha: 0 }, qdot: { X: 1, Y: 0, alpha: 1 } };
+
+await check("a model pasted after the bicycle: Linearize sends that model's point, not the example's preset (no select)", async () => {
+  const p = await reviewPage("paste-linearize");
+  try {
+    await openExample(p, "whipple-bicycle");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    assert(await p.locator("#example option:checked").innerText() === "(your model)",
+      `the example picker still says "${await p.locator("#example option:checked").innerText()}"`);
+    const point = JSON.parse(await p.locator("#lin-point-editor textarea").inputValue());
+    assert(JSON.stringify(Object.keys(point.q || {}).sort()) === JSON.stringify(["X", "Y", "alpha"].sort()),
+      `the operating point names ${Object.keys(point.q || {})}, not the pasted model's coordinates`);
+    const [req] = await Promise.all([p.waitForRequest((r) => r.url().endsWith("/v1/linearize")), p.click('[data-testid="lin-run"]')]);
+    const body = JSON.parse(req.postData());
+    assert(!("select" in body), `the bicycle's select was sent: ${JSON.stringify(body.select)}`);
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points);
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    assert(await p.locator("#linearize").getAttribute("data-points") === await p.locator("#lin-n").inputValue(), "not every point was linearized");
+  } finally {
+    await p.close();
+  }
+});
+
+await check("a planar model with coordinates X, Y: the path plot and the top view with its heading (alpha)", async () => {
+  const p = await reviewPage("capital-xy");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    assert(await p.locator('[data-testid="plot-path"]').isVisible(), "no x-y path plot for coordinates X, Y");
+    assert(/X \[m\]/.test(await p.locator('[data-testid="plot-path"]').textContent()), "the path's axis is not X [m]");
+    await p.locator('[data-testid="anim"]').waitFor({ state: "visible" });
+    assert(await p.locator("#anim-card").getAttribute("data-view") === "top", "the motion card is not the top view");
+    assert(await p.locator("#anim-heading").inputValue() === "alpha", `the heading is "${await p.locator("#anim-heading").inputValue()}", not alpha`);
+  } finally {
+    await p.close();
+  }
+});
+
+await check("speeds the engine names after q' (no speeds given) are typeset as dotted letters, not alpha'", async () => {
+  const p = await reviewPage("default-speeds");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    await p.waitForFunction(() => document.querySelectorAll("#equations math").length > 0 && document.querySelector('[data-testid="hamel-table"]'));
+    // every identifier drawn in the equations and the Hamel table: no prime, no "alpha"
+    const ids = await p.evaluate(() => [...document.querySelectorAll("#equations math mi, #hamel math mi")].map((n) => n.textContent));
+    const bad = ids.filter((s) => /'|alpha/.test(s));
+    assert(ids.includes("α") && bad.length === 0, `names drawn as text: ${[...new Set(bad)].join(", ")}`);
+    // the equation of motion of alpha' reads J α̈ = 0: two dots over α
+    const ddot = await p.evaluate(() => [...document.querySelectorAll("#equations mover")].some((m) => m.firstElementChild.textContent === "α" && m.lastElementChild.textContent === "¨"));
+    assert(ddot, "no α with two dots (the derivative of the speed alpha') in the equations of motion");
+  } finally {
+    await p.close();
+  }
+});
+
+// a heavy top on a fixed point, its frame turned about "+z", "+x", "+z" and its centre
+// at a height given by a definition: drawn exactly as the same top written with x, z and l
+const TOP = {
+  name: "heavy-top",
+  coordinates: ["psi", "theta", "phi"],
+  parameters: { m: 1, l: 0.3, A: 0.02, C: 0.01, g: 9.81 },
+  definitions: [{ name: "h", expr: "l" }],
+  frames: [{ name: "P", rotations: [{ axis: "+z", angle: "psi" }, { axis: "+x", angle: "theta" }, { axis: "+z", angle: "phi" }] }],
+  points: [{ name: "G", frame: "P", position: [0, 0, "h"] }],
+  bodies: [{ name: "top", mass: "m", mass_center: "G", frame: "P", inertia: [["A", 0, 0], [0, "A", 0], [0, 0, "C"]] }],
+  gravity: { frame: "N", vector: [0, 0, "-g"] },
+};
+await check("3-D view: a body whose frame turns about +x, +z and whose point uses a definition is drawn as with x, z and the value", async () => {
+  const p = await reviewPage("top-3d");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const frameOf = async (model) => {
+      await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
+      await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { psi: 0, theta: 0.5, phi: 0 }, speeds: { "psi'": 0, "theta'": 0, "phi'": 60 } }));
+      await p.fill("#t_end", "1");
+      await runAndWait(p);
+      await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+      await p.locator("#anim-t").fill("100");
+      await p.waitForFunction(() => document.getElementById("anim-card").dataset.index === "100");
+      return p.locator("#anim-3d canvas").evaluate((c) => {
+        const g = document.createElement("canvas");
+        g.width = c.width; g.height = c.height;
+        const x = g.getContext("2d");
+        x.drawImage(c, 0, 0);
+        return Array.from(x.getImageData(0, 0, g.width, g.height).data);
+      });
+    };
+    const plain = { ...TOP, name: "heavy-top-plain", definitions: undefined,
+      frames: [{ name: "P", rotations: [{ axis: "z", angle: "psi" }, { axis: "x", angle: "theta" }, { axis: "z", angle: "phi" }] }],
+      points: [{ name: "G", frame: "P", position: [0, 0, "l"] }] };
+    const a = await frameOf(plain);
+    const b = await frameOf(TOP);
+    assert(a.length === b.length && a.length > 0, "the canvases differ in size");
+    let differ = 0, colours = new Set();
+    for (let i = 0; i < a.length; i += 4) {
+      if (Math.abs(a[i] - b[i]) + Math.abs(a[i + 1] - b[i + 1]) + Math.abs(a[i + 2] - b[i + 2]) > 24) differ++;
+      colours.add((b[i] >> 4) * 256 + (b[i + 1] >> 4) * 16 + (b[i + 2] >> 4));
+    }
+    const frac = differ / (a.length / 4);
+    assert(colours.size > 20, `the 3-D view of the top is blank (${colours.size} colours)`);
+    assert(frac < 0.002, `the top written with +x, +z and a definition is drawn differently: ${(100 * frac).toFixed(2)}% of the pixels differ`);
+    await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-top-3d.png") });
+  } finally {
+    await p.close();
+  }
+});
+
+await check("no horizontal overflow at 390 px: a long constraint, long Hamel coefficients and a problem naming a long symbol", async () => {
+  const p = await reviewPage("390-long", { width: 390, height: 844 });
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const terms = Array.from({ length: 30 }, (_, i) => `lam${i}*thetaR'*cos(thetaR + ${i}*psiF)`).join(" + ");
+    const model = {
+      name: "long-constraint-wheel",
+      coordinates: ["x", "y", "thetaR", "psiF"],
+      parameters: Object.fromEntries([["m", 1], ["IR", 0.1], ...Array.from({ length: 30 }, (_, i) => [`lam${i}`, 0.01 * (i + 1)])]),
+      kinetic_energy: "m/2*(x'^2+y'^2) + IR/2*(thetaR'^2 + psiF'^2)",
+      constraints: [{ name: "rolling", expr: "x' - " + terms }, { name: "lateral", expr: "y' - 0.1*psiF'" }],
+    };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
+    await runAndWait(p);
+    await p.waitForFunction(() => document.querySelector('[data-testid="hamel-table"]') && document.querySelectorAll("#equations math").length > 0);
+    let w = await p.evaluate(() => document.documentElement.scrollWidth);
+    assert(w <= 390, `the page is ${w} px wide at 390 px with the long model's results`);
+    const bad = { ...model, kinetic_energy: model.kinetic_energy + " + an_undefined_symbol_with_a_very_long_name_indeed*x'^2" };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(bad, null, 2));
+    await p.click('[data-testid="run"]');
+    await p.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    w = await p.evaluate(() => document.documentElement.scrollWidth);
+    assert(w <= 390, `the page is ${w} px wide at 390 px with the problem shown`);
+    await p.screenshot({ path: join(ARTIFACTS, "web-390-long.png") });
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

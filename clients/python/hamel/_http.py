@@ -4,6 +4,7 @@ server sends it, problem documents turned into HamelError."""
 import gzip
 import http.client
 import json
+import math
 import socket
 import time
 import urllib.parse
@@ -50,7 +51,7 @@ class Transport:
     def _send(self, conn, method, path, body, headers):
         data = None
         if body is not None:
-            data = json.dumps(body, allow_nan=False).encode("utf-8")
+            data = json.dumps(plain_json(body), allow_nan=False).encode("utf-8")
             headers = dict(headers, **{"Content-Type": "application/json"})
         conn.request(method, self.prefix + path, body=data, headers=headers)
         return conn.getresponse()
@@ -144,6 +145,39 @@ class Transport:
                 yield json.loads(buf)
         finally:
             conn.close()
+
+
+def _where(path, key):
+    return "%s.%s" % (path, key) if path else str(key)
+
+
+def plain_json(value, path=""):
+    """`value` with numpy scalars and arrays as Python numbers and lists, tuples as
+    lists: what json.dumps writes. A number that is not finite (NaN, Infinity, which
+    JSON cannot carry) or a value that is not JSON is a ValueError naming its path
+    ("initial.speeds.w", "runs[2].t_end")."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if hasattr(k, "tolist") and not isinstance(k, str):
+                k = k.tolist()
+            if not isinstance(k, str):
+                raise ValueError("hamel: %s: a JSON object's keys are strings, not %r" % (_where(path, k), k))
+            out[k] = plain_json(v, _where(path, k))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, "%s[%d]" % (path, i)) for i, v in enumerate(value)]
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (int, float)) and not hasattr(value, "tolist"):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("hamel: %s is %r: JSON has no NaN or Infinity (give a finite number)"
+                             % (path or "the value", value))
+        return value
+    if hasattr(value, "tolist"):  # a numpy scalar or array (numpy.float32, int64, ndarray)
+        return plain_json(value.tolist(), path)
+    raise ValueError("hamel: %s: %s is not JSON (numbers, strings, booleans, None, lists, dicts)"
+                     % (path or "the value", type(value).__name__))
 
 
 def _decode(raw, headers):

@@ -27,7 +27,7 @@ function rot(u, a) {
   ];
 }
 
-const AXES = { x: [1, 0, 0], y: [0, 1, 0], z: [0, 0, 1], "-x": [-1, 0, 0], "-y": [0, -1, 0], "-z": [0, 0, -1] };
+const AXES = { x: [1, 0, 0], y: [0, 1, 0], z: [0, 0, 1], "+x": [1, 0, 0], "+y": [0, 1, 0], "+z": [0, 0, 1], "-x": [-1, 0, 0], "-y": [0, -1, 0], "-z": [0, 0, -1] };
 const vecOf = (a) => (typeof a === "string" && AXES[a] ? () => AXES[a] : Array.isArray(a) ? ((fs) => (env) => fs.map((f) => f(env)))(a.map((e) => compileExpr(e))) : () => [0, 0, 1]);
 
 /** Eigen-decomposition of a symmetric 3×3 matrix (Jacobi): {values, vectors (columns)}. */
@@ -99,6 +99,12 @@ export function makeScene(host, model, env0, tr) {
   sun.position.set(3, 6, 4);
   scene.add(sun);
 
+  // the model's definitions, in order, may stand in angles and positions
+  const defs = (Array.isArray(model.definitions) ? model.definitions : []).filter((d) => d && d.name && d.expr !== undefined)
+    .map((d) => { try { return [d.name, compileExpr(d.expr)]; } catch { return [d.name, () => NaN]; } });
+  const withDefs = (env) => { for (const [n, f] of defs) env[n] = f(env); return env; };
+  withDefs(env0);
+
   // world (the model's N frame) → three.js (y up): "up" is against gravity, else +z
   const gv = model.gravity && Array.isArray(model.gravity.vector) ? model.gravity.vector.map((e) => compileExpr(e)(env0)) : [0, 0, -1];
   const down = gv[2] > 0 ? 1 : -1;
@@ -107,10 +113,12 @@ export function makeScene(host, model, env0, tr) {
 
   const kin = kinematics(model);
   const names = Object.keys(tr.q);
+  const rates = Object.keys(tr.qdot || {});
   const envAt = (i) => {
     const env = { ...env0, t: tr.t[i] };
     for (const n of names) env[n] = tr.q[n][i];
-    return env;
+    for (const n of rates) env[n + "'"] = tr.qdot[n][i];
+    return withDefs(env);
   };
 
   // bodies: a disk where a rolling disk sits at the body's mass centre, else the ellipsoid

@@ -27,9 +27,11 @@ export function setupLinearize({ getApi, getModel }) {
     const sel = $("lin-sweep");
     const names = [
       ...Object.keys(point.speeds || {}).map((n) => ["speeds", n]),
+      ...Object.keys(point.qdot || {}).map((n) => ["qdot", n]),
       ...Object.keys(point.q || {}).map((n) => ["q", n]),
     ];
-    sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, g === "speeds" ? `speed ${n}` : `coordinate ${n}`)));
+    const label = { speeds: (n) => `speed ${n}`, qdot: (n) => `velocity ${n}'`, q: (n) => `coordinate ${n}` };
+    sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, label[g](n))));
   }
 
   async function load(example, file) {
@@ -40,15 +42,17 @@ export function setupLinearize({ getApi, getModel }) {
     $("lin-unknowns").value = ((preset && preset.unknowns) || []).join(", ");
     select = (preset && preset.select) || null;
     const init = (example.simulation && example.simulation.initial) || {};
-    const point = preset ? preset.point : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
+    // an initial state given by its velocities (qdot) is linearized as it is given
+    const point = preset ? preset.point
+      : init.qdot && !init.speeds ? { t: init.t || 0, q: init.q || {}, qdot: init.qdot } : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
     const p = {};
     for (const k of ["t", "q", "speeds", "qdot"]) if (point[k] !== undefined) p[k] = point[k];
     editor.value = JSON.stringify(p, null, 2);
     sweepOptions(p);
     const sw = (preset && preset.sweep) || {};
-    const first = Object.keys(p.speeds || {})[0];
+    const first = Object.keys(p.speeds || p.qdot || {})[0];
     const name = sw.name || first || Object.keys(p.q || {})[0];
-    const group = p.speeds && name in p.speeds ? "speeds" : "q";
+    const group = p.speeds && name in p.speeds ? "speeds" : p.qdot && name in p.qdot ? "qdot" : "q";
     $("lin-sweep").value = `${group}.${name}`;
     const v0 = Number((p[group] || {})[name]) || 0;
     $("lin-from").value = sw.from ?? 0;
