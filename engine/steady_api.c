@@ -1010,6 +1010,40 @@ static void branch_stability(steady *s, const struct branch *B, int z, json_t *c
     }
 }
 
+/* A branch that did not reach `to` within its points: when it turned back (the point
+ * furthest towards `to` is not the last, a fold in vary), more steps do not help, and
+ * the problem says where it turned (numerical-failure); else limit-exceeded. */
+static int branch_unfinished(const steady *s, const struct branch *B, json_t **problem)
+{
+    int nv = B->nv;
+    long far = 0;
+    for (long i = 1; i < B->np; i++)
+        if ((B->xs[(size_t)i * nv + nv - 1] - B->xs[(size_t)far * nv + nv - 1]) * B->dir > 0)
+            far = i;
+    if (far == B->np - 1 || B->np < 2) {
+        *problem = hamel_problem_new(HAMEL_E_LIMIT, "the branch did not reach `to` within the steps allowed");
+        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
+        return HAMEL_E_LIMIT;
+    }
+    const double *x = B->xs + (size_t)far * nv;
+    char at[600];
+    int len = 0;
+    for (int i = 0; i < nv - 1 && len < (int)sizeof at - 80; i++)
+        len +=
+            snprintf(at + len, sizeof at - (size_t)len, "%s%s = %.10g", i ? ", " : "", s->var[i].name, x[i]);
+    char detail[900];
+    snprintf(detail, sizeof detail,
+             "the branch turns back at a fold near %s = %.10g (%s) and did not come back to %s = %.10g: "
+             "no steady motion of this branch reaches it",
+             s->var[nv - 1].name, x[nv - 1], at, s->var[nv - 1].name, B->to);
+    *problem = hamel_problem_new(HAMEL_E_NUMERIC, detail);
+    char why[200];
+    snprintf(why, sizeof why, "the branch turns back at %s = %.10g (a fold): give a `to` before it",
+             s->var[nv - 1].name, x[nv - 1]);
+    hamel_problem_add(*problem, "continuation.to", -1, why);
+    return HAMEL_E_NUMERIC;
+}
+
 /* The continuation from the steady point found (spectrum sp) to `to` in `steps` steps:
  * points, stability_changes, vary and persistent_zero_eigenvalues into out. Returns 0 or
  * an error code with *problem. */
@@ -1046,11 +1080,8 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     int done = 0;
     while (!rc && !done && B.np < B.max_points)
         rc = branch_step(s, &B, &done, problem);
-    if (!rc && !done) {
-        rc = HAMEL_E_LIMIT;
-        *problem = hamel_problem_new(rc, "the branch did not reach `to` within the steps allowed");
-        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
-    }
+    if (!rc && !done)
+        rc = branch_unfinished(s, &B, problem);
     json_t *changes = json_array();
     if (!rc) {
         int z = persistent_zeros(&B);

@@ -144,7 +144,10 @@ char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t s
     slug = slug != NULL ? slug + 1 : err->type;
     int n = snprintf(buf, size, "%d %s: %s", err->status, slug[0] ? slug : "error",
                      err->detail[0] ? err->detail : err->title);
-    if (n >= 0 && (size_t)n < size && err->path[0] != '\0') {
+    /* the service's detail of a one-error problem is "path: reason": said once */
+    int said = err->detail[0] != '\0' && strstr(err->detail, err->path) != NULL &&
+               (err->reason[0] == '\0' || strstr(err->detail, err->reason) != NULL);
+    if (n >= 0 && (size_t)n < size && err->path[0] != '\0' && !said) {
         int m = snprintf(buf + n, size - (size_t)n, " (at %s", err->path);
         n += m > 0 ? m : 0;
         if (err->column >= 0 && (size_t)n < size) {
@@ -486,8 +489,24 @@ int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary
 
 int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out, hamelclient_error *err)
 {
+    return hamelclient_equations_form(c, model_id, NULL, out, err);
+}
+
+int hamelclient_equations_form(hamelclient *c, const char *model_id, const char *form, json_t **out,
+                               hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
-    return client_get_id(c, "/v1/models/", model_id, "/equations", out, err);
+    if (form == NULL || form[0] == '\0')
+        return client_get_id(c, "/v1/models/", model_id, "/equations", out, err);
+    /* a form is a word (hamel, appell, kane, maggi, voronec): the service names the
+     * unknown ones; anything else would change the URL */
+    size_t n = strspn(form, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-0123456789");
+    if (form[n] != '\0' || n > 32)
+        return error_set(err, HAMELCLIENT_E_USAGE, 0,
+                         "not a form: \"%.40s\" (hamel, appell, kane, maggi, voronec)", form);
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/equations?form=%s", form);
+    return client_get_id(c, "/v1/models/", model_id, suffix, out, err);
 }
 
 int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err)
@@ -627,17 +646,19 @@ int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progres
     }
 }
 
-int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err)
+/* DELETE prefix{id} (a job or a batch); `what` names it in errors. */
+static int client_cancel(hamelclient *c, const char *prefix, const char *what, const char *id, json_t **out,
+                         hamelclient_error *err)
 {
     error_clear(err);
     if (out != NULL)
         *out = NULL;
     if (c == NULL)
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle");
-    if (!client_id_ok(job_id))
-        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"", job_id ? job_id : "");
+    if (!client_id_ok(id))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid %s id: \"%.100s\"", what, id ? id : "");
     char path[HAMELCLIENT_MAX_ID + 64];
-    snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
+    snprintf(path, sizeof path, "%s%s", prefix, id);
     long st = 0;
     json_t *doc = NULL;
     int rc = client_request(c, "DELETE", path, NULL, 0, &st, &doc, err);
@@ -646,6 +667,16 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, ham
     else
         json_decref(doc);
     return rc;
+}
+
+int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err)
+{
+    return client_cancel(c, "/v1/jobs/", "job", job_id, out, err);
+}
+
+int hamelclient_batch_cancel(hamelclient *c, const char *batch_id, json_t **out, hamelclient_error *err)
+{
+    return client_cancel(c, "/v1/batches/", "batch", batch_id, out, err);
 }
 
 int hamelclient_quarantine(hamelclient *c, json_t **out, hamelclient_error *err)

@@ -459,6 +459,15 @@ static int integ__events(integ_driver *d, integ__run *r)
         }
         int hit = d->opt.event_hit(d->ev_i[c], tau, y, d->opt.event_ctx);
         if (hit == INTEG_EVENT_STOP) {
+            /* crossings located at the same time (to the root's width) happened too: an
+             * event on a contact's normal force and the contact's own lift-off */
+            const double tie = 8 * DBL_EPSILON * fmax(fabs(d->ev_ta), fabs(r->t));
+            for (int e = c + 1; e < nc && d->ev_t[e] - tau <= tie; e++) {
+                int also = d->opt.event_hit(d->ev_i[e], tau, y, d->opt.event_ctx);
+                if (also != HAMEL_OK && also != INTEG_EVENT_STOP)
+                    return integ__fail(r->reason, INTEG_REASON_MAX, also,
+                                       "the run was stopped at event %d (t = %.17g)", d->ev_i[e], tau);
+            }
             if (y != d->y)
                 memcpy(d->y, y, d->sys.dim * sizeof *y);
             r->t = tau;
