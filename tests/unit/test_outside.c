@@ -498,3 +498,54 @@ Test(outside, contacts_of_models_written_with_constraints)
     engine_model_release(dome);
     engine_model_release(puck);
 }
+
+static const char *first_reason(const json_t *p)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "reason"));
+}
+
+/* Unknowns that cannot make every speed derivative zero are a 422 invalid-request at
+ * `unknowns` saying how many to give: one unknown for two independent equations (it was
+ * numerical-failure after 40 Newton iterations, "may not be able to"); a coordinate
+ * fixed by the contact condition (it said "give 0 unknowns"). */
+Test(outside, unknowns_that_cannot_solve_are_said)
+{
+    engine_model *m = support_compile_text(
+        "{\"name\": \"p2\", \"coordinates\": [\"x\", \"y\"], \"parameters\": {\"k\": 2}, \"kinetic_energy\": "
+        "\"1/2*(x'^2+y'^2)\", \"potential_energy\": \"k*((x-1)^2+(y-2)^2 + x*y/4)\"}");
+    json_t *p = NULL;
+    json_t *res = steady(m,
+                         "{\"state\": {\"q\": {\"x\": 0, \"y\": 0}, \"speeds\": {\"x'\": 0, \"y'\": 0}}, "
+                         "\"unknowns\": [\"x\"]}",
+                         HAMEL_E_BAD_REQUEST, &p);
+    cr_assert_null(res);
+    const char *why = first_reason(p);
+    cr_expect(why && strstr(why, "give 2 unknowns") && strstr(why, "y''") && strstr(why, ": y)"),
+              "says how many and which: %s", why ? why : "");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "path")),
+        "unknowns");
+    json_decref(p);
+    /* both: the closed form x = 16/21, y = 40/21 */
+    res = steady(m,
+                 "{\"state\": {\"q\": {\"x\": 0, \"y\": 0}, \"speeds\": {\"x'\": 0, \"y'\": 0}}, "
+                 "\"unknowns\": [\"x\", \"y\"]}",
+                 0, NULL);
+    const json_t *v = json_object_get(json_object_get(res, "steady"), "values");
+    expect_rel(json_number_value(json_object_get(v, "x")), 16.0 / 21, 1e-14, "x");
+    expect_rel(json_number_value(json_object_get(v, "y")), 40.0 / 21, 1e-14, "y");
+    json_decref(res);
+    engine_model_release(m);
+
+    m = coin("m*r^2/2", "m*r^2/4", 0.0, 0.6);
+    res = steady(
+        m,
+        "{\"state\": {\"q\": {\"h\": 0, \"b\": 0.4, \"s\": 0, \"x\": 0, \"y\": 0, \"z\": 0.3}, \"speeds\": "
+        "{\"hd\": 0.5, \"bd\": 0, \"sd\": 4}}, \"unknowns\": [\"z\"]}",
+        HAMEL_E_BAD_REQUEST, &p);
+    why = first_reason(p);
+    cr_expect(why && strstr(why, "do not depend on this unknown") && !strstr(why, "give 0"), "%s",
+              why ? why : "");
+    json_decref(p);
+    engine_model_release(m);
+}
