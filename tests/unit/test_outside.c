@@ -192,6 +192,16 @@ Test(outside, upright_coin_stability_against_closed_form)
             expect_rel(json_number_value(json_object_get(c0, "value")), crit, 1e-10, coins[k].ia);
             cr_expect_str_eq(json_string_value(json_object_get(c0, "kind")), "real");
             cr_expect_str_eq(json_string_value(json_object_get(c0, "direction")), "gains stability");
+            /* the branch ends at `to` exactly, without a point a few ulps before it */
+            const json_t *pts = json_object_get(res, "points");
+            size_t np = json_array_size(pts);
+            double v_last = json_number_value(
+                       json_object_get(json_object_get(json_array_get(pts, np - 1), "values"), "sd")),
+                   v_before = json_number_value(
+                       json_object_get(json_object_get(json_array_get(pts, np - 2), "values"), "sd"));
+            cr_expect_eq(v_last, 8.0);
+            cr_expect_gt(v_last - v_before, 1e-6, "%d steps: last points at %.17g and %.17g", steps[j],
+                         v_before, v_last);
             json_decref(res);
         }
         if (k == 1) {
@@ -547,5 +557,37 @@ Test(outside, unknowns_that_cannot_solve_are_said)
     cr_expect(why && strstr(why, "do not depend on this unknown") && !strstr(why, "give 0"), "%s",
               why ? why : "");
     json_decref(p);
+    engine_model_release(m);
+}
+
+/* A free rotor th = 0.1 + t: its solution is a polynomial, so the steps grow to seconds
+ * (8 steps over 20 s) and sin(th) crosses zero and comes back within one step. Probes
+ * inside each step find all six crossings, at k pi - 0.1 (4 of them were missed). */
+Test(outside, crossings_within_one_step_are_found)
+{
+    engine_model *m = support_compile_text(
+        "{\"name\": \"rotor\", \"coordinates\": [\"th\"], \"kinetic_energy\": \"1/2*th'^2\"}");
+    json_t *r = support_run(
+        m, "{\"initial\": {\"t\": 0, \"q\": {\"th\": 0.1}, \"qdot\": {\"th\": 1}}, \"t_end\": 20, "
+           "\"output\": {\"samples\": 3}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}, "
+           "\"events\": [{\"name\": \"s\", \"expr\": \"sin(th)\"}, {\"name\": \"up\", \"expr\": "
+           "\"sin(th)\", \"direction\": \"rising\"}]}");
+    const json_t *ev = json_object_get(r, "events");
+    int ns = 0, nup = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        const json_t *e = json_array_get(ev, i);
+        double t = json_number_value(json_object_get(e, "t"));
+        int k = (int)lround((t + 0.1) / M_PI);
+        expect_rel(t, k * M_PI - 0.1, 1e-12, json_string_value(json_object_get(e, "name")));
+        if (!strcmp(json_string_value(json_object_get(e, "name")), "s"))
+            cr_expect_eq(k, ++ns, "crossing %d of sin(th) at %.17g", ns, t);
+        else {
+            cr_expect_eq(k % 2, 0, "rising: even k (%d)", k);
+            nup++;
+        }
+    }
+    cr_expect_eq(ns, 6, "six crossings of sin(th) in 20 s: %s", json_dumps(ev, 0));
+    cr_expect_eq(nup, 3, "three of them rising");
+    json_decref(r);
     engine_model_release(m);
 }
