@@ -99,6 +99,20 @@ jq '{model, simulation: {initial: {t: 0, q: .linearize.q, speeds: {phid: 0.5, de
    "$top/api/examples/whipple-bicycle.json" >"$work/bicycle.json"
 check bicycle "$work/bicycle.json"
 
+# Models none of the shared cases is (tests/export/models: keywords as names, a start at
+# t = 0.5 with a time-dependent force, a position-level contact); their C files also
+# compile cleanly under -Wall -Wextra -Werror.
+for f in "$top"/tests/export/models/*.json; do
+  n=$(basename "$f" .json)
+  check "$n" "$f"
+  if [ -s "$work/$n/gen.c" ] && cc -std=c11 -O2 -Wall -Wextra -Werror -DHAMEL_MAIN -c "$work/$n/gen.c" \
+       -o "$work/$n/strict.o" 2>"$work/$n/strict.err"; then
+    ok "$n: the C file compiles under -Wall -Wextra -Werror"
+  else
+    bad "$n: the C file under -Wall -Wextra -Werror: $(grep -m 3 'error' "$work/$n/strict.err")"
+  fi
+done
+
 # Hostile text: the model's name and the request's name and description try to close a
 # comment, a string or a line and add code. The files must still compile and agree, and
 # the text may appear only inside comments.
