@@ -956,7 +956,9 @@ static int branch_correct(steady *s, struct branch *B, int *accepted, int *done,
     for (int tries = 0; !*accepted && tries < 30; tries++) {
         for (int i = 0; i < nv; i++)
             B->xp[i] = B->x[i] + B->ds * B->tan[i];
-        if ((B->xp[nv - 1] - B->to) * B->dir >= 0) { /* past the end: the last point at `to` exactly */
+        /* past the end, or within rounding of it (not a second point a few ulps short of
+         * `to`): the last point at `to` exactly */
+        if ((B->xp[nv - 1] - B->to) * B->dir >= -1e-9 * fabs(B->to - B->from)) {
             double w = (B->to - B->x[nv - 1]) / (B->xp[nv - 1] - B->x[nv - 1]);
             for (int i = 0; i < nv; i++)
                 var_set(s, i, B->x[i] + w * (B->xp[i] - B->x[i]));

@@ -192,6 +192,16 @@ Test(outside, upright_coin_stability_against_closed_form)
             expect_rel(json_number_value(json_object_get(c0, "value")), crit, 1e-10, coins[k].ia);
             cr_expect_str_eq(json_string_value(json_object_get(c0, "kind")), "real");
             cr_expect_str_eq(json_string_value(json_object_get(c0, "direction")), "gains stability");
+            /* the branch ends at `to` exactly, without a point a few ulps before it */
+            const json_t *pts = json_object_get(res, "points");
+            size_t np = json_array_size(pts);
+            double v_last = json_number_value(
+                       json_object_get(json_object_get(json_array_get(pts, np - 1), "values"), "sd")),
+                   v_before = json_number_value(
+                       json_object_get(json_object_get(json_array_get(pts, np - 2), "values"), "sd"));
+            cr_expect_eq(v_last, 8.0);
+            cr_expect_gt(v_last - v_before, 1e-6, "%d steps: last points at %.17g and %.17g", steps[j],
+                         v_before, v_last);
             json_decref(res);
         }
         if (k == 1) {
