@@ -374,6 +374,42 @@ static enum MHD_Result http__resume_offloaded(http_conn *c)
                            rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
 }
 
+/* The bad-json problem of a body jansson refused: errors[0] with the line and column,
+ * the detail "line L, column C: reason", and jansson's words where they are its own
+ * (a flag's name) or leave the cause unsaid (NaN, Infinity). */
+static int http__near_nonfinite(const char *body, size_t len, int position)
+{
+    size_t at = position > 0 ? (size_t)position : 0, from = at > 12 ? at - 12 : 0,
+           to = at + 12 < len ? at + 12 : len;
+    for (size_t i = from; i < to; i++)
+        if ((i + 3 <= len && strncasecmp(body + i, "nan", 3) == 0) ||
+            (i + 3 <= len && strncasecmp(body + i, "inf", 3) == 0))
+            return 1;
+    return 0;
+}
+
+static json_t *http__bad_json(const json_error_t *err, const char *body, size_t len)
+{
+    const char *reason = err->text;
+    char buf[sizeof err->text + 64];
+    if (strstr(reason, "JSON_ALLOW_NUL") != NULL)
+        reason = "\\u0000 (NUL) is not allowed in a string";
+    else if (strstr(reason, "invalid token near '") != NULL &&
+             strchr("NnIi-+", strstr(reason, "near '")[6]) != NULL &&
+             http__near_nonfinite(body, len, err->position)) {
+        snprintf(buf, sizeof buf, "%s: JSON has no NaN or Infinity (send a finite number)", reason);
+        reason = buf;
+    }
+    char detail[sizeof buf + 64];
+    snprintf(detail, sizeof detail, "line %d, column %d: %s", err->line, err->column, reason);
+    json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, detail);
+    hamel_problem_add(p, "", err->column, reason);
+    json_object_set_new(json_array_get(json_object_get(p, "errors"), 0), "line", json_integer(err->line));
+    json_object_set_new(p, "line", json_integer(err->line));
+    json_object_set_new(p, "position", json_integer(err->position));
+    return p;
+}
+
 /* The whole body has arrived: parse and dispatch. */
 static enum MHD_Result http__body(http_conn *c)
 {
@@ -395,13 +431,8 @@ static enum MHD_Result http__body(http_conn *c)
     }
     json_error_t err;
     json_t *body = json_loadb(c->body.s, c->body.len, JSON_REJECT_DUPLICATES, &err);
-    if (!body) {
-        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, NULL);
-        hamel_problem_add(p, "", err.column, err.text);
-        json_object_set_new(p, "line", json_integer(err.line));
-        json_object_set_new(p, "position", json_integer(err.position));
-        return http__problem(c, p);
-    }
+    if (!body)
+        return http__problem(c, http__bad_json(&err, c->body.s, c->body.len));
     enum MHD_Result ret;
     if (!json_is_object(body))
         ret = http__error_at(c, HAMEL_E_BAD_REQUEST, "", "the body must be a JSON object");

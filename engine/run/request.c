@@ -467,6 +467,11 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
         r->n_times = n;
         return 0;
     }
+    if (!isfinite((r->t_end - r->t0) * (double)(count - 1))) { /* t_end = 1e308: the times overflow */
+        bad(problem, "t_end", "is too far from initial.t (%g) for %ld samples: the sample times overflow",
+            r->t0, count);
+        return -1;
+    }
     r->times = calloc(count, sizeof *r->times);
     if (!r->times)
         return -1;

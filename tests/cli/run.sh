@@ -369,9 +369,13 @@ remote_signals() {
   jq '.simulation.t_end = 400000 | .simulation.integrator.max_steps = 100000000' "$case_file" >"$work/forever.json"
   # (SIGHUP alike, 129; not checked here: a runner under nohup would leave it ignored)
   for sig in TERM; do
-    "$hamel" remote --url "$url" run "$work/forever.json" --progress >"$work/out" 2>"$work/err" &
+    # a file of its own, gone before the start: a stale line must not send the signal
+    # before hamel-remote runs (a shell's trap in the forked child would swallow it)
+    rm -f "$work/err.$sig"
+    "$hamel" remote --url "$url" run "$work/forever.json" --progress >"$work/out" 2>"$work/err.$sig" &
     rp=$!
-    wait_for "$work/err" 'running after' || { kill $rp; return 1; }
+    wait_for "$work/err.$sig" 'running after' || { kill $rp; return 1; }
+    mv "$work/err.$sig" "$work/err"
     kill -s $sig $rp
     wait $rp
     got=$?
@@ -382,12 +386,14 @@ remote_signals() {
     job_status "$id" cancelled || return 1
   done
   jq '{model: .model, base: .simulation, runs: [range(0; 4) | {initial: {speeds: {Omega: (3 + .)}}}]}' "$work/forever.json" >"$work/forever-batch.json"
-  "$hamel" remote --url "$url" batch "$work/forever-batch.json" --progress >"$work/out" 2>"$work/err" &
+  rm -f "$work/err.batch"
+  "$hamel" remote --url "$url" batch "$work/forever-batch.json" --progress >"$work/out" 2>"$work/err.batch" &
   rp=$!
-  wait_for "$work/err" 'running after' || { kill $rp; return 1; }
+  wait_for "$work/err.batch" 'running after' || { kill $rp; return 1; }
   kill -s TERM $rp
   wait $rp
   got=$?
+  mv "$work/err.batch" "$work/err"
   [ $got = 143 ] || { echo "batch SIGTERM: exit $got, want 143"; cat "$work/err"; return 1; }
   id=$(sed -n 's/^hamel remote: interrupted; cancelling batch \([0-9a-f]*\)$/\1/p' "$work/err")
   [ -n "$id" ] || { echo "batch: no cancelling line"; cat "$work/err"; return 1; }

@@ -713,6 +713,56 @@ SERVER_TEST(server, hamel_coefficients)
     json_decref(req);
 }
 
+/* A body that is not JSON says where in words a user reads (line, column) and why, in
+ * the detail and in errors[0]; jansson's own jargon (a flag's name) is not passed on, and
+ * NaN or Infinity is said to be what JSON lacks. */
+SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
+{
+    harness_resp r = request("POST", "/v1/models", "{\"model\": {\n \"coordinates\": [\"x\",]\n}}", NULL);
+    assert_problem(&r, 400, "bad-json");
+    json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(r.json, "detail"), "line 2, column 22: unexpected token near ']'");
+    cr_assert(json_integer_value(json_object_get(e, "line")) == 2 &&
+                  json_integer_value(json_object_get(e, "column")) == 22,
+              "errors[0] names line 2, column 22");
+    cr_assert(json_integer_value(json_object_get(r.json, "line")) == 2, "line kept at the top too");
+    harness_resp_free(&r);
+    static const char *const nonfinite[] = {"{\"t_end\": NaN}", "{\"t_end\": Infinity}",
+                                            "{\"a\": [1, -Infinity]}"};
+    for (size_t i = 0; i < sizeof nonfinite / sizeof *nonfinite; i++) {
+        r = request("POST", "/v1/simulations", nonfinite[i], NULL);
+        assert_problem(&r, 400, "bad-json");
+        cr_assert(strstr(str(r.json, "detail"), "JSON has no NaN or Infinity") != NULL, "%s: %s",
+                  nonfinite[i], str(r.json, "detail"));
+        cr_assert(strncmp(str(r.json, "detail"), "line 1, column ", 15) == 0, "%s", str(r.json, "detail"));
+        harness_resp_free(&r);
+    }
+    r = request("POST", "/v1/models", "{\"name\": \"a\\u0000b\"}", NULL);
+    assert_problem(&r, 400, "bad-json");
+    cr_assert(strstr(str(r.json, "detail"), "NUL") && !strstr(str(r.json, "detail"), "JSON_ALLOW_NUL"), "%s",
+              str(r.json, "detail"));
+    harness_resp_free(&r);
+    r = request("POST", "/v1/models", "[1, 2]", NULL);
+    assert_problem(&r, 422, "invalid-request");
+    cr_assert_str_eq(str(r.json, "detail"), "the body must be a JSON object");
+    harness_resp_free(&r);
+}
+
+/* A t_end so far away that the sample times overflow is refused naming t_end (it was a
+ * path-less "output time 2 (inf) is not finite"). */
+SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
+{
+    json_t *req = knife_request();
+    json_object_set_new(req, "t_end", json_real(1e308));
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    assert_problem(&r, 422, "invalid-request");
+    json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(e, "path"), "t_end");
+    cr_assert(strstr(str(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
+    harness_resp_free(&r);
+    json_decref(req);
+}
+
 SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
 {
     /* Truncated JSON. */
