@@ -113,6 +113,22 @@ for f in "$top"/tests/export/models/*.json; do
   fi
 done
 
+# A model whose default speeds stop determining q' along the run (a driven blade through
+# 90 degrees: hamel run re-chooses them): the file cannot follow, and its header says so.
+cat >"$work/blade.json" <<'JSON'
+{"model": {"name": "driven-blade", "coordinates": ["x", "y", "phi"], "parameters": {"m": 1.2, "I": 0.2},
+  "kinetic_energy": "1/2*m*(x'^2+y'^2)+1/2*I*phi'^2",
+  "constraints": [{"name": "blade", "expr": "-x'*sin(phi)+y'*cos(phi)-0.3*sin(1.7*t)"}]},
+ "simulation": {"initial": {"t": 0, "q": {"x": 0, "y": 0, "phi": 0.3}, "speeds": {"x'": 0.5, "phi'": 1}},
+  "t_end": 5, "output": {"samples": 11}}}
+JSON
+if "$hamel" export "$work/blade.json" --lang c | grep -q "speeds are fixed here (the engine's default choice" &&
+   "$hamel" export "$work/blade.json" --lang python | grep -q "hamel run chooses other velocities"; then
+  ok "driven blade: the files say their speeds are fixed where hamel run re-chooses them"
+else
+  bad "driven blade: the files do not say that their speeds are fixed"
+fi
+
 # Hostile text: the model's name and the request's name and description try to close a
 # comment, a string or a line and add code. The files must still compile and agree, and
 # the text may appear only inside comments.

@@ -38,7 +38,7 @@ TestSuite(outside, .init = setup, .timeout = 120);
 
 /* The coin with axial and diametral inertias ia, id (expressions), spin damping c and
  * friction mu. */
-static engine_model *coin(const char *ia, const char *id, double c, double mu)
+static engine_model *coin_forces(const char *ia, const char *id, double c, double mu, const char *forces)
 {
     char text[4096];
     snprintf(
@@ -54,13 +54,19 @@ static engine_model *coin(const char *ia, const char *id, double c, double mu)
         " \"bodies\": [{\"name\": \"coin\", \"mass\": \"m\", \"mass_center\": \"G\", \"frame\": \"D\","
         "  \"inertia\": [[\"%s\", 0, 0], [0, \"%s\", 0], [0, 0, \"%s\"]]}],"
         " \"gravity\": {\"frame\": \"N\", \"vector\": [0, 0, \"-g\"]},"
-        " \"generalized_forces\": {\"h\": \"c*(s'-h'*sin(b))*sin(b)\", \"s\": \"-c*(s'-h'*sin(b))\"},"
+        " \"generalized_forces\": %s,"
         " \"speeds\": [{\"name\": \"hd\", \"expr\": \"h'\"}, {\"name\": \"bd\", \"expr\": \"b'\"},"
         "  {\"name\": \"sd\", \"expr\": \"s'\"}],"
         " \"rolling_disks\": [{\"name\": \"coin\", \"frame\": \"D\", \"axis\": \"x\", \"center\": \"G\","
         "  \"radius\": \"r\", \"dependent\": \"z\", \"friction\": %.17g}]}",
-        COIN_M, COIN_R, COIN_G, c, ia, id, id, mu);
+        COIN_M, COIN_R, COIN_G, c, ia, id, id, forces, mu);
     return support_compile_text(text);
+}
+
+/* The coin with a damping torque -c Omega a on its spin only. */
+static engine_model *coin(const char *ia, const char *id, double c, double mu)
+{
+    return coin_forces(ia, id, c, mu, "{\"h\": \"c*(s'-h'*sin(b))*sin(b)\", \"s\": \"-c*(s'-h'*sin(b))\"}");
 }
 
 static const json_t *coin_contact(const json_t *r)
@@ -588,6 +594,41 @@ Test(outside, crossings_within_one_step_are_found)
     }
     cr_expect_eq(ns, 6, "six crossings of sin(th) in 20 s: %s", json_dumps(ev, 0));
     cr_expect_eq(nup, 3, "three of them rising");
+    json_decref(r);
+    engine_model_release(m);
+}
+
+/* Spun down until it falls: a damping torque -c omega on the whole rotation (Q_h = -c (h' -
+ * s' sin b), Q_b = -c b', Q_s = -c (s' - h' sin b)) lets the coin sink towards flat while
+ * it precesses ever faster (an Euler's disk); N stays positive, and even with mu = 5 it
+ * slips at 5.44953550002398 (Newton-Euler, its forces at t = 1..5 below). */
+Test(outside, coin_spun_down_until_it_slips)
+{
+    engine_model *m =
+        coin_forces("m*r^2/2", "m*r^2/4", 0.05, 5.0,
+                    "{\"h\": \"-c*(h'-s'*sin(b))\", \"b\": \"-c*b'\", \"s\": \"-c*(s'-h'*sin(b))\"}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"h\": 0, \"b\": 0.2, \"s\": 0, \"x\": 0, \"y\": 0, \"z\": "
+                       "0.3}, \"speeds\": {\"hd\": 0, \"bd\": 0, \"sd\": 6}}, \"t_end\": 5.6, \"output\": "
+                       "{\"times\": [0, 1, 2, 3, 4, 5, 5.6]}, \"integrator\": {\"rtol\": 1e-12, \"atol\": "
+                       "1e-14}, \"hamel\": \"none\"}");
+    const double n_ref[5] = {14.3160047397544, 15.2904887393093, 15.3598857286479, 14.915269230571,
+                             13.9077412774514};
+    const double ft_ref[5] = {5.64457171184389, 13.5554529245918, 25.2412000096944, 41.543424923141,
+                              59.151331582672};
+    const double b_ref[5] = {0.553021174366844, 1.01241961602206, 1.30616742537314, 1.46134122856422,
+                             1.52785079275307};
+    const json_t *c = coin_contact(r);
+    for (int i = 0; i < 5; i++) {
+        expect_rel(json_number_value(json_array_get(json_object_get(c, "normal"), (size_t)i + 1)), n_ref[i],
+                   1e-9, "N");
+        expect_rel(json_number_value(json_array_get(json_object_get(c, "tangential"), (size_t)i + 1)),
+                   ft_ref[i], 1e-9, "|F_t|");
+        expect_rel(support_at(r, "q", "b", (size_t)i + 1), b_ref[i], 1e-9, "lean");
+    }
+    cr_expect(json_is_null(json_object_get(c, "lift_off")), "N stays positive");
+    expect_rel(json_number_value(json_object_get(json_object_get(c, "slip"), "t")), 5.4495355000239849, 1e-9,
+               "slip");
     json_decref(r);
     engine_model_release(m);
 }
