@@ -1320,6 +1320,30 @@ await check("a fetch of the page's own files that fails (aborted, as when the ta
   for (let i = pageErrors.length - 1; i >= 0; i--) if (/^aborted-fetch: console: Failed to load resource: net::ERR_FAILED/.test(pageErrors[i])) pageErrors.splice(i, 1);
 });
 
+await check("a sweep's plots carry the model's units: X [m] against t [s], and the final X [m] against beta [rad]", async () => {
+  const p = await reviewPage("sweep-units");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const skate = { ...SKATE, name: "inclined-skate-units", units: { X: "m", Y: "m", t: "s", beta: "rad" } };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(skate, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    await p.selectOption("#sw-var", "parameters.beta");
+    await p.fill("#sw-n", "4");
+    await p.selectOption("#sw-quantity", "q.X");
+    await p.selectOption("#sw-final", "final.q.X");
+    await p.click('[data-testid="sw-run"]');
+    await p.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state) || !document.getElementById("sw-problem").hidden);
+    assert(await p.locator("#sw-card").getAttribute("data-state") === "done", "the sweep: " + (await p.locator("#sw-progress-text").innerText()));
+    const labels = (id) => p.locator(`[data-testid="${id}"] svg.chart text.label`).allTextContents();
+    const over = await labels("plot-sweep"), sum = await labels("plot-sweep-summary");
+    assert(over.includes("t [s]") && over.includes("X [m]"), `the overlay's axes: ${over.join(" | ")}`);
+    assert(sum.includes("beta [rad]") && sum.some((l) => /X \[m\]$/.test(l)), `the summary's axes: ${sum.join(" | ")}`);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });
