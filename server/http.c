@@ -151,8 +151,11 @@ static int http__has_body(http_conn *c)
 /* The 401 of a request without the token it needs. */
 static enum MHD_Result http__unauthorized(http_conn *c)
 {
-    return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL), MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                           "Bearer realm=\"hamel\"");
+    const char *detail = http__header(c, MHD_HTTP_HEADER_AUTHORIZATION)
+                             ? "the Authorization header does not hold this server's bearer token"
+                             : "send the token as Authorization: Bearer <token>";
+    return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, detail),
+                           MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
 }
 
 /* What *req_cls starts as for a request whose raw path holds "%00" (http__uri_seen). */
@@ -229,6 +232,30 @@ void http__suspend_on(http_conn *c, waiter *w, double wait)
 
 /* ---- the request lifecycle ---------------------------------------------------------- */
 
+/* The detail of a 404 whose path ends in '/' where the path without it is a resource
+ * ("/v1/models/"), else NULL. The text is per thread, valid until the next call. */
+static const char *http__slash_hint(http_conn *c, const char *url)
+{
+    static _Thread_local char hint[320];
+    size_t n = strlen(url);
+    if (n < 2 || url[n - 1] != '/' || n >= 200)
+        return NULL;
+    char bare[200];
+    memcpy(bare, url, n);
+    while (n > 1 && bare[n - 1] == '/')
+        n--;
+    bare[n] = '\0';
+    http_route_match m;
+    char id[sizeof c->id];
+    memcpy(id, c->id, sizeof id); /* http__route writes the path's id */
+    int found = http__route(c, bare, &m) == 0 && m.route != METRICS_ROUTE_STATIC;
+    memcpy(c->id, id, sizeof id);
+    if (!found || !strcmp(bare, "/"))
+        return NULL;
+    snprintf(hint, sizeof hint, "no such path; did you mean %s (without the trailing slash)?", bare);
+    return hint;
+}
+
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */
 static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 {
@@ -249,7 +276,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     if (http__route(c, url, &m) != 0) {
         c->route = METRICS_ROUTE_OTHER;
         *ret = c->method == HTTP_OPTIONS ? http__preflight(c, "GET, POST, DELETE, OPTIONS")
-                                         : http__error(c, HAMEL_E_NOT_FOUND, NULL);
+                                         : http__error(c, HAMEL_E_NOT_FOUND, http__slash_hint(c, url));
         return 1;
     }
     c->route = m.route;

@@ -116,6 +116,13 @@ static const char *str(const json_t *j, const char *key)
     return json_string_value(json_object_get(j, key));
 }
 
+/* str(), or "" when the member is absent or not a string (for strstr). */
+static const char *text(const json_t *j, const char *key)
+{
+    const char *s = str(j, key);
+    return s ? s : "";
+}
+
 static void assert_problem(const harness_resp *r, long status, const char *slug)
 {
     char ct[128];
@@ -732,15 +739,15 @@ SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
     for (size_t i = 0; i < sizeof nonfinite / sizeof *nonfinite; i++) {
         r = request("POST", "/v1/simulations", nonfinite[i], NULL);
         assert_problem(&r, 400, "bad-json");
-        cr_assert(strstr(str(r.json, "detail"), "JSON has no NaN or Infinity") != NULL, "%s: %s",
+        cr_assert(strstr(text(r.json, "detail"), "JSON has no NaN or Infinity") != NULL, "%s: %s",
                   nonfinite[i], str(r.json, "detail"));
-        cr_assert(strncmp(str(r.json, "detail"), "line 1, column ", 15) == 0, "%s", str(r.json, "detail"));
+        cr_assert(strncmp(text(r.json, "detail"), "line 1, column ", 15) == 0, "%s", str(r.json, "detail"));
         harness_resp_free(&r);
     }
     r = request("POST", "/v1/models", "{\"name\": \"a\\u0000b\"}", NULL);
     assert_problem(&r, 400, "bad-json");
-    cr_assert(strstr(str(r.json, "detail"), "NUL") && !strstr(str(r.json, "detail"), "JSON_ALLOW_NUL"), "%s",
-              str(r.json, "detail"));
+    cr_assert(strstr(text(r.json, "detail"), "NUL") && !strstr(text(r.json, "detail"), "JSON_ALLOW_NUL"),
+              "%s", str(r.json, "detail"));
     harness_resp_free(&r);
     r = request("POST", "/v1/models", "[1, 2]", NULL);
     assert_problem(&r, 422, "invalid-request");
@@ -758,7 +765,7 @@ SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
     assert_problem(&r, 422, "invalid-request");
     json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
     cr_assert_str_eq(str(e, "path"), "t_end");
-    cr_assert(strstr(str(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
+    cr_assert(strstr(text(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
     harness_resp_free(&r);
     json_decref(req);
 }
@@ -1175,6 +1182,49 @@ SERVER_TEST(server_auth, unknown_v1_paths_and_metrics_need_their_tokens)
     harness_resp_free(&r);
     r = request("GET", "/livez", NULL, NULL);
     cr_assert_eq(r.status, 200, "probes still need no token");
+    harness_resp_free(&r);
+}
+
+/* A 401 says what to do: without an Authorization header, send the token; with one that
+ * is not the token, that it is not (the title alone read "A bearer token is required" to
+ * a client that had sent one). */
+SERVER_TEST(server_auth, a_401_says_whether_the_token_is_missing_or_wrong)
+{
+    harness_resp r = request("GET", "/v1/health", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    cr_assert(strstr(text(r.json, "detail"), "Authorization: Bearer") != NULL, "%s", text(r.json, "detail"));
+    harness_resp_free(&r);
+    const char *const wrong[] = {"Authorization: Bearer s3cret-tokeN", NULL};
+    r = request("GET", "/v1/models/x", NULL, wrong);
+    assert_problem(&r, 401, "unauthorized");
+    cr_assert(strstr(text(r.json, "detail"), "does not hold this server's bearer token") != NULL, "%s",
+              text(r.json, "detail"));
+    cr_assert(strstr(r.body, "s3cret") == NULL, "the token is not echoed");
+    harness_resp_free(&r);
+}
+
+/* A /v1 path with a trailing slash is a 404 that names the path without it. */
+SERVER_TEST(server, a_trailing_slash_404_names_the_path_without_it)
+{
+    static const char *const paths[][2] = {
+        {"/v1/health/", "/v1/health"},
+        {"/v1/models/", "/v1/models"},
+        {"/v1/jobs/abc//", "/v1/jobs/abc"},
+        {"/v1/models/sha256:00/equations/", "/v1/models/sha256:00/equations"}};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        harness_resp r = request("GET", paths[i][0], NULL, NULL);
+        assert_problem(&r, 404, "not-found");
+        char want[160];
+        snprintf(want, sizeof want, "did you mean %s (without the trailing slash)?", paths[i][1]);
+        cr_assert(strstr(text(r.json, "detail"), want) != NULL, "%s: %s", paths[i][0],
+                  text(r.json, "detail"));
+        harness_resp_free(&r);
+    }
+    harness_resp r = request("GET", "/v1/nope/", NULL, NULL);
+    assert_problem(&r, 404, "not-found");
+    cr_assert(json_object_get(r.json, "detail") == NULL ||
+                  strstr(text(r.json, "detail"), "did you mean") == NULL,
+              "no hint where the bare path is not one either");
     harness_resp_free(&r);
 }
 
