@@ -1235,6 +1235,91 @@ await check("no horizontal overflow at 390 px: a long constraint, long Hamel coe
   }
 });
 
+await check("the linearization's x axis is the value swept: another than the preset's is neither relabelled nor scaled (rolling disk: phid, not v)", async () => {
+  const p = await reviewPage("lin-axis");
+  try {
+    await openExample(p, "rolling-disk-bodies");
+    await p.selectOption("#lin-sweep", "speeds.phid");
+    await p.fill("#lin-from", "0");
+    await p.fill("#lin-to", "1");
+    await p.fill("#lin-n", "5");
+    await p.uncheck("#lin-steady");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points === "5");
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const chart = p.locator('[data-testid="plot-eig-re"] svg.chart');
+    const label = await chart.evaluate((s) => s.querySelector("text.label").textContent);
+    assert(label === "phid", `the x axis is labelled "${label}", not phid`);
+    const x0 = Number(await chart.getAttribute("data-x0")), x1 = Number(await chart.getAttribute("data-x1"));
+    assert(x0 === 0 && x1 === 1, `the x axis runs from ${x0} to ${x1}, not over the swept phid 0..1`);
+    assert(/phid from 0 to 1|phid = |every/.test(await p.locator("#lin-summary").innerText()) || /grows/.test(await p.locator("#lin-summary").innerText()),
+      "the summary: " + (await p.locator("#lin-summary").innerText()));
+    // the preset's own value keeps its axis: v = -r theta'
+    await p.selectOption("#lin-sweep", "speeds.thetad");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => /^v/.test(document.querySelector('[data-testid="plot-eig-re"] svg.chart text.label')?.textContent || ""));
+  } finally {
+    await p.close();
+  }
+});
+
+await check("the steady branch of a model of one's own (a heavy top's precession against its tilt): axis, range, distinct tick labels clear of the axis label", async () => {
+  const p = await reviewPage("top-branch");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const top = { ...TOP, name: "heavy-top-branch" };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(top, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { psi: 0, theta: 0.5, phi: 0 }, speeds: { "psi'": 1, "theta'": 0, "phi'": 300 } }));
+    await p.fill("#t_end", "0.5");
+    await runAndWait(p);
+    await p.waitForFunction(() => /"psi'"/.test(document.querySelector("#lin-point-editor textarea").value));
+    await p.selectOption("#lin-sweep", "q.theta");
+    await p.fill("#lin-from", "0.3");
+    await p.fill("#lin-to", "1.2");
+    await p.fill("#lin-n", "31");
+    await p.fill("#lin-unknowns", "psi'");
+    await p.click('[data-testid="lin-branch"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || !document.getElementById("plot-branch").hidden);
+    assert(!(await p.locator("#lin-problem").isVisible()), "the branch showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const chart = p.locator('[data-testid="plot-branch"] svg.chart');
+    const got = await chart.evaluate((s) => {
+      const labels = [...s.querySelectorAll("text.label")];
+      const x = labels.find((t) => !t.getAttribute("transform")), y = labels.find((t) => t.getAttribute("transform"));
+      const ticks = [...s.querySelectorAll("g.axis > text")].filter((t) => t.getAttribute("text-anchor") === "end");
+      return { x: x.textContent, yLabelRight: y.getBoundingClientRect().right, ticks: ticks.map((t) => t.textContent), tickLeft: Math.min(...ticks.map((t) => t.getBoundingClientRect().left)), x0: s.dataset.x0, x1: s.dataset.x1 };
+    });
+    assert(got.x === "theta", `the branch's x axis is labelled "${got.x}", not theta`);
+    assert(Number(got.x0) === 0.3 && Number(got.x1) === 1.2, `the branch's x axis runs from ${got.x0} to ${got.x1}`);
+    // psi' moves by 2 % over the branch (1.013 at 0.3 to 0.993 at 1.2): ticks 0.995, 1, 1.005, 1.01
+    assert(new Set(got.ticks).size === got.ticks.length, `two y ticks read the same: ${got.ticks.join(", ")}`);
+    assert(got.yLabelRight <= got.tickLeft, `the y ticks (from ${got.tickLeft.toFixed(1)} px) overlap the axis label (to ${got.yLabelRight.toFixed(1)} px)`);
+    assert(/stable throughout|Stability changes/.test(await p.locator("#lin-summary").innerText()), "the summary: " + (await p.locator("#lin-summary").innerText()));
+    await p.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-steady-top.png") });
+  } finally {
+    await p.close();
+  }
+});
+
+await check("a fetch of the page's own files that fails (aborted, as when the tab navigates away) is no script error, and the page still works", async () => {
+  const p = await reviewPage("aborted-fetch");
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    await p.route("**/examples/index.json", (r) => r.abort("failed"));
+    await p.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 10000 });
+    assert(errors.length === 0, "script errors: " + errors.join(" | "));
+    assert(/could not be loaded/.test(await p.locator("#example-desc").innerText()), `the page does not say the examples are missing: "${await p.locator("#example-desc").innerText()}"`);
+    // New model still runs
+    await p.click('[data-testid="new-model"]');
+    await runAndWait(p);
+  } finally {
+    await p.close();
+  }
+  // the errors of this page are expected: they are not the page's
+  for (let i = pageErrors.length - 1; i >= 0; i--) if (/^aborted-fetch: console: Failed to load resource: net::ERR_FAILED/.test(pageErrors[i])) pageErrors.splice(i, 1);
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -99,9 +99,19 @@ $("server-form").addEventListener("submit", (ev) => {
 
 // ---- examples -------------------------------------------------------------------
 
+/** The shipped examples; a list that cannot be fetched (the server gone, the tab
+ *  navigating away mid-request) leaves the page usable without them and says so. */
 async function loadExamples() {
-  const res = await fetch("examples/index.json");
-  state.examples = await res.json();
+  try {
+    const res = await fetch("examples/index.json");
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    state.examples = await res.json();
+  } catch (e) {
+    state.examples = [];
+    $("example").replaceChildren(h("option", { value: "" }, "—"));
+    $("example-desc").replaceChildren(h("span", { class: "hint-inline" }, `The examples could not be loaded (${e.message}); write a model, or press New model.`));
+    return;
+  }
   const sel = $("example");
   sel.replaceChildren(...state.examples.map((e, i) => h("option", { value: String(i) }, prettyTitle(e.title))));
   const want = new URLSearchParams(location.search).get("example") || "rolling-disk";
@@ -125,7 +135,16 @@ function prettyTitle(t) {
 
 async function loadExample(i) {
   const meta = state.examples[i];
-  const ex = await (await fetch("examples/" + meta.file)).json();
+  if (!meta) return;
+  let ex;
+  try {
+    const res = await fetch("examples/" + meta.file);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    ex = await res.json();
+  } catch (e) {
+    $("example-desc").replaceChildren(h("span", { class: "hint-inline" }, `The example ${meta.file} could not be loaded (${e.message}).`));
+    return;
+  }
   state.example = ex;
   applyWorkspace(ex);
   $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source || ""));

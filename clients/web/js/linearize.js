@@ -20,6 +20,16 @@ export function setupLinearize({ getApi, getModel }) {
   const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
   let presets = {};
   let axis = { label: "", factor: 1 };
+  let presetAxis = null; // the preset's swept value: {key, label, factor}
+  /** The x axis for the value swept now: the preset's (its label and factor, such as
+   *  v = -r theta') while that value is chosen, else the value itself, unscaled. */
+  function axisNow() {
+    const key = $("lin-sweep").value;
+    if (presetAxis && presetAxis.key === key) return presetAxis;
+    const [group, ...rest] = key.split(".");
+    const name = rest.join(".");
+    return { key, label: group === "qdot" ? name + "'" : name, factor: 1 };
+  }
   let select = null; // state names whose block of A is analysed instead of all of A
   const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
@@ -59,7 +69,8 @@ export function setupLinearize({ getApi, getModel }) {
     $("lin-to").value = sw.to ?? (v0 ? 2 * v0 : 1);
     $("lin-n").value = sw.points ?? 41;
     $("lin-steady").checked = !!preset; // an initial state is seldom steady
-    axis = { label: sw.label || name, factor: sw.factor ?? 1 };
+    presetAxis = { key: `${group}.${name}`, label: sw.label || name, factor: sw.factor ?? 1 };
+    axis = presetAxis;
     $("lin-hint").textContent = preset
       ? (sw.note || "A steady motion of this system; press Linearize to sweep it.")
       : "This example has no preset steady motion: the initial state is linearized as it is (not checked for steadiness).";
@@ -80,6 +91,7 @@ export function setupLinearize({ getApi, getModel }) {
 
   async function run() {
     $("lin-problem").hidden = true;
+    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
     let point;
@@ -177,6 +189,7 @@ export function setupLinearize({ getApi, getModel }) {
   // eigenvalues as for a sweep, and the stability changes the service located.
   async function branch() {
     $("lin-problem").hidden = true;
+    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
     let point;
