@@ -632,3 +632,54 @@ Test(outside, coin_spun_down_until_it_slips)
     json_decref(r);
     engine_model_release(m);
 }
+
+/* The coin (spin damping 0.05) with its height eliminated by hand (the center at r cos b):
+ * no normal force, and the result says why; the tangential force is the free-height
+ * coin's (|F_t| at t = 0.5: 22.3829..., checked against Newton-Euler with the rest of
+ * that run); an event on normal_coin is refused saying the contact has none. */
+Test(outside, no_normal_force_is_said_in_events_too)
+{
+    char text[4096];
+    snprintf(
+        text, sizeof text,
+        "{\"name\": \"coin-flat\", \"coordinates\": [\"h\", \"b\", \"s\", \"x\", \"y\"],"
+        " \"parameters\": {\"m\": %.17g, \"r\": %.17g, \"g\": %.17g, \"c\": 0.05},"
+        " \"generalized_forces\": {\"h\": \"c*(s'-h'*sin(b))*sin(b)\", \"s\": \"-c*(s'-h'*sin(b))\"},"
+        " \"frames\": [{\"name\": \"A\", \"parent\": \"N\", \"rotations\": [{\"axis\": \"z\", \"angle\": "
+        "\"h\"}]}, {\"name\": \"B\", \"parent\": \"A\", \"rotations\": [{\"axis\": \"y\", \"angle\": "
+        "\"b\"}]},"
+        " {\"name\": \"D\", \"parent\": \"B\", \"rotations\": [{\"axis\": \"x\", \"angle\": \"s\"}]}],"
+        " \"points\": [{\"name\": \"G\", \"parent\": \"O\", \"frame\": \"N\", \"position\": [\"x\", \"y\", "
+        "\"r*cos(b)\"]}],"
+        " \"bodies\": [{\"name\": \"coin\", \"mass\": \"m\", \"mass_center\": \"G\", \"frame\": \"D\","
+        " \"inertia\": [[\"m*r^2/2\", 0, 0], [0, \"m*r^2/4\", 0], [0, 0, \"m*r^2/4\"]]}],"
+        " \"gravity\": {\"frame\": \"N\", \"vector\": [0, 0, \"-g\"]},"
+        " \"speeds\": [{\"name\": \"hd\", \"expr\": \"h'\"}, {\"name\": \"bd\", \"expr\": \"b'\"},"
+        " {\"name\": \"sd\", \"expr\": \"s'\"}],"
+        " \"rolling_disks\": [{\"name\": \"coin\", \"frame\": \"D\", \"axis\": \"x\", \"center\": \"G\","
+        " \"radius\": \"r\", \"friction\": 0.6}]}",
+        COIN_M, COIN_R, COIN_G);
+    engine_model *m = support_compile_text(text);
+    json_t *r = support_run(m, "{\"initial\": {\"q\": {\"h\": 0, \"b\": 0.3, \"s\": 0, \"x\": 0, \"y\": 0}, "
+                               "\"speeds\": {\"hd\": 0, \"bd\": 0, \"sd\": 3}}, \"t_end\": 1, \"output\": "
+                               "{\"samples\": 3}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    const json_t *c = coin_contact(r);
+    cr_expect(json_is_null(json_object_get(c, "normal")), "%s", json_dumps(c, 0));
+    const char *reason = json_string_value(json_object_get(c, "reason"));
+    cr_expect(reason && strstr(reason, "no way to the normal force"), "%s", reason ? reason : "");
+    expect_rel(json_number_value(json_array_get(json_object_get(c, "tangential"), 1)), 22.382890429811294,
+               1e-9, "|F_t| at t = 0.5");
+    json_decref(r);
+    json_t *req = support_loads("{\"initial\": {\"q\": {\"h\": 0, \"b\": 0.3, \"s\": 0, \"x\": 0, \"y\": 0}, "
+                                "\"speeds\": {\"hd\": 0, \"bd\": 0, \"sd\": 3}}, \"t_end\": 1, \"events\": "
+                                "[{\"name\": \"n\", \"expr\": \"normal_coin\"}]}");
+    json_t *res = NULL, *p = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &res, &p);
+    cr_assert_eq(rc, HAMEL_E_BAD_REQUEST);
+    const char *why = first_reason(p);
+    cr_expect(why && strstr(why, "contact coin has no normal force"), "%s", why ? why : "");
+    json_decref(p);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+}
