@@ -973,6 +973,14 @@ int hamelclient_remote_main(int argc, char **argv)
     hamelclient_options opts = {.token = a.token};
     hamelclient *c = NULL;
     int rc = hamelclient_new(a.url, &opts, &c);
+    if (rc == HAMELCLIENT_E_USAGE) {
+        fprintf(
+            stderr,
+            "hamel remote: cannot use the URL %s or the token: the URL is http://host[:port] or https://... "
+            "(no ?query, no #fragment), the token printable characters without spaces\n",
+            a.url && a.url[0] ? a.url : "$HAMEL_URL");
+        return REMOTE_EXIT_USAGE;
+    }
     if (rc != HAMELCLIENT_OK) {
         fprintf(stderr, "hamel remote: cannot create a client for %s (%s)\n", a.url ? a.url : "$HAMEL_URL",
                 hamelclient_kind_name(rc));

@@ -419,6 +419,18 @@ remote_forms() {
 }
 check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
 
+# ---- remote: the URL as users write it ---------------------------------------------
+remote_urls() {
+  for u in "$url/v1" "$url/v1/" "$url/" "127.0.0.1:$port"; do
+    expect_exit 0 "$hamel" remote --url "$u" check "$work/sleigh.json" || { echo "--url $u"; return 1; }
+  done
+  for u in "$url/?x=1" "$url#top" "ftp://127.0.0.1:$port"; do
+    expect_exit 2 "$hamel" remote --url "$u" check "$work/sleigh.json" && has "$work/err" 'no \?query' || { echo "--url $u"; return 1; }
+  done
+  expect_exit 2 "$hamel" remote --url "$url" --token 'two words' check "$work/sleigh.json" && has "$work/err" 'the token printable'
+}
+check "hamel remote --url: a trailing /v1 is the root; a query, a fragment, another scheme, a token with a space are usage errors" remote_urls
+
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"
 remote_quarantine() {
