@@ -113,6 +113,28 @@ for f in "$top"/tests/export/models/*.json; do
   fi
 done
 
+# The Python module's p: a dict may leave names out but not name others; a sequence
+# needs one value per parameter (a short list shifted every input before).
+if [ -s "$work/sleigh/gen.py" ] && out=$("$py" - "$work/sleigh/gen.py" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("gen", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+y, said = mod.initial_state(), []
+assert list(mod.rhs(0.5, y, {"m": 2.0})) == list(mod.rhs(0.5, y, None))
+for p, kind in (({"mass": 2.0}, KeyError), ([1.0, 2.0], ValueError), (list(range(9)), ValueError)):
+    try:
+        mod.rhs(0.5, y, p)
+    except kind as e:
+        said.append(str(e))
+print("ok" if len(said) == 3 and "mass" in said[0] and "2 parameter values" in said[1] else said)
+PY
+) && [ "$out" = ok ]; then
+  ok "sleigh: the Python module refuses a parameter it does not have and a list of the wrong length"
+else
+  bad "sleigh: the Python module's parameters: ${out:-no module}"
+fi
+
 # A model whose default speeds stop determining q' along the run (a driven blade through
 # 90 degrees: hamel run re-chooses them): the file cannot follow, and its header says so.
 cat >"$work/blade.json" <<'JSON'

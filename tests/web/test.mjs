@@ -1178,27 +1178,35 @@ await check("3-D view: a body whose frame turns about +x, +z and whose point use
       await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
       await p.locator("#anim-t").fill("100");
       await p.waitForFunction(() => document.getElementById("anim-card").dataset.index === "100");
+      // the pixels stay in the page (window.__frames): a million numbers through the
+      // protocol would take seconds
       return p.locator("#anim-3d canvas").evaluate((c) => {
         const g = document.createElement("canvas");
         g.width = c.width; g.height = c.height;
         const x = g.getContext("2d");
         x.drawImage(c, 0, 0);
-        return Array.from(x.getImageData(0, 0, g.width, g.height).data);
+        (window.__frames = window.__frames || []).push(x.getImageData(0, 0, g.width, g.height).data);
+        return window.__frames.length - 1;
       });
     };
     const plain = { ...TOP, name: "heavy-top-plain", definitions: undefined,
       frames: [{ name: "P", rotations: [{ axis: "z", angle: "psi" }, { axis: "x", angle: "theta" }, { axis: "z", angle: "phi" }] }],
       points: [{ name: "G", frame: "P", position: [0, 0, "l"] }] };
-    const a = await frameOf(plain);
-    const b = await frameOf(TOP);
-    assert(a.length === b.length && a.length > 0, "the canvases differ in size");
-    let differ = 0, colours = new Set();
-    for (let i = 0; i < a.length; i += 4) {
-      if (Math.abs(a[i] - b[i]) + Math.abs(a[i + 1] - b[i + 1]) + Math.abs(a[i + 2] - b[i + 2]) > 24) differ++;
-      colours.add((b[i] >> 4) * 256 + (b[i + 1] >> 4) * 16 + (b[i + 2] >> 4));
-    }
-    const frac = differ / (a.length / 4);
-    assert(colours.size > 20, `the 3-D view of the top is blank (${colours.size} colours)`);
+    const ia = await frameOf(plain);
+    const ib = await frameOf(TOP);
+    const { same, frac, colours } = await p.evaluate(([ia, ib]) => {
+      const a = window.__frames[ia], b = window.__frames[ib];
+      if (a.length !== b.length || !a.length) return { same: false };
+      let differ = 0;
+      const colours = new Set();
+      for (let i = 0; i < a.length; i += 4) {
+        if (Math.abs(a[i] - b[i]) + Math.abs(a[i + 1] - b[i + 1]) + Math.abs(a[i + 2] - b[i + 2]) > 24) differ++;
+        colours.add((b[i] >> 4) * 256 + (b[i + 1] >> 4) * 16 + (b[i + 2] >> 4));
+      }
+      return { same: true, frac: differ / (a.length / 4), colours: colours.size };
+    }, [ia, ib]);
+    assert(same, "the canvases differ in size");
+    assert(colours > 20, `the 3-D view of the top is blank (${colours} colours)`);
     assert(frac < 0.002, `the top written with +x, +z and a definition is drawn differently: ${(100 * frac).toFixed(2)}% of the pixels differ`);
     await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-top-3d.png") });
   } finally {
@@ -1318,6 +1326,69 @@ await check("a fetch of the page's own files that fails (aborted, as when the ta
   }
   // the errors of this page are expected: they are not the page's
   for (let i = pageErrors.length - 1; i >= 0; i--) if (/^aborted-fetch: console: Failed to load resource: net::ERR_FAILED/.test(pageErrors[i])) pageErrors.splice(i, 1);
+});
+
+await check("a sweep's plots carry the model's units: X [m] against t [s], and the final X [m] against beta [rad]", async () => {
+  const p = await reviewPage("sweep-units");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const skate = { ...SKATE, name: "inclined-skate-units", units: { X: "m", Y: "m", t: "s", beta: "rad" } };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(skate, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    await p.selectOption("#sw-var", "parameters.beta");
+    await p.fill("#sw-n", "4");
+    await p.selectOption("#sw-quantity", "q.X");
+    await p.selectOption("#sw-final", "final.q.X");
+    await p.click('[data-testid="sw-run"]');
+    await p.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state) || !document.getElementById("sw-problem").hidden);
+    assert(await p.locator("#sw-card").getAttribute("data-state") === "done", "the sweep: " + (await p.locator("#sw-progress-text").innerText()));
+    const labels = (id) => p.locator(`[data-testid="${id}"] svg.chart text.label`).allTextContents();
+    const over = await labels("plot-sweep"), sum = await labels("plot-sweep-summary");
+    assert(over.includes("t [s]") && over.includes("X [m]"), `the overlay's axes: ${over.join(" | ")}`);
+    assert(sum.includes("beta [rad]") && sum.some((l) => /X \[m\]$/.test(l)), `the summary's axes: ${sum.join(" | ")}`);
+  } finally {
+    await p.close();
+  }
+});
+
+await check("3-D view of a mechanism of particles only (a double pendulum hung from the origin): scaled by its own reach, bobs in view", async () => {
+  const p = await reviewPage("particles-3d");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const dp = {
+      name: "double-pendulum-particles", coordinates: ["th1", "th2"],
+      parameters: { m1: 1, m2: 1, l1: 0.2, l2: 0.15, g: 9.81 },
+      frames: [{ name: "A", rotations: [{ axis: "y", angle: "th1" }] }, { name: "B", rotations: [{ axis: "y", angle: "th2" }] }],
+      points: [{ name: "P1", frame: "A", position: [0, 0, "-l1"] }, { name: "P2", parent: "P1", frame: "B", position: [0, 0, "-l2"] }],
+      particles: [{ name: "b1", mass: "m1", point: "P1" }, { name: "b2", mass: "m2", point: "P2" }],
+      gravity: { frame: "N", vector: [0, 0, "-g"] },
+    };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(dp, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { th1: 1, th2: 0.5 }, speeds: { "th1'": 0, "th2'": 0 } }));
+    await p.fill("#t_end", "2");
+    await runAndWait(p);
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const size = Number(await p.locator("#anim-card").getAttribute("data-scene-size"));
+    // the linked points (O, P1, P2) never span more than l1 + l2 = 0.35 along an axis
+    assert(size > 0.15 && size <= 0.36, `the scene is scaled by ${size}, not by the pendulum's reach (at most 0.35)`);
+    await p.locator("#anim-t").fill("30");
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.index === "30");
+    const green = await p.locator("#anim-3d canvas").evaluate((c) => {
+      const g = document.createElement("canvas");
+      g.width = c.width; g.height = c.height;
+      const x = g.getContext("2d");
+      x.drawImage(c, 0, 0);
+      const d = x.getImageData(0, 0, g.width, g.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 1] > d[i] + 40 && d[i + 1] > d[i + 2] + 10) n++; // the bobs' green
+      return n;
+    });
+    assert(green > 200, `the bobs are not in view (${green} green pixels)`);
+    await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-pendulum-3d.png") });
+  } finally {
+    await p.close();
+  }
 });
 
 await check("no script errors in the page", async () => {

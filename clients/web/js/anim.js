@@ -76,6 +76,7 @@ export function setupAnim() {
       try {
         const { makeScene } = await import("./anim3d.js");
         scene = makeScene(host3d, model, env0, tr);
+        card.dataset.sceneSize = String(scene.size); // the length the scene is scaled by
       } catch (e) {
         scene = null;
         view = "top";
