@@ -296,9 +296,17 @@ check "hamel gamma (local, remote): nan, inf, 1e999 in --q/--qdot/--t and a name
 remote_missing_file() {
   expect_exit 2 "$hamel" remote --url "$url" run "$work/no-such.json" || return 1
   has "$work/err" "^hamel remote: unable to open $work/no-such.json: No such file or directory\$" || return 1
-  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null
+  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null || return 1
+  # a file that is read but is not JSON is refused input (1), locally and remotely, as README says
+  printf '{"model": ' >"$work/half.json"
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/half.json" && has "$work/err" 'half\.json:1:' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/half.json" || return 1
+  expect_exit 1 "$hamel" run "$work/half.json" || return 1
+  # a directory is said to be one (it read as "'[' or '{' expected near end of file")
+  expect_exit 2 "$hamel" remote --url "$url" run "$work" && has "$work/err" 'is a directory, not a file' || return 1
+  expect_exit 1 "$hamel" run "$work" && jq -e '.errors[0].reason == "a directory, not a file"' "$work/err" >/dev/null
 }
-check "a missing FILE is named without a line (remote: exit 2; local: the problem's path is the file)" remote_missing_file
+check "a missing FILE or a directory is named without a line (remote: exit 2); a FILE not JSON is exit 1 (local and remote)" remote_missing_file
 
 # ---- nonlinear constraints: the initial q' at another heading leaves two roots -------
 chetaev=$top/tests/adversarial/cases/governed-wheel-chetaev.json
