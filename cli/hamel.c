@@ -634,7 +634,8 @@ static void cli_usage(FILE *f)
           "  evaluate FILE                       q', u', q'' and multipliers at states\n"
           "  steady FILE                         steady motions and their branches, stability changes\n"
           "  export FILE [--lang c|python]       generated code: rhs, Jacobian, a main for a request\n"
-          "  remote [--url URL] COMMAND ...      the same against a server, and batch, job, cancel\n"
+          "  remote [--url URL] COMMAND ...      run, check, gamma, equations, linearize, evaluate\n"
+          "                                      against a server, and batch, job, cancel, quarantine\n"
           "                                      (hamel remote --help)\n"
           "  --max-compile-seconds S             (any command) the compile budget, CPU seconds\n"
           "  --version, --help\n",

@@ -705,7 +705,19 @@ int lin_eigen(int N, const double *A, double *re, double *im, double *vre, doubl
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
                 gsl_matrix_set(a, i, j, A[(size_t)i * N + j]);
-        if (gsl_eigen_nonsymmv(a, ev, vec, ws) == GSL_SUCCESS) {
+        int status = gsl_eigen_nonsymmv(a, ev, vec, ws);
+        if (status != GSL_SUCCESS) {
+            /* Francis' QR can stall on a sparse A with repeated zeros (an upright disk's
+             * near a real pair meeting at zero: GSL_EMAXITER): again on the balanced
+             * matrix, whose different rounding starts the iteration elsewhere. The
+             * eigenvectors are still those of A (GSL accumulates the balancing). */
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++)
+                    gsl_matrix_set(a, i, j, A[(size_t)i * N + j]);
+            gsl_eigen_nonsymmv_params(1, ws);
+            status = gsl_eigen_nonsymmv(a, ev, vec, ws);
+        }
+        if (status == GSL_SUCCESS) {
             for (int i = 0; i < N; i++) {
                 gsl_complex z = gsl_vector_complex_get(ev, i);
                 e[i].re = GSL_REAL(z);

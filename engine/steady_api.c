@@ -803,24 +803,89 @@ static int check_rank(steady *s, json_t **problem)
     json_t *p =
         hamel_problem_new(HAMEL_E_BAD_REQUEST, "as many unknowns as independent equations are needed");
     char why[320];
-    snprintf(why, sizeof why,
-             "the speed derivatives depend independently on only %d of these %d unknowns at the guess (the "
-             "rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
-             rank < 0 ? 0 : rank, s->nu, rank < 0 ? 0 : rank);
+    if (rank <= 0)
+        snprintf(why, sizeof why,
+                 "the speed derivatives do not depend on %s at the guess (a coordinate that does not enter, "
+                 "or one fixed by a position-level constraint): choose unknowns they depend on",
+                 s->nu == 1 ? "this unknown" : "any of these unknowns");
+    else
+        snprintf(why, sizeof why,
+                 "the speed derivatives depend independently on only %d of these %d unknowns at the guess "
+                 "(the rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
+                 rank, s->nu, rank);
     hamel_problem_add(p, "unknowns", -1, why);
     *problem = p;
     return HAMEL_E_BAD_REQUEST;
 }
 
-/* Newton's method found no steady motion: the problem names the worst speed derivative. */
+/* Whether the speed derivatives left at the last point lie outside what the unknowns can
+ * change (the least-squares step removes less than half of them: Newton stalled at a
+ * least-squares point); then also the names of the states the worst one depends on
+ * that are not unknowns, into `names`. */
+static int more_equations_than_unknowns(const steady *s, int worst, char *names, size_t size)
+{
+    double *Ju = calloc((size_t)(s->k + 1) * (s->nu + 1), sizeof *Ju),
+           *dx = calloc((size_t)s->nu + 1, sizeof *dx), *b = calloc((size_t)s->k + 1, sizeof *b);
+    int stalled = 0;
+    if (Ju && dx && b) {
+        for (int r = 0; r < s->k; r++) {
+            for (int j = 0; j < s->nu; j++)
+                Ju[r * s->nu + j] = s->J[r * s->nv + j];
+            b[r] = -s->r[r];
+        }
+        if (lsq(s->k, s->nu, Ju, b, dx, NULL) == 0) {
+            double left = 0.0;
+            for (int r = 0; r < s->k; r++) {
+                double e = s->r[r];
+                for (int j = 0; j < s->nu; j++)
+                    e += Ju[r * s->nu + j] * dx[j];
+                left = fmax(left, fabs(e));
+            }
+            stalled = left > 0.5 * max_abs(s->r, s->k);
+        }
+    }
+    free(Ju);
+    free(dx);
+    free(b);
+    names[0] = 0;
+    int row = stalled ? state_index(s->states, s->m->speeds[worst]) : -1;
+    size_t len = 0;
+    for (int j = 0; row >= 0 && j < s->N && len + 64 < size; j++) {
+        const char *nm = json_string_value(json_array_get(s->states, (size_t)j));
+        int known = 0;
+        for (int i = 0; i < s->nu && nm; i++)
+            known |= !strcmp(s->var[i].name, nm);
+        if (nm && !known && s->A[row * s->N + j] != 0.0 && strlen(nm) < 40)
+            len += (size_t)snprintf(names + len, size - len, "%s%s", len ? ", " : "", nm);
+    }
+    return stalled;
+}
+
+/* Newton's method found no steady motion: the problem names the worst speed derivative;
+ * when that is left because there are more independent equations than unknowns (Newton
+ * stalled at a least-squares point), a 422 invalid-request saying how many to give. */
 static int newton_failed(const steady *s, json_t **problem)
 {
-    json_t *p = hamel_problem_new(HAMEL_E_NUMERIC, "no steady motion found from the guess");
-    char why[400];
     int worst = 0;
     for (int r = 1; r < s->k; r++)
         if (fabs(s->r[r]) > fabs(s->r[worst]))
             worst = r;
+    char names[256], why[600];
+    if (more_equations_than_unknowns(s, worst, names, sizeof names)) {
+        json_t *p =
+            hamel_problem_new(HAMEL_E_BAD_REQUEST, "as many unknowns as independent equations are needed");
+        snprintf(
+            why, sizeof why,
+            "the speed derivatives are more independent equations than these %d unknowns can solve: at "
+            "their least-squares point %s' = %.6g is left, and the unknowns cannot change it there; give "
+            "%d unknowns or more (one that %s' depends on%s%s)",
+            s->nu, s->m->speeds[worst], s->r[worst], s->nu + 1, s->m->speeds[worst], names[0] ? ": " : "",
+            names);
+        hamel_problem_add(p, "unknowns", -1, why);
+        *problem = p;
+        return HAMEL_E_BAD_REQUEST;
+    }
+    json_t *p = hamel_problem_new(HAMEL_E_NUMERIC, "no steady motion found from the guess");
     snprintf(why, sizeof why,
              "Newton's method did not make every speed derivative zero in %d iterations (%s' = %.6g): the "
              "unknowns may not be able to (more independent equations than unknowns), or the guess is too "
@@ -891,7 +956,9 @@ static int branch_correct(steady *s, struct branch *B, int *accepted, int *done,
     for (int tries = 0; !*accepted && tries < 30; tries++) {
         for (int i = 0; i < nv; i++)
             B->xp[i] = B->x[i] + B->ds * B->tan[i];
-        if ((B->xp[nv - 1] - B->to) * B->dir >= 0) { /* past the end: the last point at `to` exactly */
+        /* past the end, or within rounding of it (not a second point a few ulps short of
+         * `to`): the last point at `to` exactly */
+        if ((B->xp[nv - 1] - B->to) * B->dir >= -1e-9 * fabs(B->to - B->from)) {
             double w = (B->to - B->x[nv - 1]) / (B->xp[nv - 1] - B->x[nv - 1]);
             for (int i = 0; i < nv; i++)
                 var_set(s, i, B->x[i] + w * (B->xp[i] - B->x[i]));
@@ -1010,6 +1077,40 @@ static void branch_stability(steady *s, const struct branch *B, int z, json_t *c
     }
 }
 
+/* A branch that did not reach `to` within its points: when it turned back (the point
+ * furthest towards `to` is not the last, a fold in vary), more steps do not help, and
+ * the problem says where it turned (numerical-failure); else limit-exceeded. */
+static int branch_unfinished(const steady *s, const struct branch *B, json_t **problem)
+{
+    int nv = B->nv;
+    long far = 0;
+    for (long i = 1; i < B->np; i++)
+        if ((B->xs[(size_t)i * nv + nv - 1] - B->xs[(size_t)far * nv + nv - 1]) * B->dir > 0)
+            far = i;
+    if (far == B->np - 1 || B->np < 2) {
+        *problem = hamel_problem_new(HAMEL_E_LIMIT, "the branch did not reach `to` within the steps allowed");
+        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
+        return HAMEL_E_LIMIT;
+    }
+    const double *x = B->xs + (size_t)far * nv;
+    char at[600];
+    int len = 0;
+    for (int i = 0; i < nv - 1 && len < (int)sizeof at - 80; i++)
+        len +=
+            snprintf(at + len, sizeof at - (size_t)len, "%s%s = %.10g", i ? ", " : "", s->var[i].name, x[i]);
+    char detail[900];
+    snprintf(detail, sizeof detail,
+             "the branch turns back at a fold near %s = %.10g (%s) and did not come back to %s = %.10g: "
+             "no steady motion of this branch reaches it",
+             s->var[nv - 1].name, x[nv - 1], at, s->var[nv - 1].name, B->to);
+    *problem = hamel_problem_new(HAMEL_E_NUMERIC, detail);
+    char why[200];
+    snprintf(why, sizeof why, "the branch turns back at %s = %.10g (a fold): give a `to` before it",
+             s->var[nv - 1].name, x[nv - 1]);
+    hamel_problem_add(*problem, "continuation.to", -1, why);
+    return HAMEL_E_NUMERIC;
+}
+
 /* The continuation from the steady point found (spectrum sp) to `to` in `steps` steps:
  * points, stability_changes, vary and persistent_zero_eigenvalues into out. Returns 0 or
  * an error code with *problem. */
@@ -1046,11 +1147,8 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     int done = 0;
     while (!rc && !done && B.np < B.max_points)
         rc = branch_step(s, &B, &done, problem);
-    if (!rc && !done) {
-        rc = HAMEL_E_LIMIT;
-        *problem = hamel_problem_new(rc, "the branch did not reach `to` within the steps allowed");
-        hamel_problem_add(*problem, "continuation.steps", -1, "more steps, or a nearer `to`");
-    }
+    if (!rc && !done)
+        rc = branch_unfinished(s, &B, problem);
     json_t *changes = json_array();
     if (!rc) {
         int z = persistent_zeros(&B);

@@ -151,8 +151,11 @@ static int http__has_body(http_conn *c)
 /* The 401 of a request without the token it needs. */
 static enum MHD_Result http__unauthorized(http_conn *c)
 {
-    return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, NULL), MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                           "Bearer realm=\"hamel\"");
+    const char *detail = http__header(c, MHD_HTTP_HEADER_AUTHORIZATION)
+                             ? "the Authorization header does not hold this server's bearer token"
+                             : "send the token as Authorization: Bearer <token>";
+    return http__problem_h(c, hamel_problem_new(HAMEL_E_UNAUTHORIZED, detail),
+                           MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
 }
 
 /* What *req_cls starts as for a request whose raw path holds "%00" (http__uri_seen). */
@@ -229,6 +232,30 @@ void http__suspend_on(http_conn *c, waiter *w, double wait)
 
 /* ---- the request lifecycle ---------------------------------------------------------- */
 
+/* The detail of a 404 whose path ends in '/' where the path without it is a resource
+ * ("/v1/models/"), else NULL. The text is per thread, valid until the next call. */
+static const char *http__slash_hint(http_conn *c, const char *url)
+{
+    static _Thread_local char hint[320];
+    size_t n = strlen(url);
+    if (n < 2 || url[n - 1] != '/' || n >= 200)
+        return NULL;
+    char bare[200];
+    memcpy(bare, url, n);
+    while (n > 1 && bare[n - 1] == '/')
+        n--;
+    bare[n] = '\0';
+    http_route_match m;
+    char id[sizeof c->id];
+    memcpy(id, c->id, sizeof id); /* http__route writes the path's id */
+    int found = http__route(c, bare, &m) == 0 && m.route != METRICS_ROUTE_STATIC;
+    memcpy(c->id, id, sizeof id);
+    if (!found || !strcmp(bare, "/"))
+        return NULL;
+    snprintf(hint, sizeof hint, "no such path; did you mean %s (without the trailing slash)?", bare);
+    return hint;
+}
+
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */
 static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 {
@@ -249,7 +276,7 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     if (http__route(c, url, &m) != 0) {
         c->route = METRICS_ROUTE_OTHER;
         *ret = c->method == HTTP_OPTIONS ? http__preflight(c, "GET, POST, DELETE, OPTIONS")
-                                         : http__error(c, HAMEL_E_NOT_FOUND, NULL);
+                                         : http__error(c, HAMEL_E_NOT_FOUND, http__slash_hint(c, url));
         return 1;
     }
     c->route = m.route;
@@ -374,6 +401,42 @@ static enum MHD_Result http__resume_offloaded(http_conn *c)
                            rc == HAMEL_E_QUEUE_FULL ? HTTP_RETRY_AFTER_FULL : HTTP_RETRY_AFTER_DOWN);
 }
 
+/* The bad-json problem of a body jansson refused: errors[0] with the line and column,
+ * the detail "line L, column C: reason", and jansson's words where they are its own
+ * (a flag's name) or leave the cause unsaid (NaN, Infinity). */
+static int http__near_nonfinite(const char *body, size_t len, int position)
+{
+    size_t at = position > 0 ? (size_t)position : 0, from = at > 12 ? at - 12 : 0,
+           to = at + 12 < len ? at + 12 : len;
+    for (size_t i = from; i < to; i++)
+        if ((i + 3 <= len && strncasecmp(body + i, "nan", 3) == 0) ||
+            (i + 3 <= len && strncasecmp(body + i, "inf", 3) == 0))
+            return 1;
+    return 0;
+}
+
+static json_t *http__bad_json(const json_error_t *err, const char *body, size_t len)
+{
+    const char *reason = err->text;
+    char buf[sizeof err->text + 64];
+    if (strstr(reason, "JSON_ALLOW_NUL") != NULL)
+        reason = "\\u0000 (NUL) is not allowed in a string";
+    else if (strstr(reason, "invalid token near '") != NULL &&
+             strchr("NnIi-+", strstr(reason, "near '")[6]) != NULL &&
+             http__near_nonfinite(body, len, err->position)) {
+        snprintf(buf, sizeof buf, "%s: JSON has no NaN or Infinity (send a finite number)", reason);
+        reason = buf;
+    }
+    char detail[sizeof buf + 64];
+    snprintf(detail, sizeof detail, "line %d, column %d: %s", err->line, err->column, reason);
+    json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, detail);
+    hamel_problem_add(p, "", err->column, reason);
+    json_object_set_new(json_array_get(json_object_get(p, "errors"), 0), "line", json_integer(err->line));
+    json_object_set_new(p, "line", json_integer(err->line));
+    json_object_set_new(p, "position", json_integer(err->position));
+    return p;
+}
+
 /* The whole body has arrived: parse and dispatch. */
 static enum MHD_Result http__body(http_conn *c)
 {
@@ -395,13 +458,8 @@ static enum MHD_Result http__body(http_conn *c)
     }
     json_error_t err;
     json_t *body = json_loadb(c->body.s, c->body.len, JSON_REJECT_DUPLICATES, &err);
-    if (!body) {
-        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, NULL);
-        hamel_problem_add(p, "", err.column, err.text);
-        json_object_set_new(p, "line", json_integer(err.line));
-        json_object_set_new(p, "position", json_integer(err.position));
-        return http__problem(c, p);
-    }
+    if (!body)
+        return http__problem(c, http__bad_json(&err, c->body.s, c->body.len));
     enum MHD_Result ret;
     if (!json_is_object(body))
         ret = http__error_at(c, HAMEL_E_BAD_REQUEST, "", "the body must be a JSON object");

@@ -144,7 +144,10 @@ char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t s
     slug = slug != NULL ? slug + 1 : err->type;
     int n = snprintf(buf, size, "%d %s: %s", err->status, slug[0] ? slug : "error",
                      err->detail[0] ? err->detail : err->title);
-    if (n >= 0 && (size_t)n < size && err->path[0] != '\0') {
+    /* the service's detail of a one-error problem is "path: reason": said once */
+    int said = err->detail[0] != '\0' && strstr(err->detail, err->path) != NULL &&
+               (err->reason[0] == '\0' || strstr(err->detail, err->reason) != NULL);
+    if (n >= 0 && (size_t)n < size && err->path[0] != '\0' && !said) {
         int m = snprintf(buf + n, size - (size_t)n, " (at %s", err->path);
         n += m > 0 ? m : 0;
         if (err->column >= 0 && (size_t)n < size) {
@@ -163,6 +166,24 @@ char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t s
 
 /* ---- handle ------------------------------------------------------------------------ */
 
+/* Whether base[0..len) can be the service's root: http:// or https:// (or no scheme,
+ * which curl takes as http), no query, no fragment, nothing curl would not send. */
+static int client_base_ok(const char *base, size_t len)
+{
+    const char *sep = strstr(base, "://");
+    if (sep != NULL && (size_t)(sep - base) < len) {
+        size_t n = (size_t)(sep - base);
+        if (!((n == 4 && strncasecmp(base, "http", 4) == 0) ||
+              (n == 5 && strncasecmp(base, "https", 5) == 0)))
+            return 0;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (base[i] == '?' || base[i] == '#' || (unsigned char)base[i] <= 0x20 ||
+            (unsigned char)base[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out)
 {
     if (out == NULL)
@@ -175,8 +196,18 @@ int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamel
     size_t len = strlen(base_url);
     while (len > 0 && base_url[len - 1] == '/')
         len--;
-    if (len == 0 || len > HAMELCLIENT_MAX_URL / 2)
+    /* the service's root: "http://host:8080/v1" as a base would ask for /v1/v1/... */
+    if (len >= 3 && strncmp(base_url + len - 3, "/v1", 3) == 0) {
+        len -= 3;
+        while (len > 0 && base_url[len - 1] == '/')
+            len--;
+    }
+    if (len == 0 || len > HAMELCLIENT_MAX_URL / 2 || !client_base_ok(base_url, len))
         return HAMELCLIENT_E_USAGE;
+    const char *tok = opts != NULL && opts->token != NULL ? opts->token : getenv("HAMEL_TOKEN");
+    for (const char *t = tok; t != NULL && *t != '\0'; t++)
+        if ((unsigned char)*t < 0x21 || (unsigned char)*t == 0x7f) /* a header cannot carry it */
+            return HAMELCLIENT_E_USAGE;
     hamelclient *c = calloc(1, sizeof *c);
     if (c == NULL)
         return HAMELCLIENT_E_NOMEM;
@@ -486,8 +517,24 @@ int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary
 
 int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out, hamelclient_error *err)
 {
+    return hamelclient_equations_form(c, model_id, NULL, out, err);
+}
+
+int hamelclient_equations_form(hamelclient *c, const char *model_id, const char *form, json_t **out,
+                               hamelclient_error *err)
+{
     CLIENT_CHECK(c, out, err);
-    return client_get_id(c, "/v1/models/", model_id, "/equations", out, err);
+    if (form == NULL || form[0] == '\0')
+        return client_get_id(c, "/v1/models/", model_id, "/equations", out, err);
+    /* a form is a word (hamel, appell, kane, maggi, voronec): the service names the
+     * unknown ones; anything else would change the URL */
+    size_t n = strspn(form, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-0123456789");
+    if (form[n] != '\0' || n > 32)
+        return error_set(err, HAMELCLIENT_E_USAGE, 0,
+                         "not a form: \"%.40s\" (hamel, appell, kane, maggi, voronec)", form);
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/equations?form=%s", form);
+    return client_get_id(c, "/v1/models/", model_id, suffix, out, err);
 }
 
 int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err)
@@ -627,17 +674,19 @@ int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progres
     }
 }
 
-int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err)
+/* DELETE prefix{id} (a job or a batch); `what` names it in errors. */
+static int client_cancel(hamelclient *c, const char *prefix, const char *what, const char *id, json_t **out,
+                         hamelclient_error *err)
 {
     error_clear(err);
     if (out != NULL)
         *out = NULL;
     if (c == NULL)
         return error_set(err, HAMELCLIENT_E_USAGE, 0, "NULL handle");
-    if (!client_id_ok(job_id))
-        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid job id: \"%.100s\"", job_id ? job_id : "");
+    if (!client_id_ok(id))
+        return error_set(err, HAMELCLIENT_E_USAGE, 0, "not a valid %s id: \"%.100s\"", what, id ? id : "");
     char path[HAMELCLIENT_MAX_ID + 64];
-    snprintf(path, sizeof path, "/v1/jobs/%s", job_id);
+    snprintf(path, sizeof path, "%s%s", prefix, id);
     long st = 0;
     json_t *doc = NULL;
     int rc = client_request(c, "DELETE", path, NULL, 0, &st, &doc, err);
@@ -646,6 +695,16 @@ int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, ham
     else
         json_decref(doc);
     return rc;
+}
+
+int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err)
+{
+    return client_cancel(c, "/v1/jobs/", "job", job_id, out, err);
+}
+
+int hamelclient_batch_cancel(hamelclient *c, const char *batch_id, json_t **out, hamelclient_error *err)
+{
+    return client_cancel(c, "/v1/batches/", "batch", batch_id, out, err);
 }
 
 int hamelclient_quarantine(hamelclient *c, json_t **out, hamelclient_error *err)

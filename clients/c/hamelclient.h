@@ -81,8 +81,11 @@ typedef struct hamelclient hamelclient;
 typedef int (*hamelclient_progress_fn)(void *user, const char *job_id, const char *status, double progress);
 
 /* Creates a handle for the service at `base_url` (NULL: $HAMEL_URL if set, else
- * HAMELCLIENT_DEFAULT_URL). `opts` is borrowed and may be NULL; its token is copied.
- * On success *out holds a new handle the caller frees with hamelclient_free. */
+ * HAMELCLIENT_DEFAULT_URL): its root, http:// or https://, a trailing "/v1" dropped. `opts`
+ * is borrowed and may be NULL; its token is copied. A URL of another scheme or with a
+ * ?query or #fragment, or a token with spaces or control characters, is
+ * HAMELCLIENT_E_USAGE. On success *out holds a new handle the caller frees with
+ * hamelclient_free. */
 int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out);
 
 /* Frees a handle and everything it holds. Accepts NULL. */
@@ -116,6 +119,12 @@ int hamelclient_model_get(hamelclient *c, const char *model_id, json_t **summary
  * owns them). */
 int hamelclient_equations(hamelclient *c, const char *model_id, json_t **out, hamelclient_error *err);
 
+/* GET /v1/models/{id}/equations?form=FORM: one of the classical forms (hamel, appell,
+ * kane, maggi, voronec; NULL or "": as hamelclient_equations). A form that is not a
+ * word is HAMELCLIENT_E_USAGE; an unknown one the service's 422 naming `form`. */
+int hamelclient_equations_form(hamelclient *c, const char *model_id, const char *form, json_t **out,
+                               hamelclient_error *err);
+
 /* POST /v1/hamel with `request` (borrowed: {"model" | "model_id", "q", ...}). On
  * success *out holds the coefficients (caller owns them). */
 int hamelclient_hamel(hamelclient *c, const json_t *request, json_t **out, hamelclient_error *err);
@@ -143,6 +152,11 @@ int hamelclient_job_wait(hamelclient *c, const char *job_id, hamelclient_progres
 /* DELETE /v1/jobs/{id}: asks the service to cancel a queued or running job. On success
  * *out, if `out` is not NULL, holds the service's answer (caller owns it). */
 int hamelclient_job_cancel(hamelclient *c, const char *job_id, json_t **out, hamelclient_error *err);
+
+/* DELETE /v1/batches/{id}: cancels what is left of a batch (queued runs at once, running
+ * ones at their next step; finished runs keep their lines). On success *out (may be
+ * NULL) holds the status document. A batch that had finished fails with status 409. */
+int hamelclient_batch_cancel(hamelclient *c, const char *batch_id, json_t **out, hamelclient_error *err);
 
 /* Starts a simulation and waits for it: hamelclient_simulation_start without waiting,
  * then hamelclient_job_wait. `progress` may be NULL. On success *result holds the

@@ -37,7 +37,7 @@ enum {
 };
 
 typedef struct remote_args {
-    const char *url, *token, *out, *q, *t, *qdot;
+    const char *url, *token, *out, *q, *t, *qdot, *form;
     int csv, json, wait, help;
     int progress; /* -1: on a terminal (the default); 0: --no-progress; 1: --progress */
     int npos;
@@ -50,6 +50,7 @@ typedef struct remote_args {
 /* What the progress callback draws on and watches: a bar redrawn in place on a terminal,
  * else (--progress) a line a second; nothing in a wait's first second. */
 typedef struct remote_ui {
+    char id[HAMELCLIENT_MAX_ID]; /* the job or batch waited for, as the progress callback saw it */
     int tty;
     int drawn;
     int show;         /* draw at all */
@@ -67,11 +68,12 @@ static double remote_now(void)
 /* A remote_ui for a wait starting now, as -a asks. */
 static remote_ui remote_ui_new(const remote_args *a)
 {
-    remote_ui ui = {isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
+    remote_ui ui = {"", isatty(STDERR_FILENO), 0, 0, remote_now(), 0};
     ui.show = a->progress > 0 || (a->progress < 0 && ui.tty);
     return ui;
 }
 
+/* The signal that interrupted a wait (SIGINT, SIGTERM, SIGHUP), 0 while none has. */
 static volatile sig_atomic_t remote_interrupted;
 
 /* The string value of `v`, or `dflt` when it is not a string. */
@@ -87,10 +89,13 @@ static const char *remote_str(const json_t *obj, const char *key, const char *df
     return remote_sv(json_object_get(obj, key), dflt);
 }
 
-static void remote_on_sigint(int sig)
+static void remote_on_signal(int sig) { remote_interrupted = sig; }
+
+/* The exit status of a wait interrupted by remote_interrupted: 128 + the signal (130
+ * for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process it ended. */
+static int remote_exit_interrupted(void)
 {
-    (void)sig;
-    remote_interrupted = 1;
+    return remote_interrupted > 0 ? 128 + (int)remote_interrupted : REMOTE_EXIT_INTERRUPTED;
 }
 
 static const char remote_usage_text[] =
@@ -100,7 +105,8 @@ static const char remote_usage_text[] =
     "  gamma FILE [--q name=v,...] [--t T] [--qdot name=v,...] [--json]\n"
     "                                     Hamel coefficients at a configuration (nonlinear\n"
     "                                     constraints: the initial qdot or speeds, --qdot on top)\n"
-    "  equations FILE [--json]            the derived equations of the model of FILE\n"
+    "  equations FILE [--form F] [--json] the derived equations of the model of FILE (text), or\n"
+    "                                     a form F (hamel|appell|kane|maggi|voronec) as JSON\n"
     "  linearize FILE [-o OUT]            A, B and the eigenvalues ({\"model\", \"linearize\": {...}}\n"
     "                                     or a /v1/linearize request)\n"
     "  evaluate FILE [-o OUT]             q', u', q'', multipliers ({\"model\", \"evaluate\": {...}}\n"
@@ -119,7 +125,7 @@ static const char remote_usage_text[] =
     "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
     "Exit status: 0 ok, 1 the service refused the request or a run failed, 2 usage (bad\n"
     "arguments, a file that cannot be read), 3 transport (no answer, or not the API's),\n"
-    "130 interrupted (the job is cancelled).\n";
+    "130 interrupted (Ctrl-C; 143 SIGTERM, 129 SIGHUP: the job or batch waited for is cancelled).\n";
 
 static int remote_usage(const char *msg)
 {
@@ -152,6 +158,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             slot = &a->t;
         else if (strcmp(s, "--qdot") == 0)
             slot = &a->qdot;
+        else if (strcmp(s, "--form") == 0)
+            slot = &a->form;
         else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0)
             a->help = 1;
         else if (strcmp(s, "--csv") == 0)
@@ -174,6 +182,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->t = s + 4;
         else if (strncmp(s, "--qdot=", 7) == 0)
             a->qdot = s + 7;
+        else if (strncmp(s, "--form=", 7) == 0)
+            a->form = s + 7;
         else if (s[0] == '-' && s[1] != '\0') {
             fprintf(stderr, "hamel remote: unknown option %s\n", s);
             return -1;
@@ -214,9 +224,17 @@ static int remote_exit_for(int rc)
 static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclient_error *err)
 {
     char line[2 * HAMELCLIENT_TEXT_MAX];
-    fprintf(stderr, "hamel remote: %s: %s\n", what, hamelclient_error_string(err, line, sizeof line));
     const json_t *doc = hamelclient_last_problem(c);
     json_t *errors = json_object_get(doc, "errors");
+    if (json_array_size(errors) > 1 && (rc == HAMELCLIENT_E_PROBLEM || rc == HAMELCLIENT_E_CANCELLED)) {
+        /* the status and the problem's own words, then every error once */
+        const char *slug = strrchr(err->type, '/');
+        int first =
+            err->detail[0] == '\0' || (strstr(err->detail, err->path) && strstr(err->detail, err->reason));
+        fprintf(stderr, "hamel remote: %s: %d %s: %s\n", what, err->status,
+                slug != NULL ? slug + 1 : err->type, first ? err->title : err->detail);
+    } else
+        fprintf(stderr, "hamel remote: %s: %s\n", what, hamelclient_error_string(err, line, sizeof line));
     if (json_array_size(errors) > 1) {
         size_t i;
         json_t *e;
@@ -299,6 +317,8 @@ static json_t *remote_request_of(const char *file, json_t *doc)
 static int remote_progress(void *user, const char *job_id, const char *status, double p)
 {
     remote_ui *ui = user;
+    if (job_id != NULL && ui->id[0] == '\0')
+        snprintf(ui->id, sizeof ui->id, "%s", job_id);
     double now = remote_now();
     if (!ui->show || now - ui->start < REMOTE_PROGRESS_AFTER_S) {
         /* not yet (or not at all) */
@@ -399,7 +419,7 @@ static int remote_wait(hamelclient *c, const remote_args *a, const char *job_id,
     if (rc == HAMELCLIENT_E_STOPPED) {
         fprintf(stderr, "hamel remote: interrupted; cancelling job %s\n", job_id);
         hamelclient_job_cancel(c, job_id, NULL, &err);
-        return REMOTE_EXIT_INTERRUPTED;
+        return remote_exit_interrupted();
     }
     if (rc != HAMELCLIENT_OK)
         return remote_fail(c, job_id, rc, &err);
@@ -625,9 +645,10 @@ static int remote_equations(hamelclient *c, const remote_args *a)
     json_t *sum = NULL, *eq = NULL;
     int rc = hamelclient_model_submit(c, model, &sum, NULL, &err);
     if (rc == HAMELCLIENT_OK)
-        rc = hamelclient_equations(c, json_string_value(json_object_get(sum, "model_id")), &eq, &err);
+        rc = hamelclient_equations_form(c, json_string_value(json_object_get(sum, "model_id")), a->form, &eq,
+                                        &err);
     int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
-    if (code == REMOTE_EXIT_OK && a->json)
+    if (code == REMOTE_EXIT_OK && (a->json || a->form != NULL)) /* a form: its document */
         remote_print_json(stdout, eq, 0);
     else if (code == REMOTE_EXIT_OK) {
         json_t *speeds = hameltext_names(json_object_get(sum, "speeds"));
@@ -771,6 +792,12 @@ static int remote_batch(hamelclient *c, const remote_args *a)
     json_t *out = NULL;
     int rc = hamelclient_batch(c, req, remote_progress, &ui, &out, &err);
     remote_progress_end(&ui);
+    if (rc == HAMELCLIENT_E_STOPPED) { /* interrupted: what is left of the batch is cancelled */
+        fprintf(stderr, "hamel remote: interrupted; cancelling batch %s\n", ui.id);
+        hamelclient_batch_cancel(c, ui.id, NULL, &err);
+        json_decref(req);
+        return remote_exit_interrupted();
+    }
     int code = rc == HAMELCLIENT_OK ? REMOTE_EXIT_OK : remote_fail(c, a->pos[1], rc, &err);
     if (code == REMOTE_EXIT_OK) {
         FILE *f = remote_open_out(a->out);
@@ -905,7 +932,8 @@ int hamelclient_remote_main(int argc, char **argv)
     remote_args a;
     if (remote_parse(argc, argv, &a) != 0)
         return remote_usage(NULL);
-    if (a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0)) {
+    int help = a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0);
+    if (help && (a.npos == 0 || strcmp(a.pos[0], "help") == 0)) {
         fputs(remote_usage_text, stdout);
         return REMOTE_EXIT_OK;
     }
@@ -934,22 +962,46 @@ int hamelclient_remote_main(int argc, char **argv)
         fprintf(stderr, "hamel remote: unknown command %s\n", a.pos[0]);
         return remote_usage(NULL);
     }
+    if (help) { /* hamel remote CMD --help */
+        fputs(remote_usage_text, stdout);
+        return REMOTE_EXIT_OK;
+    }
+    if (a.form != NULL && fn != remote_equations) {
+        fprintf(stderr, "hamel remote: --form belongs to equations\n");
+        return remote_usage(NULL);
+    }
     hamelclient_options opts = {.token = a.token};
     hamelclient *c = NULL;
     int rc = hamelclient_new(a.url, &opts, &c);
+    if (rc == HAMELCLIENT_E_USAGE) {
+        fprintf(
+            stderr,
+            "hamel remote: cannot use the URL %s or the token: the URL is http://host[:port] or https://... "
+            "(no ?query, no #fragment), the token printable characters without spaces\n",
+            a.url && a.url[0] ? a.url : "$HAMEL_URL");
+        return REMOTE_EXIT_USAGE;
+    }
     if (rc != HAMELCLIENT_OK) {
         fprintf(stderr, "hamel remote: cannot create a client for %s (%s)\n", a.url ? a.url : "$HAMEL_URL",
                 hamelclient_kind_name(rc));
         return rc == HAMELCLIENT_E_USAGE ? REMOTE_EXIT_USAGE : REMOTE_EXIT_TRANSPORT;
     }
-    struct sigaction sa, old;
+    /* Ctrl-C, SIGTERM (a timeout, a CI runner) and SIGHUP (the terminal closed) end a
+     * wait at its next answer and cancel what was waited for */
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old[sizeof sigs / sizeof *sigs];
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = remote_on_sigint;
+    sa.sa_handler = remote_on_signal;
     sigemptyset(&sa.sa_mask);
     remote_interrupted = 0;
-    sigaction(SIGINT, &sa, &old);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        sigaction(sigs[i], NULL, &old[i]);
+        if (old[i].sa_handler != SIG_IGN) /* nohup's SIGHUP, a background job's SIGINT: kept ignored */
+            sigaction(sigs[i], &sa, NULL);
+    }
     int code = fn(c, &a);
-    sigaction(SIGINT, &old, NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        sigaction(sigs[i], &old[i], NULL);
     hamelclient_free(c);
     return code;
 }

@@ -97,10 +97,12 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
     json_array_append_new(errors, e);
     if (!json_object_get(problem, "detail")) {
         char buf[512];
+        const char *at = path && path[0] ? path : NULL; /* the body itself: no "path: " */
         if (column >= 0)
-            snprintf(buf, sizeof buf, "%s: column %d: %s", path ? path : "", column, reason ? reason : "");
+            snprintf(buf, sizeof buf, "%s%scolumn %d: %s", at ? at : "", at ? ": " : "", column,
+                     reason ? reason : "");
         else
-            snprintf(buf, sizeof buf, "%s: %s", path ? path : "", reason ? reason : "");
+            snprintf(buf, sizeof buf, "%s%s%s", at ? at : "", at ? ": " : "", reason ? reason : "");
         json_object_set_new(problem, "detail", json_string(buf));
     }
 }

@@ -487,6 +487,16 @@ static void header(gen *g, const struct engine_model *m, const sim_request *req,
     if (req && req->n_ev > 0)
         outf(g, "%s The request's events and contact checks are not carried: the main integrates to t_end.\n",
              c0);
+    outf(g, "%s The speeds are fixed here%s.\n", c0,
+         m->default_speeds ? " (the engine's default choice of velocities)" : "");
+    outf(g,
+         "%s Where they stop determining q' (Psi singular: a knife edge turning through 90\n"
+         "%s degrees with x' as its speed) hamel run %s;\n"
+         "%s this file integrates on through the singularity and loses accuracy there.\n",
+         c0, c0,
+         m->default_speeds ? "chooses other velocities (stats.speed_switches > 0)"
+                           : "stops with a 422 that says so",
+         c0);
     puts_(g, g->py ? "\n" : " */\n");
 }
 

@@ -48,6 +48,7 @@ static const struct integ_method integ__methods[] = {
 #define INTEG_METHOD_NAMES "rk2 rk4 rkf45 rkck rk8pd rk1imp rk2imp rk4imp bsimp msadams msbdf"
 #define INTEG_EVENT_MAX_SUBSTEPS 100000 /* steps of one re-integration within a step */
 #define INTEG_EVENT_MAX_ITER 200        /* Brent iterations for one crossing */
+#define INTEG_EVENT_PROBES 3            /* interior points of a step where g is also looked at */
 #define INTEG__STOPPED 101              /* private: an event ended the run */
 
 struct integ_driver {
@@ -73,12 +74,15 @@ struct integ_driver {
     gsl_odeiv2_evolve *ev_evolve;
     gsl_odeiv2_driver ev_wiring;
     gsl_root_fsolver *ev_root;
-    double *ev_ga, *ev_gb, *ev_g; /* [ne] g at the step's start, at its end, at a trial time */
-    double *ev_ya, *ev_y;         /* [dim] the state at the step's start, a re-integrated state */
-    double ev_ta;                 /* the step's start */
-    double *ev_t;                 /* [ne] crossing times of one step, increasing */
-    int *ev_i;                    /* [ne] their events */
-    int ev_index;                 /* the event Brent's method works on */
+    double *ev_ga, *ev_gb, *ev_g;  /* [ne] g at the step's start, at its end, at a trial time */
+    double *ev_ya, *ev_y;          /* [dim] the state at the step's start, a re-integrated state */
+    double ev_ta;                  /* the step's start */
+    double *ev_t;                  /* [ne * (PROBES + 1)] crossing times of one step, increasing */
+    int *ev_i;                     /* [ne * (PROBES + 1)] their events */
+    double *ev_fa, *ev_fb, *ev_yh; /* [dim] f at the step's ends, a cubic Hermite state inside */
+    double *ev_yc, ev_fa_t;        /* [dim] the state and time of ev_fa (NAN: not known) */
+    double *ev_gp;                 /* [ne * PROBES] g at the probes (NAN: not known) */
+    int ev_index;                  /* the event Brent's method works on */
     long ev_rhs_evals;
 };
 
@@ -197,12 +201,19 @@ static int integ__events_new(integ_driver *d)
     d->ev_ga = malloc(ne * sizeof *d->ev_ga);
     d->ev_gb = malloc(ne * sizeof *d->ev_gb);
     d->ev_g = malloc(ne * sizeof *d->ev_g);
-    d->ev_t = malloc(ne * sizeof *d->ev_t);
-    d->ev_i = malloc(ne * sizeof *d->ev_i);
+    d->ev_t = malloc(ne * (INTEG_EVENT_PROBES + 1) * sizeof *d->ev_t);
+    d->ev_i = malloc(ne * (INTEG_EVENT_PROBES + 1) * sizeof *d->ev_i);
     d->ev_ya = malloc(n * sizeof *d->ev_ya);
     d->ev_y = malloc(n * sizeof *d->ev_y);
+    d->ev_fa = malloc(n * sizeof *d->ev_fa);
+    d->ev_fb = malloc(n * sizeof *d->ev_fb);
+    d->ev_yh = malloc(n * sizeof *d->ev_yh);
+    d->ev_yc = malloc(n * sizeof *d->ev_yc);
+    d->ev_gp = malloc(ne * INTEG_EVENT_PROBES * sizeof *d->ev_gp);
+    d->ev_fa_t = NAN;
     return d->ev_step && d->ev_control && d->ev_evolve && d->ev_root && d->ev_ga && d->ev_gb && d->ev_g &&
-                   d->ev_t && d->ev_i && d->ev_ya && d->ev_y
+                   d->ev_t && d->ev_i && d->ev_ya && d->ev_y && d->ev_fa && d->ev_fb && d->ev_yh &&
+                   d->ev_yc && d->ev_gp
                ? 0
                : -1;
 }
@@ -298,6 +309,11 @@ void integ_driver_free(integ_driver *d)
     free(d->ev_i);
     free(d->ev_ya);
     free(d->ev_y);
+    free(d->ev_fa);
+    free(d->ev_fb);
+    free(d->ev_yh);
+    free(d->ev_yc);
+    free(d->ev_gp);
     free(d);
 }
 
@@ -392,9 +408,8 @@ static double integ__phi(double tau, void *params)
  * re-integration does not bracket the root (it differs from the trajectory by rounding,
  * or by the tolerance for multistep methods, and g is that small at tb), the crossing
  * is at tb. */
-static int integ__locate(integ_driver *d, integ__run *r, int i, double tb, double *tau)
+static int integ__locate(integ_driver *d, integ__run *r, int i, double ta, double fa, double tb, double *tau)
 {
-    const double ta = d->ev_ta, fa = d->ev_ga[i];
     d->ev_index = i;
     double fb = integ__phi(tb, d);
     if (isnan(fb))
@@ -422,29 +437,142 @@ static int integ__locate(integ_driver *d, integ__run *r, int i, double tb, doubl
     return HAMEL_OK;
 }
 
+/* g at INTEG_EVENT_PROBES interior points of the step (ev_ta, ev_ya) -> (r->t, d->y), on
+ * the cubic Hermite interpolant of the state from its values and derivatives at the
+ * ends, into ev_gp; NAN where unknown (f or g not computable there). Only to see a g
+ * that crosses zero and comes back within the step: crossings are located on the
+ * re-integration, never on the interpolant. */
+static void integ__probe(integ_driver *d, integ__run *r)
+{
+    const int ne = d->opt.n_events;
+    const size_t n = d->sys.dim;
+    for (int j = 0; j < ne * INTEG_EVENT_PROBES; j++)
+        d->ev_gp[j] = NAN;
+    if (d->opt.n_probe_events <= 0)
+        return;
+    const double ta = d->ev_ta, h = r->t - ta;
+    const long before = d->rhs_evals;
+    int ok = (d->ev_fa_t == ta && !memcmp(d->ev_yc, d->ev_ya, n * sizeof *d->ev_ya)) ||
+             integ__rhs(ta, d->ev_ya, d->ev_fa, d) == GSL_SUCCESS;
+    ok = ok && integ__rhs(r->t, d->y, d->ev_fb, d) == GSL_SUCCESS;
+    d->rhs_failed = 0;
+    d->ev_rhs_evals += d->rhs_evals - before;
+    if (!ok) {
+        d->ev_fa_t = NAN;
+        return;
+    }
+    for (int p = 0; p < INTEG_EVENT_PROBES; p++) {
+        const double th = (double)(p + 1) / (INTEG_EVENT_PROBES + 1), th2 = th * th, th3 = th2 * th;
+        const double h00 = 2 * th3 - 3 * th2 + 1, h10 = th3 - 2 * th2 + th, h01 = -2 * th3 + 3 * th2,
+                     h11 = th3 - th2;
+        for (size_t k = 0; k < n; k++)
+            d->ev_yh[k] = h00 * d->ev_ya[k] + h10 * h * d->ev_fa[k] + h01 * d->y[k] + h11 * h * d->ev_fb[k];
+        if (d->opt.event(ta + th * h, d->ev_yh, d->ev_g, d->opt.event_ctx) != 0)
+            continue;
+        for (int i = 0; i < ne && i < d->opt.n_probe_events; i++)
+            d->ev_gp[p * ne + i] = d->ev_g[i];
+    }
+    memcpy(d->ev_fa, d->ev_fb, n * sizeof *d->ev_fa); /* the next step starts here */
+    memcpy(d->ev_yc, d->y, n * sizeof *d->ev_yc);
+    d->ev_fa_t = r->t;
+}
+
+static int integ__sign(double g) { return (g > 0) - (g < 0); }
+
+/* Whether event i wants a crossing from sign sa to sign sb. */
+static int integ__wanted(const integ_driver *d, int i, int sa, int sb)
+{
+    const int want = d->opt.event_dir ? d->opt.event_dir[i] : INTEG_EVENT_BOTH;
+    const int dir = sa < 0 ? INTEG_EVENT_RISING : INTEG_EVENT_FALLING;
+    return sa != 0 && sb != sa && (want == INTEG_EVENT_BOTH || want == dir);
+}
+
+/* Inserts a crossing (tau, event i) into the step's list, kept in time order (stable
+ * for equal times). */
+static void integ__insert(integ_driver *d, int *nc, double tau, int i)
+{
+    int c = (*nc)++;
+    for (; c > 0 && d->ev_t[c - 1] > tau; c--) {
+        d->ev_t[c] = d->ev_t[c - 1];
+        d->ev_i[c] = d->ev_i[c - 1];
+    }
+    d->ev_t[c] = tau;
+    d->ev_i[c] = i;
+}
+
+/* Event i in a step whose probes show more sign changes than its ends (a g that crosses
+ * zero and comes back within the step): each piece between probes whose signs on the
+ * re-integration differ is located on its own. */
+static int integ__pieces(integ_driver *d, integ__run *r, int i, int *nc)
+{
+    const int P = INTEG_EVENT_PROBES;
+    const double ta = d->ev_ta, h = r->t - ta;
+    double t0 = ta, g0 = d->ev_ga[i];
+    int rc = HAMEL_OK;
+    for (int p = 0; p <= P && rc == HAMEL_OK; p++) {
+        double t1 = p < P ? ta + h * (double)(p + 1) / (P + 1) : r->t;
+        double g1 = d->ev_gb[i];
+        if (p < P) {
+            if (isnan(d->ev_gp[p * d->opt.n_events + i]))
+                continue;
+            d->ev_index = i;
+            g1 = integ__phi(t1, d); /* the value on the re-integration, not the interpolant */
+            if (isnan(g1))
+                return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                                   "event %d could not be evaluated at t = %.17g", i, t1);
+        }
+        if (integ__sign(g1) == 0 && p < P)
+            continue;
+        if (integ__wanted(d, i, integ__sign(g0), integ__sign(g1))) {
+            double tau = t1;
+            rc = integ__locate(d, r, i, t0, g0, t1, &tau);
+            integ__insert(d, nc, tau, i);
+        }
+        t0 = t1;
+        g0 = g1;
+    }
+    return rc;
+}
+
+/* Sign changes of event i over the probes of the step (its ends included). */
+static int integ__changes(const integ_driver *d, int i)
+{
+    int changes = 0, s = integ__sign(d->ev_ga[i]);
+    for (int p = 0; p <= INTEG_EVENT_PROBES; p++) {
+        double g = p < INTEG_EVENT_PROBES ? d->ev_gp[p * d->opt.n_events + i] : d->ev_gb[i];
+        int sp = isnan(g) ? 0 : integ__sign(g);
+        if (sp == 0)
+            continue;
+        changes += s != 0 && sp != s;
+        s = sp;
+    }
+    return changes;
+}
+
 /* After an accepted step from (ev_ta, ev_ya) to (r->t, d->y): finds the crossings in
  * the requested directions, locates them, and reports them in time order. Returns 0,
- * INTEG__STOPPED (the run ends at an event: r->t and d->y are there) or an error. */
+ * INTEG__STOPPED (the run ends at an event: r->t and d->y are there) or an error. A
+ * crossing is seen where g's signs differ at the step's ends (located over the whole
+ * step), or where probes inside the step show it crossing zero and coming back (each
+ * piece located on its own). */
 static int integ__events(integ_driver *d, integ__run *r)
 {
     const int ne = d->opt.n_events;
     int rc = integ__event_values(d, r, r->t, d->y, d->ev_gb);
+    if (rc == HAMEL_OK)
+        integ__probe(d, r);
     int nc = 0;
     for (int i = 0; i < ne && rc == HAMEL_OK; i++) {
-        const int sa = (d->ev_ga[i] > 0) - (d->ev_ga[i] < 0), sb = (d->ev_gb[i] > 0) - (d->ev_gb[i] < 0);
-        const int dir = sa < 0 ? INTEG_EVENT_RISING : INTEG_EVENT_FALLING;
-        const int want = d->opt.event_dir ? d->opt.event_dir[i] : INTEG_EVENT_BOTH;
-        if (sa == 0 || sb == sa || (want != INTEG_EVENT_BOTH && want != dir))
+        const int sa = integ__sign(d->ev_ga[i]), sb = integ__sign(d->ev_gb[i]);
+        if (sa != 0 && integ__changes(d, i) > (sb != sa)) {
+            rc = integ__pieces(d, r, i, &nc);
+            continue;
+        }
+        if (!integ__wanted(d, i, sa, sb))
             continue;
         double tau = r->t;
-        rc = integ__locate(d, r, i, r->t, &tau);
-        int c = nc++;
-        for (; c > 0 && d->ev_t[c - 1] > tau; c--) { /* insertion: stable for equal times */
-            d->ev_t[c] = d->ev_t[c - 1];
-            d->ev_i[c] = d->ev_i[c - 1];
-        }
-        d->ev_t[c] = tau;
-        d->ev_i[c] = i;
+        rc = integ__locate(d, r, i, d->ev_ta, d->ev_ga[i], r->t, &tau);
+        integ__insert(d, &nc, tau, i);
     }
     for (int c = 0; c < nc && rc == HAMEL_OK; c++) {
         const double tau = d->ev_t[c];
@@ -459,6 +587,15 @@ static int integ__events(integ_driver *d, integ__run *r)
         }
         int hit = d->opt.event_hit(d->ev_i[c], tau, y, d->opt.event_ctx);
         if (hit == INTEG_EVENT_STOP) {
+            /* crossings located at the same time (to the root's width) happened too: an
+             * event on a contact's normal force and the contact's own lift-off */
+            const double tie = 8 * DBL_EPSILON * fmax(fabs(d->ev_ta), fabs(r->t));
+            for (int e = c + 1; e < nc && d->ev_t[e] - tau <= tie; e++) {
+                int also = d->opt.event_hit(d->ev_i[e], tau, y, d->opt.event_ctx);
+                if (also != HAMEL_OK && also != INTEG_EVENT_STOP)
+                    return integ__fail(r->reason, INTEG_REASON_MAX, also,
+                                       "the run was stopped at event %d (t = %.17g)", d->ev_i[e], tau);
+            }
             if (y != d->y)
                 memcpy(d->y, y, d->sys.dim * sizeof *y);
             r->t = tau;
@@ -575,8 +712,10 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
     d->rhs_failed = 0;
     if (d->opt.progress)
         atomic_store(d->opt.progress, 0.0);
-    if (d->ev_step)
+    if (d->ev_step) {
+        d->ev_fa_t = NAN;
         rc = integ__event_values(d, &r, t0, d->y, d->ev_ga);
+    }
     if (rc == HAMEL_OK && r.h == 0 && r.t_end > t0)
         rc = integ__first_step(d, &r, (times[0] > t0 ? times[0] : times[1]) - t0);
 

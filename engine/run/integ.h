@@ -25,8 +25,13 @@
  * one, so Y is as accurate as the trajectory itself; msadams/msbdf restart there).
  * This is dense output of the method's own order, not an interpolant: the time is
  * found to a few ulps of the exact root of phi, and its error is that of the
- * integration. An even number of crossings within one step (g dips and comes back)
- * is not seen; a g that is zero at the run's start is not a crossing there. The
+ * integration. For the first n_probe_events events g is also evaluated at
+ * INTEG_EVENT_PROBES interior points of each step on the cubic Hermite interpolant of
+ * the state (one more right-hand side per step): where these show g crossing zero and
+ * coming back within the step, each piece between probes whose signs on the
+ * re-integration differ is located on its own (a free rotor's sin(th), stepped over in
+ * 2.5 s steps, loses no crossing). A dip between two probes is still not seen; a g that
+ * is zero at the run's start is not a crossing there. The
  * crossings of one step are reported in time order through event_hit, which may end
  * the run at the event: the state is then the one at the event time and a last sample
  * is delivered there.
@@ -96,6 +101,7 @@ typedef struct integ_options {
     integ_event_fn event;     /* writes g[n_events] */
     integ_hit_fn event_hit;   /* each located crossing */
     void *event_ctx;          /* passed to event and event_hit; borrowed */
+    int n_probe_events;       /* the first n_probe_events are also looked at inside each step */
 } integ_options;
 
 /* What one run did. On failure `reason` says what went wrong, where, in plain words. */

@@ -227,6 +227,24 @@ static int events_names(const struct engine_model *m, sim_request *r)
     return 0;
 }
 
+/* The reason of a parse error of an event: normal_<contact> of a contact whose model
+ * gives no normal force says so (not just "unknown identifier"). */
+static const char *event_unknown_reason(const sim_request *r, const expr_error *err, char *buf, size_t size)
+{
+    for (int c = 0; c < r->n_con; c++) {
+        char quoted[96];
+        snprintf(quoted, sizeof quoted, "unknown identifier 'normal_%s'", r->con[c].name);
+        if (r->con[c].normal < 0 && strcmp(err->message, quoted) == 0) {
+            snprintf(buf, size,
+                     "%.100s: contact %.60s has no normal force (no constraint of the model holds its "
+                     "height, e.g. a coordinate eliminated by hand: checks.contacts.%.60s.reason says why)",
+                     err->message, r->con[c].name, r->con[c].name);
+            return buf;
+        }
+    }
+    return err->message;
+}
+
 /* Every member of event i is one we know. */
 static void check_event_keys(const json_t *it, int i, json_t **problem)
 {
@@ -291,7 +309,8 @@ static int parse_event(const json_t *it, int i, sim_request *r, const engine_lim
     if (!roots[i]) {
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        hamel_problem_add(*problem, path, err.column, err.message);
+        char why[512];
+        hamel_problem_add(*problem, path, err.column, event_unknown_reason(r, &err, why, sizeof why));
     }
     return 0;
 }
@@ -466,6 +485,11 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
             r->times[n++] = r->t_end;
         r->n_times = n;
         return 0;
+    }
+    if (!isfinite((r->t_end - r->t0) * (double)(count - 1))) { /* t_end = 1e308: the times overflow */
+        bad(problem, "t_end", "is too far from initial.t (%g) for %ld samples: the sample times overflow",
+            r->t0, count);
+        return -1;
     }
     r->times = calloc(count, sizeof *r->times);
     if (!r->times)

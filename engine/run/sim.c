@@ -849,6 +849,7 @@ static integ_options run_options(struct run *R, const engine_limits *lim, engine
         opt.event = sim_events;
         opt.event_hit = sim_event_hit;
         opt.event_ctx = R;
+        opt.n_probe_events = req->n_ev_user; /* the contacts' own first times: ends only */
     }
     return opt;
 }

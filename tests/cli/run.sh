@@ -344,6 +344,93 @@ remote_batch_invalid() {
 }
 check "hamel remote batch with an invalid run exits 1 naming runs[0]" remote_batch_invalid
 
+# ---- remote: a wait ended by SIGTERM or SIGHUP cancels what it waited for ---------------
+# wait_for FILE PATTERN: up to 20 s for PATTERN to appear in FILE
+wait_for() {
+  n=0
+  until grep -Eq -- "$2" "$1"; do
+    n=$((n + 1))
+    [ $n -lt 200 ] || { echo "no /$2/ in $1 after 20 s:"; head -c 800 "$1"; return 1; }
+    sleep 0.1
+  done
+}
+# job_status ID WANT: up to 10 s for the job (or batch with a third argument) to have status WANT
+job_status() {
+  n=0
+  while :; do
+    st=$(curl -s "$url/v1/${3:-jobs}/$1" | jq -r .status)
+    [ "$st" = "$2" ] && return 0
+    n=$((n + 1))
+    [ $n -lt 100 ] || { echo "${3:-jobs}/$1: status $st, want $2"; return 1; }
+    sleep 0.1
+  done
+}
+remote_signals() {
+  jq '.simulation.t_end = 400000 | .simulation.integrator.max_steps = 100000000' "$case_file" >"$work/forever.json"
+  # (SIGHUP alike, 129; not checked here: a runner under nohup would leave it ignored)
+  for sig in TERM; do
+    # a file of its own, gone before the start: a stale line must not send the signal
+    # before hamel-remote runs (a shell's trap in the forked child would swallow it)
+    rm -f "$work/err.$sig"
+    "$hamel" remote --url "$url" run "$work/forever.json" --progress >"$work/out" 2>"$work/err.$sig" &
+    rp=$!
+    wait_for "$work/err.$sig" 'running after' || { kill $rp; return 1; }
+    mv "$work/err.$sig" "$work/err"
+    kill -s $sig $rp
+    wait $rp
+    got=$?
+    want=143
+    [ $got = $want ] || { echo "SIG$sig: exit $got, want $want"; cat "$work/err"; return 1; }
+    id=$(sed -n 's/^hamel remote: interrupted; cancelling job \([0-9a-f]*\)$/\1/p' "$work/err")
+    [ -n "$id" ] || { echo "SIG$sig: no cancelling line"; cat "$work/err"; return 1; }
+    job_status "$id" cancelled || return 1
+  done
+  jq '{model: .model, base: .simulation, runs: [range(0; 4) | {initial: {speeds: {Omega: (3 + .)}}}]}' "$work/forever.json" >"$work/forever-batch.json"
+  rm -f "$work/err.batch"
+  "$hamel" remote --url "$url" batch "$work/forever-batch.json" --progress >"$work/out" 2>"$work/err.batch" &
+  rp=$!
+  wait_for "$work/err.batch" 'running after' || { kill $rp; return 1; }
+  kill -s TERM $rp
+  wait $rp
+  got=$?
+  mv "$work/err.batch" "$work/err"
+  [ $got = 143 ] || { echo "batch SIGTERM: exit $got, want 143"; cat "$work/err"; return 1; }
+  id=$(sed -n 's/^hamel remote: interrupted; cancelling batch \([0-9a-f]*\)$/\1/p' "$work/err")
+  [ -n "$id" ] || { echo "batch: no cancelling line"; cat "$work/err"; return 1; }
+  job_status "$id" cancelled batches
+}
+check "hamel remote run/batch ended by SIGTERM (exit 143) cancel the job or batch on the server" remote_signals
+
+# ---- remote equations --form, help of an unknown command, each error said once ---------
+remote_forms() {
+  for form in kane maggi; do
+    "$hamel" equations "$work/sleigh.json" --form $form >"$work/eq.local" || return 1
+    expect_exit 0 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form $form || return 1
+    jq -e --slurpfile l "$work/eq.local" '.form == "'$form'" and del(.model_id) == ($l[0] | del(.model_id))' "$work/out" >/dev/null ||
+      { echo "form $form differs"; return 1; }
+  done
+  expect_exit 1 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form voronec && has "$work/err" '422 invalid-request: form:' || return 1
+  expect_exit 2 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form 'kane&x=1' && has "$work/err" 'not a form' || return 1
+  expect_exit 2 "$hamel" remote --url "$url" run "$work/sleigh.json" --form kane && has "$work/err" '--form belongs to equations' || return 1
+  expect_exit 2 "$hamel" remote frobnicate --help && has "$work/err" 'unknown command frobnicate' || return 1
+  expect_exit 0 "$hamel" remote batch --help && has "$work/out" 'Exit status' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" gamma "$work/sleigh.json" --q thet=1 || return 1
+  [ "$(grep -o "'thet' is not a coordinate" "$work/err" | wc -l)" = 1 ] || { echo "said more than once:"; cat "$work/err"; return 1; }
+}
+check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
+
+# ---- remote: the URL as users write it ---------------------------------------------
+remote_urls() {
+  for u in "$url/v1" "$url/v1/" "$url/" "127.0.0.1:$port"; do
+    expect_exit 0 "$hamel" remote --url "$u" check "$work/sleigh.json" || { echo "--url $u"; return 1; }
+  done
+  for u in "$url/?x=1" "$url#top" "ftp://127.0.0.1:$port"; do
+    expect_exit 2 "$hamel" remote --url "$u" check "$work/sleigh.json" && has "$work/err" 'no \?query' || { echo "--url $u"; return 1; }
+  done
+  expect_exit 2 "$hamel" remote --url "$url" --token 'two words' check "$work/sleigh.json" && has "$work/err" 'the token printable'
+}
+check "hamel remote --url: a trailing /v1 is the root; a query, a fragment, another scheme, a token with a space are usage errors" remote_urls
+
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"
 remote_quarantine() {

@@ -99,6 +99,58 @@ jq '{model, simulation: {initial: {t: 0, q: .linearize.q, speeds: {phid: 0.5, de
    "$top/api/examples/whipple-bicycle.json" >"$work/bicycle.json"
 check bicycle "$work/bicycle.json"
 
+# Models none of the shared cases is (tests/export/models: keywords as names, a start at
+# t = 0.5 with a time-dependent force, a position-level contact); their C files also
+# compile cleanly under -Wall -Wextra -Werror.
+for f in "$top"/tests/export/models/*.json; do
+  n=$(basename "$f" .json)
+  check "$n" "$f"
+  if [ -s "$work/$n/gen.c" ] && cc -std=c11 -O2 -Wall -Wextra -Werror -DHAMEL_MAIN -c "$work/$n/gen.c" \
+       -o "$work/$n/strict.o" 2>"$work/$n/strict.err"; then
+    ok "$n: the C file compiles under -Wall -Wextra -Werror"
+  else
+    bad "$n: the C file under -Wall -Wextra -Werror: $(grep -m 3 'error' "$work/$n/strict.err")"
+  fi
+done
+
+# The Python module's p: a dict may leave names out but not name others; a sequence
+# needs one value per parameter (a short list shifted every input before).
+if [ -s "$work/sleigh/gen.py" ] && out=$("$py" - "$work/sleigh/gen.py" <<'PY'
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("gen", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+y, said = mod.initial_state(), []
+assert list(mod.rhs(0.5, y, {"m": 2.0})) == list(mod.rhs(0.5, y, None))
+for p, kind in (({"mass": 2.0}, KeyError), ([1.0, 2.0], ValueError), (list(range(9)), ValueError)):
+    try:
+        mod.rhs(0.5, y, p)
+    except kind as e:
+        said.append(str(e))
+print("ok" if len(said) == 3 and "mass" in said[0] and "2 parameter values" in said[1] else said)
+PY
+) && [ "$out" = ok ]; then
+  ok "sleigh: the Python module refuses a parameter it does not have and a list of the wrong length"
+else
+  bad "sleigh: the Python module's parameters: ${out:-no module}"
+fi
+
+# A model whose default speeds stop determining q' along the run (a driven blade through
+# 90 degrees: hamel run re-chooses them): the file cannot follow, and its header says so.
+cat >"$work/blade.json" <<'JSON'
+{"model": {"name": "driven-blade", "coordinates": ["x", "y", "phi"], "parameters": {"m": 1.2, "I": 0.2},
+  "kinetic_energy": "1/2*m*(x'^2+y'^2)+1/2*I*phi'^2",
+  "constraints": [{"name": "blade", "expr": "-x'*sin(phi)+y'*cos(phi)-0.3*sin(1.7*t)"}]},
+ "simulation": {"initial": {"t": 0, "q": {"x": 0, "y": 0, "phi": 0.3}, "speeds": {"x'": 0.5, "phi'": 1}},
+  "t_end": 5, "output": {"samples": 11}}}
+JSON
+if "$hamel" export "$work/blade.json" --lang c | grep -q "speeds are fixed here (the engine's default choice" &&
+   "$hamel" export "$work/blade.json" --lang python | grep -q "hamel run chooses other velocities"; then
+  ok "driven blade: the files say their speeds are fixed where hamel run re-chooses them"
+else
+  bad "driven blade: the files do not say that their speeds are fixed"
+fi
+
 # Hostile text: the model's name and the request's name and description try to close a
 # comment, a string or a line and add code. The files must still compile and agree, and
 # the text may appear only inside comments.

@@ -9,7 +9,10 @@ import copy
 import json
 import math
 import os
+import signal
 import subprocess
+import threading
+import time
 import urllib.request
 import warnings
 
@@ -429,3 +432,87 @@ def test_a_model_not_among_the_cases_through_every_call(client):
     with pytest.raises(hamel.HamelError) as info:  # the sleigh's speeds are not q_i'
         client.equations(SLEIGH, form="voronec")
     assert info.value.status == 422 and info.value.errors[0]["path"] == "form"
+
+
+def metric(name):
+    """A counter or gauge of the main server's /metrics (0 when absent)."""
+    with urllib.request.urlopen(URL + "/metrics") as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def until(predicate, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def long_case(case, t_end=400000.0):
+    """The rolling disk for far longer than a test waits (minutes of integration)."""
+    c = copy.deepcopy(case)
+    c["simulation"]["t_end"] = t_end
+    c["simulation"]["integrator"]["max_steps"] = 100000000
+    return c
+
+
+def test_ctrl_c_while_simulate_waits_cancels_the_job(client, case):
+    """A notebook's stop or Ctrl-C must not leave the job running on the server."""
+    cancelled = 'hamel_jobs_total{outcome="cancelled"}'
+    before = metric(cancelled)
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            client.simulate(long_case(case))
+    finally:
+        timer.cancel()
+    assert until(lambda: metric(cancelled) == before + 1), (before, metric(cancelled))
+    assert until(lambda: metric("hamel_jobs_running") == 0)
+    assert client.simulate(case).ok  # the client works on after the interrupt
+
+
+def test_leaving_a_batch_loop_early_cancels_the_runs_left(client, case):
+    cancelled = 'hamel_batches_total{outcome="cancelled"}'
+    before = metric(cancelled)
+    runs = [{"t_end": 1}] + [{"initial": {"speeds": {"Omega": w}}} for w in (3.5, 4.5, 5.5)]
+    for r in client.batch(long_case(case), runs, fields=["final"]):
+        assert r.index == 0 and r.ok
+        break
+    assert until(lambda: metric(cancelled) == before + 1), (before, metric(cancelled))
+    assert until(lambda: metric("hamel_jobs_running") == 0)
+
+
+def test_a_server_that_dies_mid_stream_is_a_hamel_error(case, tmp_path):
+    server = os.path.join(os.path.dirname(CLI), "hamel-server")
+    env = dict(os.environ, HAMEL_PORT="0", HAMEL_ADDR="127.0.0.1", HAMEL_DATA=str(tmp_path))
+    proc = subprocess.Popen([server], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "listening on " in line, line
+        c = hamel.Client(line.split("listening on ")[1].strip())
+        runs = [{"t_end": 1}] + [{"initial": {"speeds": {"Omega": w}}} for w in (3.5, 4.5, 5.5)]
+        with pytest.raises(hamel.HamelError) as info:
+            for r in c.batch(long_case(case), runs, fields=["final"]):
+                assert r.index == 0
+                proc.kill()
+        assert info.value.status == 0 and "broke off" in str(info.value), str(info.value)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_url_as_users_write_it():
+    assert hamel.Client(URL + "/v1").health()["status"] == "ok"  # the root, /v1 dropped
+    assert hamel.Client(URL + "/v1/").health()["status"] == "ok"
+    for bad in (URL + "/?x=1", URL + "#top", "ftp://127.0.0.1:9", "127.0.0.1:9"):
+        with pytest.raises(ValueError) as info:
+            hamel.Client(bad)
+        assert "http://host[:port]" in str(info.value), str(info.value)
+    with pytest.raises(ValueError) as info:
+        hamel.Client(URL, token="line\nbreak")
+    assert "token" in str(info.value)

@@ -116,6 +116,13 @@ static const char *str(const json_t *j, const char *key)
     return json_string_value(json_object_get(j, key));
 }
 
+/* str(), or "" when the member is absent or not a string (for strstr). */
+static const char *text(const json_t *j, const char *key)
+{
+    const char *s = str(j, key);
+    return s ? s : "";
+}
+
 static void assert_problem(const harness_resp *r, long status, const char *slug)
 {
     char ct[128];
@@ -713,6 +720,56 @@ SERVER_TEST(server, hamel_coefficients)
     json_decref(req);
 }
 
+/* A body that is not JSON says where in words a user reads (line, column) and why, in
+ * the detail and in errors[0]; jansson's own jargon (a flag's name) is not passed on, and
+ * NaN or Infinity is said to be what JSON lacks. */
+SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
+{
+    harness_resp r = request("POST", "/v1/models", "{\"model\": {\n \"coordinates\": [\"x\",]\n}}", NULL);
+    assert_problem(&r, 400, "bad-json");
+    json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(r.json, "detail"), "line 2, column 22: unexpected token near ']'");
+    cr_assert(json_integer_value(json_object_get(e, "line")) == 2 &&
+                  json_integer_value(json_object_get(e, "column")) == 22,
+              "errors[0] names line 2, column 22");
+    cr_assert(json_integer_value(json_object_get(r.json, "line")) == 2, "line kept at the top too");
+    harness_resp_free(&r);
+    static const char *const nonfinite[] = {"{\"t_end\": NaN}", "{\"t_end\": Infinity}",
+                                            "{\"a\": [1, -Infinity]}"};
+    for (size_t i = 0; i < sizeof nonfinite / sizeof *nonfinite; i++) {
+        r = request("POST", "/v1/simulations", nonfinite[i], NULL);
+        assert_problem(&r, 400, "bad-json");
+        cr_assert(strstr(text(r.json, "detail"), "JSON has no NaN or Infinity") != NULL, "%s: %s",
+                  nonfinite[i], str(r.json, "detail"));
+        cr_assert(strncmp(text(r.json, "detail"), "line 1, column ", 15) == 0, "%s", str(r.json, "detail"));
+        harness_resp_free(&r);
+    }
+    r = request("POST", "/v1/models", "{\"name\": \"a\\u0000b\"}", NULL);
+    assert_problem(&r, 400, "bad-json");
+    cr_assert(strstr(text(r.json, "detail"), "NUL") && !strstr(text(r.json, "detail"), "JSON_ALLOW_NUL"),
+              "%s", str(r.json, "detail"));
+    harness_resp_free(&r);
+    r = request("POST", "/v1/models", "[1, 2]", NULL);
+    assert_problem(&r, 422, "invalid-request");
+    cr_assert_str_eq(str(r.json, "detail"), "the body must be a JSON object");
+    harness_resp_free(&r);
+}
+
+/* A t_end so far away that the sample times overflow is refused naming t_end (it was a
+ * path-less "output time 2 (inf) is not finite"). */
+SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
+{
+    json_t *req = knife_request();
+    json_object_set_new(req, "t_end", json_real(1e308));
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    assert_problem(&r, 422, "invalid-request");
+    json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(e, "path"), "t_end");
+    cr_assert(strstr(text(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
+    harness_resp_free(&r);
+    json_decref(req);
+}
+
 SERVER_TEST(server, bad_bodies_get_4xx_and_the_server_stays_up)
 {
     /* Truncated JSON. */
@@ -1125,6 +1182,49 @@ SERVER_TEST(server_auth, unknown_v1_paths_and_metrics_need_their_tokens)
     harness_resp_free(&r);
     r = request("GET", "/livez", NULL, NULL);
     cr_assert_eq(r.status, 200, "probes still need no token");
+    harness_resp_free(&r);
+}
+
+/* A 401 says what to do: without an Authorization header, send the token; with one that
+ * is not the token, that it is not (the title alone read "A bearer token is required" to
+ * a client that had sent one). */
+SERVER_TEST(server_auth, a_401_says_whether_the_token_is_missing_or_wrong)
+{
+    harness_resp r = request("GET", "/v1/health", NULL, NULL);
+    assert_problem(&r, 401, "unauthorized");
+    cr_assert(strstr(text(r.json, "detail"), "Authorization: Bearer") != NULL, "%s", text(r.json, "detail"));
+    harness_resp_free(&r);
+    const char *const wrong[] = {"Authorization: Bearer s3cret-tokeN", NULL};
+    r = request("GET", "/v1/models/x", NULL, wrong);
+    assert_problem(&r, 401, "unauthorized");
+    cr_assert(strstr(text(r.json, "detail"), "does not hold this server's bearer token") != NULL, "%s",
+              text(r.json, "detail"));
+    cr_assert(strstr(r.body, "s3cret") == NULL, "the token is not echoed");
+    harness_resp_free(&r);
+}
+
+/* A /v1 path with a trailing slash is a 404 that names the path without it. */
+SERVER_TEST(server, a_trailing_slash_404_names_the_path_without_it)
+{
+    static const char *const paths[][2] = {
+        {"/v1/health/", "/v1/health"},
+        {"/v1/models/", "/v1/models"},
+        {"/v1/jobs/abc//", "/v1/jobs/abc"},
+        {"/v1/models/sha256:00/equations/", "/v1/models/sha256:00/equations"}};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        harness_resp r = request("GET", paths[i][0], NULL, NULL);
+        assert_problem(&r, 404, "not-found");
+        char want[160];
+        snprintf(want, sizeof want, "did you mean %s (without the trailing slash)?", paths[i][1]);
+        cr_assert(strstr(text(r.json, "detail"), want) != NULL, "%s: %s", paths[i][0],
+                  text(r.json, "detail"));
+        harness_resp_free(&r);
+    }
+    harness_resp r = request("GET", "/v1/nope/", NULL, NULL);
+    assert_problem(&r, 404, "not-found");
+    cr_assert(json_object_get(r.json, "detail") == NULL ||
+                  strstr(text(r.json, "detail"), "did you mean") == NULL,
+              "no hint where the bare path is not one either");
     harness_resp_free(&r);
 }
 

@@ -1067,6 +1067,330 @@ await check("a sweep carries the events: the lift-off time of the falling disk a
   }
 });
 
+// ---- review of issue 17 as a new user would (round 4): models the examples do not cover --
+
+/** A page of its own; its script errors and console errors (other than the expected
+ *  4xx answers) go to pageErrors under `tag`. */
+async function reviewPage(tag, viewport) {
+  const p = await context.newPage();
+  if (viewport) await p.setViewportSize(viewport);
+  p.on("pageerror", (e) => pageErrors.push(`${tag}: ${e}`));
+  p.on("console", (m) => { if (m.type() === "error" && !expectedNoise.test(m.text())) pageErrors.push(`${tag}: console: ${m.text()}`); });
+  return p;
+}
+async function openExample(p, name) {
+  await p.goto(`${BASE}/?example=${name}`);
+  await p.waitForFunction(() => document.body.dataset.ready === "1");
+}
+// a skate on an incline, written as a user would: capital X, Y, heading alpha, no speeds
+const SKATE = {
+  name: "inclined-skate",
+  coordinates: ["X", "Y", "alpha"],
+  parameters: { m: 1.5, J: 0.2, g: 9.81, beta: 0.3 },
+  units: { X: "m", Y: "m" },
+  kinetic_energy: "m/2*(X'^2 + Y'^2) + J/2*alpha'^2",
+  potential_energy: "m*g*sin(beta)*X",
+  constraints: [{ name: "blade", expr: "-X'*sin(alpha) + Y'*cos(alpha)" }],
+};
+const SKATE_INITIAL = { t: 0, q: { X: 0, Y: 0, alpha: 0 }, qdot: { X: 1, Y: 0, alpha: 1 } };
+
+await check("a model pasted after the bicycle: Linearize sends that model's point, not the example's preset (no select)", async () => {
+  const p = await reviewPage("paste-linearize");
+  try {
+    await openExample(p, "whipple-bicycle");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    assert(await p.locator("#example option:checked").innerText() === "(your model)",
+      `the example picker still says "${await p.locator("#example option:checked").innerText()}"`);
+    const point = JSON.parse(await p.locator("#lin-point-editor textarea").inputValue());
+    assert(JSON.stringify(Object.keys(point.q || {}).sort()) === JSON.stringify(["X", "Y", "alpha"].sort()),
+      `the operating point names ${Object.keys(point.q || {})}, not the pasted model's coordinates`);
+    const [req] = await Promise.all([p.waitForRequest((r) => r.url().endsWith("/v1/linearize")), p.click('[data-testid="lin-run"]')]);
+    const body = JSON.parse(req.postData());
+    assert(!("select" in body), `the bicycle's select was sent: ${JSON.stringify(body.select)}`);
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points);
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    assert(await p.locator("#linearize").getAttribute("data-points") === await p.locator("#lin-n").inputValue(), "not every point was linearized");
+  } finally {
+    await p.close();
+  }
+});
+
+await check("a planar model with coordinates X, Y: the path plot and the top view with its heading (alpha)", async () => {
+  const p = await reviewPage("capital-xy");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    assert(await p.locator('[data-testid="plot-path"]').isVisible(), "no x-y path plot for coordinates X, Y");
+    assert(/X \[m\]/.test(await p.locator('[data-testid="plot-path"]').textContent()), "the path's axis is not X [m]");
+    await p.locator('[data-testid="anim"]').waitFor({ state: "visible" });
+    assert(await p.locator("#anim-card").getAttribute("data-view") === "top", "the motion card is not the top view");
+    assert(await p.locator("#anim-heading").inputValue() === "alpha", `the heading is "${await p.locator("#anim-heading").inputValue()}", not alpha`);
+  } finally {
+    await p.close();
+  }
+});
+
+await check("speeds the engine names after q' (no speeds given) are typeset as dotted letters, not alpha'", async () => {
+  const p = await reviewPage("default-speeds");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    await p.waitForFunction(() => document.querySelectorAll("#equations math").length > 0 && document.querySelector('[data-testid="hamel-table"]'));
+    // every identifier drawn in the equations and the Hamel table: no prime, no "alpha"
+    const ids = await p.evaluate(() => [...document.querySelectorAll("#equations math mi, #hamel math mi")].map((n) => n.textContent));
+    const bad = ids.filter((s) => /'|alpha/.test(s));
+    assert(ids.includes("α") && bad.length === 0, `names drawn as text: ${[...new Set(bad)].join(", ")}`);
+    // the equation of motion of alpha' reads J α̈ = 0: two dots over α
+    const ddot = await p.evaluate(() => [...document.querySelectorAll("#equations mover")].some((m) => m.firstElementChild.textContent === "α" && m.lastElementChild.textContent === "¨"));
+    assert(ddot, "no α with two dots (the derivative of the speed alpha') in the equations of motion");
+  } finally {
+    await p.close();
+  }
+});
+
+// a heavy top on a fixed point, its frame turned about "+z", "+x", "+z" and its centre
+// at a height given by a definition: drawn exactly as the same top written with x, z and l
+const TOP = {
+  name: "heavy-top",
+  coordinates: ["psi", "theta", "phi"],
+  parameters: { m: 1, l: 0.3, A: 0.02, C: 0.01, g: 9.81 },
+  definitions: [{ name: "h", expr: "l" }],
+  frames: [{ name: "P", rotations: [{ axis: "+z", angle: "psi" }, { axis: "+x", angle: "theta" }, { axis: "+z", angle: "phi" }] }],
+  points: [{ name: "G", frame: "P", position: [0, 0, "h"] }],
+  bodies: [{ name: "top", mass: "m", mass_center: "G", frame: "P", inertia: [["A", 0, 0], [0, "A", 0], [0, 0, "C"]] }],
+  gravity: { frame: "N", vector: [0, 0, "-g"] },
+};
+await check("3-D view: a body whose frame turns about +x, +z and whose point uses a definition is drawn as with x, z and the value", async () => {
+  const p = await reviewPage("top-3d");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const frameOf = async (model) => {
+      await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
+      await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { psi: 0, theta: 0.5, phi: 0 }, speeds: { "psi'": 0, "theta'": 0, "phi'": 60 } }));
+      await p.fill("#t_end", "1");
+      await runAndWait(p);
+      await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+      await p.locator("#anim-t").fill("100");
+      await p.waitForFunction(() => document.getElementById("anim-card").dataset.index === "100");
+      // the pixels stay in the page (window.__frames): a million numbers through the
+      // protocol would take seconds
+      return p.locator("#anim-3d canvas").evaluate((c) => {
+        const g = document.createElement("canvas");
+        g.width = c.width; g.height = c.height;
+        const x = g.getContext("2d");
+        x.drawImage(c, 0, 0);
+        (window.__frames = window.__frames || []).push(x.getImageData(0, 0, g.width, g.height).data);
+        return window.__frames.length - 1;
+      });
+    };
+    const plain = { ...TOP, name: "heavy-top-plain", definitions: undefined,
+      frames: [{ name: "P", rotations: [{ axis: "z", angle: "psi" }, { axis: "x", angle: "theta" }, { axis: "z", angle: "phi" }] }],
+      points: [{ name: "G", frame: "P", position: [0, 0, "l"] }] };
+    const ia = await frameOf(plain);
+    const ib = await frameOf(TOP);
+    const { same, frac, colours } = await p.evaluate(([ia, ib]) => {
+      const a = window.__frames[ia], b = window.__frames[ib];
+      if (a.length !== b.length || !a.length) return { same: false };
+      let differ = 0;
+      const colours = new Set();
+      for (let i = 0; i < a.length; i += 4) {
+        if (Math.abs(a[i] - b[i]) + Math.abs(a[i + 1] - b[i + 1]) + Math.abs(a[i + 2] - b[i + 2]) > 24) differ++;
+        colours.add((b[i] >> 4) * 256 + (b[i + 1] >> 4) * 16 + (b[i + 2] >> 4));
+      }
+      return { same: true, frac: differ / (a.length / 4), colours: colours.size };
+    }, [ia, ib]);
+    assert(same, "the canvases differ in size");
+    assert(colours > 20, `the 3-D view of the top is blank (${colours} colours)`);
+    assert(frac < 0.002, `the top written with +x, +z and a definition is drawn differently: ${(100 * frac).toFixed(2)}% of the pixels differ`);
+    await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-top-3d.png") });
+  } finally {
+    await p.close();
+  }
+});
+
+await check("no horizontal overflow at 390 px: a long constraint, long Hamel coefficients and a problem naming a long symbol", async () => {
+  const p = await reviewPage("390-long", { width: 390, height: 844 });
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const terms = Array.from({ length: 30 }, (_, i) => `lam${i}*thetaR'*cos(thetaR + ${i}*psiF)`).join(" + ");
+    const model = {
+      name: "long-constraint-wheel",
+      coordinates: ["x", "y", "thetaR", "psiF"],
+      parameters: Object.fromEntries([["m", 1], ["IR", 0.1], ...Array.from({ length: 30 }, (_, i) => [`lam${i}`, 0.01 * (i + 1)])]),
+      kinetic_energy: "m/2*(x'^2+y'^2) + IR/2*(thetaR'^2 + psiF'^2)",
+      constraints: [{ name: "rolling", expr: "x' - " + terms }, { name: "lateral", expr: "y' - 0.1*psiF'" }],
+    };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
+    await runAndWait(p);
+    await p.waitForFunction(() => document.querySelector('[data-testid="hamel-table"]') && document.querySelectorAll("#equations math").length > 0);
+    let w = await p.evaluate(() => document.documentElement.scrollWidth);
+    assert(w <= 390, `the page is ${w} px wide at 390 px with the long model's results`);
+    const bad = { ...model, kinetic_energy: model.kinetic_energy + " + an_undefined_symbol_with_a_very_long_name_indeed*x'^2" };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(bad, null, 2));
+    await p.click('[data-testid="run"]');
+    await p.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    w = await p.evaluate(() => document.documentElement.scrollWidth);
+    assert(w <= 390, `the page is ${w} px wide at 390 px with the problem shown`);
+    await p.screenshot({ path: join(ARTIFACTS, "web-390-long.png") });
+  } finally {
+    await p.close();
+  }
+});
+
+await check("the linearization's x axis is the value swept: another than the preset's is neither relabelled nor scaled (rolling disk: phid, not v)", async () => {
+  const p = await reviewPage("lin-axis");
+  try {
+    await openExample(p, "rolling-disk-bodies");
+    await p.selectOption("#lin-sweep", "speeds.phid");
+    await p.fill("#lin-from", "0");
+    await p.fill("#lin-to", "1");
+    await p.fill("#lin-n", "5");
+    await p.uncheck("#lin-steady");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points === "5");
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const chart = p.locator('[data-testid="plot-eig-re"] svg.chart');
+    const label = await chart.evaluate((s) => s.querySelector("text.label").textContent);
+    assert(label === "phid", `the x axis is labelled "${label}", not phid`);
+    const x0 = Number(await chart.getAttribute("data-x0")), x1 = Number(await chart.getAttribute("data-x1"));
+    assert(x0 === 0 && x1 === 1, `the x axis runs from ${x0} to ${x1}, not over the swept phid 0..1`);
+    assert(/phid from 0 to 1|phid = |every/.test(await p.locator("#lin-summary").innerText()) || /grows/.test(await p.locator("#lin-summary").innerText()),
+      "the summary: " + (await p.locator("#lin-summary").innerText()));
+    // the preset's own value keeps its axis: v = -r theta'
+    await p.selectOption("#lin-sweep", "speeds.thetad");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => /^v/.test(document.querySelector('[data-testid="plot-eig-re"] svg.chart text.label')?.textContent || ""));
+  } finally {
+    await p.close();
+  }
+});
+
+await check("the steady branch of a model of one's own (a heavy top's precession against its tilt): axis, range, distinct tick labels clear of the axis label", async () => {
+  const p = await reviewPage("top-branch");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const top = { ...TOP, name: "heavy-top-branch" };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(top, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { psi: 0, theta: 0.5, phi: 0 }, speeds: { "psi'": 1, "theta'": 0, "phi'": 300 } }));
+    await p.fill("#t_end", "0.5");
+    await runAndWait(p);
+    await p.waitForFunction(() => /"psi'"/.test(document.querySelector("#lin-point-editor textarea").value));
+    await p.selectOption("#lin-sweep", "q.theta");
+    await p.fill("#lin-from", "0.3");
+    await p.fill("#lin-to", "1.2");
+    await p.fill("#lin-n", "31");
+    await p.fill("#lin-unknowns", "psi'");
+    await p.click('[data-testid="lin-branch"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || !document.getElementById("plot-branch").hidden);
+    assert(!(await p.locator("#lin-problem").isVisible()), "the branch showed: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const chart = p.locator('[data-testid="plot-branch"] svg.chart');
+    const got = await chart.evaluate((s) => {
+      const labels = [...s.querySelectorAll("text.label")];
+      const x = labels.find((t) => !t.getAttribute("transform")), y = labels.find((t) => t.getAttribute("transform"));
+      const ticks = [...s.querySelectorAll("g.axis > text")].filter((t) => t.getAttribute("text-anchor") === "end");
+      return { x: x.textContent, yLabelRight: y.getBoundingClientRect().right, ticks: ticks.map((t) => t.textContent), tickLeft: Math.min(...ticks.map((t) => t.getBoundingClientRect().left)), x0: s.dataset.x0, x1: s.dataset.x1 };
+    });
+    assert(got.x === "theta", `the branch's x axis is labelled "${got.x}", not theta`);
+    assert(Number(got.x0) === 0.3 && Number(got.x1) === 1.2, `the branch's x axis runs from ${got.x0} to ${got.x1}`);
+    // psi' moves by 2 % over the branch (1.013 at 0.3 to 0.993 at 1.2): ticks 0.995, 1, 1.005, 1.01
+    assert(new Set(got.ticks).size === got.ticks.length, `two y ticks read the same: ${got.ticks.join(", ")}`);
+    assert(got.yLabelRight <= got.tickLeft, `the y ticks (from ${got.tickLeft.toFixed(1)} px) overlap the axis label (to ${got.yLabelRight.toFixed(1)} px)`);
+    assert(/stable throughout|Stability changes/.test(await p.locator("#lin-summary").innerText()), "the summary: " + (await p.locator("#lin-summary").innerText()));
+    await p.locator('[data-testid="linearize"]').screenshot({ path: join(ARTIFACTS, "web-steady-top.png") });
+  } finally {
+    await p.close();
+  }
+});
+
+await check("a fetch of the page's own files that fails (aborted, as when the tab navigates away) is no script error, and the page still works", async () => {
+  const p = await reviewPage("aborted-fetch");
+  const errors = [];
+  p.on("pageerror", (e) => errors.push(String(e)));
+  try {
+    await p.route("**/examples/index.json", (r) => r.abort("failed"));
+    await p.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p.waitForFunction(() => document.body.dataset.ready === "1", null, { timeout: 10000 });
+    assert(errors.length === 0, "script errors: " + errors.join(" | "));
+    assert(/could not be loaded/.test(await p.locator("#example-desc").innerText()), `the page does not say the examples are missing: "${await p.locator("#example-desc").innerText()}"`);
+    // New model still runs
+    await p.click('[data-testid="new-model"]');
+    await runAndWait(p);
+  } finally {
+    await p.close();
+  }
+  // the errors of this page are expected: they are not the page's
+  for (let i = pageErrors.length - 1; i >= 0; i--) if (/^aborted-fetch: console: Failed to load resource: net::ERR_FAILED/.test(pageErrors[i])) pageErrors.splice(i, 1);
+});
+
+await check("a sweep's plots carry the model's units: X [m] against t [s], and the final X [m] against beta [rad]", async () => {
+  const p = await reviewPage("sweep-units");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const skate = { ...SKATE, name: "inclined-skate-units", units: { X: "m", Y: "m", t: "s", beta: "rad" } };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(skate, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    await runAndWait(p);
+    await p.selectOption("#sw-var", "parameters.beta");
+    await p.fill("#sw-n", "4");
+    await p.selectOption("#sw-quantity", "q.X");
+    await p.selectOption("#sw-final", "final.q.X");
+    await p.click('[data-testid="sw-run"]');
+    await p.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state) || !document.getElementById("sw-problem").hidden);
+    assert(await p.locator("#sw-card").getAttribute("data-state") === "done", "the sweep: " + (await p.locator("#sw-progress-text").innerText()));
+    const labels = (id) => p.locator(`[data-testid="${id}"] svg.chart text.label`).allTextContents();
+    const over = await labels("plot-sweep"), sum = await labels("plot-sweep-summary");
+    assert(over.includes("t [s]") && over.includes("X [m]"), `the overlay's axes: ${over.join(" | ")}`);
+    assert(sum.includes("beta [rad]") && sum.some((l) => /X \[m\]$/.test(l)), `the summary's axes: ${sum.join(" | ")}`);
+  } finally {
+    await p.close();
+  }
+});
+
+await check("3-D view of a mechanism of particles only (a double pendulum hung from the origin): scaled by its own reach, bobs in view", async () => {
+  const p = await reviewPage("particles-3d");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const dp = {
+      name: "double-pendulum-particles", coordinates: ["th1", "th2"],
+      parameters: { m1: 1, m2: 1, l1: 0.2, l2: 0.15, g: 9.81 },
+      frames: [{ name: "A", rotations: [{ axis: "y", angle: "th1" }] }, { name: "B", rotations: [{ axis: "y", angle: "th2" }] }],
+      points: [{ name: "P1", frame: "A", position: [0, 0, "-l1"] }, { name: "P2", parent: "P1", frame: "B", position: [0, 0, "-l2"] }],
+      particles: [{ name: "b1", mass: "m1", point: "P1" }, { name: "b2", mass: "m2", point: "P2" }],
+      gravity: { frame: "N", vector: [0, 0, "-g"] },
+    };
+    await p.locator("#model-editor textarea").fill(JSON.stringify(dp, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { th1: 1, th2: 0.5 }, speeds: { "th1'": 0, "th2'": 0 } }));
+    await p.fill("#t_end", "2");
+    await runAndWait(p);
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const size = Number(await p.locator("#anim-card").getAttribute("data-scene-size"));
+    // the linked points (O, P1, P2) never span more than l1 + l2 = 0.35 along an axis
+    assert(size > 0.15 && size <= 0.36, `the scene is scaled by ${size}, not by the pendulum's reach (at most 0.35)`);
+    await p.locator("#anim-t").fill("30");
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.index === "30");
+    const green = await p.locator("#anim-3d canvas").evaluate((c) => {
+      const g = document.createElement("canvas");
+      g.width = c.width; g.height = c.height;
+      const x = g.getContext("2d");
+      x.drawImage(c, 0, 0);
+      const d = x.getImageData(0, 0, g.width, g.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 1] > d[i] + 40 && d[i + 1] > d[i + 2] + 10) n++; // the bobs' green
+      return n;
+    });
+    assert(green > 200, `the bobs are not in view (${green} green pixels)`);
+    await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-pendulum-3d.png") });
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

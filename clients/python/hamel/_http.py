@@ -22,13 +22,21 @@ class Transport:
 
     def __init__(self, url, token=None, timeout=60.0):
         u = urllib.parse.urlsplit(url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError("hamel: the URL must be http://host[:port] or https://..., not %r" % url)
-        self.url = url.rstrip("/")
+        if u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment or "?" in url \
+                or "#" in url:
+            raise ValueError("hamel: the URL must be http://host[:port] or https://... (no ?query or #fragment), "
+                             "not %r" % url)
+        if token is not None and (not isinstance(token, str) or any(ord(ch) < 0x21 or ord(ch) == 0x7f
+                                                                   for ch in token)):
+            raise ValueError("hamel: the token must be printable characters without spaces")
+        prefix = u.path.rstrip("/")
+        if prefix.endswith("/v1"):  # the service's root: "http://host:8080/v1" would ask for /v1/v1/...
+            prefix = prefix[:-3].rstrip("/")
+        self.url = "%s://%s%s" % (u.scheme, u.netloc, prefix)
         self.scheme = u.scheme
         self.host = u.hostname
         self.port = u.port
-        self.prefix = u.path.rstrip("/")
+        self.prefix = prefix
         self.token = token
         self.timeout = timeout
         self._conn = None
@@ -105,21 +113,25 @@ class Transport:
                 if reused:
                     continue  # a kept-alive connection the server had closed: once more
                 raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
-            except (OSError, socket.timeout) as e:
+            except (OSError, socket.timeout, http.client.HTTPException) as e:  # IncompleteRead: cut off
                 self.close()
                 raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
         raise HamelError(0, None, "hamel: no answer from %s" % self.url)
 
-    def stream_lines(self, method, path, body):
+    def stream_lines(self, method, path, body, on_headers=None):
         """Sends one request on a connection of its own asking for NDJSON and yields each
-        line's JSON as it arrives. A 4xx/5xx raises HamelError before the first line."""
+        line's JSON as it arrives; on_headers(headers) sees the response's headers (lower-
+        case names) first. A 4xx/5xx raises HamelError before the first line; a stream
+        that breaks off (the server gone) raises HamelError with status 0."""
         conn = self._connect()
         try:
             try:
                 resp = self._send(conn, method, path, body, self.headers("application/x-ndjson"))
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:
                 raise HamelError(0, None, "hamel: no answer from %s: %s" % (self.url, e)) from e
             headers = {k.lower(): v for k, v in resp.getheaders()}
+            if on_headers is not None:
+                on_headers(headers)
             if resp.status >= 400 or resp.status == 202:
                 raw = _decode(resp.read(), headers)
                 doc = _parse(raw, resp.status, headers)
@@ -129,7 +141,10 @@ class Transport:
             gz = zlib.decompressobj(31) if headers.get("content-encoding") == "gzip" else None
             buf = b""
             while True:
-                chunk = resp.read1(65536)
+                try:
+                    chunk = resp.read1(65536)
+                except (OSError, http.client.HTTPException) as e:
+                    raise HamelError(0, None, "hamel: the stream from %s broke off: %r" % (self.url, e)) from e
                 if not chunk:
                     break
                 if gz is not None:

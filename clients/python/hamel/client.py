@@ -161,17 +161,35 @@ class Client:
         of these. The keyword arguments are members of the request (parameters, initial,
         t_end, output, integrator, formulation, invariants, hamel), merged over the
         case's as a batch merges a run (see merge_request). A failed job raises
-        HamelError (its .partial holds the samples reached)."""
+        HamelError (its .partial holds the samples reached). An interrupt (Ctrl-C) while
+        it waits cancels the job on the server."""
         ref, base = _split(model_or_case)
         body = merge_request(base, request)
         body.pop("model", None)
         body.pop("model_id", None)
         body.update(ref)
-        status, _, doc = self._t.request("POST", "/v1/simulations?wait=%d" % WAIT_S, body,
-                                         timeout=self._t.timeout + WAIT_S)
-        while status == 202 or (isinstance(doc, dict) and doc.get("status") in ("queued", "running")):
-            status, doc = self._job_doc(doc["job_id"], WAIT_S)
+        # submitted without waiting, so that the job's id is known before the wait: an
+        # interrupt (Ctrl-C, a notebook's stop) cancels it instead of leaving it running
+        status, _, doc = self._t.request("POST", "/v1/simulations", body)
+        job_id = doc.get("job_id") if isinstance(doc, dict) else None
+        try:
+            while status == 202 or (isinstance(doc, dict) and doc.get("status") in ("queued", "running")):
+                status, doc = self._job_doc(doc["job_id"], WAIT_S)
+        except KeyboardInterrupt:
+            self._cancel("/v1/jobs/", job_id)
+            raise
         return _warn(self._result_of(doc))
+
+    def _cancel(self, prefix, ident):
+        """Best effort: DELETE prefix+ident after an interrupt (the kept-alive connection
+        may be mid-answer: a fresh one). Errors are dropped; the interrupt goes on."""
+        if not ident:
+            return
+        self._t.close()
+        try:
+            self._t.request("DELETE", prefix + urllib.parse.quote(str(ident), safe=""), timeout=5)
+        except (HamelError, OSError, ValueError):
+            pass
 
     def job(self, job_id, wait=0):
         """GET /v1/jobs/{id}[?wait=]: a done job's Result; a failed or cancelled job
@@ -205,7 +223,8 @@ class Client:
         simulate's first argument (a case's simulation becomes the base); `base` is
         merged over it; `fields` are the line's fields (default run, trajectory,
         checks, stats, events; ["final"] for just the last sample). An invalid run refuses the
-        whole batch: HamelError naming runs[i]... before the first result."""
+        whole batch: HamelError naming runs[i]... before the first result. Leaving the loop
+        early (break) or an interrupt (Ctrl-C) cancels the runs not finished yet."""
         ref, case_base = _split(model)
         body = dict(ref)
         merged = merge_request(case_base, base or {})
@@ -216,10 +235,21 @@ class Client:
         body["runs"] = list(runs)
         if fields is not None:
             body["fields"] = list(fields)
-        for line in self._t.stream_lines("POST", "/v1/batches", body):
-            if not isinstance(line, dict) or line.get("done") is True:
-                continue
-            yield _warn(Result(line))
+        head = {}
+        finished = False
+        try:
+            for line in self._t.stream_lines("POST", "/v1/batches", body, on_headers=head.update):
+                if isinstance(line, dict) and line.get("done") is True:
+                    finished = True
+                if not isinstance(line, dict) or line.get("done") is True:
+                    continue
+                yield _warn(Result(line))
+            finished = True
+        except (KeyboardInterrupt, GeneratorExit):
+            # interrupted, or the loop left early (break): what is left is cancelled
+            if not finished:
+                self._cancel("/v1/batches/", head.get("x-batch-id"))
+            raise
 
     # ---- synchronous computations ------------------------------------------------------
 

@@ -9,6 +9,18 @@ import { $, h } from "./dom.js";
 
 const HEADING_NAMES = ["psi", "phi", "theta", "yaw", "heading", "th"];
 
+/** The planar positions among the coordinates: x<s> with y<s>, or X<s> with Y<s>
+ *  (x, y; x1, y1; x_c, y_c; X, Y), as [xname, yname] pairs. */
+export function planarPairs(coords, has) {
+  const pairs = [];
+  for (const c of coords) {
+    const m = /^([xX])(.*)$/.exec(c);
+    const y = m && (m[1] === "x" ? "y" : "Y") + m[2];
+    if (m && has(y)) pairs.push([c, y]);
+  }
+  return pairs;
+}
+
 /** The value of parameter p: a number or {value, unit}. */
 const paramValue = (p) => (typeof p === "number" ? p : p && typeof p.value === "number" ? p.value : NaN);
 
@@ -39,11 +51,7 @@ export function setupAnim() {
     const tr = result && result.trajectory;
     if (!tr || !tr.t || tr.t.length < 2 || !tr.q) return;
     const coords = (summary && summary.coordinates) || Object.keys(tr.q);
-    const pairs = [];
-    for (const c of coords) {
-      const m = /^x(.*)$/.exec(c);
-      if (m && tr.q["y" + m[1]]) pairs.push(["x" + m[1], "y" + m[1]]);
-    }
+    const pairs = planarPairs(coords, (n) => !!tr.q[n]);
     const hasBodies = model && ((Array.isArray(model.bodies) && model.bodies.length) || (Array.isArray(model.particles) && model.particles.length)) &&
       (Array.isArray(model.frames) || Array.isArray(model.points));
     if (!pairs.length && !hasBodies) return;
@@ -54,7 +62,8 @@ export function setupAnim() {
     const headingSel = $("anim-heading");
     const candidates = coords.filter((c) => !used.has(c));
     headingSel.replaceChildren(h("option", { value: "" }, "none"), ...candidates.map((c) => h("option", { value: c }, c)));
-    headingSel.value = HEADING_NAMES.find((n) => candidates.includes(n)) || "";
+    // a usual name for the heading, else the one coordinate left besides the position
+    headingSel.value = HEADING_NAMES.find((n) => candidates.includes(n)) || (pairs.length === 1 && candidates.length === 1 ? candidates[0] : "");
     data = { t: tr.t, q: tr.q, pairs, model, env0 };
     card.hidden = false;
     slider.max = String(tr.t.length - 1);
@@ -67,6 +76,7 @@ export function setupAnim() {
       try {
         const { makeScene } = await import("./anim3d.js");
         scene = makeScene(host3d, model, env0, tr);
+        card.dataset.sceneSize = String(scene.size); // the length the scene is scaled by
       } catch (e) {
         scene = null;
         view = "top";

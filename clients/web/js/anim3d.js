@@ -27,7 +27,7 @@ function rot(u, a) {
   ];
 }
 
-const AXES = { x: [1, 0, 0], y: [0, 1, 0], z: [0, 0, 1], "-x": [-1, 0, 0], "-y": [0, -1, 0], "-z": [0, 0, -1] };
+const AXES = { x: [1, 0, 0], y: [0, 1, 0], z: [0, 0, 1], "+x": [1, 0, 0], "+y": [0, 1, 0], "+z": [0, 0, 1], "-x": [-1, 0, 0], "-y": [0, -1, 0], "-z": [0, 0, -1] };
 const vecOf = (a) => (typeof a === "string" && AXES[a] ? () => AXES[a] : Array.isArray(a) ? ((fs) => (env) => fs.map((f) => f(env)))(a.map((e) => compileExpr(e))) : () => [0, 0, 1]);
 
 /** Eigen-decomposition of a symmetric 3×3 matrix (Jacobi): {values, vectors (columns)}. */
@@ -99,6 +99,12 @@ export function makeScene(host, model, env0, tr) {
   sun.position.set(3, 6, 4);
   scene.add(sun);
 
+  // the model's definitions, in order, may stand in angles and positions
+  const defs = (Array.isArray(model.definitions) ? model.definitions : []).filter((d) => d && d.name && d.expr !== undefined)
+    .map((d) => { try { return [d.name, compileExpr(d.expr)]; } catch { return [d.name, () => NaN]; } });
+  const withDefs = (env) => { for (const [n, f] of defs) env[n] = f(env); return env; };
+  withDefs(env0);
+
   // world (the model's N frame) → three.js (y up): "up" is against gravity, else +z
   const gv = model.gravity && Array.isArray(model.gravity.vector) ? model.gravity.vector.map((e) => compileExpr(e)(env0)) : [0, 0, -1];
   const down = gv[2] > 0 ? 1 : -1;
@@ -107,10 +113,12 @@ export function makeScene(host, model, env0, tr) {
 
   const kin = kinematics(model);
   const names = Object.keys(tr.q);
+  const rates = Object.keys(tr.qdot || {});
   const envAt = (i) => {
     const env = { ...env0, t: tr.t[i] };
     for (const n of names) env[n] = tr.q[n][i];
-    return env;
+    for (const n of rates) env[n + "'"] = tr.qdot[n][i];
+    return withDefs(env);
   };
 
   // bodies: a disk where a rolling disk sits at the body's mass centre, else the ellipsoid
@@ -150,12 +158,29 @@ export function makeScene(host, model, env0, tr) {
     scene.add(group, axes);
     parts.push({ b, group, axes, local });
   }
-  size = size || 1;
-  for (const p of parts) p.axes.matrix.makeScale(0.35 * size, 0.35 * size, 0.35 * size);
   // the model's points joined to their parents: the skeleton of the mechanism
   // (not a point placed in N from the origin, such as a contact point at (x, y, 0): that
   // "link" is only where the system has got to)
   const links = (model.points || []).filter((pt) => (pt.parent || "O") !== "O" || (pt.frame || "N") !== "N").map((pt) => [pt.parent || "O", pt.name]);
+  // where the mechanism is along the run: every point at samples, and how far its
+  // linked points reach at one time (the size of a mechanism of points and particles only)
+  const stride = Math.max(1, Math.floor(tr.t.length / 600));
+  const allLo = new THREE.Vector3(Infinity, Infinity, Infinity), allHi = new THREE.Vector3(-Infinity, -Infinity, -Infinity);
+  const linked = [...new Set(links.flat())];
+  let reach = 0;
+  for (let i = 0; i < tr.t.length; i += stride) {
+    const k = kin(envAt(i));
+    const lo = new THREE.Vector3(Infinity, Infinity, Infinity), hi = new THREE.Vector3(-Infinity, -Infinity, -Infinity);
+    for (const name of (model.points || []).map((pt) => pt.name).concat(linked)) {
+      const v = toThree(k.pointP(name));
+      if (!Number.isFinite(v.x + v.y + v.z)) continue;
+      allLo.min(v); allHi.max(v);
+      if (linked.includes(name)) { lo.min(v); hi.max(v); }
+    }
+    if (Number.isFinite(hi.x - lo.x)) reach = Math.max(reach, hi.x - lo.x, hi.y - lo.y, hi.z - lo.z);
+  }
+  size = size || reach || 1;
+  for (const p of parts) p.axes.matrix.makeScale(0.35 * size, 0.35 * size, 0.35 * size);
   const skeleton = new THREE.LineSegments(new THREE.BufferGeometry(), new THREE.LineBasicMaterial({ color: 0x4a5868 }));
   skeleton.geometry.setAttribute("position", new THREE.Float32BufferAttribute(new Float32Array(6 * Math.max(1, links.length)), 3));
   scene.add(skeleton);
@@ -166,18 +191,17 @@ export function makeScene(host, model, env0, tr) {
     return { point: pt.point, mesh };
   });
 
-  // the ground and the path of the first point on it
-  const ground = model.points && model.points.find((p) => (p.parent || "O") === "O");
+  // the point the camera follows: the first placed in N from the origin (a contact point,
+  // a centre); a mechanism hung from the origin (points in turning frames) is not followed.
+  // The path drawn is that point's, else the last point's (a pendulum's bob).
+  const ground = model.points && model.points.find((p) => (p.parent || "O") === "O" && (p.frame || "N") === "N");
+  const traced = ground || (model.points && model.points.length ? model.points[model.points.length - 1] : null);
   const pathPts = [];
-  const stride = Math.max(1, Math.floor(tr.t.length / 600));
-  let lo = new THREE.Vector3(Infinity, Infinity, Infinity), hi = new THREE.Vector3(-Infinity, -Infinity, -Infinity);
   for (let i = 0; i < tr.t.length; i += stride) {
-    const k = kin(envAt(i));
-    const v = toThree(ground ? k.pointP(ground.name) : [0, 0, 0]);
-    pathPts.push(v);
-    lo.min(v); hi.max(v);
+    const v = toThree(traced ? kin(envAt(i)).pointP(traced.name) : [0, 0, 0]);
+    if (Number.isFinite(v.x + v.y + v.z)) pathPts.push(v);
   }
-  const span = Math.max(hi.x - lo.x, hi.z - lo.z, 4 * size);
+  const span = Number.isFinite(allHi.x - allLo.x) ? Math.max(allHi.x - allLo.x, allHi.z - allLo.z, 4 * size) : 4 * size;
   // a ground grid around the system, moved with it by whole cells (so it reads as fixed)
   const cell = size / 2;
   // (made of one-cell segments, not long lines: a line that passes behind the camera is
@@ -200,16 +224,19 @@ export function makeScene(host, model, env0, tr) {
   })();
   scene.add(grid);
   // the ground: z = 0 of the model, or below everything that hangs under it
-  const floor = lo.y < -1e-9 ? lo.y - 0.05 * size : 0;
+  const floor = allLo.y < -1e-9 ? allLo.y - 0.05 * size : 0;
   const path = new THREE.Line(new THREE.BufferGeometry().setFromPoints(pathPts), new THREE.LineBasicMaterial({ color: 0x0072b2 }));
-  path.position.y = 0.002 * size;
+  if (ground) path.position.y = 0.002 * size;
   scene.add(path);
 
   const camera = new THREE.PerspectiveCamera(40, 1, size / 100, span * 20 + 100 * size);
   const controls = new OrbitControls(camera, canvas);
   controls.enableDamping = false;
   const start = toThree(ground ? kin(envAt(0)).pointP(ground.name) : [0, 0, 0]);
-  controls.target.copy(start).add(new THREE.Vector3(0, 0.5 * size, 0));
+  // looking at the system: above its ground point, or at the middle of where a
+  // mechanism hung from the origin goes
+  if (ground || !Number.isFinite(allHi.x - allLo.x)) controls.target.copy(start).add(new THREE.Vector3(0, 0.5 * size, 0));
+  else controls.target.copy(allLo).add(allHi).multiplyScalar(0.5);
   camera.position.copy(controls.target).add(new THREE.Vector3(2.2 * size, 1.6 * size, 2.6 * size));
   controls.update();
   controls.addEventListener("change", () => renderer.render(scene, camera));
@@ -268,5 +295,5 @@ export function makeScene(host, model, env0, tr) {
     renderer.dispose();
     host.replaceChildren();
   }
-  return { draw, resize, dispose, canvas };
+  return { draw, resize, dispose, canvas, size };
 }

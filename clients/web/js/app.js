@@ -9,7 +9,7 @@ import { lineChart, logBarChart, fmt, PALETTE } from "./chart.js";
 import { exprToMath, mathOf, ml } from "./expr.js";
 import { setupLinearize } from "./linearize.js";
 import { setupSweep } from "./sweep.js";
-import { setupAnim } from "./anim.js";
+import { setupAnim, planarPairs } from "./anim.js";
 import { setupEvents, renderEvents, eventMarks, contactsOf } from "./events.js";
 import { $, h } from "./dom.js";
 
@@ -41,6 +41,12 @@ const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSO
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
 const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
+/** Fills the linearization card for a model (an example's preset, else its initial state)
+ *  and remembers whose coordinates it holds. */
+function loadLinearize(ws, file) {
+  state.linBound = coordsOf(ws && ws.model);
+  return linearize.load(ws, file);
+}
 const anim = setupAnim();
 const events = setupEvents(() => sweep.setEvents(events.read().events.map((e) => e.name)));
 const sweep = setupSweep({ getApi: () => state.api, prepare: () => prepare(), chart: (...a) => chartIn(...a) });
@@ -93,9 +99,19 @@ $("server-form").addEventListener("submit", (ev) => {
 
 // ---- examples -------------------------------------------------------------------
 
+/** The shipped examples; a list that cannot be fetched (the server gone, the tab
+ *  navigating away mid-request) leaves the page usable without them and says so. */
 async function loadExamples() {
-  const res = await fetch("examples/index.json");
-  state.examples = await res.json();
+  try {
+    const res = await fetch("examples/index.json");
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    state.examples = await res.json();
+  } catch (e) {
+    state.examples = [];
+    $("example").replaceChildren(h("option", { value: "" }, "—"));
+    $("example-desc").replaceChildren(h("span", { class: "hint-inline" }, `The examples could not be loaded (${e.message}); write a model, or press New model.`));
+    return;
+  }
   const sel = $("example");
   sel.replaceChildren(...state.examples.map((e, i) => h("option", { value: String(i) }, prettyTitle(e.title))));
   const want = new URLSearchParams(location.search).get("example") || "rolling-disk";
@@ -119,12 +135,21 @@ function prettyTitle(t) {
 
 async function loadExample(i) {
   const meta = state.examples[i];
-  const ex = await (await fetch("examples/" + meta.file)).json();
+  if (!meta) return;
+  let ex;
+  try {
+    const res = await fetch("examples/" + meta.file);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    ex = await res.json();
+  } catch (e) {
+    $("example-desc").replaceChildren(h("span", { class: "hint-inline" }, `The example ${meta.file} could not be loaded (${e.message}).`));
+    return;
+  }
   state.example = ex;
   applyWorkspace(ex);
   $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source || ""));
   if (ex.description) $("example-desc").append(h("span", {}, " — " + ex.description));
-  await linearize.load(ex, meta.file);
+  await loadLinearize(ex, meta.file);
 }
 
 /** Fills every editor and field from {model, simulation}: the example files, a saved
@@ -434,6 +459,8 @@ function reconcile(model, summary, initial) {
   const now = coordsOf(model);
   let init = initial;
   const notes = [];
+  // another model than the example's: the picker and its description no longer apply
+  if (state.example && (state.bound !== now || (state.example.model && model && state.example.model.name !== model.name))) markCustom();
   if (state.bound !== now) {
     if (invariantsEditor.value.trim() !== "[]" && invariantsEditor.value.trim() !== "") {
       invariantsEditor.value = "[]";
@@ -453,6 +480,9 @@ function reconcile(model, summary, initial) {
     notes.push("initial state fitted to the model's coordinates and speeds");
   }
   $("initial-note").textContent = notes.join("; ");
+  // the linearization card holds another model's point (an example's preset, with its
+  // block selection and axis): it starts again from this model's initial state
+  if (state.linBound !== now) loadLinearize({ model, simulation: { initial: init } }, null);
   return init;
 }
 
@@ -698,6 +728,7 @@ $("new-model").addEventListener("click", () => {
   markCustom();
   applyWorkspace({ model: NEW_MODEL, simulation: { initial: { t: 0, q: { x: 0, y: 0, theta: 0 }, speeds: {} }, t_end: 10 } });
   initialEditor.value = JSON.stringify({ t: 0, q: { x: 0, y: 0, theta: 0 }, qdot: { x: 1, y: 0, theta: 0.5 } }, null, 2);
+  loadLinearize({ model: NEW_MODEL, simulation: { initial: { t: 0, q: { x: 0, y: 0, theta: 0 }, speeds: {} } } }, null);
   history.replaceState(null, "", location.pathname + (new URLSearchParams(location.search).get("api") ? "?api=" + encodeURIComponent(new URLSearchParams(location.search).get("api")) : ""));
   clearResults();
   $("results").classList.add("empty");
@@ -721,8 +752,11 @@ $("open-json").addEventListener("change", async (ev) => {
     // a saved workspace {model, simulation} or a simulation request {model, initial, ...}
     const { model, simulation, title: _t, source: _s, description: _d, ...rest } = doc;
     applyWorkspace({ model, simulation: simulation || rest });
+    // an operating point the file carries ("linearize", as the examples have) is kept
+    loadLinearize({ ...doc, simulation: simulation || rest }, null);
   } else if (doc && Array.isArray(doc.coordinates)) {
     applyWorkspace({ model: doc, simulation: {} });
+    loadLinearize({ model: doc, simulation: {} }, null);
   } else {
     showProblem({ title: `${file.name} holds no model`, detail: "Expected a model (with coordinates), or {\"model\": …, \"simulation\": …} as ⤓ JSON saves it." }, "local");
   }
@@ -810,7 +844,7 @@ async function openModel(id, localCopy, simulation, jobId) {
     $("results").classList.remove("empty");
     loadEquations(id);
   }
-  await linearize.load({ model: source || localCopy, simulation: simulation || {} }, null);
+  await loadLinearize({ model: source || localCopy, simulation: simulation || {} }, null);
   if (simulation && simulation.initial) state.request = { ...simulation, model_id: id };
   setPermalink(id, null);
   if (jobId) await openJob(id, jobId);
@@ -1002,12 +1036,7 @@ function renderWarnings(r) {
 }
 
 function xyPairs(coords) {
-  const pairs = [];
-  for (const c of coords) {
-    const m = /^x(.*)$/.exec(c);
-    if (m && coords.includes("y" + m[1])) pairs.push(["x" + m[1], "y" + m[1]]);
-  }
-  return pairs;
+  return planarPairs(coords, (n) => coords.includes(n));
 }
 
 function seriesOf(obj, t, names) {
@@ -1238,7 +1267,7 @@ async function renderHamel(r) {
     h("p", { class: "hint" },
       "Every coefficient that is not identically zero, evaluated at the initial configuration. They are antisymmetric, ",
       antisymmetry(), ", so each pair is listed once. Quasi-velocities in order: ", h("b", {}, order.join(", ")), "."),
-    rows.length + rowsT.length ? table : h("p", {}, "All Hamel coefficients vanish identically: the speeds are true (holonomic) velocities."));
+    rows.length + rowsT.length ? h("div", { class: "hamel-table-wrap" }, table) : h("p", {}, "All Hamel coefficients vanish identically: the speeds are true (holonomic) velocities."));
 }
 
 // ---- derived equations -------------------------------------------------------------

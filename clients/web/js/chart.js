@@ -43,6 +43,16 @@ export function fmt(v, digits = 3) {
   return String(Number(v.toPrecision(digits)));
 }
 
+/** Labels for the ticks of one axis: as few digits as fmt gives, more while two ticks
+ *  would read the same (1.005 and 1.01 are not both "1.01", 1 and 1.005 not both "1"). */
+export function tickLabels(ticks) {
+  for (let d = 3; d <= 15; d++) {
+    const l = ticks.map((v) => fmt(v, d));
+    if (new Set(l).size === l.length) return l;
+  }
+  return ticks.map((v) => fmt(v, 15));
+}
+
 function logLabel(p) {
   return "10" + String(p).replace("-", "⁻").replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[d]);
 }
@@ -107,7 +117,8 @@ export function lineChart(host, opts) {
   if (view && view.y && !opts.logY && !opts.equalAspect) [y0, y1] = view.y;
   const exact = (t, lo, hi) => { t.lo = lo; t.hi = hi; t.ticks = t.ticks.filter((v) => v >= lo - 1e-12 * Math.abs(hi - lo) && v <= hi + 1e-12 * Math.abs(hi - lo)); return t; };
 
-  const pw = W - M.l - M.r, ph = H - M.t - M.b;
+  let pw = W - M.l - M.r;
+  const ph = H - M.t - M.b;
   let xt, yt, X, Y;
   if (opts.logY) {
     let p0 = Math.floor(Math.log10(y0)), p1 = Math.ceil(Math.log10(y1));
@@ -139,6 +150,9 @@ export function lineChart(host, opts) {
       yt = niceTicks(y0 - pad, y1 + pad, 5);
       if (view && view.x) exact(xt, x0, x1);
       if (view && view.y) exact(yt, y0, y1);
+      // room for the widest tick label beside the axis's own label
+      const widest = Math.max(0, ...tickLabels(yt.ticks).map(measure));
+      if (28 + widest + 8 > M.l) { M.l = Math.ceil(28 + widest + 8); pw = W - M.l - M.r; }
     }
     X = (v) => M.l + ((v - xt.lo) / (xt.hi - xt.lo)) * pw;
     Y = (v) => M.t + ph - ((v - yt.lo) / (yt.hi - yt.lo)) * ph;
@@ -147,11 +161,12 @@ export function lineChart(host, opts) {
   // grid and axes
   const grid = svg("g", { class: "grid" }, root);
   const axes = svg("g", { class: "axis" }, root);
-  for (const v of xt.ticks) {
+  const xLabels = tickLabels(xt.ticks);
+  xt.ticks.forEach((v, k) => {
     const x = X(v);
     svg("line", { x1: x, x2: x, y1: M.t, y2: M.t + ph }, grid);
-    text(axes, x, M.t + ph + 16, fmt(v), { "text-anchor": "middle" });
-  }
+    text(axes, x, M.t + ph + 16, xLabels[k], { "text-anchor": "middle" });
+  });
   if (opts.logY) {
     for (const p of yt) {
       const y = Y(Math.pow(10, p));
@@ -159,11 +174,12 @@ export function lineChart(host, opts) {
       text(axes, M.l - 8, y + 4, logLabel(p), { "text-anchor": "end" });
     }
   } else {
-    for (const v of yt.ticks) {
+    const yLabels = tickLabels(yt.ticks);
+    yt.ticks.forEach((v, k) => {
       const y = Y(v);
       svg("line", { x1: M.l, x2: M.l + pw, y1: y, y2: y, class: v === 0 ? "zero" : "" }, grid);
-      text(axes, M.l - 8, y + 4, fmt(v), { "text-anchor": "end" });
-    }
+      text(axes, M.l - 8, y + 4, yLabels[k], { "text-anchor": "end" });
+    });
   }
   svg("rect", { x: M.l, y: M.t, width: pw, height: ph, class: "frame" }, root);
   if (opts.xLabel) text(axes, M.l + pw / 2, H - 8, opts.xLabel, { "text-anchor": "middle", class: "label" });

@@ -154,6 +154,10 @@ function baseML(base) {
 /** A name as MathML (see splitName); `dots` time derivatives sit over the base
  *  letter, not over the middle of the whole name (θ̇_R, not a dot over "thetaR"). */
 export function nameML(name, dots = 0) {
+  // a speed the engine names after a velocity ("alpha'", when the model gives no
+  // speeds) is that velocity: its primes are dots too
+  const primed = /^([A-Za-z_][A-Za-z0-9_]*)('+)$/.exec(String(name));
+  if (primed) return nameML(primed[1], dots + primed[2].length);
   const { base, sub } = splitName(String(name));
   let b = baseML(base);
   // a letter with an ascender (ψ, θ, δ, b, d, …) would hide an accent dot drawn tight

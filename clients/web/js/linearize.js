@@ -20,6 +20,16 @@ export function setupLinearize({ getApi, getModel }) {
   const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
   let presets = {};
   let axis = { label: "", factor: 1 };
+  let presetAxis = null; // the preset's swept value: {key, label, factor}
+  /** The x axis for the value swept now: the preset's (its label and factor, such as
+   *  v = -r theta') while that value is chosen, else the value itself, unscaled. */
+  function axisNow() {
+    const key = $("lin-sweep").value;
+    if (presetAxis && presetAxis.key === key) return presetAxis;
+    const [group, ...rest] = key.split(".");
+    const name = rest.join(".");
+    return { key, label: group === "qdot" ? name + "'" : name, factor: 1 };
+  }
   let select = null; // state names whose block of A is analysed instead of all of A
   const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
@@ -27,9 +37,11 @@ export function setupLinearize({ getApi, getModel }) {
     const sel = $("lin-sweep");
     const names = [
       ...Object.keys(point.speeds || {}).map((n) => ["speeds", n]),
+      ...Object.keys(point.qdot || {}).map((n) => ["qdot", n]),
       ...Object.keys(point.q || {}).map((n) => ["q", n]),
     ];
-    sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, g === "speeds" ? `speed ${n}` : `coordinate ${n}`)));
+    const label = { speeds: (n) => `speed ${n}`, qdot: (n) => `velocity ${n}'`, q: (n) => `coordinate ${n}` };
+    sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, label[g](n))));
   }
 
   async function load(example, file) {
@@ -40,22 +52,25 @@ export function setupLinearize({ getApi, getModel }) {
     $("lin-unknowns").value = ((preset && preset.unknowns) || []).join(", ");
     select = (preset && preset.select) || null;
     const init = (example.simulation && example.simulation.initial) || {};
-    const point = preset ? preset.point : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
+    // an initial state given by its velocities (qdot) is linearized as it is given
+    const point = preset ? preset.point
+      : init.qdot && !init.speeds ? { t: init.t || 0, q: init.q || {}, qdot: init.qdot } : { t: init.t || 0, q: init.q || {}, speeds: init.speeds || {} };
     const p = {};
     for (const k of ["t", "q", "speeds", "qdot"]) if (point[k] !== undefined) p[k] = point[k];
     editor.value = JSON.stringify(p, null, 2);
     sweepOptions(p);
     const sw = (preset && preset.sweep) || {};
-    const first = Object.keys(p.speeds || {})[0];
+    const first = Object.keys(p.speeds || p.qdot || {})[0];
     const name = sw.name || first || Object.keys(p.q || {})[0];
-    const group = p.speeds && name in p.speeds ? "speeds" : "q";
+    const group = p.speeds && name in p.speeds ? "speeds" : p.qdot && name in p.qdot ? "qdot" : "q";
     $("lin-sweep").value = `${group}.${name}`;
     const v0 = Number((p[group] || {})[name]) || 0;
     $("lin-from").value = sw.from ?? 0;
     $("lin-to").value = sw.to ?? (v0 ? 2 * v0 : 1);
     $("lin-n").value = sw.points ?? 41;
     $("lin-steady").checked = !!preset; // an initial state is seldom steady
-    axis = { label: sw.label || name, factor: sw.factor ?? 1 };
+    presetAxis = { key: `${group}.${name}`, label: sw.label || name, factor: sw.factor ?? 1 };
+    axis = presetAxis;
     $("lin-hint").textContent = preset
       ? (sw.note || "A steady motion of this system; press Linearize to sweep it.")
       : "This example has no preset steady motion: the initial state is linearized as it is (not checked for steadiness).";
@@ -76,6 +91,7 @@ export function setupLinearize({ getApi, getModel }) {
 
   async function run() {
     $("lin-problem").hidden = true;
+    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
     let point;
@@ -173,6 +189,7 @@ export function setupLinearize({ getApi, getModel }) {
   // eigenvalues as for a sweep, and the stability changes the service located.
   async function branch() {
     $("lin-problem").hidden = true;
+    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
     let point;

@@ -235,7 +235,9 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
       series.push({ name: "", x: tr.t, y: tr[g][n], color: rampColor(f), noLegend: true, width: 1.4, "data-run": r.index });
     }
     const varDesc = plan.vars.map((v) => `${label(v.key)} from ${fmt(v.values[0], 4)} to ${fmt(v.values[v.values.length - 1], 4)}`).join("; ");
-    chart("plot-sweep", "line", { title: `${n}(t), ${series.length} runs`, xLabel: "t", yLabel: n, series },
+    // the units the model declares go on the axes, as in the run's own plots
+    const withUnit = (name) => { const u = plan.unitOf ? plan.unitOf(name) : ""; return u ? `${name} [${u}]` : name; };
+    chart("plot-sweep", "line", { title: `${n}(t), ${series.length} runs`, xLabel: withUnit("t"), yLabel: withUnit(n), series },
       `One curve per run, coloured by ${varDesc} (dark → light).`);
     const what = $("sw-final").value;
     const whatLabel = what === "expr" ? ($("sw-expr").value.trim() || "expression") : $("sw-final").selectedOptions[0] ? $("sw-final").selectedOptions[0].textContent : what;
@@ -250,7 +252,8 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     const logY = what === "energy" || what === "residual";
     const lastY = sum[0] && sum[0].y.length ? sum[0].y[sum[0].y.length - 1] : NaN;
     $("plot-sweep-summary").dataset.lastY = String(lastY);
-    chart("plot-sweep-summary", "line", { title: `${whatLabel} against ${label(v0.key)}`, xLabel: label(v0.key), yLabel: whatLabel, series: sum, logY },
+    const fu = what.startsWith("final.") && plan.unitOf ? plan.unitOf(what.split(".")[2]) : what.startsWith("event.") && plan.unitOf ? plan.unitOf("t") : "";
+    chart("plot-sweep-summary", "line", { title: `${whatLabel} against ${label(v0.key)}`, xLabel: label(v0.key), yLabel: fu ? `${whatLabel} [${fu}]` : whatLabel, series: sum, logY },
       plan.vars.length > 1 ? "One curve per value of the second variable." : "One point per run.");
   }
 
