@@ -184,6 +184,13 @@ static json_t *cli_load_file(const char *path, json_error_t *err)
 static int cli_load_doc(const char *path, json_t **doc)
 {
     json_error_t err;
+    struct stat st;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, "FILE is a directory, not a file");
+        hamel_problem_add(p, path, -1, "a directory, not a file");
+        *doc = NULL;
+        return cli_fail(p);
+    }
     *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : cli_load_file(path, &err);
     if (*doc)
         return 0;

@@ -166,6 +166,24 @@ char *hamelclient_error_string(const hamelclient_error *err, char *buf, size_t s
 
 /* ---- handle ------------------------------------------------------------------------ */
 
+/* Whether base[0..len) can be the service's root: http:// or https:// (or no scheme,
+ * which curl takes as http), no query, no fragment, nothing curl would not send. */
+static int client_base_ok(const char *base, size_t len)
+{
+    const char *sep = strstr(base, "://");
+    if (sep != NULL && (size_t)(sep - base) < len) {
+        size_t n = (size_t)(sep - base);
+        if (!((n == 4 && strncasecmp(base, "http", 4) == 0) ||
+              (n == 5 && strncasecmp(base, "https", 5) == 0)))
+            return 0;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (base[i] == '?' || base[i] == '#' || (unsigned char)base[i] <= 0x20 ||
+            (unsigned char)base[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out)
 {
     if (out == NULL)
@@ -178,8 +196,18 @@ int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamel
     size_t len = strlen(base_url);
     while (len > 0 && base_url[len - 1] == '/')
         len--;
-    if (len == 0 || len > HAMELCLIENT_MAX_URL / 2)
+    /* the service's root: "http://host:8080/v1" as a base would ask for /v1/v1/... */
+    if (len >= 3 && strncmp(base_url + len - 3, "/v1", 3) == 0) {
+        len -= 3;
+        while (len > 0 && base_url[len - 1] == '/')
+            len--;
+    }
+    if (len == 0 || len > HAMELCLIENT_MAX_URL / 2 || !client_base_ok(base_url, len))
         return HAMELCLIENT_E_USAGE;
+    const char *tok = opts != NULL && opts->token != NULL ? opts->token : getenv("HAMEL_TOKEN");
+    for (const char *t = tok; t != NULL && *t != '\0'; t++)
+        if ((unsigned char)*t < 0x21 || (unsigned char)*t == 0x7f) /* a header cannot carry it */
+            return HAMELCLIENT_E_USAGE;
     hamelclient *c = calloc(1, sizeof *c);
     if (c == NULL)
         return HAMELCLIENT_E_NOMEM;

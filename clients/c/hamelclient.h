@@ -81,8 +81,11 @@ typedef struct hamelclient hamelclient;
 typedef int (*hamelclient_progress_fn)(void *user, const char *job_id, const char *status, double progress);
 
 /* Creates a handle for the service at `base_url` (NULL: $HAMEL_URL if set, else
- * HAMELCLIENT_DEFAULT_URL). `opts` is borrowed and may be NULL; its token is copied.
- * On success *out holds a new handle the caller frees with hamelclient_free. */
+ * HAMELCLIENT_DEFAULT_URL): its root, http:// or https://, a trailing "/v1" dropped. `opts`
+ * is borrowed and may be NULL; its token is copied. A URL of another scheme or with a
+ * ?query or #fragment, or a token with spaces or control characters, is
+ * HAMELCLIENT_E_USAGE. On success *out holds a new handle the caller frees with
+ * hamelclient_free. */
 int hamelclient_new(const char *base_url, const hamelclient_options *opts, hamelclient **out);
 
 /* Frees a handle and everything it holds. Accepts NULL. */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,9 +124,10 @@ static const char remote_usage_text[] =
     "CSV columns: t, the coordinates, the speeds, then q' of each coordinate as name'.\n"
     "A wait longer than a second shows its progress on standard error when that is a\n"
     "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
-    "Exit status: 0 ok, 1 the service refused the request or a run failed, 2 usage (bad\n"
-    "arguments, a file that cannot be read), 3 transport (no answer, or not the API's),\n"
-    "130 interrupted (Ctrl-C; 143 SIGTERM, 129 SIGHUP: the job or batch waited for is cancelled).\n";
+    "Exit status: 0 ok, 1 the service refused the request or a run failed, or FILE is not\n"
+    "JSON, 2 usage (bad arguments, a FILE that cannot be read), 3 transport (no answer, or\n"
+    "not the API's), 130 interrupted by Ctrl-C (143 by SIGTERM, 129 by SIGHUP): the job or\n"
+    "batch waited for is cancelled.\n";
 
 static int remote_usage(const char *msg)
 {
@@ -250,18 +252,30 @@ static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclie
     return remote_exit_for(rc);
 }
 
+/* The exit status of the last remote_load that failed: 2 (usage) for a FILE that cannot
+ * be read, 1 for one that is read and refused (not JSON, not an object), as `hamel run`. */
+static int remote_load_code = REMOTE_EXIT_USAGE;
+
 static json_t *remote_load(const char *file)
 {
     json_error_t jerr;
+    struct stat st;
+    remote_load_code = REMOTE_EXIT_USAGE;
+    if (strcmp(file, "-") != 0 && stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "hamel remote: %s is a directory, not a file\n", file);
+        return NULL;
+    }
     json_t *doc = strcmp(file, "-") == 0 ? json_loadf(stdin, 0, &jerr) : json_load_file(file, 0, &jerr);
-    if (doc == NULL && jerr.line > 0)
+    if (doc == NULL && jerr.line > 0) {
         fprintf(stderr, "%s:%d:%d: %s\n", file, jerr.line, jerr.column, jerr.text);
-    else if (doc == NULL) /* not opened or not read: jansson names no line */
+        remote_load_code = REMOTE_EXIT_PROBLEM;
+    } else if (doc == NULL) /* not opened or not read: jansson names no line */
         fprintf(stderr, "hamel remote: %s\n", jerr.text);
     else if (!json_is_object(doc)) {
         fprintf(stderr, "%s: not a JSON object\n", file);
         json_decref(doc);
         doc = NULL;
+        remote_load_code = REMOTE_EXIT_PROBLEM;
     }
     return doc;
 }
@@ -287,7 +301,7 @@ static int remote_load_model(const remote_args *a, const char *cmd, json_t **doc
         return remote_usage(usage);
     *doc = remote_load(a->pos[1]);
     if (*doc == NULL)
-        return REMOTE_EXIT_USAGE;
+        return remote_load_code;
     *model = remote_model_of(*doc);
     if (*model == NULL) {
         fprintf(stderr, "%s: no model in this file\n", a->pos[1]);
@@ -432,7 +446,7 @@ static int remote_run(hamelclient *c, const remote_args *a)
         return remote_usage("run needs one FILE");
     json_t *doc = remote_load(a->pos[1]);
     if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
+        return remote_load_code;
     json_t *req = remote_request_of(a->pos[1], doc);
     if (req == NULL) {
         json_decref(doc);
@@ -705,7 +719,7 @@ static int remote_inner_request(const remote_args *a, const char *which, json_t 
         return remote_usage(usage);
     json_t *doc = remote_load(a->pos[1]);
     if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
+        return remote_load_code;
     json_t *inner = json_object_get(doc, which);
     if (json_is_object(inner)) {
         *req = json_deep_copy(inner);
@@ -771,7 +785,7 @@ static int remote_batch(hamelclient *c, const remote_args *a)
         return remote_usage("batch needs one FILE");
     json_t *doc = remote_load(a->pos[1]);
     if (doc == NULL)
-        return REMOTE_EXIT_USAGE;
+        return remote_load_code;
     if (!json_is_array(json_object_get(doc, "runs"))) {
         fprintf(stderr, "%s: a batch needs \"runs\" (and \"model\" or \"model_id\")\n", a->pos[1]);
         json_decref(doc);
@@ -973,6 +987,14 @@ int hamelclient_remote_main(int argc, char **argv)
     hamelclient_options opts = {.token = a.token};
     hamelclient *c = NULL;
     int rc = hamelclient_new(a.url, &opts, &c);
+    if (rc == HAMELCLIENT_E_USAGE) {
+        fprintf(
+            stderr,
+            "hamel remote: cannot use the URL %s or the token: the URL is http://host[:port] or https://... "
+            "(no ?query, no #fragment), the token printable characters without spaces\n",
+            a.url && a.url[0] ? a.url : "$HAMEL_URL");
+        return REMOTE_EXIT_USAGE;
+    }
     if (rc != HAMELCLIENT_OK) {
         fprintf(stderr, "hamel remote: cannot create a client for %s (%s)\n", a.url ? a.url : "$HAMEL_URL",
                 hamelclient_kind_name(rc));

@@ -296,9 +296,17 @@ check "hamel gamma (local, remote): nan, inf, 1e999 in --q/--qdot/--t and a name
 remote_missing_file() {
   expect_exit 2 "$hamel" remote --url "$url" run "$work/no-such.json" || return 1
   has "$work/err" "^hamel remote: unable to open $work/no-such.json: No such file or directory\$" || return 1
-  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null
+  expect_exit 1 "$hamel" run "$work/no-such.json" && jq -e --arg p "$work/no-such.json" '.errors[0].path == $p' "$work/err" >/dev/null || return 1
+  # a file that is read but is not JSON is refused input (1), locally and remotely, as README says
+  printf '{"model": ' >"$work/half.json"
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/half.json" && has "$work/err" 'half\.json:1:' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/half.json" || return 1
+  expect_exit 1 "$hamel" run "$work/half.json" || return 1
+  # a directory is said to be one (it read as "'[' or '{' expected near end of file")
+  expect_exit 2 "$hamel" remote --url "$url" run "$work" && has "$work/err" 'is a directory, not a file' || return 1
+  expect_exit 1 "$hamel" run "$work" && jq -e '.errors[0].reason == "a directory, not a file"' "$work/err" >/dev/null
 }
-check "a missing FILE is named without a line (remote: exit 2; local: the problem's path is the file)" remote_missing_file
+check "a missing FILE or a directory is named without a line (remote: exit 2); a FILE not JSON is exit 1 (local and remote)" remote_missing_file
 
 # ---- nonlinear constraints: the initial q' at another heading leaves two roots -------
 chetaev=$top/tests/adversarial/cases/governed-wheel-chetaev.json
@@ -418,6 +426,18 @@ remote_forms() {
   [ "$(grep -o "'thet' is not a coordinate" "$work/err" | wc -l)" = 1 ] || { echo "said more than once:"; cat "$work/err"; return 1; }
 }
 check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
+
+# ---- remote: the URL as users write it ---------------------------------------------
+remote_urls() {
+  for u in "$url/v1" "$url/v1/" "$url/" "127.0.0.1:$port"; do
+    expect_exit 0 "$hamel" remote --url "$u" check "$work/sleigh.json" || { echo "--url $u"; return 1; }
+  done
+  for u in "$url/?x=1" "$url#top" "ftp://127.0.0.1:$port"; do
+    expect_exit 2 "$hamel" remote --url "$u" check "$work/sleigh.json" && has "$work/err" 'no \?query' || { echo "--url $u"; return 1; }
+  done
+  expect_exit 2 "$hamel" remote --url "$url" --token 'two words' check "$work/sleigh.json" && has "$work/err" 'the token printable'
+}
+check "hamel remote --url: a trailing /v1 is the root; a query, a fragment, another scheme, a token with a space are usage errors" remote_urls
 
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"

@@ -504,3 +504,15 @@ def test_a_server_that_dies_mid_stream_is_a_hamel_error(case, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_url_as_users_write_it():
+    assert hamel.Client(URL + "/v1").health()["status"] == "ok"  # the root, /v1 dropped
+    assert hamel.Client(URL + "/v1/").health()["status"] == "ok"
+    for bad in (URL + "/?x=1", URL + "#top", "ftp://127.0.0.1:9", "127.0.0.1:9"):
+        with pytest.raises(ValueError) as info:
+            hamel.Client(bad)
+        assert "http://host[:port]" in str(info.value), str(info.value)
+    with pytest.raises(ValueError) as info:
+        hamel.Client(URL, token="line\nbreak")
+    assert "token" in str(info.value)

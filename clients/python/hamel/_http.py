@@ -22,13 +22,21 @@ class Transport:
 
     def __init__(self, url, token=None, timeout=60.0):
         u = urllib.parse.urlsplit(url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError("hamel: the URL must be http://host[:port] or https://..., not %r" % url)
-        self.url = url.rstrip("/")
+        if u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment or "?" in url \
+                or "#" in url:
+            raise ValueError("hamel: the URL must be http://host[:port] or https://... (no ?query or #fragment), "
+                             "not %r" % url)
+        if token is not None and (not isinstance(token, str) or any(ord(ch) < 0x21 or ord(ch) == 0x7f
+                                                                   for ch in token)):
+            raise ValueError("hamel: the token must be printable characters without spaces")
+        prefix = u.path.rstrip("/")
+        if prefix.endswith("/v1"):  # the service's root: "http://host:8080/v1" would ask for /v1/v1/...
+            prefix = prefix[:-3].rstrip("/")
+        self.url = "%s://%s%s" % (u.scheme, u.netloc, prefix)
         self.scheme = u.scheme
         self.host = u.hostname
         self.port = u.port
-        self.prefix = u.path.rstrip("/")
+        self.prefix = prefix
         self.token = token
         self.timeout = timeout
         self._conn = None
