@@ -4,7 +4,7 @@
 // would see, and compares what the page shows with the API's own answers.
 
 import { chromium } from "playwright-core";
-import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { spawn, spawnSync } from "node:child_process";
 import { tmpdir } from "node:os";
@@ -1388,6 +1388,51 @@ await check("3-D view of a mechanism of particles only (a double pendulum hung f
     await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-pendulum-3d.png") });
   } finally {
     await p.close();
+  }
+});
+
+await check("every field a run takes is shown and sent: a saved request's dt, h0, position_tolerance and projection survive Open and Run", async () => {
+  const p = await reviewPage("all-fields");
+  const dir = mkdtempSync(join(tmpdir(), "hamel-web-fields-"));
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    const pendulum = {
+      name: "cartesian-pendulum", coordinates: ["x", "y"], parameters: { m: 1, L: 1, g: 9.81 },
+      kinetic_energy: "m/2*(x'^2 + y'^2)", potential_energy: "m*g*y",
+      position_constraints: [{ name: "rod", expr: "x^2 + y^2 - L^2", dependent: "y" }],
+    };
+    const simulation = {
+      initial: { t: 0, q: { x: 0.6, y: -0.8 }, speeds: { "x'": 0 } }, t_end: 2,
+      output: { dt: 0.25 }, integrator: { method: "rkf45", rtol: 1e-9, atol: 1e-12, h0: 0.001 },
+      position_tolerance: 1e-7, projection: false,
+    };
+    const file = join(dir, "pendulum.json");
+    writeFileSync(file, JSON.stringify({ model: pendulum, simulation }));
+    await p.setInputFiles("#open-json", file);
+    await p.waitForFunction(() => /cartesian-pendulum/.test(document.querySelector("#model-editor textarea").value));
+    for (const id of ["dt", "h0", "position_tolerance", "projection"]) assert(await p.locator("#" + id).count() === 1, `no field for ${id}`);
+    const shown = { dt: await p.inputValue("#dt"), h0: await p.inputValue("#h0"), tol: await p.inputValue("#position_tolerance"), proj: await p.inputValue("#projection") };
+    assert(shown.dt === "0.25" && shown.h0 === "0.001" && shown.tol === "1e-7" && shown.proj === "false", `the fields show ${JSON.stringify(shown)}`);
+    const [req] = await Promise.all([p.waitForRequest((r) => r.url().includes("/v1/simulations") && r.method() === "POST"), runAndWait(p)]);
+    const body = JSON.parse(req.postData());
+    assert(body.output && body.output.dt === 0.25 && !("samples" in body.output), `output sent: ${JSON.stringify(body.output)}`);
+    assert(body.integrator.h0 === 0.001 && body.position_tolerance === 1e-7 && body.projection === false,
+      `sent: h0 ${body.integrator.h0}, position_tolerance ${body.position_tolerance}, projection ${body.projection}`);
+    // nine samples, 0 to 2 by 0.25, drawn
+    const n = await p.locator('[data-testid="plot-q"]').evaluate(() => document.getElementById("anim-t").max);
+    assert(n === "8", `the run has ${Number(n) + 1} samples, not 9`);
+    // a list of times is sent as such, and a bad one points at its field
+    await p.fill("#dt", "");
+    await p.fill("#times", "0, 0.5, 1.5");
+    const [req2] = await Promise.all([p.waitForRequest((r) => r.url().includes("/v1/simulations") && r.method() === "POST"), runAndWait(p)]);
+    assert(JSON.stringify(JSON.parse(req2.postData()).output) === JSON.stringify({ times: [0, 0.5, 1.5] }), `output sent: ${req2.postData().slice(0, 200)}`);
+    await p.fill("#times", "0, 1.5, 0.5");
+    await p.click('[data-testid="run"]');
+    await p.locator('[data-testid="problem"]').waitFor({ state: "visible" });
+    assert(await p.locator("#times").evaluate((e) => e.classList.contains("invalid")), "the times field is not marked");
+  } finally {
+    await p.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -172,6 +172,12 @@ function applyWorkspace(ws) {
   $("rtol").value = integ.rtol ?? 1e-10;
   $("atol").value = integ.atol ?? "";
   $("max_steps").value = integ.max_steps ?? "";
+  $("h0").value = integ.h0 ?? "";
+  const out = sim.output || {};
+  $("dt").value = out.dt ?? "";
+  $("times").value = Array.isArray(out.times) ? out.times.join(", ") : "";
+  $("position_tolerance").value = sim.position_tolerance ?? "";
+  $("projection").value = typeof sim.projection === "boolean" ? String(sim.projection) : "";
   $("formulation").value = sim.formulation || "";
   $("hamel-at").value = sim.hamel || "initial";
   $("initial-note").textContent = "";
@@ -302,6 +308,7 @@ function clearProblem() {
 const SETTING_OF = {
   t_end: "t_end", output: "samples", samples: "samples", integrator: "rtol", rtol: "rtol", atol: "atol",
   max_steps: "max_steps", method: "method", formulation: "formulation", hamel: "hamel-at",
+  h0: "h0", dt: "dt", times: "times", position_tolerance: "position_tolerance", projection: "projection",
 };
 
 /** Where an error's path points: {editor, segs} or {field} or null. `scope` is the
@@ -323,7 +330,8 @@ function targetOf(path, scope, column) {
     const el = $("params").querySelector(`input[data-param="${CSS.escape(String(segs[1]))}"]`);
     if (el) return { el, field: "parameter " + segs[1] };
   }
-  const f = SETTING_OF[segs[segs.length - 1]] || SETTING_OF[segs[0]];
+  // the innermost member the page has a field for (output.times[2] is the times field)
+  const f = segs.slice().reverse().map((s) => SETTING_OF[s]).find(Boolean);
   if (f) return { field: f };
   return null;
 }
@@ -420,6 +428,14 @@ function buildRequest(initial, invariants) {
   if (!(rtol > 0)) bad.push({ field: "rtol", reason: "rtol must be a positive number such as 1e-10" });
   if (atolText && !(atol > 0)) bad.push({ field: "atol", reason: "atol must be a positive number (or empty for the default)" });
   if (stepsText && !(Number.isInteger(max_steps) && max_steps > 0)) bad.push({ field: "max_steps", reason: "max_steps must be a positive integer (or empty for the default)" });
+  const h0Text = $("h0").value.trim(), dtText = $("dt").value.trim(), timesText = $("times").value.trim(), tolText = $("position_tolerance").value.trim();
+  const h0 = Number(h0Text), dt = Number(dtText), tol = Number(tolText);
+  const times = timesText ? timesText.split(/[\s,;]+/).filter(Boolean).map(Number) : null;
+  if (h0Text && !(h0 > 0)) bad.push({ field: "h0", reason: "h0 must be a positive number (or empty for the driver's choice)" });
+  if (dtText && !(dt > 0)) bad.push({ field: "dt", reason: "dt must be a positive number (or empty to use samples)" });
+  if (times && !times.every(Number.isFinite)) bad.push({ field: "times", reason: "times must be numbers separated by commas (or empty to use samples)" });
+  if (dtText && timesText) bad.push({ field: "times", reason: "give dt or times, not both" });
+  if (tolText && !(tol > 0)) bad.push({ field: "position_tolerance", reason: "position tolerance must be a positive number (or empty for the default)" });
   const params = readParams();
   for (const b of params.bad) bad.push(b);
   const evs = events.read();
@@ -427,7 +443,12 @@ function buildRequest(initial, invariants) {
   const integrator = { method: $("method").value, rtol };
   if (atolText) integrator.atol = atol;
   if (stepsText) integrator.max_steps = max_steps;
-  const req = { initial, t_end, output: { samples }, integrator, hamel: $("hamel-at").value };
+  if (h0Text) integrator.h0 = h0;
+  // at most one of samples, dt, times: dt or times when given, else samples
+  const output = times ? { times } : dtText ? { dt } : { samples };
+  const req = { initial, t_end, output, integrator, hamel: $("hamel-at").value };
+  if (tolText) req.position_tolerance = tol;
+  if ($("projection").value) req.projection = $("projection").value === "true";
   const f = $("formulation").value;
   if (f) req.formulation = f;
   if (Object.keys(params.overrides).length) req.parameters = params.overrides;
