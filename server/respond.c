@@ -30,19 +30,27 @@ const char *http__header(http_conn *c, const char *name)
     return MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, name);
 }
 
+static void http__expose(struct MHD_Response *r)
+{
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", HTTP_EXPOSE_HEADERS);
+}
+
 static void http__cors(http_conn *c, struct MHD_Response *r)
 {
     const server_config *cfg = c->srv->d.cfg;
     const char *origin = http__header(c, "Origin");
     if (cfg->cors_any) {
         MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-    } else if (origin && config_origin_allowed(cfg, origin)) {
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
-        MHD_add_response_header(r, "Vary", "Origin");
-    } else {
+        http__expose(r);
         return;
     }
-    MHD_add_response_header(r, "Access-Control-Expose-Headers", HTTP_EXPOSE_HEADERS);
+    /* With a list, the answer depends on Origin whether or not it is listed: a shared
+     * cache must not give one origin's answer (without the header) to another. */
+    MHD_add_response_header(r, "Vary", "Origin");
+    if (origin && config_origin_allowed(cfg, origin)) {
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", origin);
+        http__expose(r);
+    }
 }
 
 /* Queues r with status and the common headers, and destroys our handle on it. */

@@ -1279,6 +1279,12 @@ SERVER_TEST(server_cors, only_listed_origins)
     cr_assert_eq(r.status, 200);
     cr_assert_null(harness_header(&r, "Access-Control-Allow-Origin", v, sizeof v),
                    "an unlisted origin gets no Allow-Origin");
+    /* the answer depends on Origin either way: a shared cache keys it by Origin */
+    cr_assert(harness_header(&r, "Vary", v, sizeof v) && strstr(v, "Origin"),
+              "Vary: Origin for an unlisted one");
+    harness_resp_free(&r);
+    r = request("GET", "/v1/health", NULL, NULL);
+    cr_assert(harness_header(&r, "Vary", v, sizeof v) && strstr(v, "Origin"), "Vary: Origin without Origin");
     harness_resp_free(&r);
 }
 
