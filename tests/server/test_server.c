@@ -757,7 +757,7 @@ SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
 
 /* A t_end so far away that the sample times overflow is refused naming t_end (it was a
  * path-less "output time 2 (inf) is not finite"). */
-SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
+SERVER_TEST(server, absurd_times_and_steps_are_named_or_capped)
 {
     json_t *req = knife_request();
     json_object_set_new(req, "t_end", json_real(1e308));
@@ -766,6 +766,21 @@ SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
     json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
     cr_assert_str_eq(str(e, "path"), "t_end");
     cr_assert(strstr(text(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
+    harness_resp_free(&r);
+    /* a dt giving 3e300 samples says so in a few characters (it printed 301 digits) */
+    json_object_set_new(req, "t_end", json_real(3));
+    json_object_set_new(req, "output", json_pack("{s:f}", "dt", 1e-300));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    assert_problem(&r, 422, "invalid-request");
+    e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(e, "path"), "output.dt");
+    cr_assert(strlen(text(e, "reason")) < 60, "%s", text(e, "reason"));
+    harness_resp_free(&r);
+    /* max_steps 1e18 is a whole number as much as 1000000000000000000 is: the limit */
+    json_object_del(req, "output");
+    json_object_set_new(req, "integrator", json_pack("{s:f}", "max_steps", 1e18));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
     harness_resp_free(&r);
     json_decref(req);
 }
