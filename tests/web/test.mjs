@@ -1436,6 +1436,36 @@ await check("every field a run takes is shown and sent: a saved request's dt, h0
   }
 });
 
+await check("an initial state given by its velocities (qdot, as New model makes it): Linearize and the steady branch work from it", async () => {
+  const p = await reviewPage("qdot-point");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    await p.click('[data-testid="new-model"]');
+    await runAndWait(p);
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points);
+    assert(!(await p.locator("#lin-problem").isVisible()), "New model's Linearize: " + (await p.locator("#lin-problem").isVisible() ? (await p.locator("#lin-problem").innerText()).slice(0, 300) : ""));
+    // the heavy top started from its velocities: the branch gets the speeds of that state
+    await p.locator("#model-editor textarea").fill(JSON.stringify({ ...TOP, name: "heavy-top-qdot" }, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify({ t: 0, q: { psi: 0, theta: 0.5, phi: 0 }, qdot: { psi: 1, theta: 0, phi: 300 } }));
+    await p.fill("#t_end", "0.5");
+    await runAndWait(p);
+    await p.waitForFunction(() => /"qdot"/.test(document.querySelector("#lin-point-editor textarea").value));
+    await p.selectOption("#lin-sweep", "q.theta");
+    await p.fill("#lin-from", "0.3");
+    await p.fill("#lin-to", "1.2");
+    await p.fill("#lin-n", "10");
+    await p.fill("#lin-unknowns", "psi'");
+    const [req] = await Promise.all([p.waitForRequest((r) => r.url().endsWith("/v1/steady")), p.click('[data-testid="lin-branch"]')]);
+    const sent = JSON.parse(req.postData()).state;
+    assert(sent.speeds["psi'"] === 1 && sent.speeds["theta'"] === 0 && sent.speeds["phi'"] === 300 && sent.q.theta === 0.3, `the branch started from ${JSON.stringify(sent)}`);
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || !document.getElementById("plot-branch").hidden);
+    assert(!(await p.locator("#lin-problem").isVisible()), "the branch: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

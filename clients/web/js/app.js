@@ -748,8 +748,9 @@ const NEW_MODEL = {
 $("new-model").addEventListener("click", () => {
   markCustom();
   applyWorkspace({ model: NEW_MODEL, simulation: { initial: { t: 0, q: { x: 0, y: 0, theta: 0 }, speeds: {} }, t_end: 10 } });
-  initialEditor.value = JSON.stringify({ t: 0, q: { x: 0, y: 0, theta: 0 }, qdot: { x: 1, y: 0, theta: 0.5 } }, null, 2);
-  loadLinearize({ model: NEW_MODEL, simulation: { initial: { t: 0, q: { x: 0, y: 0, theta: 0 }, speeds: {} } } }, null);
+  const initial = { t: 0, q: { x: 0, y: 0, theta: 0 }, qdot: { x: 1, y: 0, theta: 0.5 } };
+  initialEditor.value = JSON.stringify(initial, null, 2);
+  loadLinearize({ model: NEW_MODEL, simulation: { initial } }, null);
   history.replaceState(null, "", location.pathname + (new URLSearchParams(location.search).get("api") ? "?api=" + encodeURIComponent(new URLSearchParams(location.search).get("api")) : ""));
   clearResults();
   $("results").classList.add("empty");

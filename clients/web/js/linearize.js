@@ -69,7 +69,7 @@ export function setupLinearize({ getApi, getModel }) {
     $("lin-to").value = sw.to ?? (v0 ? 2 * v0 : 1);
     $("lin-n").value = sw.points ?? 41;
     $("lin-steady").checked = !!preset; // an initial state is seldom steady
-    presetAxis = { key: `${group}.${name}`, label: sw.label || name, factor: sw.factor ?? 1 };
+    presetAxis = { key: `${group}.${name}`, label: sw.label || (group === "qdot" ? name + "'" : name), factor: sw.factor ?? 1 };
     axis = presetAxis;
     $("lin-hint").textContent = preset
       ? (sw.note || "A steady motion of this system; press Linearize to sweep it.")
@@ -194,8 +194,8 @@ export function setupLinearize({ getApi, getModel }) {
     if (model.error) return problem("The model is not valid JSON", [model.error]);
     let point;
     try { point = parseWithPositions(editor.value).value; } catch (e) { return problem("The operating point is not valid JSON", [{ reason: e.message }]); }
-    const [group, ...rest] = $("lin-sweep").value.split(".");
-    const name = rest.join(".");
+    let [group, ...rest] = $("lin-sweep").value.split(".");
+    let name = rest.join(".");
     const from = Number($("lin-from").value), to = Number($("lin-to").value), n = Math.round(Number($("lin-n").value));
     const unknowns = $("lin-unknowns").value.split(/[\s,]+/).filter(Boolean);
     if (!unknowns.length) return problem("Name the unknowns", [{ reason: "the coordinates, speeds or parameters the steady motion is solved for (e.g. phi, delta)" }]);
@@ -203,6 +203,21 @@ export function setupLinearize({ getApi, getModel }) {
       return problem("Check the sweep", [{ reason: "from and to must be different numbers and points an integer from 2 to 2001" }]);
     }
     const state = { t: point.t || 0, q: { ...(point.q || {}) }, speeds: { ...(point.speeds || {}) } };
+    if (point.qdot && !point.speeds) {
+      // POST /v1/steady takes the speeds: a point given by its velocities gets them from
+      // POST /v1/evaluate (the speeds of that state), the swept velocity set first
+      const at = { t: state.t, q: state.q, qdot: { ...point.qdot } };
+      if (group === "qdot") at.qdot[name] = from;
+      try {
+        state.speeds = (await getApi().call("POST", "/v1/evaluate", { model: model.value, states: [at] })).body.states[0].speeds;
+      } catch (e) {
+        if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+        throw e;
+      }
+      // a velocity that is itself a speed (the engine's default speeds are named x', theta')
+      if (group === "qdot" && (name + "'") in state.speeds) { group = "speeds"; name += "'"; }
+      if (group === "qdot") return problem("Sweep a speed or a coordinate", [{ reason: `a steady branch follows a coordinate, a speed or a parameter; ${name}' is a velocity: give the point's speeds (${Object.keys(state.speeds).join(", ")}) to sweep one of them` }]);
+    }
     state[group] = { ...state[group], [name]: from };
     const req = { model: model.value, state, unknowns, continuation: { vary: name, to, steps: n - 1 } };
     $("lin-branch").disabled = true;
