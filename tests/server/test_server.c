@@ -1243,6 +1243,34 @@ SERVER_TEST(server, a_trailing_slash_404_names_the_path_without_it)
     harness_resp_free(&r);
 }
 
+/* A query parameter the API reads given twice with different values is refused naming
+ * it (?form=kane&form=hamel read as kane); the same value twice, or another name, is not. */
+SERVER_TEST(server, a_query_parameter_given_twice_differently_is_refused)
+{
+    char *model = dump(json_object_get(knife, "model"));
+    harness_resp r = request("POST", "/v1/models", model, NULL);
+    free(model);
+    cr_assert(r.status == 200 || r.status == 201, "%s", r.body);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/models/%s/equations?form=kane&form=hamel", str(r.json, "model_id"));
+    char base[200];
+    snprintf(base, sizeof base, "/v1/models/%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    r = request("GET", path, NULL, NULL);
+    assert_problem(&r, 422, "invalid-request");
+    cr_assert_str_eq(str(json_array_get(json_object_get(r.json, "errors"), 0), "path"), "?form");
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "%s?source=1&source=0", base);
+    r = request("GET", path, NULL, NULL);
+    assert_problem(&r, 422, "invalid-request");
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "%s/equations?form=kane&form=kane&x=1&x=2", base);
+    r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(str(r.json, "form"), "kane");
+    harness_resp_free(&r);
+}
+
 SERVER_TEST(server, token_off_by_default)
 {
     const char *const any[] = {"Authorization: Bearer whatever", NULL};
