@@ -256,6 +256,39 @@ static const char *http__slash_hint(http_conn *c, const char *url)
     return hint;
 }
 
+/* The query parameters the API reads, each one value: one given twice with different
+ * values (?form=kane&form=hamel) is refused rather than read as its first. */
+static const char *const http__query_names[] = {"wait", "form", "source", "lang"};
+
+typedef struct http_query_seen {
+    const char *value[sizeof http__query_names / sizeof *http__query_names];
+    const char *twice;
+} http_query_seen;
+
+static enum MHD_Result http__query_each(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    http_query_seen *q = cls;
+    for (size_t i = 0; key && i < sizeof http__query_names / sizeof *http__query_names; i++) {
+        if (strcmp(key, http__query_names[i]) != 0)
+            continue;
+        const char *v = value ? value : "";
+        if (q->value[i] != NULL && strcmp(q->value[i], v) != 0 && q->twice == NULL)
+            q->twice = http__query_names[i];
+        q->value[i] = v;
+    }
+    return MHD_YES;
+}
+
+/* The name of an API query parameter given twice with different values, else NULL. */
+static const char *http__query_twice(http_conn *c)
+{
+    http_query_seen q = {{NULL}, NULL};
+    MHD_get_connection_values(c->conn, MHD_GET_ARGUMENT_KIND, http__query_each, &q);
+    return q.twice;
+}
+
 /* Everything that can be answered from the headers alone; returns 1 if it answered. */
 static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
 {
@@ -293,6 +326,14 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
         char detail[96];
         snprintf(detail, sizeof detail, "allowed: %s", m.allow);
         *ret = http__problem_h(c, hamel_problem_new(HAMEL_E_METHOD, detail), MHD_HTTP_HEADER_ALLOW, m.allow);
+        return 1;
+    }
+    const char *twice = v1 ? http__query_twice(c) : NULL;
+    if (twice != NULL) {
+        char path[32];
+        snprintf(path, sizeof path, "?%s", twice);
+        *ret =
+            http__error_at(c, HAMEL_E_BAD_REQUEST, path, "given twice with different values: give it once");
         return 1;
     }
     /* A body nobody reads is still refused when it says it is not JSON. */

@@ -469,7 +469,7 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
         }
         double steps = (r->t_end - r->t0) / h;
         if (steps + 1 > lim->max_samples) {
-            bad(problem, "output.dt", "gives %.0f samples; at most %d", steps + 1, lim->max_samples);
+            bad(problem, "output.dt", "gives %.4g samples; at most %d", steps + 1, lim->max_samples);
             return -1;
         }
         long whole = (long)floor(steps + 1e-9);
@@ -774,7 +774,9 @@ static void parse_integrator(const json_t *integ, sim_request *r, const engine_l
     get_number(integ, "h0", &r->h0, "integrator.h0", problem);
     const json_t *ms = json_object_get(integ, "max_steps");
     long steps = 0;
-    if (ms && (!whole_number(ms, &steps) || steps < 1))
+    if (json_is_real(ms) && json_real_value(ms) > 9.0e15 && json_real_value(ms) == floor(json_real_value(ms)))
+        r->max_steps = lim->max_steps; /* 1e18 is a whole number too: the limit, as for a large integer */
+    else if (ms && (!whole_number(ms, &steps) || steps < 1))
         bad(problem, "integrator.max_steps", "must be a positive integer");
     else if (ms)
         r->max_steps = steps;

@@ -757,7 +757,7 @@ SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
 
 /* A t_end so far away that the sample times overflow is refused naming t_end (it was a
  * path-less "output time 2 (inf) is not finite"). */
-SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
+SERVER_TEST(server, absurd_times_and_steps_are_named_or_capped)
 {
     json_t *req = knife_request();
     json_object_set_new(req, "t_end", json_real(1e308));
@@ -766,6 +766,21 @@ SERVER_TEST(server, a_t_end_whose_sample_times_overflow_is_refused_naming_t_end)
     json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
     cr_assert_str_eq(str(e, "path"), "t_end");
     cr_assert(strstr(text(e, "reason"), "overflow") != NULL, "%s", str(e, "reason"));
+    harness_resp_free(&r);
+    /* a dt giving 3e300 samples says so in a few characters (it printed 301 digits) */
+    json_object_set_new(req, "t_end", json_real(3));
+    json_object_set_new(req, "output", json_pack("{s:f}", "dt", 1e-300));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    assert_problem(&r, 422, "invalid-request");
+    e = json_array_get(json_object_get(r.json, "errors"), 0);
+    cr_assert_str_eq(str(e, "path"), "output.dt");
+    cr_assert(strlen(text(e, "reason")) < 60, "%s", text(e, "reason"));
+    harness_resp_free(&r);
+    /* max_steps 1e18 is a whole number as much as 1000000000000000000 is: the limit */
+    json_object_del(req, "output");
+    json_object_set_new(req, "integrator", json_pack("{s:f}", "max_steps", 1e18));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, req);
+    cr_assert_eq(r.status, 200, "%s", r.body);
     harness_resp_free(&r);
     json_decref(req);
 }
@@ -1225,6 +1240,34 @@ SERVER_TEST(server, a_trailing_slash_404_names_the_path_without_it)
     cr_assert(json_object_get(r.json, "detail") == NULL ||
                   strstr(text(r.json, "detail"), "did you mean") == NULL,
               "no hint where the bare path is not one either");
+    harness_resp_free(&r);
+}
+
+/* A query parameter the API reads given twice with different values is refused naming
+ * it (?form=kane&form=hamel read as kane); the same value twice, or another name, is not. */
+SERVER_TEST(server, a_query_parameter_given_twice_differently_is_refused)
+{
+    char *model = dump(json_object_get(knife, "model"));
+    harness_resp r = request("POST", "/v1/models", model, NULL);
+    free(model);
+    cr_assert(r.status == 200 || r.status == 201, "%s", r.body);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/models/%s/equations?form=kane&form=hamel", str(r.json, "model_id"));
+    char base[200];
+    snprintf(base, sizeof base, "/v1/models/%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    r = request("GET", path, NULL, NULL);
+    assert_problem(&r, 422, "invalid-request");
+    cr_assert_str_eq(str(json_array_get(json_object_get(r.json, "errors"), 0), "path"), "?form");
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "%s?source=1&source=0", base);
+    r = request("GET", path, NULL, NULL);
+    assert_problem(&r, 422, "invalid-request");
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "%s/equations?form=kane&form=kane&x=1&x=2", base);
+    r = request("GET", path, NULL, NULL);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    cr_assert_str_eq(str(r.json, "form"), "kane");
     harness_resp_free(&r);
 }
 
