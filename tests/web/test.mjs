@@ -1466,6 +1466,29 @@ await check("an initial state given by its velocities (qdot, as New model makes 
   }
 });
 
+await check("what-if values go with Linearize and the steady branch: the upright disk of radius 0.25 stands up above v = sqrt(g r/3) for that r", async () => {
+  const p = await reviewPage("lin-params");
+  try {
+    await openExample(p, "rolling-disk-bodies");
+    await p.locator('#params input[data-param="r"]').fill("0.25");
+    const [req] = await Promise.all([p.waitForRequest((r) => r.url().endsWith("/v1/linearize")), p.click('[data-testid="lin-run"]')]);
+    const body = JSON.parse(req.postData());
+    assert(body.parameters && body.parameters.r === 0.25, `Linearize sent parameters ${JSON.stringify(body.parameters)}`);
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points);
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    // theta' from 0 to -12 by -0.2, v = -r theta' with r = 0.25: upright above |theta'| = sqrt(g/(3 r)) = 3.617,
+    // so from theta' = -3.8, v = 0.95 (closed form sqrt(g r/3) = 0.904); with r = 0.5 it was v = 1.3
+    const from = Number(await p.locator("#linearize").getAttribute("data-stable-from"));
+    near(from, 0.95, 1e-9, "the first stable v with r = 0.25");
+    await p.fill("#lin-unknowns", "phi");
+    const [req2] = await Promise.all([p.waitForRequest((r) => r.url().endsWith("/v1/steady")), p.click('[data-testid="lin-branch"]')]);
+    const b2 = JSON.parse(req2.postData());
+    assert(b2.parameters && b2.parameters.r === 0.25, `the branch sent parameters ${JSON.stringify(b2.parameters)}`);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

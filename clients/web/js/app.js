@@ -40,7 +40,7 @@ const state = {
 const modelEditor = new Editor($("model-editor"), { rows: 22, label: "model (JSON)" });
 const initialEditor = new Editor($("initial-editor"), { rows: 9, label: "initial state (JSON)" });
 const invariantsEditor = new Editor($("invariants-editor"), { rows: 3, label: "invariants (JSON)" });
-const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model") });
+const linearize = setupLinearize({ getApi: () => state.api, getModel: () => parseEditor(modelEditor, "model"), getParams: () => readParams().overrides });
 /** Fills the linearization card for a model (an example's preset, else its initial state)
  *  and remembers whose coordinates it holds. */
 function loadLinearize(ws, file) {

@@ -8,6 +8,7 @@ import { Editor } from "./editor.js";
 import { parseWithPositions } from "./jsonpos.js";
 import { ApiError } from "./api.js";
 import { $, h } from "./dom.js";
+import { compileExpr } from "./expr.js";
 
 // An eigenvalue this small against the largest one is one of the zeros that ignorable
 // coordinates (a heading, a position, a wheel angle) contribute: not drawn.
@@ -15,8 +16,9 @@ const ZERO_REL = 1e-6;
 // A real part at most this (times the largest |lambda|) counts as not growing.
 const STABLE_REL = 1e-9;
 
-/** setupLinearize({getApi, getModel}) wires the card; returns {load(example, file)}. */
-export function setupLinearize({ getApi, getModel }) {
+/** setupLinearize({getApi, getModel, getParams}) wires the card; returns {load(example, file)}.
+ *  getParams(): the page's parameter overrides (the what-if values), sent with every request. */
+export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
   const editor = new Editor($("lin-point-editor"), { rows: 7, label: "operating point (JSON)" });
   let presets = {};
   let axis = { label: "", factor: 1 };
@@ -30,6 +32,20 @@ export function setupLinearize({ getApi, getModel }) {
     const name = rest.join(".");
     return { key, label: group === "qdot" ? name + "'" : name, factor: 1 };
   }
+  /** The axis with its factor a number: a preset may give it as an expression of the
+   *  parameters ("-r": v = -r theta'), taken at the values the page sends. */
+  function axisAt(model, params) {
+    const a = axisNow();
+    if (typeof a.factor === "number") return a;
+    const env = {};
+    for (const [k, v] of Object.entries((model && model.parameters) || {})) env[k] = typeof v === "number" ? v : v && v.value;
+    Object.assign(env, params);
+    let f = NaN;
+    try { f = compileExpr(String(a.factor))(env); } catch { f = NaN; }
+    return { ...a, factor: Number.isFinite(f) ? f : 1 };
+  }
+  /** The request's parameter overrides, if any. */
+  const withParams = (req, params) => (Object.keys(params).length ? { ...req, parameters: params } : req);
   let select = null; // state names whose block of A is analysed instead of all of A
   const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
@@ -91,9 +107,10 @@ export function setupLinearize({ getApi, getModel }) {
 
   async function run() {
     $("lin-problem").hidden = true;
-    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
+    const params = getParams();
+    axis = axisAt(model.value, params);
     let point;
     try { point = parseWithPositions(editor.value).value; } catch (e) { return problem("The operating point is not valid JSON", [{ reason: e.message }]); }
     const [group, ...rest] = $("lin-sweep").value.split(".");
@@ -108,7 +125,7 @@ export function setupLinearize({ getApi, getModel }) {
       p[group] = { ...(p[group] || {}), [name]: v };
       return p;
     });
-    const req = { model: model.value, points, steady: $("lin-steady").checked };
+    const req = withParams({ model: model.value, points, steady: $("lin-steady").checked }, params);
     if (select) req.select = select;
     $("lin-run").disabled = true;
     $("lin-summary").textContent = "linearizing…";
@@ -189,9 +206,10 @@ export function setupLinearize({ getApi, getModel }) {
   // eigenvalues as for a sweep, and the stability changes the service located.
   async function branch() {
     $("lin-problem").hidden = true;
-    axis = axisNow();
     const model = getModel();
     if (model.error) return problem("The model is not valid JSON", [model.error]);
+    const params = getParams();
+    axis = axisAt(model.value, params);
     let point;
     try { point = parseWithPositions(editor.value).value; } catch (e) { return problem("The operating point is not valid JSON", [{ reason: e.message }]); }
     let [group, ...rest] = $("lin-sweep").value.split(".");
@@ -209,7 +227,7 @@ export function setupLinearize({ getApi, getModel }) {
       const at = { t: state.t, q: state.q, qdot: { ...point.qdot } };
       if (group === "qdot") at.qdot[name] = from;
       try {
-        state.speeds = (await getApi().call("POST", "/v1/evaluate", { model: model.value, states: [at] })).body.states[0].speeds;
+        state.speeds = (await getApi().call("POST", "/v1/evaluate", withParams({ model: model.value, states: [at] }, params))).body.states[0].speeds;
       } catch (e) {
         if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
         throw e;
@@ -219,7 +237,7 @@ export function setupLinearize({ getApi, getModel }) {
       if (group === "qdot") return problem("Sweep a speed or a coordinate", [{ reason: `a steady branch follows a coordinate, a speed or a parameter; ${name}' is a velocity: give the point's speeds (${Object.keys(state.speeds).join(", ")}) to sweep one of them` }]);
     }
     state[group] = { ...state[group], [name]: from };
-    const req = { model: model.value, state, unknowns, continuation: { vary: name, to, steps: n - 1 } };
+    const req = withParams({ model: model.value, state, unknowns, continuation: { vary: name, to, steps: n - 1 } }, params);
     $("lin-branch").disabled = true;
     $("lin-summary").textContent = "following the branch…";
     let res;
