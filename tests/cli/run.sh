@@ -427,6 +427,21 @@ remote_forms() {
 }
 check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
 
+# ---- --name=value as well as --name value, local and remote --------------------------
+option_equals() {
+  expect_exit 0 "$hamel" gamma "$work/sleigh.json" --q=th=0.75 || return 1
+  jq -e '.points[0].q.th == 0.75' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" equations "$work/sleigh.json" --form=kane && jq -e '.form == "kane"' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" export "$work/sleigh.json" --lang=python && has "$work/out" '^def rhs' || return 1
+  rm -f "$work/eq.csv"
+  expect_exit 0 "$hamel" run "$work/sleigh.json" --csv --output="$work/eq.csv" && [ -s "$work/eq.csv" ] || return 1
+  expect_exit 2 "$hamel" run "$work/sleigh.json" --csv=yes && has "$work/err" 'unknown option --csv=yes' || return 1
+  rm -f "$work/eq.csv"
+  expect_exit 0 "$hamel" remote --url="$url" run "$work/sleigh.json" --csv --output="$work/eq.csv" && [ -s "$work/eq.csv" ] || return 1
+  expect_exit 0 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form=kane && jq -e '.form == "kane"' "$work/out" >/dev/null
+}
+check "options take --name=value as well as --name value (local and remote)" option_equals
+
 # ---- remote: the URL as users write it ---------------------------------------------
 remote_urls() {
   for u in "$url/v1" "$url/v1/" "$url/" "127.0.0.1:$port"; do
