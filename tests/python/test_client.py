@@ -516,3 +516,22 @@ def test_the_url_as_users_write_it():
     with pytest.raises(ValueError) as info:
         hamel.Client(URL, token="line\nbreak")
     assert "token" in str(info.value)
+
+
+def test_the_token_from_hamel_token_and_the_argument(case, monkeypatch):
+    url, token = os.environ["HAMEL_TEST_TOKEN_URL"], os.environ["HAMEL_TEST_TOKEN"]
+    monkeypatch.setenv("HAMEL_TOKEN", token)
+    assert hamel.Client(url).health()["status"] == "ok"  # from the environment
+    monkeypatch.setenv("HAMEL_TOKEN", "wrong")
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client(url).health()
+    assert info.value.status == 401 and "does not hold" in info.value.detail, info.value.detail
+    assert hamel.Client(url, token=token).health()["status"] == "ok"  # the argument wins
+    monkeypatch.delenv("HAMEL_TOKEN")
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client(url).simulate(SLEIGH)
+    assert info.value.status == 401 and "Authorization: Bearer" in info.value.detail, info.value.detail
+    monkeypatch.setenv("HAMEL_URL", url)
+    monkeypatch.setenv("HAMEL_TOKEN", token)
+    r = hamel.Client().simulate(SLEIGH)  # both from the environment
+    assert r.ok and len(r.t) == 7
