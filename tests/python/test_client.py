@@ -535,3 +535,15 @@ def test_the_token_from_hamel_token_and_the_argument(case, monkeypatch):
     monkeypatch.setenv("HAMEL_TOKEN", token)
     r = hamel.Client().simulate(SLEIGH)  # both from the environment
     assert r.ok and len(r.t) == 7
+
+
+def test_a_final_only_batch_line_reads_like_a_trajectory_of_one_sample(client, case):
+    full = {r.index: r for r in client.batch(case, [{"initial": {"speeds": {"Omega": w}}} for w in (2, 3)])}
+    last = {r.index: r for r in client.batch(case, [{"initial": {"speeds": {"Omega": w}}} for w in (2, 3)],
+                                              fields=["final"])}
+    for i in (0, 1):
+        assert len(last[i].t) == 1 and last[i].t[-1] == full[i].t[-1]
+        for group in ("q", "speeds", "qdot"):
+            for name, values in getattr(full[i], group).items():
+                assert getattr(last[i], group)[name][-1] == values[-1], (group, name)
+        assert last[i].to_pandas().shape == (1, full[i].to_pandas().shape[1])
