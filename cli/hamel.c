@@ -691,15 +691,20 @@ static int cli_parse(const cli_command *cmd, int argc, char **argv, cli_args *a,
             a->file = s;
             continue;
         }
+        /* --name=value as well as --name value (as `hamel remote` takes them) */
+        const char *eq = strncmp(s, "--", 2) == 0 ? strchr(s, '=') : NULL;
+        size_t len = eq ? (size_t)(eq - s) : strlen(s);
         size_t k = 0;
-        while (k < sizeof opts / sizeof *opts && strcmp(s, opts[k].name) != 0)
+        while (k < sizeof opts / sizeof *opts &&
+               (strlen(opts[k].name) != len || strncmp(s, opts[k].name, len) != 0))
             k++;
-        if (k == sizeof opts / sizeof *opts || !((cmd->opts | CLI_OPT_BUDGET) & opts[k].opt)) {
+        if (k == sizeof opts / sizeof *opts || !((cmd->opts | CLI_OPT_BUDGET) & opts[k].opt) ||
+            (eq && !opts[k].takes_value)) {
             fprintf(stderr, "hamel %s: unknown option %s (hamel %s --help)\n", cmd->name, s, cmd->name);
             return CLI_EXIT_USAGE;
         }
-        const char *v = NULL;
-        if (opts[k].takes_value) {
+        const char *v = eq ? eq + 1 : NULL;
+        if (opts[k].takes_value && !eq) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "hamel %s: %s needs a value\n", cmd->name, s);
                 return CLI_EXIT_USAGE;

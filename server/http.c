@@ -469,9 +469,12 @@ static json_t *http__bad_json(const json_error_t *err, const char *body, size_t 
         reason = buf;
     }
     char detail[sizeof buf + 64];
-    snprintf(detail, sizeof detail, "line %d, column %d: %s", err->line, err->column, reason);
+    /* jansson names the character before a byte it cannot decode (column 0 at a line's
+     * start): the byte's own column, 1-based like the others */
+    int column = strncmp(reason, "unable to decode byte", 21) == 0 ? err->column + 1 : err->column;
+    snprintf(detail, sizeof detail, "line %d, column %d: %s", err->line, column, reason);
     json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, detail);
-    hamel_problem_add(p, "", err->column, reason);
+    hamel_problem_add(p, "", column, reason);
     json_object_set_new(json_array_get(json_object_get(p, "errors"), 0), "line", json_integer(err->line));
     json_object_set_new(p, "line", json_integer(err->line));
     json_object_set_new(p, "position", json_integer(err->position));

@@ -186,6 +186,8 @@ static int remote_parse(int argc, char **argv, remote_args *a)
             a->qdot = s + 7;
         else if (strncmp(s, "--form=", 7) == 0)
             a->form = s + 7;
+        else if (strncmp(s, "--output=", 9) == 0)
+            a->out = s + 9;
         else if (s[0] == '-' && s[1] != '\0') {
             fprintf(stderr, "hamel remote: unknown option %s\n", s);
             return -1;

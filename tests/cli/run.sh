@@ -20,8 +20,10 @@ command -v jq >/dev/null 2>&1 || { echo "tests/cli: jq is missing (scripts/insta
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hamel-cli-test.XXXXXX")
 pid=
+tpid=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  [ -n "$tpid" ] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -427,6 +429,21 @@ remote_forms() {
 }
 check "hamel remote equations --form F equals the local form; unknown CMD --help exits 2; an error is said once" remote_forms
 
+# ---- --name=value as well as --name value, local and remote --------------------------
+option_equals() {
+  expect_exit 0 "$hamel" gamma "$work/sleigh.json" --q=th=0.75 || return 1
+  jq -e '.points[0].q.th == 0.75' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" equations "$work/sleigh.json" --form=kane && jq -e '.form == "kane"' "$work/out" >/dev/null || return 1
+  expect_exit 0 "$hamel" export "$work/sleigh.json" --lang=python && has "$work/out" '^def rhs' || return 1
+  rm -f "$work/eq.csv"
+  expect_exit 0 "$hamel" run "$work/sleigh.json" --csv --output="$work/eq.csv" && [ -s "$work/eq.csv" ] || return 1
+  expect_exit 2 "$hamel" run "$work/sleigh.json" --csv=yes && has "$work/err" 'unknown option --csv=yes' || return 1
+  rm -f "$work/eq.csv"
+  expect_exit 0 "$hamel" remote --url="$url" run "$work/sleigh.json" --csv --output="$work/eq.csv" && [ -s "$work/eq.csv" ] || return 1
+  expect_exit 0 "$hamel" remote --url "$url" equations "$work/sleigh.json" --form=kane && jq -e '.form == "kane"' "$work/out" >/dev/null
+}
+check "options take --name=value as well as --name value (local and remote)" option_equals
+
 # ---- remote: the URL as users write it ---------------------------------------------
 remote_urls() {
   for u in "$url/v1" "$url/v1/" "$url/" "127.0.0.1:$port"; do
@@ -438,6 +455,34 @@ remote_urls() {
   expect_exit 2 "$hamel" remote --url "$url" --token 'two words' check "$work/sleigh.json" && has "$work/err" 'the token printable'
 }
 check "hamel remote --url: a trailing /v1 is the root; a query, a fragment, another scheme, a token with a space are usage errors" remote_urls
+
+# ---- remote against a server with a token: --token, $HAMEL_TOKEN, neither ---------------
+remote_token() {
+  mkdir -p "$work/tdata"
+  HAMEL_TOKEN=cli-test-token HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/tdata" "$srv" >"$work/tserver.log" 2>&1 &
+  tpid=$!
+  tport=
+  n=0
+  while [ -z "$tport" ] && [ $n -lt 200 ]; do
+    tport=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/tserver.log" | head -n 1)
+    [ -n "$tport" ] || sleep 0.1
+    n=$((n + 1))
+  done
+  turl=http://127.0.0.1:$tport
+  ok=1
+  { expect_exit 1 "$hamel" remote --url "$turl" check "$work/sleigh.json" && has "$work/err" 'Authorization: Bearer'; } || ok=0
+  [ $ok = 1 ] && { expect_exit 1 "$hamel" remote --url "$turl" --token wrong run "$work/sleigh.json" &&
+    has "$work/err" 'does not hold'; } || ok=0
+  [ $ok = 1 ] && { expect_exit 0 "$hamel" remote --url "$turl" --token cli-test-token run "$work/sleigh.json"; } || ok=0
+  [ $ok = 1 ] && { expect_exit 0 env HAMEL_TOKEN=cli-test-token "$hamel" remote --url "$turl" check "$work/sleigh.json"; } || ok=0
+  [ $ok = 1 ] && { expect_exit 0 env HAMEL_TOKEN=wrong "$hamel" remote --url "$turl" --token cli-test-token check "$work/sleigh.json"; } || ok=0
+  [ $ok = 1 ] && { expect_exit 0 env HAMEL_URL="$turl" HAMEL_TOKEN=cli-test-token "$hamel" remote quarantine; } || ok=0
+  kill $tpid 2>/dev/null
+  wait $tpid 2>/dev/null
+  tpid=
+  [ $ok = 1 ]
+}
+check "hamel remote with a token: none (401 saying what to send), wrong (saying so), --token, \$HAMEL_TOKEN, --token over it" remote_token
 
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"

@@ -516,3 +516,34 @@ def test_the_url_as_users_write_it():
     with pytest.raises(ValueError) as info:
         hamel.Client(URL, token="line\nbreak")
     assert "token" in str(info.value)
+
+
+def test_the_token_from_hamel_token_and_the_argument(case, monkeypatch):
+    url, token = os.environ["HAMEL_TEST_TOKEN_URL"], os.environ["HAMEL_TEST_TOKEN"]
+    monkeypatch.setenv("HAMEL_TOKEN", token)
+    assert hamel.Client(url).health()["status"] == "ok"  # from the environment
+    monkeypatch.setenv("HAMEL_TOKEN", "wrong")
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client(url).health()
+    assert info.value.status == 401 and "does not hold" in info.value.detail, info.value.detail
+    assert hamel.Client(url, token=token).health()["status"] == "ok"  # the argument wins
+    monkeypatch.delenv("HAMEL_TOKEN")
+    with pytest.raises(hamel.HamelError) as info:
+        hamel.Client(url).simulate(SLEIGH)
+    assert info.value.status == 401 and "Authorization: Bearer" in info.value.detail, info.value.detail
+    monkeypatch.setenv("HAMEL_URL", url)
+    monkeypatch.setenv("HAMEL_TOKEN", token)
+    r = hamel.Client().simulate(SLEIGH)  # both from the environment
+    assert r.ok and len(r.t) == 7
+
+
+def test_a_final_only_batch_line_reads_like_a_trajectory_of_one_sample(client, case):
+    full = {r.index: r for r in client.batch(case, [{"initial": {"speeds": {"Omega": w}}} for w in (2, 3)])}
+    last = {r.index: r for r in client.batch(case, [{"initial": {"speeds": {"Omega": w}}} for w in (2, 3)],
+                                              fields=["final"])}
+    for i in (0, 1):
+        assert len(last[i].t) == 1 and last[i].t[-1] == full[i].t[-1]
+        for group in ("q", "speeds", "qdot"):
+            for name, values in getattr(full[i], group).items():
+                assert getattr(last[i], group)[name][-1] == values[-1], (group, name)
+        assert last[i].to_pandas().shape == (1, full[i].to_pandas().shape[1])

@@ -749,6 +749,11 @@ SERVER_TEST(server, bad_json_says_line_column_and_why_in_words)
     cr_assert(strstr(text(r.json, "detail"), "NUL") && !strstr(text(r.json, "detail"), "JSON_ALLOW_NUL"),
               "%s", str(r.json, "detail"));
     harness_resp_free(&r);
+    /* a byte that is not UTF-8 is named at its own column (jansson says the one before) */
+    r = request("POST", "/v1/models", "{\"name\":\n\xff}", NULL);
+    assert_problem(&r, 400, "bad-json");
+    cr_assert_str_eq(text(r.json, "detail"), "line 2, column 1: unable to decode byte 0xff");
+    harness_resp_free(&r);
     r = request("POST", "/v1/models", "[1, 2]", NULL);
     assert_problem(&r, 422, "invalid-request");
     cr_assert_str_eq(str(r.json, "detail"), "the body must be a JSON object");

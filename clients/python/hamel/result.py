@@ -46,11 +46,19 @@ class Result:
         raw: the whole result document (a dict).
     In a batch also: index (the run's place in ``runs``), run (the run as given),
     final (its last sample), and error (a HamelError when the run failed, else None).
+    A line with only ``final`` (``fields=["final"]``) gives t, q, speeds and qdot of that
+    one sample, so ``r.q["x"][-1]`` reads the same either way.
     """
 
     def __init__(self, doc):
         self.raw = doc
         tr = doc.get("trajectory") or {}
+        final = doc.get("final")
+        if not tr and isinstance(final, dict):  # a batch line with fields=["final"]: one sample
+            tr = {"t": [final.get("t")]}
+            for group in ("q", "speeds", "qdot", "multipliers"):
+                if isinstance(final.get(group), dict):
+                    tr[group] = {name: [v] for name, v in final[group].items()}
         self.t = _array(tr.get("t"))
         self.q = _series(tr.get("q"))
         self.speeds = _series(tr.get("speeds"))
