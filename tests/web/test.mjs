@@ -1489,6 +1489,31 @@ await check("what-if values go with Linearize and the steady branch: the upright
   }
 });
 
+await check("linearization: the zero eigenvalues left out of the plots do not decide stability (the sphere on the turntable is neutral over the whole sweep)", async () => {
+  const p = await reviewPage("lin-zeros");
+  try {
+    await openExample(p, "sphere-on-turntable");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points);
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    // every eigenvalue drawn has |Re| within rounding of 0 (a conservative system): the API's own numbers
+    const point = JSON.parse(await p.locator("#lin-point-editor textarea").inputValue());
+    const xs = Array.from({ length: 41 }, (_, i) => (0.8 * i) / 40);
+    const r = await api("POST", "/v1/linearize", { model: JSON.parse(await p.locator("#model-editor textarea").inputValue()),
+      points: xs.map((w) => ({ ...point, speeds: { ...point.speeds, wx: w } })), steady: false });
+    assert(r.status === 200, `POST /v1/linearize: ${r.status}`);
+    for (const pt of r.body.points) {
+      const big = Math.max(...pt.eigenvalues.map((e) => Math.hypot(e.re, e.im)));
+      for (const e of pt.eigenvalues) if (Math.hypot(e.re, e.im) > 1e-6 * big) assert(Math.abs(e.re) < 1e-12 * big, `a drawn eigenvalue ${e.re} + ${e.im} i is not neutral`);
+    }
+    const card = p.locator("#linearize");
+    const from = await card.getAttribute("data-stable-from"), to = await card.getAttribute("data-stable-to");
+    assert(from === "0" && to === "0.8", `no mode grows from ${from} to ${to} (and then: ${await p.locator("#lin-summary").innerText()})`);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -167,8 +167,9 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       re.push({ name: `λ${k + 1}`, x: xs, y: r, dots: true, noLegend: true, color: PALETTE[0] });
       im.push({ name: `λ${k + 1}`, x: xs, y: i, dots: true, noLegend: true, color: PALETTE[1] });
     }
-    // where no mode grows
-    const stable = eigs.map((list) => Math.max(...list.map((e) => e.re)) <= STABLE_REL * Math.max(1, big));
+    // where no mode grows: among the eigenvalues drawn (the zeros left out above are
+    // rounding-sized, about 1e-9 either way, and must not decide it)
+    const stable = eigs.map((list) => Math.max(-Infinity, ...list.filter((e) => Math.hypot(e.re, e.im) > zero).map((e) => e.re)) <= STABLE_REL * Math.max(1, big));
     const runs = [];
     stable.forEach((s, j) => {
       if (!s) return;
