@@ -424,13 +424,18 @@ static int client_request(hamelclient *c, const char *method, const char *path, 
             client_sleep(wait);
             continue;
         }
+        if (code >= 400 && !json_is_string(json_object_get(doc, "type"))) {
+            /* not a problem document: a proxy's or another server's page, not the API's */
+            char *ctype = NULL;
+            curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ctype);
+            json_decref(doc);
+            rc = error_set(err, HAMELCLIENT_E_PROTOCOL, (int)code,
+                           "%s %s: HTTP %ld with %s, not a problem document: is %s the hamel service?",
+                           method, path, code, ctype != NULL ? ctype : "no content type", c->base);
+            break;
+        }
         if (code >= 400) {
             rc = error_from_problem(c, HAMELCLIENT_E_PROBLEM, doc, code, err);
-            if (err != NULL && !json_is_object(doc)) {
-                snprintf(err->title, sizeof err->title, "HTTP %ld", code);
-                snprintf(err->detail, sizeof err->detail, "%.200s", c->body.data != NULL ? c->body.data : "");
-                hamelclient_error_string(err, err->message, sizeof err->message);
-            }
             json_decref(doc);
             break;
         }

@@ -484,6 +484,32 @@ remote_token() {
 }
 check "hamel remote with a token: none (401 saying what to send), wrong (saying so), --token, \$HAMEL_TOKEN, --token over it" remote_token
 
+# ---- remote against a server that is not the service ---------------------------------
+not_the_service() {
+  /usr/bin/python3 -m http.server 0 --bind 127.0.0.1 >"$work/hs.log" 2>&1 &
+  tpid=$!
+  n=0
+  hport=
+  while [ -z "$hport" ] && [ $n -lt 100 ]; do
+    hport=$(sed -n 's/.*port \([0-9][0-9]*\).*/\1/p' "$work/hs.log" | head -n 1)
+    [ -n "$hport" ] || sleep 0.1
+    n=$((n + 1))
+  done
+  ok=1
+  for cmd in run check; do
+    { expect_exit 3 "$hamel" remote --url "http://127.0.0.1:$hport" $cmd "$work/sleigh.json" &&
+      has "$work/err" 'not a problem document: is http://127\.0\.0\.1:[0-9]+ the hamel service\?' &&
+      ! grep -q '<html' "$work/err"; } || { ok=0; break; }
+  done
+  kill $tpid 2>/dev/null
+  wait $tpid 2>/dev/null
+  tpid=
+  [ $ok = 1 ]
+}
+if [ -x /usr/bin/python3 ]; then
+  check "hamel remote against a server that is not the service: exit 3 saying so (no HTML dumped)" not_the_service
+fi
+
 # ---- remote quarantine: listed and cleared ---------------------------------------------
 jq '.model.name = "__fault_segv__"' "$case_file" >"$work/fault.json"
 remote_quarantine() {

@@ -547,3 +547,36 @@ def test_a_final_only_batch_line_reads_like_a_trajectory_of_one_sample(client, c
             for name, values in getattr(full[i], group).items():
                 assert getattr(last[i], group)[name][-1] == values[-1], (group, name)
         assert last[i].to_pandas().shape == (1, full[i].to_pandas().shape[1])
+
+
+def test_a_server_that_is_not_the_service_is_said_to_be_so(tmp_path):
+    """An error page that is not a problem document (another server, a proxy) says so."""
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _page(self):
+            body = b"<html><body>Bad Gateway</body></html>"
+            self.send_response(502)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _page
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        c = hamel.Client("http://127.0.0.1:%d" % srv.server_address[1])
+        for call in (c.health, lambda: c.simulate(SLEIGH), lambda: list(c.batch(SLEIGH, [{}]))):
+            with pytest.raises(hamel.HamelError) as info:
+                call()
+            assert info.value.status == 502, info.value.status
+            assert "not a problem document" in str(info.value) and "text/html" in str(info.value), str(info.value)
+            assert "<html>" not in str(info.value)
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -85,8 +85,9 @@ class Transport:
             break
         if status >= 400:
             doc = _parse(raw, status, headers)
-            raise HamelError(status, doc if isinstance(doc, dict) else None,
-                             None if isinstance(doc, dict) else "%d: %s" % (status, raw[:200].decode("utf-8", "replace")))
+            if isinstance(doc, dict) and isinstance(doc.get("type"), str):
+                raise HamelError(status, doc)
+            raise HamelError(status, None, _not_a_problem(self.url, status, headers))
         return status, headers, raw
 
     def _exchange(self, method, path, body, timeout, accept="application/json"):
@@ -136,7 +137,9 @@ class Transport:
                 raw = _decode(resp.read(), headers)
                 doc = _parse(raw, resp.status, headers)
                 if resp.status >= 400:
-                    raise HamelError(resp.status, doc if isinstance(doc, dict) else None)
+                    if isinstance(doc, dict) and isinstance(doc.get("type"), str):
+                        raise HamelError(resp.status, doc)
+                    raise HamelError(resp.status, None, _not_a_problem(self.url, resp.status, headers))
                 raise HamelError(resp.status, None, "hamel: the server did not stream the batch")
             gz = zlib.decompressobj(31) if headers.get("content-encoding") == "gzip" else None
             buf = b""
@@ -193,6 +196,11 @@ def plain_json(value, path=""):
         return plain_json(value.tolist(), path)
     raise ValueError("hamel: %s: %s is not JSON (numbers, strings, booleans, None, lists, dicts)"
                      % (path or "the value", type(value).__name__))
+
+
+def _not_a_problem(url, status, headers):
+    return ("hamel: HTTP %d from %s with %s, not a problem document: is it the hamel service?"
+            % (status, url, headers.get("content-type") or "no content type"))
 
 
 def _decode(raw, headers):
