@@ -1509,6 +1509,13 @@ await check("linearization: the zero eigenvalues left out of the plots do not de
     const card = p.locator("#linearize");
     const from = await card.getAttribute("data-stable-from"), to = await card.getAttribute("data-stable-to");
     assert(from === "0" && to === "0.8", `no mode grows from ${from} to ${to} (and then: ${await p.locator("#lin-summary").innerText()})`);
+    // and the real parts are drawn on the zero line, not scattered at 1e-15
+    const cys = await p.locator('[data-testid="plot-eig-re"] g.dots circle').evaluateAll((cs) => [...new Set(cs.map((c) => c.getAttribute("cy")))]);
+    const zeroY = await p.locator('[data-testid="plot-eig-re"] svg.chart').evaluate((s) => {
+      const t = [...s.querySelectorAll("g.axis > text")].find((x) => x.getAttribute("text-anchor") === "end" && x.textContent === "0");
+      return t ? Number(t.getAttribute("y")) - 4 : NaN;
+    });
+    assert(cys.length === 1 && Math.abs(Number(cys[0]) - zeroY) < 0.6, `the real parts are drawn at ${cys.length} heights (${cys.slice(0, 5).join(", ")}), the zero line at ${zeroY}`);
   } finally {
     await p.close();
   }

@@ -159,7 +159,9 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       eigs.forEach((list) => {
         const e = list[k];
         const show = e && Math.hypot(e.re, e.im) > zero;
-        r.push(show ? e.re : NaN);
+        // a real part within rounding of zero (the same bound as the verdict below) is
+        // drawn at zero: scattered at 1e-15 it reads as growth and decay that are not there
+        r.push(show ? (Math.abs(e.re) <= STABLE_REL * Math.max(1, big) ? 0 : e.re) : NaN);
         i.push(show ? e.im : NaN);
         if (show) { any = true; drawn++; maxIm = Math.max(maxIm, Math.abs(e.im)); }
       });
