@@ -858,6 +858,12 @@ static int remote_job(hamelclient *c, const remote_args *a)
         if (code == REMOTE_EXIT_OK)
             code = remote_emit_result(a, result, NULL);
         json_decref(result);
+    } else if (a->csv && json_object_get(job, "trajectory") == NULL) { /* queued, running, failed */
+        const char *st = remote_str(job, "status", "?");
+        int pending = strcmp(st, "queued") == 0 || strcmp(st, "running") == 0;
+        fprintf(stderr, "hamel remote: job %s is %s: no trajectory to write%s\n", a->pos[1], st,
+                pending ? " (--wait waits for it)" : "");
+        code = REMOTE_EXIT_PROBLEM;
     } else if (a->csv) {
         code = remote_emit_result(a, job, NULL);
     } else {

@@ -394,6 +394,8 @@ remote_signals() {
     id=$(sed -n 's/^hamel remote: interrupted; cancelling job \([0-9a-f]*\)$/\1/p' "$work/err")
     [ -n "$id" ] || { echo "SIG$sig: no cancelling line"; cat "$work/err"; return 1; }
     job_status "$id" cancelled || return 1
+    # its CSV: none to write, said so (it printed "hamel: the result has no trajectory", exit 3)
+    expect_exit 1 "$hamel" remote --url "$url" job "$id" --csv && has "$work/err" "job $id is cancelled: no trajectory to write\$" || return 1
   done
   jq '{model: .model, base: .simulation, runs: [range(0; 4) | {initial: {speeds: {Omega: (3 + .)}}}]}' "$work/forever.json" >"$work/forever-batch.json"
   rm -f "$work/err.batch"
