@@ -44,5 +44,26 @@ if [ -z "$url" ]; then
   echo "web tests: the server did not report its address; its log:"; sed 's/^/  /' "$log"
   echo "0 passed, 1 failed"; exit 1
 fi
+# the server answers before the browser starts: one that printed its address and then
+# stopped is reported with its log, not as every check's "connection refused"
+answered=""
+for _ in $(seq 1 100); do
+  if curl -sf -o /dev/null "$url/v1/health"; then answered=1; break; fi
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$answered" ]; then
+  st=running
+  if ! kill -0 "$pid" 2>/dev/null; then code=0; wait "$pid" 2>/dev/null || code=$?; st="exited with status $code"; fi
+  echo "web tests: the server at $url does not answer (it $st); its log:"; sed 's/^/  /' "$log"
+  echo "0 passed, 1 failed"; exit 1
+fi
 echo "web tests: server at $url (pid $pid), chromium $("$CHROMIUM" --version 2>/dev/null | head -n1)"
-HAMEL_BASE=$url ARTIFACTS=$artifacts HAMEL_SERVER_BIN=$server node "$here/test.mjs"
+rc=0
+HAMEL_BASE=$url ARTIFACTS=$artifacts HAMEL_SERVER_BIN=$server node "$here/test.mjs" || rc=$?
+if ! kill -0 "$pid" 2>/dev/null; then
+  st=0; wait "$pid" 2>/dev/null || st=$?
+  echo "web tests: the server stopped during the checks (status $st); the end of its log:"; tail -n 30 "$log" | sed 's/^/  /'
+  rc=1
+fi
+exit "$rc"

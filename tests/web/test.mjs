@@ -1521,6 +1521,23 @@ await check("linearization: the zero eigenvalues left out of the plots do not de
   }
 });
 
+await check("events: rows added after one was removed get names of their own, and all of them run", async () => {
+  const p = await reviewPage("event-names");
+  try {
+    await openExample(p, "chaplygin-sleigh");
+    for (let i = 0; i < 3; i++) await p.click('[data-testid="event-add"]');
+    await p.locator('[data-testid="event-row"]').nth(1).locator("button.remove").click();
+    await p.click('[data-testid="event-add"]');
+    const names = await p.locator('[data-testid="event-row"] [data-field="name"]').evaluateAll((els) => els.map((e) => e.value));
+    assert(names.length === 3 && new Set(names).size === 3, `the event names: ${names.join(", ")}`);
+    const exprs = ["th - 0.5", "x - 0.1", "y + 0.1"];
+    for (let i = 0; i < 3; i++) await p.locator('[data-testid="event-row"]').nth(i).locator('[data-field="expr"]').fill(exprs[i]);
+    await runAndWait(p);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -60,8 +60,11 @@ export function setupEvents(onchange) {
   }
 
   function add() {
-    const n = box.querySelectorAll(".event-row").length;
-    const r = row({ name: n ? `event${n + 1}` : "event1", expr: "", direction: "both", action: "record" });
+    // the first eventK no row has (after a row was removed, the count may be taken)
+    const taken = new Set([...box.querySelectorAll('.event-row [data-field="name"]')].map((el) => el.value.trim()));
+    let k = 1;
+    while (taken.has(`event${k}`)) k++;
+    const r = row({ name: `event${k}`, expr: "", direction: "both", action: "record" });
     box.append(r);
     note();
     r.querySelector('[data-field="expr"]').focus();
