@@ -580,3 +580,15 @@ def test_a_server_that_is_not_the_service_is_said_to_be_so(tmp_path):
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_request_values_are_made_json_as_json_dumps_would_and_numpy_too():
+    from hamel._http import plain_json
+
+    assert plain_json({1: np.int64(2), None: (np.float32(1.5), np.arange(2))}) == {"1": 2, "null": [1.5, [0, 1]]}
+    with pytest.raises(ValueError) as info:
+        plain_json({"runs": [{"t_end": 1}, {"output": {"times": np.array([0.5, np.inf])}}]})
+    assert "runs[1].output.times[1]" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        plain_json({"a": object()})
+    assert str(info.value).startswith("hamel: a: object is not JSON")

@@ -179,6 +179,8 @@ def plain_json(value, path=""):
         for k, v in value.items():
             if hasattr(k, "tolist") and not isinstance(k, str):
                 k = k.tolist()
+            if k is None or isinstance(k, (bool, int, float)):  # as json.dumps writes such keys
+                k = json.dumps(k)
             if not isinstance(k, str):
                 raise ValueError("hamel: %s: a JSON object's keys are strings, not %r" % (_where(path, k), k))
             out[k] = plain_json(v, _where(path, k))
