@@ -1569,6 +1569,30 @@ await check("a parameter swept: Linearize and the steady branch of the upright d
   }
 });
 
+await check("a sweep running when the tab leaves is cancelled on the server (DELETE /v1/batches/{id}), not left to run", async () => {
+  const p = await reviewPage("sweep-leave");
+  try {
+    await openExample(p, "whipple-bicycle");
+    await p.fill("#t_end", "10");
+    await p.fill("#sw-n", "400");
+    const [res] = await Promise.all([p.waitForResponse((r) => r.url().includes("/v1/batches") && r.request().method() === "POST"), p.click('[data-testid="sw-run"]')]);
+    const id = res.headers()["x-batch-id"];
+    assert(id, "no X-Batch-Id on the stream");
+    await p.waitForFunction(() => /^[1-9]\d* of 400/.test(document.getElementById("sw-progress-text").textContent));
+    await p.goto(`${BASE}/?example=chaplygin-sleigh`);
+    await p.waitForFunction(() => document.body.dataset.ready === "1");
+    let b = null;
+    for (let i = 0; i < 100; i++) {
+      b = await api("GET", `/v1/batches/${id}`);
+      if (b.body && b.body.status !== "running" && b.body.status !== "queued") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert(b.body && b.body.status === "cancelled" && b.body.cancelled > 0, `the batch left behind: ${b.status} ${b.body && b.body.status}, ${b.body && b.body.finished} of 400 finished`);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -263,6 +263,17 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     abort.abort();
     if (batchId) try { await getApi().cancelBatch(batchId); } catch { /* finished */ }
   });
+  // a sweep still running when the tab leaves (reload, another page, closed) is cancelled
+  // on the server: its lines had nowhere to go, and the runs would hold the workers. A
+  // keepalive request outlives the page.
+  window.addEventListener("pagehide", () => {
+    if (!abort || !batchId) return;
+    const api = getApi();
+    const headers = api.token ? { Authorization: `Bearer ${api.token}` } : {};
+    try {
+      fetch(api.url(`/v1/batches/${encodeURIComponent(batchId)}`), { method: "DELETE", headers, keepalive: true }).catch(() => {});
+    } catch { /* the page is going: nothing to tell */ }
+  });
   $("sw-quantity").addEventListener("change", draw);
   $("sw-var").addEventListener("change", () => defaults($("sw-var"), $("sw-from"), $("sw-to"), lastModel, lastInitial));
   $("sw-var2").addEventListener("change", () => { if ($("sw-var2").value) defaults($("sw-var2"), $("sw-from2"), $("sw-to2"), lastModel, lastInitial); });
