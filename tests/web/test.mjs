@@ -1538,6 +1538,37 @@ await check("events: rows added after one was removed get names of their own, an
   }
 });
 
+await check("a parameter swept: Linearize and the steady branch of the upright disk against its radius r (stands up above r = g/(3 theta'^2))", async () => {
+  const p = await reviewPage("lin-param-sweep");
+  try {
+    await openExample(p, "rolling-disk-bodies");
+    // rolling upright at theta' = -4: stable for r > g/(3 theta'^2) = 9.81/48 = 0.204375
+    const point = JSON.parse(await p.locator("#lin-point-editor textarea").inputValue());
+    point.speeds.thetad = -4;
+    await p.locator("#lin-point-editor textarea").fill(JSON.stringify(point, null, 2));
+    await p.selectOption("#lin-sweep", "parameters.r");
+    await p.fill("#lin-from", "0.1");
+    await p.fill("#lin-to", "0.5");
+    await p.fill("#lin-n", "41");
+    await p.click('[data-testid="lin-run"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.points === "41");
+    assert(!(await p.locator("#lin-problem").isVisible()), "Linearize over r: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const from = Number(await p.locator("#linearize").getAttribute("data-stable-from"));
+    near(from, 0.21, 1e-9, "the first stable r of the grid 0.1, 0.11, ..., 0.5");
+    assert(await p.locator('[data-testid="plot-eig-re"] svg.chart text.label').first().textContent() === "r", "the x axis is not r");
+    // the branch over r: one stability change, where the closed form puts it
+    await p.fill("#lin-unknowns", "phi");
+    await p.click('[data-testid="lin-branch"]');
+    await p.waitForFunction(() => !document.getElementById("lin-problem").hidden || document.getElementById("linearize").dataset.changes);
+    assert(!(await p.locator("#lin-problem").isVisible()), "the branch over r: " + (await p.locator("#lin-problem").isVisible() ? await p.locator("#lin-problem").innerText() : ""));
+    const changes = JSON.parse(await p.locator("#linearize").getAttribute("data-changes"));
+    assert(changes.length === 1, `stability changes at ${changes.join(", ")}`);
+    near(changes[0], 9.81 / 48, 1e-9, "the radius where the upright disk at theta' = -4 stands up");
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -49,14 +49,15 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
   let select = null; // state names whose block of A is analysed instead of all of A
   const ready = fetch("linearize-presets.json").then((r) => (r.ok ? r.json() : {})).then((p) => { presets = p; }).catch(() => {});
 
-  function sweepOptions(point) {
+  function sweepOptions(point, model) {
     const sel = $("lin-sweep");
     const names = [
       ...Object.keys(point.speeds || {}).map((n) => ["speeds", n]),
       ...Object.keys(point.qdot || {}).map((n) => ["qdot", n]),
       ...Object.keys(point.q || {}).map((n) => ["q", n]),
+      ...Object.keys((model && typeof model.parameters === "object" && model.parameters) || {}).map((n) => ["parameters", n]),
     ];
-    const label = { speeds: (n) => `speed ${n}`, qdot: (n) => `velocity ${n}'`, q: (n) => `coordinate ${n}` };
+    const label = { speeds: (n) => `speed ${n}`, qdot: (n) => `velocity ${n}'`, q: (n) => `coordinate ${n}`, parameters: (n) => `parameter ${n}` };
     sel.replaceChildren(...names.map(([g, n]) => h("option", { value: `${g}.${n}` }, label[g](n))));
   }
 
@@ -74,7 +75,7 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
     const p = {};
     for (const k of ["t", "q", "speeds", "qdot"]) if (point[k] !== undefined) p[k] = point[k];
     editor.value = JSON.stringify(p, null, 2);
-    sweepOptions(p);
+    sweepOptions(p, example.model);
     const sw = (preset && preset.sweep) || {};
     const first = Object.keys(p.speeds || p.qdot || {})[0];
     const name = sw.name || first || Object.keys(p.q || {})[0];
@@ -120,6 +121,7 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       return problem("Check the sweep", [{ reason: "from and to must be numbers and points an integer from 2 to 2000" }]);
     }
     const values = Array.from({ length: n }, (_, i) => from + ((to - from) * i) / (n - 1));
+    if (group === "parameters") return runOverParameter(model, point, params, name, values);
     const points = values.map((v) => {
       const p = JSON.parse(JSON.stringify(point));
       p[group] = { ...(p[group] || {}), [name]: v };
@@ -140,6 +142,30 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       $("lin-run").disabled = false;
     }
     draw(res, values.map((v) => v * axis.factor));
+  }
+
+  /** Linearize with a parameter swept: /v1/linearize takes one set of parameters, so one
+   *  request per value (8 at a time), the point the same in each. */
+  async function runOverParameter(model, point, params, name, values) {
+    $("lin-run").disabled = true;
+    $("lin-summary").textContent = "linearizing…";
+    const out = new Array(values.length);
+    try {
+      for (let i = 0; i < values.length; i += 8) {
+        await Promise.all(values.slice(i, i + 8).map(async (v, k) => {
+          const req = { model: model.value, points: [point], steady: $("lin-steady").checked, parameters: { ...params, [name]: v } };
+          if (select) req.select = select;
+          out[i + k] = (await getApi().call("POST", "/v1/linearize", req)).body.points[0];
+        }));
+      }
+    } catch (e) {
+      $("lin-summary").textContent = "";
+      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+      throw e;
+    } finally {
+      $("lin-run").disabled = false;
+    }
+    draw({ points: out }, values.map((v) => v * axis.factor));
   }
 
   /** `vlines`: markers across both plots (the branch's stability changes). */
@@ -239,7 +265,9 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       if (group === "qdot" && (name + "'") in state.speeds) { group = "speeds"; name += "'"; }
       if (group === "qdot") return problem("Sweep a speed or a coordinate", [{ reason: `a steady branch follows a coordinate, a speed or a parameter; ${name}' is a velocity: give the point's speeds (${Object.keys(state.speeds).join(", ")}) to sweep one of them` }]);
     }
-    state[group] = { ...state[group], [name]: from };
+    // a parameter swept starts at `from` (an override); a state value is set in the state
+    if (group === "parameters") params[name] = from;
+    else state[group] = { ...state[group], [name]: from };
     const req = withParams({ model: model.value, state, unknowns, continuation: { vary: name, to, steps: n - 1 } }, params);
     $("lin-branch").disabled = true;
     $("lin-summary").textContent = "following the branch…";
