@@ -464,6 +464,8 @@ static enum MHD_Result http__cancel_answer(http_conn *c)
 
 enum MHD_Result http__job(http_conn *c)
 {
+    if (c->method != HTTP_DELETE && http__wait(c) < 0) /* a stored job's answer too */
+        return http__bad_wait(c);
     jobs *p = c->srv->d.jobs;
     job *j = jobs_find(p, c->id);
     if (!j)

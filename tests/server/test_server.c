@@ -1390,6 +1390,12 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r.json, "trajectory")),
               "the same trajectory after the restart");
     harness_resp_free(&g);
+    /* a malformed ?wait is refused for a job read from the store as for one in memory */
+    snprintf(path, sizeof path, "/v1/jobs/%s?wait=abc", id);
+    g = request("GET", path, NULL, NULL);
+    assert_problem(&g, 422, "invalid-request");
+    cr_assert_str_eq(str(json_array_get(json_object_get(g.json, "errors"), 0), "path"), "?wait");
+    harness_resp_free(&g);
     harness_resp c = post_json("/v1/simulations", req);
     cr_assert_eq(c.status, 200, "%s", c.body);
     cr_assert(json_is_true(json_object_get(c.json, "cached")), "answered from the store");
