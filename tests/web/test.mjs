@@ -1593,6 +1593,42 @@ await check("a sweep running when the tab leaves is cancelled on the server (DEL
   }
 });
 
+await check("3-D view: a wheel touches the ground, a thin disk's rim and a torus's tube (tube_radius) alike", async () => {
+  const p = await reviewPage("torus-3d");
+  try {
+    await openExample(p, "rolling-disk-bodies");
+    const lowestAt = async (i) => {
+      await p.locator("#anim-t").fill(String(i));
+      await p.waitForFunction((k) => document.getElementById("anim-card").dataset.index === String(k), i);
+      return Number(await p.locator("#anim-card").getAttribute("data-wheels-lowest"));
+    };
+    await p.fill("#t_end", "2");
+    await runAndWait(p);
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const thin = await lowestAt(300);
+    assert(Math.abs(thin) < 0.005, `the thin disk's lowest point is at ${thin}, not on the ground`);
+    // the same disk as a torus: tube rho = 0.1 about a centre circle of r = 0.5, centre r cos(phi) + rho high
+    const model = JSON.parse(await p.locator("#model-editor textarea").inputValue());
+    model.name = "rolling-torus";
+    model.parameters.rho = 0.1;
+    model.points = [
+      { name: "P", parent: "O", frame: "N", position: ["x", "y", 0] },
+      { name: "Q", parent: "P", frame: "N", position: [0, 0, "-rho"] },
+      { name: "C", parent: "Q", frame: "L", position: [0, 0, "-r"] },
+    ];
+    model.rolling_disks[0].tube_radius = "rho";
+    delete model.units;
+    await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
+    await runAndWait(p);
+    await p.waitForFunction(() => document.getElementById("anim-card").dataset.view === "3d");
+    const torus = await lowestAt(300);
+    assert(Math.abs(torus) < 0.005, `the torus's lowest point is at ${torus}, not on the ground (a thin tyre would float 0.065 above it)`);
+    await p.locator('[data-testid="anim"]').screenshot({ path: join(ARTIFACTS, "web-anim-torus-3d.png") });
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -108,7 +108,11 @@ export function setupAnim() {
     card.dataset.index = String(i);
     card.dataset.t = String(data.t[i]);
     $("anim-time").textContent = `t = ${data.t[i].toFixed(3)}`;
-    if (view === "3d") { if (scene) scene.draw(i); }
+    if (view === "3d") {
+      if (scene) scene.draw(i);
+      // where the wheels reach down to (for a reader of the page's state; not while playing)
+      if (scene && !playing && scene.wheelsLowest) card.dataset.wheelsLowest = String(scene.wheelsLowest());
+    }
     else if (data.pairs.length) drawTop(i);
   }
 

@@ -122,7 +122,11 @@ export function makeScene(host, model, env0, tr) {
   };
 
   // bodies: a disk where a rolling disk sits at the body's mass centre, else the ellipsoid
-  const disks = (model.rolling_disks || []).map((d) => ({ ...d, r: compileExpr(d.radius)(env0), axis: vecOf(d.axis)(env0) }));
+  const disks = (model.rolling_disks || []).map((d) => ({
+    ...d, r: compileExpr(d.radius)(env0), axis: vecOf(d.axis)(env0),
+    // a torus (tube_radius rho) is drawn with its own tube: it touches the ground
+    rho: d.tube_radius !== undefined ? compileExpr(d.tube_radius)(env0) : 0,
+  }));
   const parts = [];
   let size = 0;
   for (const b of model.bodies || []) {
@@ -132,8 +136,11 @@ export function makeScene(host, model, env0, tr) {
     let local = I3();
     if (disk) {
       const r = disk.r;
-      size = Math.max(size, 2 * r);
-      const tyre = new THREE.Mesh(new THREE.TorusGeometry(r, 0.07 * r, 16, 64), new THREE.MeshStandardMaterial({ color: 0x2b3440, roughness: 0.7 }));
+      const torus = Number.isFinite(disk.rho) && disk.rho > 0;
+      // a thin disk's tyre lies inside its rim (its outer edge at r, on the ground)
+      const tube = torus ? disk.rho : 0.07 * r;
+      size = Math.max(size, 2 * (r + (torus ? tube : 0)));
+      const tyre = new THREE.Mesh(new THREE.TorusGeometry(torus ? r : r - tube, tube, 24, 96), new THREE.MeshStandardMaterial({ color: 0x2b3440, roughness: 0.7 }));
       const face = new THREE.Mesh(new THREE.CircleGeometry(r, 48), new THREE.MeshStandardMaterial({ color: 0x1f5fa8, transparent: true, opacity: 0.35, side: THREE.DoubleSide }));
       // a spoke, so the spin shows
       const spoke = new THREE.Mesh(new THREE.BoxGeometry(2 * r, 0.06 * r, 0.02 * r), new THREE.MeshStandardMaterial({ color: 0xd55e00 }));
@@ -156,7 +163,7 @@ export function makeScene(host, model, env0, tr) {
     const axes = new THREE.AxesHelper(1);
     axes.matrixAutoUpdate = false;
     scene.add(group, axes);
-    parts.push({ b, group, axes, local });
+    parts.push({ b, group, axes, local, wheel: !!disk });
   }
   // the model's points joined to their parents: the skeleton of the mechanism
   // (not a point placed in N from the origin, such as a contact point at (x, y, 0): that
@@ -295,5 +302,11 @@ export function makeScene(host, model, env0, tr) {
     renderer.dispose();
     host.replaceChildren();
   }
-  return { draw, resize, dispose, canvas, size };
+  /** The lowest point of the wheels drawn (three's y, the ground at 0), or NaN. */
+  function wheelsLowest() {
+    let low = Infinity;
+    for (const part of parts) if (part.wheel) { part.group.updateMatrixWorld(true); low = Math.min(low, new THREE.Box3().setFromObject(part.group.children[0], true).min.y); }
+    return Number.isFinite(low) ? low : NaN;
+  }
+  return { draw, resize, dispose, canvas, size, wheelsLowest };
 }
