@@ -157,8 +157,7 @@ static void http__form_start(http_conn *c)
         http__offloaded(c, 1);
         return;
     }
-    c->off.rc = offload_submit(c->srv->derive, http__run_form, http__form_done, c);
-    if (c->off.rc != 0)
+    if (http__submit(c, c->srv->derive, http__run_form, http__form_done) != 0)
         http__form_done(c, 0);
 }
 

@@ -370,6 +370,15 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     return 1;
 }
 
+int http__submit(http_conn *c, offload *pool, void (*run)(void *), void (*done)(void *, int))
+{
+    c->off.rc = 0;
+    int rc = offload_submit(pool, run, done, c);
+    if (rc != 0)
+        c->off.rc = rc;
+    return rc;
+}
+
 void http__offloaded(void *arg, int ran)
 {
     http_conn *c = arg;
@@ -389,8 +398,7 @@ static enum MHD_Result http__offload_to(http_conn *c, offload *pool, void (*run)
     /* Suspend first: the pool may finish (and resume) before offload_submit returns. */
     MHD_suspend_connection(c->conn);
     c->state = HTTP_CONN_OFFLOADED;
-    c->off.rc = offload_submit(pool, run, done, c);
-    if (c->off.rc != 0) /* not queued: the refusal is answered on the resumed call */
+    if (http__submit(c, pool, run, done) != 0) /* not queued: the refusal is answered on the resumed call */
         done(c, 0);
     return MHD_YES;
 }
@@ -418,12 +426,12 @@ enum MHD_Result http__offload_read(http_conn *c, void (*run)(void *), enum MHD_R
     c->off.ran = 0;
     MHD_suspend_connection(c->conn); /* first: the pool may finish before submit returns */
     c->state = HTTP_CONN_OFFLOADED;
-    c->off.rc = offload_submit(c->srv->offload, run, http__offloaded, c);
-    if (c->off.rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
+    int rc = http__submit(c, c->srv->offload, run, http__offloaded);
+    if (rc == HAMEL_E_QUEUE_FULL) { /* the pool is busy: read here, as before */
         c->off.rc = 0;
         run(c);
         http__offloaded(c, 1);
-    } else if (c->off.rc != 0) {
+    } else if (rc != 0) {
         http__offloaded(c, 0);
     }
     return MHD_YES;

@@ -237,6 +237,11 @@ typedef struct http_conn {
  * resumes the connection. */
 void http__offloaded(void *arg, int ran);
 
+/* offload_submit(pool, run, done, c), with c->off.rc set to 0 before it (the pool may run
+ * done(c) before offload_submit returns, and done may read c->off.rc) and to the refusal
+ * only when it was refused (then nothing runs on the pool). Returns that refusal or 0. */
+int http__submit(http_conn *c, offload *pool, void (*run)(void *), void (*done)(void *, int));
+
 /* Suspends the connection and runs run(c) on the offload pool, then done(c, ran) (which
  * must end in http__offloaded); the resumed call answers with resume(c). Past the queue
  * (or while stopping) the answer is a 503. */

@@ -391,8 +391,7 @@ static void http__compile_done(void *arg, int ran)
         pthread_mutex_unlock(&s->flights_mu);
         if (heir) { /* still suspended on the flight; its resume stays http__resume_compiled */
             heir->off.ran = 0;
-            heir->off.rc = offload_submit(s->offload, http__run_compile, http__compile_done, heir);
-            if (heir->off.rc != 0)
+            if (http__submit(heir, s->offload, http__run_compile, http__compile_done) != 0)
                 http__compile_done(heir, 0);
             http__offloaded(c, ran);
             return;

@@ -52,7 +52,11 @@ start_server() {
   done
   [ -n "$port" ] || { cat "$work/$name/log"; echo "tests/python: the $name server did not start"; echo "1 passed, 1 failed"; exit 1; }
 }
-start_server main HAMEL_TEST_FAULTS=1 # a model named __fault_segv__ crashes the engine (the quarantine's test)
+# HAMEL_TEST_FAULTS: a model named __fault_segv__ crashes the engine (the quarantine's test);
+# HAMEL_MAX_STEPS: the long runs of the interrupt tests (max_steps 1e8) take their steps and
+# are still running when interrupted (at the engine's 1e7 an idle machine ended one in 1.4 s
+# with step-limit, before the test's Ctrl-C at 1.5 s)
+start_server main HAMEL_TEST_FAULTS=1 HAMEL_MAX_STEPS=1000000000
 main_port=$port
 start_server token HAMEL_TOKEN=python-test-token
 token_port=$port
