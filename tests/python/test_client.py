@@ -464,6 +464,9 @@ def test_ctrl_c_while_simulate_waits_cancels_the_job(client, case):
     """A notebook's stop or Ctrl-C must not leave the job running on the server."""
     cancelled = 'hamel_jobs_total{outcome="cancelled"}'
     before = metric(cancelled)
+    # Ctrl-C as a terminal or a notebook delivers it: a process started in the background
+    # of a script (a CI runner's `cmd &`) inherits SIGINT ignored, and Python keeps that
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -471,6 +474,7 @@ def test_ctrl_c_while_simulate_waits_cancels_the_job(client, case):
             client.simulate(long_case(case))
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert until(lambda: metric(cancelled) == before + 1), (before, metric(cancelled))
     assert until(lambda: metric("hamel_jobs_running") == 0)
     assert client.simulate(case).ok  # the client works on after the interrupt
