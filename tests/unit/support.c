@@ -106,3 +106,18 @@ int support_list_dir(const char *dir, struct support_case *out, int max)
     }
     return n;
 }
+
+json_t *support_steady(engine_model *m, json_t *req, int expect_rc, json_t **problem)
+{
+    json_t *res = NULL, *p = NULL;
+    int rc = engine_steady(m, req, NULL, NULL, &res, &p);
+    json_decref(req);
+    char *txt = p ? json_dumps(p, 0) : NULL;
+    cr_assert_eq(rc, expect_rc, "engine_steady: %d (%s)", rc, txt ? txt : "");
+    free(txt);
+    if (problem)
+        *problem = p;
+    else
+        json_decref(p);
+    return res;
+}

@@ -40,6 +40,10 @@ json_t *support_simulate(engine_model *m, const json_t *req, const char *what);
 /* support_simulate on a request given as JSON text. */
 json_t *support_run(engine_model *m, const char *request);
 
+/* engine_steady of `req` (taken) on m; fails the test unless it returns expect_rc, naming
+ * the problem. *problem (when not NULL) gets the problem document; caller frees both. */
+json_t *support_steady(engine_model *m, json_t *req, int expect_rc, json_t **problem);
+
 /* The i-th sample of trajectory.<group>.<name> of a result (0 when absent). */
 double support_at(const json_t *result, const char *group, const char *name, size_t i);
 

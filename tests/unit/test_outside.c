@@ -154,17 +154,7 @@ Test(outside, coin_lift_off_and_slip_against_newton_euler)
 
 static json_t *steady(engine_model *m, const char *request, int expect_rc, json_t **problem)
 {
-    json_t *req = support_loads(request), *res = NULL, *p = NULL;
-    int rc = engine_steady(m, req, NULL, NULL, &res, &p);
-    json_decref(req);
-    char *txt = p ? json_dumps(p, 0) : NULL;
-    cr_assert_eq(rc, expect_rc, "engine_steady: %d (%s)", rc, txt ? txt : "");
-    free(txt);
-    if (problem)
-        *problem = p;
-    else
-        json_decref(p);
-    return res;
+    return support_steady(m, support_loads(request), expect_rc, problem);
 }
 
 /* The upright coin rolling straight on: stable from Omega^2 = m g r I_d / (I_a (I_a +

@@ -17,21 +17,6 @@
 
 #define BIKE_FILE "api/examples/whipple-bicycle.json"
 
-static json_t *run_steady(engine_model *m, json_t *req, int expect_rc, json_t **problem)
-{
-    json_t *res = NULL, *p = NULL;
-    int rc = engine_steady(m, req, NULL, NULL, &res, &p);
-    json_decref(req);
-    char *txt = p ? json_dumps(p, 0) : NULL;
-    cr_assert_eq(rc, expect_rc, "engine_steady: %d (%s)", rc, txt ? txt : "");
-    free(txt);
-    if (problem)
-        *problem = p;
-    else
-        json_decref(p);
-    return res;
-}
-
 static int has_error_at(const json_t *p, const char *path)
 {
     const json_t *errs = json_object_get(p, "errors");
@@ -51,7 +36,7 @@ Test(steady, bicycle_upright_branch_weave_and_capsize)
                             0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"), "speeds",
                             "phid", 0.0, "deltad", 0.0, "thetaRd", -3.0 / rR, "unknowns", "phi", "delta",
                             "continuation", "vary", "thetaRd", "to", -7.0 / rR, "steps", 20);
-    json_t *res = run_steady(m, req, 0, NULL);
+    json_t *res = support_steady(m, req, 0, NULL);
     const json_t *ch = json_object_get(res, "stability_changes");
     cr_assert_eq(json_array_size(ch), 2, "two changes: %s", json_dumps(ch, 0));
     const char *kinds[2] = {"complex", "real"};
@@ -90,7 +75,7 @@ Test(steady, rolling_disk_circles_are_the_closed_form)
                             "state", "q", "phi", 0.0, "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds",
                             "wd", 0.3, "thd", 0.0, "Omega", 4.0, "unknowns", "wd", "continuation", "vary",
                             "Omega", "to", 8.0, "steps", 8);
-    json_t *res = run_steady(m, req, 0, NULL);
+    json_t *res = support_steady(m, req, 0, NULL);
     const json_t *pts = json_object_get(res, "points");
     cr_assert_geq(json_array_size(pts), 9);
     for (size_t i = 0; i < json_array_size(pts); i++) {
@@ -111,7 +96,7 @@ Test(steady, rolling_disk_circles_are_the_closed_form)
                     "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.0,
                     "thd", 0.0, "Omega", 1.0, "unknowns", "thd", "continuation", "vary", "Omega", "to", 4.0,
                     "steps", 6);
-    res = run_steady(m, req, 0, NULL);
+    res = support_steady(m, req, 0, NULL);
     const json_t *ch = json_object_get(res, "stability_changes");
     cr_assert_eq(json_array_size(ch), 1, "%s", json_dumps(ch, 0));
     double crit = sqrt(g / (3 * r)), at = json_number_value(json_object_get(json_array_get(ch, 0), "value"));
@@ -125,7 +110,7 @@ Test(steady, rolling_disk_circles_are_the_closed_form)
     req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s, s]}", "state", "q", "phi",
                     0.0, "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.3, "thd", 0.0,
                     "Omega", 4.0, "unknowns", "wd", "Omega");
-    res = run_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    res = support_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
     cr_assert(has_error_at(p, "unknowns"), "names unknowns");
     const char *why =
         json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "reason"));
@@ -135,7 +120,7 @@ Test(steady, rolling_disk_circles_are_the_closed_form)
     req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s]}", "state", "q", "phi", 0.0,
                     "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 0.3, "thd", 0.0, "Omega",
                     4.0, "unknowns", "nope");
-    res = run_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    res = support_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
     cr_assert(has_error_at(p, "unknowns[0]"));
     json_decref(p);
     engine_model_release(m);
