@@ -34,13 +34,18 @@ mkdir -p "$work/data"
 # HAMEL_TEST_FAULTS=1: a model named __fault_segv__ crashes the engine (the quarantine's check)
 HAMEL_TEST_FAULTS=1 HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/data" "$srv" >"$work/server.log" 2>&1 &
 pid=$!
-port=
-tries=0
-while [ -z "$port" ] && [ $tries -lt 200 ]; do
-  port=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/server.log" | head -n 1)
-  [ -n "$port" ] || sleep 0.1
-  tries=$((tries + 1))
-done
+# listening_port LOG: the port a server started in the background prints to LOG, waiting
+# up to 20 s for it (empty if it never does)
+listening_port() {
+  lp= lt=0
+  while [ -z "$lp" ] && [ $lt -lt 200 ]; do
+    lp=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$1" | head -n 1)
+    [ -n "$lp" ] || sleep 0.1
+    lt=$((lt + 1))
+  done
+  echo "$lp"
+}
+port=$(listening_port "$work/server.log")
 [ -n "$port" ] || { echo "tests/cli: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
 url=http://127.0.0.1:$port
 
@@ -463,13 +468,7 @@ remote_token() {
   mkdir -p "$work/tdata"
   HAMEL_TOKEN=cli-test-token HAMEL_PORT=0 HAMEL_ADDR=127.0.0.1 HAMEL_DATA="$work/tdata" "$srv" >"$work/tserver.log" 2>&1 &
   tpid=$!
-  tport=
-  n=0
-  while [ -z "$tport" ] && [ $n -lt 200 ]; do
-    tport=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$work/tserver.log" | head -n 1)
-    [ -n "$tport" ] || sleep 0.1
-    n=$((n + 1))
-  done
+  tport=$(listening_port "$work/tserver.log")
   turl=http://127.0.0.1:$tport
   ok=1
   { expect_exit 1 "$hamel" remote --url "$turl" check "$work/sleigh.json" && has "$work/err" 'Authorization: Bearer'; } || ok=0

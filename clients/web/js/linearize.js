@@ -106,6 +106,29 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
         h("span", { class: "reason" }, e.reason || e.message || ""), e.path ? h("code", { class: "path" }, e.path) : null))));
   }
 
+  /** Shows the problem document of an ApiError (its errors, else its detail). */
+  function apiProblem(e) {
+    return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+  }
+
+  /** Runs work() with the card busy; an ApiError's problem is shown and null returned. */
+  async function linearizing(work) {
+    $("lin-run").disabled = true;
+    $("lin-summary").textContent = "linearizing…";
+    try {
+      return await work();
+    } catch (e) {
+      $("lin-summary").textContent = "";
+      if (e instanceof ApiError) {
+        apiProblem(e);
+        return null;
+      }
+      throw e;
+    } finally {
+      $("lin-run").disabled = false;
+    }
+  }
+
   async function run() {
     $("lin-problem").hidden = true;
     const model = getModel();
@@ -129,43 +152,25 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
     });
     const req = withParams({ model: model.value, points, steady: $("lin-steady").checked }, params);
     if (select) req.select = select;
-    $("lin-run").disabled = true;
-    $("lin-summary").textContent = "linearizing…";
-    let res;
-    try {
-      res = (await getApi().call("POST", "/v1/linearize", req)).body;
-    } catch (e) {
-      $("lin-summary").textContent = "";
-      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
-      throw e;
-    } finally {
-      $("lin-run").disabled = false;
-    }
-    draw(res, values.map((v) => v * axis.factor));
+    const res = await linearizing(async () => (await getApi().call("POST", "/v1/linearize", req)).body);
+    if (res) draw(res, values.map((v) => v * axis.factor));
   }
 
   /** Linearize with a parameter swept: /v1/linearize takes one set of parameters, so one
    *  request per value (8 at a time), the point the same in each. */
   async function runOverParameter(model, point, params, name, values) {
-    $("lin-run").disabled = true;
-    $("lin-summary").textContent = "linearizing…";
-    const out = new Array(values.length);
-    try {
+    const out = await linearizing(async () => {
+      const got = new Array(values.length);
       for (let i = 0; i < values.length; i += 8) {
         await Promise.all(values.slice(i, i + 8).map(async (v, k) => {
           const req = { model: model.value, points: [point], steady: $("lin-steady").checked, parameters: { ...params, [name]: v } };
           if (select) req.select = select;
-          out[i + k] = (await getApi().call("POST", "/v1/linearize", req)).body.points[0];
+          got[i + k] = (await getApi().call("POST", "/v1/linearize", req)).body.points[0];
         }));
       }
-    } catch (e) {
-      $("lin-summary").textContent = "";
-      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
-      throw e;
-    } finally {
-      $("lin-run").disabled = false;
-    }
-    draw({ points: out }, values.map((v) => v * axis.factor));
+      return got;
+    });
+    if (out) draw({ points: out }, values.map((v) => v * axis.factor));
   }
 
   /** `vlines`: markers across both plots (the branch's stability changes). */
@@ -258,7 +263,7 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       try {
         state.speeds = (await getApi().call("POST", "/v1/evaluate", withParams({ model: model.value, states: [at] }, params))).body.states[0].speeds;
       } catch (e) {
-        if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+        if (e instanceof ApiError) return apiProblem(e);
         throw e;
       }
       // a velocity that is itself a speed (the engine's default speeds are named x', theta')
@@ -276,7 +281,7 @@ export function setupLinearize({ getApi, getModel, getParams = () => ({}) }) {
       res = (await getApi().call("POST", "/v1/steady", req)).body;
     } catch (e) {
       $("lin-summary").textContent = "";
-      if (e instanceof ApiError) return problem(e.problem.title || "Error", e.problem.errors && e.problem.errors.length ? e.problem.errors : [{ reason: e.problem.detail || e.message }]);
+      if (e instanceof ApiError) return apiProblem(e);
       throw e;
     } finally {
       $("lin-branch").disabled = false;
