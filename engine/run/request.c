@@ -83,9 +83,6 @@ static int get_number(const json_t *obj, const char *key, double *out, const cha
     return 1;
 }
 
-static void check_member_keys(const json_t *it, const char *prefix, const char *const *keys,
-                              json_t **problem);
-
 static int parse_invariants(const struct engine_model *m, const json_t *inv, sim_request *r,
                             const engine_limits *lim, json_t **problem)
 {
@@ -116,7 +113,7 @@ static int parse_invariants(const struct engine_model *m, const json_t *inv, sim
         const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
         static const char *const inv_keys[] = {"name", "expr", NULL};
         if (json_is_object(it))
-            check_member_keys(it, path, inv_keys, problem);
+            hamel_problem_unknown_members(problem, it, path, inv_keys);
         if (!json_is_object(it) || !json_is_string(ex)) {
             bad(problem, path, "must be an object {\"name\", \"expr\"}");
             continue;
@@ -265,38 +262,13 @@ static const char *event_unknown_reason(const sim_request *r, const expr_error *
     return err->message;
 }
 
-/* Every member of the object it (at path prefix) is one of keys[] (NULL-ended); each
- * other one is a problem naming it, listing what was expected. A misspelled member
- * ("metod", "rtol_") would otherwise change nothing and run the defaults silently. */
-static void check_member_keys(const json_t *it, const char *prefix, const char *const *keys, json_t **problem)
-{
-    char expected[160] = "";
-    for (int j = 0; keys[j]; j++) {
-        size_t used = strlen(expected);
-        snprintf(expected + used, sizeof expected - used, "%s%s", j ? ", " : "", keys[j]);
-    }
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)it, key, val)
-    {
-        int known = 0;
-        for (int j = 0; keys[j]; j++)
-            known |= strcmp(key, keys[j]) == 0;
-        if (!known) {
-            char kpath[160];
-            snprintf(kpath, sizeof kpath, "%s.%.80s", prefix, key);
-            bad(problem, kpath, "unknown member (expected %s)", expected);
-        }
-    }
-}
-
 /* Every member of event i is one we know. */
 static void check_event_keys(const json_t *it, int i, json_t **problem)
 {
     static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
     char prefix[32];
     snprintf(prefix, sizeof prefix, "events[%d]", i);
-    check_member_keys(it, prefix, keys, problem);
+    hamel_problem_unknown_members(problem, it, prefix, keys);
 }
 
 /* Event i (it): its name, direction and action appended to r's events, its expression
@@ -439,7 +411,7 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
     }
     static const char *const keys[] = {"samples", "dt", "times", NULL};
     if (out)
-        check_member_keys(out, "output", keys, problem);
+        hamel_problem_unknown_members(problem, out, "output", keys);
     if (!!samples + !!dt + !!times > 1) {
         bad(problem, "output", "give one of samples, dt, times");
         return -1;
@@ -753,7 +725,7 @@ static int parse_initial(const struct engine_model *m, const json_t *init, sim_r
         return -1;
     }
     static const char *const keys[] = {"t", "q", "speeds", "qdot", NULL};
-    check_member_keys(init, "initial", keys, problem);
+    hamel_problem_unknown_members(problem, init, "initial", keys);
     r->t0 = 0.0;
     get_number(init, "t", &r->t0, "initial.t", problem);
     const json_t *q = json_object_get(init, "q");
@@ -798,7 +770,7 @@ static void parse_integrator(const json_t *integ, sim_request *r, const engine_l
     if (!integ || !json_is_object(integ))
         return;
     static const char *const keys[] = {"method", "rtol", "atol", "h0", "max_steps", NULL};
-    check_member_keys(integ, "integrator", keys, problem);
+    hamel_problem_unknown_members(problem, integ, "integrator", keys);
     const json_t *meth = json_object_get(integ, "method");
     if (meth && (!json_is_string(meth) || !integ_method_known(json_string_value(meth))))
         bad(problem, "integrator.method",

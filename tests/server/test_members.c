@@ -197,3 +197,79 @@ Test(members, model_warnings_are_about_the_request_answered)
                    r.body);
     harness_resp_free(&r);
 }
+
+/* POSTs body (a JSON text) to path and asserts a 422 invalid-request naming epath. */
+static void assert_text_refused_at(const char *path, json_t *body, const char *epath)
+{
+    harness_resp r = post(path, body);
+    cr_assert_eq(r.status, 422, "%s %s: expected 422, got %ld: %.300s", path, epath, r.status, r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "type")), "/problems/invalid-request");
+    cr_assert(names_path(&r, epath), "%s: the 422 does not name %s: %.400s", path, epath, r.body);
+    harness_resp_free(&r);
+    json_decref(body);
+}
+
+Test(members, hamel_coefficients_refuse_unknown_members_and_two_configurations)
+{
+    json_t *req = rolling_request(1.0);
+    json_t *q = json_object_get(json_object_get(req, "initial"), "q");
+    json_t *model = json_object_get(req, "model");
+    /* "paramters" answered the coefficients for the default parameters */
+    assert_text_refused_at("/v1/hamel",
+                           json_pack("{s:O, s:O, s:{s:f}}", "model", model, "q", q, "paramters", "r", 2.0),
+                           "paramters");
+    assert_text_refused_at("/v1/hamel",
+                           json_pack("{s:O, s:[{s:O, s:f}]}", "model", model, "points", "q", q, "tt", 1.0),
+                           "points[0].tt");
+    /* a configuration and points: one of them was ignored */
+    assert_text_refused_at("/v1/hamel",
+                           json_pack("{s:O, s:O, s:[{s:O}]}", "model", model, "q", q, "points", "q", q), "q");
+    json_t *ok =
+        json_pack("{s:O, s:O, s:f, s:{s:f}}", "model", model, "q", q, "t", 0.5, "parameters", "r", 0.4);
+    harness_resp r = post("/v1/hamel", ok);
+    json_decref(ok);
+    cr_assert_eq(r.status, 200, "known members only: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    json_decref(req);
+}
+
+/* The value of the /metrics series `series`. */
+static double metric(const char *series)
+{
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "GET", "/metrics", NULL, NULL, &r), CURLE_OK);
+    double v = harness_metric(&r, series);
+    harness_resp_free(&r);
+    return v;
+}
+
+Test(members, a_model_id_beside_a_model_must_be_its_id_and_nothing_runs_otherwise)
+{
+    const char *other = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+    /* a model the server has not seen (compiled for this request), then a known one */
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *req = rolling_request(1.301);
+        json_object_set_new(req, "model_id", json_string(other));
+        harness_resp r = post("/v1/simulations?wait=20", req);
+        cr_assert_eq(r.status, 422, "pass %d: a model_id not the model's: %ld %.300s", pass, r.status,
+                     r.body);
+        cr_assert(names_path(&r, "model_id"), "%.300s", r.body);
+        harness_resp_free(&r);
+        json_object_set_new(req, "model_id", json_integer(7));
+        assert_text_refused_at("/v1/simulations?wait=20", json_incref(req), "model_id");
+        json_decref(req);
+    }
+    cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), 0, "a refused request ran a job");
+    /* nothing was cached either: the same request without model_id runs */
+    json_t *req = rolling_request(1.301);
+    harness_resp r = post("/v1/simulations?wait=20", req);
+    cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+    cr_assert(json_is_false(json_object_get(r.json, "cached")), "the refused request's result was cached");
+    /* and the model's own id beside it is accepted */
+    json_object_set(req, "model_id", json_object_get(r.json, "model_id"));
+    harness_resp_free(&r);
+    r = post("/v1/simulations?wait=20", req);
+    cr_assert_eq(r.status, 200, "the model's own id beside it: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    json_decref(req);
+}
