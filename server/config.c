@@ -105,8 +105,8 @@ const config_setting config_settings[] = {
                "Idle seconds before a connection is closed."),
     CONFIG_SEC("head-seconds", "HAMEL_HEAD_SECONDS", head_seconds, "10", NULL, 0.1,
                "A request's head must arrive whole within it, however slowly it trickles, and near the "
-               "connection limit the connections waiting longest for a head are closed first, so slow "
-               "clients from many addresses cannot lock others out."),
+               "connection limit the connections waiting longest for a head, or for the rest of a body, "
+               "are closed first, so slow clients from many addresses cannot lock others out."),
     CONFIG_SEC("max-compile-seconds", "HAMEL_MAX_COMPILE_SECONDS", max_compile_seconds, "0",
                "0: the engine's, 2", 0,
                "Seconds of CPU time (of the thread doing the work) to compile one model, derive a form, "

@@ -585,6 +585,15 @@ static http_method http__method(const char *m)
     return HTTP_OTHER;
 }
 
+/* Whether a body follows conn's request head (a Content-Length above 0, or a transfer
+ * coding), so that the connection still waits for its request after the head. */
+static int http__body_follows(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te != NULL || (cl && strtoull(cl, NULL, 10) > 0);
+}
+
 static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version, const char *upload_data,
                                     size_t *upload_data_size, void **req_cls)
@@ -601,7 +610,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return MHD_NO;
         *req_cls = c;
         c->nul_in_path = nul_in_path;
-        heads_arrived(s->heads, conn);
+        heads_arrived(s->heads, conn, http__body_follows(conn));
         c->srv = s;
         c->conn = conn;
         dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
@@ -620,6 +629,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return ret;
         return MHD_YES;
     }
+    if (*upload_data_size == 0)
+        heads_body_done(s->heads, conn); /* after the first call, 0 means the body is in */
     if (c->state == HTTP_CONN_OFFLOADED || c->state == HTTP_CONN_PARKED) {
         /* resumed: the work ran, or the long-poll finished, passed its deadline or the
          * server is stopping */

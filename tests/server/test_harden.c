@@ -10,7 +10,8 @@
  * to a request whose model was compiled ends (FIN) with its last byte; a store that
  * cannot write (a full disk) makes jobs fail, never reports done a result it lost.
  * Slow heads from many addresses, each under the per-address limit: a client from
- * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS.
+ * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS;
+ * so is one beside slow bodies (whole heads, then a byte now and then).
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -273,6 +274,42 @@ Test(harden, slow_heads_from_many_addresses_give_way_and_end_at_the_deadline)
                  HARDEN_HEAD_SECONDS + 1.5);
     status = probe("127.0.1.10", &secs);
     cr_assert_eq(status, 200, "a slow address is served again once its heads are gone: %d", status);
+}
+
+Test(harden, slow_bodies_from_many_addresses_give_way)
+{
+    static const char *const env[] = {"HAMEL_MAX_CONNECTIONS=48", "HAMEL_MAX_CONNECTIONS_PER_IP=16",
+                                      "HAMEL_HEAD_SECONDS=3", "HAMEL_CONN_TIMEOUT=60", NULL};
+    start(env);
+    int fds[HARDEN_ADDRS * HARDEN_PER_ADDR];
+    int n = 0;
+    /* a whole head, then a body of which a byte comes now and then */
+    static const char head[] = "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 100000\r\n\r\n{";
+    for (int a = 0; a < HARDEN_ADDRS; a++) {
+        char from[32];
+        snprintf(from, sizeof from, "127.0.1.%d", 10 + a);
+        for (int k = 0; k < HARDEN_PER_ADDR; k++) {
+            int fd = dial(from);
+            if (fd >= 0 && send(fd, head, sizeof head - 1, MSG_NOSIGNAL) > 0)
+                fds[n++] = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+    }
+    double t0 = harness_now();
+    while (harness_now() - t0 < HARDEN_HEAD_SECONDS + 1.5) { /* past the heads' deadline too */
+        for (int i = 0; i < n; i++)
+            send(fds[i], " ", 1, MSG_NOSIGNAL);
+        harness_nap(500);
+    }
+    double secs;
+    int status = probe("127.0.3.99", &secs);
+    cr_assert_eq(status, 200, "a client from another address beside %d slow bodies: status %d after %.2f s",
+                 n, status, secs);
+    cr_assert(secs < 2.0, "a client from another address waited %.2f s", secs);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
 }
 
 /* Writes `text` to path. */
