@@ -81,6 +81,12 @@ const config_setting config_settings[] = {
                "symbolic link out of it answers 404)."),
     CONFIG_NUM("max-body", "HAMEL_MAX_BODY", 0, CONFIG_SIZE, max_body, "4194304", "4 MiB", 1024, 1L << 30,
                "Bytes of one request body."),
+    CONFIG_NUM("bodies-bytes", "HAMEL_BODIES_BYTES", 0, CONFIG_SIZE, bodies_bytes, "268435456", "256 MiB",
+               65536, 1L << 40,
+               "Bytes all request bodies past 64 KiB may hold together while they arrive (at least 4 at "
+               "`HAMEL_MAX_BODY`), so slow uploads cannot hold max connections x max body of memory; a body "
+               "past it is answered 503 with Retry-After. A body is let go once the request is parked on "
+               "a long-poll."),
     CONFIG_SEC("max-wall", "HAMEL_MAX_WALL", max_wall, "0", "0: the engine's", 0, "Wall seconds of one job."),
     CONFIG_NUM("max-steps", "HAMEL_MAX_STEPS", 0, CONFIG_LONG, max_steps, "0", "0: the engine's", 0, 1L << 40,
                "Integration steps of one job."),

@@ -11,7 +11,9 @@
  * cannot write (a full disk) makes jobs fail, never reports done a result it lost.
  * Slow heads from many addresses, each under the per-address limit: a client from
  * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS;
- * so is one beside slow bodies (whole heads, then a byte now and then).
+ * so is one beside slow bodies (whole heads, then a byte now and then). Large bodies
+ * together hold at most HAMEL_BODIES_BYTES (one past it: 503 with Retry-After), small
+ * ones are served beside them.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -310,6 +312,81 @@ Test(harden, slow_bodies_from_many_addresses_give_way)
     cr_assert(secs < 2.0, "a client from another address waited %.2f s", secs);
     for (int i = 0; i < n; i++)
         close(fds[i]);
+}
+
+#define HARDEN_BIG_BODY 900000 /* bytes of each large body: 5 of them pass 4 MiB */
+
+/* A connection that has sent a POST /v1/models head announcing HARDEN_BIG_BODY + 1 bytes
+ * and all of them but the last (the body is a string of x). */
+static int big_body_but_one(void)
+{
+    int fd = dial("127.0.0.1");
+    cr_assert(fd >= 0);
+    char head[256];
+    int hl = snprintf(head, sizeof head,
+                      "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n",
+                      HARDEN_BIG_BODY + 1);
+    char *body = malloc(HARDEN_BIG_BODY);
+    cr_assert(body);
+    memset(body, 'x', HARDEN_BIG_BODY);
+    body[0] = '"';
+    cr_assert_eq(send(fd, head, (size_t)hl, MSG_NOSIGNAL), hl);
+    size_t sent = 0;
+    while (sent < HARDEN_BIG_BODY) {
+        ssize_t k = send(fd, body + sent, HARDEN_BIG_BODY - sent, MSG_NOSIGNAL);
+        cr_assert(k > 0, "send: %s", strerror(errno));
+        sent += (size_t)k;
+    }
+    free(body);
+    return fd;
+}
+
+/* Sends the last byte of a big_body_but_one and returns the answer's status. */
+static int big_body_end(int fd, char *reply, size_t cap)
+{
+    cr_assert_eq(send(fd, "\"", 1, MSG_NOSIGNAL), 1);
+    size_t len = 0;
+    ssize_t k;
+    while (len + 1 < cap && (k = recv(fd, reply + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)k;
+    reply[len] = '\0';
+    close(fd);
+    return raw_status(reply);
+}
+
+Test(harden, large_bodies_together_stay_within_their_budget)
+{
+    /* 1 MiB bodies; all large bodies together: 4 of them (the setting's floor) */
+    static const char *const env[] = {"HAMEL_MAX_BODY=1048576", "HAMEL_BODIES_BYTES=65536", NULL};
+    start(env);
+    int fds[5];
+    for (int i = 0; i < 5; i++) {
+        fds[i] = big_body_but_one();
+        harness_nap(100); /* read into its buffer before the next one */
+    }
+    /* the fifth did not fit: once it is in, a 503 that says why, Retry-After */
+    char reply[4096];
+    int status = big_body_end(fds[4], reply, sizeof reply);
+    cr_assert_eq(status, 503, "the fifth large body: %.300s", reply);
+    cr_assert(strcasestr(reply, "\r\nRetry-After: 1\r\n"), "no Retry-After: %.300s", reply);
+    cr_assert(strstr(reply, "HAMEL_BODIES_BYTES"), "the 503 does not say why: %.400s", reply);
+    /* a small request is served beside them */
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "POST", "/v1/models",
+                                 "{\"name\":\"small\",\"coordinates\":[\"x\"],\"kinetic_energy\":\"x'^2\"}",
+                                 NULL, &r),
+                 CURLE_OK);
+    cr_assert_eq(r.status, 201, "a small body beside the large ones: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    /* the four that fit are answered (400: a body that is not an object), and their
+     * bytes are let go: another large body fits again */
+    for (int i = 0; i < 4; i++) {
+        status = big_body_end(fds[i], reply, sizeof reply);
+        cr_assert_eq(status, 400, "large body %d: %.300s", i, reply);
+    }
+    status = big_body_end(big_body_but_one(), reply, sizeof reply);
+    cr_assert_eq(status, 400, "a large body after the others ended: %.300s", reply);
 }
 
 /* Writes `text` to path. */
