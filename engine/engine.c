@@ -340,6 +340,22 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
+    /* a misspelled member ("paramters") would otherwise answer for the defaults */
+    static const char *const keys[] = {"model",  "model_id", "parameters", "t", "q",
+                                       "speeds", "qdot",     "points",     NULL};
+    static const char *const point_keys[] = {"t", "q", "speeds", "qdot", NULL};
+    hamel_problem_unknown_members(problem, request, "", keys);
+    for (int p = 0; json_is_array(points) && p < np; p++) {
+        char path[32];
+        snprintf(path, sizeof path, "points[%d]", p);
+        if (!json_is_object(json_array_get(points, p)))
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be an object {\"t\", \"q\"}");
+        hamel_problem_unknown_members(problem, json_array_get(points, p), path, point_keys);
+    }
+    for (int i = 3; points && i < 7; i++)
+        if (json_object_get(request, keys[i]))
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, keys[i],
+                               "give points, or one point (t, q, speeds or qdot), not both");
     if (points && (!json_is_array(points) || np == 0)) {
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
