@@ -316,28 +316,13 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
     return 0;
 }
 
-int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
-                 json_t **problem)
+/* The members of a /v1/hamel request other than its parameters and points' values:
+ * none unknown, one configuration or `points` (not both), within the limits. Problems
+ * are added to *problem. */
+static void hamel_request_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                                json_t **problem)
 {
-    *result = NULL;
-    *problem = NULL;
-    if (!limits)
-        limits = &engine_default_limits;
-    if (!json_is_object(request)) {
-        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
-        return HAMEL_E_BAD_REQUEST;
-    }
-    if (m->nlin != m->nc && !m->nl_reduced) {
-        *problem = hamel_problem_new(HAMEL_E_FORMULATION,
-                                     "Hamel coefficients need constraints linear in the velocities, or n - m "
-                                     "speeds for nonlinear ones (m counting every constraint)");
-        return HAMEL_E_FORMULATION;
-    }
     int n = m->n;
-    double *params = calloc(m->np + 1, sizeof *params);
-    if (!params)
-        return HAMEL_E_INTERNAL;
-    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
     /* a misspelled member ("paramters") would otherwise answer for the defaults */
@@ -373,6 +358,33 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
         hamel_problem_add(*problem, "q", -1, "required: the configuration (or \"points\")");
     }
+}
+
+int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
+                 json_t **problem)
+{
+    *result = NULL;
+    *problem = NULL;
+    if (!limits)
+        limits = &engine_default_limits;
+    if (!json_is_object(request)) {
+        *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        return HAMEL_E_BAD_REQUEST;
+    }
+    if (m->nlin != m->nc && !m->nl_reduced) {
+        *problem = hamel_problem_new(HAMEL_E_FORMULATION,
+                                     "Hamel coefficients need constraints linear in the velocities, or n - m "
+                                     "speeds for nonlinear ones (m counting every constraint)");
+        return HAMEL_E_FORMULATION;
+    }
+    int n = m->n;
+    double *params = calloc(m->np + 1, sizeof *params);
+    if (!params)
+        return HAMEL_E_INTERNAL;
+    sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
+    const json_t *points = json_object_get(request, "points");
+    int np = points ? (int)json_array_size(points) : 1;
+    hamel_request_check(m, request, limits, problem);
     if (*problem) {
         free(params);
         return HAMEL_E_BAD_REQUEST;
