@@ -54,7 +54,9 @@ const config_setting config_settings[] = {
                "model never waits behind them. A form past the compile limit is derived once for all who "
                "ask meanwhile and its 422 remembered for 10 minutes."),
     CONFIG_STR("data", "HAMEL_DATA", 'd', data, "./data", NULL, 0,
-               "The SQLite store of models, results and jobs, which survives restarts and kill -9."),
+               "The SQLite store of models, results and jobs, which survives restarts and kill -9 (with "
+               "`results.journal`, where a finished job's result is written before its answer and committed "
+               "to the database right after)."),
     CONFIG_STR("token", "HAMEL_TOKEN", 't', token, "", "none", 1,
                "When set, every /v1 request needs `Authorization: Bearer <token>`, unknown /v1 paths too "
                "(401 before 404)."),
@@ -163,6 +165,9 @@ const config_setting config_settings[] = {
         "test-faults", "HAMEL_TEST_FAULTS", "0",
         "Tests only: 1 makes models named `__fault_segv__`, `__fault_oom__`, `__fault_abort__` crash the "
         "engine on purpose."),
+    CONFIG_ENG("test-journal-hold", "HAMEL_TEST_JOURNAL_HOLD", "0",
+               "Tests only: 1 holds a finished job's commit back until another write's (its result is in "
+               "`results.journal` meanwhile), so that a test's kill -9 finds it only there."),
     CONFIG_STR(
         "redis", "HAMEL_REDIS", 0, redis, "", "none: SQLite", 0,
         "`redis://host:port` (or `redis://:password@host:port`, `redis://user:password@host:port/db`): "

@@ -65,7 +65,7 @@ enum {
 #define ISO_CANCEL_GRACE 10.0        /* a worker that ignores a cancel this long is killed */
 #define ISO_STOP_SECONDS 2.0         /* isolate_stop: a worker's time to exit on its own */
 #define ISO_MAX_FRAME (1u << 31)     /* one message, bytes */
-#define ISO_WORKER_MODELS 1024       /* compiled models a worker keeps, within isolate_config.model_bytes */
+#define ISO_WORKER_MODELS 64         /* compiled models a worker keeps, within isolate_config.model_bytes */
 #define ISO_OOM_CHUNK (64UL << 20)   /* the test hook's allocations */
 #define ISO_OOM_UNCAPPED (2UL << 30) /* ... and where it stops itself without a memory cap */
 #define ISO_SHM_MIN (64u << 10)      /* a reply's text this long goes through the reply memfd */

@@ -129,7 +129,7 @@ int main(int argc, char **argv)
             code_dir, code_dir);
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
-    quarantine_start(st, cfg.quarantine_seconds);
+    quarantine_start(st, cfg.quarantine_seconds, cfg.redis[0] != '\0');
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     if (cfg.isolate) {
         char exe[CONFIG_PATH_MAX];
