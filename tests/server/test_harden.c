@@ -569,6 +569,51 @@ Test(harden, a_close_answer_after_a_compile_ends_at_once)
 /* A store that cannot write (here: files capped at 3 MB, as a full disk): every job
  * answered "done" was stored, so it is still done after kill -9 and a restart; those
  * whose result could not be stored failed (503), none was reported done and lost. */
+Test(harden, a_file_size_limit_is_a_full_disk_not_the_end_of_the_server, .timeout = 180)
+{
+    char data[] = "/tmp/hamel-fsize-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    char setting[PATH_MAX + 16];
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, NULL};
+    struct rlimit old, cap;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    cap = old;
+    cap.rlim_cur = HARDEN_FULL_BYTES;
+    /* as an operator's `ulimit -f` leaves it: SIGXFSZ's default disposition ends a
+     * process that writes past the limit, unless it ignores the signal itself */
+    signal(SIGXFSZ, SIG_DFL);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    int started = harness_start(&srv, env);
+    setrlimit(RLIMIT_FSIZE, &old);
+    cr_assert_eq(started, 0, "the server did not start (log above)");
+    int refused = 0;
+    for (int i = 0; i < HARDEN_FULL_JOBS && !refused; i++) {
+        json_t *req = rolling_request(1001);
+        json_object_set_new(json_object_get(json_object_get(req, "model"), "parameters"), "m",
+                            json_real(2.0 + 0.01 * i));
+        char *text = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        harness_resp r;
+        CURLcode rc = harness_request(&srv, "POST", "/v1/simulations?wait=60", text, NULL, &r);
+        free(text);
+        cr_assert_eq(rc, CURLE_OK, "simulation %d: no answer (%s): the server ended at the file-size limit",
+                     i, curl_easy_strerror(rc));
+        refused = r.status == 503;
+        harness_resp_free(&r);
+    }
+    cr_assert(refused, "no simulation was refused within %d: the limit was never reached", HARDEN_FULL_JOBS);
+    cr_assert(harness_alive(&srv), "the server ended at the file-size limit");
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "GET", "/v1/health", NULL, NULL, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+    harness_stop(&srv);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
+    cr_expect_eq(system(cmd), 0);
+}
+
 Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
 {
     char data[] = "/tmp/hamel-full-disk-XXXXXX";
