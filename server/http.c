@@ -65,9 +65,12 @@
 #include "offload.h"
 #include "metrics.h"
 
-#define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
-#define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
-#define HTTP_BODY_FIRST 4096         /* first allocation of a request body (then doubled up to the cap) */
+#define HTTP_MAX_JSON_DEPTH 64 /* nesting of request bodies; jansson allows 2048 */
+#define HTTP_DRAIN_FACTOR 4    /* past cap*factor an oversized body closes */
+#define HTTP_BODY_FIRST 4096   /* first allocation of a request body (then doubled up to the cap) */
+/* At least this many bodies at the cap fit in what all bodies may hold (HAMEL_BODIES_BYTES). */
+#define HTTP_BODIES_CAPS 4
+#define HTTP_BODY_SMALL ((size_t)64 << 10) /* a body this small always fits (1024 of them: 64 MiB) */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
 /* Offload threads per poll thread. Besides compilations its tasks wait on store commits
@@ -226,6 +229,7 @@ void http__suspend_on(http_conn *c, waiter *w, double wait)
     w->wake = http__wake;
     w->arg = c;
     w->deadline = jobs_now() + wait;
+    http__body_release(c); /* read and remembered: a long-poll holds no body */
     MHD_suspend_connection(c->conn);
     c->state = HTTP_CONN_PARKED;
 }
@@ -489,10 +493,57 @@ static json_t *http__bad_json(const json_error_t *err, const char *body, size_t 
     return p;
 }
 
+/* The bytes every request body may hold together (HAMEL_BODIES_BYTES, at least
+ * HTTP_BODIES_CAPS bodies at the cap). */
+static size_t http__bodies_budget(const http_server *s)
+{
+    size_t caps = HTTP_BODIES_CAPS * s->d.cfg->max_body;
+    return caps > s->d.cfg->bodies_bytes ? caps : s->d.cfg->bodies_bytes;
+}
+
+/* Appends n bytes to c's body within its cap and, once it is larger than HTTP_BODY_SMALL,
+ * within what all bodies may hold together; past that the body is dropped (c->body_busy:
+ * 503 once it is in), so a small request is still served while large ones fill it. */
+static enum MHD_Result http__body_add(http_conn *c, const char *data, size_t n)
+{
+    http_server *s = c->srv;
+    if (c->body_busy) {
+        c->drained += n;
+        return c->drained > s->d.cfg->max_body * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
+    }
+    size_t before = c->body.cap;
+    size_t after = before ? before : HTTP_BODY_FIRST; /* dynbuf's doubling */
+    while (after < c->body.len + n && after < SIZE_MAX / 2)
+        after *= 2;
+    size_t grow = c->body.len + n > before ? after - before : 0;
+    if (grow && before + grow > HTTP_BODY_SMALL &&
+        atomic_load(&s->body_bytes) + grow > http__bodies_budget(s)) {
+        c->body_busy = 1;
+        c->drained = n;
+        http__body_release(c);
+        return MHD_YES;
+    }
+    int rc = dynbuf_add(&c->body, data, n);
+    atomic_fetch_add(&s->body_bytes, c->body.cap - before);
+    return rc == 0 ? MHD_YES : MHD_NO;
+}
+
+void http__body_release(http_conn *c)
+{
+    atomic_fetch_sub(&c->srv->body_bytes, c->body.cap);
+    dynbuf_free(&c->body);
+}
+
 /* The whole body has arrived: parse and dispatch. */
 static enum MHD_Result http__body(http_conn *c)
 {
     const server_config *cfg = c->srv->d.cfg;
+    if (c->body_busy)
+        return http__problem_h(c,
+                               hamel_problem_new(HAMEL_E_UNAVAILABLE,
+                                                 "the server holds as many request bodies "
+                                                 "as it may (HAMEL_BODIES_BYTES): retry"),
+                               MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     if (c->too_big) {
         char detail[96];
         snprintf(detail, sizeof detail, "the body is larger than %zu bytes", cfg->max_body);
@@ -585,6 +636,15 @@ static http_method http__method(const char *m)
     return HTTP_OTHER;
 }
 
+/* Whether a body follows conn's request head (a Content-Length above 0, or a transfer
+ * coding), so that the connection still waits for its request after the head. */
+static int http__body_follows(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te != NULL || (cl && strtoull(cl, NULL, 10) > 0);
+}
+
 static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version, const char *upload_data,
                                     size_t *upload_data_size, void **req_cls)
@@ -601,7 +661,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return MHD_NO;
         *req_cls = c;
         c->nul_in_path = nul_in_path;
-        heads_arrived(s->heads, conn);
+        heads_arrived(s->heads, conn, http__body_follows(conn));
         c->srv = s;
         c->conn = conn;
         dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
@@ -620,6 +680,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return ret;
         return MHD_YES;
     }
+    if (*upload_data_size == 0)
+        heads_body_done(s->heads, conn); /* after the first call, 0 means the body is in */
     if (c->state == HTTP_CONN_OFFLOADED || c->state == HTTP_CONN_PARKED) {
         /* resumed: the work ran, or the long-poll finished, passed its deadline or the
          * server is stopping */
@@ -647,7 +709,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             c->drained += n;
             return c->drained > cap * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
         }
-        return dynbuf_add(&c->body, upload_data, n) == 0 ? MHD_YES : MHD_NO;
+        return http__body_add(c, upload_data, n);
     }
     return http__body(c);
 }
@@ -685,7 +747,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__resolve_clear(c); /* and the flight of an owner that ended before its model was cached */
     http__work_clear(&c->work);
     blob_release(c->gz.src);
-    dynbuf_free(&c->body);
+    http__body_release(c);
     free(c);
 }
 

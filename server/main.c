@@ -81,6 +81,11 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file-size limit (ulimit -f) reached by the store, the results journal or a worker's
+     * reply memfd is a write that fails with EFBIG, as a full disk's does, and not a
+     * signal that ends the server (SIGXFSZ's default); engine workers and the native tier's
+     * compiler inherit the disposition. */
+    signal(SIGXFSZ, SIG_IGN);
 
     /* Fixed malloc thresholds: glibc raises its mmap threshold to the size of the largest
      * block freed (up to 32 MiB) and the trim threshold to twice that, after which the
