@@ -895,8 +895,7 @@ static int store__journal_append(sqlite_store *s, store_write *w)
             v->iov_len -= (size_t)n;
         }
     }
-    if (done < total) {
-        int e = errno;
+    if (done < total) { /* the commit the caller makes instead says whether the disk is full */
         if (ftruncate(s->jfd, at) != 0) { /* a torn entry: no more appends after it */
             fprintf(stderr,
                     "hamel-server: store: the results journal cannot be cut back (%s): "
@@ -906,8 +905,6 @@ static int store__journal_append(sqlite_store *s, store_write *w)
             s->jfd = -1;
         }
         pthread_mutex_unlock(&s->jlock);
-        if (store__space_errno(e))
-            atomic_store(&s->full, 1);
         return -1;
     }
     s->jbytes += (long long)total;
