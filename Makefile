@@ -91,8 +91,12 @@ $(LIBCLIENT): $(call obj,$(CLIENT_SRC))
 # The one-shot CLI links the engine only (and the server's table of problem statuses,
 # server/problems.c, so its problem documents are the API's): `hamel remote` execs hamel-remote (beside it,
 # else on PATH), so a local run does not load libcurl and what it pulls in (issue 19).
+# Not position-independent: the loader has no 17,000 relocations of the static libraries
+# to apply and their pages to copy at every start (a whole `hamel run` of the rolling
+# disk 1.82x the hand-written C process instead of 1.99x, scripts/bench-cli.sh); the
+# network-facing server stays PIE.
 $(BUILD)/hamel: $(call obj,cli/hamel.c clients/c/hameltext.c server/problems.c) $(LIBENGINE)
-	$(CC) $(LDFLAGS) $^ -o $@ $(CLI_LIBS)
+	$(CC) $(LDFLAGS) -no-pie $^ -o $@ $(CLI_LIBS)
 
 $(BUILD)/hamel-remote: $(call obj,cli/hamel-remote.c) $(LIBCLIENT)
 	$(CC) $(LDFLAGS) $^ -o $@ $(call pkglibs,jansson) $(CLIENT_LIBS)

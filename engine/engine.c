@@ -316,6 +316,50 @@ static int nl_point_velocity(const engine_model *m, hamel_ws *w, const json_t *p
     return 0;
 }
 
+/* The members of a /v1/hamel request other than its parameters and points' values:
+ * none unknown, one configuration or `points` (not both), within the limits. Problems
+ * are added to *problem. */
+static void hamel_request_check(const engine_model *m, const json_t *request, const engine_limits *limits,
+                                json_t **problem)
+{
+    int n = m->n;
+    const json_t *points = json_object_get(request, "points");
+    int np = points ? (int)json_array_size(points) : 1;
+    /* a misspelled member ("paramters") would otherwise answer for the defaults */
+    static const char *const keys[] = {"model",  "model_id", "parameters", "t", "q",
+                                       "speeds", "qdot",     "points",     NULL};
+    static const char *const point_keys[] = {"t", "q", "speeds", "qdot", NULL};
+    hamel_problem_unknown_members(problem, request, "", keys);
+    for (int p = 0; json_is_array(points) && p < np; p++) {
+        char path[32];
+        snprintf(path, sizeof path, "points[%d]", p);
+        if (!json_is_object(json_array_get(points, p)))
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "must be an object {\"t\", \"q\"}");
+        hamel_problem_unknown_members(problem, json_array_get(points, p), path, point_keys);
+    }
+    for (int i = 3; points && i < 7; i++)
+        if (json_object_get(request, keys[i]))
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, keys[i],
+                               "give points, or one point (t, q, speeds or qdot), not both");
+    if (points && (!json_is_array(points) || np == 0)) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "points", -1, "must be a non-empty array of {\"t\", \"q\"}");
+    } else if (np > limits->max_points || (double)np * n * n * n * n > ENGINE_MAX_GAMMA_WORK) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        char why[160];
+        snprintf(why, sizeof why,
+                 "too many points: at most %d, and at most %.0f for a model with %d coordinates",
+                 limits->max_points, floor(ENGINE_MAX_GAMMA_WORK / ((double)n * n * n * n)), n);
+        hamel_problem_add(*problem, "points", -1, why);
+    } else if (!points && !json_object_get(request, "q")) {
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(*problem, "q", -1, "required: the configuration (or \"points\")");
+    }
+}
+
 int engine_hamel(const engine_model *m, const json_t *request, const engine_limits *limits, json_t **result,
                  json_t **problem)
 {
@@ -340,23 +384,7 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
-    if (points && (!json_is_array(points) || np == 0)) {
-        if (!*problem)
-            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        hamel_problem_add(*problem, "points", -1, "must be a non-empty array of {\"t\", \"q\"}");
-    } else if (np > limits->max_points || (double)np * n * n * n * n > ENGINE_MAX_GAMMA_WORK) {
-        if (!*problem)
-            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        char why[160];
-        snprintf(why, sizeof why,
-                 "too many points: at most %d, and at most %.0f for a model with %d coordinates",
-                 limits->max_points, floor(ENGINE_MAX_GAMMA_WORK / ((double)n * n * n * n)), n);
-        hamel_problem_add(*problem, "points", -1, why);
-    } else if (!points && !json_object_get(request, "q")) {
-        if (!*problem)
-            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
-        hamel_problem_add(*problem, "q", -1, "required: the configuration (or \"points\")");
-    }
+    hamel_request_check(m, request, limits, problem);
     if (*problem) {
         free(params);
         return HAMEL_E_BAD_REQUEST;

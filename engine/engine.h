@@ -75,6 +75,12 @@ size_t engine_model_bytes(const engine_model *m);
 /* The model summary of API.md §2 (new reference). */
 json_t *engine_model_summary(const engine_model *m);
 
+/* The warnings about the members of the model object `spec` (borrowed) that are not
+ * model members and are ignored: ["unknown field model.NAME ignored", ...], a new
+ * array (empty when there are none; NULL when out of memory). They belong to one
+ * request: the model id and its summary do not depend on them. */
+json_t *engine_model_unknown_members(const json_t *spec);
+
 /* A model compiled elsewhere (in an engine worker process, server/isolate.h): it has
  * the id, the canonical JSON, the summary (borrowed: a reference is taken) and the
  * byte count of the compiled one, and nothing else. Only the five accessors above may

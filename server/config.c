@@ -54,7 +54,9 @@ const config_setting config_settings[] = {
                "model never waits behind them. A form past the compile limit is derived once for all who "
                "ask meanwhile and its 422 remembered for 10 minutes."),
     CONFIG_STR("data", "HAMEL_DATA", 'd', data, "./data", NULL, 0,
-               "The SQLite store of models, results and jobs, which survives restarts and kill -9."),
+               "The SQLite store of models, results and jobs, which survives restarts and kill -9 (with "
+               "`results.journal`, where a finished job's result is written before its answer and committed "
+               "to the database right after)."),
     CONFIG_STR("token", "HAMEL_TOKEN", 't', token, "", "none", 1,
                "When set, every /v1 request needs `Authorization: Bearer <token>`, unknown /v1 paths too "
                "(401 before 404)."),
@@ -81,6 +83,12 @@ const config_setting config_settings[] = {
                "symbolic link out of it answers 404)."),
     CONFIG_NUM("max-body", "HAMEL_MAX_BODY", 0, CONFIG_SIZE, max_body, "4194304", "4 MiB", 1024, 1L << 30,
                "Bytes of one request body."),
+    CONFIG_NUM("bodies-bytes", "HAMEL_BODIES_BYTES", 0, CONFIG_SIZE, bodies_bytes, "268435456", "256 MiB",
+               65536, 1L << 40,
+               "Bytes all request bodies past 64 KiB may hold together while they arrive (at least 4 at "
+               "`HAMEL_MAX_BODY`), so slow uploads cannot hold max connections x max body of memory; a body "
+               "past it is answered 503 with Retry-After. A body is let go once the request is parked on "
+               "a long-poll."),
     CONFIG_SEC("max-wall", "HAMEL_MAX_WALL", max_wall, "0", "0: the engine's", 0, "Wall seconds of one job."),
     CONFIG_NUM("max-steps", "HAMEL_MAX_STEPS", 0, CONFIG_LONG, max_steps, "0", "0: the engine's", 0, 1L << 40,
                "Integration steps of one job."),
@@ -105,8 +113,8 @@ const config_setting config_settings[] = {
                "Idle seconds before a connection is closed."),
     CONFIG_SEC("head-seconds", "HAMEL_HEAD_SECONDS", head_seconds, "10", NULL, 0.1,
                "A request's head must arrive whole within it, however slowly it trickles, and near the "
-               "connection limit the connections waiting longest for a head are closed first, so slow "
-               "clients from many addresses cannot lock others out."),
+               "connection limit the connections waiting longest for a head, or for the rest of a body, "
+               "are closed first, so slow clients from many addresses cannot lock others out."),
     CONFIG_SEC("max-compile-seconds", "HAMEL_MAX_COMPILE_SECONDS", max_compile_seconds, "0",
                "0: the engine's, 2", 0,
                "Seconds of CPU time (of the thread doing the work) to compile one model, derive a form, "
@@ -157,6 +165,9 @@ const config_setting config_settings[] = {
         "test-faults", "HAMEL_TEST_FAULTS", "0",
         "Tests only: 1 makes models named `__fault_segv__`, `__fault_oom__`, `__fault_abort__` crash the "
         "engine on purpose."),
+    CONFIG_ENG("test-journal-hold", "HAMEL_TEST_JOURNAL_HOLD", "0",
+               "Tests only: 1 holds a finished job's commit back until another write's (its result is in "
+               "`results.journal` meanwhile), so that a test's kill -9 finds it only there."),
     CONFIG_STR(
         "redis", "HAMEL_REDIS", 0, redis, "", "none: SQLite", 0,
         "`redis://host:port` (or `redis://:password@host:port`, `redis://user:password@host:port/db`): "

@@ -25,6 +25,7 @@ typedef struct server_config {
     double head_seconds;              /* HAMEL_HEAD_SECONDS: a request head arrives whole within it */
     int hangup_poll_ms;               /* HAMEL_HANGUP_POLL_MS: hang-up checks of compiling requests */
     size_t max_body;                  /* HAMEL_MAX_BODY: request body bytes */
+    size_t bodies_bytes;              /* HAMEL_BODIES_BYTES: what all large bodies may hold */
     size_t cache_bytes;               /* HAMEL_CACHE_BYTES: models + results in memory */
     size_t max_jobs;                  /* HAMEL_MAX_JOBS: job records kept in memory */
     size_t max_batch;                 /* HAMEL_MAX_BATCH: runs in one POST /v1/batches */

@@ -38,9 +38,20 @@ static int http__source_wanted(http_conn *c)
     return v && (!*v || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
 }
 
-static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status)
+/* The summary of m answered with status. `spec` is the model object a POST sent (NULL for
+ * a GET): the summary's `warnings` are about its unknown members, which belong to that
+ * request, not to the model id (whose summary may come from another request's compile,
+ * or from the store). */
+static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int status, const json_t *spec)
 {
     json_t *summary = engine_model_summary(m);
+    json_t *warnings = spec ? engine_model_unknown_members(spec) : NULL;
+    if (summary) {
+        json_object_del(summary, "warnings");
+        if (json_array_size(warnings))
+            json_object_set(summary, "warnings", warnings);
+    }
+    json_decref(warnings);
     char etag[CACHE_MAX_KEY + 3], location[CACHE_MAX_KEY + 16];
     snprintf(etag, sizeof etag, "\"%s\"", engine_model_id(m));
     snprintf(location, sizeof location, "/v1/models/%s", engine_model_id(m));
@@ -80,7 +91,7 @@ enum MHD_Result http__post_model(http_conn *c, json_t *body)
     int rc = http__model_by_spec(c, spec, &m, &created, &problem);
     if (rc != 0)
         return http__problem(c, problem ? problem : hamel_problem_new(rc, NULL));
-    enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200);
+    enum MHD_Result ret = http__model_summary(c, m, created ? 201 : 200, spec);
     engine_model_release(m);
     return ret;
 }
@@ -247,7 +258,7 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
         c->work.model = m;
         return http__offload(c, http__run_equations, http__resume_form);
     }
-    ret = http__model_summary(c, m, 200);
+    ret = http__model_summary(c, m, 200, NULL);
     engine_model_release(m);
     return ret;
 }

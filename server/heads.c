@@ -9,13 +9,20 @@
 #define HEADS_RESERVE_SHARE 64 /* at capacity, keep max/64 + 1 slots free for new clients */
 #define HEADS_MIN_NAP 0.01     /* the timer thread sleeps at least this long (seconds) */
 
-typedef struct heads_entry {
+typedef struct heads_entry heads_entry;
+
+/* Connections in the order their wait began, oldest first. */
+typedef struct heads_list {
+    heads_entry *first, *last;
+} heads_list;
+
+struct heads_entry {
     int fd;
-    int listed; /* waiting for a head: in the list below */
-    int shut;   /* shut down, not yet closed by libmicrohttpd */
+    heads_list *listed; /* the list it is in (waiting for a head, or for a body), or NULL */
+    int shut;           /* shut down, not yet closed by libmicrohttpd */
     double since;
-    struct heads_entry *prev, *next;
-} heads_entry;
+    heads_entry *prev, *next;
+};
 
 struct heads {
     pthread_mutex_t mu;
@@ -25,7 +32,8 @@ struct heads {
     double secs;
     int keep_live; /* live (not shut) connections allowed before the oldest waiting give way */
     int n_conns, n_shut;
-    heads_entry *first, *last; /* waiting for a head, oldest first */
+    heads_list heads;  /* waiting for a head (it has a deadline) */
+    heads_list bodies; /* head in, waiting for the rest of the body (only gives way) */
 };
 
 static double heads__now(void)
@@ -35,40 +43,41 @@ static double heads__now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void heads__unlink(heads *h, heads_entry *e)
+static void heads__unlink(heads_entry *e)
 {
-    if (!e->listed)
+    heads_list *l = e->listed;
+    if (!l)
         return;
     if (e->prev)
         e->prev->next = e->next;
     else
-        h->first = e->next;
+        l->first = e->next;
     if (e->next)
         e->next->prev = e->prev;
     else
-        h->last = e->prev;
+        l->last = e->prev;
     e->prev = e->next = NULL;
-    e->listed = 0;
+    e->listed = NULL;
 }
 
-static void heads__append(heads *h, heads_entry *e, double now)
+static void heads__append(heads_list *l, heads_entry *e, double now)
 {
-    heads__unlink(h, e);
+    heads__unlink(e);
     e->since = now;
-    e->prev = h->last;
+    e->prev = l->last;
     e->next = NULL;
-    if (h->last)
-        h->last->next = e;
+    if (l->last)
+        l->last->next = e;
     else
-        h->first = e;
-    h->last = e;
-    e->listed = 1;
+        l->first = e;
+    l->last = e;
+    e->listed = l;
 }
 
 /* Ends e's connection: libmicrohttpd reads the end of stream and closes it. Under mu. */
 static void heads__shut(heads *h, heads_entry *e)
 {
-    heads__unlink(h, e);
+    heads__unlink(e);
     if (e->shut)
         return;
     e->shut = 1;
@@ -82,9 +91,9 @@ static void *heads__timer(void *arg)
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
         double now = heads__now();
-        while (h->first && now - h->first->since >= h->secs)
-            heads__shut(h, h->first);
-        double nap = h->first ? h->first->since + h->secs - now : h->secs;
+        while (h->heads.first && now - h->heads.first->since >= h->secs)
+            heads__shut(h, h->heads.first);
+        double nap = h->heads.first ? h->heads.first->since + h->secs - now : h->secs;
         if (nap < HEADS_MIN_NAP)
             nap = HEADS_MIN_NAP;
         struct timespec until;
@@ -129,11 +138,13 @@ void heads_free(heads *h)
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->timer, NULL);
-    while (h->first) { /* none after MHD_stop_daemon; freed in case */
-        heads_entry *e = h->first;
-        heads__unlink(h, e);
-        free(e);
-    }
+    heads_list *lists[] = {&h->heads, &h->bodies};
+    for (int i = 0; i < 2; i++)
+        while (lists[i]->first) { /* none after MHD_stop_daemon; freed in case */
+            heads_entry *e = lists[i]->first;
+            heads__unlink(e);
+            free(e);
+        }
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h);
@@ -148,7 +159,7 @@ void heads_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
         if (!e)
             return;
         pthread_mutex_lock(&h->mu);
-        heads__unlink(h, e);
+        heads__unlink(e);
         h->n_conns--;
         h->n_shut -= e->shut;
         pthread_mutex_unlock(&h->mu);
@@ -164,9 +175,15 @@ void heads_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
     *socket_context = e;
     pthread_mutex_lock(&h->mu);
     h->n_conns++;
-    heads__append(h, e, heads__now());
-    while (h->n_conns - h->n_shut > h->keep_live && h->first != e)
-        heads__shut(h, h->first); /* the oldest incomplete heads give way */
+    heads__append(&h->heads, e, heads__now());
+    /* the connections that have waited longest for a request (head or body) give way */
+    while (h->n_conns - h->n_shut > h->keep_live) {
+        heads_entry *a = h->heads.first != e ? h->heads.first : NULL, *b = h->bodies.first;
+        heads_entry *oldest = a && (!b || a->since <= b->since) ? a : b;
+        if (!oldest)
+            break;
+        heads__shut(h, oldest);
+    }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -176,13 +193,27 @@ static heads_entry *heads__entry(struct MHD_Connection *conn)
     return info ? info->socket_context : NULL;
 }
 
-void heads_arrived(heads *h, struct MHD_Connection *conn)
+void heads_arrived(heads *h, struct MHD_Connection *conn, int body)
 {
     heads_entry *e = heads__entry(conn);
     if (!e)
         return;
     pthread_mutex_lock(&h->mu);
-    heads__unlink(h, e);
+    if (body && !e->shut)
+        heads__append(&h->bodies, e, heads__now());
+    else
+        heads__unlink(e);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void heads_body_done(heads *h, struct MHD_Connection *conn)
+{
+    heads_entry *e = heads__entry(conn);
+    if (!e)
+        return;
+    pthread_mutex_lock(&h->mu);
+    if (e->listed == &h->bodies)
+        heads__unlink(e);
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -193,6 +224,6 @@ void heads_waiting(heads *h, struct MHD_Connection *conn)
         return;
     pthread_mutex_lock(&h->mu);
     if (!e->shut)
-        heads__append(h, e, heads__now());
+        heads__append(&h->heads, e, heads__now());
     pthread_mutex_unlock(&h->mu);
 }

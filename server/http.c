@@ -65,9 +65,13 @@
 #include "offload.h"
 #include "metrics.h"
 
-#define HTTP_MAX_JSON_DEPTH 64       /* nesting of request bodies; jansson allows 2048 */
-#define HTTP_DRAIN_FACTOR 4          /* past cap*factor an oversized body closes */
-#define HTTP_BODY_FIRST 4096         /* first allocation of a request body (then doubled up to the cap) */
+#define HTTP_MAX_JSON_DEPTH 64   /* nesting of request bodies; jansson allows 2048 */
+#define HTTP_MAX_QUERY_PARAMS 64 /* query parameters of one request (routes read a handful) */
+#define HTTP_DRAIN_FACTOR 4      /* past cap*factor an oversized body closes */
+#define HTTP_BODY_FIRST 4096     /* first allocation of a request body (then doubled up to the cap) */
+/* At least this many bodies at the cap fit in what all bodies may hold (HAMEL_BODIES_BYTES). */
+#define HTTP_BODIES_CAPS 4
+#define HTTP_BODY_SMALL ((size_t)64 << 10) /* a body this small always fits (1024 of them: 64 MiB) */
 #define HTTP_CONN_MEMORY (16 * 1024) /* per-connection header and read buffer (MHD zeroes it per request) */
 #define HTTP_OFFLOAD_QUEUE 256       /* requests waiting for an offload thread (past it: 503) */
 /* Offload threads per poll thread. Besides compilations its tasks wait on store commits
@@ -158,18 +162,34 @@ static enum MHD_Result http__unauthorized(http_conn *c)
                            MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
 }
 
-/* What *req_cls starts as for a request whose raw path holds "%00" (http__uri_seen). */
-static char http__nul_mark;
+/* What *req_cls starts as for a request whose raw path holds "%00", or whose query
+ * string has more than HTTP_MAX_QUERY_PARAMS parameters (http__uri_seen). */
+static char http__nul_mark, http__params_mark;
 
-/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before libmicrohttpd decodes it
- * (decoding cuts "/index.html%00.png" at the NUL, so the handler would see
- * "/index.html"). A path with %00 is marked for a 400. */
+/* libmicrohttpd's URI log callback, called with the raw request target before it
+ * decodes the path (cutting it at a %00) and before it splits the query string. Each
+ * query parameter takes a record in the connection's memory (HTTP_CONN_MEMORY): a few
+ * hundred of them exhaust it, and libmicrohttpd then closes the connection without an
+ * answer. So a query string of more parameters than any route reads is cut here, where
+ * it still can be (the bytes are the connection's read buffer, which libmicrohttpd lets
+ * the callback see before it parses them; the cut is within the string), and the
+ * request is answered 400 naming why. */
 static void *http__uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
     (void)conn;
     const char *nul = strstr(uri, "%00");
-    return nul && nul < uri + strcspn(uri, "?") ? &http__nul_mark : NULL;
+    const char *query = strchr(uri, '?');
+    if (nul && (!query || nul < query))
+        return &http__nul_mark;
+    int params = query && query[1] ? 1 : 0;
+    for (const char *p = query; p && *p; p++)
+        params += *p == '&';
+    if (params > HTTP_MAX_QUERY_PARAMS) {
+        ((char *)query)[1] = '\0'; /* an empty query string: no parameter records */
+        return &http__params_mark;
+    }
+    return NULL;
 }
 
 /* The number in ?wait=N, capped; -1 when malformed. */
@@ -226,6 +246,7 @@ void http__suspend_on(http_conn *c, waiter *w, double wait)
     w->wake = http__wake;
     w->arg = c;
     w->deadline = jobs_now() + wait;
+    http__body_release(c); /* read and remembered: a long-poll holds no body */
     MHD_suspend_connection(c->conn);
     c->state = HTTP_CONN_PARKED;
 }
@@ -296,6 +317,13 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     c->url = url;
     if (c->nul_in_path) {
         *ret = http__error(c, HAMEL_E_BAD_HTTP, "the path holds an encoded NUL byte (%00)");
+        return 1;
+    }
+    if (c->many_params) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "the query string has more than %d parameters",
+                 HTTP_MAX_QUERY_PARAMS);
+        *ret = http__error(c, HAMEL_E_BAD_HTTP, detail);
         return 1;
     }
     /* With a token, every /v1 path needs it, known or not: which paths exist is not
@@ -489,10 +517,57 @@ static json_t *http__bad_json(const json_error_t *err, const char *body, size_t 
     return p;
 }
 
+/* The bytes every request body may hold together (HAMEL_BODIES_BYTES, at least
+ * HTTP_BODIES_CAPS bodies at the cap). */
+static size_t http__bodies_budget(const http_server *s)
+{
+    size_t caps = HTTP_BODIES_CAPS * s->d.cfg->max_body;
+    return caps > s->d.cfg->bodies_bytes ? caps : s->d.cfg->bodies_bytes;
+}
+
+/* Appends n bytes to c's body within its cap and, once it is larger than HTTP_BODY_SMALL,
+ * within what all bodies may hold together; past that the body is dropped (c->body_busy:
+ * 503 once it is in), so a small request is still served while large ones fill it. */
+static enum MHD_Result http__body_add(http_conn *c, const char *data, size_t n)
+{
+    http_server *s = c->srv;
+    if (c->body_busy) {
+        c->drained += n;
+        return c->drained > s->d.cfg->max_body * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
+    }
+    size_t before = c->body.cap;
+    size_t after = before ? before : HTTP_BODY_FIRST; /* dynbuf's doubling */
+    while (after < c->body.len + n && after < SIZE_MAX / 2)
+        after *= 2;
+    size_t grow = c->body.len + n > before ? after - before : 0;
+    if (grow && before + grow > HTTP_BODY_SMALL &&
+        atomic_load(&s->body_bytes) + grow > http__bodies_budget(s)) {
+        c->body_busy = 1;
+        c->drained = n;
+        http__body_release(c);
+        return MHD_YES;
+    }
+    int rc = dynbuf_add(&c->body, data, n);
+    atomic_fetch_add(&s->body_bytes, c->body.cap - before);
+    return rc == 0 ? MHD_YES : MHD_NO;
+}
+
+void http__body_release(http_conn *c)
+{
+    atomic_fetch_sub(&c->srv->body_bytes, c->body.cap);
+    dynbuf_free(&c->body);
+}
+
 /* The whole body has arrived: parse and dispatch. */
 static enum MHD_Result http__body(http_conn *c)
 {
     const server_config *cfg = c->srv->d.cfg;
+    if (c->body_busy)
+        return http__problem_h(c,
+                               hamel_problem_new(HAMEL_E_UNAVAILABLE,
+                                                 "the server holds as many request bodies "
+                                                 "as it may (HAMEL_BODIES_BYTES): retry"),
+                               MHD_HTTP_HEADER_RETRY_AFTER, HTTP_RETRY_AFTER_FULL);
     if (c->too_big) {
         char detail[96];
         snprintf(detail, sizeof detail, "the body is larger than %zu bytes", cfg->max_body);
@@ -585,6 +660,15 @@ static http_method http__method(const char *m)
     return HTTP_OTHER;
 }
 
+/* Whether a body follows conn's request head (a Content-Length above 0, or a transfer
+ * coding), so that the connection still waits for its request after the head. */
+static int http__body_follows(struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te != NULL || (cl && strtoull(cl, NULL, 10) > 0);
+}
+
 static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, const char *url,
                                     const char *method, const char *version, const char *upload_data,
                                     size_t *upload_data_size, void **req_cls)
@@ -592,8 +676,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     (void)version;
     http_server *s = cls;
     http_conn *c = *req_cls;
-    int nul_in_path = c == (void *)&http__nul_mark;
-    if (nul_in_path)
+    int nul_in_path = c == (void *)&http__nul_mark, many_params = c == (void *)&http__params_mark;
+    if (nul_in_path || many_params)
         c = NULL;
     if (!c) {
         c = calloc(1, sizeof *c);
@@ -601,7 +685,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return MHD_NO;
         *req_cls = c;
         c->nul_in_path = nul_in_path;
-        heads_arrived(s->heads, conn);
+        c->many_params = many_params;
+        heads_arrived(s->heads, conn, http__body_follows(conn));
         c->srv = s;
         c->conn = conn;
         dynbuf_init(&c->body, HTTP_BODY_FIRST, s->d.cfg->max_body);
@@ -620,6 +705,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return ret;
         return MHD_YES;
     }
+    if (*upload_data_size == 0)
+        heads_body_done(s->heads, conn); /* after the first call, 0 means the body is in */
     if (c->state == HTTP_CONN_OFFLOADED || c->state == HTTP_CONN_PARKED) {
         /* resumed: the work ran, or the long-poll finished, passed its deadline or the
          * server is stopping */
@@ -647,7 +734,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             c->drained += n;
             return c->drained > cap * HTTP_DRAIN_FACTOR ? MHD_NO : MHD_YES;
         }
-        return dynbuf_add(&c->body, upload_data, n) == 0 ? MHD_YES : MHD_NO;
+        return http__body_add(c, upload_data, n);
     }
     return http__body(c);
 }
@@ -670,7 +757,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http_conn *c = *req_cls;
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         heads_waiting(s->heads, conn); /* kept alive: the next head has the same deadline */
-    if (!c || c == (void *)&http__nul_mark)
+    if (!c || c == (void *)&http__nul_mark || c == (void *)&http__params_mark)
         return;
     *req_cls = NULL;
     double secs = jobs_now() - c->t0;
@@ -685,7 +772,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__resolve_clear(c); /* and the flight of an owner that ended before its model was cached */
     http__work_clear(&c->work);
     blob_release(c->gz.src);
-    dynbuf_free(&c->body);
+    http__body_release(c);
     free(c);
 }
 

@@ -57,8 +57,9 @@ struct http_server {
      * of a polling or batch client). Requests equal only after canonicalisation still
      * take the full path and still hit the result cache. */
     cache *memo;
-    atomic_int streams; /* batch streams whose response MHD still holds */
-    offload *offload;   /* slow work and store round trips: off the poll threads */
+    atomic_int streams;       /* batch streams whose response MHD still holds */
+    atomic_size_t body_bytes; /* bytes held by request bodies of every connection (http.c) */
+    offload *offload;         /* slow work and store round trips: off the poll threads */
     /* Derivations that can take the whole compile budget (?form=, /v1/hamel, /v1/evaluate,
      * /v1/linearize): a lane of their own, so that however many of them run, a new model
      * still finds an offload thread to compile on. */
@@ -211,7 +212,9 @@ typedef struct http_conn {
     dynbuf body;              /* up to cfg->max_body */
     size_t drained;
     int too_big;
+    int body_busy;   /* its body did not fit in the bytes all bodies may hold: 503 after it */
     int nul_in_path; /* the raw path held %00, which libmicrohttpd's decoding cuts at */
+    int many_params; /* the query string had more parameters than it may (cut: 400) */
     atomic_int resumed;
     char method_name[16];
     char path[HTTP_LOG_PATH_MAX];
@@ -276,6 +279,9 @@ void http__wake(void *arg);
  * `wait` seconds on. The caller then parks w (jobs_wait, batch_wait) and, when that
  * refuses (finished already), calls http__wake at once. */
 void http__suspend_on(http_conn *c, waiter *w, double wait);
+
+/* Frees c's request body and its share of the bytes all bodies may hold (http.c). */
+void http__body_release(http_conn *c);
 
 /* ---- routes.c ---- */
 

@@ -81,6 +81,11 @@ int main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file-size limit (ulimit -f) reached by the store, the results journal or a worker's
+     * reply memfd is a write that fails with EFBIG, as a full disk's does, and not a
+     * signal that ends the server (SIGXFSZ's default); engine workers and the native tier's
+     * compiler inherit the disposition. */
+    signal(SIGXFSZ, SIG_IGN);
 
     /* Fixed malloc thresholds: glibc raises its mmap threshold to the size of the largest
      * block freed (up to 32 MiB) and the trim threshold to twice that, after which the
@@ -129,7 +134,7 @@ int main(int argc, char **argv)
             code_dir, code_dir);
     /* The quarantine of models whose engine work faulted, and the engine workers that
      * contain such faults (isolate.h): HAMEL_ISOLATE=0 runs the engine in this process. */
-    quarantine_start(st, cfg.quarantine_seconds);
+    quarantine_start(st, cfg.quarantine_seconds, cfg.redis[0] != '\0');
     size_t model_bytes = cfg.cache_bytes / MAIN_MODEL_CACHE_SHARE;
     if (cfg.isolate) {
         char exe[CONFIG_PATH_MAX];

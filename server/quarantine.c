@@ -27,6 +27,10 @@ static quarantine_entry quarantine__mem[QUARANTINE_MEMORY];
 static int quarantine__next;
 static store *quarantine__store;
 static double quarantine__seconds = QUARANTINE_DEFAULT_SECONDS;
+/* Memory holds every record of the store (one not shared, read at start): a check whose
+ * key is not in memory is not quarantined, without asking the store (two store reads on
+ * every new model's compilation). Cleared when a live record is pushed out of memory. */
+static int quarantine__complete;
 
 static double quarantine__wall(void)
 {
@@ -41,18 +45,40 @@ static int quarantine__key(const char *model_id, char key[QUARANTINE_KEY_MAX])
     return snprintf(key, QUARANTINE_KEY_MAX, "%s/%s", engine_identity(), model_id) < QUARANTINE_KEY_MAX;
 }
 
-void quarantine_start(store *st, double seconds)
+static void quarantine__remember(const char *key, const char *doc, double expires);
+
+void quarantine_start(store *st, double seconds, int shared)
 {
     pthread_mutex_lock(&quarantine__mu);
     quarantine__store = st;
     quarantine__seconds = seconds > 0 ? seconds : QUARANTINE_DEFAULT_SECONDS;
+    quarantine__complete = 0;
     pthread_mutex_unlock(&quarantine__mu);
+    if (!st || shared)
+        return;
+    /* every live record of this engine (those of other engines are never checked) */
+    char prefix[QUARANTINE_KEY_MAX];
+    snprintf(prefix, sizeof prefix, "%s/", engine_identity());
+    store_quarantine_record *r = NULL;
+    size_t n = 0;
+    if (store_quarantine_list(st, prefix, QUARANTINE_MEMORY, &r, &n) != 0)
+        return;
+    pthread_mutex_lock(&quarantine__mu);
+    if (n < QUARANTINE_MEMORY) {
+        quarantine__complete = 1;
+        for (size_t i = 0; i < n; i++)
+            if (r[i].key && r[i].doc)
+                quarantine__remember(r[i].key, r[i].doc, r[i].expires);
+    }
+    pthread_mutex_unlock(&quarantine__mu);
+    store_quarantine_records_free(r, n);
 }
 
 void quarantine_stop(void)
 {
     pthread_mutex_lock(&quarantine__mu);
     quarantine__store = NULL;
+    quarantine__complete = 0;
     for (int i = 0; i < QUARANTINE_MEMORY; i++) {
         free(quarantine__mem[i].doc);
         memset(&quarantine__mem[i], 0, sizeof quarantine__mem[i]);
@@ -79,12 +105,14 @@ static quarantine_entry *quarantine__find(const char *key, double now)
 static void quarantine__remember(const char *key, const char *doc, double expires)
 {
     double now = quarantine__wall();
-    if (quarantine__store && expires > now + QUARANTINE_MEMORY_SECONDS)
+    if (quarantine__store && !quarantine__complete && expires > now + QUARANTINE_MEMORY_SECONDS)
         expires = now + QUARANTINE_MEMORY_SECONDS;
     quarantine_entry *e = quarantine__find(key, 0);
     if (!e) {
         e = &quarantine__mem[quarantine__next];
         quarantine__next = (quarantine__next + 1) % QUARANTINE_MEMORY;
+        if (e->doc && e->expires > now) /* a live record leaves memory: the store holds more */
+            quarantine__complete = 0;
     }
     char *copy = strdup(doc);
     if (!copy)
@@ -107,7 +135,7 @@ int quarantine_check(const char *model_id, json_t **problem)
     quarantine_entry *e = quarantine__find(key, now);
     if (e)
         doc = strdup(e->doc);
-    store *st = quarantine__store;
+    store *st = quarantine__complete ? NULL : quarantine__store;
     pthread_mutex_unlock(&quarantine__mu);
     double expires = 0;
     if (!doc && st && store_quarantine_get(st, key, &doc, &expires) == 0 && doc) {

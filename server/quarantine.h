@@ -25,8 +25,11 @@
 
 #define QUARANTINE_DEFAULT_SECONDS 86400.0
 
-/* Sets the store (borrowed; NULL: memory only) and the time a record lasts. */
-void quarantine_start(store *st, double seconds);
+/* Sets the store (borrowed; NULL: memory only) and the time a record lasts. A store
+ * that is not shared (SQLite: only this process writes it) is read once here: while
+ * memory holds every record it has, a check does not ask it. Shared (Redis: another
+ * instance may add or clear records), every check not answered by memory asks it. */
+void quarantine_start(store *st, double seconds, int shared);
 
 /* Forgets the memory and the store. */
 void quarantine_stop(void);

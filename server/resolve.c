@@ -209,6 +209,26 @@ int http__model_of(http_conn *c, const json_t *body, engine_model **out, json_t 
     const json_t *spec = json_object_get(body, "model");
     const json_t *id = json_object_get(body, "model_id");
     int created = 0;
+    if (json_is_object(spec) && id) {
+        /* both: the id must be the model's, or the request says two things at once */
+        int rc =
+            json_is_string(id) ? http__model_by_spec(c, spec, out, &created, problem) : HAMEL_E_BAD_REQUEST;
+        if (rc == 0 && strcmp(engine_model_id(*out), json_string_value(id)) == 0)
+            return 0;
+        if (rc == 0) {
+            *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+            hamel_problem_addf(
+                problem, HAMEL_E_BAD_REQUEST, "model_id",
+                "is not the id of the model sent (%s): give model or model_id, or the model's own id",
+                engine_model_id(*out));
+            engine_model_release(*out);
+            *out = NULL;
+            return HAMEL_E_BAD_REQUEST;
+        }
+        if (!json_is_string(id))
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, "model_id", "must be a string");
+        return rc;
+    }
     if (json_is_object(spec))
         return http__model_by_spec(c, spec, out, &created, problem);
     if (json_is_string(id)) {
@@ -255,6 +275,17 @@ void http__watch_end(http_conn *c, int rc)
                                     : METRICS_COMPILE_CLIENT_GONE);
 }
 
+/* Whether a body that sends a model and a "model_id" too names that model's id (a body
+ * without "model_id", or POST /v1/models, always does): otherwise http__model_of
+ * refuses the request, so nothing may go on with it here. */
+static int http__id_agrees(const http_conn *c, const engine_model *m)
+{
+    const json_t *id = json_object_get(c->work.body, "model_id");
+    if (!id || http__route_has(c, HTTP_ROUTE_BODY_IS_MODEL))
+        return 1;
+    return json_is_string(id) && strcmp(json_string_value(id), engine_model_id(m)) == 0;
+}
+
 /* Offloaded: compile the model of c->work.body. */
 static void http__run_compile(void *arg)
 {
@@ -293,7 +324,8 @@ static void http__run_compile(void *arg)
      * one asked for: http__model_by_id answers 404 on the resumed call. */
     int same =
         c->resolve.pre.rc == 0 &&
-        (!c->resolve.stored_spec || !strcmp(engine_model_id(c->resolve.pre.model), c->resolve.stored_id));
+        (!c->resolve.stored_spec || !strcmp(engine_model_id(c->resolve.pre.model), c->resolve.stored_id)) &&
+        http__id_agrees(c, c->resolve.pre.model);
     /* the row's hook (http__simulation_work, http__batch_work): whether a job's record
      * was committed after the queued model, carrying it */
     int carried = same && http__after_compile(c, c->resolve.pre.model);

@@ -13,17 +13,27 @@
  * - The checkpoint thread owns a third connection: SQLite's automatic checkpoint (which
  *   ran inside a job's commit: 12 ms for every ~14th 277 KB result) is off, and this
  *   thread copies the WAL into the database beside the writer (see STORE_CKPT_FRAMES).
+ * - The results journal, <data>/results.journal: a done job's result is appended there
+ *   (one write, into the kernel's page cache as a WAL commit with synchronous=NORMAL is:
+ *   it survives the process, kill -9 included) and committed by the writer's next group,
+ *   which starts at once; so a job's answer waits for one append, not for a transaction.
+ *   The journal is emptied whenever everything in it is committed; entries found in it
+ *   at startup (the server killed between the two) are committed before anything else.
  */
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define STORE_BUSY_TIMEOUT_MS 5000
 #define STORE_TRIM_BATCH 32 /* rows dropped per statement when over a limit */
@@ -48,6 +58,12 @@
 #define STORE_CKPT_CHASE 4
 #define STORE_WAL_CAP_FRAMES 4096
 #define STORE_WAL_KEEP_BYTES (4LL << 20)
+/* The results journal's bound: past it a result is committed before its answer, as
+ * without a journal, and that commit takes the journaled ones queued before it along, so
+ * a steady stream of results empties the journal at least every STORE_JOURNAL_CAP bytes
+ * (and commits failing, say for a full disk, end in synchronous commits that report it). */
+#define STORE_JOURNAL_CAP (16LL << 20)
+#define STORE_JOURNAL_MAGIC "HJ1"
 
 /* The writer connection's statements. */
 enum {
@@ -125,6 +141,9 @@ typedef struct store_write {
     int finished; /* under qlock */
     int rc;
     struct store_write *next;
+    int journaled;             /* a W_DONE whose result is in the journal (async; body retained) */
+    struct store_write *jnext; /* ... in the list of those not yet committed (jlock) */
+    int jdone;                 /* ... committed (writer thread) */
 } store_write;
 
 /* Three connections, three kinds of thread.
@@ -157,6 +176,7 @@ struct sqlite_store {
     pthread_cond_t qdone;  /* to the callers: a group was committed */
     store_write *qhead, *qtail;
     int qsync;       /* synchronous writes queued */
+    int qkick;       /* a journaled result queued: commit now, nobody waits */
     int stopping;    /* store_close: drain the queue and end */
     int restart_wal; /* a checkpoint copied the whole WAL: restart it while idle */
 
@@ -176,6 +196,15 @@ struct sqlite_store {
     sqlite3 *cdb;
     _Atomic int wal_frames;  /* in the WAL after the writer's last commit */
     _Atomic int ckpt_frames; /* the WAL's length when the last checkpoint was complete */
+
+    pthread_mutex_t jlock; /* the journal: a leaf lock, like the others */
+    int jfd;               /* -1: no journal (results are committed before their answer) */
+    long long jbytes;      /* its length */
+    long jpending;         /* entries in it not yet committed */
+    store_write *jlist;    /* ... those entries' writes: reads find them there */
+    int jhold;             /* HAMEL_TEST_JOURNAL_HOLD=1: journaled results wait for the
+                            * next group another write starts (a test's kill -9 finds them
+                            * only in the journal) */
 };
 
 /* Publishes the counts (writer thread). */
@@ -230,6 +259,8 @@ static int store__exec(sqlite_store *s, sqlite3_stmt *st);
 static int store__trim(sqlite_store *s);
 static void *store__writer_main(void *arg);
 static void *store__ckpt_main(void *arg);
+static void store__journal_settle(sqlite_store *s, store_write *list);
+static void store__journal_open(sqlite_store *s, const char *dir);
 
 /* The WAL hook of wdb, after every commit (writer thread): wakes the checkpoint thread
  * when STORE_CKPT_FRAMES frames were added since its last complete checkpoint. */
@@ -282,6 +313,8 @@ static int sqlite__open(const char *dir, const store_limits *lim, sqlite_store *
     pthread_mutex_init(&s->rlock, NULL);
     pthread_mutex_init(&s->clock, NULL);
     pthread_cond_init(&s->ccond, NULL);
+    pthread_mutex_init(&s->jlock, NULL);
+    s->jfd = -1;
     s->lim = *lim;
     int rc = sqlite3_open_v2(path, &s->wdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);
@@ -310,6 +343,8 @@ static int sqlite__open(const char *dir, const store_limits *lim, sqlite_store *
     }
     if (rc == SQLITE_OK && store__trim(s) != 0)
         rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK)
+        store__journal_open(s, dir);
     if (rc == SQLITE_OK)
         store__publish(s);
     sqlite3 *failed = s->wdb;
@@ -375,6 +410,14 @@ static void sqlite__close(void *impl)
     for (int i = 0; i < STMT_COUNT_; i++)
         sqlite3_finalize(s->stmt[i]);
     sqlite3_close(s->wdb); /* the last connection: checkpoints and removes the WAL */
+    if (s->jfd >= 0)       /* empty unless a result's commit failed (the next start commits it) */
+        close(s->jfd);
+    for (store_write *w = s->jlist, *next; w; w = next) {
+        next = w->jnext;
+        blob_release((blob *)w->body);
+        free(w);
+    }
+    pthread_mutex_destroy(&s->jlock);
     pthread_cond_destroy(&s->ccond);
     pthread_mutex_destroy(&s->clock);
     pthread_mutex_destroy(&s->rlock);
@@ -645,9 +688,9 @@ static void *store__writer_main(void *arg)
     sqlite_store *s = arg;
     pthread_mutex_lock(&s->qlock);
     for (;;) {
-        while (!s->qsync && !s->stopping && !s->restart_wal)
+        while (!s->qsync && !s->qkick && !s->stopping && !s->restart_wal)
             pthread_cond_wait(&s->qwork, &s->qlock);
-        if (!s->qsync && !s->stopping) { /* idle, and the WAL is all copied */
+        if (!s->qsync && !s->qkick && !s->stopping) { /* idle, and the WAL is all copied */
             s->restart_wal = 0;
             pthread_mutex_unlock(&s->qlock);
             store__restart_wal(s);
@@ -659,6 +702,7 @@ static void *store__writer_main(void *arg)
             break; /* stopping, and nothing left */
         s->qhead = s->qtail = NULL;
         s->qsync = 0;
+        s->qkick = 0;
         pthread_mutex_unlock(&s->qlock);
 
         store__commit_list(s, list);
@@ -666,14 +710,20 @@ static void *store__writer_main(void *arg)
             store__truncate_wal(s);
         else
             store__release_hold(s);
+        store__journal_settle(s, list);
 
         pthread_mutex_lock(&s->qlock);
         for (store_write *w = list, *next; w; w = next) {
             next = w->next;
-            if (w->async)
+            if (w->journaled && !w->jdone) {
+                /* its commit failed: it stays in the list reads look in */
+            } else if (w->async) {
+                if (w->journaled)
+                    blob_release((blob *)w->body);
                 free(w); /* one block with its strings */
-            else
+            } else {
                 w->finished = 1;
+            }
         }
         pthread_cond_broadcast(&s->qdone);
     }
@@ -689,7 +739,7 @@ static int store__submit(sqlite_store *s, store_write *w)
     pthread_mutex_lock(&s->qlock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->qlock);
-        if (w->async)
+        if (w->async && !w->journaled) /* a journaled one stays listed until store_close */
             free(w);
         return -1;
     }
@@ -698,7 +748,11 @@ static int store__submit(sqlite_store *s, store_write *w)
     else
         s->qhead = w;
     s->qtail = w;
-    if (w->async) { /* written with the next group */
+    if (w->async) { /* written with the next group (a journaled result: at once) */
+        if (w->journaled && !s->jhold) {
+            s->qkick = 1;
+            pthread_cond_signal(&s->qwork);
+        }
         pthread_mutex_unlock(&s->qlock);
         return 0;
     }
@@ -757,12 +811,340 @@ static void *store__ckpt_main(void *arg)
     return NULL;
 }
 
+/* ---- the results journal -------------------------------------------------------- */
+
+/* A Fletcher-like sum of n bytes over 64-bit words, continued from *a and *b: it sees
+ * a tail the disk filled with zeros or old bytes, at about memory speed (a 277 KB
+ * result: about 15 us). */
+static void store__journal_sum(const char *p, size_t n, uint64_t *a, uint64_t *b)
+{
+    uint64_t x = *a, y = *b;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        x += w;
+        y += x;
+    }
+    for (; i < n; i++) {
+        x += (unsigned char)p[i];
+        y += x;
+    }
+    *a = x;
+    *b = y;
+}
+
+/* The sum of an entry's texts (store__journal_sum over each in turn). */
+static uint64_t store__journal_entry_sum(const char *id, const char *model_id, const char *key,
+                                         const char *body, size_t body_len)
+{
+    uint64_t a = 1, b = 0;
+    store__journal_sum(id, strlen(id), &a, &b);
+    store__journal_sum(model_id, strlen(model_id), &a, &b);
+    store__journal_sum(key, strlen(key), &a, &b);
+    store__journal_sum(body, body_len, &a, &b);
+    return a ^ (b << 1 | b >> 63);
+}
+
+/* Appends w (a done job and its result) to the journal as one entry: a line
+ * "HJ1 <id bytes> <model id bytes> <key bytes> <result bytes> <created> <sum>", then the
+ * four texts one after another and a newline. Returns 0 once it is written, -1 when there is
+ * no journal, it is at its bound, or the write failed (then it is cut back to what it
+ * was, and when even that fails it is given up: the caller commits instead). */
+static int store__journal_append(sqlite_store *s, store_write *w)
+{
+    char head[160];
+    uint64_t sum = store__journal_entry_sum(w->id, w->model_id, w->key, w->body->data, w->body->len);
+    int hl =
+        snprintf(head, sizeof head, STORE_JOURNAL_MAGIC " %zu %zu %zu %zu %.17g %016llx\n", strlen(w->id),
+                 strlen(w->model_id), strlen(w->key), w->body->len, w->created, (unsigned long long)sum);
+    if (hl < 0 || (size_t)hl >= sizeof head)
+        return -1;
+    struct iovec iov[6] = {{head, (size_t)hl},
+                           {(void *)w->id, strlen(w->id)},
+                           {(void *)w->model_id, strlen(w->model_id)},
+                           {(void *)w->key, strlen(w->key)},
+                           {w->body->data, w->body->len},
+                           {"\n", 1}};
+    size_t total = 0;
+    for (int i = 0; i < 6; i++)
+        total += iov[i].iov_len;
+    pthread_mutex_lock(&s->jlock);
+    if (s->jfd < 0 || s->jbytes + (long long)total > STORE_JOURNAL_CAP) {
+        pthread_mutex_unlock(&s->jlock);
+        return -1;
+    }
+    off_t at = (off_t)s->jbytes;
+    struct iovec *v = iov;
+    int nv = 6;
+    size_t done = 0;
+    while (done < total) {
+        ssize_t n = pwritev(s->jfd, v, nv, at + (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+        while (nv > 0 && (size_t)n >= v->iov_len) { /* past the pieces written whole */
+            n -= (ssize_t)v->iov_len;
+            v++;
+            nv--;
+        }
+        if (nv > 0) {
+            v->iov_base = (char *)v->iov_base + n;
+            v->iov_len -= (size_t)n;
+        }
+    }
+    if (done < total) { /* the commit the caller makes instead says whether the disk is full */
+        if (ftruncate(s->jfd, at) != 0) { /* a torn entry: no more appends after it */
+            fprintf(stderr,
+                    "hamel-server: store: the results journal cannot be cut back (%s): "
+                    "results are committed before their answers from now on\n",
+                    strerror(errno));
+            close(s->jfd);
+            s->jfd = -1;
+        }
+        pthread_mutex_unlock(&s->jlock);
+        return -1;
+    }
+    s->jbytes += (long long)total;
+    s->jpending++;
+    w->jnext = s->jlist;
+    s->jlist = w;
+    pthread_mutex_unlock(&s->jlock);
+    return 0;
+}
+
+/* After the writer committed list: the journaled results in it are in the database
+ * (they leave the list reads look in); once nothing else is pending the journal is
+ * emptied. A journaled result whose commit failed stays pending: in that list, and in
+ * the journal, which the next start commits. */
+static void store__journal_settle(sqlite_store *s, store_write *list)
+{
+    long committed = 0;
+    for (store_write *w = list; w; w = w->next) {
+        if (!w->journaled)
+            continue;
+        if (w->rc == 0) {
+            w->jdone = 1;
+            committed++;
+        } else {
+            fprintf(stderr,
+                    "hamel-server: store: job %s: its result stays in the results journal and is "
+                    "committed at the next start\n",
+                    w->id);
+        }
+    }
+    if (!committed)
+        return;
+    pthread_mutex_lock(&s->jlock);
+    for (store_write **pp = &s->jlist; *pp;) {
+        if ((*pp)->jdone)
+            *pp = (*pp)->jnext;
+        else
+            pp = &(*pp)->jnext;
+    }
+    s->jpending -= committed;
+    if (s->jpending == 0 && s->jbytes > 0 && s->jfd >= 0 && ftruncate(s->jfd, 0) == 0)
+        s->jbytes = 0;
+    pthread_mutex_unlock(&s->jlock);
+}
+
+/* The journaled result of key not yet committed, retained, or NULL. */
+static blob *store__journal_result(sqlite_store *s, const char *key)
+{
+    blob *b = NULL;
+    pthread_mutex_lock(&s->jlock);
+    for (store_write *w = s->jlist; w && !b; w = w->jnext)
+        if (!strcmp(w->key, key))
+            b = blob_retain((blob *)w->body);
+    pthread_mutex_unlock(&s->jlock);
+    return b;
+}
+
+/* Whether job id is a journaled result not yet committed: then *out is its record (done). */
+static int store__journal_job(sqlite_store *s, const char *id, store_job *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&s->jlock);
+    for (store_write *w = s->jlist; w && !found; w = w->jnext) {
+        if (strcmp(w->id, id) != 0)
+            continue;
+        found = 1;
+        out->status = strdup("done");
+        out->model_id = strdup(w->model_id);
+        out->key = strdup(w->key);
+        out->created = w->created;
+    }
+    pthread_mutex_unlock(&s->jlock);
+    return found;
+}
+
+/* One entry of a journal read back: the ids copied out, the result in the journal's bytes. */
+typedef struct {
+    char *id, *model_id, *key, *body;
+    size_t body_len;
+    double created;
+} store_jentry;
+
+/* Reads the entry at p (n bytes left) into e; returns its length, or 0 when it is torn
+ * or not an entry (the rest of the journal is then dropped). The id, model id and key are
+ * copied into one block (*copies, the caller frees it); the result points into p. */
+static size_t store__journal_entry(char *p, size_t n, store_jentry *e, char **copies)
+{
+    char *nl = memchr(p, '\n', n < 160 ? n : 160);
+    if (!nl)
+        return 0;
+    size_t li, lm, lk, lb;
+    double created;
+    unsigned long long sum;
+    char magic[4];
+    *nl = '\0';
+    int got = sscanf(p, "%3s %zu %zu %zu %zu %lg %llx", magic, &li, &lm, &lk, &lb, &created, &sum);
+    *nl = '\n';
+    if (got != 7 || strcmp(magic, STORE_JOURNAL_MAGIC) != 0 || li == 0 || li > 256 || lm == 0 || lm > 256 ||
+        lk == 0 || lk > 1024)
+        return 0;
+    size_t head = (size_t)(nl - p) + 1;
+    if (lb > n || head + li + lm + lk + 1 > n - lb || p[head + li + lm + lk + lb] != '\n')
+        return 0;
+    char *t = p + head;
+    char *c = malloc(li + lm + lk + 3);
+    if (!c)
+        return 0;
+    memcpy(c, t, li);
+    c[li] = '\0';
+    memcpy(c + li + 1, t + li, lm);
+    c[li + 1 + lm] = '\0';
+    memcpy(c + li + lm + 2, t + li + lm, lk);
+    c[li + lm + 2 + lk] = '\0';
+    if (strlen(c) != li || strlen(c + li + 1) != lm || strlen(c + li + lm + 2) != lk) {
+        free(c); /* NUL bytes: not ours */
+        return 0;
+    }
+    if (store__journal_entry_sum(c, c + li + 1, c + li + lm + 2, t + li + lm + lk, lb) != sum) {
+        free(c);
+        return 0;
+    }
+    *copies = c;
+    *e = (store_jentry){c, c + li + 1, c + li + lm + 2, t + li + lm + lk, lb, created};
+    return head + li + lm + lk + lb + 1;
+}
+
+/* The status the store's record of job id has, or "" (none). Into out[16]. */
+static void store__job_status(sqlite_store *s, const char *id, char out[16])
+{
+    out[0] = '\0';
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->wdb, "SELECT status FROM jobs WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(out, 16, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+/* Opens <dir>/results.journal at startup (before the threads) and commits what it holds
+ * (a job cancelled meanwhile keeps its record); then empties it. When it cannot be
+ * opened, read or committed, there is no journal this time (and what it holds is kept
+ * for the next start). */
+static void store__journal_open(sqlite_store *s, const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.journal", dir);
+    s->jfd = -1;
+    const char *hold = getenv("HAMEL_TEST_JOURNAL_HOLD");
+    s->jhold = hold && !strcmp(hold, "1");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "hamel-server: store: %s: %s (results are committed before their answers)\n", path,
+                strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    size_t n = (size_t)st.st_size;
+    char *all = n ? malloc(n) : NULL;
+    size_t got = 0;
+    while (all && got < n) {
+        ssize_t r = pread(fd, all + got, n - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (n && got < n) {
+        fprintf(stderr, "hamel-server: store: %s cannot be read: kept for the next start\n", path);
+        free(all);
+        close(fd);
+        return;
+    }
+    long entries = 0;
+    int rc = 0;
+    size_t at = 0;
+    if (n) {
+        rc = store__exec(s, s->stmt[STMT_BEGIN]);
+        while (rc == 0 && at < n) {
+            store_jentry e;
+            char *copies = NULL;
+            size_t len = store__journal_entry(all + at, n - at, &e, &copies);
+            if (len == 0)
+                break;
+            char status[16];
+            store__job_status(s, e.id, status);
+            if (strcmp(status, "cancelled") != 0) {
+                blob *b = blob_new(e.body, e.body_len);
+                store_write w = {.kind = W_DONE,
+                                 .id = e.id,
+                                 .status = "done",
+                                 .model_id = e.model_id,
+                                 .key = e.key,
+                                 .body = b,
+                                 .created = e.created};
+                rc = b ? store__apply(s, &w) : -1;
+                blob_release(b);
+            }
+            free(copies);
+            at += len;
+            entries++;
+        }
+        if (rc == 0)
+            rc = store__trim(s);
+        if (rc == 0)
+            rc = store__exec(s, s->stmt[STMT_COMMIT]);
+        if (rc != 0 && !sqlite3_get_autocommit(s->wdb))
+            store__exec(s, s->stmt[STMT_ROLLBACK]);
+    }
+    free(all);
+    if (rc != 0) {
+        fprintf(stderr,
+                "hamel-server: store: the results in %s cannot be committed: kept for the next start\n",
+                path);
+        s->result_bytes = store__int(s->wdb, "SELECT coalesce(sum(bytes), 0) FROM results");
+        s->results = store__int(s->wdb, "SELECT count(*) FROM results");
+        s->jobs = store__int(s->wdb, "SELECT count(*) FROM jobs");
+        close(fd);
+        return;
+    }
+    if (entries || at < n)
+        fprintf(stderr, "hamel-server: store: %ld result%s committed from the results journal%s\n", entries,
+                entries == 1 ? "" : "s", at < n ? " (a torn entry at its end dropped)" : "");
+    if (n && ftruncate(fd, 0) != 0) {
+        fprintf(stderr, "hamel-server: store: %s cannot be emptied: %s\n", path, strerror(errno));
+        close(fd);
+        return;
+    }
+    s->jfd = fd;
+}
+
 /* ---- the store's functions ------------------------------------------------------- */
 
 static int sqlite__put_model(void *impl, const char *model_id, const char *json)
 {
     sqlite_store *s = impl;
-    store_write w = {W_MODEL, model_id, NULL, NULL, NULL, json, NULL, 0.0, 0, 0, 0, NULL};
+    store_write w = {.kind = W_MODEL, .id = model_id, .doc = json};
     return store__submit(s, &w);
 }
 
@@ -770,7 +1152,7 @@ static int sqlite__put_model(void *impl, const char *model_id, const char *json)
 static int sqlite__barrier(void *impl)
 {
     sqlite_store *s = impl;
-    store_write w = {W_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0.0, 0, 0, 0, NULL};
+    store_write w = {.kind = W_NONE};
     return store__submit(s, &w);
 }
 
@@ -778,7 +1160,13 @@ static int sqlite__put_job(void *impl, const char *id, const char *status, const
                            const char *key, const char *doc, double created)
 {
     sqlite_store *s = impl;
-    store_write w = {W_JOB, id, status, model_id, key, doc, NULL, created, 0, 0, 0, NULL};
+    store_write w = {.kind = W_JOB,
+                     .id = id,
+                     .status = status,
+                     .model_id = model_id,
+                     .key = key,
+                     .doc = doc,
+                     .created = created};
     return store__submit(s, &w);
 }
 
@@ -807,7 +1195,7 @@ static store_write *store__async_new(int kind, const char *id, const char *statu
     if (!w)
         return NULL;
     char *p = (char *)(w + 1);
-    *w = (store_write){kind, NULL, NULL, NULL, NULL, NULL, NULL, created, 1, 0, 0, NULL};
+    *w = (store_write){.kind = kind, .created = created, .async = 1};
     w->id = store__copy(&p, id);
     w->status = store__copy(&p, status);
     w->model_id = store__copy(&p, model_id);
@@ -835,7 +1223,26 @@ static int sqlite__put_done(void *impl, const char *id, const char *model_id, co
                             const blob *body, double created)
 {
     sqlite_store *s = impl;
-    store_write w = {W_DONE, id, "done", model_id, key, NULL, body, created, 0, 0, 0, NULL};
+    /* In the journal, then committed with the writer's next group (started at once) */
+    store_write *a =
+        id && model_id && key ? store__async_new(W_DONE, id, "done", model_id, key, NULL, created) : NULL;
+    if (a) {
+        a->body = blob_retain((blob *)body);
+        a->journaled = 1;
+        if (store__journal_append(s, a) == 0) {
+            store__submit(s, a); /* refused only while closing: then the next start commits it */
+            return 0;
+        }
+        blob_release((blob *)a->body);
+        free(a);
+    }
+    store_write w = {.kind = W_DONE,
+                     .id = id,
+                     .status = "done",
+                     .model_id = model_id,
+                     .key = key,
+                     .body = body,
+                     .created = created};
     return store__submit(s, &w);
 }
 
@@ -878,18 +1285,14 @@ static int sqlite__put_many(void *impl, store_item *items, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         const store_item *it = &items[i];
-        ws[i] = (store_write){it->body ? W_DONE : W_JOB,
-                              it->id,
-                              it->body ? "done" : it->status,
-                              it->model_id,
-                              it->key,
-                              it->body ? NULL : it->doc,
-                              it->body,
-                              it->created,
-                              0,
-                              0,
-                              0,
-                              NULL};
+        ws[i] = (store_write){.kind = it->body ? W_DONE : W_JOB,
+                              .id = it->id,
+                              .status = it->body ? "done" : it->status,
+                              .model_id = it->model_id,
+                              .key = it->key,
+                              .doc = it->body ? NULL : it->doc,
+                              .body = it->body,
+                              .created = it->created};
     }
     int all = store__submit_many(s, ws, n);
     for (size_t i = 0; i < n; i++) {
@@ -948,7 +1351,9 @@ static int sqlite__get_model(void *impl, const char *model_id, char **json)
 static int sqlite__get_result(void *impl, const char *key, blob **out)
 {
     sqlite_store *s = impl;
-    *out = NULL;
+    /* the journal's list first: an entry leaves it only once committed */
+    if ((*out = store__journal_result(s, key)) != NULL)
+        return 0;
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_RESULT];
     store__text(st, 1, key);
@@ -972,11 +1377,13 @@ static int sqlite__get_results(void *impl, const char *const *keys, size_t n, bl
 {
     sqlite_store *s = impl;
     for (size_t i = 0; i < n; i++)
-        out[i] = NULL;
+        out[i] = store__journal_result(s, keys[i]); /* first: see sqlite__get_result */
     pthread_mutex_lock(&s->rlock);
     int bad = sqlite3_exec(s->rdb, "BEGIN", NULL, NULL, NULL) != SQLITE_OK;
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_RESULT];
     for (size_t i = 0; !bad && i < n; i++) {
+        if (out[i])
+            continue;
         store__text(st, 1, keys[i]);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
@@ -1003,6 +1410,8 @@ static int sqlite__get_job(void *impl, const char *id, store_job *out)
 {
     sqlite_store *s = impl;
     memset(out, 0, sizeof *out);
+    if (store__journal_job(s, id, out)) /* first: see sqlite__get_result */
+        return out->status && out->model_id && out->key ? 0 : (store_job_clear(out), -1);
     pthread_mutex_lock(&s->rlock);
     sqlite3_stmt *st = s->rstmt[RSTMT_GET_JOB];
     store__text(st, 1, id);

@@ -118,3 +118,29 @@ void hamel_problem_addf(json_t **problem, int code, const char *path, const char
         *problem = hamel_problem_new(code, NULL);
     hamel_problem_add(*problem, path, -1, buf);
 }
+
+int hamel_problem_unknown_members(json_t **problem, const json_t *obj, const char *prefix,
+                                  const char *const *keys)
+{
+    char expected[256] = "";
+    for (int j = 0; keys[j]; j++) {
+        size_t used = strlen(expected);
+        snprintf(expected + used, sizeof expected - used, "%s%s", j ? ", " : "", keys[j]);
+    }
+    int unknown = 0;
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        int known = 0;
+        for (int j = 0; keys[j]; j++)
+            known |= strcmp(key, keys[j]) == 0;
+        if (!known) {
+            char path[192];
+            snprintf(path, sizeof path, "%s%s%.80s", prefix, *prefix ? "." : "", key);
+            hamel_problem_addf(problem, HAMEL_E_BAD_REQUEST, path, "unknown member (expected %s)", expected);
+            unknown++;
+        }
+    }
+    return unknown;
+}

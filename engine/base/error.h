@@ -98,4 +98,11 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
 void hamel_problem_addf(json_t **problem, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* One 422 invalid-request error for each member of the object `obj` (borrowed; nothing
+ * when it is not an object) whose name is not in keys[] (NULL-ended): its path is
+ * `prefix` + "." + the name (the name alone when prefix is ""), its reason lists the
+ * expected names. *problem is created when NULL. Returns how many members were unknown. */
+int hamel_problem_unknown_members(json_t **problem, const json_t *obj, const char *prefix,
+                                  const char *const *keys);
+
 #endif

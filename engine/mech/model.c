@@ -1267,6 +1267,25 @@ static const char *const known_keys[] = {"name",
                                          "source",
                                          NULL};
 
+json_t *engine_model_unknown_members(const json_t *spec)
+{
+    json_t *warnings = json_array();
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)spec, key, val)
+    {
+        int known = 0;
+        for (int i = 0; known_keys[i]; i++)
+            known |= strcmp(known_keys[i], key) == 0;
+        if (!known && warnings) {
+            char w[160];
+            snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
+            json_array_append_new(warnings, json_string(w));
+        }
+    }
+    return warnings;
+}
+
 int model_build_begin(struct model_build *b)
 {
     b->prob = hamel_problem_new(HAMEL_E_INVALID_MODEL, NULL);
@@ -1281,19 +1300,11 @@ int model_build_begin(struct model_build *b)
     if (!m->ctx)
         return MB_OOM;
     expr_ctx_set_budget(m->ctx, b->bud);
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)b->js, key, val)
-    {
-        int known = 0;
-        for (int i = 0; known_keys[i]; i++)
-            known |= strcmp(known_keys[i], key) == 0;
-        if (!known) {
-            char w[160];
-            snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
-            json_array_append_new(b->warnings, json_string(w));
-        }
-    }
+    json_t *unknown = engine_model_unknown_members(b->js);
+    if (!unknown)
+        return MB_OOM;
+    json_array_extend(b->warnings, unknown);
+    json_decref(unknown);
     return MB_OK;
 }
 

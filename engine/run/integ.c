@@ -114,6 +114,16 @@ static double integ__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The clock of the deadline check between two steps: the coarse one (a read of the
+ * kernel's last tick, 4.5 ns here against 35 for CLOCK_MONOTONIC; it lags by up to a
+ * tick, a few ms, against budgets of seconds). */
+static double integ__now_coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static const struct integ_method *integ__method_find(const char *name)
 {
     if (!name || !*name)
@@ -346,7 +356,7 @@ static int integ__check_budgets(integ_driver *d, integ__run *r)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_STEP_LIMIT,
                            "the budget of %ld steps ran out at t = %.17g (t_end = %.17g)", d->opt.max_steps,
                            r->t, r->t_end);
-    if (integ__now() > r->deadline)
+    if (integ__now_coarse() > r->deadline)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_TIME_LIMIT,
                            "the wall-time budget of %g s ran out at t = %.17g (t_end = %.17g)",
                            d->opt.max_wall_seconds, r->t, r->t_end);

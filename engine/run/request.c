@@ -111,13 +111,30 @@ static int parse_invariants(const struct engine_model *m, const json_t *inv, sim
         char path[64];
         snprintf(path, sizeof path, "invariants[%d]", i);
         const json_t *name = json_object_get(it, "name"), *ex = json_object_get(it, "expr");
+        static const char *const inv_keys[] = {"name", "expr", NULL};
+        if (json_is_object(it))
+            hamel_problem_unknown_members(problem, it, path, inv_keys);
         if (!json_is_object(it) || !json_is_string(ex)) {
             bad(problem, path, "must be an object {\"name\", \"expr\"}");
             continue;
         }
         char defname[32];
         snprintf(defname, sizeof defname, "I%d", i + 1);
-        r->inv_names[r->n_inv++] = strdup(json_is_string(name) ? json_string_value(name) : defname);
+        snprintf(path, sizeof path, "invariants[%d].name", i);
+        if (name && (!json_is_string(name) || json_string_length(name) == 0 || json_string_length(name) > 80))
+            bad(problem, path, "must be a name of 1 to 80 characters");
+        const char *nm = json_is_string(name) ? json_string_value(name) : defname;
+        /* checks.invariants is keyed by name: a second invariant of one name would
+         * silently replace the first */
+        for (int j = 0; j < r->n_inv; j++)
+            if (strcmp(r->inv_names[j], nm) == 0)
+                bad(problem, path, "\"%s\" is the name of an earlier invariant too: names must differ", nm);
+        r->inv_names[r->n_inv] = strdup(nm);
+        if (!r->inv_names[r->n_inv]) {
+            free(roots);
+            return -1;
+        }
+        r->n_inv++;
         snprintf(path, sizeof path, "invariants[%d].expr", i);
         expr_parse_opts o = {1, 1, lim->max_expr_chars, path};
         expr_error err;
@@ -249,19 +266,9 @@ static const char *event_unknown_reason(const sim_request *r, const expr_error *
 static void check_event_keys(const json_t *it, int i, json_t **problem)
 {
     static const char *const keys[] = {"name", "expr", "direction", "action", NULL};
-    const char *key;
-    const json_t *val;
-    json_object_foreach((json_t *)it, key, val)
-    {
-        int known = 0;
-        for (int j = 0; keys[j]; j++)
-            known |= strcmp(key, keys[j]) == 0;
-        if (!known) {
-            char kpath[128];
-            snprintf(kpath, sizeof kpath, "events[%d].%.80s", i, key);
-            bad(problem, kpath, "unknown member (expected name, expr, direction, action)");
-        }
-    }
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "events[%d]", i);
+    hamel_problem_unknown_members(problem, it, prefix, keys);
 }
 
 /* Event i (it): its name, direction and action appended to r's events, its expression
@@ -402,6 +409,9 @@ static int parse_output(const json_t *out, sim_request *r, const engine_limits *
         bad(problem, "output", "must be an object with samples, dt or times");
         return -1;
     }
+    static const char *const keys[] = {"samples", "dt", "times", NULL};
+    if (out)
+        hamel_problem_unknown_members(problem, out, "output", keys);
     if (!!samples + !!dt + !!times > 1) {
         bad(problem, "output", "give one of samples, dt, times");
         return -1;
@@ -714,6 +724,8 @@ static int parse_initial(const struct engine_model *m, const json_t *init, sim_r
         bad(problem, "initial", "required: {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": {...}}");
         return -1;
     }
+    static const char *const keys[] = {"t", "q", "speeds", "qdot", NULL};
+    hamel_problem_unknown_members(problem, init, "initial", keys);
     r->t0 = 0.0;
     get_number(init, "t", &r->t0, "initial.t", problem);
     const json_t *q = json_object_get(init, "q");
@@ -757,6 +769,8 @@ static void parse_integrator(const json_t *integ, sim_request *r, const engine_l
         bad(problem, "integrator", "must be an object");
     if (!integ || !json_is_object(integ))
         return;
+    static const char *const keys[] = {"method", "rtol", "atol", "h0", "max_steps", NULL};
+    hamel_problem_unknown_members(problem, integ, "integrator", keys);
     const json_t *meth = json_object_get(integ, "method");
     if (meth && (!json_is_string(meth) || !integ_method_known(json_string_value(meth))))
         bad(problem, "integrator.method",

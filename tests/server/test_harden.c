@@ -10,7 +10,10 @@
  * to a request whose model was compiled ends (FIN) with its last byte; a store that
  * cannot write (a full disk) makes jobs fail, never reports done a result it lost.
  * Slow heads from many addresses, each under the per-address limit: a client from
- * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS.
+ * another address is answered within 2 s, and each slow head ends at HAMEL_HEAD_SECONDS;
+ * so is one beside slow bodies (whole heads, then a byte now and then). Large bodies
+ * together hold at most HAMEL_BODIES_BYTES (one past it: 503 with Retry-After), small
+ * ones are served beside them.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -275,6 +278,139 @@ Test(harden, slow_heads_from_many_addresses_give_way_and_end_at_the_deadline)
     cr_assert_eq(status, 200, "a slow address is served again once its heads are gone: %d", status);
 }
 
+Test(harden, slow_bodies_from_many_addresses_give_way)
+{
+    static const char *const env[] = {"HAMEL_MAX_CONNECTIONS=48", "HAMEL_MAX_CONNECTIONS_PER_IP=16",
+                                      "HAMEL_HEAD_SECONDS=3", "HAMEL_CONN_TIMEOUT=60", NULL};
+    start(env);
+    int fds[HARDEN_ADDRS * HARDEN_PER_ADDR];
+    int n = 0;
+    /* a whole head, then a body of which a byte comes now and then */
+    static const char head[] = "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                               "Content-Length: 100000\r\n\r\n{";
+    for (int a = 0; a < HARDEN_ADDRS; a++) {
+        char from[32];
+        snprintf(from, sizeof from, "127.0.1.%d", 10 + a);
+        for (int k = 0; k < HARDEN_PER_ADDR; k++) {
+            int fd = dial(from);
+            if (fd >= 0 && send(fd, head, sizeof head - 1, MSG_NOSIGNAL) > 0)
+                fds[n++] = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+    }
+    double t0 = harness_now();
+    while (harness_now() - t0 < HARDEN_HEAD_SECONDS + 1.5) { /* past the heads' deadline too */
+        for (int i = 0; i < n; i++)
+            send(fds[i], " ", 1, MSG_NOSIGNAL);
+        harness_nap(500);
+    }
+    double secs;
+    int status = probe("127.0.3.99", &secs);
+    cr_assert_eq(status, 200, "a client from another address beside %d slow bodies: status %d after %.2f s",
+                 n, status, secs);
+    cr_assert(secs < 2.0, "a client from another address waited %.2f s", secs);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+Test(harden, a_query_string_of_many_parameters_is_a_400_not_a_silent_close)
+{
+    start(NULL);
+    /* 300 parameters, 1.2 KB: each took a record of the connection's memory, and
+     * libmicrohttpd closed the connection without an answer past about 250 */
+    char path[4096] = "/v1/health?";
+    for (int i = 0; i < 300; i++)
+        strcat(path, i ? "&a=b" : "a=b");
+    harness_resp r;
+    CURLcode rc = harness_request(&srv, "GET", path, NULL, NULL, &r);
+    cr_assert_eq(rc, CURLE_OK, "300 query parameters: no answer (%s)", curl_easy_strerror(rc));
+    cr_assert_eq(r.status, 400, "%ld %.300s", r.status, r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "type")), "/problems/bad-http");
+    cr_assert(strstr(json_string_value(json_object_get(r.json, "detail")), "parameters"), "%.300s", r.body);
+    harness_resp_free(&r);
+    /* a handful (as routes read them) are fine, and the server goes on */
+    rc = harness_request(&srv, "GET", "/v1/health?a=1&b=2&c=3&wait=1", NULL, NULL, &r);
+    cr_assert_eq(rc, CURLE_OK);
+    cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+}
+
+#define HARDEN_BIG_BODY 900000 /* bytes of each large body: 5 of them pass 4 MiB */
+
+/* A connection that has sent a POST /v1/models head announcing HARDEN_BIG_BODY + 1 bytes
+ * and all of them but the last (the body is a string of x). */
+static int big_body_but_one(void)
+{
+    int fd = dial("127.0.0.1");
+    cr_assert(fd >= 0);
+    char head[256];
+    int hl = snprintf(head, sizeof head,
+                      "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %d\r\n\r\n",
+                      HARDEN_BIG_BODY + 1);
+    char *body = malloc(HARDEN_BIG_BODY);
+    cr_assert(body);
+    memset(body, 'x', HARDEN_BIG_BODY);
+    body[0] = '"';
+    cr_assert_eq(send(fd, head, (size_t)hl, MSG_NOSIGNAL), hl);
+    size_t sent = 0;
+    while (sent < HARDEN_BIG_BODY) {
+        ssize_t k = send(fd, body + sent, HARDEN_BIG_BODY - sent, MSG_NOSIGNAL);
+        cr_assert(k > 0, "send: %s", strerror(errno));
+        sent += (size_t)k;
+    }
+    free(body);
+    return fd;
+}
+
+/* Sends the last byte of a big_body_but_one and returns the answer's status. */
+static int big_body_end(int fd, char *reply, size_t cap)
+{
+    cr_assert_eq(send(fd, "\"", 1, MSG_NOSIGNAL), 1);
+    size_t len = 0;
+    ssize_t k;
+    while (len + 1 < cap && (k = recv(fd, reply + len, cap - 1 - len, 0)) > 0)
+        len += (size_t)k;
+    reply[len] = '\0';
+    close(fd);
+    return raw_status(reply);
+}
+
+Test(harden, large_bodies_together_stay_within_their_budget)
+{
+    /* 1 MiB bodies; all large bodies together: 4 of them (the setting's floor) */
+    static const char *const env[] = {"HAMEL_MAX_BODY=1048576", "HAMEL_BODIES_BYTES=65536", NULL};
+    start(env);
+    int fds[5];
+    for (int i = 0; i < 5; i++) {
+        fds[i] = big_body_but_one();
+        harness_nap(100); /* read into its buffer before the next one */
+    }
+    /* the fifth did not fit: once it is in, a 503 that says why, Retry-After */
+    char reply[4096];
+    int status = big_body_end(fds[4], reply, sizeof reply);
+    cr_assert_eq(status, 503, "the fifth large body: %.300s", reply);
+    cr_assert(strcasestr(reply, "\r\nRetry-After: 1\r\n"), "no Retry-After: %.300s", reply);
+    cr_assert(strstr(reply, "HAMEL_BODIES_BYTES"), "the 503 does not say why: %.400s", reply);
+    /* a small request is served beside them */
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "POST", "/v1/models",
+                                 "{\"name\":\"small\",\"coordinates\":[\"x\"],\"kinetic_energy\":\"x'^2\"}",
+                                 NULL, &r),
+                 CURLE_OK);
+    cr_assert_eq(r.status, 201, "a small body beside the large ones: %ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+    /* the four that fit are answered (400: a body that is not an object), and their
+     * bytes are let go: another large body fits again */
+    for (int i = 0; i < 4; i++) {
+        status = big_body_end(fds[i], reply, sizeof reply);
+        cr_assert_eq(status, 400, "large body %d: %.300s", i, reply);
+    }
+    status = big_body_end(big_body_but_one(), reply, sizeof reply);
+    cr_assert_eq(status, 400, "a large body after the others ended: %.300s", reply);
+}
+
 /* Writes `text` to path. */
 static void put_file(const char *path, const char *text)
 {
@@ -455,6 +591,51 @@ Test(harden, a_close_answer_after_a_compile_ends_at_once)
 /* A store that cannot write (here: files capped at 3 MB, as a full disk): every job
  * answered "done" was stored, so it is still done after kill -9 and a restart; those
  * whose result could not be stored failed (503), none was reported done and lost. */
+Test(harden, a_file_size_limit_is_a_full_disk_not_the_end_of_the_server, .timeout = 180)
+{
+    char data[] = "/tmp/hamel-fsize-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    char setting[PATH_MAX + 16];
+    snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
+    const char *const env[] = {setting, NULL};
+    struct rlimit old, cap;
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    cap = old;
+    cap.rlim_cur = HARDEN_FULL_BYTES;
+    /* as an operator's `ulimit -f` leaves it: SIGXFSZ's default disposition ends a
+     * process that writes past the limit, unless it ignores the signal itself */
+    signal(SIGXFSZ, SIG_DFL);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &cap), 0);
+    int started = harness_start(&srv, env);
+    setrlimit(RLIMIT_FSIZE, &old);
+    cr_assert_eq(started, 0, "the server did not start (log above)");
+    int refused = 0;
+    for (int i = 0; i < HARDEN_FULL_JOBS && !refused; i++) {
+        json_t *req = rolling_request(1001);
+        json_object_set_new(json_object_get(json_object_get(req, "model"), "parameters"), "m",
+                            json_real(2.0 + 0.01 * i));
+        char *text = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        harness_resp r;
+        CURLcode rc = harness_request(&srv, "POST", "/v1/simulations?wait=60", text, NULL, &r);
+        free(text);
+        cr_assert_eq(rc, CURLE_OK, "simulation %d: no answer (%s): the server ended at the file-size limit",
+                     i, curl_easy_strerror(rc));
+        refused = r.status == 503;
+        harness_resp_free(&r);
+    }
+    cr_assert(refused, "no simulation was refused within %d: the limit was never reached", HARDEN_FULL_JOBS);
+    cr_assert(harness_alive(&srv), "the server ended at the file-size limit");
+    harness_resp r;
+    cr_assert_eq(harness_request(&srv, "GET", "/v1/health", NULL, NULL, &r), CURLE_OK);
+    cr_assert_eq(r.status, 200);
+    harness_resp_free(&r);
+    harness_stop(&srv);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", data);
+    cr_expect_eq(system(cmd), 0);
+}
+
 Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
 {
     char data[] = "/tmp/hamel-full-disk-XXXXXX";

@@ -468,6 +468,39 @@ Test(isolate, a_worker_killed_while_idle_is_replaced_without_a_fault, .fini = te
     cr_assert_eq(faults(&srv), 0, "a worker that died between calls is no model's fault");
 }
 
+/* A worker keeps at most 64 compiled models (server/isolate.c, ISO_WORKER_MODELS): past
+ * them the least recently used one goes, and its next run compiles it again in the worker,
+ * with the same result. One worker, so every model passes through it. */
+Test(isolate, a_model_a_worker_let_go_is_compiled_again_for_its_run, .fini = teardown, .timeout = 300)
+{
+    const char *const env[] = {"HAMEL_WORKERS=1", NULL};
+    start(&srv, env);
+    harness_resp r = {0}, again = {0};
+    char *sim = simulation("kept", 1);
+    cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=30", sim, &r), 200, "%s", r.body);
+    for (int i = 0; i < 70; i++) { /* more models than a worker keeps */
+        char name[32];
+        snprintf(name, sizeof name, "other-%d", i);
+        char *m = model(name);
+        cr_assert_eq(request(&srv, "POST", "/v1/models", m, &again), 201, "%s", again.body);
+        harness_resp_free(&again);
+        free(m);
+    }
+    /* the same run of the first model, not from a cache: the result's own cache is
+     * bypassed by another t_end, then compared with a run to t_end 1 inside it */
+    char *longer = simulation("kept", 2);
+    cr_assert_eq(request(&srv, "POST", "/v1/simulations?wait=30", longer, &again), 200, "%s", again.body);
+    cr_assert(json_is_false(json_object_get(again.json, "cached")), "computed, not cached");
+    json_t *t1 = json_object_get(json_object_get(r.json, "trajectory"), "t");
+    json_t *t2 = json_object_get(json_object_get(again.json, "trajectory"), "t");
+    cr_assert(json_array_size(t1) > 0 && json_array_size(t2) > 0);
+    cr_assert_eq(faults(&srv), 0);
+    harness_resp_free(&again);
+    harness_resp_free(&r);
+    free(longer);
+    free(sim);
+}
+
 /* The size of fd 5 of process pid (an engine worker's reply memfd), or -1. */
 static long long reply_memfd_size(pid_t pid)
 {

@@ -73,9 +73,13 @@ static void *st_writer(void *p)
             a->failures++;
         if (store_put_done(a->s, id, "m", key, b, 1.0) != 0)
             a->failures++;
-        /* committed when it returns: visible to another connection right away */
-        if (i % 8 == 0 && !st_visible(id))
+        /* stored when it returns: the store's reads see it right away (in the journal
+         * until the writer's group commits it: a read waits for that) */
+        store_job j;
+        if (i % 8 == 0 && (store_get_job(a->s, id, &j) != 0 || strcmp(j.status, "done") != 0))
             a->invisible++;
+        if (i % 8 == 0)
+            store_job_clear(&j);
         blob_release(b);
     }
     return NULL;
@@ -97,10 +101,14 @@ Test(store, group_commit_commits_every_write)
         cr_expect_eq(args[t].failures, 0, "writer %d: failed writes", t);
         cr_expect_eq(args[t].invisible, 0, "writer %d: a done job not yet committed when reported", t);
     }
+    /* and another connection once the queue is committed */
+    cr_assert_eq(store_barrier(s), 0);
+    cr_expect(st_visible("job-0-0") && st_visible("job-7-39"), "committed after a barrier");
     long long commits = 0, writes = 0;
     store_commit_counts(s, &commits, &writes);
     /* the async "running" writes ride along with later groups */
-    cr_expect_eq(writes, 3LL * ST_THREADS * ST_PER_THREAD, "every write committed once (%lld)", writes);
+    cr_expect_eq(writes, 3LL * ST_THREADS * ST_PER_THREAD + 1,
+                 "every write committed once, and the barrier (%lld)", writes);
     cr_expect_leq(commits, writes);
     fprintf(stderr, "store group commit: %lld writes in %lld transactions\n", writes, commits);
     /* an async write with no later group is committed by store_close */
@@ -391,8 +399,17 @@ static void *st_put_done_thread(void *p)
     return NULL;
 }
 
+static void *st_put_job_thread(void *p)
+{
+    st_pending *a = p;
+    a->rc = store_put_job(a->s, "sync", "queued", "m", "sync-key", "{}", 1.0);
+    atomic_store(&a->returned, 1);
+    return NULL;
+}
+
 /* Another connection holds the database's write lock, so the store's writer waits
- * (inside its busy timeout) with a put_done in hand: reads are answered meanwhile. */
+ * (inside its busy timeout) with a write in hand: reads are answered meanwhile, and a
+ * put_done returns at once (its result is in the journal) and is seen by them. */
 Test(store, reads_do_not_wait_for_a_write)
 {
     st_mkdir();
@@ -400,11 +417,13 @@ Test(store, reads_do_not_wait_for_a_write)
     blob *old = blob_new("{\"old\":1}", 9);
     cr_assert_eq(store_put_done(s, "old", "m", "old-key", old, 1.0), 0);
     blob_release(old);
+    cr_assert_eq(store_barrier(s), 0); /* its commit (after the journal) is over */
 
     char path[200];
     snprintf(path, sizeof path, "%s/hamel.db", st_dir);
     sqlite3 *other = NULL;
     cr_assert_eq(sqlite3_open(path, &other), SQLITE_OK);
+    sqlite3_busy_timeout(other, 5000); /* a checkpoint may hold the lock a moment */
     cr_assert_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 
     st_pending a = {s, blob_new("{\"new\":1}", 9), -2, 0};
@@ -414,15 +433,36 @@ Test(store, reads_do_not_wait_for_a_write)
 
     blob *got = NULL;
     cr_expect_eq(store_get_result(s, "old-key", &got), 0, "a read while the writer waits");
-    cr_expect_eq(atomic_load(&a.returned), 0, "the read was answered before the write could commit");
+    blob_release(got);
+    for (int i = 0; i < 200 && !atomic_load(&a.returned); i++)
+        usleep(10 * 1000);
+    cr_expect_eq(atomic_load(&a.returned), 1, "put_done returned before its commit (journaled)");
+    cr_expect_eq(a.rc, 0);
     store_job j;
-    cr_expect_eq(store_get_job(s, "blocked", &j), 1, "the pending write is not visible yet");
+    cr_assert_eq(store_get_job(s, "blocked", &j), 0, "the journaled result is seen by reads");
+    cr_expect_str_eq(j.status, "done");
+    store_job_clear(&j);
+    got = NULL;
+    cr_assert_eq(store_get_result(s, "blocked-key", &got), 0);
+    cr_expect(got->len == 9 && !memcmp(got->data, "{\"new\":1}", 9));
+    blob_release(got);
+    /* a synchronous write waits for the lock meanwhile: reads are still answered */
+    st_pending q = {s, NULL, -2, 0};
+    pthread_t tq;
+    cr_assert_eq(pthread_create(&tq, NULL, st_put_job_thread, &q), 0);
+    usleep(50 * 1000);
+    got = NULL;
+    cr_expect_eq(store_get_result(s, "old-key", &got), 0, "a read while a synchronous write waits");
+    cr_expect_eq(atomic_load(&q.returned), 0, "the read was answered before the write could commit");
     blob_release(got);
 
     cr_assert_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(other);
     pthread_join(th, NULL);
-    cr_expect_eq(a.rc, 0, "the write commits once the lock is free");
+    pthread_join(tq, NULL);
+    cr_expect_eq(q.rc, 0, "the write commits once the lock is free");
+    cr_assert_eq(store_barrier(s), 0);
+    cr_expect(st_visible("blocked"), "the journaled result committed once the lock is free");
     blob_release(a.b);
     cr_assert_eq(store_get_job(s, "blocked", &j), 0);
     cr_expect_str_eq(j.status, "done");
@@ -495,6 +535,119 @@ Test(store, kill_9_keeps_every_reported_result, .timeout = 120)
         cr_expect_eq(b->data[0], '0' + i % 10);
         blob_release(b);
     }
+    store_close(s);
+    st_rmdir();
+}
+
+/* The results journal (store.c): a child that stores results with HAMEL_TEST_JOURNAL_HOLD
+ * (journaled results wait for another write's group) and ends without closing the store,
+ * as a kill -9 would. Its results are only in <dir>/results.journal. */
+static void st_journal_child(int cancelled_first)
+{
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        setenv("HAMEL_TEST_JOURNAL_HOLD", "1", 1);
+        store_limits lim = {(size_t)1 << 30, 1000000};
+        store *s = NULL;
+        if (store_open(st_dir, &lim, &s) != 0)
+            _exit(2);
+        if (cancelled_first && store_put_job(s, "j-0", "cancelled", "m", "jk-0", "{}", 1.0) != 0)
+            _exit(3);
+        for (int i = 0; i < 3; i++) {
+            char id[16], key[16], body[64];
+            snprintf(id, sizeof id, "j-%d", i);
+            snprintf(key, sizeof key, "jk-%d", i);
+            snprintf(body, sizeof body, "{\"result\":%d}", i);
+            blob *b = blob_new(body, strlen(body));
+            if (!b || store_put_done(s, id, "m", key, b, 1.0 + i) != 0)
+                _exit(4);
+            blob_release(b);
+        }
+        _exit(0); /* no store_close: the queue is not drained */
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child stored its results (%d)", status);
+}
+
+static long st_journal_size(void)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s/results.journal", st_dir);
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* Which of j-0, j-1, j-2 the store has as done with their results: a bit each. */
+static int st_journal_done(store *s)
+{
+    int got = 0;
+    for (int i = 0; i < 3; i++) {
+        char id[16], key[16], want[64];
+        snprintf(id, sizeof id, "j-%d", i);
+        snprintf(key, sizeof key, "jk-%d", i);
+        snprintf(want, sizeof want, "{\"result\":%d}", i);
+        store_job j;
+        blob *b = NULL;
+        if (store_get_job(s, id, &j) == 0) {
+            if (!strcmp(j.status, "done") && store_get_result(s, key, &b) == 0 && b->len == strlen(want) &&
+                !memcmp(b->data, want, b->len))
+                got |= 1 << i;
+            store_job_clear(&j);
+        }
+        blob_release(b);
+    }
+    return got;
+}
+
+Test(store, journaled_results_left_by_a_kill_are_committed_at_open)
+{
+    st_mkdir();
+    st_journal_child(0);
+    cr_assert_gt(st_journal_size(), 0, "the results are in the journal");
+    cr_assert(!st_visible("j-0"), "and not in the database");
+    store *s = st_open();
+    cr_expect_eq(st_journal_done(s), 7, "all three results committed at open");
+    cr_expect_eq(st_journal_size(), 0, "the journal emptied");
+    store_close(s);
+    st_rmdir();
+}
+
+Test(store, a_torn_or_damaged_journal_entry_ends_what_is_committed)
+{
+    st_mkdir();
+    st_journal_child(0);
+    char path[200];
+    snprintf(path, sizeof path, "%s/results.journal", st_dir);
+    long n = st_journal_size();
+    cr_assert_gt(n, 0);
+    /* damage the last entry's result (its last "}" before the newline): a bad sum */
+    FILE *f = fopen(path, "r+b");
+    cr_assert_not_null(f);
+    cr_assert_eq(fseek(f, n - 2, SEEK_SET), 0);
+    cr_assert_eq(fputc('0', f), '0');
+    /* and a torn entry after it */
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    fputs("HJ1 3 1 4 999999 1 0\nj-9mjk-9{\"re", f);
+    fclose(f);
+    store *s = st_open();
+    cr_expect_eq(st_journal_done(s), 3, "the entries before the damaged one, and none after");
+    cr_expect_eq(st_journal_size(), 0, "the journal emptied");
+    store_close(s);
+    st_rmdir();
+}
+
+Test(store, a_cancelled_record_is_not_undone_by_the_journal)
+{
+    st_mkdir();
+    st_journal_child(1);
+    store *s = st_open();
+    store_job j;
+    cr_assert_eq(store_get_job(s, "j-0", &j), 0);
+    cr_expect_str_eq(j.status, "cancelled", "a job recorded cancelled stays so");
+    store_job_clear(&j);
+    cr_expect_eq(st_journal_done(s), 6, "the others committed");
     store_close(s);
     st_rmdir();
 }
