@@ -731,8 +731,14 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     if (v && !json_is_string(v))
         add_error(problem, "model.name", -1, "must be a string");
     m->name = xstrdup(v && json_is_string(v) ? json_string_value(v) : "model");
-    if (strlen(m->name) > MODEL_NAME_MAX)
-        m->name[MODEL_NAME_MAX] = '\0';
+    if (strlen(m->name) > MODEL_NAME_MAX) {
+        /* cut before a whole character: a cut inside one is not UTF-8, and jansson then
+         * drops the name from the summary and the canonical form (two names, one id) */
+        size_t cut = MODEL_NAME_MAX;
+        while (cut > 0 && ((unsigned char)m->name[cut] & 0xC0) == 0x80)
+            cut--;
+        m->name[cut] = '\0';
+    }
     if (parse_coordinates(m, js, lim, problem) < 0 || parse_parameters(m, js, lim, problem) < 0 ||
         declare_symbols(m, js, problem) < 0 || parse_definitions(m, js, lim, problem) < 0)
         return -1;
