@@ -1285,7 +1285,11 @@ json_t *engine_model_unknown_members(const json_t *spec)
             known |= strcmp(known_keys[i], key) == 0;
         if (!known && warnings) {
             char w[160];
-            snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
+            size_t n = strlen(key);
+            if (n > 100) /* cut before a whole character (UTF-8), or json_string refuses it */
+                for (n = 100; n > 0 && ((unsigned char)key[n] & 0xC0) == 0x80;)
+                    n--;
+            snprintf(w, sizeof w, "unknown field model.%.*s ignored", (int)n, key);
             json_array_append_new(warnings, json_string(w));
         }
     }

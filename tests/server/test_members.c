@@ -322,6 +322,13 @@ Test(members, names_cut_inside_a_character_keep_their_errors)
         harness_resp_free(&r);
     }
     cr_assert_str_neq(ids[0], ids[1], "two models of different names got one id");
+    /* and an unknown member so named is warned about */
+    model = json_pack("{s:s, s:[s], s:s, s:i}", "name", "w3", "coordinates", "x", "kinetic_energy",
+                      "1/2*x'^2", thetas(name, sizeof name, "a", 200), 1);
+    r = post("/v1/models", model);
+    json_decref(model);
+    cr_assert_eq(json_array_size(json_object_get(r.json, "warnings")), 1, "no warning: %.300s", r.body);
+    harness_resp_free(&r);
     json_decref(keep[0]);
     json_decref(keep[1]);
 }
