@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     char dir[512], wal[600];
     snprintf(dir, sizeof dir, "%s/hamel-bench-store-%ld", tmp, (long)getpid());
     snprintf(wal, sizeof wal, "%s/hamel.db-wal", dir);
-    store_limits lim = {(size_t)1 << 30, 1000000}; /* the server's defaults */
+    store_limits lim = {(size_t)1 << 30, 1000000, 0}; /* the server's defaults */
     store *s = NULL;
     if (store_open(dir, &lim, &s) != 0)
         return 1;

@@ -52,6 +52,52 @@ static int stage_hamel(struct compile_run *r)
     return MB_OK;
 }
 
+/* A kinetic energy that gives a speed no inertia: M* singular at every test
+ * configuration (with the model's parameters) is refused as Psi singular is, naming
+ * model.kinetic_energy; a run whose parameters make it singular still says so at its
+ * initial state (hamel_explain). Linear constraints only (the nonlinear ones solve q'
+ * by Newton's method from a guess, and a test point may have no root). */
+#define COMPILE_MASS_POINTS 3
+
+static int stage_mass(struct compile_run *r)
+{
+    struct engine_model *m = r->b.m;
+    if (m->k == 0 || m->nl_reduced)
+        return MB_OK;
+    for (int j = 0; j < m->nc; j++)
+        if (!m->cons[j].linear)
+            return MB_OK;
+    hamel_ws *w = hamel_ws_new(m, m->param_values);
+    double *in = calloc(m->n_in + 1, sizeof *in);
+    if (!w || !in) {
+        hamel_ws_free(w);
+        free(in);
+        return MB_OOM;
+    }
+    int regular = 0, singular = 0;
+    char why[320] = "", first[320] = "";
+    for (int k = 0; k < COMPILE_MASS_POINTS; k++) {
+        model_test_point(m, k, in);
+        int rc = hamel_explain(w, in[model_input_t(m)], in + model_input_q(m), in + model_input_qd(m), why,
+                               sizeof why);
+        if (rc == 0)
+            regular++;
+        else if (rc == 2 && singular++ == 0)
+            memcpy(first, why, sizeof first);
+    }
+    hamel_ws_free(w);
+    free(in);
+    if (regular || !singular)
+        return MB_OK;
+    char reason[512];
+    snprintf(reason, sizeof reason,
+             "the equations of motion cannot be solved for the speeds' rates: %s at every test "
+             "configuration (a mass or an inertia missing from T, or zero through the parameters)",
+             first);
+    hamel_problem_add(r->b.prob, "model.kinetic_energy", -1, reason);
+    return MB_FAIL;
+}
+
 /* Where tape_fast's compiled entry reads each input (tape.h yin): t, q_i = y[i] and
  * u_r = y[n + r]; the parameters (and anything else) from in[]. Without it (no memory)
  * the first tier copies the state into in[] as the interpreter does. */
@@ -266,6 +312,7 @@ static const struct compile_stage stages[] = {
     {"position constraints", step_positions, NULL, NULL, 0, 0, NULL},
     {"energy", step_energy, "simplification", "model.kinetic_energy", 0, 0, NULL},
     {"Hamel structure", stage_hamel, NULL, NULL, 0, 0, NULL},
+    {"mass matrix", stage_mass, "mass matrix", "model.kinetic_energy", 0, 0, NULL},
     {"canonical form", step_canonical, NULL, NULL, 0, 0, NULL},
     {"summary", step_summary, "printing", "model", 0, 0, NULL},
     {"symbolic reduction", stage_reduce, "symbolic reduction", "model", COMPILE_REDUCE_SHARE, 0, reduce_late},

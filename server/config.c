@@ -81,6 +81,11 @@ const config_setting config_settings[] = {
                1,
                "The web front end served at `/`, \"\" for none. Files are served only from inside it (a "
                "symbolic link out of it answers 404)."),
+    CONFIG_NUM("store-model-bytes", "HAMEL_STORE_MODEL_BYTES", 0, CONFIG_SIZE, store_model_bytes, "268435456",
+               "256 MiB", 4096, 1L << 50,
+               "Models kept on disk (the JSON text they were posted as), oldest dropped first: posting "
+               "new models cannot fill the disk. A model dropped is unknown by its id (404) until it is "
+               "posted again; jobs and results that name it are kept."),
     CONFIG_NUM("max-body", "HAMEL_MAX_BODY", 0, CONFIG_SIZE, max_body, "4194304", "4 MiB", 1024, 1L << 30,
                "Bytes of one request body."),
     CONFIG_NUM("bodies-bytes", "HAMEL_BODIES_BYTES", 0, CONFIG_SIZE, bodies_bytes, "268435456", "256 MiB",

@@ -32,6 +32,7 @@ typedef struct server_config {
     size_t batch_bytes;               /* HAMEL_BATCH_BYTES: result lines kept by all batches */
     size_t store_bytes;               /* HAMEL_STORE_BYTES: result bodies kept on disk */
     size_t store_jobs;                /* HAMEL_STORE_JOBS: job records kept on disk */
+    size_t store_model_bytes;         /* HAMEL_STORE_MODEL_BYTES: models' text kept on disk */
     double max_wait;                  /* longest ?wait=N honoured, seconds */
     double max_wall;                  /* HAMEL_MAX_WALL: wall seconds of one job (0: engine) */
     long max_steps;                   /* HAMEL_MAX_STEPS: steps of one job (0: engine) */

@@ -65,9 +65,10 @@
 #include "offload.h"
 #include "metrics.h"
 
-#define HTTP_MAX_JSON_DEPTH 64 /* nesting of request bodies; jansson allows 2048 */
-#define HTTP_DRAIN_FACTOR 4    /* past cap*factor an oversized body closes */
-#define HTTP_BODY_FIRST 4096   /* first allocation of a request body (then doubled up to the cap) */
+#define HTTP_MAX_JSON_DEPTH 64   /* nesting of request bodies; jansson allows 2048 */
+#define HTTP_MAX_QUERY_PARAMS 64 /* query parameters of one request (routes read a handful) */
+#define HTTP_DRAIN_FACTOR 4      /* past cap*factor an oversized body closes */
+#define HTTP_BODY_FIRST 4096     /* first allocation of a request body (then doubled up to the cap) */
 /* At least this many bodies at the cap fit in what all bodies may hold (HAMEL_BODIES_BYTES). */
 #define HTTP_BODIES_CAPS 4
 #define HTTP_BODY_SMALL ((size_t)64 << 10) /* a body this small always fits (1024 of them: 64 MiB) */
@@ -161,18 +162,34 @@ static enum MHD_Result http__unauthorized(http_conn *c)
                            MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"hamel\"");
 }
 
-/* What *req_cls starts as for a request whose raw path holds "%00" (http__uri_seen). */
-static char http__nul_mark;
+/* What *req_cls starts as for a request whose raw path holds "%00", or whose query
+ * string has more than HTTP_MAX_QUERY_PARAMS parameters (http__uri_seen). */
+static char http__nul_mark, http__params_mark;
 
-/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before libmicrohttpd decodes it
- * (decoding cuts "/index.html%00.png" at the NUL, so the handler would see
- * "/index.html"). A path with %00 is marked for a 400. */
+/* libmicrohttpd's URI log callback, called with the raw request target before it
+ * decodes the path (cutting it at a %00) and before it splits the query string. Each
+ * query parameter takes a record in the connection's memory (HTTP_CONN_MEMORY): a few
+ * hundred of them exhaust it, and libmicrohttpd then closes the connection without an
+ * answer. So a query string of more parameters than any route reads is cut here, where
+ * it still can be (the bytes are the connection's read buffer, which libmicrohttpd lets
+ * the callback see before it parses them; the cut is within the string), and the
+ * request is answered 400 naming why. */
 static void *http__uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
     (void)conn;
     const char *nul = strstr(uri, "%00");
-    return nul && nul < uri + strcspn(uri, "?") ? &http__nul_mark : NULL;
+    const char *query = strchr(uri, '?');
+    if (nul && (!query || nul < query))
+        return &http__nul_mark;
+    int params = query && query[1] ? 1 : 0;
+    for (const char *p = query; p && *p; p++)
+        params += *p == '&';
+    if (params > HTTP_MAX_QUERY_PARAMS) {
+        ((char *)query)[1] = '\0'; /* an empty query string: no parameter records */
+        return &http__params_mark;
+    }
+    return NULL;
 }
 
 /* The number in ?wait=N, capped; -1 when malformed. */
@@ -300,6 +317,13 @@ static int http__headers(http_conn *c, const char *url, enum MHD_Result *ret)
     c->url = url;
     if (c->nul_in_path) {
         *ret = http__error(c, HAMEL_E_BAD_HTTP, "the path holds an encoded NUL byte (%00)");
+        return 1;
+    }
+    if (c->many_params) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "the query string has more than %d parameters",
+                 HTTP_MAX_QUERY_PARAMS);
+        *ret = http__error(c, HAMEL_E_BAD_HTTP, detail);
         return 1;
     }
     /* With a token, every /v1 path needs it, known or not: which paths exist is not
@@ -652,8 +676,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
     (void)version;
     http_server *s = cls;
     http_conn *c = *req_cls;
-    int nul_in_path = c == (void *)&http__nul_mark;
-    if (nul_in_path)
+    int nul_in_path = c == (void *)&http__nul_mark, many_params = c == (void *)&http__params_mark;
+    if (nul_in_path || many_params)
         c = NULL;
     if (!c) {
         c = calloc(1, sizeof *c);
@@ -661,6 +685,7 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *conn, cons
             return MHD_NO;
         *req_cls = c;
         c->nul_in_path = nul_in_path;
+        c->many_params = many_params;
         heads_arrived(s->heads, conn, http__body_follows(conn));
         c->srv = s;
         c->conn = conn;
@@ -732,7 +757,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http_conn *c = *req_cls;
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         heads_waiting(s->heads, conn); /* kept alive: the next head has the same deadline */
-    if (!c || c == (void *)&http__nul_mark)
+    if (!c || c == (void *)&http__nul_mark || c == (void *)&http__params_mark)
         return;
     *req_cls = NULL;
     double secs = jobs_now() - c->t0;

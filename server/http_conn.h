@@ -214,6 +214,7 @@ typedef struct http_conn {
     int too_big;
     int body_busy;   /* its body did not fit in the bytes all bodies may hold: 503 after it */
     int nul_in_path; /* the raw path held %00, which libmicrohttpd's decoding cuts at */
+    int many_params; /* the query string had more parameters than it may (cut: 400) */
     atomic_int resumed;
     char method_name[16];
     char path[HTTP_LOG_PATH_MAX];

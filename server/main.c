@@ -114,7 +114,7 @@ int main(int argc, char **argv)
         limits.max_compile_bytes = cfg.max_compile_bytes;
 
     store *st = NULL;
-    store_limits store_lim = {cfg.store_bytes, cfg.store_jobs};
+    store_limits store_lim = {cfg.store_bytes, cfg.store_jobs, cfg.store_model_bytes};
     /* HAMEL_REDIS: the store and the job queue are shared with the other instances. */
     redis_config rcfg = {cfg.redis,     cfg.redis_timeout, cfg.redis_lease,
                          cfg.redis_ttl, (size_t)cfg.queue, store_lim};

@@ -76,6 +76,8 @@ enum {
     STMT_OLDEST_RESULTS,
     STMT_DROP_RESULT,
     STMT_DROP_OLD_JOBS,
+    STMT_OLDEST_MODELS,
+    STMT_DROP_MODEL,
     STMT_COUNT_
 };
 
@@ -91,7 +93,12 @@ static const char *const store__sql[STMT_COUNT_] = {
     [STMT_OLDEST_RESULTS] = "SELECT rowid, bytes FROM results ORDER BY rowid LIMIT ?1",
     [STMT_DROP_RESULT] = "DELETE FROM results WHERE rowid = ?1",
     [STMT_DROP_OLD_JOBS] = "DELETE FROM jobs WHERE rowid IN (SELECT rowid FROM jobs ORDER BY rowid LIMIT ?1)",
+    [STMT_OLDEST_MODELS] = "SELECT rowid, length(CAST(json AS BLOB)) FROM models ORDER BY rowid LIMIT ?1",
+    [STMT_DROP_MODEL] = "DELETE FROM models WHERE rowid = ?1",
 };
+
+/* The bytes of the models' JSON text kept (the sum HAMEL_STORE_MODEL_BYTES bounds). */
+#define STORE_MODEL_BYTES_SQL "SELECT coalesce(sum(length(CAST(json AS BLOB))), 0) FROM models"
 
 /* The reader connection's statements. */
 enum { RSTMT_GET_MODEL, RSTMT_GET_RESULT, RSTMT_GET_JOB, RSTMT_GET_QUARANTINE, RSTMT_COUNT_ };
@@ -165,6 +172,7 @@ struct sqlite_store {
     sqlite3_stmt *stmt[STMT_COUNT_];
     store_limits lim;
     long long result_bytes, results, jobs; /* kept now (writer thread) */
+    long long model_bytes;                 /* of the models' text (writer thread) */
     /* their values after the last commit, for readers that must not wait for one
      * (/metrics on a poll thread): written by the writer thread, read by anyone */
     _Atomic long long pub_bytes, pub_results, pub_jobs;
@@ -338,7 +346,8 @@ static int sqlite__open(const char *dir, const store_limits *lim, sqlite_store *
         s->result_bytes = store__int(s->wdb, "SELECT coalesce(sum(bytes), 0) FROM results");
         s->results = store__int(s->wdb, "SELECT count(*) FROM results");
         s->jobs = store__int(s->wdb, "SELECT count(*) FROM jobs");
-        if (s->result_bytes < 0 || s->results < 0 || s->jobs < 0)
+        s->model_bytes = store__int(s->wdb, STORE_MODEL_BYTES_SQL);
+        if (s->result_bytes < 0 || s->results < 0 || s->jobs < 0 || s->model_bytes < 0)
             rc = SQLITE_ERROR;
     }
     if (rc == SQLITE_OK && store__trim(s) != 0)
@@ -497,6 +506,38 @@ static int store__put_job_w(sqlite_store *s, const char *id, const char *status,
     return rc;
 }
 
+/* Drops the oldest models past lim.max_model_bytes (0: none), down to STORE_TRIM_TO of
+ * it. Returns 0 or -1. */
+static int store__trim_models(sqlite_store *s)
+{
+    long long max = (long long)s->lim.max_model_bytes;
+    if (!max || s->model_bytes <= max)
+        return 0;
+    long long target = (long long)(STORE_TRIM_TO * (double)max);
+    while (s->model_bytes > target) {
+        sqlite3_stmt *st = s->stmt[STMT_OLDEST_MODELS];
+        sqlite3_bind_int(st, 1, STORE_TRIM_BATCH);
+        long long rowid[STORE_TRIM_BATCH], bytes[STORE_TRIM_BATCH];
+        int n = 0;
+        while (n < STORE_TRIM_BATCH && sqlite3_step(st) == SQLITE_ROW) {
+            rowid[n] = sqlite3_column_int64(st, 0);
+            bytes[n] = sqlite3_column_int64(st, 1);
+            n++;
+        }
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        if (n == 0)
+            break;
+        for (int i = 0; i < n && s->model_bytes > target; i++) {
+            sqlite3_bind_int64(s->stmt[STMT_DROP_MODEL], 1, rowid[i]);
+            if (store__exec(s, s->stmt[STMT_DROP_MODEL]) != 0)
+                return -1;
+            s->model_bytes -= bytes[i];
+        }
+    }
+    return 0;
+}
+
 /* Drops the oldest results and job records past the limits, down to STORE_TRIM_TO of
  * them, inside a transaction or not (writer thread, or store_open before it starts).
  * Returns 0 or -1. */
@@ -528,6 +569,8 @@ static int store__trim(sqlite_store *s)
             }
         }
     }
+    if (store__trim_models(s) != 0)
+        return -1;
     if (s->jobs > max_jobs) {
         long long drop = s->jobs - (long long)(STORE_TRIM_TO * (double)max_jobs);
         sqlite3_bind_int64(s->stmt[STMT_DROP_OLD_JOBS], 1, drop);
@@ -545,7 +588,10 @@ static int store__apply(sqlite_store *s, const store_write *w)
         sqlite3_stmt *st = s->stmt[STMT_PUT_MODEL];
         store__text(st, 1, w->id);
         store__text(st, 2, w->doc);
-        return store__exec(s, st);
+        int rc = store__exec(s, st);
+        if (rc == 0 && sqlite3_changes(s->wdb) == 1)
+            s->model_bytes += (long long)strlen(w->doc);
+        return rc;
     }
     if (w->kind == W_NONE)
         return 0;
@@ -590,6 +636,7 @@ static int store__commit(sqlite_store *s, store_write *const *ws, int n)
     s->result_bytes = store__int(s->wdb, "SELECT coalesce(sum(bytes), 0) FROM results");
     s->results = store__int(s->wdb, "SELECT count(*) FROM results");
     s->jobs = store__int(s->wdb, "SELECT count(*) FROM jobs");
+    s->model_bytes = store__int(s->wdb, STORE_MODEL_BYTES_SQL);
     store__publish(s);
     return -1;
 }
@@ -895,8 +942,7 @@ static int store__journal_append(sqlite_store *s, store_write *w)
             v->iov_len -= (size_t)n;
         }
     }
-    if (done < total) {
-        int e = errno;
+    if (done < total) { /* the commit the caller makes instead says whether the disk is full */
         if (ftruncate(s->jfd, at) != 0) { /* a torn entry: no more appends after it */
             fprintf(stderr,
                     "hamel-server: store: the results journal cannot be cut back (%s): "
@@ -906,8 +952,6 @@ static int store__journal_append(sqlite_store *s, store_write *w)
             s->jfd = -1;
         }
         pthread_mutex_unlock(&s->jlock);
-        if (store__space_errno(e))
-            atomic_store(&s->full, 1);
         return -1;
     }
     s->jbytes += (long long)total;
@@ -1128,6 +1172,7 @@ static void store__journal_open(sqlite_store *s, const char *dir)
         s->result_bytes = store__int(s->wdb, "SELECT coalesce(sum(bytes), 0) FROM results");
         s->results = store__int(s->wdb, "SELECT count(*) FROM results");
         s->jobs = store__int(s->wdb, "SELECT count(*) FROM jobs");
+        s->model_bytes = store__int(s->wdb, STORE_MODEL_BYTES_SQL);
         close(fd);
         return;
     }

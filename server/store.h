@@ -49,6 +49,7 @@ typedef struct store_job {
 typedef struct store_limits {
     size_t max_result_bytes;
     size_t max_jobs;
+    size_t max_model_bytes; /* of the models' JSON text, oldest dropped first; 0: no bound */
 } store_limits;
 
 /* Opens (creating if needed) the database under directory `dir` (created too), marks

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const hamel_error_class infos[] = {
@@ -36,6 +37,53 @@ const char *hamel_error_slug(int code) { return error_find(code)->slug; }
 
 const char *hamel_error_title(int code) { return error_find(code)->title; }
 
+/* The length of the UTF-8 sequence at s (1 to 4 bytes), or 0 when the bytes there are
+ * not a whole, valid one (a stray byte, a sequence cut short, an overlong form, a
+ * surrogate, past U+10FFFF): what jansson refuses in a string. */
+static size_t error_utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    unsigned char lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    if (n && (s[1] < lo || s[1] > hi))
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* A JSON string of text (NULL: ""), every byte that is not part of a valid UTF-8
+ * sequence replaced by '?': a name cut at a byte count ("%.80s" of "θθθ…") in the middle
+ * of a character would otherwise make json_string fail, and the error it carried
+ * would be lost (a model with such a parameter name was accepted). */
+static json_t *error_string(const char *text)
+{
+    if (!text)
+        return json_string("");
+    size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return NULL;
+    size_t i = 0;
+    while (i < len) {
+        size_t n = error_utf8_len((const unsigned char *)text + i);
+        if (n == 0) {
+            copy[i++] = '?';
+            continue;
+        }
+        memcpy(copy + i, text + i, n);
+        i += n;
+    }
+    copy[len] = '\0';
+    json_t *js = json_string(copy);
+    free(copy);
+    return js;
+}
+
 json_t *hamel_problem_new(int code, const char *detail)
 {
     const hamel_error_class *e = error_find(code);
@@ -46,7 +94,7 @@ json_t *hamel_problem_new(int code, const char *detail)
                                    "errors")
                        : json_pack("{s:s, s:s, s:[]}", "type", type, "title", e->title, "errors");
     if (p && detail)
-        json_object_set_new(p, "detail", json_string(detail));
+        json_object_set_new(p, "detail", error_string(detail));
     return p;
 }
 
@@ -91,7 +139,7 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
         errors = json_array();
         json_object_set_new(problem, "errors", errors);
     }
-    json_t *e = json_pack("{s:s, s:s}", "path", path ? path : "", "reason", reason ? reason : "");
+    json_t *e = json_pack("{s:o, s:o}", "path", error_string(path), "reason", error_string(reason));
     if (column >= 0)
         json_object_set_new(e, "column", json_integer(column));
     json_array_append_new(errors, e);
@@ -103,7 +151,7 @@ void hamel_problem_add(json_t *problem, const char *path, int column, const char
                      reason ? reason : "");
         else
             snprintf(buf, sizeof buf, "%s%s%s", at ? at : "", at ? ": " : "", reason ? reason : "");
-        json_object_set_new(problem, "detail", json_string(buf));
+        json_object_set_new(problem, "detail", error_string(buf));
     }
 }
 

@@ -62,7 +62,9 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
     case FN_ATAN: return expr_powi(c, expr_add(c, c->one, expr_powi(c, a, 2)), -1);
     case FN_SINH: return expr_fun(c, FN_COSH, a);
     case FN_COSH: return expr_fun(c, FN_SINH, a);
-    case FN_TANH: return expr_sub(c, c->one, expr_powi(c, (expr *)e, 2));
+    /* sech^2, not 1 - tanh^2: that is 0 once tanh rounds to 1 (|a| > 19), dropping
+     * the force of a steep tanh profile where it is 1e-80 rather than 0 */
+    case FN_TANH: return expr_powi(c, expr_fun(c, FN_COSH, a), -2);
     case FN_EXP: return (expr *)e;
     case FN_LOG: return expr_powi(c, a, -1);
     case FN_SQRT: return expr_mul(c, expr_num(c, 0.5), expr_powi(c, (expr *)e, -1));

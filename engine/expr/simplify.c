@@ -30,16 +30,74 @@ struct expander {
 
 static expr *expand(struct expander *x, expr *e);
 
-static int n_terms(const expr *e)
+/* Does e depend on the state (coordinates, velocities, speeds, accelerations)? */
+static int state_dependent(const expr_ctx *c, const expr *e)
 {
-    if (e->kind == EXPR_ADD)
+    static const sym_class state[] = {SYM_COORD, SYM_VELOCITY, SYM_SPEED, SYM_ACCEL, SYM_OTHER};
+    for (size_t i = 0; i < sizeof state / sizeof *state; i++)
+        if (expr_depends_class(c, e, state[i]))
+            return 1;
+    return 0;
+}
+
+/* A bare state symbol, or a number times one: x, -x0 is not, 2*x' is. */
+static int bare_state(const expr_ctx *c, const expr *e)
+{
+    if (e->kind == EXPR_MUL && e->nargs == 1)
+        e = e->args[0];
+    return e->kind == EXPR_SYM && state_dependent(c, e);
+}
+
+/* A state-dependent sum shifted by a term free of the state: x - x0, x - v*t,
+ * R - e*cos(th) (a parameter, time). Multiplied out its power loses the digits of the
+ * difference near the feature: (x - x0)^4 as x^4 - 4*x0*x^3 + ... keeps none at x0 =
+ * 1e4, x - x0 = 1e-5 (terms ~1e16 cancel to 1e-20), and exp(-(x - x0)^2/s^2) with s =
+ * 1e-4 came out 7 times too large; it stays a power, as a sum with a number in it does. */
+static int shifted_sum(const expr_ctx *c, const expr *e)
+{
+    if (e->kind != EXPR_ADD)
+        return 0;
+    int dep = 0, offset = 0;
+    for (int i = 0; i < e->nargs; i++) {
+        if (state_dependent(c, e->args[i]))
+            dep = 1;
+        else
+            offset = 1;
+    }
+    return dep && offset;
+}
+
+/* A sum of bare state symbols shifted by a number or a state-free term: x - x0,
+ * x - 4023, x' - v*t. As a factor it stays whole: k*(x - x0) as k*x - k*x0 keeps 7 of
+ * the digits of x - x0 = 1e-5 at x0 = 1e4 (x and x0 are exact; their difference is, by
+ * Sterbenz, but k*x and k*x0 are rounded). Sums of functions of the state (1 - sin^2,
+ * 1 + 5*cos^2) are multiplied out: their terms carry their rounding already. */
+static int shifted_linear(const expr_ctx *c, const expr *e)
+{
+    if (e->kind != EXPR_ADD)
+        return 0;
+    int bare = 0, offset = e->num != 0.0;
+    for (int i = 0; i < e->nargs; i++) {
+        if (!state_dependent(c, e->args[i]))
+            offset = 1;
+        else if (bare_state(c, e->args[i]))
+            bare = 1;
+        else
+            return 0;
+    }
+    return bare && offset;
+}
+
+static int n_terms(const expr_ctx *c, const expr *e)
+{
+    if (e->kind == EXPR_ADD && !shifted_linear(c, e))
         return e->nargs + (e->num != 0.0);
     return 1;
 }
 
 static expr *term_at(expr_ctx *c, const expr *e, int i)
 {
-    if (e->kind != EXPR_ADD)
+    if (e->kind != EXPR_ADD || shifted_linear(c, e))
         return (expr *)e;
     return i < e->nargs ? e->args[i] : expr_num(c, e->num);
 }
@@ -48,7 +106,7 @@ static expr *term_at(expr_ctx *c, const expr *e, int i)
 static expr *distribute(struct expander *x, expr *a, expr *b, int *ok)
 {
     expr_ctx *c = x->c;
-    int na = n_terms(a), nb = n_terms(b);
+    int na = n_terms(c, a), nb = n_terms(c, b);
     if (na == 1 && nb == 1)
         return expr_mul(c, a, b);
     if ((long)na * nb > x->max_terms) {
@@ -121,7 +179,8 @@ static expr *expand_pow(struct expander *x, expr *e)
         /* (x - 4023)^6 is not multiplied out: its expansion's terms are ~1e21 and
          * cancel to (x - 4023)^6 ~ 1 near x = 4023, losing every digit (issue 15;
          * difftest). A power of a sum with a number in it stays a power. */
-        if (b->kind == EXPR_ADD && b->num == 0.0 && n >= 2 && n <= 12) {
+        /* and nor is (x - x0)^4 with x0 a parameter, for the same reason (shifted_sum) */
+        if (b->kind == EXPR_ADD && b->num == 0.0 && n >= 2 && n <= 12 && !shifted_sum(c, b)) {
             int ok = 1;
             expr *acc = b;
             for (int i = 1; i < (int)n && ok; i++)
@@ -147,7 +206,7 @@ static expr *expand_mul(struct expander *x, expr *e)
     int fixed = isfinite(e->num) && e->num != 0.0;
     for (; i < e->nargs && fixed; i++) {
         expr *f = expand(x, e->args[i]);
-        if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(f) == 1 &&
+        if (f == e->args[i] && f->kind != EXPR_NUM && f->kind != EXPR_MUL && n_terms(c, f) == 1 &&
             (i == 0 || expr__cmp(pow_base_of(e->args[i - 1]), pow_base_of(f)) < 0)) {
             acc = i == 0 && e->num == 1.0 ? f : expr__mul_prefix(c, e, i + 1);
             continue;

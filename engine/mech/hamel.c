@@ -487,7 +487,7 @@ int hamel_explain(hamel_ws *w, double t, const double *q, const double *u, char 
             snprintf(why, size,
                      "M* (the mass matrix of the speeds) is singular: the kinetic energy gives a "
                      "combination of the speeds no inertia");
-        rc = 1;
+        rc = 2;
     }
 done:
     free(qd);

@@ -81,7 +81,8 @@ void hamel_ws_set_guess(hamel_ws *w, const double *qd);
 /* Why hamel_rhs fails at (t, q, u), for a run's problem document: Psi singular there (or
  * no q' for nonlinear constraints), M or the forcing not finite, or M* singular (naming
  * the speed without inertia when one has none). Writes the clause to why[size] and
- * returns 1; returns 0 (why untouched) when none of these holds. */
+ * returns 2 for M* singular, 1 for the others; returns 0 (why untouched) when none of
+ * these holds. */
 int hamel_explain(hamel_ws *w, double t, const double *q, const double *u, char *why, size_t size);
 
 /* The speeds u_r = Psi_r q' + Psi_rt for a given q'. Returns 0. */

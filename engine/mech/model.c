@@ -731,8 +731,14 @@ static int parse_model(struct engine_model *m, const json_t *js, const engine_li
     if (v && !json_is_string(v))
         add_error(problem, "model.name", -1, "must be a string");
     m->name = xstrdup(v && json_is_string(v) ? json_string_value(v) : "model");
-    if (strlen(m->name) > MODEL_NAME_MAX)
-        m->name[MODEL_NAME_MAX] = '\0';
+    if (strlen(m->name) > MODEL_NAME_MAX) {
+        /* cut before a whole character: a cut inside one is not UTF-8, and jansson then
+         * drops the name from the summary and the canonical form (two names, one id) */
+        size_t cut = MODEL_NAME_MAX;
+        while (cut > 0 && ((unsigned char)m->name[cut] & 0xC0) == 0x80)
+            cut--;
+        m->name[cut] = '\0';
+    }
     if (parse_coordinates(m, js, lim, problem) < 0 || parse_parameters(m, js, lim, problem) < 0 ||
         declare_symbols(m, js, problem) < 0 || parse_definitions(m, js, lim, problem) < 0)
         return -1;
@@ -1279,7 +1285,11 @@ json_t *engine_model_unknown_members(const json_t *spec)
             known |= strcmp(known_keys[i], key) == 0;
         if (!known && warnings) {
             char w[160];
-            snprintf(w, sizeof w, "unknown field model.%.100s ignored", key);
+            size_t n = strlen(key);
+            if (n > 100) /* cut before a whole character (UTF-8), or json_string refuses it */
+                for (n = 100; n > 0 && ((unsigned char)key[n] & 0xC0) == 0x80;)
+                    n--;
+            snprintf(w, sizeof w, "unknown field model.%.*s ignored", (int)n, key);
             json_array_append_new(warnings, json_string(w));
         }
     }

@@ -314,6 +314,28 @@ Test(harden, slow_bodies_from_many_addresses_give_way)
         close(fds[i]);
 }
 
+Test(harden, a_query_string_of_many_parameters_is_a_400_not_a_silent_close)
+{
+    start(NULL);
+    /* 300 parameters, 1.2 KB: each took a record of the connection's memory, and
+     * libmicrohttpd closed the connection without an answer past about 250 */
+    char path[4096] = "/v1/health?";
+    for (int i = 0; i < 300; i++)
+        strcat(path, i ? "&a=b" : "a=b");
+    harness_resp r;
+    CURLcode rc = harness_request(&srv, "GET", path, NULL, NULL, &r);
+    cr_assert_eq(rc, CURLE_OK, "300 query parameters: no answer (%s)", curl_easy_strerror(rc));
+    cr_assert_eq(r.status, 400, "%ld %.300s", r.status, r.body);
+    cr_assert_str_eq(json_string_value(json_object_get(r.json, "type")), "/problems/bad-http");
+    cr_assert(strstr(json_string_value(json_object_get(r.json, "detail")), "parameters"), "%.300s", r.body);
+    harness_resp_free(&r);
+    /* a handful (as routes read them) are fine, and the server goes on */
+    rc = harness_request(&srv, "GET", "/v1/health?a=1&b=2&c=3&wait=1", NULL, NULL, &r);
+    cr_assert_eq(rc, CURLE_OK);
+    cr_assert_eq(r.status, 200, "%ld %.300s", r.status, r.body);
+    harness_resp_free(&r);
+}
+
 #define HARDEN_BIG_BODY 900000 /* bytes of each large body: 5 of them pass 4 MiB */
 
 /* A connection that has sent a POST /v1/models head announcing HARDEN_BIG_BODY + 1 bytes

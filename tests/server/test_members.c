@@ -273,3 +273,62 @@ Test(members, a_model_id_beside_a_model_must_be_its_id_and_nothing_runs_otherwis
     harness_resp_free(&r);
     json_decref(req);
 }
+
+/* "a" then `n` Greek thetas (2 bytes each in UTF-8), into buf[cap]. */
+static const char *thetas(char *buf, size_t cap, const char *pad, int n)
+{
+    snprintf(buf, cap, "%s", pad);
+    for (int i = 0; i < n && strlen(buf) + 3 < cap; i++)
+        strcat(buf, "\xce\xb8");
+    return buf;
+}
+
+Test(members, names_cut_inside_a_character_keep_their_errors)
+{
+    char name[1024];
+    /* a parameter name that is not an identifier, cut at a byte count inside a theta in
+     * its message: the error was lost and the model accepted (201) */
+    json_t *model = json_pack("{s:s, s:[s], s:{s:i}, s:s}", "name", "u", "coordinates", "x", "parameters",
+                              thetas(name, sizeof name, "a", 100), 1, "kinetic_energy", "1/2*x'^2");
+    harness_resp r = post("/v1/models", model);
+    json_decref(model);
+    cr_assert_eq(r.status, 422, "a parameter named a + 100 thetas: %ld %.300s", r.status, r.body);
+    cr_assert(json_array_size(json_object_get(r.json, "errors")) > 0, "no error listed: %.300s", r.body);
+    harness_resp_free(&r);
+    /* an unknown member so named: a 422 with no error in it */
+    json_t *req = rolling_request(1.401);
+    json_object_set_new(req, "integrator", json_pack("{s:i}", thetas(name, sizeof name, "a", 200), 1));
+    r = post("/v1/simulations", req);
+    json_decref(req);
+    cr_assert_eq(r.status, 422);
+    json_t *e = json_array_get(json_object_get(r.json, "errors"), 0);
+    const char *path = json_string_value(json_object_get(e, "path"));
+    cr_assert(path && !strncmp(path, "integrator.a", 12), "the 422 names no member: %.300s", r.body);
+    harness_resp_free(&r);
+    /* two model names, cut at 128 bytes inside a theta: no name, and one id for both */
+    const char *ids[2];
+    json_t *keep[2];
+    for (int k = 0; k < 2; k++) {
+        model = json_pack("{s:s, s:[s], s:s}", "name", thetas(name, sizeof name, k ? "aaa" : "a", 200),
+                          "coordinates", "x", "kinetic_energy", "1/2*x'^2");
+        r = post("/v1/models", model);
+        json_decref(model);
+        cr_assert(r.status == 201 || r.status == 200, "%ld %.300s", r.status, r.body);
+        const char *got = json_string_value(json_object_get(r.json, "name"));
+        cr_assert(got && !strncmp(got, k ? "aaa\xce\xb8" : "a\xce\xb8", k ? 5 : 3),
+                  "the summary lost the name: %.200s", r.body);
+        keep[k] = json_incref(json_object_get(r.json, "model_id"));
+        ids[k] = json_string_value(keep[k]);
+        harness_resp_free(&r);
+    }
+    cr_assert_str_neq(ids[0], ids[1], "two models of different names got one id");
+    /* and an unknown member so named is warned about */
+    model = json_pack("{s:s, s:[s], s:s, s:i}", "name", "w3", "coordinates", "x", "kinetic_energy",
+                      "1/2*x'^2", thetas(name, sizeof name, "a", 200), 1);
+    r = post("/v1/models", model);
+    json_decref(model);
+    cr_assert_eq(json_array_size(json_object_get(r.json, "warnings")), 1, "no warning: %.300s", r.body);
+    harness_resp_free(&r);
+    json_decref(keep[0]);
+    json_decref(keep[1]);
+}

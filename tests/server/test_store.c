@@ -3,8 +3,8 @@
  * committed when it returns (a second connection sees it at once), asynchronous writes
  * are committed by the next group or by store_close (which drains the queue), everything
  * is there after a reopen, the -wal file stays bounded under a stream of large results,
- * reads do not wait for a write transaction, and a kill -9 loses no result whose
- * put_done had returned.
+ * reads do not wait for a write transaction, a kill -9 loses no result whose
+ * put_done had returned, and models are kept within their bytes.
  */
 #include <criterion/criterion.h>
 
@@ -28,7 +28,7 @@ static char st_dir[128];
 
 static store *st_open(void)
 {
-    store_limits lim = {(size_t)1 << 30, 1000000};
+    store_limits lim = {(size_t)1 << 30, 1000000, 0};
     store *s = NULL;
     cr_assert_eq(store_open(st_dir, &lim, &s), 0);
     return s;
@@ -294,6 +294,58 @@ Test(store, an_async_model_is_committed_with_the_next_write)
     st_rmdir();
 }
 
+/* Models are kept within max_model_bytes, oldest dropped first, counted again at open:
+ * distinct models posted without end (each up to the body cap) grew the database for
+ * ever. */
+Test(store, models_are_kept_within_their_bytes_oldest_dropped_first)
+{
+    st_mkdir();
+    store_limits lim = {(size_t)1 << 30, 1000000, 64 << 10};
+    store *s = NULL;
+    cr_assert_eq(store_open(st_dir, &lim, &s), 0);
+    char text[1024 + 64], id[32];
+    memset(text, ' ', sizeof text);
+    for (int i = 0; i < 200; i++) { /* 200 KB of models past a 64 KB bound */
+        snprintf(id, sizeof id, "m-%03d", i);
+        int n = snprintf(text, sizeof text, "{\"name\":\"%s\",\"pad\":\"", id);
+        memset(text + n, 'p', 1000);
+        strcpy(text + n + 1000, "\"}");
+        cr_assert_eq(i % 2 ? store_put_model(s, id, text) : store_put_model_async(s, id, text), 0);
+    }
+    cr_assert_eq(store_put_job(s, "j-last", "queued", "m-199", "k", NULL, 1.0), 0); /* commits the queue */
+    char *json = NULL;
+    cr_expect_eq(store_get_model(s, "m-000", &json), 1, "the oldest model is still kept past the bound");
+    free(json);
+    json = NULL;
+    cr_expect_eq(store_get_model(s, "m-199", &json), 0, "the newest model was dropped");
+    free(json);
+    store_close(s);
+    /* the bytes kept, read from the file: within the bound */
+    char path[200];
+    snprintf(path, sizeof path, "%s/hamel.db", st_dir);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT sum(length(json)), count(*) FROM models", -1, &q, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+    long long kept = sqlite3_column_int64(q, 0), count = sqlite3_column_int64(q, 1);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    cr_expect(kept <= 64 << 10 && count > 10, "%lld bytes in %lld models kept, bound 65536", kept, count);
+    /* a smaller bound at the next open trims at once */
+    lim.max_model_bytes = 16 << 10;
+    cr_assert_eq(store_open(st_dir, &lim, &s), 0);
+    json = NULL;
+    cr_expect_eq(store_get_model(s, "m-199", &json), 0, "the newest model was dropped at open");
+    free(json);
+    json = NULL;
+    cr_expect_eq(store_get_model(s, "m-150", &json), 1, "a smaller bound at open kept an older model");
+    free(json);
+    store_close(s);
+    st_rmdir();
+}
+
 /* A model write that fails takes the job record that names it down with it (no record
  * names a model the store lacks), while the other writes of the same group are written:
  * a trigger (added by another connection) refuses the model "m-bad". */
@@ -345,7 +397,7 @@ static long long st_wal_bytes(void)
 Test(store, wal_stays_bounded, .timeout = 120)
 {
     st_mkdir();
-    store_limits lim = {(size_t)64 << 20, 1000000};
+    store_limits lim = {(size_t)64 << 20, 1000000, 0};
     store *s = NULL;
     cr_assert_eq(store_open(st_dir, &lim, &s), 0);
     char *body = malloc(ST_BIG_BYTES);
@@ -477,7 +529,7 @@ Test(store, reads_do_not_wait_for_a_write)
  * its put_done has returned. Never returns. */
 static void st_kill_child(int fd)
 {
-    store_limits lim = {(size_t)1 << 30, 1000000};
+    store_limits lim = {(size_t)1 << 30, 1000000, 0};
     store *s = NULL;
     if (store_open(st_dir, &lim, &s) != 0)
         _exit(2);
@@ -548,7 +600,7 @@ static void st_journal_child(int cancelled_first)
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         setenv("HAMEL_TEST_JOURNAL_HOLD", "1", 1);
-        store_limits lim = {(size_t)1 << 30, 1000000};
+        store_limits lim = {(size_t)1 << 30, 1000000, 0};
         store *s = NULL;
         if (store_open(st_dir, &lim, &s) != 0)
             _exit(2);

@@ -933,6 +933,55 @@ Test(expr, folding_keeps_underflows_and_shifts)
     expr_ctx_free(c);
 }
 
+/* A sum shifted by a parameter is kept whole like one shifted by a number (review of
+ * round 3): with r = 1e4 and x - r = 1e-5, exp(-(x - r)^2/g^2) at g = 1e-4 came out
+ * 7.5 times too large (its exponent's terms ~1e16 cancelled), m/2*(x - r)^4's force was
+ * 0 instead of -2*m*(x - r)^3, and m*(x - r) kept 7 digits; and d tanh^2 (x/g) at
+ * x/g = 100 was 0 (1 - tanh^2 rounds to 0) instead of -1.1e-80. */
+Test(expr, parameter_shifts_and_steep_tanh_keep_their_digits)
+{
+    expr_ctx *c = te_ctx();
+    double vals[16] = {0};
+    int sx = expr_sym_find(c, "x"), sm = expr_sym_find(c, "m"), sr = expr_sym_find(c, "r"),
+        sg = expr_sym_find(c, "g");
+    vals[sm] = 3;
+    vals[sr] = 1e4;
+    vals[sg] = 1e-4;
+    vals[sx] = 10000.00001;
+    double d = vals[sx] - vals[sr];
+    struct {
+        const char *text;
+        double want;
+    } cases[] = {
+        {"exp(-(x - r)^2/g^2)", exp(-d * d / 1e-8)},
+        {"diff", 2 * d / 1e-8 * exp(-d * d / 1e-8)}, /* -d/dx of the line before */
+        {"m/2*(x - r)^4", 1.5 * pow(d, 4)},
+        {"m*(x - r)*y", 3 * d * 2},
+        {"m*(x - r)^2 + m*(x - r)*y'", 3 * d * d + 3 * d * 0.5},
+    };
+    vals[expr_sym_find(c, "y")] = 2;
+    vals[expr_sym_find(c, "y'")] = 0.5;
+    expr *prev = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        expr *e =
+            strcmp(cases[i].text, "diff") ? te_parse(c, cases[i].text) : expr_neg(c, expr_diff(c, prev, sx));
+        prev = e;
+        double got = expr_eval(c, expr_expand(c, e, 64), vals);
+        cr_expect_leq(fabs(got - cases[i].want), 1e-12 * fabs(cases[i].want),
+                      "%s expanded: %.17g, want %.17g", cases[i].text, got, cases[i].want);
+    }
+    expr *f = te_parse(c, "m/2*(x - r)^4");
+    double got = expr_eval(c, expr_expand(c, expr_diff(c, f, sx), 64), vals);
+    cr_expect_leq(fabs(got - 6 * d * d * d), 1e-12 * 6 * d * d * d, "d/dx m/2*(x - r)^4: %.17g", got);
+    vals[sg] = 1e-6;
+    vals[sx] = 1e-4;
+    double th = tanh(100.0), want = 2 * th / (cosh(100.0) * cosh(100.0)) / 1e-6;
+    got = expr_eval(c, expr_expand(c, expr_diff(c, te_parse(c, "tanh(x/g)^2"), sx), 64), vals);
+    cr_expect_leq(fabs(got - want), 1e-12 * want, "d/dx tanh(x/g)^2 at x/g = 100: %.17g, want %.17g", got,
+                  want);
+    expr_ctx_free(c);
+}
+
 /* ---- tapes ------------------------------------------------------------------ */
 
 /* How much e moves at vals when every input moves by 1e-13 relative (largest of a

@@ -234,6 +234,29 @@ Test(model, error_singular_psi)
                   "singular-transformation", "model.speeds", 0, "singular");
 }
 
+/* A kinetic energy that gives a speed no inertia is refused like a singular Psi, naming
+ * model.kinetic_energy (review round 3: it compiled, POST /v1/models answered 201, and
+ * only a run failed, with no field named): y missing from T, a combination (x' + y')
+ * of two coordinates, and a sleigh whose only inertia about its blade is I = 0. A
+ * coordinate without inertia whose rate a constraint fixes is no error. */
+Test(model, error_speed_without_inertia)
+{
+    compile_fails("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"1/2*x'^2\", "
+                  "\"potential_energy\": \"x^2 + y^2\"}",
+                  "invalid-model", "model.kinetic_energy", 0, "gives speed y' no inertia");
+    compile_fails("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"1/2*(x' + y')^2\"}",
+                  "invalid-model", "model.kinetic_energy", 0, "a combination of the speeds no inertia");
+    compile_fails("{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.3, \"I\": 0},"
+                  " \"kinetic_energy\": \"m/2*(x'^2 + y'^2) + I/2*th'^2\","
+                  " \"constraints\": [\"-sin(th)*x' + cos(th)*y'\"],"
+                  " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", "
+                  "\"expr\": \"th'\"}]}",
+                  "invalid-model", "model.kinetic_energy", 0, "gives speed w no inertia");
+    engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"1/2*x'^2\", "
+                                 "\"constraints\": [\"y' - x'\"]}");
+    engine_model_release(m);
+}
+
 Test(model, error_force_on_non_coordinate)
 {
     compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"generalized_forces\": {\"z\": \"-x'\"}}",

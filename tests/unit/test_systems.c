@@ -516,14 +516,15 @@ Test(systems, chaplygin_sleigh, .init = setup)
 
 /* ---- 8. a run that cannot start says why ----
  *
- * A Chaplygin sleigh whose body has no moment of inertia and its knife edge at the mass
- * centre: the turning rate w has no inertia (M* = diag(m, 0)), and the problem says so
- * instead of only that the right-hand side could not be evaluated. A 0/0 in V at the
- * initial state is named as the forcing. */
+ * A Chaplygin sleigh whose body has no moment of inertia (I = 0 given by the run: a model
+ * that has none with its own parameters is refused when compiled, test_model.c) and its
+ * knife edge at the mass centre: the turning rate w has no inertia (M* = diag(m, 0)),
+ * and the problem says so instead of only that the right-hand side could not be
+ * evaluated. A 0/0 in V at the initial state is named as the forcing. */
 Test(systems, failure_at_the_start_is_explained, .init = setup)
 {
     static const char *const models[2] = {
-        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.3, \"I\": 0, \"b\": 0},"
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 2.3, \"I\": 0.5, \"b\": 0},"
         " \"kinetic_energy\": \"m/2*(x'^2 + y'^2) + I/2*th'^2\","
         " \"constraints\": [\"-sin(th)*x' + cos(th)*y' - b*th'\"],"
         " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", \"expr\": "
@@ -538,8 +539,11 @@ Test(systems, failure_at_the_start_is_explained, .init = setup)
     for (int i = 0; i < 2; i++) {
         engine_model *m = support_compile_text(models[i]);
         json_t *req =
-            support_loads("{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": {\"v\": 1,"
-                          " \"w\": 0.5}}, \"t_end\": 1, \"output\": {\"samples\": 3}}");
+            support_loads(i == 0 ? "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": "
+                                   "{\"v\": 1, \"w\": 0.5}}, \"t_end\": 1, \"output\": {\"samples\": 3},"
+                                   " \"parameters\": {\"I\": 0}}"
+                                 : "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"speeds\": "
+                                   "{\"v\": 1, \"w\": 0.5}}, \"t_end\": 1, \"output\": {\"samples\": 3}}");
         json_t *r = NULL, *problem = NULL;
         int rc = engine_simulate(m, req, NULL, NULL, &r, &problem);
         cr_assert_neq(rc, 0, "model %d: the run should fail", i);
