@@ -1273,17 +1273,22 @@ static const char *const known_keys[] = {"name",
                                          "source",
                                          NULL};
 
+/* Unknown members warned about one by one; the rest in one line. */
+#define MODEL_WARNINGS_MAX 64
+
 json_t *engine_model_unknown_members(const json_t *spec)
 {
     json_t *warnings = json_array();
     const char *key;
     const json_t *val;
+    size_t unknown = 0;
     json_object_foreach((json_t *)spec, key, val)
     {
         int known = 0;
         for (int i = 0; known_keys[i]; i++)
             known |= strcmp(known_keys[i], key) == 0;
-        if (!known && warnings) {
+        unknown += !known;
+        if (!known && warnings && unknown <= MODEL_WARNINGS_MAX) {
             char w[160];
             size_t n = strlen(key);
             if (n > 100) /* cut before a whole character (UTF-8), or json_string refuses it */
@@ -1292,6 +1297,12 @@ json_t *engine_model_unknown_members(const json_t *spec)
             snprintf(w, sizeof w, "unknown field model.%.*s ignored", (int)n, key);
             json_array_append_new(warnings, json_string(w));
         }
+    }
+    if (warnings && unknown > MODEL_WARNINGS_MAX) {
+        /* one line for the rest: a body of 250,000 unknown members answered 9.4 MB of them */
+        char w[96];
+        snprintf(w, sizeof w, "and %zu more unknown fields ignored", unknown - MODEL_WARNINGS_MAX);
+        json_array_append_new(warnings, json_string(w));
     }
     return warnings;
 }
