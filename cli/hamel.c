@@ -521,6 +521,15 @@ static int cmd_lin(const cli_args *a, const char *which)
         return lrc;
     json_t *model = json_object_get(doc, "model"), *inner = json_object_get(doc, which);
     json_t *r = inner ? inner : doc;
+    const char *stray = hameltext_stray_member(doc, which);
+    if (stray) { /* {"model", "linearize": {...}, "parameters": ...}: it would be left out */
+        char why[160];
+        snprintf(why, sizeof why, "beside \"%s\" it is not read: put it inside \"%s\"", which, which);
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(p, stray, -1, why);
+        json_decref(doc);
+        return cli_fail(p);
+    }
     if (!json_is_object(model) || !json_is_object(r)) {
         json_decref(doc);
         char why[160];
@@ -605,18 +614,21 @@ static const cli_command cli_commands[] = {
     {"linearize",
      "usage: hamel linearize FILE [-o OUT]\n"
      "FILE is {\"model\": ..., \"linearize\": {\"q\", \"speeds\", \"inputs\"?, ...}} (or a /v1/linearize\n"
-     "request with \"model\"): prints A, B and the eigenvalues at each operating point.\n",
+     "request with \"model\"): prints A, B and the eigenvalues at each operating point. A request\n"
+     "member beside \"linearize\" (\"parameters\", \"q\", ...) is refused: put it inside.\n",
      CLI_OPT_OUT, cmd_linearize},
     {"evaluate",
      "usage: hamel evaluate FILE [-o OUT]\n"
      "FILE is {\"model\": ..., \"evaluate\": {\"states\": [...]}} (or a /v1/evaluate request with\n"
-     "\"model\"): prints q', u', q'' and the multipliers at each state.\n",
+     "\"model\"): prints q', u', q'' and the multipliers at each state. A request member beside\n"
+     "\"evaluate\" (\"parameters\", \"states\") is refused: put it inside.\n",
      CLI_OPT_OUT, cmd_evaluate},
     {"steady",
      "usage: hamel steady FILE [-o OUT]\n"
      "FILE is {\"model\": ..., \"steady\": {\"state\", \"unknowns\", \"continuation\"?}} (or a /v1/steady\n"
      "request with \"model\"): prints the steady motion found by Newton's method from the state,\n"
-     "and with continuation the branch, its eigenvalues and where its stability changes.\n",
+     "and with continuation the branch, its eigenvalues and where its stability changes. A\n"
+     "request member beside \"steady\" (\"parameters\", \"state\", ...) is refused: put it inside.\n",
      CLI_OPT_OUT, cmd_steady},
     {"export",
      "usage: hamel export FILE [--lang c|python] [-o OUT]\n"

@@ -76,8 +76,9 @@ size_t engine_model_bytes(const engine_model *m);
 json_t *engine_model_summary(const engine_model *m);
 
 /* The warnings about the members of the model object `spec` (borrowed) that are not
- * model members and are ignored: ["unknown field model.NAME ignored", ...], a new
- * array (empty when there are none; NULL when out of memory). They belong to one
+ * model members and are ignored: ["unknown field model.NAME ignored", ...] (the first 64,
+ * then "and N more unknown fields ignored"), a new array (empty when there are none;
+ * NULL when out of memory). They belong to one
  * request: the model id and its summary do not depend on them. */
 json_t *engine_model_unknown_members(const json_t *spec);
 

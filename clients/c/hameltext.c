@@ -214,3 +214,32 @@ int hameltext_warnings(FILE *f, const char *prog, const json_t *result)
     }
     return n;
 }
+
+/* The members of /v1/linearize, /v1/evaluate and /v1/steady requests but model and
+ * model_id (api/openapi.yaml). */
+static const char *const hameltext__request_members[] = {"parameters",
+                                                         "t",
+                                                         "q",
+                                                         "speeds",
+                                                         "qdot",
+                                                         "points",
+                                                         "inputs",
+                                                         "steady",
+                                                         "steady_tolerance",
+                                                         "select",
+                                                         "eigenvectors",
+                                                         "states",
+                                                         "state",
+                                                         "unknowns",
+                                                         "continuation",
+                                                         NULL};
+
+const char *hameltext_stray_member(const json_t *doc, const char *which)
+{
+    if (!json_is_object(json_object_get(doc, which)))
+        return NULL;
+    for (const char *const *k = hameltext__request_members; *k; k++)
+        if (json_object_get(doc, *k))
+            return *k;
+    return NULL;
+}

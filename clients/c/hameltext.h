@@ -41,4 +41,12 @@ void hameltext_problem(FILE *f, const char *file, const json_t *problem, const j
  * "PROG: warning: <code>: <message>" to f (standard error, for a run). Returns how many. */
 int hameltext_warnings(FILE *f, const char *prog, const json_t *result);
 
+/* For a FILE of the form {"model", WHICH: {request}} (WHICH linearize, evaluate or
+ * steady): the first top-level member of `doc` that is a member of such a request
+ * ("parameters", "q", "states", ...) and so would be silently left out, sitting beside
+ * WHICH instead of inside it; NULL when there is none (or `doc` has no WHICH object).
+ * Other members (a case file's "simulation", "title", "description") are not requests'
+ * and are let be. Borrowed. */
+const char *hameltext_stray_member(const json_t *doc, const char *which);
+
 #endif

@@ -723,6 +723,13 @@ static int remote_inner_request(const remote_args *a, const char *which, json_t 
     if (doc == NULL)
         return remote_load_code;
     json_t *inner = json_object_get(doc, which);
+    const char *stray = hameltext_stray_member(doc, which);
+    if (stray) { /* {"model", "linearize": {...}, "parameters": ...}: it would be left out */
+        fprintf(stderr, "hamel remote: %s: %s: beside \"%s\" it is not read: put it inside \"%s\"\n",
+                a->pos[1], stray, which, which);
+        json_decref(doc);
+        return REMOTE_EXIT_PROBLEM;
+    }
     if (json_is_object(inner)) {
         *req = json_deep_copy(inner);
         if (json_object_get(doc, "model") != NULL)

@@ -232,8 +232,17 @@ static int name_free(struct engine_model *m, const char *name, const char *path,
         add_error(problem, path, -1, "'%s' is reserved (a function, t or pi)", name);
         return 0;
     }
-    if (expr_sym_find(m->ctx, name) >= 0) {
-        add_error(problem, path, -1, "'%s' is already defined", name);
+    int taken = expr_sym_find(m->ctx, name);
+    if (taken >= 0) {
+        /* say what it is: parameters are declared first, so a parameter named like a
+         * coordinate is reported at the coordinate */
+        sym_class cls = expr_sym_get(m->ctx, taken)->cls;
+        const char *as = cls == SYM_PARAM   ? " (a parameter)"
+                         : cls == SYM_COORD ? " (a coordinate)"
+                         : cls == SYM_DEF   ? " (a definition)"
+                         : cls == SYM_SPEED ? " (a speed)"
+                                            : "";
+        add_error(problem, path, -1, "'%s' is already defined%s", name, as);
         return 0;
     }
     return 1;
@@ -1273,17 +1282,22 @@ static const char *const known_keys[] = {"name",
                                          "source",
                                          NULL};
 
+/* Unknown members warned about one by one; the rest in one line. */
+#define MODEL_WARNINGS_MAX 64
+
 json_t *engine_model_unknown_members(const json_t *spec)
 {
     json_t *warnings = json_array();
     const char *key;
     const json_t *val;
+    size_t unknown = 0;
     json_object_foreach((json_t *)spec, key, val)
     {
         int known = 0;
         for (int i = 0; known_keys[i]; i++)
             known |= strcmp(known_keys[i], key) == 0;
-        if (!known && warnings) {
+        unknown += !known;
+        if (!known && warnings && unknown <= MODEL_WARNINGS_MAX) {
             char w[160];
             size_t n = strlen(key);
             if (n > 100) /* cut before a whole character (UTF-8), or json_string refuses it */
@@ -1292,6 +1306,12 @@ json_t *engine_model_unknown_members(const json_t *spec)
             snprintf(w, sizeof w, "unknown field model.%.*s ignored", (int)n, key);
             json_array_append_new(warnings, json_string(w));
         }
+    }
+    if (warnings && unknown > MODEL_WARNINGS_MAX) {
+        /* one line for the rest: a body of 250,000 unknown members answered 9.4 MB of them */
+        char w[96];
+        snprintf(w, sizeof w, "and %zu more unknown fields ignored", unknown - MODEL_WARNINGS_MAX);
+        json_array_append_new(warnings, json_string(w));
     }
     return warnings;
 }

@@ -342,6 +342,22 @@ remote_lin_eval() {
   jq -e --slurpfile l "$work/eval.local" '.states[0].speeds_dot == $l[0].states[0].speeds_dot' "$work/eval.remote" >/dev/null
 }
 check "hamel remote linearize and evaluate equal the local commands" remote_lin_eval
+stray_members() {
+  # a request member beside "linearize" (or "evaluate") instead of inside it was left out
+  # without a word: the top-level parameters below changed nothing
+  jq '. + {parameters: {g: 0}}' "$work/lin.json" >"$work/lin-stray.json"
+  expect_exit 1 "$hamel" linearize "$work/lin-stray.json" || return 1
+  has "$work/err" '"path": "parameters"' && has "$work/err" 'inside \\"linearize\\"' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" linearize "$work/lin-stray.json" || return 1
+  has "$work/err" 'parameters: beside "linearize" it is not read' || return 1
+  jq '. + {states: []}' "$work/eval.json" >"$work/eval-stray.json"
+  expect_exit 1 "$hamel" evaluate "$work/eval-stray.json" && has "$work/err" '"path": "states"' || return 1
+  expect_exit 1 "$hamel" remote --url "$url" evaluate "$work/eval-stray.json" && has "$work/err" 'states: beside "evaluate"' || return 1
+  # what is not a request member (a case file's simulation, a title) is let be
+  jq '. + {title: "disk", simulation: {t_end: 1}}' "$work/lin.json" >"$work/lin-case.json"
+  expect_exit 0 "$hamel" linearize "$work/lin-case.json"
+}
+check "hamel (local, remote) linearize/evaluate: a request member beside the request is an error naming it" stray_members
 jq '. + {runs: [{initial: {speeds: {Omega: 3}}}, {initial: {speeds: {Omega: 5}}}, {integrator: {max_steps: 3}}]}' "$case_file" >"$work/batch.json"
 remote_batch() {
   expect_exit 1 "$hamel" remote --url "$url" batch "$work/batch.json" || return 1

@@ -491,6 +491,21 @@ def test_leaving_a_batch_loop_early_cancels_the_runs_left(client, case):
     assert until(lambda: metric("hamel_jobs_running") == 0)
 
 
+def test_a_batch_stream_that_times_out_cancels_the_runs_left(case):
+    """A read timeout (no line within the client's timeout while long runs go on) ends
+    the loop with a HamelError; the runs the stream left must not go on on the server."""
+    cancelled = 'hamel_batches_total{outcome="cancelled"}'
+    before = metric(cancelled)
+    impatient = hamel.Client(URL, timeout=0.5)
+    runs = [{"initial": {"speeds": {"Omega": w}}} for w in (3.5, 4.5)]
+    with pytest.raises(hamel.HamelError) as e:
+        for _ in impatient.batch(long_case(case), runs, fields=["final"]):
+            pass
+    assert e.value.status == 0 and "broke off" in str(e.value)
+    assert until(lambda: metric(cancelled) == before + 1), (before, metric(cancelled))
+    assert until(lambda: metric("hamel_jobs_running") == 0)
+
+
 def test_a_server_that_dies_mid_stream_is_a_hamel_error(case, tmp_path):
     server = os.path.join(os.path.dirname(CLI), "hamel-server")
     env = dict(os.environ, HAMEL_PORT="0", HAMEL_ADDR="127.0.0.1", HAMEL_DATA=str(tmp_path))

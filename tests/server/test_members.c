@@ -329,6 +329,19 @@ Test(members, names_cut_inside_a_character_keep_their_errors)
     json_decref(model);
     cr_assert_eq(json_array_size(json_object_get(r.json, "warnings")), 1, "no warning: %.300s", r.body);
     harness_resp_free(&r);
+    /* many: the first 64, then one line for the rest */
+    model = json_pack("{s:s, s:[s], s:s}", "name", "w4", "coordinates", "x", "kinetic_energy", "1/2*x'^2");
+    for (int i = 0; i < 1000; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        json_object_set_new(model, key, json_integer(i));
+    }
+    r = post("/v1/models", model);
+    json_decref(model);
+    json_t *w = json_object_get(r.json, "warnings");
+    cr_assert_eq(json_array_size(w), 65, "1000 unknown members: %zu warnings", json_array_size(w));
+    cr_assert_str_eq(json_string_value(json_array_get(w, 64)), "and 936 more unknown fields ignored");
+    harness_resp_free(&r);
     json_decref(keep[0]);
     json_decref(keep[1]);
 }

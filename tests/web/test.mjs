@@ -1629,6 +1629,47 @@ await check("3-D view: a wheel touches the ground, a thin disk's rim and a torus
   }
 });
 
+await check("invariants typed for a pasted model are sent, and a share link keeps every setting, samples too", async () => {
+  const p = await reviewPage("share-settings");
+  try {
+    await openExample(p, ROLLING_DISK);
+    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    // invariants written for the pasted model, before its first run (they were cleared
+    // as "the previous model's symbols" and the run went without them)
+    const inv = [{ name: "E", expr: "m/2*(X'^2 + Y'^2) + J/2*alpha'^2 + m*g*sin(beta)*X" }];
+    await p.locator("#invariants-editor textarea").fill(JSON.stringify(inv));
+    await p.fill("#t_end", "2.5");
+    await p.fill("#samples", "37"); // fewer than the page's default for examples
+    await p.selectOption("#method", "rkf45");
+    await p.fill("#rtol", "1e-9");
+    await p.fill("#atol", "3e-11");
+    const id = await runAndWait(p);
+    const job = await api("GET", `/v1/jobs/${encodeURIComponent(id)}`);
+    assert(job.body.checks.invariants && job.body.checks.invariants.E, `the run went without the invariant: checks ${JSON.stringify(Object.keys(job.body.checks))}`);
+    assert(job.body.trajectory.t.length === 37, `the run has ${job.body.trajectory.t.length} samples, 37 asked`);
+    assert(JSON.parse(await p.locator("#invariants-editor textarea").inputValue()).length === 1, "the invariants editor was cleared");
+    const fields = ["#t_end", "#samples", "#method", "#rtol", "#atol", "#max_steps", "#hamel-at", "#dt", "#times"];
+    const mine = {};
+    for (const f of fields) mine[f] = await p.locator(f).inputValue();
+    const { b, p: q } = await freshBrowser();
+    try {
+      await q.goto(p.url());
+      await q.waitForFunction(() => document.body.dataset.ready === "1");
+      await q.locator('[data-testid="plot-q"] svg path.series').first().waitFor();
+      for (const f of fields) {
+        const got = await q.locator(f).inputValue();
+        assert(got === mine[f], `the shared link opens ${f} as "${got}", the run had "${mine[f]}"`);
+      }
+      assert(await q.locator("#invariants-editor textarea").inputValue().then((t) => JSON.parse(t)[0].name) === "E", "the shared link lost the invariant");
+    } finally {
+      await b.close();
+    }
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

@@ -224,7 +224,9 @@ class Client:
         merged over it; `fields` are the line's fields (default run, trajectory,
         checks, stats, events; ["final"] for just the last sample). An invalid run refuses the
         whole batch: HamelError naming runs[i]... before the first result. Leaving the loop
-        early (break) or an interrupt (Ctrl-C) cancels the runs not finished yet."""
+        early (break), an interrupt (Ctrl-C) or a stream that breaks off (HamelError, status
+        0: no line within the client's timeout, the connection lost) cancels the runs not
+        finished yet."""
         ref, case_base = _split(model)
         body = dict(ref)
         merged = merge_request(case_base, base or {})
@@ -245,8 +247,10 @@ class Client:
                     continue
                 yield _warn(Result(line))
             finished = True
-        except (KeyboardInterrupt, GeneratorExit):
-            # interrupted, or the loop left early (break): what is left is cancelled
+        except (KeyboardInterrupt, GeneratorExit, HamelError):
+            # interrupted, the loop left early (break), or the stream cut off (a read
+            # timeout while long runs go on, the connection lost): what is left is
+            # cancelled, so that no run goes on with no one to read it
             if not finished:
                 self._cancel("/v1/batches/", head.get("x-batch-id"))
             raise

@@ -146,7 +146,7 @@ async function loadExample(i) {
     return;
   }
   state.example = ex;
-  applyWorkspace(ex);
+  applyWorkspace(ex, { example: true });
   $("example-desc").replaceChildren(h("span", { class: "source" }, ex.source || ""));
   if (ex.description) $("example-desc").append(h("span", {}, " — " + ex.description));
   await loadLinearize(ex, meta.file);
@@ -154,19 +154,23 @@ async function loadExample(i) {
 
 /** Fills every editor and field from {model, simulation}: the example files, a saved
  *  JSON file, a shared link. Nothing of it stays hidden: what is sent is what is shown. */
-function applyWorkspace(ws) {
+function applyWorkspace(ws, { example = false } = {}) {
   const sim = ws.simulation || {};
   const model = ws.model || {};
   modelEditor.value = JSON.stringify(model, null, 2);
   const initial = sim.initial || initialFor(model, null, null);
   initialEditor.value = JSON.stringify(initial, null, 2);
   invariantsEditor.value = sim.invariants && sim.invariants.length ? JSON.stringify(sim.invariants, null, 2) : "[]";
+  // the invariants name this model's symbols; edited by hand they are the user's own
+  state.invariantsBound = coordsOf(model);
   events.set(sim.events || [], coordsOf(model));
   sweep.setEvents((sim.events || []).map((e) => e && e.name));
   state.bound = coordsOf(model);
   $("t_end").value = sim.t_end ?? 10;
+  // an example's few reference samples are raised to a smooth curve; a saved file's or
+  // a shared link's number is the run's own and is kept as it was
   const samples = sim.output && sim.output.samples;
-  $("samples").value = Math.max(samples || 0, DEFAULT_SAMPLES);
+  $("samples").value = example ? Math.max(samples || 0, DEFAULT_SAMPLES) : (samples || DEFAULT_SAMPLES);
   const integ = sim.integrator || {};
   $("method").value = integ.method || "rk8pd";
   $("rtol").value = integ.rtol ?? 1e-10;
@@ -272,6 +276,7 @@ function readParams() {
 
 // The parameter panel follows the model as it is edited.
 let modelTimer = null;
+invariantsEditor.onchange = () => { state.invariantsBound = ""; };
 modelEditor.onchange = () => {
   clearTimeout(modelTimer);
   modelTimer = setTimeout(() => {
@@ -483,7 +488,9 @@ function reconcile(model, summary, initial) {
   // another model than the example's: the picker and its description no longer apply
   if (state.example && (state.bound !== now || (state.example.model && model && state.example.model.name !== model.name))) markCustom();
   if (state.bound !== now) {
-    if (invariantsEditor.value.trim() !== "[]" && invariantsEditor.value.trim() !== "") {
+    // cleared only when they came with another model (an example, a file, a link), not
+    // when they were written by hand, perhaps for this very model
+    if (state.invariantsBound && state.invariantsBound !== now && invariantsEditor.value.trim() !== "[]" && invariantsEditor.value.trim() !== "") {
       invariantsEditor.value = "[]";
       notes.push("invariants cleared (they named the previous model's symbols)");
     }
