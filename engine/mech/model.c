@@ -232,8 +232,17 @@ static int name_free(struct engine_model *m, const char *name, const char *path,
         add_error(problem, path, -1, "'%s' is reserved (a function, t or pi)", name);
         return 0;
     }
-    if (expr_sym_find(m->ctx, name) >= 0) {
-        add_error(problem, path, -1, "'%s' is already defined", name);
+    int taken = expr_sym_find(m->ctx, name);
+    if (taken >= 0) {
+        /* say what it is: parameters are declared first, so a parameter named like a
+         * coordinate is reported at the coordinate */
+        sym_class cls = expr_sym_get(m->ctx, taken)->cls;
+        const char *as = cls == SYM_PARAM   ? " (a parameter)"
+                         : cls == SYM_COORD ? " (a coordinate)"
+                         : cls == SYM_DEF   ? " (a definition)"
+                         : cls == SYM_SPEED ? " (a speed)"
+                                            : "";
+        add_error(problem, path, -1, "'%s' is already defined%s", name, as);
         return 0;
     }
     return 1;

@@ -166,7 +166,7 @@ Test(model, error_reserved_coordinate)
 Test(model, error_parameter_clashes_with_coordinate)
 {
     compile_fails("{\"coordinates\": [\"x\"], \"parameters\": {\"x\": 1}, \"kinetic_energy\": \"x'^2\"}",
-                  "invalid-model", "model.coordinates[0]", 0, "already defined");
+                  "invalid-model", "model.coordinates[0]", 0, "already defined (a parameter)");
 }
 
 Test(model, error_unknown_identifier_in_T)
