@@ -179,12 +179,31 @@ static json_t *cli_load_file(const char *path, json_error_t *err)
     return doc;
 }
 
+/* Set by `check` without --json: a FILE that cannot be read or is not JSON is said as text,
+ * "FILE:LINE:COLUMN: reason" (as `hamel remote` says it), not as a problem document. */
+static int cli_text_problems;
+
 /* Reads FILE ("-": standard input) as JSON into *doc (caller frees); returns 0, or
  * reports the parse error (file:line, column) and returns cli_fail()'s status. */
 static int cli_load_doc(const char *path, json_t **doc)
 {
     json_error_t err;
     struct stat st;
+    if (cli_text_problems) {
+        if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "hamel: %s is a directory, not a file\n", path);
+            *doc = NULL;
+            return CLI_EXIT_PROBLEM;
+        }
+        *doc = strcmp(path, "-") == 0 ? json_loadf(stdin, 0, &err) : cli_load_file(path, &err);
+        if (*doc)
+            return 0;
+        if (err.line > 0)
+            fprintf(stderr, "%s:%d:%d: %s\n", path, err.line, err.column, err.text);
+        else /* not opened or not read: no line to name */
+            fprintf(stderr, "hamel: %s\n", err.text);
+        return CLI_EXIT_PROBLEM;
+    }
     if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         json_t *p = hamel_problem_new(HAMEL_E_BAD_JSON, "FILE is a directory, not a file");
         hamel_problem_add(p, path, -1, "a directory, not a file");
@@ -380,6 +399,7 @@ static int cmd_run(const cli_args *a)
 static int cmd_check(const cli_args *a)
 {
     json_t *model = NULL, *req = NULL, *problem = NULL;
+    cli_text_problems = !a->json;
     if (cli_load(a->file, &model, &req))
         return CLI_EXIT_PROBLEM;
     json_decref(req);
@@ -594,7 +614,8 @@ static const cli_command cli_commands[] = {
      "Validates and compiles the model of FILE and prints its summary as text (n, m, dof, the\n"
      "coordinates, speeds and constraints), or with --json the summary document (API.md 2).\n"
      "An invalid model: each error's path, column and reason on standard error, with the\n"
-     "expression and a caret under the column (--json: the problem document).\n",
+     "expression and a caret under the column; a FILE that is not JSON: FILE:LINE:COLUMN: and\n"
+     "the reason (--json: the problem document).\n",
      CLI_OPT_OUT | CLI_OPT_JSON, cmd_check},
     {"gamma",
      "usage: hamel gamma FILE [--q name=value,...] [--t T] [--qdot name=value,...] [--json] [-o OUT]\n"

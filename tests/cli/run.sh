@@ -261,6 +261,22 @@ check_bad() {
   jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/local-problem.json"
 }
 check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
+check_not_json() {
+  # check prints text whatever refused the input: a FILE that is not JSON too (it printed
+  # the JSON problem document), the same line as `hamel remote check`; --json the document
+  printf '{"model": {"coordinates": ["x"],\n "kinetic_energy": "x^2" ,, }}' >"$work/typo.json"
+  expect_exit 1 "$hamel" check "$work/typo.json" || return 1
+  has "$work/err" "^$work/typo.json:2:27: string or '}' expected near ','\$" || return 1
+  ! grep -q '"type"' "$work/err" || { echo "a JSON document in text mode:"; cat "$work/err"; return 1; }
+  cp "$work/err" "$work/typo.local"
+  expect_exit 1 "$hamel" remote --url "$url" check "$work/typo.json" || return 1
+  diff "$work/err" "$work/typo.local" || return 1
+  expect_exit 1 "$hamel" check "$work/typo.json" --json || return 1
+  jq -e '.type == "/problems/bad-json" and .errors[0].column == 27' "$work/err" >/dev/null || return 1
+  expect_exit 1 "$hamel" check "$work/no-such.json" || return 1
+  has "$work/err" "unable to open $work/no-such.json" && ! grep -q '"type"' "$work/err"
+}
+check "check of a FILE that is not JSON prints text naming line and column, as remote check does (--json: the document)" check_not_json
 
 # ---- unknown names are errors everywhere ------------------------------------------------
 gamma_unknown() {
