@@ -1266,10 +1266,23 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
                                 json_string("the operating point is not an equilibrium or a steady motion"));
             goto done;
         }
-        json_t *eig = eigen_json(N, A, (const char *const *)state_names, R.vectors);
+        int finite = 1;
+        for (size_t i = 0; i < (size_t)N * N && finite; i++)
+            finite = isfinite(A[i]);
+        json_t *eig = finite ? eigen_json(N, A, (const char *const *)state_names, R.vectors) : NULL;
         if (!eig) {
             rc = HAMEL_E_NUMERIC;
-            *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
+            *problem =
+                hamel_problem_new(rc, finite ? "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)"
+                                             : "A is not finite at this point (an overflow): the "
+                                               "state's values are out of the model's range");
+            if (!finite) {
+                char path[48] = "";
+                if (points)
+                    snprintf(path, sizeof path, "points[%d]", p);
+                hamel_problem_add(*problem, path, -1,
+                                  "A (the linearized equations) has an infinite or NaN entry at this state");
+            }
             goto done;
         }
         json_t *o = point_json(m, params, &R, s, f, A, B, eig, max_ud, max_drift);
