@@ -30,62 +30,69 @@ struct expander {
 
 static expr *expand(struct expander *x, expr *e);
 
-/* Does e depend on the state (coordinates, velocities, speeds, accelerations)? */
-static int state_dependent(const expr_ctx *c, const expr *e)
+/* What a term of a sum varies with: 2 the state (coordinates, velocities, speeds,
+ * accelerations), 1 only time, 0 nothing (numbers and parameters). */
+static int variation(const expr_ctx *c, const expr *e)
 {
     static const sym_class state[] = {SYM_COORD, SYM_VELOCITY, SYM_SPEED, SYM_ACCEL, SYM_OTHER};
     for (size_t i = 0; i < sizeof state / sizeof *state; i++)
         if (expr_depends_class(c, e, state[i]))
-            return 1;
-    return 0;
+            return 2;
+    return expr_depends_class(c, e, SYM_TIME) ? 1 : 0;
 }
 
-/* A bare state symbol, or a number times one: x, -x0 is not, 2*x' is. */
-static int bare_state(const expr_ctx *c, const expr *e)
+/* A symbol that varies, or a number times one: x, t, 2*x' (not x0, not x^2). */
+static int bare_symbol(const expr *e)
 {
     if (e->kind == EXPR_MUL && e->nargs == 1)
         e = e->args[0];
-    return e->kind == EXPR_SYM && state_dependent(c, e);
+    return e->kind == EXPR_SYM;
 }
 
-/* A state-dependent sum shifted by a term free of the state: x - x0, x - v*t,
- * R - e*cos(th) (a parameter, time). Multiplied out its power loses the digits of the
- * difference near the feature: (x - x0)^4 as x^4 - 4*x0*x^3 + ... keeps none at x0 =
- * 1e4, x - x0 = 1e-5 (terms ~1e16 cancel to 1e-20), and exp(-(x - x0)^2/s^2) with s =
- * 1e-4 came out 7 times too large; it stays a power, as a sum with a number in it does. */
+/* A sum of varying terms shifted by terms that vary less: x - x0, x - v*t, R - e*cos(th)
+ * (state and a parameter or time), t - t0 (time and a parameter). Multiplied out its power
+ * loses the digits of the difference near the feature: (x - x0)^4 as x^4 - 4*x0*x^3 + ...
+ * keeps none at x0 = 1e4, x - x0 = 1e-5 (terms ~1e16 cancel to 1e-20), and
+ * exp(-(x - x0)^2/s^2) with s = 1e-4 came out 7 times too large, a force pulse
+ * exp(-(t - t0)^2/w^2) at t0 = 1e5 anything at all; it stays a power, as a sum with a
+ * number in it does. */
 static int shifted_sum(const expr_ctx *c, const expr *e)
 {
     if (e->kind != EXPR_ADD)
         return 0;
-    int dep = 0, offset = 0;
-    for (int i = 0; i < e->nargs; i++) {
-        if (state_dependent(c, e->args[i]))
-            dep = 1;
-        else
-            offset = 1;
-    }
-    return dep && offset;
+    int has[3] = {0, 0, 0}, konst = e->num != 0.0;
+    for (int i = 0; i < e->nargs; i++)
+        has[variation(c, e->args[i])] = 1;
+    konst = konst || has[0];
+    return (has[2] && (has[1] || konst)) || (has[1] && konst);
 }
 
-/* A sum of bare state symbols shifted by a number or a state-free term: x - x0,
- * x - 4023, x' - v*t. As a factor it stays whole: k*(x - x0) as k*x - k*x0 keeps 7 of
- * the digits of x - x0 = 1e-5 at x0 = 1e4 (x and x0 are exact; their difference is, by
- * Sterbenz, but k*x and k*x0 are rounded). Sums of functions of the state (1 - sin^2,
- * 1 + 5*cos^2) are multiplied out: their terms carry their rounding already. */
+/* A shifted sum (shifted_sum, or one shifted by a number) whose most varying terms are
+ * bare symbols: x - x0, x - 4023, x' - v*sin(w*t), t - t0. As a factor it stays whole:
+ * k*(x - x0) as k*x - k*x0 keeps 7 of the digits of x - x0 = 1e-5 at x0 = 1e4 (x and x0
+ * are exact, and so is their difference by Sterbenz, but k*x and k*x0 are rounded). Sums
+ * of functions of the state (1 - sin^2, 1 + 5*cos^2) are multiplied out: their terms
+ * carry their rounding already, and the trigonometric normalisation needs them. */
 static int shifted_linear(const expr_ctx *c, const expr *e)
 {
     if (e->kind != EXPR_ADD)
         return 0;
-    int bare = 0, offset = e->num != 0.0;
+    int top = 0, konst = e->num != 0.0, lower = 0;
     for (int i = 0; i < e->nargs; i++) {
-        if (!state_dependent(c, e->args[i]))
-            offset = 1;
-        else if (bare_state(c, e->args[i]))
-            bare = 1;
-        else
-            return 0;
+        int v = variation(c, e->args[i]);
+        top = v > top ? v : top;
     }
-    return bare && offset;
+    if (top == 0)
+        return 0;
+    for (int i = 0; i < e->nargs; i++) {
+        int v = variation(c, e->args[i]);
+        if (v == top && !bare_symbol(e->args[i]))
+            return 0;
+        if (v < top)
+            lower = 1;
+        konst = konst || v == 0;
+    }
+    return lower || konst;
 }
 
 static int n_terms(const expr_ctx *c, const expr *e)

@@ -935,9 +935,9 @@ Test(expr, folding_keeps_underflows_and_shifts)
 
 /* A sum shifted by a parameter is kept whole like one shifted by a number (review of
  * round 3): with r = 1e4 and x - r = 1e-5, exp(-(x - r)^2/g^2) at g = 1e-4 came out
- * 7.5 times too large (its exponent's terms ~1e16 cancelled), m/2*(x - r)^4's force was
- * 0 instead of -2*m*(x - r)^3, and m*(x - r) kept 7 digits; and d tanh^2 (x/g) at
- * x/g = 100 was 0 (1 - tanh^2 rounds to 0) instead of -1.1e-80. */
+ * 7.5 times too large (its exponent's terms ~1e16 cancelled; in t - r, a force pulse, too), m/2*(x - r)^4's
+ * force was 0 instead of -2*m*(x - r)^3, and m*(x - r) kept 7 digits; and d tanh^2 (x/g) at x/g = 100 was 0
+ * (1 - tanh^2 rounds to 0) instead of -1.1e-80. */
 Test(expr, parameter_shifts_and_steep_tanh_keep_their_digits)
 {
     expr_ctx *c = te_ctx();
@@ -958,7 +958,10 @@ Test(expr, parameter_shifts_and_steep_tanh_keep_their_digits)
         {"m/2*(x - r)^4", 1.5 * pow(d, 4)},
         {"m*(x - r)*y", 3 * d * 2},
         {"m*(x - r)^2 + m*(x - r)*y'", 3 * d * d + 3 * d * 0.5},
+        {"exp(-(t - r)^2/g^2)", exp(-d * d / 1e-8)}, /* a force pulse at t = r */
+        {"m*(t - r)*exp(-(t - r)^2/g^2)", 3 * d * exp(-d * d / 1e-8)},
     };
+    vals[expr_sym_find(c, "t")] = vals[sx];
     vals[expr_sym_find(c, "y")] = 2;
     vals[expr_sym_find(c, "y'")] = 0.5;
     expr *prev = NULL;
