@@ -603,11 +603,11 @@ static const cli_command cli_commands[] = {
      "usage: hamel run FILE [--csv|--json] [-o OUT] [--progress|--no-progress]\n"
      "Simulates FILE (a case file, or a simulation request with \"model\") and prints the result\n"
      "JSON, or with --csv its trajectory: t, the coordinates, the speeds, then each coordinate's\n"
-     "rate as name'. -o OUT writes to OUT. A run longer than a second shows its progress on\n"
-     "standard error when that is a terminal (--progress: always, a line a second when it is\n"
-     "not; --no-progress: never). A check that failed (energy expected conserved but drifting,\n"
-     "a constraint not kept) is printed on standard error as \"hamel: warning: CODE: ...\" and\n"
-     "listed under \"warnings\" in the result.\n",
+     "rate as name' (a multipliers run: then lambda_<constraint>). -o OUT writes to OUT. A run\n"
+     "longer than a second shows its progress on standard error when that is a terminal\n"
+     "(--progress: always, a line a second when it is not; --no-progress: never). A check that\n"
+     "failed (energy expected conserved but drifting, a constraint not kept) is printed on\n"
+     "standard error as \"hamel: warning: CODE: ...\" and listed under \"warnings\" in the result.\n",
      CLI_OPT_OUT | CLI_OPT_CSV | CLI_OPT_JSON | CLI_OPT_PROGRESS, cmd_run},
     {"check",
      "usage: hamel check FILE [--json] [-o OUT]\n"

@@ -65,26 +65,33 @@ int hameltext_csv(FILE *f, const json_t *result, const json_t *model)
         fprintf(stderr, "hamel: the result has no trajectory\n");
         return -1;
     }
-    static const char *const groups[] = {"q", "speeds", "qdot"};
+    /* the multipliers formulation's constraint forces last, as lambda_<constraint> */
+    enum { NGROUPS = 4 };
+    static const char *const groups[NGROUPS] = {"q", "speeds", "qdot", "multipliers"};
+    static const char *const prefix[NGROUPS] = {"", "", "", "lambda_"}, *const suffix[NGROUPS] = {"", "", "'",
+                                                                                                  ""};
     json_t *coords = json_object_get(model, "coordinates");
     json_t *speed_names = hameltext_names(json_object_get(model, "speeds"));
-    json_t *cols[3];
-    for (int g = 0; g < 3; g++) {
+    json_t *cons = hameltext_names(json_object_get(model, "constraints"));
+    json_t *cols[NGROUPS];
+    for (int g = 0; g < NGROUPS; g++) {
         json_t *grp = json_object_get(tr, groups[g]);
-        cols[g] = json_is_object(grp) ? text_columns(grp, g == 1 ? speed_names : coords) : json_array();
+        cols[g] = json_is_object(grp) ? text_columns(grp, g == 1 ? speed_names : (g == 3 ? cons : coords))
+                                      : json_array();
     }
     json_decref(speed_names);
+    json_decref(cons);
     fputs("t", f);
-    for (int g = 0; g < 3; g++) {
+    for (int g = 0; g < NGROUPS; g++) {
         size_t i;
         json_t *n;
-        json_array_foreach(cols[g], i, n) fprintf(f, ",%s%s", json_string_value(n), g == 2 ? "'" : "");
+        json_array_foreach(cols[g], i, n) fprintf(f, ",%s%s%s", prefix[g], json_string_value(n), suffix[g]);
     }
     fputc('\n', f);
     size_t rows = json_array_size(t);
     for (size_t k = 0; k < rows; k++) {
         hameltext_put_double(f, "", json_number_value(json_array_get(t, k)));
-        for (int g = 0; g < 3; g++) {
+        for (int g = 0; g < NGROUPS; g++) {
             json_t *grp = json_object_get(tr, groups[g]);
             size_t i;
             json_t *n;
@@ -99,7 +106,7 @@ int hameltext_csv(FILE *f, const json_t *result, const json_t *model)
         }
         fputc('\n', f);
     }
-    for (int g = 0; g < 3; g++)
+    for (int g = 0; g < NGROUPS; g++)
         json_decref(cols[g]);
     return 0;
 }

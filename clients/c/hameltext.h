@@ -21,7 +21,8 @@ void hameltext_put_double(FILE *f, const char *sep, double v);
 json_t *hameltext_names(const json_t *list);
 
 /* Writes the trajectory of `result` as CSV: a header t, the coordinates, the speeds,
- * then each coordinate's rate as name', and one row per sample. The model (may be NULL)
+ * then each coordinate's rate as name' (and, for the multipliers formulation, each
+ * constraint's multiplier as lambda_<name>), and one row per sample. The model (may be NULL)
  * gives the column order. Returns 0, or -1 (with a message on stderr) when the result
  * has no trajectory. */
 int hameltext_csv(FILE *f, const json_t *result, const json_t *model);

@@ -621,6 +621,42 @@ static void parse_definition(struct engine_model *m, const json_t *d, const char
     }
 }
 
+/* When error e of definitions[i] is an unknown identifier that a later definition
+ * defines, says so in its reason: "unknown identifier 'b'" alone, with b defined in the
+ * model, reads as a bug. */
+static void later_definition_hint(const json_t *defs, size_t i, json_t *problem, size_t k)
+{
+    json_t *e = json_array_get(json_object_get(problem, "errors"), k);
+    const char *reason = json_string_value(json_object_get(e, "reason"));
+    static const char prefix[] = "unknown identifier '";
+    if (!reason || strncmp(reason, prefix, sizeof prefix - 1) != 0)
+        return;
+    const char *name = reason + sizeof prefix - 1;
+    size_t len = strcspn(name, "'");
+    for (size_t j = i; j < json_array_size(defs); j++) {
+        const char *dn = json_string_value(json_object_get(json_array_get(defs, j), "name"));
+        if (dn && strlen(dn) == len && !strncmp(dn, name, len)) {
+            char buf[512];
+            if (j == i)
+                snprintf(buf, sizeof buf, "%s: a definition cannot use itself", reason);
+            else
+                snprintf(buf, sizeof buf,
+                         "%s: it is definitions[%zu], and a definition may use only those before it", reason,
+                         j);
+            json_object_set_new(e, "reason", json_string(buf));
+            if (k == 0) { /* the detail was written from it */
+                const json_t *col = json_object_get(e, "column");
+                char detail[640];
+                snprintf(detail, sizeof detail, "%s: column %d: %s",
+                         json_string_value(json_object_get(e, "path")), (int)json_integer_value(col), buf);
+                if (col)
+                    json_object_set_new(problem, "detail", json_string(detail));
+            }
+            return;
+        }
+    }
+}
+
 /* model.definitions, each may use the earlier ones. -1 when there are too many. */
 static int parse_definitions(struct engine_model *m, const json_t *js, const engine_limits *lim,
                              json_t *problem)
@@ -637,7 +673,10 @@ static int parse_definitions(struct engine_model *m, const json_t *js, const eng
     for (size_t i = 0; defs && json_is_array(defs) && i < json_array_size(defs); i++) {
         char path[96];
         snprintf(path, sizeof path, "model.definitions[%zu]", i);
+        size_t before = json_array_size(json_object_get(problem, "errors"));
         parse_definition(m, json_array_get(defs, i), path, lim, problem);
+        if (json_array_size(json_object_get(problem, "errors")) > before)
+            later_definition_hint(defs, i, problem, before);
     }
     return 0;
 }

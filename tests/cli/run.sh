@@ -170,6 +170,18 @@ run_out() {
   expect_exit 2 "$hamel" run "$case_file" -o "$work/no/such/dir/x.json"
 }
 check "hamel run -o FILE writes there (JSON or CSV); an unwritable one is exit 2" run_out
+csv_multipliers() {
+  # a multipliers run (a constraint nonlinear in q'): its constraint forces are columns
+  # lambda_<constraint> after the rates, as the web page's CSV has them (they were left out)
+  ex=$top/clients/web/examples/constant-speed-particle.json
+  expect_exit 0 "$hamel" run "$ex" --csv || return 1
+  [ "$(head -n 1 "$work/out")" = "t,x,y,x',y',lambda_speed" ] || { head -n 2 "$work/out"; return 1; }
+  "$hamel" run "$ex" >"$work/mult.json" || return 1
+  [ "$(sed -n 2p "$work/out" | cut -d, -f6)" = "$(jq -r '.trajectory.multipliers.speed[0]' "$work/mult.json")" ] || return 1
+  cp "$work/out" "$work/mult.local"
+  expect_exit 0 "$hamel" remote --url "$url" run "$ex" --csv && cmp "$work/out" "$work/mult.local"
+}
+check "hamel run --csv (local, remote) of a multipliers run has lambda_<constraint> columns" csv_multipliers
 # an oscillator integrated by rk2 at rtol 0.5: its energy drifts by tens of per cent
 cat >"$work/drift.json" <<'JSON'
 {"model": {"coordinates": ["x"], "kinetic_energy": "x'^2/2", "potential_energy": "x^2/2"},

@@ -491,6 +491,20 @@ def test_leaving_a_batch_loop_early_cancels_the_runs_left(client, case):
     assert until(lambda: metric("hamel_jobs_running") == 0)
 
 
+def test_to_pandas_of_a_multipliers_run_has_the_cli_csv_columns(client, tmp_path):
+    """The constraint forces of a multipliers run are columns lambda_<name> of
+    to_pandas() and to_numpy(), as in `hamel run --csv` and the web page's CSV."""
+    ex = os.path.join(os.path.dirname(CLI), "..", "clients", "web", "examples", "constant-speed-particle.json")
+    r = client.simulate(ex)
+    assert list(r.multipliers) == ["speed"]
+    out = subprocess.run([CLI, "run", ex, "--csv"], capture_output=True, text=True, check=True).stdout
+    header = out.splitlines()[0].split(",")
+    assert r.columns() == header == ["t", "x", "y", "x'", "y'", "lambda_speed"]
+    assert list(r.to_pandas().columns) == header
+    assert r.to_numpy().shape == (len(r.t), len(header))
+    assert (r.to_numpy()[:, -1] == r.multipliers["speed"]).all()
+
+
 def test_a_batch_stream_that_times_out_cancels_the_runs_left(case):
     """A read timeout (no line within the client's timeout while long runs go on) ends
     the loop with a HamelError; the runs the stream left must not go on on the server."""

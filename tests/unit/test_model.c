@@ -169,6 +169,20 @@ Test(model, error_parameter_clashes_with_coordinate)
                   "invalid-model", "model.coordinates[0]", 0, "already defined (a parameter)");
 }
 
+Test(model, error_definition_uses_a_later_one_or_itself)
+{
+    /* "unknown identifier 'b'" alone, with b defined in the model, read as a bug */
+    compile_fails(
+        "{\"coordinates\": [\"x\"], \"definitions\": [{\"name\": \"a\", \"expr\": \"b + x\"}, "
+        "{\"name\": \"b\", \"expr\": \"1\"}], \"kinetic_energy\": \"a*x'^2\"}",
+        "invalid-model", "model.definitions[0].expr", 1,
+        "unknown identifier 'b': it is definitions[1], and a definition may use only those before it");
+    compile_fails("{\"coordinates\": [\"x\"], \"definitions\": [{\"name\": \"c\", \"expr\": \"c + 1\"}], "
+                  "\"kinetic_energy\": \"x'^2\"}",
+                  "invalid-model", "model.definitions[0].expr", 1,
+                  "unknown identifier 'c': a definition cannot use itself");
+}
+
 Test(model, error_unknown_identifier_in_T)
 {
     /* column of k in "m*x'^2/2 + k*x^2": 12 */

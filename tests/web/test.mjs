@@ -881,23 +881,25 @@ await check("what-if: with rerun on change, a parameter's new value runs at once
   }
 });
 
-await check("the CSV download has the CLI's columns (hamel run --csv)", async () => {
+await check("the CSV download has the CLI's columns (hamel run --csv), a multipliers run's lambda_ too", async () => {
+  for (const example of [ROLLING_DISK, "constant-speed-particle"]) {
   const cli = join(dirname(process.env.HAMEL_SERVER_BIN || join(here, "..", "..", "build", "hamel-server")), "hamel");
-  const out = spawnSync(cli, ["run", join(webRoot, "examples", `${ROLLING_DISK}.json`), "--csv"], { encoding: "utf8" });
+  const out = spawnSync(cli, ["run", join(webRoot, "examples", `${example}.json`), "--csv"], { encoding: "utf8" });
   assert(out.status === 0, `${cli} run --csv: exit ${out.status} ${out.stderr}`);
   const want = out.stdout.split("\n")[0];
   const p18 = await context.newPage();
   try {
-    await p18.goto(`${BASE}/?example=${ROLLING_DISK}`);
+    await p18.goto(`${BASE}/?example=${example}`);
     await p18.waitForFunction(() => document.body.dataset.ready === "1");
     await runAndWait(p18);
     const [dl] = await Promise.all([p18.waitForEvent("download"), p18.locator("button.dl", { hasText: "CSV" }).click()]);
     const text = readFileSync(await dl.path(), "utf8");
     const got = text.split("\n")[0];
-    assert(got === want, `the page's CSV header "${got}" is not the CLI's "${want}"`);
+    assert(got === want, `${example}: the page's CSV header "${got}" is not the CLI's "${want}"`);
     assert(text.trim().split("\n").length === 1 + Number(await p18.locator("#samples").inputValue()), "one CSV row per sample");
   } finally {
     await p18.close();
+  }
   }
 });
 

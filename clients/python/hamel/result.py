@@ -96,12 +96,15 @@ class Result:
 
     def columns(self):
         """The column names of to_pandas() and of `hamel run --csv`: t, the coordinates,
-        the independent speeds, then each coordinate's rate as ``name'``."""
-        return ["t"] + list(self.q) + list(self.speeds) + [n + "'" for n in self.qdot]
+        the independent speeds, then each coordinate's rate as ``name'`` (and, for the
+        multipliers formulation, each constraint's multiplier as ``lambda_<name>``)."""
+        return (["t"] + list(self.q) + list(self.speeds) + [n + "'" for n in self.qdot]
+                + ["lambda_" + n for n in self.multipliers])
 
     def to_numpy(self):
         """The samples as one 2-D array, one row per sample, columns as columns()."""
-        cols = [self.t] + list(self.q.values()) + list(self.speeds.values()) + list(self.qdot.values())
+        cols = [self.t] + list(self.q.values()) + list(self.speeds.values()) + list(self.qdot.values()) \
+            + list(self.multipliers.values())
         return np.column_stack(cols) if len(self.t) else np.empty((0, len(cols)))
 
     def to_pandas(self):
@@ -113,6 +116,7 @@ class Result:
         data.update(self.q)
         data.update(self.speeds)
         data.update({n + "'": v for n, v in self.qdot.items()})
+        data.update({"lambda_" + n: v for n, v in self.multipliers.items()})
         return pd.DataFrame(data, columns=self.columns())
 
     def __repr__(self):
