@@ -1143,6 +1143,34 @@ static json_t *linearize_result(const struct engine_model *m, const struct lin_r
     return result;
 }
 
+/* The eigen document of A at the point of `prefix` ("points[i]." or "": the request's
+ * one point), or NULL with
+ * *problem a numerical-failure: A not finite (an overflow at the state: said so, the
+ * point named, before GSL is given infinities) or the eigensolver not converging. */
+static json_t *lin_point_eigen(int N, const double *A, const char *const *names, int vectors,
+                               const char *prefix, json_t **problem)
+{
+    int finite = 1;
+    for (size_t i = 0; i < (size_t)N * N && finite; i++)
+        finite = isfinite(A[i]);
+    json_t *eig = finite ? eigen_json(N, A, names, vectors) : NULL;
+    if (eig)
+        return eig;
+    if (finite) {
+        *problem =
+            hamel_problem_new(HAMEL_E_NUMERIC, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
+        return NULL;
+    }
+    *problem =
+        hamel_problem_new(HAMEL_E_NUMERIC, "A is not finite at this point (an overflow): the state's values "
+                                           "are out of the model's range");
+    char path[48];
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(prefix, "."), prefix);
+    hamel_problem_add(*problem, path, -1,
+                      "A (the linearized equations) has an infinite or NaN entry at this state");
+    return NULL;
+}
+
 int engine_linearize(const engine_model *m, const json_t *request, const engine_limits *limits,
                      engine_control *ctl, json_t **result, json_t **problem)
 {
@@ -1266,10 +1294,9 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
                                 json_string("the operating point is not an equilibrium or a steady motion"));
             goto done;
         }
-        json_t *eig = eigen_json(N, A, (const char *const *)state_names, R.vectors);
+        json_t *eig = lin_point_eigen(N, A, (const char *const *)state_names, R.vectors, prefix, problem);
         if (!eig) {
             rc = HAMEL_E_NUMERIC;
-            *problem = hamel_problem_new(rc, "the eigenvalues of A did not converge (gsl_eigen_nonsymmv)");
             goto done;
         }
         json_t *o = point_json(m, params, &R, s, f, A, B, eig, max_ud, max_drift);

@@ -463,30 +463,49 @@ int hamel_explain(hamel_ws *w, double t, const double *q, const double *u, char 
         goto done;
     }
     hamel_project(n, k, w->lu, w->piv, w->dyn, w->M, w->a, w->X, w->h, w->MX, w->F, w->Ms);
-    double big = 0.0;
     for (int x = 0; x < k * k && !rc; x++)
         rc = !isfinite(w->Ms[x]) || (x < k && !isfinite(w->F[x]));
     if (rc) {
         snprintf(why, size, "M* (the mass matrix of the speeds) or its forcing is not finite (an overflow)");
         goto done;
     }
-    for (int r = 0; r < k; r++)
-        big = fmax(big, fabs(w->Ms[r * k + r]));
-    memcpy(w->save, w->Ms, (size_t)k * k * sizeof *w->save);
-    if (k > 0 && (!(big > 0.0) || linalg_lu(k, w->save, w->spiv) < 0)) {
-        int r0 = -1;
-        for (int r = 0; r < k && r0 < 0; r++)
-            if (!(fabs(w->Ms[r * k + r]) > 1e-13 * big))
-                r0 = r;
-        if (r0 >= 0)
-            snprintf(why, size,
-                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives speed %s no "
-                     "inertia",
-                     m->speeds[r0]);
-        else
-            snprintf(why, size,
-                     "M* (the mass matrix of the speeds) is singular: the kinetic energy gives a "
-                     "combination of the speeds no inertia");
+    /* Judged per speed against the size of the terms its M*_rr sums (Phi_S's column r
+     * through M), so that masses of 1e6 and 1e-9 in one model are not "no inertia": a
+     * speed whose M*_rr is only their rounding has none; otherwise M* scaled to a unit
+     * diagonal must factor (a combination of the speeds without inertia). A negative
+     * M*_rr (a negative mass: a warning of the run, warnings.c) is inertia here. */
+    double *scale = k > 0 ? malloc((size_t)k * sizeof *scale) : NULL;
+    int r0 = -1;
+    for (int r = 0; r < k && r0 < 0; r++) {
+        const double *x = w->X + (size_t)r * n;
+        double mag = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int l = 0; l < n; l++)
+                mag += fabs(x[i]) * fabs(w->M[(size_t)i * n + l]) * fabs(x[l]);
+        double d = fabs(w->Ms[r * k + r]);
+        if (!(d > 1e-12 * mag) || !(d > 0.0))
+            r0 = r;
+        else if (scale)
+            scale[r] = 1.0 / sqrt(d);
+    }
+    int combination = 0;
+    if (r0 < 0 && k > 0) {
+        for (int r = 0; r < k; r++)
+            for (int s2 = 0; s2 < k; s2++)
+                w->save[r * k + s2] = scale ? w->Ms[r * k + s2] * scale[r] * scale[s2] : w->Ms[r * k + s2];
+        combination = linalg_lu(k, w->save, w->spiv) < 0;
+    }
+    free(scale);
+    if (r0 >= 0) {
+        snprintf(why, size,
+                 "M* (the mass matrix of the speeds) is singular: the kinetic energy gives speed %s no "
+                 "inertia",
+                 m->speeds[r0]);
+        rc = 2;
+    } else if (combination) {
+        snprintf(why, size,
+                 "M* (the mass matrix of the speeds) is singular: the kinetic energy gives a "
+                 "combination of the speeds no inertia");
         rc = 2;
     }
 done:

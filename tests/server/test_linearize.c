@@ -106,6 +106,22 @@ Test(server_linearize, evaluate_rolling_disk)
     harness_resp_free(&r);
 }
 
+/* A state so large that A overflows: a 422 that says so and names the point, not "the
+ * eigenvalues of A did not converge" (GSL fed infinities). */
+Test(server_linearize, an_overflowing_state_says_a_is_not_finite)
+{
+    json_t *pts =
+        json_pack("[{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}]", "q", "phi", 0.0, "theta", 1.2, "psi",
+                  0.0, "x", 0.0, "y", 0.0, "speeds", "wd", 1e308, "thd", 0.0, "Omega", 4.0);
+    harness_resp r =
+        post("/v1/linearize", json_pack("{s:O, s:o, s:b}", "model", json_object_get(disk, "model"), "points",
+                                        pts, "steady", 0));
+    cr_assert_eq(r.status, 422, "%s", r.body);
+    cr_assert(strstr(json_string_value(json_object_get(r.json, "detail")), "not finite"), "%s", r.body);
+    cr_assert(has_error_at(&r, "points[0]"), "the point is not named: %s", r.body);
+    harness_resp_free(&r);
+}
+
 Test(server_linearize, upright_disk_eigenvalues)
 {
     const double g = 9.81, rr = 0.5, W = 4.0;

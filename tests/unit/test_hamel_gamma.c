@@ -115,3 +115,34 @@ Test(hamel_gamma, running_error_bound_covers_cancellation)
     cr_expect_geq(oe[2], fabs(out[2] - 0.01) / u, "the square's bound covers its error");
     cr_expect_eq(oe[3], 0.0, "an input is exact");
 }
+
+/* A constraint written times 1e-16 is the same constraint: its Psi row is tiny against
+ * the speeds' rows, and a pivot judged against the largest entry of the whole matrix
+ * made Psi "singular at this configuration" (review round 3: factors 1e-14..1e16 of a
+ * constraint of the rolling disk); against its own row it factors, and gamma^slip_x is
+ * 1e-16 times the unscaled one. */
+Test(hamel_gamma, a_constraint_row_scaled_by_1e_16_is_not_singular)
+{
+    engine_init();
+    static const char *const texts[2] = {
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"kinetic_energy\": \"(x'^2 + y'^2 + th'^2)/2\","
+        " \"constraints\": [{\"name\": \"knife\", \"expr\": \"-sin(th)*x' + cos(th)*y'\"}],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", \"expr\": "
+        "\"th'\"}]}",
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"kinetic_energy\": \"(x'^2 + y'^2 + th'^2)/2\","
+        " \"constraints\": [{\"name\": \"knife\", \"expr\": \"1e-16*(-sin(th)*x' + cos(th)*y')\"}],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", \"expr\": "
+        "\"th'\"}]}"};
+    double got[2];
+    for (int i = 0; i < 2; i++) {
+        engine_model *m = support_compile_text(texts[i]);
+        json_t *res;
+        json_t *g = gamma_at(m, "{\"q\": {\"x\": 0.3, \"y\": -0.7, \"th\": 0.4}}", &res);
+        got[i] = listed(g, "knife", "v", "w");
+        cr_expect(!isnan(got[i]), "model %d: gamma^knife_{v,w} is listed: %s", i,
+                  json_dumps(g, JSON_COMPACT));
+        json_decref(res);
+        engine_model_release(m);
+    }
+    cr_expect_float_eq(got[1], 1e-16 * got[0], 1e-30, "scaled %g, unscaled %g", got[1], got[0]);
+}

@@ -269,6 +269,17 @@ Test(model, error_speed_without_inertia)
     engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"1/2*x'^2\", "
                                  "\"constraints\": [\"y' - x'\"]}");
     engine_model_release(m);
+    /* a mass of 1e6 beside one of 1e-9 (or 1e-20) is inertia, not none: judged per speed */
+    m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"M\": 1e6, \"mm\": 1e-9},"
+                   " \"kinetic_energy\": \"1/2*M*x'^2 + 1/2*mm*y'^2\"}");
+    engine_model_release(m);
+    m = compile_ok(
+        "{\"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": 1e6, \"I\": 1e-20},"
+        " \"kinetic_energy\": \"m/2*(x'^2 + y'^2) + I/2*th'^2\","
+        " \"constraints\": [\"-sin(th)*x' + cos(th)*y'\"],"
+        " \"speeds\": [{\"name\": \"v\", \"expr\": \"cos(th)*x' + sin(th)*y'\"}, {\"name\": \"w\", "
+        "\"expr\": \"th'\"}]}");
+    engine_model_release(m);
 }
 
 Test(model, error_force_on_non_coordinate)
