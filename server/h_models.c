@@ -63,9 +63,12 @@ static enum MHD_Result http__model_summary(http_conn *c, engine_model *m, int st
     if (!summary)
         return http__error(c, HAMEL_E_INTERNAL, "no summary");
     if (status == 200 && c->method != HTTP_POST && http__source_wanted(c)) {
-        /* the model itself (its canonical form, from which it was compiled): a page or
-         * client that has only the id can show, edit and run it again */
-        json_t *source = json_loads(engine_model_canonical(m), 0, NULL);
+        /* the model itself, as first posted (read from the store by http__run_source:
+         * its definitions and its own expressions), else its canonical form, from which
+         * it was compiled: a page or client that has only the id can show, edit and run
+         * it again */
+        json_t *source = json_is_object(c->work.out) ? json_incref(c->work.out)
+                                                     : json_loads(engine_model_canonical(m), 0, NULL);
         if (!source) {
             json_decref(summary);
             return http__error(c, HAMEL_E_INTERNAL, "the model's canonical form does not parse");
@@ -213,6 +216,31 @@ static enum MHD_Result http__resume_form(http_conn *c)
     return http__problem(c, problem ? problem : hamel_problem_new(c->work.rc, NULL));
 }
 
+/* Offloaded (a store read): the model of ?source=1 as it was first posted, into c->work.out
+ * (left NULL when the store has none: the canonical form is answered). A model posted a
+ * moment ago may still be on its way to the store: one barrier, then a second look. */
+static void http__run_source(void *arg)
+{
+    http_conn *c = arg;
+    store *st = c->srv->d.st;
+    char *text = NULL;
+    int rc = st ? store_get_model(st, engine_model_id(c->work.model), &text) : 1;
+    if (rc == 1 && st && store_barrier(st) == 0)
+        rc = store_get_model(st, engine_model_id(c->work.model), &text);
+    if (rc == 0 && text) {
+        json_t *doc = json_loads(text, 0, NULL);
+        json_t *spec = json_object_get(doc, "model"); /* {"model": {...}} as POST takes it */
+        c->work.out = json_incref(json_is_object(spec) && !json_object_get(doc, "coordinates") ? spec : doc);
+        json_decref(doc);
+    }
+    free(text);
+}
+
+static enum MHD_Result http__resume_source(http_conn *c)
+{
+    return http__model_summary(c, c->work.model, 200, NULL);
+}
+
 enum MHD_Result http__model(http_conn *c)
 {
     return http__get_model(c, http__route_has(c, HTTP_ROUTE_EQUATIONS));
@@ -257,6 +285,10 @@ enum MHD_Result http__get_model(http_conn *c, int equations)
     if (equations) { /* printed on first request: on the offload pool */
         c->work.model = m;
         return http__offload(c, http__run_equations, http__resume_form);
+    }
+    if (http__source_wanted(c) && c->srv->d.st) { /* the posted source: a store read, off the poll thread */
+        c->work.model = m;
+        return http__offload(c, http__run_source, http__resume_source);
     }
     ret = http__model_summary(c, m, 200, NULL);
     engine_model_release(m);

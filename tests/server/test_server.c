@@ -391,6 +391,46 @@ SERVER_TEST(server, model_source_reads_back_to_the_same_id)
     stop_checked(&srv);
 }
 
+/* ?source=1 gives the model as it was first posted (issue 17's share links): its
+ * definitions, its own expressions and description; the canonical form folds the
+ * definitions into the expressions, so a model reopened from a link lost them (and an
+ * event or invariant naming one could not be run again elsewhere). */
+SERVER_TEST(server, model_source_is_the_model_as_posted_with_its_definitions)
+{
+    const char *spec =
+        "{\"name\": \"defs-sleigh\", \"description\": \"a sleigh written with definitions\","
+        " \"coordinates\": [\"X\", \"Y\", \"th\"], \"parameters\": {\"M\": 3, \"J\": 0.7, \"b\": 0.25},"
+        " \"definitions\": [{\"name\": \"vcx\", \"expr\": \"X' - b*th'*sin(th)\"},"
+        " {\"name\": \"vcy\", \"expr\": \"Y' + b*th'*cos(th)\"}],"
+        " \"kinetic_energy\": \"1/2*M*(vcx^2 + vcy^2) + 1/2*J*th'^2\","
+        " \"constraints\": [{\"name\": \"blade\", \"expr\": \"-X'*sin(th) + Y'*cos(th)\"}]}";
+    json_t *model = json_loads(spec, 0, NULL);
+    cr_assert_not_null(model);
+    harness_resp r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    char path[256], model_id[128];
+    snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/models/%s?source=1", model_id);
+    harness_resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    json_t *source = json_object_get(g.json, "source");
+    cr_assert(json_is_object(source), "%s", g.body);
+    cr_assert(json_equal(json_object_get(source, "definitions"), json_object_get(model, "definitions")),
+              "the definitions as posted: %s", g.body);
+    cr_assert_str_eq(json_string_value(json_object_get(source, "kinetic_energy")),
+                     json_string_value(json_object_get(model, "kinetic_energy")));
+    cr_assert_str_eq(json_string_value(json_object_get(source, "description")),
+                     json_string_value(json_object_get(model, "description")));
+    harness_resp again = post_json("/v1/models", source);
+    cr_assert_eq(again.status, 200, "the source is the known model: %s", again.body);
+    cr_assert_str_eq(str(again.json, "model_id"), model_id);
+    harness_resp_free(&again);
+    harness_resp_free(&g);
+    json_decref(model);
+    stop_checked(&srv);
+}
+
 SERVER_TEST(server, simulate_wait_then_cached_identical)
 {
     json_t *req = knife_request();

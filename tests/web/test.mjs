@@ -1631,11 +1631,14 @@ await check("3-D view: a wheel touches the ground, a thin disk's rim and a torus
   }
 });
 
-await check("invariants typed for a pasted model are sent, and a share link keeps every setting, samples too", async () => {
+await check("invariants typed for a pasted model are sent, and a share link keeps every setting, samples too, and the model's definitions", async () => {
   const p = await reviewPage("share-settings");
+  // the skate written with a definition: the link's model was the canonical form, which
+  // folds definitions into the expressions (they were gone from the editor)
+  const model = { ...SKATE, name: "inclined-skate-defs", definitions: [{ name: "v2", expr: "X'^2 + Y'^2" }], kinetic_energy: "m/2*v2 + J/2*alpha'^2" };
   try {
     await openExample(p, ROLLING_DISK);
-    await p.locator("#model-editor textarea").fill(JSON.stringify(SKATE, null, 2));
+    await p.locator("#model-editor textarea").fill(JSON.stringify(model, null, 2));
     await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
     // invariants written for the pasted model, before its first run (they were cleared
     // as "the previous model's symbols" and the run went without them)
@@ -1664,6 +1667,9 @@ await check("invariants typed for a pasted model are sent, and a share link keep
         assert(got === mine[f], `the shared link opens ${f} as "${got}", the run had "${mine[f]}"`);
       }
       assert(await q.locator("#invariants-editor textarea").inputValue().then((t) => JSON.parse(t)[0].name) === "E", "the shared link lost the invariant");
+      const opened = JSON.parse(await q.locator("#model-editor textarea").inputValue());
+      assert(JSON.stringify(opened.definitions) === JSON.stringify(model.definitions) && opened.kinetic_energy === model.kinetic_energy,
+        `the shared link's model lost its definitions: ${JSON.stringify(opened.definitions)}, T = ${opened.kinetic_energy}`);
     } finally {
       await b.close();
     }

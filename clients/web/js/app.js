@@ -835,6 +835,9 @@ function readableOrder(m) {
   const out = {};
   for (const k of KEY_ORDER) if (k in m) out[k] = m[k];
   for (const k of Object.keys(m)) if (!(k in out)) out[k] = m[k];
+  // and each entry of a list its name first ({"name", "expr"}, as models are written)
+  const nameFirst = (e) => (e && typeof e === "object" && !Array.isArray(e) && "name" in e ? { name: e.name, ...e } : e);
+  for (const k of Object.keys(out)) if (Array.isArray(out[k])) out[k] = out[k].map(nameFirst);
   return out;
 }
 
