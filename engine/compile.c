@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "budget.h"
 
 _Static_assert(BUDGET_WALL_FACTOR == ENGINE_COMPILE_WALL_FACTOR, "one wall-clock backstop (engine_types.h)");
@@ -37,8 +39,9 @@ _Static_assert(BUDGET_WALL_FACTOR == ENGINE_COMPILE_WALL_FACTOR, "one wall-clock
 struct compile_run {
     struct model_build b;
     reduce_result red;
-    int have_red; /* red holds a result to free */
-    int rejected; /* the reduced equations disagreed with the numeric path */
+    int have_red;   /* red holds a result to free */
+    int rejected;   /* the reduced equations disagreed with the numeric path */
+    int numeric_ok; /* states where that numeric path could be evaluated; -1: not tried */
 };
 
 /* ---- the stages that are not the model's own steps ---- */
@@ -56,14 +59,15 @@ static int stage_hamel(struct compile_run *r)
  * configuration (with the model's parameters) is refused as Psi singular is, naming
  * model.kinetic_energy; a run whose parameters make it singular still says so at its
  * initial state (hamel_explain). Linear constraints only (the nonlinear ones solve q'
- * by Newton's method from a guess, and a test point may have no root). */
+ * by Newton's method from a guess, and a test point may have no root). Free when the
+ * reduction's check (hamel_fast_agrees) evaluated the numeric right-hand side. */
 #define COMPILE_MASS_POINTS 3
 
 static int stage_mass(struct compile_run *r)
 {
     struct engine_model *m = r->b.m;
-    if (m->k == 0 || m->nl_reduced)
-        return MB_OK;
+    if (m->k == 0 || m->nl_reduced || r->numeric_ok > 0)
+        return MB_OK; /* the reduction's check evaluated the right-hand side already */
     for (int j = 0; j < m->nc; j++)
         if (!m->cons[j].linear)
             return MB_OK;
@@ -74,17 +78,28 @@ static int stage_mass(struct compile_run *r)
         free(in);
         return MB_OOM;
     }
+    hamel_ws_set_numeric(w, 1); /* as hamel_fast_agrees's numeric path */
     int regular = 0, singular = 0;
     char why[320] = "", first[320] = "";
-    for (int k = 0; k < COMPILE_MASS_POINTS; k++) {
+    double *y = malloc(((size_t)m->n + m->k) * 2 * sizeof *y);
+    if (!y) {
+        hamel_ws_free(w);
+        free(in);
+        return MB_OOM;
+    }
+    /* the right-hand side as a run evaluates it (sparse where it can be): one point
+     * where it succeeds settles it; the reason is asked only where it fails */
+    for (int k = 0; k < COMPILE_MASS_POINTS && !regular; k++) {
         model_test_point(m, k, in);
-        int rc = hamel_explain(w, in[model_input_t(m)], in + model_input_q(m), in + model_input_qd(m), why,
-                               sizeof why);
-        if (rc == 0)
+        double t = in[model_input_t(m)];
+        memcpy(y, in + model_input_q(m), (size_t)m->n * sizeof *y);
+        memcpy(y + m->n, in + model_input_qd(m), (size_t)m->k * sizeof *y);
+        if (hamel_rhs(t, y, y + m->n + m->k, w) == GSL_SUCCESS)
             regular++;
-        else if (rc == 2 && singular++ == 0)
+        else if (hamel_explain(w, t, y, y + m->n, why, sizeof why) == 2 && singular++ == 0)
             memcpy(first, why, sizeof first);
     }
+    free(y);
     hamel_ws_free(w);
     free(in);
     if (regular || !singular)
@@ -211,7 +226,9 @@ static int stage_equations(struct compile_run *r)
         equations_accel_symbols(m); /* the equations themselves are printed on request */
     if (budget_check(r->b.bud))
         return MB_OVER;
-    r->rejected = m->tape_fast && !m->nl_reduced && !hamel_fast_agrees(m);
+    r->numeric_ok = -1;
+    if (m->tape_fast && !m->nl_reduced)
+        r->rejected = !hamel_fast_agrees(m, &r->numeric_ok);
     if (r->rejected) {
         tape_free(m->tape_fast);
         m->tape_fast = NULL;
@@ -312,7 +329,6 @@ static const struct compile_stage stages[] = {
     {"position constraints", step_positions, NULL, NULL, 0, 0, NULL},
     {"energy", step_energy, "simplification", "model.kinetic_energy", 0, 0, NULL},
     {"Hamel structure", stage_hamel, NULL, NULL, 0, 0, NULL},
-    {"mass matrix", stage_mass, "mass matrix", "model.kinetic_energy", 0, 0, NULL},
     {"canonical form", step_canonical, NULL, NULL, 0, 0, NULL},
     {"summary", step_summary, "printing", "model", 0, 0, NULL},
     {"symbolic reduction", stage_reduce, "symbolic reduction", "model", COMPILE_REDUCE_SHARE, 0, reduce_late},
@@ -320,6 +336,7 @@ static const struct compile_stage stages[] = {
     {"holonomy analysis", stage_holonomy, "holonomy analysis", "model.constraints", COMPILE_REDUCE_SHARE,
      COMPILE_HOLONOMY_SECONDS, holonomy_late},
     {"keep the reduction", stage_keep_reduction, NULL, NULL, 0, 0, NULL},
+    {"mass matrix", stage_mass, "mass matrix", "model.kinetic_energy", 0, 0, NULL},
     {"machine code", NULL, "machine code", "model", 0, 0, NULL},
 };
 

@@ -41,12 +41,20 @@ static int variation(const expr_ctx *c, const expr *e)
     return expr_depends_class(c, e, SYM_TIME) ? 1 : 0;
 }
 
-/* A symbol that varies, or a number times one: x, t, 2*x' (not x0, not x^2). */
-static int bare_symbol(const expr *e)
+/* A symbol, or a number times one (x, t, 2*x'; not x0*x, not x^2): its variation
+ * (variation below) from its class alone, -1 for anything else. */
+static int bare_variation(const expr_ctx *c, const expr *e)
 {
     if (e->kind == EXPR_MUL && e->nargs == 1)
         e = e->args[0];
-    return e->kind == EXPR_SYM;
+    if (e->kind != EXPR_SYM)
+        return -1;
+    switch (expr_sym_get(c, e->sym)->cls) {
+    case SYM_PARAM: return 0;
+    case SYM_TIME: return 1;
+    case SYM_DEF: return -1; /* parses as its value: never a symbol node */
+    default: return 2;
+    }
 }
 
 /* A sum of varying terms shifted by terms that vary less: x - x0, x - v*t, R - e*cos(th)
@@ -77,19 +85,21 @@ static int shifted_linear(const expr_ctx *c, const expr *e)
 {
     if (e->kind != EXPR_ADD)
         return 0;
-    int top = 0, konst = e->num != 0.0, lower = 0;
+    /* the bare symbols first (their class alone): most sums have none, and are done */
+    int top = -1, konst = e->num != 0.0;
     for (int i = 0; i < e->nargs; i++) {
-        int v = variation(c, e->args[i]);
-        top = v > top ? v : top;
+        int b = bare_variation(c, e->args[i]);
+        top = b > top ? b : top;
     }
-    if (top == 0)
+    if (top < 1)
         return 0;
+    int lower = 0;
     for (int i = 0; i < e->nargs; i++) {
-        int v = variation(c, e->args[i]);
-        if (v == top && !bare_symbol(e->args[i]))
-            return 0;
-        if (v < top)
-            lower = 1;
+        int b = bare_variation(c, e->args[i]);
+        int v = b >= 0 ? b : variation(c, e->args[i]);
+        if (v > top || (v == top && b < 0))
+            return 0; /* a term that is not a bare symbol varies as much */
+        lower = lower || v < top;
         konst = konst || v == 0;
     }
     return lower || konst;

@@ -1559,8 +1559,9 @@ done:
  * states. Each path's rounding scale is estimated by the spread of the two answers'
  * magnitudes; a disagreement beyond 1e-7 relative (or NaN on one side only) means the
  * reduction is wrong for this model (or cancels catastrophically), and it is not used. */
-int hamel_fast_agrees(const struct engine_model *m)
+int hamel_fast_agrees(const struct engine_model *m, int *numeric_ok)
 {
+    *numeric_ok = 0;
     if (!m->tape_fast)
         return 1;
     int n = m->n, k = m->k, N = n + k, agree = 1, compared = 0;
@@ -1586,6 +1587,7 @@ int hamel_fast_agrees(const struct engine_model *m)
         double t = in[model_input_t(m)];
         if (hamel_rhs(t, y, fb, num) != GSL_SUCCESS)
             continue; /* singular here for the numeric path: no verdict */
+        ++*numeric_ok;
         if (hamel_rhs(t, y, fa, fast) != GSL_SUCCESS) {
             agree = 0;
             break;

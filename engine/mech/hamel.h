@@ -50,8 +50,9 @@ int hamel_const_mass_inverse(const struct engine_model *m, const double *params,
 
 /* Whether the symbolically reduced equations (tape_fast) agree with the numeric path
  * at pseudo-random states (1 also when there is no tape_fast). The model compiler drops
- * a reduction that does not: a wrong simplification must never reach a user. */
-int hamel_fast_agrees(const struct engine_model *m);
+ * a reduction that does not: a wrong simplification must never reach a user.
+ * *numeric_ok: at how many of the states the numeric path could be evaluated. */
+int hamel_fast_agrees(const struct engine_model *m, int *numeric_ok);
 /* Finds the gamma^j_rl and gamma^j_r that are not identically zero (numerically, at
  * several random configurations, against the rounding scale of their sums) and sets
  * each linear constraint's gamma_free flag (a first-order test, not integrability:
