@@ -1678,6 +1678,33 @@ await check("invariants typed for a pasted model are sent, and a share link keep
   }
 });
 
+await check("a pasted model's names are offered by the sweep before any run, and failed runs of a sweep say why", async () => {
+  const p = await reviewPage("sweep-pasted");
+  try {
+    await openExample(p, ROLLING_DISK);
+    await p.locator("#model-editor textarea").fill(JSON.stringify({ ...SKATE, name: "skate-sweep" }, null, 2));
+    await p.locator("#initial-editor textarea").fill(JSON.stringify(SKATE_INITIAL, null, 2));
+    // the list followed the model only after a run: the rolling disk's r, Omega were offered
+    await p.waitForFunction(() => [...document.querySelectorAll("#sw-var option")].some((o) => o.value === "parameters.beta"));
+    const opts = await p.$$eval("#sw-var option", (os) => os.map((o) => o.value));
+    assert(opts.includes("initial.q.X") && !opts.includes("parameters.r") && !opts.some((o) => /Omega/.test(o)), `the sweep offers ${opts.join(", ")}`);
+    // runs that fail (a step budget of 5): the page said "3 failed" and nothing of why
+    await p.fill("#max_steps", "5");
+    await p.selectOption("#sw-var", "parameters.beta");
+    await p.fill("#sw-from", "0.1");
+    await p.fill("#sw-to", "0.3");
+    await p.fill("#sw-n", "3");
+    await p.click('[data-testid="sw-run"]');
+    await p.waitForFunction(() => ["done", "failed", "cancelled"].includes(document.getElementById("sw-card").dataset.state));
+    assert(await p.locator("#sw-problem").isVisible(), "failed runs, and no problem shown");
+    const text = await p.locator("#sw-problem").innerText();
+    assert(/3 of 3 runs failed/.test(text) && /step limit/.test(text) && /beta = 0\.1/.test(text) && /runs\[0\]/.test(text),
+      `the sweep's problem says: ${text}`);
+  } finally {
+    await p.close();
+  }
+});
+
 await check("no script errors in the page", async () => {
   assert(pageErrors.length === 0, pageErrors.join(" | "));
 });

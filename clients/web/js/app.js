@@ -287,6 +287,9 @@ modelEditor.onchange = () => {
     if (now !== JSON.stringify(Object.keys(state.paramDefaults)) || JSON.stringify(Object.entries(m.value.parameters || {}).map(([k, v]) => [k, typeof v === "object" ? v.value : v])) !== JSON.stringify(Object.entries(state.paramDefaults))) {
       renderParams(m.value, keep);
     }
+    // the sweep card offers this model's names, not the previous one's
+    const init = parseEditor(initialEditor, "initial state");
+    sweep.refresh(null, m.value, init.error ? null : init.value);
   }, 300);
 };
 

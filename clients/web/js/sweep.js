@@ -34,10 +34,15 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
   /** The names one can vary: parameters, initial coordinates and speeds. */
   function refresh(summary, model, initial) {
     const opts = [];
+    // before the model is validated (no summary) its own names, not those of the initial
+    // state, which may still be the previous model's
+    const names = (list) => (Array.isArray(list) ? list.map((x) => (typeof x === "string" ? x : x && x.name)).filter(Boolean) : null);
+    const coords = (summary && summary.coordinates) || names(model && model.coordinates) || Object.keys((initial && initial.q) || {});
     for (const p of Object.keys((model && model.parameters) || {})) opts.push([`parameters.${p}`, `parameter ${p}`]);
-    for (const q of (summary && summary.coordinates) || Object.keys((initial && initial.q) || {})) opts.push([`initial.q.${q}`, `initial ${q}`]);
+    for (const q of coords) opts.push([`initial.q.${q}`, `initial ${q}`]);
     const byQdot = initial && initial.qdot && !initial.speeds;
-    const vnames = byQdot ? Object.keys(initial.qdot) : ((summary && summary.speeds) || Object.keys((initial && initial.speeds) || {}));
+    const vnames = byQdot ? ((summary && summary.coordinates) || names(model && model.coordinates) || Object.keys(initial.qdot))
+      : ((summary && summary.speeds) || names(model && model.speeds) || Object.keys((initial && initial.speeds) || {}));
     for (const u of vnames) opts.push([`initial.${byQdot ? "qdot" : "speeds"}.${u}`, `initial ${u}${byQdot ? "'" : ""}`]);
     const fill = (sel, none) => {
       const was = sel.value;
@@ -49,8 +54,8 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     if (!varWas) { const sp = opts.find(([v]) => v.startsWith("initial.speeds.") || v.startsWith("initial.qdot.")); if (sp) $("sw-var").value = sp[0]; }
     fill($("sw-var2"), true);
     const quantities = [];
-    for (const q of (summary && summary.coordinates) || Object.keys((initial && initial.q) || {})) quantities.push([`q.${q}`, q]);
-    for (const u of (summary && summary.speeds) || Object.keys((initial && initial.speeds) || {})) quantities.push([`speeds.${u}`, u]);
+    for (const q of coords) quantities.push([`q.${q}`, q]);
+    for (const u of (summary && summary.speeds) || names(model && model.speeds) || Object.keys((initial && initial.speeds) || {})) quantities.push([`speeds.${u}`, u]);
     const qsel = $("sw-quantity"), fsel = $("sw-final");
     const qwas = qsel.value, fwas = fsel.value;
     qsel.replaceChildren(...quantities.map(([v, l]) => h("option", { value: v }, `${l}(t)`)));
@@ -118,6 +123,20 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
       errs.length ? h("ul", { class: "errors" }, errs.map((e) => h("li", {}, h("span", { class: "reason" }, e.reason || ""), e.path ? h("code", { class: "path" }, e.path) : null))) : null);
   }
 
+  /** The problem shown when runs of a sweep failed: how many, and for the first few the
+   *  swept values and the run's own problem (its title and detail). */
+  function failures(total, failed) {
+    const errors = [];
+    for (const r of plan.runs) {
+      const line = lines[r.index];
+      if (!line || line.status === "done" || errors.length >= 5) continue;
+      const p = line.problem || {};
+      const at = plan.vars.map((v, k) => `${label(v.key)} = ${fmt(k === 0 ? r.a : r.b, 6)}`).join(", ");
+      errors.push({ reason: `${at}: ${p.title || line.status}${p.detail ? ` (${p.detail})` : ""}`, path: `runs[${r.index}]` });
+    }
+    return { title: `${failed} of ${total} runs failed`, detail: "Their curves and points are left out.", errors };
+  }
+
   function progress(done, total, label) {
     $("sw-bar").style.width = `${total ? (100 * done) / total : 0}%`;
     $("sw-progress-text").textContent = label || `${done} of ${total} runs`;
@@ -134,6 +153,13 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
     if (a.length * b.length > MAX_RUNS) return problem({ title: "Too many runs", detail: `${a.length * b.length} runs; the page sweeps at most ${MAX_RUNS} at once.` });
     const ctx = await prepare();
     if (!ctx) return; // the model or the settings have a problem, shown beside them
+    // the model validated: its names; a variable chosen for another model is not sent
+    refresh(ctx.summary, { parameters: ctx.summary.parameters || ctx.params || {} }, ctx.request.initial);
+    const known = new Set([...$("sw-var").options].map((o) => o.value));
+    const stale = [v1, v2].filter((v) => v && !known.has(v));
+    if (stale.length) {
+      return problem({ title: "Check the sweep", detail: `${stale.join(" and ")} is not a parameter, coordinate or speed of this model: choose what to vary again.` });
+    }
     setEvents((ctx.request.events || []).map((e) => e.name));
     const base = { ...ctx.request };
     delete base.model_id;
@@ -172,6 +198,7 @@ export function setupSweep({ getApi, prepare, chart, unitOf }) {
       batchId = res.batchId || batchId;
       $("sw-card").dataset.state = "done";
       $("sw-card").dataset.runs = String(done);
+      if (failed) problem(failures(runs.length, failed));
     } catch (e) {
       if (e && e.name === "AbortError") {
         progress(done, runs.length, `cancelled after ${done} of ${runs.length} runs`);
