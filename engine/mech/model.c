@@ -1111,8 +1111,20 @@ static void decide_energy(struct engine_model *m)
         WHY("T depends explicitly on t");
     if (!expr_is_zero(c, expr_diff(c, m->V, m->sym_t)))
         WHY("V depends explicitly on t");
-    if (!all_zero(m, m->Q, m->n))
-        WHY("non-potential generalized forces act");
+    /* Forces that do no work (gyroscopic: Q = B q' with B skew, a magnetic field's
+     * Lorentz force) keep the energy: their power Q.q' is identically zero. */
+    int powerless = 0;
+    if (!all_zero(m, m->Q, m->n)) {
+        expr **terms = calloc(m->n + 1, sizeof *terms);
+        if (terms) {
+            for (int i = 0; i < m->n; i++)
+                terms[i] = expr_mul(c, m->Q[i], expr_sym(c, m->sym_qd[i]));
+            powerless = expr_is_zero(c, expr_sum(c, terms, m->n));
+            free(terms);
+        }
+        if (!powerless)
+            WHY("non-potential generalized forces act");
+    }
     for (int j = 0; j < m->nc; j++) {
         if (m->cons[j].linear)
             continue;
@@ -1136,8 +1148,10 @@ static void decide_energy(struct engine_model *m)
     m->energy_conserved = ok;
     if (ok)
         snprintf(why, len,
-                 "scleronomic constraints, T and V independent of t, no non-potential forces: %s is "
+                 "scleronomic constraints, T and V independent of t, %s: %s is "
                  "a first integral",
+                 powerless ? "the generalized forces do no work (Q.q' = 0 identically)"
+                           : "no non-potential forces",
                  m->energy_is_jacobi ? "the Jacobi integral p.q' - T + V" : "E = T + V");
 }
 

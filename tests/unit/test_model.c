@@ -491,6 +491,25 @@ Test(model, summary_rheonomic)
     cr_expect(!jbool(s, "energy_conserved"), "a damping force acts");
     json_decref(s);
     engine_model_release(m);
+
+    /* a Lorentz force (q B y', -q B x') does no work: E = T + V is conserved (review
+     * round 3: "non-potential generalized forces act", so no energy check was made) */
+    m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"qB\": 2},"
+                   " \"kinetic_energy\": \"(x'^2 + y'^2)/2\", \"potential_energy\": \"(x^2 + y^2)/4\","
+                   " \"generalized_forces\": {\"x\": \"qB*y'\", \"y\": \"-qB*x'\"}}");
+    s = summary_of(m);
+    cr_expect(jbool(s, "energy_conserved"), "a force that does no work keeps the energy");
+    why = json_string_value(json_object_get(s, "energy_reason"));
+    cr_expect(why && strstr(why, "do no work"), "energy_reason: %s", why ? why : "(none)");
+    json_decref(s);
+    engine_model_release(m);
+    m = compile_ok("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"qB\": 2},"
+                   " \"kinetic_energy\": \"(x'^2 + y'^2)/2\","
+                   " \"generalized_forces\": {\"x\": \"qB*y'\", \"y\": \"-qB*x' - 1e-9*y'\"}}");
+    s = summary_of(m);
+    cr_expect(!jbool(s, "energy_conserved"), "the same with a little damping does work");
+    json_decref(s);
+    engine_model_release(m);
 }
 
 /* Without "speeds", the later coordinates are the dependent ones: for the rolling
