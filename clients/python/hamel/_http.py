@@ -141,6 +141,7 @@ class Transport:
                         raise HamelError(resp.status, doc)
                     raise HamelError(resp.status, None, _not_a_problem(self.url, resp.status, headers))
                 raise HamelError(resp.status, None, "hamel: the server did not stream the batch")
+            _wait_for_lines(conn.sock or getattr(getattr(resp.fp, "raw", None), "_sock", None), self.timeout)
             gz = zlib.decompressobj(31) if headers.get("content-encoding") == "gzip" else None
             buf = b""
             while True:
@@ -163,6 +164,28 @@ class Transport:
                 yield json.loads(buf)
         finally:
             conn.close()
+
+
+def _wait_for_lines(sock, timeout):
+    """A batch stream's lines come as its runs finish, however long a run takes: once the
+    answer has begun, reads wait without a timeout, and a server that is gone is found by
+    TCP keepalive probes instead (after about twice `timeout` of silence from its host; a
+    server process that ends closes the connection at once). Where the platform has no
+    keepalive settings the read timeout stays (each line within `timeout`)."""
+    if sock is None or timeout is None:
+        return
+    idle_opt = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)  # Linux, macOS
+    if idle_opt is None or not hasattr(socket, "TCP_KEEPINTVL") or not hasattr(socket, "TCP_KEEPCNT"):
+        return
+    try:
+        idle = max(1, int(math.ceil(timeout)))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, idle_opt, idle)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, max(1, idle // 3))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3)
+        sock.settimeout(None)
+    except OSError:
+        pass  # the read timeout stays
 
 
 def _where(path, key):

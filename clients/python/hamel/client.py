@@ -225,8 +225,8 @@ class Client:
         checks, stats, events; ["final"] for just the last sample). An invalid run refuses the
         whole batch: HamelError naming runs[i]... before the first result. Leaving the loop
         early (break), an interrupt (Ctrl-C) or a stream that breaks off (HamelError, status
-        0: no line within the client's timeout, the connection lost) cancels the runs not
-        finished yet."""
+        0: the connection lost) cancels the runs not finished yet. The lines are waited for
+        however long the runs take (the client's timeout bounds the answer's start)."""
         ref, case_base = _split(model)
         body = dict(ref)
         merged = merge_request(case_base, base or {})
