@@ -25,6 +25,7 @@
 _Static_assert(BUDGET_WALL_FACTOR == ENGINE_COMPILE_WALL_FACTOR, "one wall-clock backstop (engine_types.h)");
 #include "equations.h"
 #include "hamel.h"
+#include "linalg.h"
 #include "holonomy.h"
 #include "model.h"
 #include "model_build.h"
@@ -63,14 +64,71 @@ static int stage_hamel(struct compile_run *r)
  * reduction's check (hamel_fast_agrees) evaluated the numeric right-hand side. */
 #define COMPILE_MASS_POINTS 3
 
+/* With a nonlinear constraint the linear ones' independence (model.c) does not cover
+ * all: two constraints may say the same (x'^2 + y'^2 - 1 and 2*x'^2 + 2*y'^2 - 2), or a
+ * gradient vanish along a linear one ((x' - y')^3 beside x' - y'). Then the multipliers
+ * are not determined and every run failed with "the right-hand side could not be
+ * evaluated". Dependent: the gradients df/dq', each scaled to unit length, are
+ * dependent (or one is zero) at every test configuration. */
+static int nonlinear_dependent(const struct engine_model *m)
+{
+    int n = m->n, nc = m->nc, dependent = 0, independent = 0;
+    if (nc < 1 || !m->tape_mult)
+        return 0;
+    double *in = calloc(m->n_in + 1, sizeof *in), *work = calloc(m->work_len + 1, sizeof *work);
+    double *jf = calloc((size_t)nc * (n + 1) + 1, sizeof *jf), *a = calloc((size_t)nc * nc + 1, sizeof *a);
+    int *piv = calloc(nc + 1, sizeof *piv);
+    for (int k = 0; k < COMPILE_MASS_POINTS && in && work && jf && a && piv; k++) {
+        model_test_point(m, k, in);
+        tape_run(m->tape_mult, in, work, jf);
+        int zero = 0, finite = 1;
+        for (int j = 0; j < nc; j++) {
+            double norm = 0.0;
+            for (int i = 0; i < n; i++)
+                norm += jf[j * n + i] * jf[j * n + i];
+            finite = finite && isfinite(norm);
+            zero = zero || !(norm > 0.0);
+            for (int i = 0; i < n && norm > 0.0; i++)
+                jf[j * n + i] /= sqrt(norm);
+        }
+        if (!finite)
+            continue; /* proves nothing */
+        if (zero) {
+            dependent++;
+            continue;
+        }
+        for (int x = 0; x < nc; x++)
+            for (int y = 0; y < nc; y++) {
+                double v = 0.0;
+                for (int i = 0; i < n; i++)
+                    v += jf[x * n + i] * jf[y * n + i];
+                a[x * nc + y] = v;
+            }
+        if (linalg_lu(nc, a, piv) < 0)
+            dependent++;
+        else
+            independent++;
+    }
+    free(in), free(work), free(jf), free(a), free(piv);
+    return dependent > 0 && !independent;
+}
+
 static int stage_mass(struct compile_run *r)
 {
     struct engine_model *m = r->b.m;
-    if (m->k == 0 || m->nl_reduced || r->numeric_ok > 0)
-        return MB_OK; /* the reduction's check evaluated the right-hand side already */
+    int nonlinear = 0;
     for (int j = 0; j < m->nc; j++)
-        if (!m->cons[j].linear)
-            return MB_OK;
+        nonlinear += !m->cons[j].linear;
+    if (nonlinear && nonlinear_dependent(m)) {
+        hamel_problem_add(
+            r->b.prob, "model.constraints", -1,
+            "the constraints are dependent: their velocity gradients df/dq' are dependent at every test "
+            "configuration (two constraints say the same, or a gradient vanishes where the "
+            "constraint holds, as for (x' - y')^3): the constraint forces are not determined");
+        return MB_FAIL;
+    }
+    if (m->k == 0 || m->nl_reduced || r->numeric_ok > 0 || nonlinear)
+        return MB_OK; /* the reduction's check evaluated the right-hand side already */
     hamel_ws *w = hamel_ws_new(m, m->param_values);
     double *in = calloc(m->n_in + 1, sizeof *in);
     if (!w || !in) {

@@ -282,6 +282,24 @@ Test(model, error_speed_without_inertia)
     engine_model_release(m);
 }
 
+/* Nonlinear constraints that say the same as another, or whose gradient vanishes where
+ * they hold, leave the multipliers undetermined: a 422 at model.constraints (review
+ * round 3: it compiled, and every run failed with "the right-hand side could not be
+ * evaluated"). A nonlinear constraint times 1e-9 beside a linear one is independent. */
+Test(model, error_dependent_nonlinear_constraints)
+{
+    compile_fails("{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"(x'^2 + y'^2 + z'^2)/2\","
+                  " \"constraints\": [\"x'^2 + y'^2 - 1\", \"2*x'^2 + 2*y'^2 - 2\"]}",
+                  "invalid-model", "model.constraints", 0, "gradients df/dq' are dependent");
+    compile_fails("{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"(x'^2 + y'^2)/2\","
+                  " \"constraints\": [\"x' - y'\", \"(x' - y')^3\"]}",
+                  "invalid-model", "model.constraints", 0, "gradients df/dq' are dependent");
+    engine_model *m = compile_ok("{\"coordinates\": [\"x\", \"y\", \"z\"], \"parameters\": {\"k\": 1e-9},"
+                                 " \"kinetic_energy\": \"(x'^2 + y'^2 + z'^2)/2\","
+                                 " \"constraints\": [\"k*(x'^2 + y'^2 - 1)\", \"z' - x*y'\"]}");
+    engine_model_release(m);
+}
+
 Test(model, error_force_on_non_coordinate)
 {
     compile_fails("{" KNIFE_COORDS ", " KNIFE_P ", " KNIFE_T ", \"generalized_forces\": {\"z\": \"-x'\"}}",
