@@ -273,6 +273,21 @@ check_bad() {
   jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/local-problem.json"
 }
 check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
+remote_json_problem() {
+  # with --json a refused run is its problem document on standard error, as locally (the
+  # remote run printed a line of text: only check --json gave the document)
+  expect_exit 1 "$hamel" run "$work/bad.json" || return 1
+  jq -S 'del(.instance)' "$work/err" >"$work/run-problem.local" || return 1
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/bad.json" --json || return 1
+  jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/run-problem.local" || { cat "$work/err"; return 1; }
+  # a failed run too: the job's problem (step-limit)
+  jq '.simulation.integrator.max_steps = 3' "$case_file" >"$work/steps.json"
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/steps.json" --json || return 1
+  jq -e '.type == "/problems/step-limit"' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+  # without --json: the line, as before
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/bad.json" && has "$work/err" '^hamel remote: '
+}
+check "hamel remote run --json: a refused or failed run is its problem document on standard error, as locally" remote_json_problem
 check_not_json() {
   # check prints text whatever refused the input: a FILE that is not JSON too (it printed
   # the JSON problem document), the same line as `hamel remote check`; --json the document
