@@ -22,7 +22,7 @@
     8 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15); 4: numbers folded only when        \
          nothing is lost in products and quotients too; 5: a Hamel coefficient made of Phi's rounding        \
          noise only is zero; 6: and of dPsi's and Psi's evaluation error (running bounds); 7: sums shifted   \
-         by a parameter kept whole, d tanh = cosh^-2; 8: pivots judged against their rows, energy kept       \
+         by a parameter kept whole, d tanh = cosh^-2; 8: M* singular per speed, energy kept                  \
          by forces that do no work */
 
 typedef struct engine_model engine_model;

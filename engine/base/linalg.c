@@ -2,45 +2,30 @@
 #include "linalg.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 int linalg_lu(int n, double *a, int *piv)
 {
-    /* each row's largest entry before the elimination, swapped along with its row */
-    double local[64], *rmax = n <= 64 ? local : malloc((size_t)n * sizeof *rmax);
-    if (!rmax)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        rmax[i] = 0.0;
-        for (int j = 0; j < n; j++)
-            rmax[i] = fmax(rmax[i], fabs(a[i * n + j]));
-    }
-    int rc = 0;
-    for (int k = 0; k < n && rc == 0; k++) {
+    for (int k = 0; k < n; k++) {
         int p = k;
-        double best = fabs(a[k * n + k]);
+        double best = fabs(a[k * n + k]), colmax = best;
         for (int i = k + 1; i < n; i++) {
             double v = fabs(a[i * n + k]);
             if (v > best) {
                 best = v;
                 p = i;
             }
+            if (v > colmax)
+                colmax = v;
         }
         piv[k] = p;
-        if (!(best > 0.0) || !isfinite(best)) {
-            rc = -1;
-            break;
-        }
-        if (p != k) {
+        if (!(best > 0.0) || !isfinite(best))
+            return -1;
+        if (p != k)
             for (int j = 0; j < n; j++) {
                 double t = a[k * n + j];
                 a[k * n + j] = a[p * n + j];
                 a[p * n + j] = t;
             }
-            double t = rmax[k];
-            rmax[k] = rmax[p];
-            rmax[p] = t;
-        }
         double inv = 1.0 / a[k * n + k];
         for (int i = k + 1; i < n; i++) {
             double f = a[i * n + k] * inv;
@@ -50,20 +35,17 @@ int linalg_lu(int n, double *a, int *piv)
                     a[i * n + j] -= f * a[k * n + j];
         }
     }
-    /* A pivot tiny against its own row (the row's largest entry before the elimination or
-     * after it) means singular. Against the largest entry of the whole matrix, a row
-     * scaled by 1e-14 (a constraint or a speed written times a small parameter, an inertia
-     * of 1e-9 beside a mass of 1e6) read as singular though nothing was. */
-    for (int k = 0; k < n && rc == 0; k++) {
-        double scale = rmax[k];
+    /* A pivot tiny against the largest entry of the matrix means singular. */
+    double amax = 0.0, pmin = INFINITY;
+    for (int k = 0; k < n; k++) {
+        double v = fabs(a[k * n + k]);
+        if (v < pmin)
+            pmin = v;
         for (int j = k; j < n; j++)
-            scale = fmax(scale, fabs(a[k * n + j]));
-        if (fabs(a[k * n + k]) <= 1e-13 * scale)
-            rc = -1;
+            if (fabs(a[k * n + j]) > amax)
+                amax = fabs(a[k * n + j]);
     }
-    if (rmax != local)
-        free(rmax);
-    return rc;
+    return pmin <= 1e-13 * amax ? -1 : 0;
 }
 
 void linalg_lu_solve(int n, const double *a, const int *piv, double *b)

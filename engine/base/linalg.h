@@ -10,9 +10,8 @@
 #define HAMEL_LINALG_H
 
 /* LU-factors the n x n row-major matrix a in place with partial pivoting; piv[n]
- * receives the row permutation. Returns 0, or -1 if a pivot is zero or at most 1e-13
- * times the largest entry of its own row, before or after the elimination (numerically
- * singular; a row scaled by any factor is judged alike). */
+ * receives the row permutation. Returns 0, or -1 if a pivot is zero or smaller than
+ * 1e-13 times the largest entry of its column (numerically singular). */
 int linalg_lu(int n, double *a, int *piv);
 
 /* Solves A x = b in place in b, with a and piv from linalg_lu. */

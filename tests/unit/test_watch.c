@@ -251,37 +251,3 @@ Test(watch, a_failure_where_psi_turns_singular_says_so, .init = setup)
     json_decref(req);
     engine_model_release(m);
 }
-
-/* The rolling disk (Greenwood 5.3) with its no-slip constraints written times k = 1e-14
- * (a parameter: a number is folded away): the same motion. The watch's first test of Psi compared the
- * smallest pivot with the largest entry of the whole matrix and stopped the run at once, "Psi is singular at
- * the initial configuration" (review round 3); each pivot is judged against its row. */
-Test(watch, a_constraint_row_scaled_by_1e_14_runs_as_the_unscaled_one, .init = setup)
-{
-    json_t *c = support_load_file("../shared/cases/greenwood-5.3-rolling-disk.json");
-    json_t *model = json_deep_copy(json_object_get(c, "model"));
-    json_t *req = json_object_get(c, "simulation");
-    engine_model *m0 = support_compile_json(model);
-    size_t i;
-    json_t *con;
-    json_array_foreach(json_object_get(model, "constraints"), i, con)
-    {
-        char text[400];
-        snprintf(text, sizeof text, "k*(%s)", json_string_value(json_object_get(con, "expr")));
-        json_object_set_new(con, "expr", json_string(text));
-    }
-    json_object_set_new(json_object_get(model, "parameters"), "k", json_real(1e-14));
-    engine_model *m1 = support_compile_json(model);
-    json_t *r0 = support_simulate(m0, req, "unscaled"), *r1 = support_simulate(m1, req, "scaled by 1e-14");
-    size_t last = json_array_size(json_object_get(json_object_get(r0, "trajectory"), "t")) - 1;
-    static const char *const q[] = {"phi", "theta", "psi", "x", "y"};
-    for (int k = 0; k < 5; k++)
-        cr_expect_float_eq(support_at(r1, "q", q[k], last), support_at(r0, "q", q[k], last), 1e-9,
-                           "%s at t_end", q[k]);
-    json_decref(r0);
-    json_decref(r1);
-    json_decref(model);
-    json_decref(c);
-    engine_model_release(m0);
-    engine_model_release(m1);
-}
