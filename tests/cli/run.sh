@@ -398,7 +398,12 @@ stray_members() {
   expect_exit 1 "$hamel" remote --url "$url" evaluate "$work/eval-stray.json" && has "$work/err" 'states: beside "evaluate"' || return 1
   # what is not a request member (a case file's simulation, a title) is let be
   jq '. + {title: "disk", simulation: {t_end: 1}}' "$work/lin.json" >"$work/lin-case.json"
-  expect_exit 0 "$hamel" linearize "$work/lin-case.json"
+  expect_exit 0 "$hamel" linearize "$work/lin-case.json" || return 1
+  # {"model", "steady": {...}}: "steady" is the request here (and a member of linearize's)
+  jq '{model, steady: {state: .linearize, unknowns: ["thd"]}}' "$work/lin.json" >"$work/steady.json"
+  expect_exit 0 "$hamel" steady "$work/steady.json" && jq -e '.steady.speeds.Omega == 4' "$work/out" >/dev/null || return 1
+  jq '. + {unknowns: ["thd"]}' "$work/steady.json" >"$work/steady-stray.json"
+  expect_exit 1 "$hamel" steady "$work/steady-stray.json" && has "$work/err" '"path": "unknowns"'
 }
 check "hamel (local, remote) linearize/evaluate: a request member beside the request is an error naming it" stray_members
 jq '. + {runs: [{initial: {speeds: {Omega: 3}}}, {initial: {speeds: {Omega: 5}}}, {integrator: {max_steps: 3}}]}' "$case_file" >"$work/batch.json"
