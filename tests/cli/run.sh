@@ -91,6 +91,17 @@ bad_json() {
   jq -e '.errors[0].reason | startswith("unable to open")' "$work/err" >/dev/null
 }
 check "hamel run of a truncated or missing file: exit 1, the line and column (file or stdin)" bad_json
+by_model_id() {
+  # a request naming its model by id runs remotely; locally it was "model.coordinates:
+  # required", as if the request were a model
+  id=$("$hamel" check "$case_file" --json | jq -r .model_id)
+  jq --arg id "$id" '.simulation + {model_id: $id}' "$case_file" >"$work/byid.json"
+  expect_exit 1 "$hamel" run "$work/byid.json" || return 1
+  jq -e '.errors[0].path == "model_id" and (.errors[0].reason | test("hamel remote"))' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+  "$hamel" remote --url "$url" check "$case_file" >/dev/null || return 1 # the server knows it
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/byid.json" --csv
+}
+check "hamel run of a request by model_id: exit 1 naming model_id (a server's); hamel remote runs it" by_model_id
 
 # ---- the compile budget: --max-compile-seconds S (CPU seconds), on every subcommand ----
 budget_option() {
