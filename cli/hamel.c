@@ -232,6 +232,15 @@ static int cli_load(const char *path, json_t **model, json_t **request)
         return lrc;
     json_t *m = json_object_get(doc, "model");
     json_t *sim = json_object_get(doc, "simulation");
+    if (!m && json_object_get(doc, "model_id") && !json_object_get(doc, "coordinates")) {
+        /* a request naming its model by id: only a server knows the id */
+        json_t *p = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
+        hamel_problem_add(p, "model_id", -1,
+                          "the local commands need the model itself (\"model\"): a model id is known to a "
+                          "server (hamel remote)");
+        json_decref(doc);
+        return cli_fail(p);
+    }
     if (m && sim) { /* a case file */
         *model = json_incref(m);
         *request = json_incref(sim);

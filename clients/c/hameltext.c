@@ -246,7 +246,7 @@ const char *hameltext_stray_member(const json_t *doc, const char *which)
     if (!json_is_object(json_object_get(doc, which)))
         return NULL;
     for (const char *const *k = hameltext__request_members; *k; k++)
-        if (json_object_get(doc, *k))
+        if (strcmp(*k, which) != 0 && json_object_get(doc, *k)) /* "steady" is also linearize's member */
             return *k;
     return NULL;
 }

@@ -125,7 +125,8 @@ static const char remote_usage_text[] =
     "(a multipliers run: then lambda_<constraint>).\n"
     "A wait longer than a second shows its progress on standard error when that is a\n"
     "terminal (--progress: always, a line a second when it is not; --no-progress: never).\n"
-    "Exit status: 0 ok, 1 the service refused the request or a run failed, or FILE is not\n"
+    "Exit status: 0 ok, 1 the service refused the request or a run failed (its problem on\n"
+    "standard error: a line, or with --json the problem document), or FILE is not\n"
     "JSON, 2 usage (bad arguments, a FILE that cannot be read), 3 transport (no answer, or\n"
     "not the API's), 130 interrupted by Ctrl-C (143 by SIGTERM, 129 by SIGHUP): the job or\n"
     "batch waited for is cancelled.\n";
@@ -225,11 +226,22 @@ static int remote_exit_for(int rc)
     }
 }
 
-/* Prints the error of a failed call, with every entry of its problem's "errors". */
+/* --json was given: a refusal is printed as its problem document, as the local commands
+ * print it (and `check --json` did), not as lines. */
+static int remote_json_problems;
+
+/* Prints the error of a failed call, with every entry of its problem's "errors" (with
+ * --json, the problem document itself). */
 static int remote_fail(hamelclient *c, const char *what, int rc, const hamelclient_error *err)
 {
     char line[2 * HAMELCLIENT_TEXT_MAX];
     const json_t *doc = hamelclient_last_problem(c);
+    if (remote_json_problems && json_is_object(doc) &&
+        (rc == HAMELCLIENT_E_PROBLEM || rc == HAMELCLIENT_E_CANCELLED)) {
+        json_dumpf(doc, stderr, JSON_INDENT(2));
+        fputc('\n', stderr);
+        return remote_exit_for(rc);
+    }
     json_t *errors = json_object_get(doc, "errors");
     if (json_array_size(errors) > 1 && (rc == HAMELCLIENT_E_PROBLEM || rc == HAMELCLIENT_E_CANCELLED)) {
         /* the status and the problem's own words, then every error once */
@@ -962,6 +974,7 @@ int hamelclient_remote_main(int argc, char **argv)
     remote_args a;
     if (remote_parse(argc, argv, &a) != 0)
         return remote_usage(NULL);
+    remote_json_problems = a.json;
     int help = a.help || (a.npos > 0 && strcmp(a.pos[0], "help") == 0);
     if (help && (a.npos == 0 || strcmp(a.pos[0], "help") == 0)) {
         fputs(remote_usage_text, stdout);

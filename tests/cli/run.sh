@@ -91,6 +91,17 @@ bad_json() {
   jq -e '.errors[0].reason | startswith("unable to open")' "$work/err" >/dev/null
 }
 check "hamel run of a truncated or missing file: exit 1, the line and column (file or stdin)" bad_json
+by_model_id() {
+  # a request naming its model by id runs remotely; locally it was "model.coordinates:
+  # required", as if the request were a model
+  id=$("$hamel" check "$case_file" --json | jq -r .model_id)
+  jq --arg id "$id" '.simulation + {model_id: $id}' "$case_file" >"$work/byid.json"
+  expect_exit 1 "$hamel" run "$work/byid.json" || return 1
+  jq -e '.errors[0].path == "model_id" and (.errors[0].reason | test("hamel remote"))' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+  "$hamel" remote --url "$url" check "$case_file" >/dev/null || return 1 # the server knows it
+  expect_exit 0 "$hamel" remote --url "$url" run "$work/byid.json" --csv
+}
+check "hamel run of a request by model_id: exit 1 naming model_id (a server's); hamel remote runs it" by_model_id
 
 # ---- the compile budget: --max-compile-seconds S (CPU seconds), on every subcommand ----
 budget_option() {
@@ -273,6 +284,21 @@ check_bad() {
   jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/local-problem.json"
 }
 check "an invalid model: check exits 1 naming path and column (text, --json a problem document)" check_bad
+remote_json_problem() {
+  # with --json a refused run is its problem document on standard error, as locally (the
+  # remote run printed a line of text: only check --json gave the document)
+  expect_exit 1 "$hamel" run "$work/bad.json" || return 1
+  jq -S 'del(.instance)' "$work/err" >"$work/run-problem.local" || return 1
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/bad.json" --json || return 1
+  jq -S 'del(.instance)' "$work/err" | cmp -s - "$work/run-problem.local" || { cat "$work/err"; return 1; }
+  # a failed run too: the job's problem (step-limit)
+  jq '.simulation.integrator.max_steps = 3' "$case_file" >"$work/steps.json"
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/steps.json" --json || return 1
+  jq -e '.type == "/problems/step-limit"' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+  # without --json: the line, as before
+  expect_exit 1 "$hamel" remote --url "$url" run "$work/bad.json" && has "$work/err" '^hamel remote: '
+}
+check "hamel remote run --json: a refused or failed run is its problem document on standard error, as locally" remote_json_problem
 check_not_json() {
   # check prints text whatever refused the input: a FILE that is not JSON too (it printed
   # the JSON problem document), the same line as `hamel remote check`; --json the document
@@ -383,7 +409,12 @@ stray_members() {
   expect_exit 1 "$hamel" remote --url "$url" evaluate "$work/eval-stray.json" && has "$work/err" 'states: beside "evaluate"' || return 1
   # what is not a request member (a case file's simulation, a title) is let be
   jq '. + {title: "disk", simulation: {t_end: 1}}' "$work/lin.json" >"$work/lin-case.json"
-  expect_exit 0 "$hamel" linearize "$work/lin-case.json"
+  expect_exit 0 "$hamel" linearize "$work/lin-case.json" || return 1
+  # {"model", "steady": {...}}: "steady" is the request here (and a member of linearize's)
+  jq '{model, steady: {state: .linearize, unknowns: ["thd"]}}' "$work/lin.json" >"$work/steady.json"
+  expect_exit 0 "$hamel" steady "$work/steady.json" && jq -e '.steady.speeds.Omega == 4' "$work/out" >/dev/null || return 1
+  jq '. + {unknowns: ["thd"]}' "$work/steady.json" >"$work/steady-stray.json"
+  expect_exit 1 "$hamel" steady "$work/steady-stray.json" && has "$work/err" '"path": "unknowns"'
 }
 check "hamel (local, remote) linearize/evaluate: a request member beside the request is an error naming it" stray_members
 jq '. + {runs: [{initial: {speeds: {Omega: 3}}}, {initial: {speeds: {Omega: 5}}}, {integrator: {max_steps: 3}}]}' "$case_file" >"$work/batch.json"

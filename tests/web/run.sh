@@ -28,6 +28,10 @@ fi
 
 log=$artifacts/server.log
 data=$(mktemp -d)
+# emptied here, before the server starts: the loop below could read the previous run's
+# "listening on" line before the server's own redirection truncated the file, and then
+# every check met "connection refused" at that old port
+: >"$log"
 HAMEL_PORT=0 HAMEL_STATIC="$repo/clients/web" HAMEL_DATA="$data" "$server" >"$log" 2>&1 &
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data"; }
