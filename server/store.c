@@ -506,6 +506,40 @@ static int store__put_job_w(sqlite_store *s, const char *id, const char *status,
     return rc;
 }
 
+/* Drops the oldest rows that `oldest` lists (rowid, bytes; its ?1 the batch) with `drop`
+ * (its ?1 the rowid) until *bytes is at most target, counting each in *bytes and *rows
+ * (NULL: not counted). Returns 0 or -1. */
+static int store__drop_oldest(sqlite_store *s, int oldest, int drop, long long target, long long *bytes,
+                              long long *rows)
+{
+    while (*bytes > target && (!rows || *rows > 0)) {
+        sqlite3_stmt *st = s->stmt[oldest];
+        sqlite3_bind_int(st, 1, STORE_TRIM_BATCH);
+        long long rowid[STORE_TRIM_BATCH], size[STORE_TRIM_BATCH];
+        int n = 0;
+        while (n < STORE_TRIM_BATCH && sqlite3_step(st) == SQLITE_ROW) {
+            rowid[n] = sqlite3_column_int64(st, 0);
+            size[n] = sqlite3_column_int64(st, 1);
+            n++;
+        }
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        if (n == 0)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (*bytes <= target)
+                break;
+            sqlite3_bind_int64(s->stmt[drop], 1, rowid[i]);
+            if (store__exec(s, s->stmt[drop]) != 0)
+                return -1;
+            *bytes -= size[i];
+            if (rows)
+                (*rows)--;
+        }
+    }
+    return 0;
+}
+
 /* Drops the oldest models past lim.max_model_bytes (0: none), down to STORE_TRIM_TO of
  * it. Returns 0 or -1. */
 static int store__trim_models(sqlite_store *s)
@@ -513,29 +547,8 @@ static int store__trim_models(sqlite_store *s)
     long long max = (long long)s->lim.max_model_bytes;
     if (!max || s->model_bytes <= max)
         return 0;
-    long long target = (long long)(STORE_TRIM_TO * (double)max);
-    while (s->model_bytes > target) {
-        sqlite3_stmt *st = s->stmt[STMT_OLDEST_MODELS];
-        sqlite3_bind_int(st, 1, STORE_TRIM_BATCH);
-        long long rowid[STORE_TRIM_BATCH], bytes[STORE_TRIM_BATCH];
-        int n = 0;
-        while (n < STORE_TRIM_BATCH && sqlite3_step(st) == SQLITE_ROW) {
-            rowid[n] = sqlite3_column_int64(st, 0);
-            bytes[n] = sqlite3_column_int64(st, 1);
-            n++;
-        }
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        if (n == 0)
-            break;
-        for (int i = 0; i < n && s->model_bytes > target; i++) {
-            sqlite3_bind_int64(s->stmt[STMT_DROP_MODEL], 1, rowid[i]);
-            if (store__exec(s, s->stmt[STMT_DROP_MODEL]) != 0)
-                return -1;
-            s->model_bytes -= bytes[i];
-        }
-    }
-    return 0;
+    return store__drop_oldest(s, STMT_OLDEST_MODELS, STMT_DROP_MODEL,
+                              (long long)(STORE_TRIM_TO * (double)max), &s->model_bytes, NULL);
 }
 
 /* Drops the oldest results and job records past the limits, down to STORE_TRIM_TO of
@@ -544,31 +557,10 @@ static int store__trim_models(sqlite_store *s)
 static int store__trim(sqlite_store *s)
 {
     long long max_bytes = (long long)s->lim.max_result_bytes, max_jobs = (long long)s->lim.max_jobs;
-    if (s->result_bytes > max_bytes) {
-        long long target = (long long)(STORE_TRIM_TO * (double)max_bytes);
-        while (s->result_bytes > target && s->results > 0) {
-            sqlite3_stmt *st = s->stmt[STMT_OLDEST_RESULTS];
-            sqlite3_bind_int(st, 1, STORE_TRIM_BATCH);
-            long long rowid[STORE_TRIM_BATCH], bytes[STORE_TRIM_BATCH];
-            int n = 0;
-            while (n < STORE_TRIM_BATCH && sqlite3_step(st) == SQLITE_ROW) {
-                rowid[n] = sqlite3_column_int64(st, 0);
-                bytes[n] = sqlite3_column_int64(st, 1);
-                n++;
-            }
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
-            if (n == 0)
-                break;
-            for (int i = 0; i < n && s->result_bytes > target; i++) {
-                sqlite3_bind_int64(s->stmt[STMT_DROP_RESULT], 1, rowid[i]);
-                if (store__exec(s, s->stmt[STMT_DROP_RESULT]) != 0)
-                    return -1;
-                s->result_bytes -= bytes[i];
-                s->results--;
-            }
-        }
-    }
+    if (s->result_bytes > max_bytes && store__drop_oldest(s, STMT_OLDEST_RESULTS, STMT_DROP_RESULT,
+                                                          (long long)(STORE_TRIM_TO * (double)max_bytes),
+                                                          &s->result_bytes, &s->results) != 0)
+        return -1;
     if (store__trim_models(s) != 0)
         return -1;
     if (s->jobs > max_jobs) {

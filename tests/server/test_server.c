@@ -1386,6 +1386,29 @@ static void restart_on(const char *data, harness_server *s)
     cr_assert_eq(harness_start(s, env), 0, "restart on %s", data);
 }
 
+/* Kills `first` with SIGKILL and starts `second` on the same data directory (as srv). */
+static void kill_and_restart(harness_server *first, const char *data, harness_server *second)
+{
+    kill(first->pid, SIGKILL);
+    waitpid(first->pid, NULL, 0);
+    first->pid = 0;
+    restart_on(data, second);
+    srv = *second;
+}
+
+/* The job `id` is done after the restart, with the trajectory of its first answer `r`. */
+static void assert_done_as_answered(const char *id, const harness_resp *r)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    harness_resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "the job answered done survives kill -9: %s", g.body);
+    cr_assert_str_eq(str(g.json, "status"), "done");
+    cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r->json, "trajectory")),
+              "the same trajectory after the restart");
+    harness_resp_free(&g);
+}
+
 /* A job answered done whose result's commit had not happened yet (held back by
  * HAMEL_TEST_JOURNAL_HOLD: it is only in <data>/results.journal) survives kill -9: the
  * restart commits it from the journal, and the journal is empty after. */
@@ -1407,21 +1430,9 @@ SERVER_TEST(server, a_result_only_in_the_journal_survives_kill_9)
     struct stat sb;
     cr_assert(stat(journal, &sb) == 0 && sb.st_size > 1000, "the result is in the journal (%lld bytes)",
               (long long)(stat(journal, &sb) == 0 ? sb.st_size : -1));
-    kill(first.pid, SIGKILL);
-    waitpid(first.pid, NULL, 0);
-    first.pid = 0;
-
-    restart_on(data, &second);
-    srv = second;
-    char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    harness_resp g = request("GET", path, NULL, NULL);
-    cr_assert_eq(g.status, 200, "the job answered done survives kill -9: %s", g.body);
-    cr_assert_str_eq(str(g.json, "status"), "done");
-    cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r.json, "trajectory")),
-              "the same trajectory after the restart");
+    kill_and_restart(&first, data, &second);
+    assert_done_as_answered(id, &r);
     cr_expect(stat(journal, &sb) == 0 && sb.st_size == 0, "the journal is empty after the restart");
-    harness_resp_free(&g);
     harness_resp_free(&r);
     json_decref(req);
     stop_checked(&srv);
@@ -1460,20 +1471,10 @@ SERVER_TEST(server, restart_after_kill_keeps_finished_results)
     snprintf(wid, sizeof wid, "%s", str(w.json, "job_id"));
     harness_resp_free(&w);
     json_decref(waitreq);
-    kill(first.pid, SIGKILL);
-    waitpid(first.pid, NULL, 0);
-    first.pid = 0;
-
-    restart_on(data, &second);
-    srv = second;
+    kill_and_restart(&first, data, &second);
+    assert_done_as_answered(id, &r);
     char path[128];
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    harness_resp g = request("GET", path, NULL, NULL);
-    cr_assert_eq(g.status, 200, "the finished job survives kill -9: %s", g.body);
-    cr_assert_str_eq(str(g.json, "status"), "done");
-    cr_assert(json_equal(json_object_get(g.json, "trajectory"), json_object_get(r.json, "trajectory")),
-              "the same trajectory after the restart");
-    harness_resp_free(&g);
+    harness_resp g;
     /* a malformed ?wait is refused for a job read from the store as for one in memory */
     snprintf(path, sizeof path, "/v1/jobs/%s?wait=abc", id);
     g = request("GET", path, NULL, NULL);
