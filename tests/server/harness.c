@@ -79,6 +79,17 @@ json_t *harness_case_load(const char *name, char *path, size_t size, json_error_
     return json_load_file(path, 0, err);
 }
 
+json_t *harness_case_request(const char *name, char *path, size_t size, json_error_t *err)
+{
+    json_t *c = harness_case_load(name, path, size, err);
+    if (!c)
+        return NULL;
+    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
+    json_object_set(req, "model", json_object_get(c, "model"));
+    json_decref(c);
+    return req;
+}
+
 /* Scans the log for the listening line; returns the port or 0. */
 static int harness__port_from_log(const char *log)
 {
@@ -322,6 +333,21 @@ CURLcode harness_request(const harness_server *s, const char *method, const char
     curl_easy_cleanup(h);
     curl_slist_free_all(list);
     return rc;
+}
+
+harness_resp harness_post(const harness_server *s, const char *path, const json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    harness_resp r;
+    CURLcode rc = harness_request(s, "POST", path, text, NULL, &r);
+    free(text);
+    if (rc != CURLE_OK) {
+        harness_resp_free(&r);
+        r.status = 0;
+        r.body = strdup(curl_easy_strerror(rc));
+        r.len = r.body ? strlen(r.body) : 0;
+    }
+    return r;
 }
 
 void harness_resp_free(harness_resp *r)

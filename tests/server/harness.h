@@ -68,6 +68,10 @@ void harness_case_path(const char *name, char *buf, size_t size);
  * the document (caller owns it) or NULL with *err filled. */
 json_t *harness_case_load(const char *name, char *path, size_t size, json_error_t *err);
 
+/* The simulation request of the shared case NAME with its model inline (caller owns it),
+ * or NULL as harness_case_load. */
+json_t *harness_case_request(const char *name, char *path, size_t size, json_error_t *err);
+
 /* Starts a server. `env` is a NULL-terminated list of extra "NAME=value" settings (or
  * NULL), borrowed. Returns 0 with *s filled, or -1 (with the log printed to stderr). */
 int harness_start(harness_server *s, const char *const *env);
@@ -102,6 +106,10 @@ void harness_finish(CURL *h, harness_resp *r);
  * with harness_resp_free. Returns curl's result. */
 CURLcode harness_request(const harness_server *s, const char *method, const char *path, const char *body,
                          const char *const *hdrs, harness_resp *r);
+
+/* A POST of body's compact JSON text to path on s; a transport error is status 0 with
+ * curl's message as the body. */
+harness_resp harness_post(const harness_server *s, const char *path, const json_t *body);
 
 /* Frees what r holds and clears it. */
 void harness_resp_free(harness_resp *r);

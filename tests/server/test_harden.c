@@ -125,24 +125,13 @@ static json_t *rolling_request(int samples)
 {
     char path[PATH_MAX];
     json_error_t err;
-    json_t *c = harness_case_load("greenwood-5.3-rolling-disk.json", path, sizeof path, &err);
-    cr_assert(c, "cannot load %s: %s", path, err.text);
-    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
-    json_object_set(req, "model", json_object_get(c, "model"));
+    json_t *req = harness_case_request("greenwood-5.3-rolling-disk.json", path, sizeof path, &err);
+    cr_assert(req, "cannot load %s: %s", path, err.text);
     json_object_set_new(req, "output", json_pack("{s:i}", "samples", samples));
-    json_decref(c);
     return req;
 }
 
-static harness_resp post(const char *path, const json_t *body)
-{
-    char *text = json_dumps(body, JSON_COMPACT);
-    harness_resp r;
-    CURLcode rc = harness_request(&srv, "POST", path, text, NULL, &r);
-    free(text);
-    cr_assert_eq(rc, CURLE_OK, "POST %s: %s", path, curl_easy_strerror(rc));
-    return r;
-}
+static harness_resp post(const char *path, const json_t *body) { return harness_post(&srv, path, body); }
 
 TestSuite(harden, .fini = teardown, .timeout = 120);
 
@@ -588,13 +577,10 @@ Test(harden, a_close_answer_after_a_compile_ends_at_once)
 #define HARDEN_FULL_BYTES (3L << 20) /* the largest file the "full disk" server may write */
 #define HARDEN_FULL_JOBS 30          /* 277 KB results: about 8 MB in all */
 
-/* A store that cannot write (here: files capped at 3 MB, as a full disk): every job
- * answered "done" was stored, so it is still done after kill -9 and a restart; those
- * whose result could not be stored failed (503), none was reported done and lost. */
-Test(harden, a_file_size_limit_is_a_full_disk_not_the_end_of_the_server, .timeout = 180)
+/* Starts srv on data with files capped at HARDEN_FULL_BYTES (as a full disk) and SIGXFSZ
+ * in the disposition `xfsz`, both inherited by the server; the test's own are restored. */
+static void start_capped(const char *data, void (*xfsz)(int))
 {
-    char data[] = "/tmp/hamel-fsize-XXXXXX";
-    cr_assert_not_null(mkdtemp(data));
     char setting[PATH_MAX + 16];
     snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
     const char *const env[] = {setting, NULL};
@@ -602,13 +588,24 @@ Test(harden, a_file_size_limit_is_a_full_disk_not_the_end_of_the_server, .timeou
     cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
     cap = old;
     cap.rlim_cur = HARDEN_FULL_BYTES;
-    /* as an operator's `ulimit -f` leaves it: SIGXFSZ's default disposition ends a
-     * process that writes past the limit, unless it ignores the signal itself */
-    signal(SIGXFSZ, SIG_DFL);
+    signal(SIGXFSZ, xfsz);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &cap), 0);
     int started = harness_start(&srv, env);
     setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_DFL);
     cr_assert_eq(started, 0, "the server did not start (log above)");
+}
+
+/* A store that cannot write (here: files capped at 3 MB, as a full disk): every job
+ * answered "done" was stored, so it is still done after kill -9 and a restart; those
+ * whose result could not be stored failed (503), none was reported done and lost. */
+Test(harden, a_file_size_limit_is_a_full_disk_not_the_end_of_the_server, .timeout = 180)
+{
+    char data[] = "/tmp/hamel-fsize-XXXXXX";
+    cr_assert_not_null(mkdtemp(data));
+    /* as an operator's `ulimit -f` leaves it: SIGXFSZ's default disposition ends a
+     * process that writes past the limit, unless it ignores the signal itself */
+    start_capped(data, SIG_DFL);
     int refused = 0;
     for (int i = 0; i < HARDEN_FULL_JOBS && !refused; i++) {
         json_t *req = rolling_request(1001);
@@ -640,20 +637,11 @@ Test(harden, a_full_disk_reports_no_result_it_did_not_store, .timeout = 180)
 {
     char data[] = "/tmp/hamel-full-disk-XXXXXX";
     cr_assert_not_null(mkdtemp(data));
+    /* the server inherits both: a write past the cap fails with EFBIG, no signal */
+    start_capped(data, SIG_IGN);
     char setting[PATH_MAX + 16];
     snprintf(setting, sizeof setting, "HAMEL_DATA=%s", data);
     const char *const env[] = {setting, NULL};
-    struct rlimit old, cap;
-    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
-    cap = old;
-    cap.rlim_cur = HARDEN_FULL_BYTES;
-    /* the server inherits both: a write past the cap fails with EFBIG, no signal */
-    signal(SIGXFSZ, SIG_IGN);
-    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &cap), 0);
-    int started = harness_start(&srv, env);
-    setrlimit(RLIMIT_FSIZE, &old);
-    signal(SIGXFSZ, SIG_DFL);
-    cr_assert_eq(started, 0, "the server did not start (log above)");
 
     char ids[HARDEN_FULL_JOBS][64];
     int done = 0, failed = 0;

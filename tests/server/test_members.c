@@ -34,25 +34,14 @@ static json_t *rolling_request(double t_end)
 {
     char path[PATH_MAX];
     json_error_t err;
-    json_t *c = harness_case_load("greenwood-5.3-rolling-disk.json", path, sizeof path, &err);
-    cr_assert(c, "cannot load %s: %s", path, err.text);
-    json_t *req = json_deep_copy(json_object_get(c, "simulation"));
-    json_object_set(req, "model", json_object_get(c, "model"));
+    json_t *req = harness_case_request("greenwood-5.3-rolling-disk.json", path, sizeof path, &err);
+    cr_assert(req, "cannot load %s: %s", path, err.text);
     json_object_set_new(req, "t_end", json_real(t_end));
     json_object_set_new(req, "output", json_pack("{s:i}", "samples", 3));
-    json_decref(c);
     return req;
 }
 
-static harness_resp post(const char *path, const json_t *body)
-{
-    char *text = json_dumps(body, JSON_COMPACT);
-    harness_resp r;
-    CURLcode rc = harness_request(&srv, "POST", path, text, NULL, &r);
-    free(text);
-    cr_assert_eq(rc, CURLE_OK, "POST %s: %s", path, curl_easy_strerror(rc));
-    return r;
-}
+static harness_resp post(const char *path, const json_t *body) { return harness_post(&srv, path, body); }
 
 /* Whether the problem document in r lists an error at `path`. */
 static int names_path(const harness_resp *r, const char *path)
