@@ -336,7 +336,7 @@ static int big_body_but_one(void)
     char head[256];
     int hl = snprintf(head, sizeof head,
                       "POST /v1/models HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\n\r\n",
+                      "Connection: close\r\nContent-Length: %d\r\n\r\n",
                       HARDEN_BIG_BODY + 1);
     char *body = malloc(HARDEN_BIG_BODY);
     cr_assert(body);
