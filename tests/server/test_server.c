@@ -359,24 +359,33 @@ SERVER_TEST(server, models_submit_get_equations)
     harness_resp_free(&r);
 }
 
+/* Posts model (201: new) and reads GET /v1/models/{id}?source=1 of it (200); its id goes
+ * to model_id[128]. */
+static harness_resp model_source(const json_t *model, char model_id[128])
+{
+    harness_resp r = post_json("/v1/models", model);
+    cr_assert_eq(r.status, 201, "%s", r.body);
+    snprintf(model_id, 128, "%s", str(r.json, "model_id"));
+    harness_resp_free(&r);
+    char path[256];
+    snprintf(path, sizeof path, "/v1/models/%s?source=1", model_id);
+    harness_resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    return g;
+}
+
 /* GET /v1/models/{id}?source=1 (issue 17): the summary with the model itself under
  * "source", which posts back to the same id; without ?source there is none. */
 SERVER_TEST(server, model_source_reads_back_to_the_same_id)
 {
     json_t *model = json_object_get(knife, "model");
-    harness_resp r = post_json("/v1/models", model);
-    cr_assert_eq(r.status, 201, "%s", r.body);
     char path[256], model_id[128];
-    snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
-    harness_resp_free(&r);
+    harness_resp g = model_source(model, model_id);
     snprintf(path, sizeof path, "/v1/models/%s", model_id);
-    harness_resp g = request("GET", path, NULL, NULL);
-    cr_assert_eq(g.status, 200, "%s", g.body);
-    cr_assert_null(json_object_get(g.json, "source"), "no source unless asked for");
-    harness_resp_free(&g);
-    snprintf(path, sizeof path, "/v1/models/%s?source=1", model_id);
-    g = request("GET", path, NULL, NULL);
-    cr_assert_eq(g.status, 200, "%s", g.body);
+    harness_resp plain = request("GET", path, NULL, NULL);
+    cr_assert_eq(plain.status, 200, "%s", plain.body);
+    cr_assert_null(json_object_get(plain.json, "source"), "no source unless asked for");
+    harness_resp_free(&plain);
     cr_assert_str_eq(str(g.json, "model_id"), model_id);
     json_t *source = json_object_get(g.json, "source");
     cr_assert(json_is_object(source), "?source=1 carries the model: %s", g.body);
@@ -406,14 +415,8 @@ SERVER_TEST(server, model_source_is_the_model_as_posted_with_its_definitions)
         " \"constraints\": [{\"name\": \"blade\", \"expr\": \"-X'*sin(th) + Y'*cos(th)\"}]}";
     json_t *model = json_loads(spec, 0, NULL);
     cr_assert_not_null(model);
-    harness_resp r = post_json("/v1/models", model);
-    cr_assert_eq(r.status, 201, "%s", r.body);
-    char path[256], model_id[128];
-    snprintf(model_id, sizeof model_id, "%s", str(r.json, "model_id"));
-    harness_resp_free(&r);
-    snprintf(path, sizeof path, "/v1/models/%s?source=1", model_id);
-    harness_resp g = request("GET", path, NULL, NULL);
-    cr_assert_eq(g.status, 200, "%s", g.body);
+    char model_id[128];
+    harness_resp g = model_source(model, model_id);
     json_t *source = json_object_get(g.json, "source");
     cr_assert(json_is_object(source), "%s", g.body);
     cr_assert(json_equal(json_object_get(source, "definitions"), json_object_get(model, "definitions")),
