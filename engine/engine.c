@@ -19,6 +19,7 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
+#include "mult.h"
 #include "native.h"
 #include "sha256.h"
 #include "sim.h"
@@ -230,15 +231,15 @@ static int read_point_speeds(const engine_model *m, const json_t *sv, const char
 static int qdot_on_constraints(const engine_model *m, hamel_ws *w, double t, const double *q,
                                const double *qd, char *why, size_t size)
 {
-    double *v = calloc((size_t)m->nc + 1, sizeof *v), scale = 1.0, worst = 0.0;
+    double *v = calloc(2 * (size_t)m->nc + 1, sizeof *v), worst = 0.0;
     int at = -1;
     if (!v)
         return 1;
+    double *limit = v + 1 + m->nc;
     hamel_observe(w, t, q, qd, v);
-    for (int i = 0; i < m->n; i++)
-        scale = fmax(scale, fabs(qd[i]));
+    mult_residual_limits(m, hamel_ws_params(w), t, q, qd, 1e-8, limit);
     for (int j = 0; j < m->nc; j++)
-        if (!(fabs(v[1 + j]) <= 1e-8 * scale) && (at < 0 || !(fabs(v[1 + j]) <= worst))) {
+        if (!(fabs(v[1 + j]) <= limit[j]) && (at < 0 || !(fabs(v[1 + j]) <= worst))) {
             at = j;
             worst = fabs(v[1 + j]);
         }

@@ -265,21 +265,18 @@ static void check_qdot(const struct engine_model *m, hamel_ws *hw, const char *p
 {
     char path[160];
     int n = m->n;
-    double vals[1 + 256], scale = 1.0;
-    double *v = m->nc < 256 ? vals : calloc(1 + m->nc, sizeof *v);
+    double *v = calloc(1 + 2 * (size_t)m->nc, sizeof *v);
     if (!v)
         return;
+    double *limit = v + 1 + m->nc;
     hamel_observe(hw, st->t, st->q, st->qd, v);
-    for (int i = 0; i < n; i++)
-        if (fabs(st->qd[i]) > scale)
-            scale = fabs(st->qd[i]);
+    mult_residual_limits(m, hamel_ws_params(hw), st->t, st->q, st->qd, LIN_CONSTRAINT_TOL, limit);
     snprintf(path, sizeof path, "%sqdot", prefix);
     for (int j = 0; j < m->nc; j++)
-        if (!(fabs(v[1 + j]) <= LIN_CONSTRAINT_TOL * scale))
+        if (!(fabs(v[1 + j]) <= limit[j]))
             bad(problem, HAMEL_E_BAD_REQUEST, path, "violates constraint %s by %.3g (tolerance %.1g)",
-                m->cons[j].name, v[1 + j], LIN_CONSTRAINT_TOL * scale);
-    if (v != vals)
-        free(v);
+                m->cons[j].name, v[1 + j], limit[j]);
+    free(v);
     if (*problem || !all_linear)
         return;
     hamel_speeds(hw, st->t, st->q, st->qd, st->u);

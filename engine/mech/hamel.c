@@ -66,6 +66,8 @@ struct hamel_ws {
     int dense;           /* ignore the sparsity too (for cross-checks) */
 };
 
+const double *hamel_ws_params(const hamel_ws *w) { return w->in; }
+
 void hamel_ws_free(hamel_ws *w)
 {
     if (!w)

@@ -35,6 +35,9 @@ hamel_ws *hamel_ws_new(const struct engine_model *m, const double *params);
 /* Frees a workspace. Accepts NULL. */
 void hamel_ws_free(hamel_ws *w);
 
+/* The parameter values a workspace evaluates with (borrowed, the model's np). */
+const double *hamel_ws_params(const hamel_ws *w);
+
 /* With numeric != 0, hamel_rhs ignores the symbolically reduced equations and
  * inverts Psi numerically at every evaluation (the two must agree; tests compare);
  * with numeric == 2 it also ignores the sparsity (dense LU of Psi, dense products). */

@@ -17,6 +17,7 @@ struct mult_ws {
     double *obs; /* energy, f [nc], p [n] */
     double *kkt; /* [(n+nc)^2] */
     double *rhs; /* [n+nc] */
+    double *row; /* [nc]: each constraint's row scale (a power of two), see row_scales */
     int *piv;
 };
 
@@ -31,6 +32,7 @@ void mult_ws_free(mult_ws *w)
     free(w->obs);
     free(w->kkt);
     free(w->rhs);
+    free(w->row);
     free(w->piv);
     free(w);
 }
@@ -51,8 +53,9 @@ mult_ws *mult_ws_new(const struct engine_model *m, const double *params)
     w->obs = calloc(1 + nc + n, sizeof *w->obs);
     w->kkt = calloc((size_t)s * s, sizeof *w->kkt);
     w->rhs = calloc(s, sizeof *w->rhs);
+    w->row = calloc(nc + 1, sizeof *w->row);
     w->piv = calloc(s, sizeof *w->piv);
-    if (!w->in || !w->work || !w->dyn || !w->jf || !w->obs || !w->kkt || !w->rhs || !w->piv) {
+    if (!w->in || !w->work || !w->dyn || !w->jf || !w->obs || !w->kkt || !w->rhs || !w->row || !w->piv) {
         mult_ws_free(w);
         return NULL;
     }
@@ -69,7 +72,35 @@ static void load(mult_ws *w, double t, const double *y)
     memcpy(w->in + model_input_qd(m), y + w->n, w->n * sizeof *y);
 }
 
-/* Assembles and solves the KKT system at y; rhs then holds [q''; lam]. */
+/* The scale of each constraint's row of J = df/dq': a power of two that brings the row's
+ * largest |entry| into [1, 2) (1 for a row already there, so most models' numbers are
+ * untouched; exact, so nothing is rounded). A constraint is the same constraint times any
+ * nonzero factor, but the KKT matrix's pivots and the projection's residual test are
+ * not: a knife edge written 1e-12*(y' - sin(th)*x') made the KKT matrix look singular
+ * (pivot 1e-24 against M's 1) and every multipliers run failed at t = 0; scaled by 1e12 it
+ * was never projected within 1e-15. Row j of J, Df and f are multiplied by row[j] and the
+ * multiplier solved for is lam_j / row[j]. A row that is zero or not finite keeps 1. */
+static void row_scales(mult_ws *w, const double *J)
+{
+    int n = w->n;
+    for (int j = 0; j < w->nc; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < n; i++)
+            if (fabs(J[j * n + i]) > mx)
+                mx = fabs(J[j * n + i]);
+        int e = 0;
+        w->row[j] = 1.0;
+        if (mx > 0.0 && isfinite(mx)) {
+            (void)frexp(mx, &e); /* mx = f 2^e, f in [0.5, 1): 2^(1-e) mx in [1, 2) */
+            w->row[j] = ldexp(1.0, 1 - e);
+            if (!(w->row[j] > 0.0) || !isfinite(w->row[j]))
+                w->row[j] = 1.0;
+        }
+    }
+}
+
+/* Assembles and solves the KKT system at y; rhs then holds [q''; lam] (lam scaled by
+ * row_scales: solve's callers divide). */
 static int solve(mult_ws *w, double t, const double *y)
 {
     const struct engine_model *m = w->m;
@@ -81,19 +112,20 @@ static int solve(mult_ws *w, double t, const double *y)
     const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2;
     const double *J = w->jf, *Df = w->jf + (size_t)nc * n, *f = w->obs + 1;
     double *K = w->kkt;
+    row_scales(w, J);
     memset(K, 0, (size_t)s * s * sizeof *K);
     for (int i = 0, idx = 0; i < n; i++)
         for (int l = i; l < n; l++, idx++)
             K[i * s + l] = K[l * s + i] = up[idx];
     for (int j = 0; j < nc; j++)
         for (int i = 0; i < n; i++) {
-            K[(n + j) * s + i] = J[j * n + i];
-            K[i * s + n + j] = -J[j * n + i];
+            K[(n + j) * s + i] = w->row[j] * J[j * n + i];
+            K[i * s + n + j] = -w->row[j] * J[j * n + i];
         }
     for (int i = 0; i < n; i++)
         w->rhs[i] = g[i];
     for (int j = 0; j < nc; j++)
-        w->rhs[n + j] = -Df[j] - MULT_BAUMGARTE_ALPHA * f[j];
+        w->rhs[n + j] = w->row[j] * (-Df[j] - MULT_BAUMGARTE_ALPHA * f[j]);
     if (linalg_lu(s, K, w->piv) < 0)
         return -1;
     linalg_lu_solve(s, K, w->piv, w->rhs);
@@ -117,7 +149,8 @@ int mult_lambda(mult_ws *w, double t, const double *y, double *lam)
             lam[j] = NAN;
         return -1;
     }
-    memcpy(lam, w->rhs + w->n, w->nc * sizeof *lam);
+    for (int j = 0; j < w->nc; j++)
+        lam[j] = w->rhs[w->n + j] * w->row[j]; /* M q'' - (row J)^T lam' = g: lam = row lam' */
     return 0;
 }
 
@@ -132,11 +165,20 @@ int mult_project(mult_ws *w, double t, double *y)
         load(w, t, y);
         tape_run(m->tape_mult, w->in, w->work, w->jf);
         tape_run(m->tape_obs, w->in, w->work, w->obs);
-        const double *J = w->jf, *f = w->obs + 1;
+        double *J = w->jf;
+        const double *f = w->obs + 1;
+        /* rows scaled as in solve: the residual test is then in velocity units whatever
+         * factor the constraint was written with (the correction J^T (J J^T)^-1 f is the
+         * same for any row scaling) */
+        row_scales(w, J);
         double fmax = 0.0;
-        for (int j = 0; j < nc; j++)
-            if (fabs(f[j]) > fmax)
-                fmax = fabs(f[j]);
+        for (int j = 0; j < nc; j++) {
+            w->rhs[j] = w->row[j] * f[j];
+            if (fabs(w->rhs[j]) > fmax)
+                fmax = fabs(w->rhs[j]);
+            for (int i = 0; i < n; i++)
+                J[j * n + i] *= w->row[j];
+        }
         if (fmax < 1e-15)
             return 0;
         for (int a = 0; a < nc; a++)
@@ -146,7 +188,6 @@ int mult_project(mult_ws *w, double t, double *y)
                     s += J[a * n + i] * J[b * n + i];
                 A[a * nc + b] = s;
             }
-        memcpy(w->rhs, f, nc * sizeof *f);
         if (linalg_lu(nc, A, w->piv) < 0)
             return -1;
         linalg_lu_solve(nc, A, w->piv, w->rhs);
@@ -158,4 +199,40 @@ int mult_project(mult_ws *w, double t, double *y)
         }
     }
     return 0;
+}
+
+void mult_constraint_scales(mult_ws *w, double t, const double *q, const double *qd, double *scale)
+{
+    const struct engine_model *m = w->m;
+    int n = w->n;
+    w->in[model_input_t(m)] = t;
+    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
+    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_mult, w->in, w->work, w->jf);
+    for (int j = 0; j < w->nc; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < n; i++)
+            if (fabs(w->jf[j * n + i]) > mx)
+                mx = fabs(w->jf[j * n + i]);
+        scale[j] = mx > 0.0 && isfinite(mx) ? mx : 1.0;
+    }
+}
+
+int mult_residual_limits(const struct engine_model *m, const double *params, double t, const double *q,
+                         const double *qd, double tol, double *limit)
+{
+    double v = 1.0;
+    for (int i = 0; i < m->n; i++)
+        if (fabs(qd[i]) > v)
+            v = fabs(qd[i]);
+    mult_ws *w = m->nc ? mult_ws_new(m, params) : NULL;
+    if (w)
+        mult_constraint_scales(w, t, q, qd, limit);
+    else
+        for (int j = 0; j < m->nc; j++)
+            limit[j] = 1.0;
+    for (int j = 0; j < m->nc; j++)
+        limit[j] *= tol * v;
+    mult_ws_free(w);
+    return w || !m->nc ? 0 : -1;
 }

@@ -15,6 +15,7 @@
 #include "geom.h"
 #include "hamel.h"
 #include "holo.h"
+#include "mult.h"
 #include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
@@ -898,26 +899,27 @@ static void parse_position_options(const json_t *js, sim_request *r, json_t **pr
         r->pos_project = json_is_true(pp);
 }
 
-/* Given q': the constraints hold (within 1e-8 of its scale) and, with linear
- * constraints, the speeds from it (Psi must be regular). */
+/* Given q': the constraints hold (within 1e-8 of its scale, mult_residual_limits) and,
+ * with linear constraints, the speeds from it (Psi must be regular). */
 static void check_initial_qdot(const struct engine_model *m, hamel_ws *w, sim_request *r, const double *vals,
                                int all_linear, json_t **problem)
 {
     int n = m->n;
-    double scale = 1.0;
-    for (int i = 0; i < n; i++)
-        if (fabs(r->qd0[i]) > scale)
-            scale = fabs(r->qd0[i]);
+    double *limit = calloc(m->nc + 1, sizeof *limit);
+    if (!limit)
+        return;
+    mult_residual_limits(m, r->params, r->t0, r->q0, r->qd0, 1e-8, limit);
     for (int j = 0; j < m->nc; j++)
-        if (!(fabs(vals[1 + j]) <= 1e-8 * scale)) {
+        if (!(fabs(vals[1 + j]) <= limit[j])) {
             char path[96], msg[256];
             if (!*problem)
                 *problem = hamel_problem_new(HAMEL_E_BAD_INITIAL, NULL);
             snprintf(path, sizeof path, "initial.qdot");
             snprintf(msg, sizeof msg, "violates constraint %s by %.3g (tolerance %.1g)", m->cons[j].name,
-                     vals[1 + j], 1e-8 * scale);
+                     vals[1 + j], limit[j]);
             hamel_problem_add(*problem, path, -1, msg);
         }
+    free(limit);
     if (!*problem && all_linear) {
         hamel_speeds(w, r->t0, r->q0, r->qd0, r->u0);
         hamel_ws_set_guess(w, r->qd0);

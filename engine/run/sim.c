@@ -707,13 +707,36 @@ static json_t *checks_json(const struct run *R)
 /* The result's "warnings": the checks that failed (warnings.h). */
 static json_t *run_warnings(const struct run *R, const json_t *checks)
 {
-    warn_scale sc = {R->req->rtol, R->req->atol, 0.0, 0};
+    const struct engine_model *m = R->m;
+    warn_scale sc = {R->req->rtol, R->req->atol, 0.0, 0, 0, NULL, NULL};
     if (R->ns > 0)
         sc.mass_indefinite = hamel_mass_semidefinite(R->w, R->t[0], R->q, R->qd) == 0;
     for (size_t i = 0; i < (size_t)R->ns * R->n; i++)
         if (fabs(R->qd[i]) > sc.qdot_max)
             sc.qdot_max = fabs(R->qd[i]);
+    /* each constraint's coefficients where it misses most (at most nc evaluations a run) */
+    double *cs = R->ns > 0 && R->nc > 0 ? calloc(2 * (size_t)R->nc, sizeof *cs) : NULL;
+    const char **names = cs ? calloc(R->nc, sizeof *names) : NULL;
+    mult_ws *mw = names ? mult_ws_new(m, R->req->params) : NULL;
+    if (mw) {
+        for (int j = 0; j < R->nc; j++) {
+            int at = 0;
+            for (int i = 1; i < R->ns; i++)
+                if (fabs(R->res[(size_t)i * R->nc + j]) > fabs(R->res[(size_t)at * R->nc + j]))
+                    at = i;
+            mult_constraint_scales(mw, R->t[at], R->q + (size_t)at * R->n, R->qd + (size_t)at * R->n,
+                                   cs + R->nc);
+            cs[j] = cs[R->nc + j];
+            names[j] = m->cons[j].name;
+        }
+        sc.nc = R->nc;
+        sc.cons_name = names;
+        sc.cons_scale = cs;
+    }
     json_t *w = warn_from_checks(checks, &sc);
+    mult_ws_free(mw);
+    free(names);
+    free(cs);
     return w ? w : json_array();
 }
 

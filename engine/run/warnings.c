@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #define WARN_TOL_FLOOR 1e-6   /* never stricter: rounding accumulates over a long run */
 #define WARN_TOL_CEILING 1e-2 /* never looser: a 1 % error is wrong whatever was asked */
@@ -62,22 +63,31 @@ static void warn__energy(json_t *out, const json_t *energy, double tol, double a
     warn__add(out, "energy-drift", "checks.energy.max_rel_drift", rel, tol, msg);
 }
 
-static void warn__velocity(json_t *out, const json_t *cons, double tol, double scale)
+/* The scale of constraint `name`'s coefficients (warn_scale.cons_scale), 1 when unknown. */
+static double warn__cons_scale(const warn_scale *sc, const char *name)
+{
+    for (int j = 0; j < sc->nc && sc->cons_name && sc->cons_scale; j++)
+        if (sc->cons_name[j] && !strcmp(sc->cons_name[j], name))
+            return sc->cons_scale[j] > 0.0 && isfinite(sc->cons_scale[j]) ? sc->cons_scale[j] : 1.0;
+    return 1.0;
+}
+
+static void warn__velocity(json_t *out, const json_t *cons, double tol, double scale, const warn_scale *sc)
 {
     const json_t *per = json_object_get(cons, "per_constraint");
     const char *name;
     const json_t *v;
-    double limit = tol * scale;
     json_object_foreach((json_t *)per, name, v)
     {
         double r = json_is_number(v) ? json_number_value(v) : NAN;
+        double limit = tol * scale * warn__cons_scale(sc, name);
         if (r <= limit)
             continue;
         char check[300], msg[500];
         snprintf(check, sizeof check, "checks.constraints.per_constraint.%s", name);
         snprintf(msg, sizeof msg,
                  "the constraint %s is violated by up to %.3g along the run, more than %.3g (%.3g times "
-                 "the largest |q'|): the trajectory does not keep it",
+                 "the largest |q'| and its largest coefficient): the trajectory does not keep it",
                  name, r, limit, tol);
         warn__add(out, "constraint-residual", check, r, limit, msg);
     }
@@ -157,7 +167,7 @@ json_t *warn_from_checks(const json_t *checks, const warn_scale *scale)
     double q = scale->qdot_max;
     warn__energy(out, json_object_get(checks, "energy"), tol, scale->atol);
     const json_t *cons = json_object_get(checks, "constraints");
-    warn__velocity(out, cons, tol, q > 1.0 ? q : 1.0);
+    warn__velocity(out, cons, tol, q > 1.0 ? q : 1.0, scale);
     const json_t *pos = json_object_get(cons, "position");
     if (pos)
         warn__position(out, pos, tol);

@@ -7,7 +7,8 @@
  * tolerances: with tol = max(1e-6, min(1e3 * rtol, 1e-2)),
  *   energy-drift          energy expected conserved, |E - E0| / |E0| > tol (absolute when E0 = 0)
  *                         and |E - E0| > min(1e3 * atol, 1e-6) (an energy zero up to rounding says nothing)
- *   constraint-residual   a velocity constraint's residual > tol * max(1, max |q'|)
+ *   constraint-residual   a velocity constraint's residual > tol * max(1, max |q'|) * max_i |df/dq'_i|
+ *                         (the last where it misses most: a constraint written times 1e12 is the same)
  *   position-drift        a position constraint's residual > max(position_tolerance, tol),
  *                         projection off
  *   projection-failed     a projection back onto a position constraint failed
@@ -24,10 +25,13 @@
 
 /* What the thresholds depend on besides the checks themselves. */
 typedef struct warn_scale {
-    double rtol;         /* the request's relative tolerance */
-    double atol;         /* the request's absolute tolerance */
-    double qdot_max;     /* the largest |q'| over the samples (the scale of a velocity residual) */
-    int mass_indefinite; /* M = d2T/dq'dq' has a negative eigenvalue at the initial state */
+    double rtol;                  /* the request's relative tolerance */
+    double atol;                  /* the request's absolute tolerance */
+    double qdot_max;              /* the largest |q'| over the samples (the scale of a velocity residual) */
+    int mass_indefinite;          /* M = d2T/dq'dq' has a negative eigenvalue at the initial state */
+    int nc;                       /* constraints with a scale below (0: every scale 1) */
+    const char *const *cons_name; /* [nc] their names, as in checks.constraints.per_constraint */
+    const double *cons_scale;     /* [nc] max_i |df_j/dq'_i| where f_j misses most (mult.h) */
 } warn_scale;
 
 /* The relative threshold for a request with relative tolerance rtol:

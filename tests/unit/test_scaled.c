@@ -1,0 +1,115 @@
+/* test_scaled.c — a constraint is the same constraint times any nonzero factor (review
+ * of round 3, from outside): the motion, the constraint force and the checks must not
+ * depend on whether a user writes it in metres or micrometres.
+ *
+ * The model: a particle (x, y) with a knife edge along the heading th,
+ * y' - sin(th) x' = 0, in the potential 0.5 x^2 + 0.3 y; th' is constant. Reference
+ * (independent of the engine): SymPy's Lagrange equations with a multiplier, integrated
+ * by mpmath's Taylor method at 25 digits (tol 1e-20) to t = 5, and the multiplier at t = 0.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+#include "support.h"
+
+static void setup(void) { engine_init(); }
+
+TestSuite(scaled, .init = setup, .timeout = 120);
+
+#define KNIFE_X5 (-0.97094330230112735)
+#define KNIFE_Y5 (-0.78883746459565085)
+#define KNIFE_LAM0 0.45982486505869247 /* for the constraint written with factor 1 */
+
+static engine_model *knife(const char *factor)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{\"name\": \"knife-scaled\", \"coordinates\": [\"x\", \"y\", \"th\"],"
+             " \"parameters\": {\"m\": 1.3, \"J\": 0.4},"
+             " \"kinetic_energy\": \"1/2*m*(x'^2+y'^2) + 1/2*J*th'^2\","
+             " \"potential_energy\": \"0.5*x^2 + 0.3*y\","
+             " \"constraints\": [{\"name\": \"knife\", \"expr\": \"%s*(y' - sin(th)*x')\"}]}",
+             factor);
+    return support_compile_text(text);
+}
+
+static json_t *knife_run(engine_model *m, const char *formulation)
+{
+    char req[1024];
+    snprintf(req, sizeof req,
+             "{\"initial\": {\"t\": 0, \"q\": {\"x\": 0.5, \"y\": 0.1, \"th\": 0.3},"
+             " \"qdot\": {\"x\": 0.4, \"y\": 0.11820808266453584, \"th\": 0.7}}, \"t_end\": 5,"
+             " \"output\": {\"samples\": 11}, \"integrator\": {\"method\": \"rk8pd\", \"rtol\": 1e-12,"
+             " \"atol\": 1e-14}, \"formulation\": \"%s\"}",
+             formulation);
+    return support_run(m, req);
+}
+
+/* The multipliers formulation with the knife edge written times 1e-12, 1 and 1e12: the
+ * KKT matrix [M -J^T; J 0] had a pivot of 1e-24 against M's 1 at 1e-12 and every run
+ * failed at t = 0 ("the right-hand side could not be evaluated"). The motion is the
+ * same and the multiplier is the reference's divided by the factor. */
+Test(scaled, multipliers_of_a_constraint_written_with_any_factor)
+{
+    static const char *const factors[] = {"1e-12", "1", "1e12"};
+    for (size_t k = 0; k < sizeof factors / sizeof factors[0]; k++) {
+        double f = strtod(factors[k], NULL);
+        engine_model *m = knife(factors[k]);
+        json_t *r = knife_run(m, "multipliers");
+        double x5 = support_at(r, "q", "x", 10), y5 = support_at(r, "q", "y", 10);
+        double lam0 = support_at(r, "multipliers", "knife", 0);
+        cr_expect(fabs(x5 - KNIFE_X5) < 1e-9 && fabs(y5 - KNIFE_Y5) < 1e-9,
+                  "factor %s: (x, y)(5) = (%.17g, %.17g), reference (%.17g, %.17g)", factors[k], x5, y5,
+                  KNIFE_X5, KNIFE_Y5);
+        cr_expect(fabs(lam0 * f - KNIFE_LAM0) < 1e-10 * KNIFE_LAM0,
+                  "factor %s: lambda(0) * factor = %.17g, reference %.17g", factors[k], lam0 * f, KNIFE_LAM0);
+        json_decref(r);
+        engine_model_release(m);
+    }
+}
+
+static int has_warning(const json_t *r, const char *code)
+{
+    const json_t *w = json_object_get(r, "warnings");
+    for (size_t i = 0; i < json_array_size(w); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(w, i), "code")), code))
+            return 1;
+    return 0;
+}
+
+/* The checks of a state against the constraints are relative to the constraint's
+ * coefficients (max_i |df/dq'_i|): times 1e12, a run that keeps the knife edge to
+ * rounding (|f| ~ 1e12 * 1e-17) was warned "constraint-residual" and an initial qdot off
+ * by rounding was refused; times 1e-12, an initial qdot off by 0.08 passed the check
+ * (|f| = 8e-14 < 1e-8) and was silently replaced. */
+Test(scaled, constraint_checks_are_relative_to_the_constraints_coefficients)
+{
+    for (int k = 0; k < 2; k++) {
+        engine_model *m = knife(k ? "1e12" : "1");
+        json_t *r = knife_run(m, "hamel");
+        cr_expect(!has_warning(r, "constraint-residual"),
+                  "factor %s: the run keeps the constraint to rounding", k ? "1e12" : "1");
+        cr_expect(fabs(support_at(r, "q", "x", 10) - KNIFE_X5) < 1e-9, "x(5) = %.17g",
+                  support_at(r, "q", "x", 10));
+        json_decref(r);
+        engine_model_release(m);
+    }
+    engine_model *m = knife("1e-12");
+    json_t *req = support_loads("{\"initial\": {\"t\": 0, \"q\": {\"x\": 0.5, \"y\": 0.1, \"th\": 0.3},"
+                                " \"qdot\": {\"x\": 0.4, \"y\": 0.2, \"th\": 0.7}}, \"t_end\": 1}");
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    cr_expect(rc != 0 && problem, "a qdot off the knife edge by 0.08 is refused whatever the factor");
+    const char *text = problem ? json_dumps(problem, 0) : NULL;
+    cr_expect(text && strstr(text, "initial.qdot") && strstr(text, "knife"),
+              "the problem names initial.qdot: %s", text ? text : "(none)");
+    free((void *)text);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
+    engine_model_release(m);
+}
