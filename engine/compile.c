@@ -83,7 +83,14 @@ static int nonlinear_dependent(const struct engine_model *m)
         tape_run(m->tape_mult, in, work, jf);
         int zero = 0, finite = 1;
         for (int j = 0; j < nc; j++) {
-            double norm = 0.0;
+            /* scaled by the largest |entry| before the squares: a gradient of 1e200 or
+             * 1e-200 (a constraint written times a factor) neither overflows to "proves
+             * nothing" nor underflows to "zero" */
+            double mx = 0.0, norm = 0.0;
+            for (int i = 0; i < n; i++)
+                mx = fmax(mx, fabs(jf[j * n + i]));
+            for (int i = 0; i < n && mx > 0.0 && isfinite(mx); i++)
+                jf[j * n + i] /= mx;
             for (int i = 0; i < n; i++)
                 norm += jf[j * n + i] * jf[j * n + i];
             finite = finite && isfinite(norm);

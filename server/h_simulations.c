@@ -214,8 +214,17 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
     if (sub->hit)
         return;
     /* A cache hit was valid when it was computed; anything else is checked here, so a
-     * bad initial state or an unusable formulation is a 4xx now, not a failed job. */
-    int rc = isolate_simulation_check(m, body, s->d.limits, &sub->problem);
+     * bad initial state or an unusable formulation is a 4xx now, not a failed job. A new
+     * model's request was checked with its compilation (HTTP_ROUTE_CHECKS_RUN). */
+    isolate_check *pre = &c->resolve.pre.check;
+    int rc;
+    if (pre->ran && m == c->resolve.pre.model && body == c->work.body) {
+        rc = pre->rc;
+        sub->problem = pre->problem;
+        *pre = (isolate_check){0, 0, NULL};
+    } else {
+        rc = isolate_simulation_check(m, body, s->d.limits, &sub->problem);
+    }
     if (rc != 0) {
         if (!sub->problem)
             sub->problem = hamel_problem_new(rc, NULL);

@@ -38,15 +38,21 @@ typedef struct hangup hangup;
 hangup *hangup_new(int poll_ms);
 
 /* Watches fd until hangup_forget(e): when its peer hangs up, sets e->why and *flag to 1.
- * `e` and `flag` are borrowed until then. */
+ * `e` and `flag` are borrowed until then (`e` until hangup_settle). `e` is zeroed before
+ * its first watch. */
 void hangup_watch(hangup *h, hangup_entry *e, int fd, atomic_int *flag);
 
-/* Stops watching e (a no-op if it is not watched). After it returns the watcher no
- * longer touches e or its flag, and holds no reference to its socket: a poll() in
- * progress on it is woken and has returned (a socket closed while another thread polls
- * it stays open, unseen, until that poll returns: the client would wait for the
- * server's FIN up to a poll period). */
+/* Stops watching e (a no-op if it is not watched): after it returns the watcher never
+ * sets e's flag, and a poll() in progress on its socket is woken (a socket closed while
+ * another thread polls it stays open, unseen, until that poll returns: the client would
+ * wait for the server's FIN up to a poll period). It does not wait for that poll's round
+ * to end, which still marks e: call hangup_settle before e's memory is freed. */
 void hangup_forget(hangup *h, hangup_entry *e);
+
+/* Waits until no poll round marks e any more (at once unless a round that polled e is
+ * still ending). Call before e's memory is freed; hangup_watch does it itself. An entry
+ * never watched (zeroed) needs none. */
+void hangup_settle(hangup *h, hangup_entry *e);
 
 /* Sets the flag of every watched entry, and of every entry watched from now on, with
  * HANGUP_SHUTDOWN. */

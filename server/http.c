@@ -771,6 +771,7 @@ static void http__completed(void *cls, struct MHD_Connection *conn, void **req_c
     http__route_release(c); /* the route's own state (its row's hook) */
     http__resolve_clear(c); /* and the flight of an owner that ended before its model was cached */
     http__work_clear(&c->work);
+    hangup_settle(s->hangups, &c->work.hup); /* a poll round that watched it has ended */
     blob_release(c->gz.src);
     http__body_release(c);
     free(c);

@@ -105,6 +105,7 @@ typedef struct http_route http_route;
 #define HTTP_ROUTE_SUBMITS 0x08u        /* submits the job or batch it answers about (?wait applies) */
 #define HTTP_ROUTE_RESULT_MEMO 0x10u    /* a repeated body may be answered from the result memo */
 #define HTTP_ROUTE_MODEL_WITH_JOB 0x20u /* a new model is committed with the job's record */
+#define HTTP_ROUTE_CHECKS_RUN 0x40u     /* a new model's compile also checks the body's simulation */
 
 /* Whether the request's route row (c->row) has flag. */
 int http__route_has(const struct http_conn *c, unsigned flag);
@@ -171,6 +172,9 @@ typedef struct http_precompiled {
     json_t *problem;
     int recorded; /* the store was asked off the poll thread ... */
     int is_new;   /* ... and did not know the model (put there now: 201) */
+    /* HTTP_ROUTE_CHECKS_RUN: the body's simulation checked in the same worker call, taken
+     * by http__simulation_rest (h_simulations.c); the owner's only, never a flight's copy */
+    isolate_check check;
 } http_precompiled;
 
 /* The model a request names (resolve.c): its spec's text and key, the outcome of its

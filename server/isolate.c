@@ -89,6 +89,8 @@ typedef struct iso_shared {
  * come while the next run is written, so they stay on the socket. */
 typedef struct iso_reply_head {
     int32_t rc;
+    int32_t checked;  /* ISO_COMPILE with a request: 1 when its check ran ... */
+    int32_t check_rc; /* ... and its status (a problem: the first string) */
     uint32_t len[ISO_REPLY_STRINGS];
     uint32_t in_shm;
     uint64_t bytes;
@@ -683,6 +685,7 @@ typedef struct iso_call {
     double budget; /* seconds the engine may take (0: none) */
     /* the reply */
     int rc;
+    int checked, check_rc; /* iso_reply_head's */
     char *out[ISO_REPLY_STRINGS];
     size_t out_len[ISO_REPLY_STRINGS];
     uint64_t bytes;
@@ -776,6 +779,8 @@ static int iso__read_reply(const iso_worker *w, iso_call *c)
     if (iso__read_all(fd, (char *)&h, sizeof h) != 0)
         return -1;
     c->rc = h.rc;
+    c->checked = h.checked;
+    c->check_rc = h.check_rc;
     c->bytes = h.bytes;
     for (int i = 0; i < ISO_REPLY_STRINGS; i++) {
         c->out_len[i] = 0;
@@ -1070,8 +1075,19 @@ static int iso__json_call(int op, const char *what, const engine_model *m, const
 int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                               engine_model **out, json_t **problem)
 {
+    return isolate_model_compile_check(model, NULL, NULL, limits, ctl, out, problem, NULL);
+}
+
+int isolate_model_compile_check(const json_t *model, const char *model_text, const json_t *request,
+                                const engine_limits *limits, engine_control *ctl, engine_model **out,
+                                json_t **problem, isolate_check *check)
+{
     *out = NULL;
     *problem = NULL;
+    if (check)
+        *check = (isolate_check){0, 0, NULL};
+    else
+        request = NULL;
     if (!isolate_active() || !json_is_object(model)) {
         int rc = engine_model_compile_ctl(model, limits, ctl, out, problem);
         if (rc == 0 && iso__quarantined(engine_model_id(*out), problem)) {
@@ -1079,10 +1095,17 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
             *out = NULL;
             return HAMEL_E_ENGINE_FAULT;
         }
+        if (rc == 0 && request) {
+            check->rc = engine_simulation_check(*out, request, limits, &check->problem);
+            check->ran = 1;
+        }
         return rc;
     }
-    char *text = json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
-    if (!text) {
+    char *text = model_text ? strdup(model_text) : json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
+    char *req = request ? iso__request_text(request) : NULL;
+    if (!text || (request && !req)) {
+        free(text);
+        free(req);
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
         return HAMEL_E_INTERNAL;
     }
@@ -1093,6 +1116,7 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
     ids_hex(d, sizeof d, spec_id + 7);
     if (iso__quarantined(spec_id, problem)) {
         free(text);
+        free(req);
         return HAMEL_E_ENGINE_FAULT;
     }
     iso_call c;
@@ -1102,6 +1126,7 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
     c.model_id = spec_id;
     c.model_name = json_string_value(json_object_get(model, "name"));
     c.text[1] = text;
+    c.text[2] = req; /* the check after the compilation, in the same call */
     for (int i = 0; i < ISO_STRINGS; i++)
         c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
     c.limits = limits;
@@ -1109,6 +1134,7 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
     c.budget = iso__budget(limits, ctl, 0);
     int rc = iso__run(&c, problem);
     free(text);
+    free(req);
     if (rc == 0) {
         json_t *summary = c.out[3] ? json_loads(c.out[3], 0, NULL) : NULL;
         *out =
@@ -1121,6 +1147,14 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
             engine_model_release(*out);
             *out = NULL;
             rc = HAMEL_E_ENGINE_FAULT;
+        } else if (request && c.checked) {
+            check->ran = 1;
+            check->rc = c.check_rc;
+            if (c.check_rc != 0) {
+                check->problem = c.out[0] ? json_loads(c.out[0], 0, NULL) : NULL;
+                if (!check->problem)
+                    check->problem = hamel_problem_new(c.check_rc, NULL);
+            }
         }
     }
     iso__call_clear(&c);
@@ -1575,7 +1609,7 @@ static int wk__aborts(const wk_model *wm, const json_t *request)
 /* Writes one reply (rc, text) in one write. Returns 0 or -1. */
 static int wk__reply_one(int fd, int rc, const char *text, size_t len)
 {
-    iso_reply_head h = {rc, {0}, 0, 0};
+    iso_reply_head h = {rc, 0, 0, {0}, 0, 0};
     h.len[0] = text ? (uint32_t)len : UINT32_MAX;
     for (int i = 1; i < ISO_REPLY_STRINGS; i++)
         h.len[i] = UINT32_MAX;
@@ -1690,7 +1724,7 @@ static int wk__serve(iso_msg *in, int fd)
     const char *id = NULL, *canonical = NULL;
     char *summary = NULL;
     uint64_t bytes = 0;
-    int rc = 0;
+    int rc = 0, checked = 0, check_rc = 0;
     wk_model *wm = NULL;
     if (in->bad) {
         rc = HAMEL_E_INTERNAL;
@@ -1704,6 +1738,17 @@ static int wk__serve(iso_msg *in, int fd)
             summary = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
             json_decref(sj);
             bytes = engine_model_bytes(wm->m);
+        }
+        if (rc == 0 && s[2]) { /* and the simulation's check: its problem is the text */
+            request = json_loads(s[2], JSON_DECODE_ANY, NULL);
+            json_t *cp = NULL;
+            checked = request != NULL; /* unreadable: the separate check call */
+            check_rc = request ? engine_simulation_check(wm->m, request, &lim, &cp) : 0;
+            if (check_rc != 0 && cp) {
+                text = json_dumps(cp, JSON_COMPACT);
+                text_len = text ? strlen(text) : 0;
+            }
+            json_decref(cp);
         }
     } else {
         rc = wk__model(s[0], s[1], &lim, ctl, &wm, &problem);
@@ -1759,7 +1804,7 @@ static int wk__serve(iso_msg *in, int fd)
         text_len = text ? strlen(text) : 0;
     }
     const char *out[ISO_REPLY_STRINGS] = {text, id, canonical, summary};
-    iso_reply_head h = {rc, {0}, 0, bytes};
+    iso_reply_head h = {rc, checked, check_rc, {0}, 0, bytes};
     h.len[0] = text ? (uint32_t)text_len : UINT32_MAX;
     for (int i = 1; i < ISO_REPLY_STRINGS; i++)
         h.len[i] = out[i] ? (uint32_t)strlen(out[i]) : UINT32_MAX;

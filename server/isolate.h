@@ -73,6 +73,21 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
                               engine_model **out, json_t **problem);
 int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
                              json_t **problem);
+
+/* The outcome of a check made with a compilation (isolate_model_compile_check). */
+typedef struct isolate_check {
+    int ran;         /* the check ran (else: check separately) */
+    int rc;          /* engine_simulation_check's status ... */
+    json_t *problem; /* ... and its problem (the caller's) */
+} isolate_check;
+
+/* isolate_model_compile_ctl with the model's compact sorted JSON text when the caller has
+ * it (NULL: made here), and, when `request` and `check` are not NULL and the model
+ * compiles, isolate_simulation_check of the request on it in the same call to the worker
+ * (a new model's simulation: one round trip instead of two), its outcome in *check. */
+int isolate_model_compile_check(const json_t *model, const char *model_text, const json_t *request,
+                                const engine_limits *limits, engine_control *ctl, engine_model **out,
+                                json_t **problem, isolate_check *check);
 /* isolate_simulation_check of the batch runs runs[0..n) (borrowed), each merged over
  * `base` (merge.h), in one call to a worker (sent the base once and each run's own
  * members): problems[i] is NULL or the problem of run i (caller releases). Returns 0, or

@@ -293,8 +293,12 @@ static void http__run_compile(void *arg)
     double t0 = jobs_now();
     const json_t *spec = c->resolve.stored_spec ? c->resolve.stored_spec : http__spec_of(c, c->work.body);
     http__watch_begin(c);
-    c->resolve.pre.rc = isolate_model_compile_ctl(spec, c->srv->d.limits, &c->work.ctl, &c->resolve.pre.model,
-                                                  &c->resolve.pre.problem);
+    /* a simulation's check goes with the compilation: one call to an engine worker */
+    int check = http__route_has(c, HTTP_ROUTE_CHECKS_RUN) && json_is_object(c->work.body);
+    c->resolve.pre.rc = isolate_model_compile_check(
+        spec, c->resolve.stored_spec ? NULL : c->resolve.spec_text, check ? c->work.body : NULL,
+        c->srv->d.limits, &c->work.ctl, &c->resolve.pre.model, &c->resolve.pre.problem,
+        check ? &c->resolve.pre.check : NULL);
     http__watch_end(c, c->resolve.pre.rc);
     store *st = c->srv->d.st;
     int queued = 0; /* the model was queued for the store, to be committed with a job */
@@ -393,6 +397,7 @@ void http__resolve_clear(http_conn *c)
     http__flight_end(c);
     json_decref(c->resolve.stored_spec);
     json_decref(c->resolve.pre.problem);
+    json_decref(c->resolve.pre.check.problem);
     if (c->resolve.pre.model)
         engine_model_release(c->resolve.pre.model);
     free(c->resolve.spec_text);

@@ -55,7 +55,7 @@ static const http_route http__routes[] = {
     {HTTP_POST, "/v1/linearize", METRICS_ROUTE_LINEARIZE, .post = http__post_linearize},
     /* state: sim */
     {HTTP_POST, "/v1/simulations", METRICS_ROUTE_SIMULATIONS, .post = http__post_simulation,
-     .flags = HTTP_ROUTE_SUBMITS | HTTP_ROUTE_RESULT_MEMO | HTTP_ROUTE_MODEL_WITH_JOB,
+     .flags = HTTP_ROUTE_SUBMITS | HTTP_ROUTE_RESULT_MEMO | HTTP_ROUTE_MODEL_WITH_JOB | HTTP_ROUTE_CHECKS_RUN,
      .after_compile = http__simulation_work, .on_wake = http__job_wake, .release = http__sim_release},
     {HTTP_GET, "/v1/jobs/{id}", METRICS_ROUTE_JOB, .answer = http__job, .on_wake = http__job_wake,
      .release = http__sim_release},

@@ -940,6 +940,16 @@ static int choose_speeds(struct engine_model *m, expr **cgrad, int *independent)
     if (work)
         tape_eval(t, in, work, a);
     tape_free(t);
+    /* Each constraint's row scaled to a largest |entry| of 1 first: a constraint times any
+     * factor is the same constraint, and the squares below overflowed at 1e200
+     * (1e400: every column "dependent") and underflowed at 1e-200. */
+    for (int i = 0; i < r; i++) {
+        double mx = 0.0;
+        for (int c = 0; c < n; c++)
+            mx = fmax(mx, fabs(a[i * n + c]));
+        for (int c = 0; c < n && mx > 0.0 && isfinite(mx); c++)
+            a[i * n + c] /= mx;
+    }
     /* Greedy column selection by Gram–Schmidt on the columns of a (r rows). */
     double *basis = calloc((size_t)r * r + 1, sizeof *basis), *v = calloc((size_t)r + 1, sizeof *v);
     int nb = 0;

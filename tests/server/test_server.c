@@ -723,6 +723,45 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
     json_decref(rolling);
 }
 
+/* A new model's simulation is checked in the same engine-worker call as its compile
+ * (HTTP_ROUTE_CHECKS_RUN): that check's outcome is the request's own — a bad initial
+ * state of a model never seen is a 422 naming the field, no job; the same model with a
+ * good state then runs (an outcome is never reused for another request), and so does a
+ * new model whose first request is good. */
+SERVER_TEST(server, a_new_models_simulation_is_checked_with_its_compile)
+{
+    json_t *rolling = load_case("greenwood-5.3-rolling-disk.json");
+    for (int good_first = 0; good_first < 2; good_first++) {
+        json_t *req = json_deep_copy(json_object_get(rolling, "simulation"));
+        json_t *model = json_deep_copy(json_object_get(rolling, "model"));
+        json_object_set_new(json_object_get(model, "parameters"), "m", json_real(good_first ? 1.375 : 1.625));
+        json_object_set_new(req, "model", model);
+        json_t *bad = json_deep_copy(req);
+        json_t *init = json_object_get(bad, "initial");
+        json_object_del(init, "speeds");
+        json_object_set_new(
+            init, "qdot",
+            json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta", 0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
+        for (int k = 0; k < 2; k++) {
+            int is_bad = good_first ? k == 1 : k == 0;
+            harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, is_bad ? bad : req);
+            if (is_bad) {
+                assert_problem(&r, 422, "invalid-initial-state");
+                cr_assert(strstr(r.body, "initial.qdot"), "the error names initial.qdot: %s", r.body);
+                cr_assert_null(json_object_get(r.json, "job_id"), "no job: %s", r.body);
+            } else {
+                cr_assert_eq(r.status, 200, "%s", r.body);
+                cr_assert_str_eq(str(r.json, "status"), "done", "%s", r.body);
+            }
+            harness_resp_free(&r);
+        }
+        json_decref(bad);
+        json_decref(req);
+    }
+    cr_assert_eq(metric("hamel_jobs_total{outcome=\"done\"}"), 2, "one job per good request");
+    json_decref(rolling);
+}
+
 SERVER_TEST(server, hamel_coefficients)
 {
     json_t *init = json_object_get(json_object_get(knife, "simulation"), "initial");
@@ -1435,7 +1474,9 @@ SERVER_TEST(server, a_result_only_in_the_journal_survives_kill_9)
               (long long)(stat(journal, &sb) == 0 ? sb.st_size : -1));
     kill_and_restart(&first, data, &second);
     assert_done_as_answered(id, &r);
-    cr_expect(stat(journal, &sb) == 0 && sb.st_size == 0, "the journal is empty after the restart");
+    /* emptied: its header ("HJE <epoch>\n", 21 bytes) and no entry */
+    cr_expect(stat(journal, &sb) == 0 && sb.st_size == 21,
+              "the journal is empty after the restart (%lld bytes)", (long long)sb.st_size);
     harness_resp_free(&r);
     json_decref(req);
     stop_checked(&srv);

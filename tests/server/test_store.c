@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -623,6 +624,8 @@ static void st_journal_child(int cancelled_first)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child stored its results (%d)", status);
 }
 
+#define ST_JOURNAL_HEAD 21 /* "HJE <epoch, 16 hex>\n": the journal with no entry */
+
 static long st_journal_size(void)
 {
     char path[200];
@@ -661,7 +664,7 @@ Test(store, journaled_results_left_by_a_kill_are_committed_at_open)
     cr_assert(!st_visible("j-0"), "and not in the database");
     store *s = st_open();
     cr_expect_eq(st_journal_done(s), 7, "all three results committed at open");
-    cr_expect_eq(st_journal_size(), 0, "the journal emptied");
+    cr_expect_eq(st_journal_size(), ST_JOURNAL_HEAD, "the journal emptied (its header only)");
     store_close(s);
     st_rmdir();
 }
@@ -679,13 +682,110 @@ Test(store, a_torn_or_damaged_journal_entry_ends_what_is_committed)
     cr_assert_not_null(f);
     cr_assert_eq(fseek(f, n - 2, SEEK_SET), 0);
     cr_assert_eq(fputc('0', f), '0');
-    /* and a torn entry after it */
+    /* and a torn entry of the same epoch after it */
+    char epoch[17] = "";
+    cr_assert_eq(fseek(f, 4, SEEK_SET), 0);
+    cr_assert_eq(fread(epoch, 1, 16, f), 16);
     cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    fputs("HJ1 3 1 4 999999 1 0\nj-9mjk-9{\"re", f);
+    fprintf(f, "HJ2 %s 3 1 4 999999 1 0\nj-9mjk-9{\"re", epoch);
     fclose(f);
     store *s = st_open();
     cr_expect_eq(st_journal_done(s), 3, "the entries before the damaged one, and none after");
-    cr_expect_eq(st_journal_size(), 0, "the journal emptied");
+    cr_expect_eq(st_journal_size(), ST_JOURNAL_HEAD, "the journal emptied (its header only)");
+    store_close(s);
+    st_rmdir();
+}
+
+/* Emptying the journal rewinds it (a new epoch in its header) instead of truncating it:
+ * the entries of earlier epochs stay in the file, written over by the next ones, and a
+ * replay must never commit them again. Here three results are committed (the journal
+ * rewound: their entries stay in the file), the store is left as a kill -9 leaves it,
+ * one of them is then dropped from the database (as the results' trim would), and the
+ * next open must not bring it back. */
+Test(store, a_rewound_journal_replays_nothing_of_its_old_epochs)
+{
+    st_mkdir();
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        store_limits lim = {(size_t)1 << 30, 1000000, 0};
+        store *s = NULL;
+        if (store_open(st_dir, &lim, &s) != 0)
+            _exit(2);
+        for (int i = 0; i < 3; i++) {
+            char id[16], key[16], body[64];
+            snprintf(id, sizeof id, "j-%d", i);
+            snprintf(key, sizeof key, "jk-%d", i);
+            snprintf(body, sizeof body, "{\"result\":%d}", i);
+            blob *b = blob_new(body, strlen(body));
+            if (!b || store_put_done(s, id, "m", key, b, 1.0 + i) != 0)
+                _exit(4);
+            blob_release(b);
+        }
+        _exit(store_barrier(s) == 0 ? 0 : 5); /* committed and rewound; no store_close */
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child stored its results (%d)", status);
+    cr_assert_gt(st_journal_size(), ST_JOURNAL_HEAD, "the old entries are still in the file");
+    cr_assert(st_visible("j-1"), "committed before the kill");
+    char path[200];
+    snprintf(path, sizeof path, "%s/hamel.db", st_dir);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(db,
+                              "DELETE FROM results WHERE key = 'jk-1'; DELETE FROM jobs WHERE id = 'j-1';",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    store *s = st_open();
+    cr_expect_eq(st_journal_done(s), 5, "j-0 and j-2 as committed, j-1 not brought back");
+    store_close(s);
+    st_rmdir();
+}
+
+/* The legacy journal's sum (store.c's, with epoch 0) of the texts t[0..3]. */
+static unsigned long long st_legacy_sum(const char *const t[4])
+{
+    uint64_t a = 1, b = 0;
+    for (int k = 0; k < 4; k++) {
+        size_t n = strlen(t[k]), i = 0;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            memcpy(&w, t[k] + i, 8);
+            a += w;
+            b += a;
+        }
+        for (; i < n; i++) {
+            a += (unsigned char)t[k][i];
+            b += a;
+        }
+    }
+    return a ^ (b << 1 | b >> 63);
+}
+
+/* A journal left by a server from before the epochs (entries "HJ1 ...", no header) is
+ * still committed at open: an upgrade after a kill -9 loses no result. */
+Test(store, a_journal_from_before_the_epochs_is_committed_at_open)
+{
+    st_mkdir();
+    char path[200];
+    snprintf(path, sizeof path, "%s/results.journal", st_dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 3; i++) {
+        char id[16], key[16], body[64];
+        snprintf(id, sizeof id, "j-%d", i);
+        snprintf(key, sizeof key, "jk-%d", i);
+        snprintf(body, sizeof body, "{\"result\":%d}", i);
+        const char *t[4] = {id, "m", key, body};
+        fprintf(f, "HJ1 %zu 1 %zu %zu %.17g %016llx\n%sm%s%s\n", strlen(id), strlen(key), strlen(body),
+                1.0 + i, st_legacy_sum(t), id, key, body);
+    }
+    fclose(f);
+    store *s = st_open();
+    cr_expect_eq(st_journal_done(s), 7, "all three results committed at open");
+    cr_expect_eq(st_journal_size(), ST_JOURNAL_HEAD, "the journal emptied (its header only)");
     store_close(s);
     st_rmdir();
 }

@@ -113,3 +113,37 @@ Test(scaled, constraint_checks_are_relative_to_the_constraints_coefficients)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* The default speeds (no "speeds" given) are chosen from the constraints' gradients at a
+ * test configuration: with the knife edge written times 1e200 the squares of the
+ * Gram–Schmidt overflowed and times 1e-200 they underflowed, and the model was refused,
+ * "the linear constraints are dependent". A Chetaev constraint times 1e-200 was refused
+ * as dependent the same way. Each compiles, and runs as the plain one. */
+Test(scaled, default_speeds_and_nonlinear_constraints_at_extreme_factors)
+{
+    static const char *const factors[] = {"1e200", "1e-200"};
+    for (size_t k = 0; k < 2; k++) {
+        engine_model *m = knife(factors[k]);
+        json_t *r = knife_run(m, "hamel");
+        cr_expect(fabs(support_at(r, "q", "x", 10) - KNIFE_X5) < 1e-9 &&
+                      fabs(support_at(r, "q", "y", 10) - KNIFE_Y5) < 1e-9,
+                  "factor %s: (x, y)(5) = (%.17g, %.17g)", factors[k], support_at(r, "q", "x", 10),
+                  support_at(r, "q", "y", 10));
+        json_decref(r);
+        engine_model_release(m);
+    }
+    /* a particle held to speed 1 (x'^2 + y'^2 = 1) by a Chetaev constraint: it moves on
+     * a straight line at unit speed, x(t) = 0.6 t, y(t) = 0.8 t */
+    engine_model *m = support_compile_text(
+        "{\"name\": \"governed\", \"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"1/2*(x'^2 + y'^2)\","
+        " \"constraints\": [{\"name\": \"speed\", \"expr\": \"1e-200*(x'^2 + y'^2 - 1)\"}]}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0}, \"qdot\": {\"x\": 0.6, \"y\": 0.8}},"
+                       " \"t_end\": 2, \"output\": {\"samples\": 3}}");
+    cr_expect(fabs(support_at(r, "q", "x", 2) - 1.2) < 1e-10 &&
+                  fabs(support_at(r, "q", "y", 2) - 1.6) < 1e-10,
+              "(x, y)(2) = (%.17g, %.17g), exact (1.2, 1.6)", support_at(r, "q", "x", 2),
+              support_at(r, "q", "y", 2));
+    json_decref(r);
+    engine_model_release(m);
+}
