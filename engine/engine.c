@@ -129,6 +129,7 @@ int engine_simulation_key(const engine_model *m, const json_t *request, char key
     *problem = NULL;
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        hamel_problem_add(*problem, "", -1, "must be an object");
         return HAMEL_E_BAD_REQUEST;
     }
     json_t *copy = json_deep_copy(request);
@@ -370,6 +371,7 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
         limits = &engine_default_limits;
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        hamel_problem_add(*problem, "", -1, "must be an object");
         return HAMEL_E_BAD_REQUEST;
     }
     if (m->nlin != m->nc && !m->nl_reduced) {

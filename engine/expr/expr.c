@@ -1582,9 +1582,12 @@ static long double zero_lscale(const expr_ctx *c, const expr *e, int k, int dept
  * rounding noise is not (the extended evaluation's is ~2^-11 of the double one). A
  * point confirms "nonzero" when the two values agree to 1e-3 (noise of the double
  * evaluation does not reproduce in the extended one) and the value is above the
- * test's resolution (1e-9) against the scale of the expression's own terms
- * (zero_lscale): sin(x)^2 + cos(x)^2 - 1 + 1e-13 stays zero, as with the double test
- * alone, and so does a residue of decimal constants such as 0.1*3 - 0.3. */
+ * resolution ZERO_OWN_TERMS (1e-13) against the scale of the expression's own terms
+ * (zero_lscale): a residue of decimal constants such as 0.1*3 - 0.3 (1e-17) stays zero,
+ * and so does sin(x)^2 + cos(x)^2 - 1 + 1e-13, whose double values are noise to 1e-3.
+ * It was 1e-9, and a genuine term 1e-12 of an identity the simplifier does not see was
+ * called zero: V = exp(2*x) - (1 - 1e-12)*exp(x)^2 got forcing 0. */
+#define ZERO_OWN_TERMS 1e-13L
 static int zero_confirmed_nonzero(expr_ctx *c, const expr *e, const double *v, const double *m)
 {
     if (LDBL_MANT_DIG <= DBL_MANT_DIG || zero_lprepare(c) < 0)
@@ -1595,7 +1598,7 @@ static int zero_confirmed_nonzero(expr_ctx *c, const expr *e, const double *v, c
         if (!isfinite(v[k]) || !isfinite(m[k]) || !isfinite(w[k]) || w[k] == 0)
             continue;
         long double aw = fabsl(w[k]);
-        if (fabsl(w[k] - v[k]) <= 1e-3L * aw && aw > 1e-9L * zero_lscale(c, e, k, 0))
+        if (fabsl(w[k] - v[k]) <= 1e-3L * aw && aw > ZERO_OWN_TERMS * zero_lscale(c, e, k, 0))
             return 1;
     }
     return 0;

@@ -787,6 +787,34 @@ Test(expr, is_zero_inflated_magnitude)
     expr_ctx_free(c);
 }
 
+/* A genuine small term beside an identity the simplifier does not see (exp(x) exp(y)
+ * and exp(x + y), tan cos and sin, (e^x - e^-x)/2 and sinh) is 1e-11..1e-12 of the
+ * terms it sits among; both precisions agree on it, and it was still called zero (the
+ * resolution against the expression's own terms was 1e-9): V = exp(x)*exp(y) - (1 -
+ * 1e-11)*exp(x + y) got forcing 0. The resolution is 1e-13 of the own terms (a decimal
+ * constant's residue, 0.1*3 - 0.3, is 1e-17): these are nonzero, the identities
+ * themselves still zero, and sin^2 + cos^2 - 1 + 1e-13 (the double values' noise is
+ * 1e-3 of it) still below it. */
+Test(expr, is_zero_small_terms_beside_unseen_identities)
+{
+    expr_ctx *c = te_ctx();
+    static const char *const nonzero[] = {
+        "exp(x)*exp(y) - (1 - 1e-11)*exp(x + y)",
+        "tan(x)*cos(x) - (1 - 1e-12)*sin(x)",
+        "(exp(x) - exp(-x))/2 - (1 - 1e-12)*sinh(x)",
+        "exp(2*x) - (1 - 1e-12)*exp(x)^2",
+    };
+    for (size_t i = 0; i < sizeof nonzero / sizeof nonzero[0]; i++)
+        cr_expect(!expr_is_zero(c, te_parse(c, nonzero[i])), "%s must not be called zero", nonzero[i]);
+    static const char *const zero[] = {
+        "exp(x)*exp(y) - exp(x + y)", "tan(x)*cos(x) - sin(x)",          "(exp(x) - exp(-x))/2 - sinh(x)",
+        "exp(2*x) - exp(x)^2",        "sin(x)^2 + cos(x)^2 - 1 + 1e-13",
+    };
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        cr_expect(expr_is_zero(c, te_parse(c, zero[i])), "%s is zero (within the resolution)", zero[i]);
+    expr_ctx_free(c);
+}
+
 /* Known bug: the zero test draws every symbol from [0.35, 1.35], so expressions
  * that vanish only for positive arguments are declared identically zero. abs(x) - x
  * is 2|x| at x < 0, sqrt(x^2) - x likewise; coordinates and velocities do take
