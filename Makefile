@@ -183,10 +183,10 @@ FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/%.o,$(ENGINE_SRC) $(wildcard tests/fuzz/*
 .SECONDARY: $(FUZZ_OBJ)
 
 .PHONY: fuzz fuzz-build
-fuzz-build: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model $(FUZZ_DIR)/fuzz_request
+fuzz-build: $(FUZZ_DIR)/fuzz_parse $(FUZZ_DIR)/fuzz_model $(FUZZ_DIR)/fuzz_request $(FUZZ_DIR)/fuzz_case
 
 fuzz: fuzz-build
-	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model $(FUZZ_DIR)/corpus-request
+	@mkdir -p $(FUZZ_DIR)/corpus-parse $(FUZZ_DIR)/corpus-model $(FUZZ_DIR)/corpus-request $(FUZZ_DIR)/corpus-case
 	@for f in ../shared/cases/*.json; do [ -f "$$f" ] && jq -c .model "$$f" \
 		> $(FUZZ_DIR)/corpus-model/shared-$$(basename "$$f") || true; done
 	$(FUZZ_DIR)/fuzz_parse $(FUZZ_RUN) -dict=tests/fuzz/expr.dict -artifact_prefix=$(FUZZ_DIR)/ \
@@ -195,6 +195,8 @@ fuzz: fuzz-build
 		$(FUZZ_DIR)/corpus-model tests/fuzz/corpus/model
 	$(FUZZ_DIR)/fuzz_request $(FUZZ_RUN) -dict=tests/fuzz/request.dict -artifact_prefix=$(FUZZ_DIR)/ \
 		$(FUZZ_DIR)/corpus-request tests/fuzz/corpus/request
+	$(FUZZ_DIR)/fuzz_case $(FUZZ_RUN) -max_len=20000 -dict=tests/fuzz/case.dict -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus-case tests/fuzz/corpus/case
 
 $(FUZZ_DIR)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -566,6 +566,7 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
         limits = &engine_default_limits;
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        hamel_problem_add(*problem, "", -1, "must be an object");
         return HAMEL_E_BAD_REQUEST;
     }
     int n = m->n, k = m->k, nc = m->nc, all_linear = m->nlin == m->nc;
@@ -1179,6 +1180,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
         limits = &engine_default_limits;
     if (!json_is_object(request)) {
         *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, "the request must be a JSON object");
+        hamel_problem_add(*problem, "", -1, "must be an object");
         return HAMEL_E_BAD_REQUEST;
     }
     if (m->nlin != m->nc && !m->nl_reduced)

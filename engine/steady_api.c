@@ -935,6 +935,11 @@ static int spectrum_stable(const spectrum *sp)
     return unstable == 0;
 }
 
+/* The smallest share of a step's arclength counted as vary's when the step is capped
+ * (branch_step): near a fold, where vary stands still, a step is at most 1000 times
+ * |to - from| / steps long. */
+#define STEADY_MIN_VARY_SHARE 1e-3
+
 /* A branch followed by pseudo-arclength continuation in the last variable. */
 struct branch {
     int nv;
@@ -1031,7 +1036,12 @@ static int branch_step(steady *s, struct branch *B, int *done, json_t **problem)
     spectrum_now(s, &B->specs[B->np], NULL);
     json_array_append_new(B->points, point_json(s, &B->specs[B->np], 0));
     B->np++;
-    B->ds = fmin(B->ds * 1.5, fabs(B->to - B->from) / (double)B->steps);
+    /* A step moves vary by at most |to - from| / steps. ds is arclength in every
+     * variable: where the unknowns change much faster than vary (a steep branch), vary's
+     * share of it is |tan_vary|, so the cap is that over |tan_vary| (at most 1000 times
+     * it, near a fold where vary stands still). */
+    B->ds = fmin(B->ds * 1.5, fabs(B->to - B->from) / (double)B->steps /
+                                  fmax(fabs(B->tan[nv - 1]), STEADY_MIN_VARY_SHARE));
     return 0;
 }
 

@@ -33,15 +33,17 @@ for src in tests/fuzz/fuzz_*.c; do
   short=${name#fuzz_}
   dict=tests/fuzz/$short.dict
   [ "$short" = parse ] && dict=tests/fuzz/expr.dict
+  tmo=10 # seconds an input may take
   case $short in # about 10 s each on an idle 2-core machine
   parse) runs=20000 ;;
   model) runs=1500 ;;
+  case) runs=300 tmo=60 ;; # a whole case: compile, every form, run, linearize, export
   *) runs=800 ;;
   esac
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$short/." "$work/" 2>/dev/null || true
   log=$art/$name.log
-  if build/fuzz/$name -seed="$seed" -runs="$runs" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if build/fuzz/$name -seed="$seed" -runs="$runs" -max_total_time="$secs" -timeout="$tmo" -rss_limit_mb=2048 -print_final_stats=1 \
     -dict="$dict" -artifact_prefix="$art/$name-" "$work" >"$log" 2>&1; then
     done_runs=$(grep -a 'stat::number_of_executed_units' "$log" | awk '{print $2}')
     echo "$name: ok (${done_runs:-?} executions from seed $seed)"

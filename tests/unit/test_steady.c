@@ -126,3 +126,40 @@ Test(steady, rolling_disk_circles_are_the_closed_form)
     engine_model_release(m);
     json_decref(cs);
 }
+
+/* A branch on which the unknown changes much faster than `vary` (the disk's spin
+ * Omega on circles of fixed tilt and precession as its radius shrinks: dOmega/dr of
+ * -7 to -50) reaches `to` in about `steps` steps: a step's arclength counts every
+ * variable, so the cap |to - from| / steps moved r by a fraction of that and the branch
+ * ran out of its 4 x steps + 20 points (limit-exceeded even for to = 0.49 from 0.5). */
+Test(steady, a_steep_branch_reaches_to_within_its_steps)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, th = 1.2, wd = -1.5;
+    const double tos[] = {0.49, 0.2, 0.05};
+    for (int c = 0; c < 3; c++) {
+        json_t *req = json_pack(
+            "{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}", "state", "q",
+            "phi", 0.0, "theta", th, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds", "wd", wd, "thd", 0.0, "Omega",
+            4.0, "unknowns", "Omega", "continuation", "vary", "r", "to", tos[c], "steps", 10);
+        json_t *res = support_steady(m, req, 0, NULL);
+        const json_t *pts = json_object_get(res, "points");
+        cr_assert_leq(json_array_size(pts), 4 * 10 + 20);
+        double last_r = 0.0;
+        for (size_t i = 0; i < json_array_size(pts); i++) {
+            const json_t *val = json_object_get(json_array_get(pts, i), "values");
+            double r = json_number_value(json_object_get(val, "r")),
+                   W = json_number_value(json_object_get(val, "Omega"));
+            /* a wd^2 + b wd + c = 0 with a = 1/(4 tan th), b = -3/2 Omega, c = -g/r cos th */
+            double ref = (0.25 / tan(th) * wd * wd - g / r * cos(th)) / (1.5 * wd);
+            cr_assert(fabs(W - ref) <= 1e-12 * fabs(ref), "r = %g: Omega %.17g, closed form %.17g", r, W,
+                      ref);
+            last_r = r;
+        }
+        cr_assert_eq(last_r, tos[c], "the branch ends at to exactly");
+        json_decref(res);
+    }
+    engine_model_release(m);
+    json_decref(cs);
+}
