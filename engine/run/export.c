@@ -198,6 +198,7 @@ static void tape_values(gen *g, const tape_view *v)
         case TAPE_POW: outf(g, "%spow(s%d, s%d)", math, p->a, p->b); break;
         case TAPE_ATAN2: outf(g, "%satan2(s%d, s%d)", math, p->a, p->b); break;
         case TAPE_ABS: outf(g, "%s(s%d)", g->py ? "abs" : "fabs", p->a); break;
+        case TAPE_SIGN: outf(g, "%s(s%d)", g->py ? "_sign" : "hamel_sign", p->a); break;
         default: {
             const char *f = tape_op_libm_name(op);
             if (!f) {
@@ -331,6 +332,7 @@ static void tangent_stmt(gen *g, const tape *t, const char *nz, int i)
     case TAPE_COSH: outf(g, "%ssinh(s%d) * %s", math, a, da); break;
     case TAPE_TANH: outf(g, "(1.0 - s%d * s%d) * %s", i, i, da); break;
     case TAPE_ABS: outf(g, "%s(s%d) * %s", g->py ? "_sign" : "hamel_sign", a, da); break;
+    case TAPE_SIGN: outf(g, "0.0 * %s", da); break;
     default: g->err = 1; return;
     }
     puts_(g, g->py ? "\n" : ";\n");
