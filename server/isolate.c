@@ -72,6 +72,11 @@ enum {
 #define ISO_SHM_MIN (64u << 10)      /* a reply's text this long goes through the reply memfd */
 #define ISO_SHM_MAX (256u << 20)     /* ... up to this (longer: the socket, not a second copy) */
 #define ISO_SHM_KEEP (8u << 20)      /* a reply memfd written past this is emptied once read */
+/* Runs started with their compilation at once (isolate_prerun): each reserves its worker
+ * until its job takes it, so at most this many, and only with a worker more than that:
+ * every other call always finds a worker that becomes free (a job waiting for a worker
+ * while the reserved ones wait for that job's thread would never end). */
+#define ISO_MAX_PRERUNS 1
 
 /* The page shared with a worker: the engine_control of the running call (lock-free
  * atomics), and a note the worker leaves before it ends itself on purpose. */
@@ -120,6 +125,7 @@ static struct {
     iso_worker *w;
     int n;
     int active, stopping;
+    int preruns; /* runs started with their compilation, their worker reserved (ISO_MAX_PRERUNS) */
     char exe[PATH_MAX];
     char memory[32];
     char model_bytes[32];
@@ -1101,6 +1107,23 @@ static int iso__json_call(int op, const char *what, const engine_model *m, const
 static void iso__prerun_new(iso_worker *w, engine_model *m, const engine_limits *limits,
                             isolate_prerun **out);
 
+/* A prerun's place (returns 1), or none free (0). */
+static int iso__prerun_take(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    int ok = iso.active && !iso.stopping && iso.preruns < ISO_MAX_PRERUNS && iso.n > ISO_MAX_PRERUNS;
+    iso.preruns += ok;
+    pthread_mutex_unlock(&iso.mu);
+    return ok;
+}
+
+static void iso__prerun_give(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    iso.preruns--;
+    pthread_mutex_unlock(&iso.mu);
+}
+
 int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                               engine_model **out, json_t **problem)
 {
@@ -1137,8 +1160,16 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     }
     char *text = model_text ? strdup(model_text) : json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
     char *req = request ? iso__request_text(request) : NULL;
+    if (prerun && !iso__prerun_take())
+        prerun = NULL;
     char *hd = prerun ? json_dumps(head, JSON_COMPACT) : NULL;
-    if (!text || (request && !req) || (prerun && !hd)) {
+    if (prerun && !hd) { /* given back below: the call asks for no run */
+        iso__prerun_give();
+        prerun = NULL;
+    }
+    if (!text || (request && !req)) {
+        if (prerun)
+            iso__prerun_give();
         free(text);
         free(req);
         free(hd);
@@ -1151,6 +1182,8 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     snprintf(spec_id, sizeof spec_id, "sha256:");
     ids_hex(d, sizeof d, spec_id + 7);
     if (iso__quarantined(spec_id, problem)) {
+        if (prerun)
+            iso__prerun_give();
         free(text);
         free(req);
         free(hd);
@@ -1199,6 +1232,8 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     }
     if (c.kept) /* the worker runs the request now: a prerun, or (no model) dropped */
         iso__prerun_new(c.kept, *out, limits, prerun);
+    else if (hd) /* it does not: its place back */
+        iso__prerun_give();
     iso__call_clear(&c);
     return rc;
 }
@@ -1229,6 +1264,7 @@ static void iso__prerun_new(iso_worker *w, engine_model *m, const engine_limits 
         kill(w->pid, SIGKILL);
         iso__reap(w);
         iso__release(w, 0, 0);
+        iso__prerun_give();
     }
 }
 
@@ -1261,6 +1297,7 @@ int isolate_prerun_finish(isolate_prerun *p, const json_t *request, const engine
         }
     }
     iso__call_clear(&c);
+    iso__prerun_give(); /* its worker is free */
     if (rc == HAMEL_E_CANCELLED && !(ctl && atomic_load(&ctl->cancel))) {
         /* cancelled by what ran before it was taken, not by its job: once more */
         json_decref(*problem);
@@ -1290,6 +1327,7 @@ void isolate_prerun_drop(isolate_prerun *p)
         kill(p->w->pid, SIGKILL);
         iso__reap(p->w);
         iso__release(p->w, 0, 0);
+        iso__prerun_give();
         free(p);
     }
     free(text);
