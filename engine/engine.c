@@ -355,6 +355,19 @@ static void hamel_request_check(const engine_model *m, const json_t *request, co
                  "too many points: at most %d, and at most %.0f for a model with %d coordinates",
                  limits->max_points, floor(ENGINE_MAX_GAMMA_WORK / ((double)n * n * n * n)), n);
         hamel_problem_add(*problem, "points", -1, why);
+    } else if (limits->max_output_values &&
+               (double)np * (double)m->gamma_values > (double)limits->max_output_values) {
+        /* the answer's size: a point of a model whose coefficients are all there (n^3 of
+         * them) is 4 n^3 numbers; 10,000 such points at n = 12 were 58 million */
+        if (!*problem)
+            *problem = hamel_problem_new(HAMEL_E_LIMIT, NULL);
+        char why[200];
+        snprintf(
+            why, sizeof why,
+            "%d points x %zu values (t, q, and j, r, l, value of each coefficient listed) = %.0f; at most "
+            "%zu values per answer",
+            np, m->gamma_values, (double)np * (double)m->gamma_values, limits->max_output_values);
+        hamel_problem_add(*problem, points ? "points" : "q", -1, why);
     } else if (!points && !json_object_get(request, "q")) {
         if (!*problem)
             *problem = hamel_problem_new(HAMEL_E_BAD_REQUEST, NULL);
@@ -390,7 +403,7 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
     hamel_request_check(m, request, limits, problem);
     if (*problem) {
         free(params);
-        return HAMEL_E_BAD_REQUEST;
+        return hamel_problem_code(*problem);
     }
     double *t = calloc(np, sizeof *t), *q = calloc((size_t)np * n, sizeof *q);
     double *g = calloc((size_t)n * n * n, sizeof *g), *gt = calloc((size_t)n * n, sizeof *gt);

@@ -276,6 +276,8 @@ static void jit__prelude(jit_buf *b)
 {
     for (size_t j = 0; j < sizeof jit_funcs / sizeof jit_funcs[0]; j++)
         jit__buf_printf(b, "%s\n", jit_funcs[j].proto);
+    jit__buf_printf(
+        b, "static inline double hamel_sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x; }\n");
     jit__buf_printf(b, "union jit_k { unsigned long long u; double d; };\n");
 }
 

@@ -144,6 +144,10 @@ int tape_eval_tangent(const tape *t, const double *in, const double *din, int nd
             s[i] = fabs(a);
             lincomb(di, a > 0.0 ? 1.0 : a < 0.0 ? -1.0 : 0.0, da, 0.0, NULL, nd);
             break;
+        case TAPE_SIGN:
+            s[i] = a > 0.0 ? 1.0 : a < 0.0 ? -1.0 : a;
+            lincomb(di, 0.0, da, 0.0, NULL, nd);
+            break;
         default: return -1;
         }
     }

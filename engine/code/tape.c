@@ -61,6 +61,7 @@ void tape_eval(const tape *t, const double *in, double *s, double *out)
         case TAPE_COSH: s[i] = cosh(s[p->a]); break;
         case TAPE_TANH: s[i] = tanh(s[p->a]); break;
         case TAPE_ABS: s[i] = fabs(s[p->a]); break;
+        case TAPE_SIGN: s[i] = s[p->a] > 0.0 ? 1.0 : s[p->a] < 0.0 ? -1.0 : s[p->a]; break;
         case TAPE_OP_COUNT: s[i] = NAN; break;
         }
     }
@@ -84,6 +85,7 @@ const char *tape_op_libm_name(tape_op op)
     case TAPE_COSH: return "cosh";
     case TAPE_TANH: return "tanh";
     case TAPE_ABS: return "fabs";
+    case TAPE_SIGN: return "hamel_sign"; /* defined in the generated code's prelude */
     default: return NULL;
     }
 }
@@ -128,6 +130,7 @@ static double ins_err(const tape_ins *p, double v, double a, double b, double ea
     case TAPE_SINH: return cosh(a) * ea + av;
     case TAPE_COSH: return fabs(sinh(a)) * ea + av;
     case TAPE_TANH: return fabs(1.0 - v * v) * ea + av;
+    case TAPE_SIGN: return fabs(a) <= ea ? 1.0 : 0.0; /* exact unless the operand's error may flip it */
     case TAPE_OP_COUNT: break;
     }
     return NAN;

@@ -39,6 +39,7 @@ typedef enum tape_op {
     TAPE_COSH,
     TAPE_TANH,
     TAPE_ABS,
+    TAPE_SIGN, /* -1, 0, 1; hamel_sign in generated code */
     TAPE_OP_COUNT
 } tape_op;
 

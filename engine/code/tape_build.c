@@ -183,7 +183,7 @@ static int lower(struct builder *b, const expr *e)
             [FN_SIN] = TAPE_SIN,   [FN_COS] = TAPE_COS,   [FN_TAN] = TAPE_TAN,     [FN_ASIN] = TAPE_ASIN,
             [FN_ACOS] = TAPE_ACOS, [FN_ATAN] = TAPE_ATAN, [FN_ATAN2] = TAPE_ATAN2, [FN_SINH] = TAPE_SINH,
             [FN_COSH] = TAPE_COSH, [FN_TANH] = TAPE_TANH, [FN_EXP] = TAPE_EXP,     [FN_LOG] = TAPE_LOG,
-            [FN_SQRT] = TAPE_SQRT, [FN_ABS] = TAPE_ABS};
+            [FN_SQRT] = TAPE_SQRT, [FN_ABS] = TAPE_ABS,   [FN_SIGN] = TAPE_SIGN};
         int a = lower(b, e->args[0]);
         int a2 = e->nargs > 1 ? lower(b, e->args[1]) : 0;
         r = emit(b, ops[e->fn], a, a2, 0);

@@ -68,7 +68,10 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
     case FN_EXP: return (expr *)e;
     case FN_LOG: return expr_powi(c, a, -1);
     case FN_SQRT: return expr_mul(c, expr_num(c, 0.5), expr_powi(c, (expr *)e, -1));
-    case FN_ABS: return expr_mul(c, a, expr_powi(c, (expr *)e, -1));
+    /* sign(a), not a/abs(a): that is 0/0 at a = 0, where the force of x*abs(x) or of
+     * abs(x)^1.5 is 0 (a particle started at the bottom of such a well failed at t = 0) */
+    case FN_ABS: return expr_fun(c, FN_SIGN, a);
+    case FN_SIGN: return c->zero; /* where it is differentiable */
     default: return c->nan;
     }
 }
@@ -126,7 +129,16 @@ static expr *diff_rec(expr_ctx *c, expr *e, int s)
     case EXPR_POW: {
         expr *b = e->args[0], *x = e->args[1];
         expr *db = diff_rec(c, b, s);
-        if (!expr_depends(x, s)) {
+        if (!expr_depends(x, s) && b->kind == EXPR_FUN && b->fn == FN_SQRT) {
+            /* sqrt(a)^x: x/2 sqrt(a)^(x-2) da, not x sqrt(a)^(x-1) da / (2 sqrt(a)), whose
+             * sqrt(a)^(x-1) is rewritten (sqrt(a)^2 = a) before the quotient could cancel:
+             * the force of r^3 = sqrt(x^2 + y^2)^3 was 0/0 at the origin */
+            expr *da = diff_rec(c, b->args[0], s);
+            r = expr_mul(c,
+                         expr_mul(c, expr_mul(c, expr_num(c, 0.5), x),
+                                  expr_pow(c, b, expr_sub(c, x, expr_num(c, 2.0)))),
+                         da);
+        } else if (!expr_depends(x, s)) {
             /* x * b^(x-1) * db */
             r = expr_mul(c, expr_mul(c, x, expr_pow(c, b, expr_sub(c, x, c->one))), db);
         } else {

@@ -1074,7 +1074,7 @@ expr *expr_powi(expr_ctx *c, expr *b, int k) { return expr_pow(c, b, expr_num(c,
 static const char *const fn_names[FN_COUNT] = {
     [FN_SIN] = "sin",   [FN_COS] = "cos",     [FN_TAN] = "tan",   [FN_ASIN] = "asin", [FN_ACOS] = "acos",
     [FN_ATAN] = "atan", [FN_ATAN2] = "atan2", [FN_SINH] = "sinh", [FN_COSH] = "cosh", [FN_TANH] = "tanh",
-    [FN_EXP] = "exp",   [FN_LOG] = "log",     [FN_SQRT] = "sqrt", [FN_ABS] = "abs",
+    [FN_EXP] = "exp",   [FN_LOG] = "log",     [FN_SQRT] = "sqrt", [FN_ABS] = "abs",   [FN_SIGN] = "sign",
 };
 
 const char *expr_fn_name(expr_fn fn) { return fn < FN_COUNT ? fn_names[fn] : "?"; }
@@ -1096,6 +1096,7 @@ double expr__apply(expr_fn fn, double a, double b)
     case FN_LOG: return log(a);
     case FN_SQRT: return sqrt(a);
     case FN_ABS: return fabs(a);
+    case FN_SIGN: return a > 0.0 ? 1.0 : a < 0.0 ? -1.0 : a; /* 0 at 0, NaN at NaN */
     default: return NAN;
     }
 }
@@ -1117,7 +1118,8 @@ expr *expr_fun(expr_ctx *c, expr_fn fn, expr *a)
         case FN_ASIN:
         case FN_ATAN:
         case FN_SINH:
-        case FN_TANH: return expr_neg(c, expr_fun(c, fn, pos));
+        case FN_TANH:
+        case FN_SIGN: return expr_neg(c, expr_fun(c, fn, pos));
         case FN_COS:
         case FN_COSH:
         case FN_ABS: return expr_fun(c, fn, pos);
@@ -1509,6 +1511,7 @@ static long double zero_lapply(expr_fn fn, long double a, long double b)
     case FN_LOG: return logl(a);
     case FN_SQRT: return sqrtl(a);
     case FN_ABS: return fabsl(a);
+    case FN_SIGN: return a > 0.0L ? 1.0L : a < 0.0L ? -1.0L : a;
     default: return NAN;
     }
 }

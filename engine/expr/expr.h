@@ -46,6 +46,7 @@ typedef enum expr_fn {
     FN_LOG,
     FN_SQRT,
     FN_ABS,
+    FN_SIGN, /* -1, 0, 1 (0 at 0): d abs(a) = sign(a) da, finite at a = 0 */
     FN_COUNT
 } expr_fn;
 

@@ -120,7 +120,7 @@ static int fn_lookup(const char *name, int *nargs, int *fn, int *alias)
         {"csc", FN_SIN, 1, 1},   {"cot", FN_TAN, 1, 2},     {"asin", FN_ASIN, 1, 0}, {"acos", FN_ACOS, 1, 0},
         {"atan", FN_ATAN, 1, 0}, {"atan2", FN_ATAN2, 2, 0}, {"sinh", FN_SINH, 1, 0}, {"cosh", FN_COSH, 1, 0},
         {"tanh", FN_TANH, 1, 0}, {"exp", FN_EXP, 1, 0},     {"log", FN_LOG, 1, 0},   {"sqrt", FN_SQRT, 1, 0},
-        {"abs", FN_ABS, 1, 0},   {"pow", -1, 2, 3},
+        {"sign", FN_SIGN, 1, 0}, {"abs", FN_ABS, 1, 0},     {"pow", -1, 2, 3},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, name) == 0) {

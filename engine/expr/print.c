@@ -340,7 +340,8 @@ static void print_rec(struct printer *p, const expr *e, int prec)
                                                      [FN_COSH] = "\\cosh",
                                                      [FN_TANH] = "\\tanh",
                                                      [FN_EXP] = "\\exp",
-                                                     [FN_LOG] = "\\log"};
+                                                     [FN_LOG] = "\\log",
+                                                     [FN_SIGN] = "\\operatorname{sign}"};
             sb_puts(&p->b, lx[e->fn] ? lx[e->fn] : expr_fn_name(e->fn));
         } else {
             sb_puts(&p->b, expr_fn_name(e->fn));

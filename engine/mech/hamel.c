@@ -1428,6 +1428,11 @@ int hamel_structure(struct engine_model *m)
                     nz_t[i] = 1;
         }
     }
+    m->gamma_values = 1 + (size_t)n;
+    for (size_t i = 0; i < n3; i++)
+        m->gamma_values += 4 * (size_t)m->gamma_nz[i];
+    for (size_t i = 0; i < n2; i++)
+        m->gamma_values += 3 * (size_t)m->gamma_t_nz[i];
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
         mc->gamma_free = 0;

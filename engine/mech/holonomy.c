@@ -282,6 +282,11 @@ static void hd_fn(int W, int L, int op, const double *a, const double *b, double
         for (int m = 0; m < W; m++)
             out[m] = x < 0 ? -a[m] : a[m];
         return;
+    case TAPE_SIGN: /* constant where it is defined: the series is its value alone */
+        for (int m = 0; m < W; m++)
+            out[m] = 0.0;
+        out[0] = x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+        return;
     case TAPE_POW: /* exp(b log a) */
         hd_fn(W, L, TAPE_LOG, a, NULL, t1);
         hd_mul(W, b, t1, t2);

@@ -114,6 +114,8 @@ struct engine_model {
 
     unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
     unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
+    size_t gamma_values;       /* numbers of one point's coefficients in a result: t, q and 4 for
+                                * each gamma^j_rl listed ({j, r, l, value}), 3 for each gamma^j_r */
 
     struct native_code *_Atomic native; /* the optimizing tier once built (native.h), or NULL */
     atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */

@@ -143,14 +143,18 @@ typedef struct tape_view {
     const tape *t;
     const char *fname; /* C hamel_<fname>, Python _<fname> */
     const char *what;  /* its comment */
+    int qdot_slots;    /* the velocity slots hold q' (the events' tape), never a speed */
 } tape_view;
 
-/* What input slot a of the model's layout holds, as a comment. */
-static void input_comment(gen *g, const struct engine_model *m, int a)
+/* What input slot a of the model's layout holds, as a comment (qdot_slots: the
+ * velocity slots hold q', as in the events' tape). */
+static void input_comment(gen *g, const struct engine_model *m, int a, int qdot_slots)
 {
     int iq = model_input_q(m), iqd = model_input_qd(m);
     puts_(g, g->py ? "  # " : " /* ");
-    if (a < m->np) {
+    if (a >= m->n_in) {
+        outf(g, "constraint force %d (not read)", a - m->n_in);
+    } else if (a < m->np) {
         puts_(g, "parameter ");
         comment_text(g, m->params[a]);
     } else if (a == model_input_t(m)) {
@@ -160,7 +164,7 @@ static void input_comment(gen *g, const struct engine_model *m, int a)
         comment_text(g, m->coords[a - iq]);
     } else {
         int sp = -1;
-        for (int r = 0; m->tape_fast && r < m->k; r++)
+        for (int r = 0; m->tape_fast && !qdot_slots && r < m->k; r++)
             if (m->u_slot[r] == a)
                 sp = r;
         puts_(g, sp >= 0 ? "speed " : "velocity of ");
@@ -182,7 +186,7 @@ static void tape_values(gen *g, const tape_view *v)
         switch (op) {
         case TAPE_INPUT:
             outf(g, g->py ? "inp[%d]" : "in[%d];", p->a);
-            input_comment(g, v->m, p->a);
+            input_comment(g, v->m, p->a, v->qdot_slots);
             continue;
         case TAPE_CONST: num(g, p->c); break;
         case TAPE_ADD: outf(g, "s%d + s%d", p->a, p->b); break;
@@ -194,6 +198,7 @@ static void tape_values(gen *g, const tape_view *v)
         case TAPE_POW: outf(g, "%spow(s%d, s%d)", math, p->a, p->b); break;
         case TAPE_ATAN2: outf(g, "%satan2(s%d, s%d)", math, p->a, p->b); break;
         case TAPE_ABS: outf(g, "%s(s%d)", g->py ? "abs" : "fabs", p->a); break;
+        case TAPE_SIGN: outf(g, "%s(s%d)", g->py ? "_sign" : "hamel_sign", p->a); break;
         default: {
             const char *f = tape_op_libm_name(op);
             if (!f) {
@@ -327,6 +332,7 @@ static void tangent_stmt(gen *g, const tape *t, const char *nz, int i)
     case TAPE_COSH: outf(g, "%ssinh(s%d) * %s", math, a, da); break;
     case TAPE_TANH: outf(g, "(1.0 - s%d * s%d) * %s", i, i, da); break;
     case TAPE_ABS: outf(g, "%s(s%d) * %s", g->py ? "_sign" : "hamel_sign", a, da); break;
+    case TAPE_SIGN: outf(g, "0.0 * %s", da); break;
     default: g->err = 1; return;
     }
     puts_(g, g->py ? "\n" : ";\n");
@@ -438,6 +444,69 @@ static int stepper_known(const char *m)
     return 0;
 }
 
+/* Whether the file carries the request's events: the user's, when they read no
+ * constraint force (those need the multipliers, which the file does not compute). */
+static int events_carried(const sim_request *req)
+{
+    return req && req->n_ev_user > 0 && req->ev_tape && !req->ev_lam;
+}
+
+/* The events' names, directions and actions, and the function that evaluates them at
+ * (t, y): q' from the kinematics into the velocity slots, then the events' tape. */
+static void events_code(gen *g, const struct engine_model *m, const sim_request *req)
+{
+    int ne = req->n_ev_user;
+    tape_view ve = {m, req->ev_tape, "events", "the request's event functions g [events] from (p, t, q, q')",
+                    1};
+    tape_function(g, &ve);
+    if (g->py) {
+        puts_(
+            g,
+            "\n\n# The request's events: (name, direction: 1 rising, -1 falling, 0 both, stop).\nEVENTS = [");
+        for (int i = 0; i < ne; i++) {
+            puts_(g, i ? ",\n          (" : "(");
+            string_lit(g, req->ev_names[i]);
+            outf(g, ", %d, %s)", req->ev_dir[i], req->ev_stop[i] ? "True" : "False");
+        }
+        puts_(g, "]\n\n\ndef event_values(t, y, p=None):\n"
+                 "    \"\"\"The request's event functions at (t, y), in EVENTS' order.\"\"\"\n"
+                 "    inp = _inputs(t, y, p)\n"
+                 "    inp[_NP + 1 + _NQ:] = [float(v) for v in kinematics(t, y[:_NQ], y[_NQ:], p)]\n");
+        outf(g, "    return _events(inp + [0.0] * %d)  # constraint forces: not read\n",
+             req->ev_tape->n_inputs - m->n_in);
+        return;
+    }
+    outf(g,
+         "\n#define HAMEL_NEV %d /* the request's events */\n"
+         "#define HAMEL_NEV_IN %d /* their tape's inputs: p, t, q, q', then constraint forces (not read) */\n"
+         "const char *const hamel_event_names[HAMEL_NEV] = {",
+         ne, req->ev_tape->n_inputs);
+    for (int i = 0; i < ne; i++) {
+        puts_(g, i ? ", " : "");
+        string_lit(g, req->ev_names[i]);
+    }
+    puts_(g, "};\n/* 1 rising, -1 falling, 0 both */\nstatic const int hamel_event_dir[HAMEL_NEV] = {");
+    for (int i = 0; i < ne; i++)
+        outf(g, "%s%d", i ? ", " : "", req->ev_dir[i]);
+    puts_(
+        g,
+        "};\n/* 1: the run ends at its first crossing */\nstatic const int hamel_event_stop[HAMEL_NEV] = {");
+    for (int i = 0; i < ne; i++)
+        outf(g, "%s%d", i ? ", " : "", req->ev_stop[i] ? 1 : 0);
+    puts_(g, "};\n\n/* The request's event functions g[HAMEL_NEV] at (t, y) with parameters p. Returns 0,\n"
+             " * or -1 where the kinematics cannot be solved. */\n"
+             "int hamel_event_values(double t, const double *y, const double *p, double *g)\n{\n"
+             "    double in[HAMEL_NEV_IN];\n"
+             "    memset(in, 0, sizeof in);\n"
+             "    memcpy(in, p, sizeof(double) * HAMEL_NP);\n"
+             "    in[HAMEL_NP] = t;\n"
+             "    memcpy(in + HAMEL_NP + 1, y, sizeof(double) * HAMEL_NQ);\n"
+             "    if (hamel_kinematics(t, y, y + HAMEL_NQ, p, in + HAMEL_NP + 1 + HAMEL_NQ) != 0)\n"
+             "        return -1;\n"
+             "    hamel_events(in, g);\n"
+             "    return 0;\n}\n");
+}
+
 /* The header comment: what the file is, its model and request, its state layout. */
 static void header(gen *g, const struct engine_model *m, const sim_request *req, const char *name,
                    const char *description, int reduced)
@@ -484,9 +553,20 @@ static void header(gen *g, const struct engine_model *m, const sim_request *req,
     if (req)
         outf(g, "%s The request's initial state, parameters, sample times and tolerances are baked in.\n",
              c0);
-    if (req && req->n_ev > 0)
-        outf(g, "%s The request's events and contact checks are not carried: the main integrates to t_end.\n",
-             c0);
+    if (req && events_carried(req))
+        outf(g,
+             "%s The request's events are carried: the main stops at the first crossing of a stop\n"
+             "%s event, with a last row at its time, located as hamel run locates it (Brent's method\n"
+             "%s on a re-integration from the step's start%s); signs are compared at the\n"
+             "%s ends of each step only (hamel run also looks inside each step). Each crossing is\n"
+             "%s printed on standard error.%s\n",
+             c0, c0, c0, g->py ? "; here scipy's dense output" : "", c0, c0,
+             req->n_con ? " Contact checks are not carried." : "");
+    else if (req && req->n_ev > 0)
+        outf(g, "%s The request's %s not carried: the main integrates to t_end.\n", c0,
+             req->n_ev_user == 0 ? "contact checks are"
+             : req->n_con        ? "events (they read constraint forces) and contact checks are"
+                                 : "events are (they read constraint forces)");
     outf(g, "%s The speeds are fixed here%s.\n", c0,
          m->default_speeds ? " (the engine's default choice of velocities)" : "");
     outf(g,
@@ -666,18 +746,19 @@ int export_source(const struct engine_model *m, const sim_request *req, int lang
     if (reduced && has_tan) {
         tape_view vf = {m, m->tape_fast, "fast",
                         m->fast_mass_const ? "q' [n], F [k] from (p, t, q, u)"
-                                           : "q' [n], M* upper triangle [k(k+1)/2], F [k] from (p, t, q, u)"};
+                                           : "q' [n], M* upper triangle [k(k+1)/2], F [k] from (p, t, q, u)",
+                        0};
         tape_function(&g, &vf);
         tangent_function(&g, &vf, has_tan);
         if (m->fast_mass_const) {
-            tape_view vm = {m, m->tape_mass, "mass", "M* upper triangle [k(k+1)/2] from p"};
+            tape_view vm = {m, m->tape_mass, "mass", "M* upper triangle [k(k+1)/2] from p", 0};
             tape_function(&g, &vm);
         }
     } else if (has_tan) {
         tape_view vp = {m, m->tape_psi, "psi",
-                        "Psi [n*n] (rows: speeds, then constraints), Psi_t [n] from (p, t, q)"};
-        tape_view vd = {m, m->tape_dyn, "dyn",
-                        "M upper triangle [n(n+1)/2], g [n], b [n] from (p, t, q, q')"};
+                        "Psi [n*n] (rows: speeds, then constraints), Psi_t [n] from (p, t, q)", 0};
+        tape_view vd = {m, m->tape_dyn, "dyn", "M upper triangle [n(n+1)/2], g [n], b [n] from (p, t, q, q')",
+                        0};
         tape_function(&g, &vp);
         tangent_function(&g, &vp, has_tan);
         tape_function(&g, &vd);
@@ -687,7 +768,9 @@ int export_source(const struct engine_model *m, const sim_request *req, int lang
         puts_(&g, reduced ? py_reduced : py_numeric);
         if (req) {
             baked(&g, m, req);
-            puts_(&g, py_main);
+            if (events_carried(req))
+                events_code(&g, m, req);
+            puts_(&g, events_carried(req) ? py_main_events : py_main);
         } else {
             puts_(&g, py_initial_state);
         }
@@ -696,7 +779,9 @@ int export_source(const struct engine_model *m, const sim_request *req, int lang
         puts_(&g, "\n#undef T\n#undef L\n");
         if (req) {
             baked(&g, m, req);
-            puts_(&g, c_main);
+            if (events_carried(req))
+                events_code(&g, m, req);
+            puts_(&g, events_carried(req) ? c_main_events : c_main);
         }
     }
     free(has_tan);

@@ -46,7 +46,7 @@ mpmath.mp.dps = 30
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 FUNCS = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt,
-         "abs": sp.Abs, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2,
+         "abs": sp.Abs, "sign": sp.sign, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2,
          "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "pi": sp.pi, "sec": sp.sec, "csc": sp.csc,
          "cot": sp.cot}
 

@@ -224,7 +224,7 @@ def gen_model(seed):
 # ---------------------------------------------------------------- SymPy's side
 
 FUNCS = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt,
-         "abs": sp.Abs, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2,
+         "abs": sp.Abs, "sign": sp.sign, "asin": sp.asin, "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2,
          "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "pi": sp.pi}
 
 

@@ -30,7 +30,10 @@ def traj(result_path, csv_path, tol):
         return "%d rows, expected %d" % (len(rows), len(tr["t"]))
     worst = 0.0
     for j, row in enumerate(rows):
-        if not close(row[0], tr["t"][j], 1e-15):
+        # the last row of a run stopped by an event is at the event's time, located by
+        # each program to the integration's accuracy (scipy on its dense output)
+        ttol = tol if res.get("stopped_by") and j == len(rows) - 1 else 1e-15
+        if not close(row[0], tr["t"][j], ttol):
             return "t[%d] = %r, expected %r" % (j, row[0], tr["t"][j])
         for c, name in enumerate(names):
             ref = (tr["q"][name] if c < len(tr["q"]) else tr["speeds"][name])[j]

@@ -57,3 +57,158 @@ Test(fuzzed, a_request_that_is_not_an_object_names_the_body)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* n = 8 coordinates, T = sum q_i'^2 / 2, speeds u_j = q_j' + 0.1 sin(q_j) q_{j+1}' (cyclic):
+ * 112 Hamel coefficients are not identically zero. */
+static engine_model *cyclic_model(void)
+{
+    char text[4096];
+    int at = snprintf(text, sizeof text, "{\"coordinates\": [");
+    for (int i = 0; i < 8; i++)
+        at += snprintf(text + at, sizeof text - at, "%s\"q%d\"", i ? ", " : "", i);
+    at += snprintf(text + at, sizeof text - at, "], \"kinetic_energy\": \"(");
+    for (int i = 0; i < 8; i++)
+        at += snprintf(text + at, sizeof text - at, "%sq%d'^2", i ? " + " : "", i);
+    at += snprintf(text + at, sizeof text - at, ")/2\", \"speeds\": [");
+    for (int j = 0; j < 8; j++)
+        at += snprintf(text + at, sizeof text - at, "%s\"q%d' + 0.1*sin(q%d)*q%d'\"", j ? ", " : "", j, j,
+                       (j + 1) % 8);
+    snprintf(text + at, sizeof text - at, "]}");
+    return support_compile_text(text);
+}
+
+/* {"points": [np x {"q": {q_i: 0.1}}]} */
+static json_t *cyclic_points(int np)
+{
+    json_t *pts = json_array();
+    for (int p = 0; p < np; p++) {
+        json_t *q = json_object();
+        for (int i = 0; i < 8; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "q%d", i);
+            json_object_set_new(q, name, json_real(0.1));
+        }
+        json_array_append_new(pts, json_pack("{s:o}", "q", q));
+    }
+    return json_pack("{s:o}", "points", pts);
+}
+
+/* The answer's size bounds the Hamel coefficients' points, as it bounds a simulation's
+ * samples: a point is t, q and the four members of each coefficient listed. POST
+ * /v1/hamel with 10,000 points of a 12-coordinate model with 1,452 coefficients (within
+ * max_points and points x n^4) built 58 million numbers: its engine worker passed the
+ * deadline after 38 s and was killed, and the model was quarantined. */
+Test(fuzzed, hamel_points_are_bounded_by_the_answers_size)
+{
+    engine_model *m = cyclic_model();
+    engine_limits lim = engine_default_limits;
+    lim.max_output_values = 100000; /* 1 + 8 + 4 x 112 = 457 values a point: 218 points */
+    json_t *result = NULL, *problem = NULL, *req = cyclic_points(200);
+    cr_assert_eq(engine_hamel(m, req, &lim, &result, &problem), 0, "200 points are within the limit");
+    cr_assert_eq(
+        json_array_size(json_object_get(json_array_get(json_object_get(result, "points"), 0), "gamma")), 112);
+    json_decref(result);
+    json_decref(req);
+    result = NULL;
+    req = cyclic_points(300);
+    cr_assert_eq(engine_hamel(m, req, &lim, &result, &problem), HAMEL_E_LIMIT, "300 points are not");
+    assert_names(problem, "points", "engine_hamel");
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "reason"));
+    cr_assert(why && strstr(why, "300 points x 457 values"), "%s", why ? why : "(null)");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* A simulation's "hamel": "samples" counts each sample's coefficients in its size: 70,000
+ * samples of the model above were within max_output_values (27 series) and wrote 900 MB
+ * of JSON (7.4 GB of memory in `hamel run`). */
+Test(fuzzed, hamel_samples_count_in_a_simulations_size)
+{
+    engine_model *m = cyclic_model();
+    engine_limits lim = engine_default_limits;
+    lim.max_output_values = 100000;
+    json_t *req =
+        support_loads("{\"initial\": {\"q\": {\"q0\": 0.1, \"q1\": 0.1, \"q2\": 0.1, \"q3\": 0.1, \"q4\": "
+                      "0.1, \"q5\": 0.1, \"q6\": 0.1, \"q7\": 0.1}, \"qdot\": {\"q0\": 0.1, \"q1\": 0.1, "
+                      "\"q2\": 0.1, \"q3\": 0.1,"
+                      " \"q4\": 0.1, \"q5\": 0.1, \"q6\": 0.1, \"q7\": 0.1}},"
+                      " \"t_end\": 1, \"output\": {\"samples\": 300}, \"hamel\": \"samples\"}");
+    json_t *problem = NULL;
+    cr_assert_eq(engine_simulation_check(m, req, &lim, &problem), HAMEL_E_LIMIT);
+    assert_names(problem, "output", "engine_simulation_check");
+    json_decref(problem);
+    problem = NULL;
+    json_object_set_new(req, "hamel", json_string("initial"));
+    cr_assert_eq(engine_simulation_check(m, req, &lim, &problem), 0,
+                 "without the samples' coefficients it fits");
+    json_decref(req);
+    engine_model_release(m);
+}
+
+/* A chain of 20 pendulum-like coordinates, V = -sum cos(q_i - q_{i+1}), and a request of
+ * np copies of the state q = 0 (an equilibrium), q' = 0, under `member`. */
+static engine_model *chain_model(void)
+{
+    char text[4096];
+    int at = snprintf(text, sizeof text, "{\"coordinates\": [");
+    for (int i = 0; i < 20; i++)
+        at += snprintf(text + at, sizeof text - at, "%s\"q%d\"", i ? ", " : "", i);
+    at += snprintf(text + at, sizeof text - at, "], \"kinetic_energy\": \"(");
+    for (int i = 0; i < 20; i++)
+        at += snprintf(text + at, sizeof text - at, "%sq%d'^2", i ? " + " : "", i);
+    at += snprintf(text + at, sizeof text - at, ")/2\", \"potential_energy\": \"0");
+    for (int i = 0; i < 19; i++)
+        at += snprintf(text + at, sizeof text - at, " - cos(q%d - q%d)", i, i + 1);
+    snprintf(text + at, sizeof text - at, "\"}");
+    return support_compile_text(text);
+}
+
+static json_t *chain_states(const char *member, int np)
+{
+    json_t *arr = json_array();
+    for (int p = 0; p < np; p++) {
+        json_t *q = json_object(), *qd = json_object();
+        for (int i = 0; i < 20; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "q%d", i);
+            json_object_set_new(q, name, json_real(0));
+            json_object_set_new(qd, name, json_real(0));
+        }
+        json_array_append_new(arr, json_pack("{s:o, s:o}", "q", q, "qdot", qd));
+    }
+    return json_pack("{s:o}", member, arr);
+}
+
+/* Linearize and evaluate answer within max_output_values too: 10,000 points of a
+ * 60-coordinate chain (A 120 x 120 each) were within max_states and the work bound, and
+ * `hamel linearize` ran 293 s to print 1.6 GB of JSON, holding 8 GB. */
+Test(fuzzed, linearize_and_evaluate_are_bounded_by_the_answers_size)
+{
+    engine_model *m = chain_model();
+    engine_limits lim = engine_default_limits;
+    lim.max_output_values = 10000; /* a point: 4 + 2 x 20 + 2 x 20 + 40^2 + 2 x 40 = 1764; a state: 104 */
+    json_t *result = NULL, *problem = NULL, *req = chain_states("points", 5);
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &result, &problem), 0, "5 points are within the limit");
+    json_decref(result);
+    json_decref(req);
+    result = NULL;
+    req = chain_states("points", 6);
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &result, &problem), HAMEL_E_LIMIT, "6 points are not");
+    assert_names(problem, "points", "engine_linearize");
+    json_decref(problem);
+    json_decref(req);
+    problem = NULL;
+    req = chain_states("states", 90);
+    cr_assert_eq(engine_evaluate(m, req, &lim, &result, &problem), 0, "90 states are within the limit");
+    json_decref(result);
+    json_decref(req);
+    result = NULL;
+    req = chain_states("states", 100);
+    cr_assert_eq(engine_evaluate(m, req, &lim, &result, &problem), HAMEL_E_LIMIT, "100 states are not");
+    assert_names(problem, "states", "engine_evaluate");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}

@@ -571,3 +571,39 @@ Test(native, a_planted_object_is_never_loaded, .timeout = 180)
     json_decref(c);
     nt_cleanup();
 }
+
+/* abs and sign in every tier: the generated C defines hamel_sign (d abs(a) = sign(a),
+ * a generalized force 0.1*sign(x')), and the native build compiles it and agrees with
+ * tcc. */
+Test(native, abs_and_sign_run_native_as_on_tcc, .timeout = 120)
+{
+    json_t *c =
+        support_loads("{\"name\": \"kinks\", \"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": "
+                      "{\"k\": 2.0, \"c\": 0.7},"
+                      " \"kinetic_energy\": \"1/2*(1+abs(x)^1.5)*x'^2 + 1/2*y'^2 + 1/2*(2+x*abs(x))*th'^2\","
+                      " \"potential_energy\": \"k*abs(x)^1.5 + sqrt(x^2+y^2)^3 + y*abs(y)\","
+                      " \"generalized_forces\": {\"x\": \"-c*x'*abs(x') + 0.1*sign(x')\"},"
+                      " \"constraints\": [{\"name\": \"knife\", \"expr\": \"y' - sin(th)*x'\"}]}");
+    json_t *req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"qdot\": {\"x\": 0.5, \"y\": "
+        "0.14776010333066979, \"th\": 0.2}}, \"t_end\": 3, \"output\": {\"samples\": 4},"
+        " \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    engine_model *m0 = NULL, *m = NULL;
+    json_t *problem = NULL;
+    cr_assert_eq(engine_model_compile(c, NULL, &m0, &problem), 0);
+    json_t *ref = nt_run(m0, req, "tcc");
+    nt_fresh_dir();
+    cr_assert_eq(engine_model_compile(c, NULL, &m, &problem), 0);
+    native_schedule(m);
+    cr_assert_eq(native_wait(m, 90), NATIVE_READY, "the native build of abs and sign finished");
+    json_t *res = nt_run(m, req, "native");
+    double d = nt_diff(ref, res);
+    cr_expect_leq(d, 1e-12, "native and tcc trajectories differ by %g", d);
+    json_decref(res);
+    json_decref(ref);
+    engine_model_release(m);
+    engine_model_release(m0);
+    json_decref(req);
+    json_decref(c);
+    nt_cleanup();
+}

@@ -21,7 +21,7 @@ const GREEK = {
 
 const FUNCS = new Set([
   "sin", "cos", "tan", "sec", "csc", "cot", "asin", "acos", "atan", "atan2",
-  "sinh", "cosh", "tanh", "exp", "log", "sqrt", "abs", "pow",
+  "sinh", "cosh", "tanh", "exp", "log", "sqrt", "abs", "sign", "pow",
 ]);
 
 /** Splits an expression into tokens {k, v, at}; throws {message, offset}. */
@@ -333,7 +333,7 @@ export { FUNCS };
 const FN = {
   sin: Math.sin, cos: Math.cos, tan: Math.tan, sec: (x) => 1 / Math.cos(x), csc: (x) => 1 / Math.sin(x), cot: (x) => 1 / Math.tan(x),
   asin: Math.asin, acos: Math.acos, atan: Math.atan, atan2: Math.atan2, sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh,
-  exp: Math.exp, log: Math.log, sqrt: Math.sqrt, abs: Math.abs, pow: Math.pow,
+  exp: Math.exp, log: Math.log, sqrt: Math.sqrt, abs: Math.abs, sign: Math.sign, pow: Math.pow,
 };
 
 /** An expression of the model language as a function of a name → value lookup
