@@ -584,6 +584,13 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
     else if (ns > limits->max_states || (double)ns * 2 * max_slots(m) > LIN_MAX_WORK)
         bad(problem, HAMEL_E_BAD_REQUEST, "states", "too many states: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
+    else if (limits->max_output_values &&
+             (double)ns * (4.0 + 3.0 * m->n + 2.0 * m->k + m->nc) > (double)limits->max_output_values)
+        bad(problem, HAMEL_E_LIMIT, "states",
+            "%d states x %d values (t, q, speeds, q', their rates, q'', the multipliers) = %.0f; at most %zu "
+            "values per answer",
+            ns, 4 + 3 * m->n + 2 * m->k + m->nc, (double)ns * (4.0 + 3.0 * m->n + 2.0 * m->k + m->nc),
+            limits->max_output_values);
     if (*problem) {
         free(params);
         return hamel_problem_code(*problem);
@@ -1034,18 +1041,36 @@ static void parse_lin_options(const json_t *request, struct lin_request *R, json
         R->tol = json_number_value(tv);
 }
 
-/* points (np of them) or one point in the request itself, within the limits. */
-static void check_points(const struct engine_model *m, const json_t *request, const json_t *points, int np,
-                         int ni, const engine_limits *limits, json_t **problem)
+/* The numbers of one point of a linearization's answer: the state, A, B, the eigenvalues
+ * (and eigenvectors), the independent block of a model with position constraints and the
+ * selected block. */
+static double lin_point_values(const struct engine_model *m, const struct lin_request *R)
 {
-    int N = m->n + m->k;
-    double work = (double)np * (N + ni + 1) * max_slots(m);
+    double N = m->n + m->k, ns = R->nsel, vec = R->vectors ? 2 : 0;
+    double block = N * N * (1 + vec) + N * R->ni + 2 * N;
+    double selected = ns ? ns * ns * (1 + vec) + ns * R->ni + 2 * ns : 0;
+    return 4 + 2.0 * m->n + 2.0 * m->k + block * (m->npos > 0 ? 2 : 1) + selected;
+}
+
+/* points (np of them) or one point in the request itself, within the limits: the work,
+ * and the answer's size within max_output_values (10,000 points of a 60-coordinate chain
+ * were 1.6 GB of JSON and 8 GB of memory in `hamel linearize`). */
+static void check_points(const struct engine_model *m, const json_t *request, const json_t *points, int np,
+                         const struct lin_request *R, const engine_limits *limits, json_t **problem)
+{
+    int N = m->n + m->k, ni = R->ni;
+    double work = (double)np * (N + ni + 1) * max_slots(m), per = lin_point_values(m, R);
     if (points && (!json_is_array(points) || np == 0)) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points",
             "must be a non-empty array of {\"t\", \"q\", \"speeds\"}");
     } else if (np > limits->max_states || work > LIN_MAX_WORK) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "too many points: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / ((double)(N + ni + 1) * max_slots(m))));
+    } else if (limits->max_output_values && np * per > (double)limits->max_output_values) {
+        bad(problem, HAMEL_E_LIMIT, points ? "points" : "q",
+            "%d points x %.0f values (the state, A, B, the eigenvalues%s) = %.0f; at most %zu values per "
+            "answer",
+            np, per, R->vectors ? " and eigenvectors" : "", np * per, limits->max_output_values);
     } else if (points && (json_object_get(request, "q") || json_object_get(request, "speeds") ||
                           json_object_get(request, "qdot"))) {
         bad(problem, HAMEL_E_BAD_REQUEST, "points", "give points or one point (t, q, speeds), not both");
@@ -1214,7 +1239,7 @@ int engine_linearize(const engine_model *m, const json_t *request, const engine_
     parse_lin_options(request, &R, problem);
     const json_t *points = json_object_get(request, "points");
     int np = points ? (int)json_array_size(points) : 1;
-    check_points(m, request, points, np, ni, limits, problem);
+    check_points(m, request, points, np, &R, limits, problem);
     if (*problem) {
         free(params);
         free(inp);

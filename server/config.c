@@ -97,12 +97,14 @@ const config_setting config_settings[] = {
     CONFIG_SEC("max-wall", "HAMEL_MAX_WALL", max_wall, "0", "0: the engine's", 0, "Wall seconds of one job."),
     CONFIG_NUM("max-steps", "HAMEL_MAX_STEPS", 0, CONFIG_LONG, max_steps, "0", "0: the engine's", 0, 1L << 40,
                "Integration steps of one job."),
-    CONFIG_NUM("max-output-values", "HAMEL_MAX_OUTPUT_VALUES", 0, CONFIG_SIZE, max_output_values, "2000000",
-               NULL, 1000, 1L << 40,
-               "Numbers in one result, samples x series (about 58 MB of JSON; with \"hamel\": \"samples\" "
-               "each sample's "
-               "coefficients count, as they do in POST /v1/hamel: points x (t, q and j, r, l, value of each "
-               "coefficient listed)), else 422 limit-exceeded."),
+    CONFIG_NUM(
+        "max-output-values", "HAMEL_MAX_OUTPUT_VALUES", 0, CONFIG_SIZE, max_output_values, "2000000", NULL,
+        1000, 1L << 40,
+        "Numbers in one result, samples x series (about 58 MB of JSON; with \"hamel\": \"samples\" "
+        "each sample's "
+        "coefficients count, as they do in POST /v1/hamel: points x (t, q and j, r, l, value of each "
+        "coefficient listed), and in POST /v1/linearize and /v1/evaluate: points x (the state, A, B, the "
+        "eigenvalues), states x (4 + 3n + 2k + m)), else 422 limit-exceeded."),
     CONFIG_NUM("max-jobs", "HAMEL_MAX_JOBS", 0, CONFIG_SIZE, max_jobs, "10000", NULL, 16, 100000000,
                "Job records kept in memory."),
     CONFIG_NUM("max-batch", "HAMEL_MAX_BATCH", 0, CONFIG_SIZE, max_batch, "10000", NULL, 1, 10000000,

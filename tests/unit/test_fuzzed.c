@@ -146,3 +146,69 @@ Test(fuzzed, hamel_samples_count_in_a_simulations_size)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* A chain of 20 pendulum-like coordinates, V = -sum cos(q_i - q_{i+1}), and a request of
+ * np copies of the state q = 0 (an equilibrium), q' = 0, under `member`. */
+static engine_model *chain_model(void)
+{
+    char text[4096];
+    int at = snprintf(text, sizeof text, "{\"coordinates\": [");
+    for (int i = 0; i < 20; i++)
+        at += snprintf(text + at, sizeof text - at, "%s\"q%d\"", i ? ", " : "", i);
+    at += snprintf(text + at, sizeof text - at, "], \"kinetic_energy\": \"(");
+    for (int i = 0; i < 20; i++)
+        at += snprintf(text + at, sizeof text - at, "%sq%d'^2", i ? " + " : "", i);
+    at += snprintf(text + at, sizeof text - at, ")/2\", \"potential_energy\": \"0");
+    for (int i = 0; i < 19; i++)
+        at += snprintf(text + at, sizeof text - at, " - cos(q%d - q%d)", i, i + 1);
+    snprintf(text + at, sizeof text - at, "\"}");
+    return support_compile_text(text);
+}
+
+static json_t *chain_states(const char *member, int np)
+{
+    json_t *arr = json_array();
+    for (int p = 0; p < np; p++) {
+        json_t *q = json_object(), *qd = json_object();
+        for (int i = 0; i < 20; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "q%d", i);
+            json_object_set_new(q, name, json_real(0));
+            json_object_set_new(qd, name, json_real(0));
+        }
+        json_array_append_new(arr, json_pack("{s:o, s:o}", "q", q, "qdot", qd));
+    }
+    return json_pack("{s:o}", member, arr);
+}
+
+/* Linearize and evaluate answer within max_output_values too: 10,000 points of a
+ * 60-coordinate chain (A 120 x 120 each) were within max_states and the work bound, and
+ * `hamel linearize` ran 293 s to print 1.6 GB of JSON, holding 8 GB. */
+Test(fuzzed, linearize_and_evaluate_are_bounded_by_the_answers_size)
+{
+    engine_model *m = chain_model();
+    engine_limits lim = engine_default_limits;
+    lim.max_output_values = 10000; /* a point: 4 + 2 x 20 + 2 x 20 + 40^2 + 2 x 40 = 1764; a state: 104 */
+    json_t *result = NULL, *problem = NULL, *req = chain_states("points", 5);
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &result, &problem), 0, "5 points are within the limit");
+    json_decref(result);
+    json_decref(req);
+    result = NULL;
+    req = chain_states("points", 6);
+    cr_assert_eq(engine_linearize(m, req, &lim, NULL, &result, &problem), HAMEL_E_LIMIT, "6 points are not");
+    assert_names(problem, "points", "engine_linearize");
+    json_decref(problem);
+    json_decref(req);
+    problem = NULL;
+    req = chain_states("states", 90);
+    cr_assert_eq(engine_evaluate(m, req, &lim, &result, &problem), 0, "90 states are within the limit");
+    json_decref(result);
+    json_decref(req);
+    result = NULL;
+    req = chain_states("states", 100);
+    cr_assert_eq(engine_evaluate(m, req, &lim, &result, &problem), HAMEL_E_LIMIT, "100 states are not");
+    assert_names(problem, "states", "engine_evaluate");
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
