@@ -1045,18 +1045,36 @@ static int branch_step(steady *s, struct branch *B, int *done, json_t **problem)
     return 0;
 }
 
-/* The fewest eigenvalues near zero at any point of the branch: its persistent zeros. */
+/* The branch's persistent zeros: the number of eigenvalues near zero that most of its
+ * points have (the fewer on a tie). Not the fewest at any point: at a point exactly at a
+ * stability change the crossing pair meets a persistent zero in a triple zero, which
+ * the eigenvalue solver splits into three of about 1e-7, so that point has none near
+ * zero, and every persistent zero elsewhere would count as a crossing eigenvalue. */
 static int persistent_zeros(const struct branch *B)
 {
-    int z = 1 << 30;
+    int *count = calloc((size_t)B->np + 1, sizeof *count);
+    int best = 0, best_n = 0, max_c = 0;
     for (long i = 0; i < B->np; i++) {
         double tol0 = 1e-8 * spec_scale(&B->specs[i]);
         int c = 0;
         for (int j = 0; j < B->specs[i].count; j++)
             c += hypot(B->specs[i].re[j], B->specs[i].im[j]) <= tol0;
-        z = c < z ? c : z;
+        if (count)
+            count[i] = c;
+        best = i == 0 || c < best ? c : best; /* the fewest, if counting fails */
+        max_c = c > max_c ? c : max_c;
     }
-    return z;
+    for (int c = 0; count && c <= max_c; c++) {
+        int n = 0;
+        for (long i = 0; i < B->np; i++)
+            n += count[i] == c;
+        if (n > best_n) {
+            best_n = n;
+            best = c;
+        }
+    }
+    free(count);
+    return best;
 }
 
 /* Each point's stability (z persistent zeros left out), and the changes of the number of

@@ -163,3 +163,36 @@ Test(steady, a_steep_branch_reaches_to_within_its_steps)
     engine_model_release(m);
     json_decref(cs);
 }
+
+/* A branch that starts exactly at a stability change: the upright disk from Omega =
+ * sqrt(g / 3 r), where the crossing pair and the branch's persistent zero meet in a
+ * triple zero that the eigenvalue solver splits into three of about 1e-7. The persistent
+ * zeros were counted as the fewest near zero at any point, so that point made them none,
+ * and the change was located on a persistent zero: at 2.5573439529, 6e-7 from the
+ * critical 2.5573423705. The count is now the one most points of the branch have (with
+ * only two points, a tie, the fewer as before). */
+Test(steady, a_branch_from_its_critical_point_locates_the_change_there)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
+    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
+                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", crit, "unknowns", "wd", "continuation",
+                            "vary", "Omega", "to", 5.0, "steps", 10);
+    json_t *res = support_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_leq(json_array_size(ch), 1, "%s", json_dumps(ch, 0));
+    for (size_t i = 0; i < json_array_size(ch); i++) {
+        double at = json_number_value(json_object_get(json_array_get(ch, i), "value"));
+        cr_assert(fabs(at - crit) <= 1e-10 * crit, "a change at %.17g: the critical speed is %.17g", at,
+                  crit);
+    }
+    const json_t *pts = json_object_get(res, "points");
+    for (size_t i = 1; i < json_array_size(pts); i++)
+        cr_assert(json_is_true(json_object_get(json_array_get(pts, i), "stable")), "point %zu: stable", i);
+    cr_assert_eq(json_integer_value(json_object_get(res, "persistent_zero_eigenvalues")), 1);
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(cs);
+}
