@@ -46,6 +46,8 @@
 #define STEADY_MAX_STEPS 2000
 #define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
 #define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
+#define STEADY_SPLIT_DEPTH                                                                                   \
+    40 /* halvings between two branch points whose growing modes change in both kinds */
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -1077,6 +1079,73 @@ static int persistent_zeros(const struct branch *B)
     return best;
 }
 
+/* The counts of growing modes (complex kind in *c, real in *r) at vary = v between the
+ * branch points xa and xb: the steady motion solved there from the interpolated guess,
+ * its variables into x[nv]. Returns 0 or -1. */
+static int counts_at(steady *s, const double *xa, const double *xb, double v, int z, double *x, int *c,
+                     int *r)
+{
+    int nv = s->nv;
+    double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
+    for (int i = 0; i < nv; i++)
+        var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
+    json_t *p = NULL;
+    int nrc = solve_at(s, v, &p);
+    json_decref(p);
+    spectrum sp;
+    if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+        return -1;
+    for (int i = 0; i < nv; i++)
+        x[i] = var_get(s, i);
+    *c = unstable_count(&sp, z, 1);
+    *r = unstable_count(&sp, z, 0);
+    return 0;
+}
+
+/* The stability changes between the branch points xa and xb (growing modes: ac complex
+ * and ar real at xa, bc and br at xb), in order along the branch, into changes. Where the
+ * count of one kind changes, that change is located. Where both change there may be two
+ * changes between the points (the bicycle's weave and capsize within one step) or none
+ * (two real growing modes that meet and leave as a complex pair, or the reverse): the
+ * interval is halved until each part shows one kind changing, at most
+ * STEADY_SPLIT_DEPTH times; what is still mixed then counts by its total, as one change
+ * or none. */
+static void changes_between(steady *s, const double *xa, const double *xb, int ac, int ar, int bc, int br,
+                            int z, int depth, json_t *changes)
+{
+    int nv = s->nv;
+    if (ac == bc && ar == br)
+        return;
+    if (ac != bc && ar != br && depth < STEADY_SPLIT_DEPTH) {
+        double *x = malloc((size_t)nv * sizeof *x);
+        int mc, mr;
+        if (x && counts_at(s, xa, xb, 0.5 * (xa[nv - 1] + xb[nv - 1]), z, x, &mc, &mr) == 0) {
+            changes_between(s, xa, x, ac, ar, mc, mr, z, depth + 1, changes);
+            changes_between(s, x, xb, mc, mr, bc, br, z, depth + 1, changes);
+            free(x);
+            return;
+        }
+        free(x);
+    }
+    int da = ac + ar, db = bc + br, kind;
+    if (ac != bc && ar != br) {
+        if (da == db)
+            return;
+        kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
+    } else {
+        kind = ac != bc;
+        da = kind ? ac : ar;
+        db = kind ? bc : br;
+    }
+    double value = NAN;
+    json_t *p = NULL;
+    if (locate(s, xa, xb, z, kind, &value, &p) == 0)
+        json_array_append_new(changes,
+                              json_pack("{s:f, s:s, s:s}", "value", value, "kind", kind ? "complex" : "real",
+                                        "direction", db > da ? "loses stability" : "gains stability"));
+    json_decref(p);
+}
+
 /* Each point's stability (z persistent zeros left out), and the changes of the number of
  * growing modes between points, located, into changes. */
 static void branch_stability(steady *s, const struct branch *B, int z, json_t *changes)
@@ -1086,23 +1155,11 @@ static void branch_stability(steady *s, const struct branch *B, int z, json_t *c
         json_object_set_new(
             json_array_get(B->points, (size_t)i), "stable",
             json_boolean(unstable_count(&B->specs[i], z, 0) + unstable_count(&B->specs[i], z, 1) == 0));
-    for (long i = 0; i + 1 < B->np; i++) {
-        /* a change of the number of growing modes; two real ones that meet and leave
-         * as a complex pair (or the reverse) change nothing */
-        int ac = unstable_count(&B->specs[i], z, 1), ar = unstable_count(&B->specs[i], z, 0);
-        int bc = unstable_count(&B->specs[i + 1], z, 1), br = unstable_count(&B->specs[i + 1], z, 0);
-        int da = ac + ar, db = bc + br;
-        if (da == db)
-            continue;
-        int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
-        double value = NAN;
-        json_t *p = NULL;
-        if (locate(s, B->xs + (size_t)i * nv, B->xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
-            json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
-                                                     kind ? "complex" : "real", "direction",
-                                                     db > da ? "loses stability" : "gains stability"));
-        json_decref(p);
-    }
+    for (long i = 0; i + 1 < B->np; i++)
+        changes_between(s, B->xs + (size_t)i * nv, B->xs + (size_t)(i + 1) * nv,
+                        unstable_count(&B->specs[i], z, 1), unstable_count(&B->specs[i], z, 0),
+                        unstable_count(&B->specs[i + 1], z, 1), unstable_count(&B->specs[i + 1], z, 0), z, 0,
+                        changes);
 }
 
 /* A branch that did not reach `to` within its points: when it turned back (the point

@@ -196,3 +196,34 @@ Test(steady, a_branch_from_its_critical_point_locates_the_change_there)
     engine_model_release(m);
     json_decref(cs);
 }
+
+/* Two stability changes between two points of the branch (the bicycle from 3 to 7 m/s in
+ * one step: weave and capsize): each is found and located. The number of growing modes
+ * went from 2 (the weave pair) to 1 (capsize), and only the weave was reported. */
+Test(steady, two_changes_between_two_points_are_both_found)
+{
+    json_t *doc = support_load_file(BIKE_FILE);
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
+    const double rR = 0.3, v[2] = {4.29238253634111, 6.02426201538837};
+    const char *kinds[2] = {"complex", "real"}, *dirs[2] = {"gains stability", "loses stability"};
+    for (int steps = 1; steps <= 2; steps++) {
+        json_t *req = json_pack("{s:{s:f, s:O, s:{s:f, s:f, s:f}}, s:[s, s], s:{s:s, s:f, s:i}}", "state",
+                                "t", 0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"),
+                                "speeds", "phid", 0.0, "deltad", 0.0, "thetaRd", -3.0 / rR, "unknowns", "phi",
+                                "delta", "continuation", "vary", "thetaRd", "to", -7.0 / rR, "steps", steps);
+        json_t *res = support_steady(m, req, 0, NULL);
+        const json_t *ch = json_object_get(res, "stability_changes");
+        cr_assert_eq(json_array_size(ch), 2, "steps %d: two changes: %s", steps, json_dumps(ch, 0));
+        for (int i = 0; i < 2; i++) {
+            const json_t *c = json_array_get(ch, (size_t)i);
+            double speed = -rR * json_number_value(json_object_get(c, "value"));
+            cr_assert(fabs(speed - v[i]) < 1e-9, "steps %d: %s change at v = %.15g, paper %.15g", steps,
+                      kinds[i], speed, v[i]);
+            cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), kinds[i]);
+            cr_assert_str_eq(json_string_value(json_object_get(c, "direction")), dirs[i]);
+        }
+        json_decref(res);
+    }
+    engine_model_release(m);
+    json_decref(doc);
+}
