@@ -4,6 +4,7 @@
 #include "expr.h"
 #include "expr_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,16 @@ static void memo_put(expr_ctx *c, const expr *e, int s, expr *value)
     c->memo_used++;
 }
 
+/* Whether a is >= 0 wherever it is defined by its form: an even power, exp, cosh, sqrt,
+ * abs (then abs(a) = a, and d abs(a) = da, also at a = 0 where sign(a) is 0). */
+static int nonnegative(const expr *a)
+{
+    if (a->kind == EXPR_POW)
+        return a->args[1]->kind == EXPR_NUM && fmod(a->args[1]->num, 2.0) == 0.0;
+    return a->kind == EXPR_FUN &&
+           (a->fn == FN_EXP || a->fn == FN_COSH || a->fn == FN_SQRT || a->fn == FN_ABS);
+}
+
 /* d f(a) / da for a one-argument function. */
 static expr *fun_deriv(expr_ctx *c, const expr *e)
 {
@@ -70,7 +81,7 @@ static expr *fun_deriv(expr_ctx *c, const expr *e)
     case FN_SQRT: return expr_mul(c, expr_num(c, 0.5), expr_powi(c, (expr *)e, -1));
     /* sign(a), not a/abs(a): that is 0/0 at a = 0, where the force of x*abs(x) or of
      * abs(x)^1.5 is 0 (a particle started at the bottom of such a well failed at t = 0) */
-    case FN_ABS: return expr_fun(c, FN_SIGN, a);
+    case FN_ABS: return nonnegative(a) ? c->one : expr_fun(c, FN_SIGN, a);
     case FN_SIGN: return c->zero; /* where it is differentiable */
     default: return c->nan;
     }
@@ -138,6 +149,13 @@ static expr *diff_rec(expr_ctx *c, expr *e, int s)
                          expr_mul(c, expr_mul(c, expr_num(c, 0.5), x),
                                   expr_pow(c, b, expr_sub(c, x, expr_num(c, 2.0)))),
                          da);
+        } else if (!expr_depends(x, s) && b->kind == EXPR_FUN && b->fn == FN_ABS && x->kind == EXPR_NUM &&
+                   x->num >= 2.0 && !nonnegative(b->args[0])) {
+            /* abs(a)^x, x >= 2: x a abs(a)^(x-2) da (abs(a) sign(a) = a, also at 0): with
+             * x abs(a)^(x-1) sign(a) da, T = 1/2*abs(x')^2 had the mass sign(x')^2, 0 at rest */
+            r = expr_mul(
+                c, expr_mul(c, expr_mul(c, x, b->args[0]), expr_pow(c, b, expr_sub(c, x, expr_num(c, 2.0)))),
+                diff_rec(c, b->args[0], s));
         } else if (!expr_depends(x, s)) {
             /* x * b^(x-1) * db */
             r = expr_mul(c, expr_mul(c, x, expr_pow(c, b, expr_sub(c, x, c->one))), db);

@@ -82,3 +82,29 @@ Test(kinks, particles_started_at_the_bottom_of_the_well)
     json_decref(r);
     engine_model_release(m);
 }
+
+/* abs in the kinetic energy, started from rest: T = 1/2*abs(x')^2 and 1/2*abs(x'^2) are
+ * 1/2*x'^2 (with d abs = sign the mass was sign(x')^2, 0 at rest, and the run failed at
+ * t = 0). In V = x^2: x = 0.5 cos(sqrt(2) t). */
+Test(kinks, abs_of_a_velocity_in_the_kinetic_energy_from_rest)
+{
+    static const char *const T[] = {"1/2*abs(x')^2", "1/2*abs(x'^2)", "1/2*abs(x')^3 + 1/2*x'^2"};
+    for (int k = 0; k < 3; k++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"name\": \"abs-T\", \"coordinates\": [\"x\"], \"kinetic_energy\": \"%s\","
+                 " \"potential_energy\": \"x^2\"}",
+                 T[k]);
+        engine_model *m = support_compile_text(text);
+        json_t *r = support_run(
+            m, "{\"initial\": {\"q\": {\"x\": 0.5}, \"qdot\": {\"x\": 0}}, \"t_end\": 2,"
+               " \"output\": {\"times\": [1, 2]}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+        if (k < 2)
+            for (int i = 0; i < 2; i++) {
+                double x = support_at(r, "q", "x", i), ref = 0.5 * cos(sqrt(2.0) * (i + 1));
+                cr_expect(fabs(x - ref) < 1e-9, "T = %s: x(%d) = %.15g, exact %.15g", T[k], i + 1, x, ref);
+            }
+        json_decref(r);
+        engine_model_release(m);
+    }
+}
