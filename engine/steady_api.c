@@ -46,8 +46,11 @@
 #define STEADY_MAX_STEPS 2000
 #define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
 #define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
-#define STEADY_SPLIT_DEPTH                                                                                   \
-    40 /* halvings between two branch points whose growing modes change in both kinds */
+/* halvings between two branch points whose growing modes change in both kinds */
+#define STEADY_SPLIT_DEPTH 40
+/* a branch point: the second smallest singular value of the branch's Jacobian below this
+ * times the largest met on the branch */
+#define STEADY_BRANCH_POINT_GAP 1e-10
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -265,9 +268,12 @@ static int lsq(int rows, int cols, const double *M, const double *b, double *x, 
 }
 
 /* The unit null vector of the k x nv matrix J (the right singular vector of its smallest
- * singular value) into t. Returns 0 or -1. */
-static int null_vector(int k, int nv, const double *J, double *t)
+ * singular value) into t, the largest singular value into *big and the second smallest
+ * into *next (near 0 the null space has more than one direction: a branch point).
+ * Returns 0 or -1. */
+static int null_vector(int k, int nv, const double *J, double *t, double *big, double *next)
 {
+    *big = *next = 0.0;
     int R = k >= nv ? k : nv;
     gsl_matrix *U = gsl_matrix_calloc((size_t)R, (size_t)nv), *V = gsl_matrix_alloc((size_t)nv, (size_t)nv);
     gsl_vector *S = gsl_vector_alloc((size_t)nv), *work = gsl_vector_alloc((size_t)nv);
@@ -279,6 +285,8 @@ static int null_vector(int k, int nv, const double *J, double *t)
         if (gsl_linalg_SV_decomp(U, V, S, work) == 0) {
             for (int j = 0; j < nv; j++)
                 t[j] = gsl_matrix_get(V, (size_t)j, (size_t)nv - 1);
+            *big = gsl_vector_get(S, 0);
+            *next = nv >= 2 ? gsl_vector_get(S, (size_t)nv - 2) : *big;
             rc = 0;
         }
     }
@@ -946,10 +954,12 @@ static int spectrum_stable(const spectrum *sp)
 struct branch {
     int nv;
     double from, to, dir, ds;
+    double jscale; /* the largest singular value of the Jacobian met so far */
     long steps, max_points, np;
     double *x, *xp, *tan, *tprev; /* [nv]: the point, the predictor, the tangent and the last one */
     double *xs;                   /* [max_points * nv] the points */
     spectrum *specs;              /* [max_points] their spectra */
+    unsigned char *branch_point;  /* [max_points] the point is a branch point (its count is not read) */
     json_t *points;
 };
 
@@ -1008,9 +1018,18 @@ static int branch_correct(steady *s, struct branch *B, int *accepted, int *done,
 static int branch_step(steady *s, struct branch *B, int *done, json_t **problem)
 {
     int nv = B->nv;
-    if (null_vector(s->k, nv, s->J, B->tan) < 0) {
+    double big, next;
+    if (null_vector(s->k, nv, s->J, B->tan, &big, &next) < 0) {
         *problem = hamel_problem_new(HAMEL_E_NUMERIC, "the branch's tangent could not be computed");
         return HAMEL_E_NUMERIC;
+    }
+    /* at a branch point (another branch crosses: the null space has two directions and
+     * the one the SVD gives is any of them) the branch goes straight on; the scale is the
+     * largest singular value met on the branch (the Jacobian may vanish there) */
+    B->jscale = fmax(B->jscale, big);
+    if (next <= STEADY_BRANCH_POINT_GAP * B->jscale) {
+        memcpy(B->tan, B->tprev, (size_t)nv * sizeof *B->tan);
+        B->branch_point[B->np - 1] = 1;
     }
     double dot = 0.0;
     for (int i = 0; i < nv; i++)
@@ -1155,11 +1174,18 @@ static void branch_stability(steady *s, const struct branch *B, int z, json_t *c
         json_object_set_new(
             json_array_get(B->points, (size_t)i), "stable",
             json_boolean(unstable_count(&B->specs[i], z, 0) + unstable_count(&B->specs[i], z, 1) == 0));
-    for (long i = 0; i + 1 < B->np; i++)
-        changes_between(s, B->xs + (size_t)i * nv, B->xs + (size_t)(i + 1) * nv,
-                        unstable_count(&B->specs[i], z, 1), unstable_count(&B->specs[i], z, 0),
-                        unstable_count(&B->specs[i + 1], z, 1), unstable_count(&B->specs[i + 1], z, 0), z, 0,
-                        changes);
+    /* between consecutive points, a branch point passed over (another branch's zero
+     * eigenvalue makes its count noise) */
+    for (long i = 0; i + 1 < B->np; i++) {
+        if (B->branch_point[i] && i > 0)
+            continue;
+        long j = i + 1;
+        while (j + 1 < B->np && B->branch_point[j])
+            j++;
+        changes_between(s, B->xs + (size_t)i * nv, B->xs + (size_t)j * nv, unstable_count(&B->specs[i], z, 1),
+                        unstable_count(&B->specs[i], z, 0), unstable_count(&B->specs[j], z, 1),
+                        unstable_count(&B->specs[j], z, 0), z, 0, changes);
+    }
 }
 
 /* A branch that did not reach `to` within its points: when it turned back (the point
@@ -1215,8 +1241,9 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     B.tan = calloc((size_t)nv, sizeof *B.tan), B.tprev = calloc((size_t)nv, sizeof *B.tprev);
     B.xs = calloc((size_t)(B.max_points + 2) * nv, sizeof *B.xs);
     B.specs = calloc((size_t)B.max_points + 2, sizeof *B.specs);
+    B.branch_point = calloc((size_t)B.max_points + 2, 1);
     B.points = json_array();
-    int rc = B.x && B.xp && B.tan && B.tprev && B.xs && B.specs ? 0 : HAMEL_E_INTERNAL;
+    int rc = B.x && B.xp && B.tan && B.tprev && B.xs && B.specs && B.branch_point ? 0 : HAMEL_E_INTERNAL;
     if (rc)
         *problem = hamel_problem_new(rc, "out of memory");
     for (int i = 0; !rc && i < nv; i++) {
@@ -1253,6 +1280,7 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     free(B.tprev);
     free(B.xs);
     free(B.specs);
+    free(B.branch_point);
     return rc;
 }
 

@@ -227,3 +227,36 @@ Test(steady, two_changes_between_two_points_are_both_found)
     engine_model_release(m);
     json_decref(doc);
 }
+
+/* A branch through a branch point: the upright disk's spin Omega from -5 to 5 in 20 steps
+ * lands on Omega = 0, where the upright disk pivoting at any wd is steady too (a second
+ * branch crosses). The tangent there (a null vector of a Jacobian of rank 0) was any
+ * direction, the branch turned onto the other one and never came back ("more steps");
+ * it now goes straight on, and both changes at |Omega| = sqrt(g / 3 r) are found. */
+Test(steady, a_branch_goes_straight_through_a_branch_point)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
+    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
+                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", -5.0, "unknowns", "wd", "continuation",
+                            "vary", "Omega", "to", 5.0, "steps", 20);
+    json_t *res = support_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_eq(json_array_size(ch), 2, "%s", json_dumps(ch, 0));
+    for (size_t i = 0; i < 2; i++) {
+        double at = json_number_value(json_object_get(json_array_get(ch, i), "value"));
+        double want = i == 0 ? -crit : crit;
+        cr_assert(fabs(at - want) <= 1e-10 * crit, "a change at %.17g, closed form %.17g", at, want);
+    }
+    const json_t *pts = json_object_get(res, "points");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        double wd =
+            json_number_value(json_object_get(json_object_get(json_array_get(pts, i), "values"), "wd"));
+        cr_assert(fabs(wd) < 1e-12, "point %zu: wd = %g, off the upright branch", i, wd);
+    }
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(cs);
+}
