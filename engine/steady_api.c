@@ -819,10 +819,12 @@ static int check_rank(steady *s, json_t **problem)
                  "or one fixed by a position-level constraint): choose unknowns they depend on",
                  s->nu == 1 ? "this unknown" : "any of these unknowns");
     else
-        snprintf(why, sizeof why,
-                 "the speed derivatives depend independently on only %d of these %d unknowns at the guess "
-                 "(the rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
-                 rank, s->nu, rank);
+        snprintf(
+            why, sizeof why,
+            "the speed derivatives depend independently on only %d of these %d unknowns at the guess "
+            "(the rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter (a guess "
+            "exactly at a stability change, where an eigenvalue is zero, lowers it too: start beside it)",
+            rank, s->nu, rank);
     hamel_problem_add(p, "unknowns", -1, why);
     *problem = p;
     return HAMEL_E_BAD_REQUEST;

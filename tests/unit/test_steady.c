@@ -260,3 +260,30 @@ Test(steady, a_branch_goes_straight_through_a_branch_point)
     engine_model_release(m);
     json_decref(cs);
 }
+
+/* A guess exactly at a stability change of the real kind (the bicycle at its capsize
+ * speed, where a real eigenvalue is zero, so du'/d(phi, delta) is singular) is refused
+ * naming unknowns, and the reason says that a stability change lowers the rank too
+ * (it said only "give 1 unknowns, or a guess where they enter" of two unknowns that do
+ * enter everywhere else). */
+Test(steady, a_guess_at_a_real_stability_change_says_so)
+{
+    json_t *doc = support_load_file(BIKE_FILE);
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
+    const double rR = 0.3;
+    json_t *p = NULL;
+    json_t *req = json_pack("{s:{s:f, s:O, s:{s:f, s:f, s:f}}, s:[s, s], s:{s:s, s:f, s:i}}", "state", "t",
+                            0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"), "speeds",
+                            "phid", 0.0, "deltad", 0.0, "thetaRd", -6.02426201538837 / rR, "unknowns", "phi",
+                            "delta", "continuation", "vary", "thetaRd", "to", -8.0 / rR, "steps", 4);
+    json_t *res = support_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    cr_assert(has_error_at(p, "unknowns"), "names unknowns");
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "reason"));
+    cr_assert(why && strstr(why, "stability change"), "says a stability change lowers the rank: %s",
+              why ? why : "");
+    json_decref(p);
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(doc);
+}
