@@ -666,7 +666,8 @@ static const cli_command cli_commands[] = {
      "and the parameters of FILE's model. With a simulation request in FILE its state, times and\n"
      "tolerances are baked in: `cc -O2 -DHAMEL_MAIN file.c -lgsl -lgslcblas -lm` builds a program\n"
      "(and `python3 file.py` runs the module with scipy) that prints the trajectory as CSV: t, the\n"
-     "coordinates, the speeds.\n",
+     "coordinates, the speeds; the request's events too (a stop event ends it at the event, each\n"
+     "crossing is printed on standard error), unless one reads a constraint force.\n",
      CLI_OPT_OUT | CLI_OPT_LANG, cmd_export},
 };
 

@@ -46,6 +46,11 @@
 #define STEADY_MAX_STEPS 2000
 #define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
 #define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
+/* halvings between two branch points whose growing modes change in both kinds */
+#define STEADY_SPLIT_DEPTH 40
+/* a branch point: the second smallest singular value of the branch's Jacobian below this
+ * times the largest met on the branch */
+#define STEADY_BRANCH_POINT_GAP 1e-10
 
 #define bad(problem, path, ...) hamel_problem_addf((problem), HAMEL_E_BAD_REQUEST, (path), __VA_ARGS__)
 
@@ -263,9 +268,12 @@ static int lsq(int rows, int cols, const double *M, const double *b, double *x, 
 }
 
 /* The unit null vector of the k x nv matrix J (the right singular vector of its smallest
- * singular value) into t. Returns 0 or -1. */
-static int null_vector(int k, int nv, const double *J, double *t)
+ * singular value) into t, the largest singular value into *big and the second smallest
+ * into *next (near 0 the null space has more than one direction: a branch point).
+ * Returns 0 or -1. */
+static int null_vector(int k, int nv, const double *J, double *t, double *big, double *next)
 {
+    *big = *next = 0.0;
     int R = k >= nv ? k : nv;
     gsl_matrix *U = gsl_matrix_calloc((size_t)R, (size_t)nv), *V = gsl_matrix_alloc((size_t)nv, (size_t)nv);
     gsl_vector *S = gsl_vector_alloc((size_t)nv), *work = gsl_vector_alloc((size_t)nv);
@@ -277,6 +285,8 @@ static int null_vector(int k, int nv, const double *J, double *t)
         if (gsl_linalg_SV_decomp(U, V, S, work) == 0) {
             for (int j = 0; j < nv; j++)
                 t[j] = gsl_matrix_get(V, (size_t)j, (size_t)nv - 1);
+            *big = gsl_vector_get(S, 0);
+            *next = nv >= 2 ? gsl_vector_get(S, (size_t)nv - 2) : *big;
             rc = 0;
         }
     }
@@ -809,10 +819,12 @@ static int check_rank(steady *s, json_t **problem)
                  "or one fixed by a position-level constraint): choose unknowns they depend on",
                  s->nu == 1 ? "this unknown" : "any of these unknowns");
     else
-        snprintf(why, sizeof why,
-                 "the speed derivatives depend independently on only %d of these %d unknowns at the guess "
-                 "(the rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter",
-                 rank, s->nu, rank);
+        snprintf(
+            why, sizeof why,
+            "the speed derivatives depend independently on only %d of these %d unknowns at the guess "
+            "(the rank of du'/d(unknowns)): give %d unknowns, or a guess where they enter (a guess "
+            "exactly at a stability change, where an eigenvalue is zero, lowers it too: start beside it)",
+            rank, s->nu, rank);
     hamel_problem_add(p, "unknowns", -1, why);
     *problem = p;
     return HAMEL_E_BAD_REQUEST;
@@ -944,10 +956,12 @@ static int spectrum_stable(const spectrum *sp)
 struct branch {
     int nv;
     double from, to, dir, ds;
+    double jscale; /* the largest singular value of the Jacobian met so far */
     long steps, max_points, np;
     double *x, *xp, *tan, *tprev; /* [nv]: the point, the predictor, the tangent and the last one */
     double *xs;                   /* [max_points * nv] the points */
     spectrum *specs;              /* [max_points] their spectra */
+    unsigned char *branch_point;  /* [max_points] the point is a branch point (its count is not read) */
     json_t *points;
 };
 
@@ -1006,9 +1020,18 @@ static int branch_correct(steady *s, struct branch *B, int *accepted, int *done,
 static int branch_step(steady *s, struct branch *B, int *done, json_t **problem)
 {
     int nv = B->nv;
-    if (null_vector(s->k, nv, s->J, B->tan) < 0) {
+    double big, next;
+    if (null_vector(s->k, nv, s->J, B->tan, &big, &next) < 0) {
         *problem = hamel_problem_new(HAMEL_E_NUMERIC, "the branch's tangent could not be computed");
         return HAMEL_E_NUMERIC;
+    }
+    /* at a branch point (another branch crosses: the null space has two directions and
+     * the one the SVD gives is any of them) the branch goes straight on; the scale is the
+     * largest singular value met on the branch (the Jacobian may vanish there) */
+    B->jscale = fmax(B->jscale, big);
+    if (next <= STEADY_BRANCH_POINT_GAP * B->jscale) {
+        memcpy(B->tan, B->tprev, (size_t)nv * sizeof *B->tan);
+        B->branch_point[B->np - 1] = 1;
     }
     double dot = 0.0;
     for (int i = 0; i < nv; i++)
@@ -1077,6 +1100,73 @@ static int persistent_zeros(const struct branch *B)
     return best;
 }
 
+/* The counts of growing modes (complex kind in *c, real in *r) at vary = v between the
+ * branch points xa and xb: the steady motion solved there from the interpolated guess,
+ * its variables into x[nv]. Returns 0 or -1. */
+static int counts_at(steady *s, const double *xa, const double *xb, double v, int z, double *x, int *c,
+                     int *r)
+{
+    int nv = s->nv;
+    double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
+    for (int i = 0; i < nv; i++)
+        var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
+    json_t *p = NULL;
+    int nrc = solve_at(s, v, &p);
+    json_decref(p);
+    spectrum sp;
+    if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+        return -1;
+    for (int i = 0; i < nv; i++)
+        x[i] = var_get(s, i);
+    *c = unstable_count(&sp, z, 1);
+    *r = unstable_count(&sp, z, 0);
+    return 0;
+}
+
+/* The stability changes between the branch points xa and xb (growing modes: ac complex
+ * and ar real at xa, bc and br at xb), in order along the branch, into changes. Where the
+ * count of one kind changes, that change is located. Where both change there may be two
+ * changes between the points (the bicycle's weave and capsize within one step) or none
+ * (two real growing modes that meet and leave as a complex pair, or the reverse): the
+ * interval is halved until each part shows one kind changing, at most
+ * STEADY_SPLIT_DEPTH times; what is still mixed then counts by its total, as one change
+ * or none. */
+static void changes_between(steady *s, const double *xa, const double *xb, int ac, int ar, int bc, int br,
+                            int z, int depth, json_t *changes)
+{
+    int nv = s->nv;
+    if (ac == bc && ar == br)
+        return;
+    if (ac != bc && ar != br && depth < STEADY_SPLIT_DEPTH) {
+        double *x = malloc((size_t)nv * sizeof *x);
+        int mc, mr;
+        if (x && counts_at(s, xa, xb, 0.5 * (xa[nv - 1] + xb[nv - 1]), z, x, &mc, &mr) == 0) {
+            changes_between(s, xa, x, ac, ar, mc, mr, z, depth + 1, changes);
+            changes_between(s, x, xb, mc, mr, bc, br, z, depth + 1, changes);
+            free(x);
+            return;
+        }
+        free(x);
+    }
+    int da = ac + ar, db = bc + br, kind;
+    if (ac != bc && ar != br) {
+        if (da == db)
+            return;
+        kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
+    } else {
+        kind = ac != bc;
+        da = kind ? ac : ar;
+        db = kind ? bc : br;
+    }
+    double value = NAN;
+    json_t *p = NULL;
+    if (locate(s, xa, xb, z, kind, &value, &p) == 0)
+        json_array_append_new(changes,
+                              json_pack("{s:f, s:s, s:s}", "value", value, "kind", kind ? "complex" : "real",
+                                        "direction", db > da ? "loses stability" : "gains stability"));
+    json_decref(p);
+}
+
 /* Each point's stability (z persistent zeros left out), and the changes of the number of
  * growing modes between points, located, into changes. */
 static void branch_stability(steady *s, const struct branch *B, int z, json_t *changes)
@@ -1086,22 +1176,17 @@ static void branch_stability(steady *s, const struct branch *B, int z, json_t *c
         json_object_set_new(
             json_array_get(B->points, (size_t)i), "stable",
             json_boolean(unstable_count(&B->specs[i], z, 0) + unstable_count(&B->specs[i], z, 1) == 0));
+    /* between consecutive points, a branch point passed over (another branch's zero
+     * eigenvalue makes its count noise) */
     for (long i = 0; i + 1 < B->np; i++) {
-        /* a change of the number of growing modes; two real ones that meet and leave
-         * as a complex pair (or the reverse) change nothing */
-        int ac = unstable_count(&B->specs[i], z, 1), ar = unstable_count(&B->specs[i], z, 0);
-        int bc = unstable_count(&B->specs[i + 1], z, 1), br = unstable_count(&B->specs[i + 1], z, 0);
-        int da = ac + ar, db = bc + br;
-        if (da == db)
+        if (B->branch_point[i] && i > 0)
             continue;
-        int kind = (bc - ac) * (db - da) > 0 ? 1 : 0;
-        double value = NAN;
-        json_t *p = NULL;
-        if (locate(s, B->xs + (size_t)i * nv, B->xs + (size_t)(i + 1) * nv, z, kind, &value, &p) == 0)
-            json_array_append_new(changes, json_pack("{s:f, s:s, s:s}", "value", value, "kind",
-                                                     kind ? "complex" : "real", "direction",
-                                                     db > da ? "loses stability" : "gains stability"));
-        json_decref(p);
+        long j = i + 1;
+        while (j + 1 < B->np && B->branch_point[j])
+            j++;
+        changes_between(s, B->xs + (size_t)i * nv, B->xs + (size_t)j * nv, unstable_count(&B->specs[i], z, 1),
+                        unstable_count(&B->specs[i], z, 0), unstable_count(&B->specs[j], z, 1),
+                        unstable_count(&B->specs[j], z, 0), z, 0, changes);
     }
 }
 
@@ -1158,8 +1243,9 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     B.tan = calloc((size_t)nv, sizeof *B.tan), B.tprev = calloc((size_t)nv, sizeof *B.tprev);
     B.xs = calloc((size_t)(B.max_points + 2) * nv, sizeof *B.xs);
     B.specs = calloc((size_t)B.max_points + 2, sizeof *B.specs);
+    B.branch_point = calloc((size_t)B.max_points + 2, 1);
     B.points = json_array();
-    int rc = B.x && B.xp && B.tan && B.tprev && B.xs && B.specs ? 0 : HAMEL_E_INTERNAL;
+    int rc = B.x && B.xp && B.tan && B.tprev && B.xs && B.specs && B.branch_point ? 0 : HAMEL_E_INTERNAL;
     if (rc)
         *problem = hamel_problem_new(rc, "out of memory");
     for (int i = 0; !rc && i < nv; i++) {
@@ -1196,6 +1282,7 @@ static int steady_continue(steady *s, const spectrum *sp, double to, long steps,
     free(B.tprev);
     free(B.xs);
     free(B.specs);
+    free(B.branch_point);
     return rc;
 }
 

@@ -217,15 +217,19 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
      * bad initial state or an unusable formulation is a 4xx now, not a failed job. A new
      * model's request was checked with its compilation (HTTP_ROUTE_CHECKS_RUN). */
     isolate_check *pre = &c->resolve.pre.check;
+    isolate_prerun *run = NULL;
     int rc;
     if (pre->ran && m == c->resolve.pre.model && body == c->work.body) {
         rc = pre->rc;
         sub->problem = pre->problem;
         *pre = (isolate_check){0, 0, NULL};
+        run = c->resolve.pre.prerun; /* its run, in flight since the check passed */
+        c->resolve.pre.prerun = NULL;
     } else {
         rc = isolate_simulation_check(m, body, s->d.limits, &sub->problem);
     }
     if (rc != 0) {
+        isolate_prerun_drop(run);
         if (!sub->problem)
             sub->problem = hamel_problem_new(rc, NULL);
         return;
@@ -233,8 +237,9 @@ static void http__simulation_rest(http_conn *c, engine_model *m, json_t *body)
     /* A request that waits is answered with the result, or else, when its wait ends first,
      * with the id once the record is committed (http__job_reply): the record need not
      * hold the submission up. */
-    sub->rc = jobs_submit_flags(s->d.jobs, m, body, sub->key, http__wait(c) > 0 ? JOBS_SUBMIT_LAZY_RECORD : 0,
-                                &c->sim.job);
+    sub->rc =
+        jobs_submit_prerun(s->d.jobs, m, body, sub->key, http__wait(c) > 0 ? JOBS_SUBMIT_LAZY_RECORD : 0,
+                           run ? c->resolve.pre.prerun_id : NULL, run, &c->sim.job);
     if (sub->rc == 0 && http__wait(c) <= 0) { /* for the 202 (with HAMEL_REDIS, a store read) */
         jobs_view_get(s->d.jobs, c->sim.job, &c->sim.view);
         c->sim.view_set = 1;

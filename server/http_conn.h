@@ -175,6 +175,10 @@ typedef struct http_precompiled {
     /* HTTP_ROUTE_CHECKS_RUN: the body's simulation checked in the same worker call, taken
      * by http__simulation_rest (h_simulations.c); the owner's only, never a flight's copy */
     isolate_check check;
+    /* ... and its run, started in the same call when a job would start at once
+     * (jobs_prerun_ok; a request that waits): the job prerun_id takes it over */
+    isolate_prerun *prerun;
+    char prerun_id[JOB_ID_LEN + 1];
 } http_precompiled;
 
 /* The model a request names (resolve.c): its spec's text and key, the outcome of its

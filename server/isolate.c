@@ -72,6 +72,11 @@ enum {
 #define ISO_SHM_MIN (64u << 10)      /* a reply's text this long goes through the reply memfd */
 #define ISO_SHM_MAX (256u << 20)     /* ... up to this (longer: the socket, not a second copy) */
 #define ISO_SHM_KEEP (8u << 20)      /* a reply memfd written past this is emptied once read */
+/* Runs started with their compilation at once (isolate_prerun): each reserves its worker
+ * until its job takes it, so at most this many, and only with a worker more than that:
+ * every other call always finds a worker that becomes free (a job waiting for a worker
+ * while the reserved ones wait for that job's thread would never end). */
+#define ISO_MAX_PRERUNS 1
 
 /* The page shared with a worker: the engine_control of the running call (lock-free
  * atomics), and a note the worker leaves before it ends itself on purpose. */
@@ -120,6 +125,7 @@ static struct {
     iso_worker *w;
     int n;
     int active, stopping;
+    int preruns; /* runs started with their compilation, their worker reserved (ISO_MAX_PRERUNS) */
     char exe[PATH_MAX];
     char memory[32];
     char model_bytes[32];
@@ -685,7 +691,9 @@ typedef struct iso_call {
     double budget; /* seconds the engine may take (0: none) */
     /* the reply */
     int rc;
-    int checked, check_rc; /* iso_reply_head's */
+    int checked, check_rc;   /* iso_reply_head's */
+    int prerun;              /* ISO_COMPILE: a prerun was asked (text[3], the head): keep the worker */
+    struct iso_worker *kept; /* ... when it runs: the worker, still busy */
     char *out[ISO_REPLY_STRINGS];
     size_t out_len[ISO_REPLY_STRINGS];
     uint64_t bytes;
@@ -883,6 +891,51 @@ static int iso__wait_many(iso_worker *w, iso_call *c, int *timed_out)
     return 0;
 }
 
+/* The end of call c on w when the worker died or was killed (iso__wait's timed_out):
+ * w reaped and freed; HAMEL_E_CANCELLED, or HAMEL_E_ENGINE_FAULT (the model quarantined),
+ * with *problem. */
+static int iso__failed(iso_worker *w, iso_call *c, int timed_out, json_t **problem)
+{
+    iso__call_clear(c);
+    char note[sizeof w->sh->note];
+    memcpy(note, w->sh->note, sizeof note);
+    note[sizeof note - 1] = '\0';
+    int status = iso__reap(w);
+    iso__release(w, 0, 0);
+    if (timed_out == 2) { /* cancelled: the call ends as cancelled, the model is not at fault */
+        *problem = hamel_problem_new(HAMEL_E_CANCELLED, "cancelled (the engine worker was stopped)");
+        return HAMEL_E_CANCELLED;
+    }
+    *problem = iso__fault(c, status, timed_out, note);
+    return HAMEL_E_ENGINE_FAULT;
+}
+
+/* The end of call c on w when its reply came (c->rc, c->out): w freed, or kept for the
+ * prerun that follows (c->kept); the engine's status, with *problem from the reply. */
+static int iso__done(iso_worker *w, iso_call *c, uint64_t key, json_t **problem)
+{
+    /* A compilation's worker holds the model under its id too (the calls that follow
+     * name it by that id, not by the spec's hash): they are sent to the same worker
+     * rather than compiling it again in another one. */
+    uint64_t also = c->op == ISO_COMPILE && c->rc == 0 && c->out[1] ? iso__hash(c->out[1]) : 0;
+    if (c->prerun && c->rc == 0 && c->checked && c->check_rc == 0) { /* the worker runs on */
+        pthread_mutex_lock(&iso.mu);
+        iso__remember(w, key);
+        iso__remember(w, also);
+        pthread_mutex_unlock(&iso.mu);
+        c->kept = w;
+    } else {
+        iso__release(w, key, also);
+    }
+    int rc = c->rc;
+    if (rc != 0) { /* the problem document */
+        *problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
+        if (!*problem)
+            *problem = hamel_problem_new(rc, NULL);
+    }
+    return rc;
+}
+
 /* Runs call c in a worker. Returns the engine's status (the reply in c->out), or
  * HAMEL_E_ENGINE_FAULT / HAMEL_E_UNAVAILABLE with *problem. */
 static int iso__run(iso_call *c, json_t **problem)
@@ -937,32 +990,11 @@ static int iso__run(iso_call *c, json_t **problem)
         }
         int timed_out = 0;
         if ((c->many ? iso__wait_many(w, c, &timed_out) : iso__wait(w, c, &timed_out)) != 0) {
-            iso__call_clear(c);
-            char note[sizeof w->sh->note];
-            memcpy(note, w->sh->note, sizeof note);
-            note[sizeof note - 1] = '\0';
-            int status = iso__reap(w);
-            iso__release(w, 0, 0);
             free(b.p);
-            if (timed_out == 2) { /* cancelled: the call ends as cancelled, the model is not at fault */
-                *problem = hamel_problem_new(HAMEL_E_CANCELLED, "cancelled (the engine worker was stopped)");
-                return HAMEL_E_CANCELLED;
-            }
-            *problem = iso__fault(c, status, timed_out, note);
-            return HAMEL_E_ENGINE_FAULT;
+            return iso__failed(w, c, timed_out, problem);
         }
-        /* A compilation's worker holds the model under its id too (the calls that follow
-         * name it by that id, not by the spec's hash): they are sent to the same worker
-         * rather than compiling it again in another one. */
-        iso__release(w, key, c->op == ISO_COMPILE && c->rc == 0 && c->out[1] ? iso__hash(c->out[1]) : 0);
         free(b.p);
-        int rc = c->rc;
-        if (rc != 0) { /* the problem document */
-            *problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
-            if (!*problem)
-                *problem = hamel_problem_new(rc, NULL);
-        }
-        return rc;
+        return iso__done(w, c, key, problem);
     }
 }
 
@@ -1072,22 +1104,47 @@ static int iso__json_call(int op, const char *what, const engine_model *m, const
     return rc;
 }
 
+static void iso__prerun_new(iso_worker *w, engine_model *m, const engine_limits *limits,
+                            isolate_prerun **out);
+
+/* A prerun's place (returns 1), or none free (0). */
+static int iso__prerun_take(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    int ok = iso.active && !iso.stopping && iso.preruns < ISO_MAX_PRERUNS && iso.n > ISO_MAX_PRERUNS;
+    iso.preruns += ok;
+    pthread_mutex_unlock(&iso.mu);
+    return ok;
+}
+
+static void iso__prerun_give(void)
+{
+    pthread_mutex_lock(&iso.mu);
+    iso.preruns--;
+    pthread_mutex_unlock(&iso.mu);
+}
+
 int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, engine_control *ctl,
                               engine_model **out, json_t **problem)
 {
-    return isolate_model_compile_check(model, NULL, NULL, limits, ctl, out, problem, NULL);
+    return isolate_model_compile_check(model, NULL, NULL, limits, ctl, out, problem, NULL, NULL, NULL);
 }
 
 int isolate_model_compile_check(const json_t *model, const char *model_text, const json_t *request,
                                 const engine_limits *limits, engine_control *ctl, engine_model **out,
-                                json_t **problem, isolate_check *check)
+                                json_t **problem, isolate_check *check, const json_t *head,
+                                isolate_prerun **prerun)
 {
     *out = NULL;
     *problem = NULL;
+    if (prerun)
+        *prerun = NULL;
     if (check)
         *check = (isolate_check){0, 0, NULL};
     else
         request = NULL;
+    if (!request || !prerun || !json_is_object(head))
+        prerun = NULL;
     if (!isolate_active() || !json_is_object(model)) {
         int rc = engine_model_compile_ctl(model, limits, ctl, out, problem);
         if (rc == 0 && iso__quarantined(engine_model_id(*out), problem)) {
@@ -1103,9 +1160,19 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     }
     char *text = model_text ? strdup(model_text) : json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
     char *req = request ? iso__request_text(request) : NULL;
+    if (prerun && !iso__prerun_take())
+        prerun = NULL;
+    char *hd = prerun ? json_dumps(head, JSON_COMPACT) : NULL;
+    if (prerun && !hd) { /* given back below: the call asks for no run */
+        iso__prerun_give();
+        prerun = NULL;
+    }
     if (!text || (request && !req)) {
+        if (prerun)
+            iso__prerun_give();
         free(text);
         free(req);
+        free(hd);
         *problem = hamel_problem_new(HAMEL_E_INTERNAL, "out of memory");
         return HAMEL_E_INTERNAL;
     }
@@ -1115,8 +1182,11 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     snprintf(spec_id, sizeof spec_id, "sha256:");
     ids_hex(d, sizeof d, spec_id + 7);
     if (iso__quarantined(spec_id, problem)) {
+        if (prerun)
+            iso__prerun_give();
         free(text);
         free(req);
+        free(hd);
         return HAMEL_E_ENGINE_FAULT;
     }
     iso_call c;
@@ -1127,6 +1197,8 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     c.model_name = json_string_value(json_object_get(model, "name"));
     c.text[1] = text;
     c.text[2] = req; /* the check after the compilation, in the same call */
+    c.text[3] = hd;  /* and the run after the check */
+    c.prerun = hd != NULL;
     for (int i = 0; i < ISO_STRINGS; i++)
         c.text_len[i] = c.text[i] ? strlen(c.text[i]) : 0;
     c.limits = limits;
@@ -1135,6 +1207,7 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     int rc = iso__run(&c, problem);
     free(text);
     free(req);
+    free(hd);
     if (rc == 0) {
         json_t *summary = c.out[3] ? json_loads(c.out[3], 0, NULL) : NULL;
         *out =
@@ -1157,8 +1230,108 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
             }
         }
     }
+    if (c.kept) /* the worker runs the request now: a prerun, or (no model) dropped */
+        iso__prerun_new(c.kept, *out, limits, prerun);
+    else if (hd) /* it does not: its place back */
+        iso__prerun_give();
     iso__call_clear(&c);
     return rc;
+}
+
+struct isolate_prerun {
+    iso_worker *w;       /* reserved (busy) for this run */
+    engine_model *model; /* the shell (a reference) */
+    double budget;       /* the run's, as iso__model_call's */
+};
+
+/* *out: the prerun on w of model m (a new reference), or when there is none (m NULL, out
+ * of memory) the run dropped. */
+static void iso__prerun_new(iso_worker *w, engine_model *m, const engine_limits *limits, isolate_prerun **out)
+{
+    isolate_prerun *p = calloc(1, sizeof *p);
+    if (p) {
+        p->w = w;
+        p->model = m ? engine_model_retain(m) : NULL;
+        p->budget = iso__budget(limits, NULL, 1);
+    }
+    if (p && m) {
+        *out = p;
+        return;
+    }
+    if (p) {
+        isolate_prerun_drop(p);
+    } else { /* not even that: the worker's reply is not waited for; end the worker */
+        kill(w->pid, SIGKILL);
+        iso__reap(w);
+        iso__release(w, 0, 0);
+        iso__prerun_give();
+    }
+}
+
+int isolate_prerun_finish(isolate_prerun *p, const json_t *request, const engine_limits *limits,
+                          engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem)
+{
+    *text = NULL;
+    *len = 0;
+    *problem = NULL;
+    iso_worker *w = p->w;
+    iso_call c;
+    iso__call_on(&c, ISO_SIMULATE, "running", p->model, NULL, NULL, NULL);
+    c.ctl = ctl;
+    c.budget = p->budget;
+    if (ctl && atomic_load(&ctl->cancel))
+        atomic_store(&w->sh->ctl.cancel, atomic_load(&ctl->cancel));
+    int timed_out = 0, rc;
+    if (iso__wait(w, &c, &timed_out) != 0) {
+        rc = iso__failed(w, &c, timed_out, problem);
+    } else {
+        rc = iso__done(w, &c, iso__hash(c.model_id), problem);
+        if (rc == 0) {
+            *text = c.out[0];
+            *len = c.out_len[0];
+            c.out[0] = NULL;
+            if (!*text) {
+                rc = HAMEL_E_INTERNAL;
+                *problem = hamel_problem_new(rc, "the engine worker's result could not be read");
+            }
+        }
+    }
+    iso__call_clear(&c);
+    iso__prerun_give(); /* its worker is free */
+    if (rc == HAMEL_E_CANCELLED && !(ctl && atomic_load(&ctl->cancel))) {
+        /* cancelled by what ran before it was taken, not by its job: once more */
+        json_decref(*problem);
+        *problem = NULL;
+        rc = isolate_simulate_text(p->model, request, limits, ctl, head, text, len, problem);
+    }
+    engine_model_release(p->model);
+    free(p);
+    return rc;
+}
+
+void isolate_prerun_drop(isolate_prerun *p)
+{
+    if (!p)
+        return;
+    engine_control stop;
+    memset(&stop, 0, sizeof stop);
+    atomic_init(&stop.cancel, 1);
+    atomic_init(&stop.progress, 0.0);
+    atomic_store(&p->w->sh->ctl.cancel, 1);
+    char *text = NULL;
+    size_t len = 0;
+    json_t *problem = NULL;
+    if (p->model) {
+        isolate_prerun_finish(p, NULL, NULL, &stop, NULL, &text, &len, &problem);
+    } else { /* a model the server did not take (quarantined, out of memory): end its run */
+        kill(p->w->pid, SIGKILL);
+        iso__reap(p->w);
+        iso__release(p->w, 0, 0);
+        iso__prerun_give();
+        free(p);
+    }
+    free(text);
+    json_decref(problem);
 }
 
 int isolate_simulation_check(const engine_model *m, const json_t *request, const engine_limits *limits,
@@ -1701,6 +1874,62 @@ static int wk__serve_many(const engine_limits *lim, char **s, int bad, int fd)
     return sent;
 }
 
+/* Writes a reply (its head and strings in one message: one wake-up of the server; a long
+ * text through the reply memfd). Returns 0, or -1 when it could not be sent. */
+static int wk__reply(int fd, int rc, int checked, int check_rc, const char *text, size_t text_len,
+                     const char *const out3[3], uint64_t bytes)
+{
+    const char *out[ISO_REPLY_STRINGS] = {text, out3[0], out3[1], out3[2]};
+    iso_reply_head h = {rc, checked, check_rc, {0}, 0, bytes};
+    h.len[0] = text ? (uint32_t)text_len : UINT32_MAX;
+    for (int i = 1; i < ISO_REPLY_STRINGS; i++)
+        h.len[i] = out[i] ? (uint32_t)strlen(out[i]) : UINT32_MAX;
+    h.in_shm = (uint32_t)wk__text_to_shm(text, text_len);
+    struct iovec v[1 + ISO_REPLY_STRINGS];
+    int nv = 0;
+    v[nv++] = (struct iovec){&h, sizeof h};
+    for (int i = h.in_shm ? 1 : 0; i < ISO_REPLY_STRINGS; i++)
+        if (out[i])
+            v[nv++] = (struct iovec){(void *)out[i], h.len[i]};
+    return text_len < ISO_MAX_FRAME && iso__writev_all(fd, v, nv) == 0 ? 0 : -1;
+}
+
+/* After a compilation's reply with a passed check: the request run at once with the head
+ * s[3] (its "model_id" this model's), the second reply of the call. Returns as wk__reply. */
+static int wk__prerun(int fd, wk_model *wm, const json_t *request, const char *head_text,
+                      const engine_limits *lim)
+{
+    engine_control *ctl = &wk.sh->ctl;
+    /* the job's controls, not the compilation's: no wall or step bound of its own */
+    ctl->max_steps = 0;
+    ctl->max_wall_seconds = 0;
+    atomic_store(&ctl->progress, 0.0);
+    json_t *head = json_loads(head_text, 0, NULL), *problem = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+    if (!json_is_object(head)) {
+        rc = HAMEL_E_INTERNAL;
+        problem = hamel_problem_new(rc, "the engine worker could not read the head");
+    } else {
+        json_object_set_new(head, "model_id", json_string(engine_model_id(wm->m)));
+        if (wk__aborts(wm, request))
+            abort(); /* the test hook */
+        rc = engine_simulate_text(wm->m, request, lim, ctl, head, &text, &len, &problem);
+    }
+    if (rc != 0) {
+        free(text);
+        text = problem ? json_dumps(problem, JSON_COMPACT) : NULL;
+        len = text ? strlen(text) : 0;
+    }
+    const char *none[3] = {NULL, NULL, NULL};
+    int sent = wk__reply(fd, rc, 0, 0, text, len, none, 0);
+    free(text);
+    json_decref(problem);
+    json_decref(head);
+    return sent;
+}
+
 /* Answers one call with a reply on fd. Returns 0, or -1 when the reply could not be sent. */
 static int wk__serve(iso_msg *in, int fd)
 {
@@ -1803,20 +2032,12 @@ static int wk__serve(iso_msg *in, int fd)
         text = json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
         text_len = text ? strlen(text) : 0;
     }
-    const char *out[ISO_REPLY_STRINGS] = {text, id, canonical, summary};
-    iso_reply_head h = {rc, checked, check_rc, {0}, 0, bytes};
-    h.len[0] = text ? (uint32_t)text_len : UINT32_MAX;
-    for (int i = 1; i < ISO_REPLY_STRINGS; i++)
-        h.len[i] = out[i] ? (uint32_t)strlen(out[i]) : UINT32_MAX;
-    h.in_shm = (uint32_t)wk__text_to_shm(text, text_len);
-    /* the head and the strings in one message: one wake-up of the server */
-    struct iovec v[1 + ISO_REPLY_STRINGS];
-    int nv = 0;
-    v[nv++] = (struct iovec){&h, sizeof h};
-    for (int i = h.in_shm ? 1 : 0; i < ISO_REPLY_STRINGS; i++)
-        if (out[i])
-            v[nv++] = (struct iovec){(void *)out[i], h.len[i]};
-    int sent = text_len < ISO_MAX_FRAME && iso__writev_all(fd, v, nv) == 0;
+    const char *out3[3] = {id, canonical, summary};
+    int sent = wk__reply(fd, rc, checked, check_rc, text, text_len, out3, bytes) == 0;
+    /* a compilation whose check passed, with a head: the run follows (the server keeps
+     * this worker for it; the same rule on both sides) */
+    if (sent && op == ISO_COMPILE && rc == 0 && checked && check_rc == 0 && s[3])
+        sent = wk__prerun(fd, wm, request, s[3], &lim) == 0;
     free(text);
     free(summary);
     json_decref(problem);

@@ -81,13 +81,34 @@ typedef struct isolate_check {
     json_t *problem; /* ... and its problem (the caller's) */
 } isolate_check;
 
+/* A simulation already running in an engine worker, started by the call that compiled its
+ * model (isolate_model_compile_check); its worker is reserved for it until it is taken
+ * (isolate_prerun_finish) or dropped (isolate_prerun_drop), exactly once. */
+typedef struct isolate_prerun isolate_prerun;
+
 /* isolate_model_compile_ctl with the model's compact sorted JSON text when the caller has
  * it (NULL: made here), and, when `request` and `check` are not NULL and the model
  * compiles, isolate_simulation_check of the request on it in the same call to the worker
- * (a new model's simulation: one round trip instead of two), its outcome in *check. */
+ * (a new model's simulation: one round trip instead of two), its outcome in *check.
+ * With `prerun` too (and engine workers), when the check passes the worker goes on at
+ * once to run the request (isolate_simulate_text's, with `head`, whose "model_id" member
+ * the worker sets to the model's id) and *prerun is that run in flight, else NULL: the
+ * run overlaps what the caller does between the compilation and the job. */
 int isolate_model_compile_check(const json_t *model, const char *model_text, const json_t *request,
                                 const engine_limits *limits, engine_control *ctl, engine_model **out,
-                                json_t **problem, isolate_check *check);
+                                json_t **problem, isolate_check *check, const json_t *head,
+                                isolate_prerun **prerun);
+
+/* The outcome of the run p (as isolate_simulate_text's, cancelled through ctl, whose
+ * progress it reports); frees p. A run cancelled before it was taken (the compilation's
+ * cancel, a hang-up in its last moment) runs again here unless ctl is cancelled. */
+int isolate_prerun_finish(isolate_prerun *p, const json_t *request, const engine_limits *limits,
+                          engine_control *ctl, const json_t *head, char **text, size_t *len,
+                          json_t **problem);
+
+/* Cancels the run p, waits for its worker to stop and frees p (nobody wants its result).
+ * Accepts NULL. */
+void isolate_prerun_drop(isolate_prerun *p);
 /* isolate_simulation_check of the batch runs runs[0..n) (borrowed), each merged over
  * `base` (merge.h), in one call to a worker (sent the base once and each run's own
  * members): problems[i] is NULL or the problem of run i (caller releases). Returns 0, or

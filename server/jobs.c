@@ -50,6 +50,7 @@ struct job {
     int problem_status;
     engine_model *model;
     json_t *request;
+    isolate_prerun *prerun; /* its run, already in flight (jobs_submit_prerun), until a worker takes it */
     engine_control ctl;
     blob *body;               /* done: the result; failed/cancelled: the job document */
     int remote;               /* shared queue: submitted here, in the stream */
@@ -170,6 +171,7 @@ static job *jobs__table_find(jobs *p, const char *id)
 
 static void jobs__destroy(job *j)
 {
+    isolate_prerun_drop(j->prerun); /* never taken: cancelled while queued, or refused */
     engine_model_release(j->model);
     json_decref(j->request);
     blob_release(j->body);
@@ -267,9 +269,13 @@ static void jobs__run(jobs *p, job *j)
                              j->model_id, "progress", 1.0);
     char *text = NULL;
     size_t text_len = 0;
-    int rc = head ? isolate_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
-                                          &text_len, &problem)
-                  : HAMEL_E_INTERNAL;
+    isolate_prerun *pre = j->prerun; /* its run began with its model's compilation */
+    j->prerun = NULL;
+    int rc = !head ? HAMEL_E_INTERNAL
+             : pre ? isolate_prerun_finish(pre, j->request, &p->cfg.limits, &j->ctl, head, &text, &text_len,
+                                           &problem)
+                   : isolate_simulate_text(j->model, j->request, &p->cfg.limits, &j->ctl, head, &text,
+                                           &text_len, &problem);
     json_decref(head);
     metrics_integrate(jobs_now() - t0);
     /* A finished record keeps only its body: the parsed request (with an inline model,
@@ -822,11 +828,13 @@ void jobs_shutdown(jobs *p, double grace)
             continue;
         }
         jobs__cancel_queued_locked(p, j, "the server shut down before the job started", &fired);
-        if (p->st) {
-            pthread_mutex_unlock(&p->lock);
+        isolate_prerun *pre = j->prerun;
+        j->prerun = NULL;
+        pthread_mutex_unlock(&p->lock);
+        isolate_prerun_drop(pre);
+        if (p->st)
             jobs__store_failure(p, j, JOB_CANCELLED, j->body);
-            pthread_mutex_lock(&p->lock);
-        }
+        pthread_mutex_lock(&p->lock);
     }
     pthread_mutex_unlock(&p->lock);
     waiters_fire(fired);
@@ -928,11 +936,35 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
 
 int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out)
 {
+    return jobs_submit_prerun(p, m, request, key, flags, NULL, NULL, out);
+}
+
+int jobs_prerun_ok(jobs *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int ok = !p->shared && !p->stopping && p->queued == 0 && p->running < (size_t)p->nthreads;
+    pthread_mutex_unlock(&p->lock);
+    return ok;
+}
+
+int jobs_submit_prerun(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags,
+                       const char *id, isolate_prerun *prerun, job **out)
+{
     *out = NULL;
     job *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!j) {
+        isolate_prerun_drop(prerun);
         return HAMEL_E_INTERNAL;
-    ids_random(j->id, JOB_ID_LEN);
+    }
+    if (prerun && (!id || strlen(id) != JOB_ID_LEN || p->shared)) { /* not ours to run: drop it */
+        isolate_prerun_drop(prerun);
+        prerun = NULL;
+    }
+    if (prerun)
+        memcpy(j->id, id, JOB_ID_LEN + 1);
+    else
+        ids_random(j->id, JOB_ID_LEN);
+    j->prerun = prerun;
     snprintf(j->model_id, sizeof j->model_id, "%s", engine_model_id(m));
     snprintf(j->key, sizeof j->key, "%s", key);
     j->state = JOB_QUEUED;
@@ -944,14 +976,13 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
     int rc = p->stopping ? HAMEL_E_UNAVAILABLE : p->queued >= (size_t)p->cfg.queue ? HAMEL_E_QUEUE_FULL : 0;
     pthread_mutex_unlock(&p->lock);
     if (rc != 0) {
-        free(j);
+        jobs__destroy(j);
         return rc;
     }
     j->model = engine_model_retain(m);
     j->request = jobs__private_request(request);
     if (!j->request) {
-        engine_model_release(j->model);
-        free(j);
+        jobs__destroy(j);
         return HAMEL_E_INTERNAL;
     }
     /* The record reaches the disk before anyone can learn the id; if it cannot, nobody
@@ -963,9 +994,7 @@ int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key
                                                               NULL, j->created) != 0) {
         fprintf(stderr, "hamel-server: job %s: its record could not be stored; not accepted\n", j->id);
         metrics_store_failed();
-        json_decref(j->request);
-        engine_model_release(j->model);
-        free(j);
+        jobs__destroy(j);
         return HAMEL_E_UNAVAILABLE;
     }
 
@@ -1235,10 +1264,13 @@ static int jobs__cancel(jobs *p, job *j, int announce)
 {
     job_waiter *fired = NULL;
     int rc = 0, store_it = 0, queued = 0;
+    isolate_prerun *pre = NULL;
     pthread_mutex_lock(&p->lock);
     queued = j->state == JOB_QUEUED && !j->remote;
     if (queued) {
         jobs__cancel_queued_locked(p, j, "cancelled by request", &fired);
+        pre = j->prerun; /* its worker is freed now, not when the record goes */
+        j->prerun = NULL;
         store_it = 1;
     } else if (j->state == JOB_RUNNING || j->state == JOB_QUEUED) { /* running, or in the stream */
         atomic_store(&j->ctl.cancel, 1);
@@ -1251,6 +1283,7 @@ static int jobs__cancel(jobs *p, job *j, int announce)
     }
     blob *doc = store_it && j->body ? blob_retain(j->body) : NULL;
     pthread_mutex_unlock(&p->lock);
+    isolate_prerun_drop(pre);
     if (store_it) {
         jobs__store_failure(p, j, JOB_CANCELLED, doc);
         if (queued)

@@ -25,6 +25,7 @@
 #include "blob.h"
 #include "cache.h"
 #include "engine.h"
+#include "isolate.h"
 #include "problems.h"
 #include "redis.h"
 #include "store.h"
@@ -105,6 +106,18 @@ int jobs_submit(jobs *p, engine_model *m, json_t *request, const char *key, job 
  * The done (or failed) record is written as for any job. Ignored with the shared queue. */
 #define JOBS_SUBMIT_LAZY_RECORD 1u
 int jobs_submit_flags(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags, job **out);
+
+/* jobs_submit_flags of a job whose run is already in flight in an engine worker
+ * (isolate_model_compile_check's prerun, its result's head naming job id `id`, which the
+ * caller made with ids_random): its worker thread takes that run's outcome instead of
+ * running it. The job takes `prerun` over in every case: it is dropped when the job is
+ * not accepted, or is cancelled before a worker thread takes it. */
+int jobs_submit_prerun(jobs *p, engine_model *m, json_t *request, const char *key, unsigned flags,
+                       const char *id, isolate_prerun *prerun, job **out);
+
+/* Whether a job submitted now would start at once (a worker thread free, none queued, not
+ * the shared queue): only then is a run worth starting before its job exists. */
+int jobs_prerun_ok(jobs *p);
 
 /* For a job submitted with JOBS_SUBMIT_LAZY_RECORD (and a store): 1 while it is queued or
  * running and jobs_record_barrier has not seen its "queued" record committed. An answer

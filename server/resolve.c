@@ -293,12 +293,20 @@ static void http__run_compile(void *arg)
     double t0 = jobs_now();
     const json_t *spec = c->resolve.stored_spec ? c->resolve.stored_spec : http__spec_of(c, c->work.body);
     http__watch_begin(c);
-    /* a simulation's check goes with the compilation: one call to an engine worker */
+    /* a simulation's check goes with the compilation: one call to an engine worker; and
+     * when its job would start at once, its run too (the job takes it over) */
     int check = http__route_has(c, HTTP_ROUTE_CHECKS_RUN) && json_is_object(c->work.body);
+    json_t *head = NULL;
+    if (check && http__wait(c) > 0 && jobs_prerun_ok(c->srv->d.jobs)) {
+        ids_random(c->resolve.pre.prerun_id, JOB_ID_LEN);
+        head = json_pack("{s:s, s:s, s:s, s:f}", "job_id", c->resolve.pre.prerun_id, "status", "done",
+                         "model_id", "", "progress", 1.0);
+    }
     c->resolve.pre.rc = isolate_model_compile_check(
         spec, c->resolve.stored_spec ? NULL : c->resolve.spec_text, check ? c->work.body : NULL,
         c->srv->d.limits, &c->work.ctl, &c->resolve.pre.model, &c->resolve.pre.problem,
-        check ? &c->resolve.pre.check : NULL);
+        check ? &c->resolve.pre.check : NULL, head, &c->resolve.pre.prerun);
+    json_decref(head);
     http__watch_end(c, c->resolve.pre.rc);
     store *st = c->srv->d.st;
     int queued = 0; /* the model was queued for the store, to be committed with a job */
@@ -333,6 +341,8 @@ static void http__run_compile(void *arg)
     /* the row's hook (http__simulation_work, http__batch_work): whether a job's record
      * was committed after the queued model, carrying it */
     int carried = same && http__after_compile(c, c->resolve.pre.model);
+    isolate_prerun_drop(c->resolve.pre.prerun); /* not taken by a job: nobody wants its result */
+    c->resolve.pre.prerun = NULL;
     if (queued && !carried) /* a cached result or a refused request: no job record carried it */
         store_put_model(st, engine_model_id(c->resolve.pre.model), c->resolve.spec_text);
 }
@@ -398,6 +408,7 @@ void http__resolve_clear(http_conn *c)
     json_decref(c->resolve.stored_spec);
     json_decref(c->resolve.pre.problem);
     json_decref(c->resolve.pre.check.problem);
+    isolate_prerun_drop(c->resolve.pre.prerun);
     if (c->resolve.pre.model)
         engine_model_release(c->resolve.pre.model);
     free(c->resolve.spec_text);

@@ -438,6 +438,14 @@ static void parse_contacts(struct engine_model *m, const json_t *js, json_t *pro
             snprintf(path, sizeof path, "model.contacts[%zu].tangential[%zu]", i, k);
             if (!json_is_string(t) || constraint_index(m, json_string_value(t)) < 0)
                 add_error(problem, path, -1, "must name a constraint of the model");
+            else if (json_equal(t, nr))
+                add_error(problem, path, -1,
+                          "'%s' is the contact's normal: a tangential constraint must be another one",
+                          json_string_value(t));
+            else if (k > 0 && json_equal(t, json_array_get(tg, 0)))
+                add_error(problem, path, -1,
+                          "'%s' is tangential[0] too: each tangential constraint counts once in |F_t|",
+                          json_string_value(t));
         }
     }
     if (!count_errors(problem))

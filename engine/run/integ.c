@@ -136,6 +136,15 @@ static const struct integ_method *integ__method_find(const char *name)
 
 int integ_method_known(const char *name) { return integ__method_find(name) != NULL; }
 
+/* The state's component i as a message names it: its name, else "component i". */
+static void integ__component(const integ_driver *d, size_t i, char *out, size_t size)
+{
+    if (d->opt.state_names && d->opt.state_names[i])
+        snprintf(out, size, "%.80s", d->opt.state_names[i]);
+    else
+        snprintf(out, size, "component %zu", i);
+}
+
 /* The gsl_odeiv2 right-hand side: counts, calls the caller's, and turns a failure or a
  * non-finite derivative into GSL_EBADFUNC (which makes evolve return at once). */
 static int integ__rhs(double t, const double y[], double dydt[], void *params)
@@ -152,9 +161,11 @@ static int integ__rhs(double t, const double y[], double dydt[], void *params)
     }
     for (size_t i = 0; i < d->sys.dim; i++) {
         if (!isfinite(dydt[i])) {
+            char what[96];
+            integ__component(d, i, what, sizeof what);
             if (!d->rhs_failed)
                 integ__fail(d->rhs_reason, sizeof d->rhs_reason, 0,
-                            "the right-hand side is not finite at t = %.17g (component %zu is %g)", t, i,
+                            "the right-hand side is not finite at t = %.17g (the rate of %s is %g)", t, what,
                             dydt[i]);
             d->rhs_failed = 1;
             return GSL_EBADFUNC;
@@ -372,9 +383,14 @@ static int integ__event_values(integ_driver *d, integ__run *r, double t, const d
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
                            "the event functions could not be evaluated at t = %.17g", t);
     for (int i = 0; i < d->opt.n_events; i++)
-        if (!isfinite(g[i]))
+        if (!isfinite(g[i])) {
+            if (d->opt.event_names && d->opt.event_names[i])
+                return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
+                                   "event \"%.80s\" is not finite at t = %.17g (%g)", d->opt.event_names[i],
+                                   t, g[i]);
             return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
                                "event %d is not finite at t = %.17g (%g)", i, t, g[i]);
+        }
     return HAMEL_OK;
 }
 
@@ -647,10 +663,12 @@ static int integ__step(integ_driver *d, integ__run *r, double t1)
                            "step size underflow at t = %.17g (h = %g does not advance t)", r->t, r->h);
     r->steps++;
     for (size_t i = 0; i < d->sys.dim; i++)
-        if (!isfinite(d->y[i]))
+        if (!isfinite(d->y[i])) {
+            char what[96];
+            integ__component(d, i, what, sizeof what);
             return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_NUMERIC,
-                               "the state is not finite at t = %.17g (component %zu is %g)", r->t, i,
-                               d->y[i]);
+                               "the state is not finite at t = %.17g (%s is %g)", r->t, what, d->y[i]);
+        }
     if (d->opt.progress)
         atomic_store_explicit(d->opt.progress, (r->t - r->t0) / (r->t_end - r->t0), memory_order_relaxed);
     if (d->opt.step_check) {

@@ -87,21 +87,23 @@ typedef struct integ_system {
 } integ_system;
 
 typedef struct integ_options {
-    const char *method;       /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
-    double rtol, atol;        /* per component: |err| <= atol + rtol |y| (control_y_new) */
-    double h0;                /* first step size; 0: chosen from f(t0, y0) */
-    long max_steps;           /* accepted steps of one run, all intervals together */
-    double max_wall_seconds;  /* wall time of one run */
-    atomic_int *cancel;       /* nonzero stops the run between steps; may be NULL */
-    _Atomic double *progress; /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
-    integ_step_fn step_check; /* after each accepted step; may be NULL */
-    void *step_ctx;           /* passed to step_check; borrowed */
-    int n_events;             /* event functions; 0: none (the rest of these unused) */
-    const int *event_dir;     /* [n_events] enum integ_event_dir; NULL: both; borrowed */
-    integ_event_fn event;     /* writes g[n_events] */
-    integ_hit_fn event_hit;   /* each located crossing */
-    void *event_ctx;          /* passed to event and event_hit; borrowed */
-    int n_probe_events;       /* the first n_probe_events are also looked at inside each step */
+    const char *method;             /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
+    double rtol, atol;              /* per component: |err| <= atol + rtol |y| (control_y_new) */
+    double h0;                      /* first step size; 0: chosen from f(t0, y0) */
+    long max_steps;                 /* accepted steps of one run, all intervals together */
+    double max_wall_seconds;        /* wall time of one run */
+    atomic_int *cancel;             /* nonzero stops the run between steps; may be NULL */
+    _Atomic double *progress;       /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
+    integ_step_fn step_check;       /* after each accepted step; may be NULL */
+    void *step_ctx;                 /* passed to step_check; borrowed */
+    int n_events;                   /* event functions; 0: none (the rest of these unused) */
+    const int *event_dir;           /* [n_events] enum integ_event_dir; NULL: both; borrowed */
+    integ_event_fn event;           /* writes g[n_events] */
+    integ_hit_fn event_hit;         /* each located crossing */
+    void *event_ctx;                /* passed to event and event_hit; borrowed */
+    int n_probe_events;             /* the first n_probe_events are also looked at inside each step */
+    const char *const *state_names; /* [dim] the state's components, for messages; NULL: numbers */
+    const char *const *event_names; /* [n_events] the events, for messages; NULL: numbers */
 } integ_options;
 
 /* What one run did. On failure `reason` says what went wrong, where, in plain words. */

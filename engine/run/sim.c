@@ -157,6 +157,7 @@ struct run {
     double *con_n, *con_t;              /* [n_times * n_con] normal, tangential force at the samples */
     double *con_lift, *con_slip;        /* [n_con] first lift-off and slip times, or NaN */
     int stopped_by;                     /* 1 + the event that ended the run, else 0 */
+    char **names;                       /* [2n] the state's components for the integrator's messages */
 };
 
 /* At a sample: the position-level residuals, and past the tolerance the projection of
@@ -397,6 +398,9 @@ static int post_sample(struct run *R, int i)
 
 static void run_free(struct run *R)
 {
+    for (int i = 0; R->names && i < 2 * R->n; i++)
+        free(R->names[i]);
+    free(R->names);
     hamel_ws_free(R->w);
     mult_ws_free(R->mw);
     free(R->t);
@@ -868,8 +872,25 @@ static integ_options run_options(struct run *R, const engine_limits *lim, engine
         opt.cancel = &ctl->cancel;
         opt.progress = &ctl->progress;
     }
+    /* the state's names, for a message about a component that is not finite: (q, u) in
+     * the hamel formulation, (q, q') in the multipliers one */
+    int dim = req->formulation == SIM_HAMEL ? R->n + R->k : 2 * R->n;
+    R->names = calloc(2 * (size_t)R->n + 1, sizeof *R->names);
+    for (int i = 0; R->names && i < dim; i++) {
+        const char *base = i < R->n                        ? R->m->coords[i]
+                           : req->formulation == SIM_HAMEL ? R->m->speeds[i - R->n]
+                                                           : NULL;
+        if (base) {
+            R->names[i] = strdup(base);
+        } else if ((R->names[i] = malloc(strlen(R->m->coords[i - R->n]) + 2)) != NULL) {
+            strcpy(R->names[i], R->m->coords[i - R->n]);
+            strcat(R->names[i], "'");
+        }
+    }
+    opt.state_names = (const char *const *)R->names;
     if (req->n_ev > 0) {
         opt.n_events = req->n_ev;
+        opt.event_names = (const char *const *)req->ev_names;
         opt.event_dir = req->ev_dir;
         opt.event = sim_events;
         opt.event_hit = sim_event_hit;

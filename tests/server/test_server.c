@@ -762,6 +762,59 @@ SERVER_TEST(server, a_new_models_simulation_is_checked_with_its_compile)
     json_decref(rolling);
 }
 
+/* A new model's simulation that waits starts running in the engine worker that compiled
+ * it, before its job exists (the job takes the run over): the answer is that job's (its
+ * job_id, the same result by GET), and a DELETE of such a job while it runs stops it and
+ * frees the worker for the next new model. */
+SERVER_TEST(server, a_run_started_with_its_compile_is_its_jobs_and_cancels)
+{
+    json_t *quick = knife_request();
+    json_object_set_new(json_object_get(json_object_get(quick, "model"), "parameters"), "m",
+                        json_real(2.125));
+    harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, quick);
+    cr_assert_eq(r.status, 200, "%s", r.body);
+    char id[64], path[128];
+    snprintf(id, sizeof id, "%s", str(r.json, "job_id"));
+    cr_assert_eq(strlen(id), 32, "a job id: %s", id);
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    harness_resp g = request("GET", path, NULL, NULL);
+    cr_assert_eq(g.status, 200, "%s", g.body);
+    cr_assert_str_eq(g.body, r.body, "GET of the job answers the result it was answered with");
+    harness_resp_free(&g);
+    harness_resp_free(&r);
+
+    json_t *slow = long_request(1e6);
+    json_object_set_new(json_object_get(json_object_get(slow, "model"), "parameters"), "m",
+                        json_real(1.0625));
+    r = post_json("/v1/simulations?wait=0.3", slow);
+    cr_assert_eq(r.status, 202, "still running after its wait: %s", r.body);
+    snprintf(id, sizeof id, "%s", str(r.json, "job_id"));
+    harness_resp_free(&r);
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_str_eq(str(g.json, "status"), "running", "%s", g.body);
+    harness_resp_free(&g);
+    double t0 = harness_now();
+    harness_resp d = request("DELETE", path, NULL, NULL);
+    cr_assert_eq(d.status, 200, "%s", d.body);
+    harness_resp_free(&d);
+    double running = 1;
+    while (harness_now() - t0 < 10 && running != 0)
+        running = metric("hamel_jobs_running");
+    cr_assert_eq(running, 0, "the cancelled run still runs %.3f s after DELETE", harness_now() - t0);
+    g = request("GET", path, NULL, NULL);
+    cr_assert_str_eq(str(g.json, "status"), "cancelled", "%s", g.body);
+    harness_resp_free(&g);
+
+    json_object_set_new(json_object_get(json_object_get(quick, "model"), "parameters"), "m", json_real(3.25));
+    r = post_json("/v1/simulations?wait=" TEST_WAIT, quick);
+    cr_assert_eq(r.status, 200, "the next new model runs: %s", r.body);
+    cr_assert_str_eq(str(r.json, "status"), "done");
+    harness_resp_free(&r);
+    json_decref(slow);
+    json_decref(quick);
+}
+
 SERVER_TEST(server, hamel_coefficients)
 {
     json_t *init = json_object_get(json_object_get(knife, "simulation"), "initial");

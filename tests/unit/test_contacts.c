@@ -312,3 +312,28 @@ Test(contacts, a_models_own_contact_against_the_closed_form)
     json_decref(problem);
     json_decref(bad);
 }
+
+/* A contact that names one constraint twice (tangential ["knife", "knife"]: |F_t| was
+ * sqrt(2) times the force, and slip came early) or its normal among the tangential ones
+ * (the normal force counted as friction: slip at t = 0) is a 422 naming it. */
+Test(contacts, a_constraint_named_twice_by_a_contact_is_refused)
+{
+    const char *bad[2] = {
+        KNIFE_CONTACT_MODEL(", \"contacts\": [{\"name\": \"edge\", \"normal\": \"ground\", \"tangential\": "
+                            "[\"knife\", \"knife\"], \"friction\": 0.4}]"),
+        KNIFE_CONTACT_MODEL(", \"contacts\": [{\"name\": \"edge\", \"normal\": \"ground\", \"tangential\": "
+                            "[\"ground\"], \"friction\": 0.4}]")};
+    const char *path[2] = {"model.contacts[0].tangential[1]", "model.contacts[0].tangential[0]"};
+    for (int i = 0; i < 2; i++) {
+        json_t *js = support_loads(bad[i]);
+        engine_model *none = NULL;
+        json_t *problem = NULL;
+        cr_expect_neq(engine_model_compile(js, NULL, &none, &problem), 0, "case %d compiled", i);
+        cr_expect_str_eq(
+            json_string_value(json_object_get(json_array_get(json_object_get(problem, "errors"), 0), "path")),
+            path[i], "%s", json_dumps(problem, 0));
+        json_decref(problem);
+        json_decref(js);
+        engine_model_release(none);
+    }
+}

@@ -212,3 +212,41 @@ Test(fuzzed, linearize_and_evaluate_are_bounded_by_the_answers_size)
     json_decref(req);
     engine_model_release(m);
 }
+
+/* The detail of a failed run of `request` on the model `model` (JSON texts). */
+static char *failed_run_detail(const char *model, const char *request)
+{
+    engine_model *m = support_compile_text(model);
+    json_t *req = support_loads(request), *result = NULL, *problem = NULL;
+    cr_assert_neq(engine_simulate(m, req, NULL, NULL, &result, &problem), 0, "the run should fail");
+    char *detail = strdup(json_string_value(json_object_get(problem, "detail")));
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+    return detail;
+}
+
+/* A run that meets a value that is not finite names the state or the event: it said
+ * "component 2 is -inf" and "event 0 is not finite", numbers of the integrator's own
+ * layout (q then the speeds, or q then q'). */
+Test(fuzzed, a_value_that_is_not_finite_is_named)
+{
+    const char *model = "{\"coordinates\": [\"x\", \"y\"], \"kinetic_energy\": \"x'^2/2 + y'^2/2\","
+                        " \"potential_energy\": \"-1e308*exp(1e308*y)\"}";
+    const char *const forms[] = {"hamel", "multipliers"};
+    for (int f = 0; f < 2; f++) {
+        char request[400];
+        snprintf(request, sizeof request,
+                 "{\"initial\": {\"q\": {\"x\": 0, \"y\": 1}, \"qdot\": {\"x\": 0, \"y\": 0}}, \"t_end\": 1,"
+                 " \"formulation\": \"%s\"}",
+                 forms[f]);
+        char *detail = failed_run_detail(model, request);
+        cr_assert(strstr(detail, "the rate of ") && !strstr(detail, "component"), "%s: %s", forms[f], detail);
+        free(detail);
+    }
+    char *detail = failed_run_detail("{\"coordinates\": [\"x\"], \"kinetic_energy\": \"x'^2/2\"}",
+                                     "{\"initial\": {\"q\": {\"x\": 1}, \"qdot\": {\"x\": -1}}, \"t_end\": 2,"
+                                     " \"events\": [{\"name\": \"wall\", \"expr\": \"log(x)\"}]}");
+    cr_assert(strstr(detail, "event \"wall\" is not finite"), "%s", detail);
+    free(detail);
+}

@@ -196,3 +196,94 @@ Test(steady, a_branch_from_its_critical_point_locates_the_change_there)
     engine_model_release(m);
     json_decref(cs);
 }
+
+/* Two stability changes between two points of the branch (the bicycle from 3 to 7 m/s in
+ * one step: weave and capsize): each is found and located. The number of growing modes
+ * went from 2 (the weave pair) to 1 (capsize), and only the weave was reported. */
+Test(steady, two_changes_between_two_points_are_both_found)
+{
+    json_t *doc = support_load_file(BIKE_FILE);
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
+    const double rR = 0.3, v[2] = {4.29238253634111, 6.02426201538837};
+    const char *kinds[2] = {"complex", "real"}, *dirs[2] = {"gains stability", "loses stability"};
+    for (int steps = 1; steps <= 2; steps++) {
+        json_t *req = json_pack("{s:{s:f, s:O, s:{s:f, s:f, s:f}}, s:[s, s], s:{s:s, s:f, s:i}}", "state",
+                                "t", 0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"),
+                                "speeds", "phid", 0.0, "deltad", 0.0, "thetaRd", -3.0 / rR, "unknowns", "phi",
+                                "delta", "continuation", "vary", "thetaRd", "to", -7.0 / rR, "steps", steps);
+        json_t *res = support_steady(m, req, 0, NULL);
+        const json_t *ch = json_object_get(res, "stability_changes");
+        cr_assert_eq(json_array_size(ch), 2, "steps %d: two changes: %s", steps, json_dumps(ch, 0));
+        for (int i = 0; i < 2; i++) {
+            const json_t *c = json_array_get(ch, (size_t)i);
+            double speed = -rR * json_number_value(json_object_get(c, "value"));
+            cr_assert(fabs(speed - v[i]) < 1e-9, "steps %d: %s change at v = %.15g, paper %.15g", steps,
+                      kinds[i], speed, v[i]);
+            cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), kinds[i]);
+            cr_assert_str_eq(json_string_value(json_object_get(c, "direction")), dirs[i]);
+        }
+        json_decref(res);
+    }
+    engine_model_release(m);
+    json_decref(doc);
+}
+
+/* A branch through a branch point: the upright disk's spin Omega from -5 to 5 in 20 steps
+ * lands on Omega = 0, where the upright disk pivoting at any wd is steady too (a second
+ * branch crosses). The tangent there (a null vector of a Jacobian of rank 0) was any
+ * direction, the branch turned onto the other one and never came back ("more steps");
+ * it now goes straight on, and both changes at |Omega| = sqrt(g / 3 r) are found. */
+Test(steady, a_branch_goes_straight_through_a_branch_point)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
+    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
+                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", -5.0, "unknowns", "wd", "continuation",
+                            "vary", "Omega", "to", 5.0, "steps", 20);
+    json_t *res = support_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_eq(json_array_size(ch), 2, "%s", json_dumps(ch, 0));
+    for (size_t i = 0; i < 2; i++) {
+        double at = json_number_value(json_object_get(json_array_get(ch, i), "value"));
+        double want = i == 0 ? -crit : crit;
+        cr_assert(fabs(at - want) <= 1e-10 * crit, "a change at %.17g, closed form %.17g", at, want);
+    }
+    const json_t *pts = json_object_get(res, "points");
+    for (size_t i = 0; i < json_array_size(pts); i++) {
+        double wd =
+            json_number_value(json_object_get(json_object_get(json_array_get(pts, i), "values"), "wd"));
+        cr_assert(fabs(wd) < 1e-12, "point %zu: wd = %g, off the upright branch", i, wd);
+    }
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(cs);
+}
+
+/* A guess exactly at a stability change of the real kind (the bicycle at its capsize
+ * speed, where a real eigenvalue is zero, so du'/d(phi, delta) is singular) is refused
+ * naming unknowns, and the reason says that a stability change lowers the rank too
+ * (it said only "give 1 unknowns, or a guess where they enter" of two unknowns that do
+ * enter everywhere else). */
+Test(steady, a_guess_at_a_real_stability_change_says_so)
+{
+    json_t *doc = support_load_file(BIKE_FILE);
+    engine_model *m = support_compile_json(json_object_get(doc, "model"));
+    const double rR = 0.3;
+    json_t *p = NULL;
+    json_t *req = json_pack("{s:{s:f, s:O, s:{s:f, s:f, s:f}}, s:[s, s], s:{s:s, s:f, s:i}}", "state", "t",
+                            0.0, "q", json_object_get(json_object_get(doc, "linearize"), "q"), "speeds",
+                            "phid", 0.0, "deltad", 0.0, "thetaRd", -6.02426201538837 / rR, "unknowns", "phi",
+                            "delta", "continuation", "vary", "thetaRd", "to", -8.0 / rR, "steps", 4);
+    json_t *res = support_steady(m, req, HAMEL_E_BAD_REQUEST, &p);
+    cr_assert(has_error_at(p, "unknowns"), "names unknowns");
+    const char *why =
+        json_string_value(json_object_get(json_array_get(json_object_get(p, "errors"), 0), "reason"));
+    cr_assert(why && strstr(why, "stability change"), "says a stability change lowers the rank: %s",
+              why ? why : "");
+    json_decref(p);
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(doc);
+}
