@@ -868,6 +868,10 @@ static integ_options run_options(struct run *R, const engine_limits *lim, engine
     opt.max_wall_seconds = lim->max_wall_seconds;
     if (ctl && ctl->max_wall_seconds > 0 && ctl->max_wall_seconds < opt.max_wall_seconds)
         opt.max_wall_seconds = ctl->max_wall_seconds;
+    /* one budget for the whole simulation: each restart (a projection at a sample, a new
+     * chart of speeds) makes a new driver, whose own clock would start again */
+    if (opt.max_wall_seconds > 0)
+        opt.deadline = integ_now() + opt.max_wall_seconds;
     if (ctl) {
         opt.cancel = &ctl->cancel;
         opt.progress = &ctl->progress;
