@@ -1380,6 +1380,16 @@ static double hamel_generic_param(int i)
     return 0.35 + (double)(x >> 11) / 9007199254740992.0;
 }
 
+/* Whether a coefficient v with rounding scale `scale` is not zero at a test point: at
+ * the model's parameter values a value or scale that is not finite proves nothing, so
+ * the coefficient is kept; at the generic ones it adds nothing. */
+static int structure_nonzero(double v, double scale, int generic)
+{
+    if (generic)
+        return fabs(v) > 1e-9 * scale && isfinite(scale) && isfinite(v);
+    return !(fabs(v) <= 1e-9 * scale) || !isfinite(scale);
+}
+
 int hamel_structure(struct engine_model *m)
 {
     if (!m->sparse)
@@ -1446,20 +1456,18 @@ int hamel_structure(struct engine_model *m)
              * other parameter values, nothing is added by it) */
             for (int r = 0; r < n && trusted; r++)
                 for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
-                    if (generic ? fabs(g[i]) > 1e-9 * gm[i] && isfinite(gm[i]) && isfinite(g[i])
-                                : !(fabs(g[i]) <= 1e-9 * gm[i]) || !isfinite(gm[i]))
+                    if (structure_nonzero(g[i], gm[i], generic))
                         nz[i] |= bit;
             for (int i = 0; i < n; i++)
-                if (generic ? trusted && fabs(gt[i]) > 1e-9 * gtm[i] && isfinite(gtm[i]) && isfinite(gt[i])
-                            : !trusted || !(fabs(gt[i]) <= 1e-9 * gtm[i]) || !isfinite(gtm[i]))
+                if (!trusted || structure_nonzero(gt[i], gtm[i], generic))
                     nz_t[i] |= bit;
         }
     }
     m->gamma_values = 1 + (size_t)n;
     for (size_t i = 0; i < n3; i++)
-        m->gamma_values += 4 * (size_t)m->gamma_nz[i];
+        m->gamma_values += 4 * (size_t)(m->gamma_nz[i] != 0);
     for (size_t i = 0; i < n2; i++)
-        m->gamma_values += 3 * (size_t)m->gamma_t_nz[i];
+        m->gamma_values += 3 * (size_t)(m->gamma_t_nz[i] != 0);
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
         mc->gamma_free = 0;
