@@ -1981,10 +1981,7 @@ static int wk__serve(iso_msg *in, int fd)
         rc = HAMEL_E_INTERNAL;
         problem = hamel_problem_new(rc, "the engine worker could not read the call");
     } else if (op == ISO_COMPILE) {
-        /* a run follows the reply (s[3]): its first-tier code is built in between */
-        engine_first_tier_defer(s[3] != NULL);
         rc = wk__compile(s[1], &lim, ctl, &wm, &problem);
-        engine_first_tier_defer(0);
         if (rc == 0) {
             id = engine_model_id(wm->m);
             canonical = engine_model_canonical(wm->m);
@@ -2061,8 +2058,6 @@ static int wk__serve(iso_msg *in, int fd)
     int sent = wk__reply(fd, rc, checked, check_rc, text, text_len, out3, bytes) == 0;
     /* a compilation whose check passed, with a head: the run follows (the server keeps
      * this worker for it; the same rule on both sides) */
-    if (op == ISO_COMPILE && rc == 0 && s[3])
-        engine_model_first_tier(wm->m); /* deferred above, whether the run follows or not */
     if (sent && op == ISO_COMPILE && rc == 0 && checked && check_rc == 0 && s[3])
         sent = wk__prerun(fd, wm, request, s[3], &lim) == 0;
     free(text);
