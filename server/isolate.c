@@ -1152,6 +1152,52 @@ int isolate_model_compile_ctl(const json_t *model, const engine_limits *limits, 
     return isolate_model_compile_check(model, NULL, NULL, limits, ctl, out, problem, NULL, NULL, NULL);
 }
 
+/* isolate_model_compile_check without engine workers: here, with the check after. */
+static int iso__compile_here(const json_t *model, const json_t *request, const engine_limits *limits,
+                             engine_control *ctl, engine_model **out, json_t **problem, isolate_check *check)
+{
+    int rc = engine_model_compile_ctl(model, limits, ctl, out, problem);
+    if (rc == 0 && iso__quarantined(engine_model_id(*out), problem)) {
+        engine_model_release(*out);
+        *out = NULL;
+        return HAMEL_E_ENGINE_FAULT;
+    }
+    if (rc == 0 && request) {
+        check->rc = engine_simulation_check(*out, request, limits, &check->problem);
+        check->ran = 1;
+    }
+    return rc;
+}
+
+/* The shell of a compilation's reply c into *out (unless its model is quarantined), and
+ * with `check` the outcome of the check that came with it. Returns 0 or the error. */
+static int iso__compiled(const iso_call *c, isolate_check *check, engine_model **out, json_t **problem)
+{
+    json_t *summary = c->out[3] ? json_loads(c->out[3], 0, NULL) : NULL;
+    *out = summary && c->out[1] && c->out[2] ? engine_model_shell(c->out[1], c->out[2], summary, c->bytes)
+                                             : NULL;
+    json_decref(summary);
+    if (!*out) {
+        *problem = hamel_problem_new(HAMEL_E_INTERNAL, "the engine worker's model could not be read");
+        return HAMEL_E_INTERNAL;
+    }
+    if (iso__quarantined(engine_model_id(*out), problem)) {
+        engine_model_release(*out);
+        *out = NULL;
+        return HAMEL_E_ENGINE_FAULT;
+    }
+    if (check && c->checked) {
+        check->ran = 1;
+        check->rc = c->check_rc;
+        if (c->check_rc != 0) {
+            check->problem = c->out[0] ? json_loads(c->out[0], 0, NULL) : NULL;
+            if (!check->problem)
+                check->problem = hamel_problem_new(c->check_rc, NULL);
+        }
+    }
+    return 0;
+}
+
 int isolate_model_compile_check(const json_t *model, const char *model_text, const json_t *request,
                                 const engine_limits *limits, engine_control *ctl, engine_model **out,
                                 json_t **problem, isolate_check *check, const json_t *head,
@@ -1167,19 +1213,8 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
         request = NULL;
     if (!request || !prerun || !json_is_object(head))
         prerun = NULL;
-    if (!isolate_active() || !json_is_object(model)) {
-        int rc = engine_model_compile_ctl(model, limits, ctl, out, problem);
-        if (rc == 0 && iso__quarantined(engine_model_id(*out), problem)) {
-            engine_model_release(*out);
-            *out = NULL;
-            return HAMEL_E_ENGINE_FAULT;
-        }
-        if (rc == 0 && request) {
-            check->rc = engine_simulation_check(*out, request, limits, &check->problem);
-            check->ran = 1;
-        }
-        return rc;
-    }
+    if (!isolate_active() || !json_is_object(model))
+        return iso__compile_here(model, request, limits, ctl, out, problem, check);
     char *text = model_text ? strdup(model_text) : json_dumps(model, JSON_COMPACT | JSON_SORT_KEYS);
     char *req = request ? iso__request_text(request) : NULL;
     if (prerun && !iso__prerun_take())
@@ -1230,28 +1265,8 @@ int isolate_model_compile_check(const json_t *model, const char *model_text, con
     free(text);
     free(req);
     free(hd);
-    if (rc == 0) {
-        json_t *summary = c.out[3] ? json_loads(c.out[3], 0, NULL) : NULL;
-        *out =
-            summary && c.out[1] && c.out[2] ? engine_model_shell(c.out[1], c.out[2], summary, c.bytes) : NULL;
-        json_decref(summary);
-        if (!*out) {
-            rc = HAMEL_E_INTERNAL;
-            *problem = hamel_problem_new(rc, "the engine worker's model could not be read");
-        } else if (iso__quarantined(engine_model_id(*out), problem)) {
-            engine_model_release(*out);
-            *out = NULL;
-            rc = HAMEL_E_ENGINE_FAULT;
-        } else if (request && c.checked) {
-            check->ran = 1;
-            check->rc = c.check_rc;
-            if (c.check_rc != 0) {
-                check->problem = c.out[0] ? json_loads(c.out[0], 0, NULL) : NULL;
-                if (!check->problem)
-                    check->problem = hamel_problem_new(c.check_rc, NULL);
-            }
-        }
-    }
+    if (rc == 0)
+        rc = iso__compiled(&c, request ? check : NULL, out, problem);
     if (c.kept) /* the worker runs the request now: a prerun, or (no model) dropped */
         iso__prerun_new(c.kept, *out, limits, prerun);
     else if (hd) /* it does not: its place back */
