@@ -450,7 +450,8 @@ int engine_hamel(const engine_model *m, const json_t *request, const engine_limi
             hamel_problem_add(*problem, path, -1, "Psi is singular here");
             goto done;
         }
-        json_t *pt = sim_gamma_point(m, t[p], q + (size_t)p * n, g, gt);
+        json_t *pt =
+            sim_gamma_point(m, t[p], q + (size_t)p * n, g, gt, model_gamma_mask(m, hamel_ws_params(w)));
         if (m->nl_reduced) {
             json_t *qo = json_object();
             for (int i = 0; i < n; i++)

@@ -1368,6 +1368,28 @@ static void psi_errors_at(struct psi_errors *e, const struct engine_model *m, co
         e->dpsi[m->dpsi_at[o]] = e->dpsi_c[o];
 }
 
+/* A parameter's value at the structure's generic test point: in [0.35, 1.35) as the
+ * zero test's symbols (expr.h), whatever the model's value (0, or 1e-9, where a
+ * coefficient e is below the test's resolution). Deterministic. */
+static double hamel_generic_param(int i)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 101);
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    x ^= x >> 33;
+    return 0.35 + (double)(x >> 11) / 9007199254740992.0;
+}
+
+/* Whether a coefficient v with rounding scale `scale` is not zero at a test point: at
+ * the model's parameter values a value or scale that is not finite proves nothing, so
+ * the coefficient is kept; at the generic ones it adds nothing. */
+static int structure_nonzero(double v, double scale, int generic)
+{
+    if (generic)
+        return fabs(v) > 1e-9 * scale && isfinite(scale) && isfinite(v);
+    return !(fabs(v) <= 1e-9 * scale) || !isfinite(scale);
+}
+
 int hamel_structure(struct engine_model *m)
 {
     if (!m->sparse)
@@ -1398,8 +1420,16 @@ int hamel_structure(struct engine_model *m)
         goto done;
     w->psi_err = err.psi;
     w->dpsi_err = err.dpsi;
-    for (int p = 0; p < 3; p++) {
+    /* three test points at the model's parameter values (GAMMA_NZ_MODEL), then, for a
+     * model with parameters, one at other values of them (GAMMA_NZ_PARAMS): a
+     * coefficient such as -e of z' - (1 + e)*y*x' - x*y' is zero at e = 0 only, and was
+     * left out of the derived equations and of the lists of runs at e = 0.5 */
+    for (int p = 0; p < 3 + (m->np > 0); p++) {
+        int generic = p == 3;
         model_test_point(m, 11 + p, in);
+        if (generic)
+            for (int i = 0; i < m->np; i++)
+                in[i] = w->in[i] = hamel_generic_param(i);
         /* Psi may depend on q' (nonlinear constraints): at the test point's q' */
         memcpy(w->in + model_input_qd(m), in + model_input_qd(m), n * sizeof *in);
         if (factor_psi(w, in[model_input_t(m)], in + model_input_q(m)) < 0)
@@ -1409,40 +1439,45 @@ int hamel_structure(struct engine_model *m)
         psi_errors_at(&err, m, w->in);
         rounding_scales(w, scratch, phi_mag, phit_mag);
         /* where Psi underflows or leaves its domain the point proves nothing: every
-         * coefficient is kept (issue 15) */
+         * coefficient is kept (issue 15); at the other parameter values such a point
+         * adds nothing (the model's own values decided) */
         int trusted = model_constraints_trusted_at(m, in);
+        if (generic && !trusted)
+            break;
+        unsigned char bit = generic ? GAMMA_NZ_PARAMS : GAMMA_NZ_MODEL;
         for (int j = 0; j < n; j++) {
             unsigned char *nz = m->gamma_nz + (size_t)j * n2, *nz_t = m->gamma_t_nz + (size_t)j * n;
             /* only the rows r of gamma^j that gamma_row computed: the others are +0 (no
              * coefficient there), and it leaves them unwritten */
             gamma_row(w, j, g, gt, gm, gtm, used, phi_mag, phit_mag);
             if (!trusted)
-                memset(nz, 1, n2);
-            /* a coefficient or bound that is not finite proves nothing either */
+                memset(nz, GAMMA_NZ_MODEL, n2);
+            /* a coefficient or bound that is not finite proves nothing either (and at the
+             * other parameter values, nothing is added by it) */
             for (int r = 0; r < n && trusted; r++)
                 for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
-                    if (!(fabs(g[i]) <= 1e-9 * gm[i]) || !isfinite(gm[i]))
-                        nz[i] = 1;
+                    if (structure_nonzero(g[i], gm[i], generic))
+                        nz[i] |= bit;
             for (int i = 0; i < n; i++)
-                if (!trusted || !(fabs(gt[i]) <= 1e-9 * gtm[i]) || !isfinite(gtm[i]))
-                    nz_t[i] = 1;
+                if (!trusted || structure_nonzero(gt[i], gtm[i], generic))
+                    nz_t[i] |= bit;
         }
     }
     m->gamma_values = 1 + (size_t)n;
     for (size_t i = 0; i < n3; i++)
-        m->gamma_values += 4 * (size_t)m->gamma_nz[i];
+        m->gamma_values += 4 * (size_t)(m->gamma_nz[i] != 0);
     for (size_t i = 0; i < n2; i++)
-        m->gamma_values += 3 * (size_t)m->gamma_t_nz[i];
+        m->gamma_values += 3 * (size_t)(m->gamma_t_nz[i] != 0);
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
         mc->gamma_free = 0;
         if (!mc->linear)
             continue;
-        int j = mc->row, any = 0;
+        int j = mc->row, any = 0; /* at the model's parameter values, as holonomic */
         for (int r = 0; r < m->k; r++) {
-            any |= m->gamma_t_nz[(size_t)j * n + r];
+            any |= m->gamma_t_nz[(size_t)j * n + r] & GAMMA_NZ_MODEL;
             for (int l = 0; l < m->k; l++)
-                any |= m->gamma_nz[((size_t)j * n + r) * n + l];
+                any |= m->gamma_nz[((size_t)j * n + r) * n + l] & GAMMA_NZ_MODEL;
         }
         mc->gamma_free = !any;
     }

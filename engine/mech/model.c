@@ -858,6 +858,14 @@ static expr *velocity_free(struct engine_model *m, expr *f)
 
 /* Pseudo-random test configurations: q and t in [0.35, 1.35], parameters at their
  * values. */
+unsigned char model_gamma_mask(const struct engine_model *m, const double *params)
+{
+    for (int i = 0; i < m->np; i++)
+        if (params[i] != m->param_values[i])
+            return GAMMA_NZ_MODEL | GAMMA_NZ_PARAMS;
+    return GAMMA_NZ_MODEL;
+}
+
 void model_test_point(const struct engine_model *m, int k, double *in)
 {
     uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(k + 7);

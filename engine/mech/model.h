@@ -39,6 +39,14 @@ typedef struct model_constraint {
     int pos_dep;     /* position level: the coordinate the model names to solve for, or -1 */
 } model_constraint;
 
+/* The bits of engine_model.gamma_nz and gamma_t_nz. */
+#define GAMMA_NZ_MODEL 1  /* not zero at the model's parameter values */
+#define GAMMA_NZ_PARAMS 2 /* not zero at other parameter values */
+
+/* The bits of gamma_nz that say "listed" for a request with these parameter values:
+ * GAMMA_NZ_MODEL at the model's own, both at any others. */
+unsigned char model_gamma_mask(const struct engine_model *m, const double *params);
+
 struct engine_model {
     atomic_int refs;
     char id[80];
@@ -112,8 +120,11 @@ struct engine_model {
 
     struct hamel_sparse *sparse; /* Psi's block-triangular structure, M's pattern (hamel.c) */
 
-    unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l */
-    unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero */
+    unsigned char *gamma_nz;   /* [n^3] gamma^j_rl not identically zero, index (j*n+r)*n+l: bit
+                                * GAMMA_NZ_MODEL at the model's parameter values, GAMMA_NZ_PARAMS
+                                * at others only (model_gamma_mask; the derived equations list
+                                * either) */
+    unsigned char *gamma_t_nz; /* [n^2] gamma^j_r not identically zero (the same bits) */
     size_t gamma_values;       /* numbers of one point's coefficients in a result: t, q and 4 for
                                 * each gamma^j_rl listed ({j, r, l, value}), 3 for each gamma^j_r */
 

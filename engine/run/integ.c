@@ -114,6 +114,8 @@ static double integ__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double integ_now(void) { return integ__now(); }
+
 /* The clock of the deadline check between two steps: the coarse one (a read of the
  * kernel's last tick, 4.5 ns here against 35 for CLOCK_MONOTONIC; it lags by up to a
  * tick, a few ms, against budgets of seconds). */
@@ -733,6 +735,8 @@ int integ_driver_apply(integ_driver *d, double t0, const double *y0, const doubl
                     .h = d->opt.h0,
                     .deadline = start + d->opt.max_wall_seconds,
                     .reason = stats->reason};
+    if (d->opt.deadline > 0 && d->opt.deadline < r.deadline)
+        r.deadline = d->opt.deadline; /* what is left of the simulation's budget */
     gsl_odeiv2_step_reset(d->step);
     gsl_odeiv2_evolve_reset(d->evolve);
     memcpy(d->y, y0, d->sys.dim * sizeof *d->y);

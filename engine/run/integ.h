@@ -87,12 +87,14 @@ typedef struct integ_system {
 } integ_system;
 
 typedef struct integ_options {
-    const char *method;             /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
-    double rtol, atol;              /* per component: |err| <= atol + rtol |y| (control_y_new) */
-    double h0;                      /* first step size; 0: chosen from f(t0, y0) */
-    long max_steps;                 /* accepted steps of one run, all intervals together */
-    double max_wall_seconds;        /* wall time of one run */
-    atomic_int *cancel;             /* nonzero stops the run between steps; may be NULL */
+    const char *method;      /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
+    double rtol, atol;       /* per component: |err| <= atol + rtol |y| (control_y_new) */
+    double h0;               /* first step size; 0: chosen from f(t0, y0) */
+    long max_steps;          /* accepted steps of one run, all intervals together */
+    double max_wall_seconds; /* wall time of one run */
+    double deadline;    /* integ_now() past which a run stops too (one budget for the runs of one simulation:
+                           restarts after a projection or a new chart); 0: none */
+    atomic_int *cancel; /* nonzero stops the run between steps; may be NULL */
     _Atomic double *progress;       /* receives (t - t0) / (t_end - t0) after each step; may be NULL */
     integ_step_fn step_check;       /* after each accepted step; may be NULL */
     void *step_ctx;                 /* passed to step_check; borrowed */
@@ -126,6 +128,9 @@ typedef struct integ_driver integ_driver;
 
 /* Options with the defaults above, no cancel flag and no progress. */
 extern const integ_options integ_default_options;
+
+/* The clock of integ_options.deadline: CLOCK_MONOTONIC in seconds. */
+double integ_now(void);
 
 /* 1 if `name` is a known stepper name (NULL and "" mean the default), else 0. */
 int integ_method_known(const char *name);

@@ -39,7 +39,7 @@ json_t *sim_gamma_order(const struct engine_model *m)
 }
 
 json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q, const double *gamma,
-                        const double *gamma_t)
+                        const double *gamma_t, unsigned char mask)
 {
     int n = m->n;
     json_t *qo = json_object();
@@ -50,12 +50,12 @@ json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q,
         for (int r = 0; r < n; r++) {
             for (int l = 0; l < n; l++) {
                 size_t idx = ((size_t)j * n + r) * n + l;
-                if (m->gamma_nz[idx])
+                if (m->gamma_nz[idx] & mask)
                     json_array_append_new(g, json_pack("{s:s, s:s, s:s, s:o}", "j", m->row_names[j], "r",
                                                        m->row_names[r], "l", m->row_names[l], "value",
                                                        num(gamma[idx])));
             }
-            if (m->gamma_t_nz[(size_t)j * n + r])
+            if (m->gamma_t_nz[(size_t)j * n + r] & mask)
                 json_array_append_new(gt,
                                       json_pack("{s:s, s:s, s:o}", "j", m->row_names[j], "r", m->row_names[r],
                                                 "value", num(gamma_t[(size_t)j * n + r])));
@@ -82,7 +82,7 @@ static void sim_gamma_entry_text(jsonout *o, int first, const char *const *names
 /* The compact text of sim_gamma_point(m, t, q, gamma, gamma_t) (as jsonout_value writes
  * it), appended to o: a text-mode run writes its points so, with no jansson node. */
 static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, double t, const double *q,
-                                 const double *gamma, const double *gamma_t)
+                                 const double *gamma, const double *gamma_t, unsigned char mask)
 {
     int n = m->n;
     jsonout_raw(o, "{\"t\":", 5);
@@ -97,7 +97,7 @@ static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, doubl
     jsonout_raw(o, "},\"gamma\":[", 11);
     int first = 1;
     for (size_t idx = 0; idx < (size_t)n * n * n; idx++) {
-        if (!m->gamma_nz[idx])
+        if (!(m->gamma_nz[idx] & mask))
             continue;
         const char *names[3] = {m->row_names[idx / ((size_t)n * n)], m->row_names[idx / n % n],
                                 m->row_names[idx % n]};
@@ -107,7 +107,7 @@ static void sim_gamma_point_text(jsonout *o, const struct engine_model *m, doubl
     jsonout_raw(o, "],\"gamma_t\":[", 13);
     first = 1;
     for (size_t idx = 0; idx < (size_t)n * n; idx++) {
-        if (!m->gamma_t_nz[idx])
+        if (!(m->gamma_t_nz[idx] & mask))
             continue;
         const char *names[2] = {m->row_names[idx / n], m->row_names[idx % n]};
         sim_gamma_entry_text(o, first, names, 2, gamma_t[idx]);
@@ -385,9 +385,11 @@ static int post_sample(struct run *R, int i)
         if (hamel_gamma(R->w, t, q, R->gamma, R->gamma_t) == 0) {
             if (R->text) {
                 jsonout_raw(&R->points, ",", R->n_points++ > 0);
-                sim_gamma_point_text(&R->points, m, t, q, R->gamma, R->gamma_t);
+                sim_gamma_point_text(&R->points, m, t, q, R->gamma, R->gamma_t,
+                                     model_gamma_mask(m, R->req->params));
             } else {
-                json_array_append_new(R->hamel_points, sim_gamma_point(m, t, q, R->gamma, R->gamma_t));
+                json_array_append_new(R->hamel_points, sim_gamma_point(m, t, q, R->gamma, R->gamma_t,
+                                                                       model_gamma_mask(m, R->req->params)));
             }
         }
     }
@@ -866,6 +868,10 @@ static integ_options run_options(struct run *R, const engine_limits *lim, engine
     opt.max_wall_seconds = lim->max_wall_seconds;
     if (ctl && ctl->max_wall_seconds > 0 && ctl->max_wall_seconds < opt.max_wall_seconds)
         opt.max_wall_seconds = ctl->max_wall_seconds;
+    /* one budget for the whole simulation: each restart (a projection at a sample, a new
+     * chart of speeds) makes a new driver, whose own clock would start again */
+    if (opt.max_wall_seconds > 0)
+        opt.deadline = integ_now() + opt.max_wall_seconds;
     if (ctl) {
         opt.cancel = &ctl->cancel;
         opt.progress = &ctl->progress;

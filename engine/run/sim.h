@@ -90,9 +90,10 @@ int sim_run_text(const struct engine_model *m, const sim_request *req, const eng
                  engine_control *ctl, const json_t *head, char **text, size_t *len, json_t **problem);
 
 /* The /v1/hamel point object {t, q, gamma: [...], gamma_t: [...]} from the values
- * gamma [n^3] and gamma_t [n^2], listing the entries not identically zero. */
+ * gamma [n^3] and gamma_t [n^2], listing the entries not identically zero: those of
+ * engine_model.gamma_nz with a bit of mask (model_gamma_mask of the request's parameters). */
 json_t *sim_gamma_point(const struct engine_model *m, double t, const double *q, const double *gamma,
-                        const double *gamma_t);
+                        const double *gamma_t, unsigned char mask);
 
 /* The "order" array: speed names then linear constraint names. */
 json_t *sim_gamma_order(const struct engine_model *m);

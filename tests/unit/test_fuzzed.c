@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine.h"
 #include "support.h"
@@ -249,4 +250,41 @@ Test(fuzzed, a_value_that_is_not_finite_is_named)
                                      " \"events\": [{\"name\": \"wall\", \"expr\": \"log(x)\"}]}");
     cr_assert(strstr(detail, "event \"wall\" is not finite"), "%s", detail);
     free(detail);
+}
+
+/* The wall-time budget is the whole simulation's: a run restarted after each projection
+ * onto its position constraints (or after a new chart of speeds) gave every restart a
+ * budget of its own, so a pendulum whose drift is projected at every sample ran far past
+ * max_wall_seconds — past the service's hard deadline, where its engine worker was
+ * killed and the model quarantined (HAMEL_MAX_WALL=2: killed after 32 s). */
+Test(fuzzed, the_wall_time_budget_spans_the_restarts)
+{
+    engine_model *m = support_compile_text("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"g\": 9.81},"
+                                           " \"kinetic_energy\": \"(x'^2 + y'^2)/2\","
+                                           " \"potential_energy\": \"g*y + 1000*sin(1000*x)\","
+                                           " \"position_constraints\": [\"x^2 + y^2 - 1\"]}");
+    json_t *req =
+        support_loads("{\"initial\": {\"q\": {\"x\": 0.6, \"y\": -0.8}, \"speeds\": {\"x'\": 0}},"
+                      " \"t_end\": 10, \"output\": {\"samples\": 1000}, \"position_tolerance\": 1e-14,"
+                      " \"integrator\": {\"rtol\": 1e-13, \"atol\": 1e-15, \"max_steps\": 100000000}}");
+    engine_limits lim = engine_default_limits;
+    lim.max_wall_seconds = 0.3;
+    json_t *result = NULL, *problem = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = engine_simulate(m, req, &lim, NULL, &result, &problem);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    cr_assert_eq(rc, HAMEL_E_TIME_LIMIT,
+                 "a run of 1000 projected samples stops at 0.3 s (rc %d after %.2f s)", rc, took);
+    cr_assert_lt(took, 5.0, "within its budget (and the checks after it): %.2f s", took);
+    json_t *partial = json_object_get(problem, "partial");
+    json_t *pos =
+        json_object_get(json_object_get(json_object_get(partial, "checks"), "constraints"), "position");
+    cr_assert_gt(json_integer_value(json_object_get(pos, "projections")), 0,
+                 "the run was restarted after projections");
+    json_decref(result);
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
 }
