@@ -700,10 +700,6 @@ int engine_code(const engine_model *m, const json_t *request, const char *lang, 
     return rc;
 }
 
-void engine_first_tier_defer(int on) { native_jit_defer(on); }
-
-void engine_model_first_tier(engine_model *m) { native_jit_finish(m); }
-
 int engine_model_native_wait(engine_model *m, double seconds)
 {
     native_schedule(m);
