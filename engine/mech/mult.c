@@ -248,7 +248,7 @@ void mult_constraint_scales(mult_ws *w, double t, const double *q, const double 
 int mult_residual_limits(const struct engine_model *m, const double *params, double t, const double *q,
                          const double *qd, double tol, double *limit)
 {
-    double v = 1.0;
+    double v = 0.0; /* no floor of 1: at 1e-9 m/s a qdot off its constraint by 16 times itself passed */
     for (int i = 0; i < m->n; i++)
         if (fabs(qd[i]) > v)
             v = fabs(qd[i]);

@@ -184,3 +184,30 @@ Test(scaled, multipliers_with_inertias_of_very_different_sizes)
         engine_model_release(m);
     }
 }
+
+/* A small model is checked as a large one: at 1e-9 m/s a knife edge's initial y' off by
+ * 4.7e-9 (16 times the consistent 2.96e-10) passed the check (its tolerance was 1e-8
+ * times max(1, max |q'|)) and was silently replaced; at 1 m/s the same error relative to
+ * the speeds is refused, and so it is now. */
+Test(scaled, a_small_models_initial_qdot_is_checked_as_a_large_ones)
+{
+    engine_model *m = knife("1");
+    json_t *req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"qdot\": {\"x\": 1e-9, \"y\": "
+        "5e-9, \"th\": 0}}, \"t_end\": 1}");
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    char *text = problem ? json_dumps(problem, 0) : NULL;
+    cr_expect(rc != 0 && text && strstr(text, "initial.qdot") && strstr(text, "knife"),
+              "a qdot off the knife edge by 16 times its speed is refused: %s", text ? text : "(accepted)");
+    free(text);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
+    /* the consistent one runs */
+    json_t *r = support_run(
+        m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"qdot\": {\"x\": 1e-9, \"y\": "
+           "2.9552020666133955e-10, \"th\": 0}}, \"t_end\": 1, \"output\": {\"samples\": 2}}");
+    json_decref(r);
+    engine_model_release(m);
+}
