@@ -9,6 +9,9 @@
  * the generalized constraint forces. The last term is Baumgarte's stabilisation of
  * the velocity-level constraints (f' = -alpha f), with alpha = MULT_BAUMGARTE_ALPHA;
  * the initial velocities are projected onto f = 0 by Gauss–Newton before the run.
+ * The system is solved scaled: M's diagonal to about 1 and each row of J to a largest
+ * entry of about 1 (powers of two, mult.c), so neither a constraint's factor nor the
+ * spread of the inertias makes it look singular.
  */
 #ifndef HAMEL_MULT_H
 #define HAMEL_MULT_H
