@@ -592,10 +592,10 @@ Test(store, kill_9_keeps_every_reported_result, .timeout = 120)
     st_rmdir();
 }
 
-/* The results journal (store.c): a child that stores results with HAMEL_TEST_JOURNAL_HOLD
- * (journaled results wait for another write's group) and ends without closing the store,
- * as a kill -9 would. Its results are only in <dir>/results.journal. */
-/* How st_journal_child leaves its store. */
+/* The results journal (store.c): st_journal_child stores three results (j-0..j-2) in a
+ * child that ends without closing the store, as a kill -9 would: held (with
+ * HAMEL_TEST_JOURNAL_HOLD journaled results wait for another write's group, so they are
+ * only in <dir>/results.journal) or committed first. */
 enum st_child_end {
     ST_HELD,           /* HAMEL_TEST_JOURNAL_HOLD: the results only in the journal */
     ST_HELD_CANCELLED, /* ... and j-0 recorded cancelled before its result */
