@@ -108,3 +108,32 @@ Test(kinks, abs_of_a_velocity_in_the_kinetic_energy_from_rest)
         engine_model_release(m);
     }
 }
+
+/* A logistic wall seen from behind: V = 10 - 10/(1 + exp(1000*(x - 3))) is 10 at x = 4,
+ * where exp(1000) overflows, and its force was exp(u)/(1 + exp(u))^2 = inf/inf: NaN, and a
+ * particle started there failed at t = 0. Moving left at 1 it crosses the step down to
+ * V = 0 and leaves at sqrt(1 + 2*10) (energy). Softplus log(1 + exp(10 x)) likewise: its
+ * force is -10 wherever exp(10 x) overflows. */
+Test(kinks, logistic_and_softplus_profiles_behind_their_step)
+{
+    engine_model *m =
+        support_compile_text("{\"name\": \"wall\", \"coordinates\": [\"x\"], \"kinetic_energy\": "
+                             "\"1/2*x'^2\", \"potential_energy\": \"10 - 10/(1 + exp(1000*(x - 3)))\"}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 4}, \"qdot\": {\"x\": -1}}, \"t_end\": 2,"
+                       " \"output\": {\"samples\": 3}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    double v = support_at(r, "qdot", "x", 2);
+    cr_expect(fabs(v + sqrt(21.0)) < 1e-8, "x'(2) = %.15g, exact %.15g", v, -sqrt(21.0));
+    json_decref(r);
+    engine_model_release(m);
+
+    m = support_compile_text(
+        "{\"name\": \"softplus\", \"coordinates\": [\"x\"], \"kinetic_energy\": \"1/2*x'^2\","
+        " \"potential_energy\": \"log(1 + exp(10*x))\"}");
+    r = support_run(m, "{\"initial\": {\"q\": {\"x\": 100}, \"qdot\": {\"x\": 0}}, \"t_end\": 1,"
+                       " \"output\": {\"samples\": 2}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    cr_expect(fabs(support_at(r, "q", "x", 1) - 95.0) < 1e-9, "x(1) = %.15g, exact 100 - 10/2",
+              support_at(r, "q", "x", 1));
+    json_decref(r);
+    engine_model_release(m);
+}
