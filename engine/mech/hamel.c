@@ -68,6 +68,49 @@ struct hamel_ws {
 
 const double *hamel_ws_params(const hamel_ws *w) { return w->in; }
 
+int hamel_constraint_scales(hamel_ws *w, double t, const double *q, const double *qd, double *scale)
+{
+    const struct engine_model *m = w->m;
+    int n = m->n, nc = m->nc;
+    double *in = malloc(((size_t)m->n_in + 1) * sizeof *in),
+           *jf = malloc(((size_t)nc * (n + 1) + 1) * sizeof *jf);
+    if (!in || !jf || !m->tape_mult) {
+        for (int j = 0; j < nc; j++)
+            scale[j] = 1.0;
+        free(in);
+        free(jf);
+        return -1;
+    }
+    memcpy(in, w->in, (size_t)m->n_in * sizeof *in); /* the parameters */
+    in[model_input_t(m)] = t;
+    memcpy(in + model_input_q(m), q, n * sizeof *q);
+    memcpy(in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_mult, in, w->work, jf); /* J = df/dq' [nc*n], then Df */
+    for (int j = 0; j < nc; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < n; i++)
+            if (fabs(jf[(size_t)j * n + i]) > mx)
+                mx = fabs(jf[(size_t)j * n + i]);
+        scale[j] = mx > 0.0 && isfinite(mx) ? mx : 1.0;
+    }
+    free(in);
+    free(jf);
+    return 0;
+}
+
+int hamel_residual_limits(hamel_ws *w, double t, const double *q, const double *qd, double tol, double *limit)
+{
+    const struct engine_model *m = w->m;
+    double v = 0.0; /* no floor of 1: at 1e-9 m/s a qdot off its constraint by 16 times itself passed */
+    for (int i = 0; i < m->n; i++)
+        if (fabs(qd[i]) > v)
+            v = fabs(qd[i]);
+    int rc = hamel_constraint_scales(w, t, q, qd, limit);
+    for (int j = 0; j < m->nc; j++)
+        limit[j] *= tol * v;
+    return rc;
+}
+
 void hamel_ws_free(hamel_ws *w)
 {
     if (!w)

@@ -227,39 +227,3 @@ int mult_project(mult_ws *w, double t, double *y)
     }
     return 0;
 }
-
-void mult_constraint_scales(mult_ws *w, double t, const double *q, const double *qd, double *scale)
-{
-    const struct engine_model *m = w->m;
-    int n = w->n;
-    w->in[model_input_t(m)] = t;
-    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
-    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
-    tape_run(m->tape_mult, w->in, w->work, w->jf);
-    for (int j = 0; j < w->nc; j++) {
-        double mx = 0.0;
-        for (int i = 0; i < n; i++)
-            if (fabs(w->jf[j * n + i]) > mx)
-                mx = fabs(w->jf[j * n + i]);
-        scale[j] = mx > 0.0 && isfinite(mx) ? mx : 1.0;
-    }
-}
-
-int mult_residual_limits(const struct engine_model *m, const double *params, double t, const double *q,
-                         const double *qd, double tol, double *limit)
-{
-    double v = 0.0; /* no floor of 1: at 1e-9 m/s a qdot off its constraint by 16 times itself passed */
-    for (int i = 0; i < m->n; i++)
-        if (fabs(qd[i]) > v)
-            v = fabs(qd[i]);
-    mult_ws *w = m->nc ? mult_ws_new(m, params) : NULL;
-    if (w)
-        mult_constraint_scales(w, t, q, qd, limit);
-    else
-        for (int j = 0; j < m->nc; j++)
-            limit[j] = 1.0;
-    for (int j = 0; j < m->nc; j++)
-        limit[j] *= tol * v;
-    mult_ws_free(w);
-    return w || !m->nc ? 0 : -1;
-}
