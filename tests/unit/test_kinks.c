@@ -137,3 +137,25 @@ Test(kinks, logistic_and_softplus_profiles_behind_their_step)
     json_decref(r);
     engine_model_release(m);
 }
+
+/* sign joined the expression language (the derivative of abs); a model that names a
+ * parameter sign, as models could before, still compiles: sign*x is the parameter,
+ * sign(x) the function. V = -sign*abs(x)^1.5 with sign = -1 is the well of
+ * particles_started_at_the_bottom_of_the_well at k = 1. */
+Test(kinks, a_parameter_named_sign_is_still_a_parameter)
+{
+    engine_model *m =
+        support_compile_text("{\"name\": \"named-sign\", \"coordinates\": [\"x\"], \"parameters\": "
+                             "{\"sign\": -1}, \"kinetic_energy\": \"1/2*x'^2\", \"potential_energy\": "
+                             "\"-sign*abs(x)^1.5 + 0*sign(x)\"}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 0.3}, \"qdot\": {\"x\": 0}}, \"t_end\": 1,"
+                       " \"output\": {\"samples\": 2}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    /* energy: 1/2 x'^2 + |x|^1.5 = 0.3^1.5 */
+    double x = support_at(r, "q", "x", 1), v = support_at(r, "qdot", "x", 1);
+    cr_expect(fabs(0.5 * v * v + pow(fabs(x), 1.5) - pow(0.3, 1.5)) < 1e-10,
+              "energy at t = 1: %.15g, initial %.15g", 0.5 * v * v + pow(fabs(x), 1.5), pow(0.3, 1.5));
+    cr_expect(x < 0.3, "the particle moved towards the bottom: x(1) = %g", x);
+    json_decref(r);
+    engine_model_release(m);
+}
