@@ -19,7 +19,6 @@
 #include "forms.h"
 #include "hamel.h"
 #include "model.h"
-#include "mult.h"
 #include "native.h"
 #include "sha256.h"
 #include "sim.h"
@@ -238,7 +237,7 @@ static int qdot_on_constraints(const engine_model *m, hamel_ws *w, double t, con
         return 1;
     double *limit = v + 1 + m->nc;
     hamel_observe(w, t, q, qd, v);
-    mult_residual_limits(m, hamel_ws_params(w), t, q, qd, 1e-8, limit);
+    hamel_residual_limits(w, t, q, qd, 1e-8, limit);
     for (int j = 0; j < m->nc; j++)
         if (!(fabs(v[1 + j]) <= limit[j]) && (at < 0 || !(fabs(v[1 + j]) <= worst))) {
             at = j;
@@ -699,10 +698,6 @@ int engine_code(const engine_model *m, const json_t *request, const char *lang, 
     json_decref(copy);
     return rc;
 }
-
-void engine_first_tier_defer(int on) { native_jit_defer(on); }
-
-void engine_model_first_tier(engine_model *m) { native_jit_finish(m); }
 
 int engine_model_native_wait(engine_model *m, double seconds)
 {

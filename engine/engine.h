@@ -56,16 +56,6 @@ int engine_code_cache(const char *dir);
  * first tier meanwhile. */
 int engine_model_native_wait(engine_model *m, double seconds);
 
-/* On this thread (on != 0), engine_model_compile leaves the first tier's code (libtcc) to
- * engine_model_first_tier instead of building it on its background thread; for a caller
- * that answers the compilation first and then runs the model itself at once (the run then
- * starts on that code, not on the interpreter). Every model compiled meanwhile must be
- * given to engine_model_first_tier. */
-void engine_first_tier_defer(int on);
-
-/* Builds m's first-tier code here and now unless it is built (engine_first_tier_defer). */
-void engine_model_first_tier(engine_model *m);
-
 /* Stops the engine's background work (the optimizing tier's builds: queued ones are
  * dropped, a running compiler is killed) so that the process can exit with every model
  * released. Call once, last, before exit. */

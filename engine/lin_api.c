@@ -270,7 +270,7 @@ static void check_qdot(const struct engine_model *m, hamel_ws *hw, const char *p
         return;
     double *limit = v + 1 + m->nc;
     hamel_observe(hw, st->t, st->q, st->qd, v);
-    mult_residual_limits(m, hamel_ws_params(hw), st->t, st->q, st->qd, LIN_CONSTRAINT_TOL, limit);
+    hamel_residual_limits(hw, st->t, st->q, st->qd, LIN_CONSTRAINT_TOL, limit);
     snprintf(path, sizeof path, "%sqdot", prefix);
     for (int j = 0; j < m->nc; j++)
         if (!(fabs(v[1 + j]) <= limit[j]))

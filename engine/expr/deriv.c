@@ -60,6 +60,35 @@ static int nonnegative(const expr *a)
            (a->fn == FN_EXP || a->fn == FN_COSH || a->fn == FN_SQRT || a->fn == FN_ABS);
 }
 
+/* Whether b = c0 + k exp(u) with numbers c0 != 0 and k != 0 (a logistic profile's
+ * denominator, softplus's argument); then *ratio = c0 / k and *u = u. */
+static int exp_sum(const expr *b, double *ratio, expr **u)
+{
+    if (b->kind != EXPR_ADD || b->nargs != 1 || b->num == 0.0 || !isfinite(b->num))
+        return 0;
+    const expr *t = b->args[0];
+    double k = 1.0;
+    if (t->kind == EXPR_MUL && t->nargs == 1) {
+        k = t->num;
+        t = t->args[0];
+    }
+    if (t->kind != EXPR_FUN || t->fn != FN_EXP || k == 0.0 || !isfinite(k))
+        return 0;
+    *ratio = b->num / k;
+    *u = t->args[0];
+    return isfinite(*ratio);
+}
+
+/* k exp(u) / (c0 + k exp(u)) as (1 + (c0/k) exp(-u))^-1: finite on both sides, where the
+ * quotient is inf/inf once exp(u) overflows (u > 709): the force of a logistic wall
+ * 10/(1 + exp(1000*(x - 3))) was NaN behind it, past x = 3.71, and a particle started
+ * there failed at t = 0. */
+static expr *exp_share(expr_ctx *c, double ratio, expr *u)
+{
+    return expr_powi(
+        c, expr_add(c, c->one, expr_mul(c, expr_num(c, ratio), expr_fun(c, FN_EXP, expr_neg(c, u)))), -1);
+}
+
 /* d f(a) / da for a one-argument function. */
 static expr *fun_deriv(expr_ctx *c, const expr *e)
 {
@@ -138,7 +167,8 @@ static expr *diff_rec(expr_ctx *c, expr *e, int s)
         break;
     }
     case EXPR_POW: {
-        expr *b = e->args[0], *x = e->args[1];
+        expr *b = e->args[0], *x = e->args[1], *u = NULL;
+        double ratio = 0.0;
         expr *db = diff_rec(c, b, s);
         if (!expr_depends(x, s) && b->kind == EXPR_FUN && b->fn == FN_SQRT) {
             /* sqrt(a)^x: x/2 sqrt(a)^(x-2) da, not x sqrt(a)^(x-1) da / (2 sqrt(a)), whose
@@ -156,6 +186,9 @@ static expr *diff_rec(expr_ctx *c, expr *e, int s)
             r = expr_mul(
                 c, expr_mul(c, expr_mul(c, x, b->args[0]), expr_pow(c, b, expr_sub(c, x, expr_num(c, 2.0)))),
                 diff_rec(c, b->args[0], s));
+        } else if (!expr_depends(x, s) && exp_sum(b, &ratio, &u)) {
+            /* (c0 + k exp(u))^x: x b^x (k exp(u) / b) du, the share as exp_share */
+            r = expr_mul(c, expr_mul(c, expr_mul(c, x, e), exp_share(c, ratio, u)), diff_rec(c, u, s));
         } else if (!expr_depends(x, s)) {
             /* x * b^(x-1) * db */
             r = expr_mul(c, expr_mul(c, x, expr_pow(c, b, expr_sub(c, x, c->one))), db);
@@ -176,7 +209,12 @@ static expr *diff_rec(expr_ctx *c, expr *e, int s)
             expr *den = expr_add(c, expr_powi(c, x, 2), expr_powi(c, y, 2));
             r = expr_mul(c, num, expr_powi(c, den, -1));
         } else {
-            r = expr_mul(c, fun_deriv(c, e), diff_rec(c, e->args[0], s));
+            expr *u = NULL;
+            double ratio = 0.0;
+            if (e->fn == FN_LOG && exp_sum(e->args[0], &ratio, &u)) /* softplus: the share of exp */
+                r = expr_mul(c, exp_share(c, ratio, u), diff_rec(c, u, s));
+            else
+                r = expr_mul(c, fun_deriv(c, e), diff_rec(c, e->args[0], s));
         }
         break;
     default: r = c->zero; break;

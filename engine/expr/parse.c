@@ -132,11 +132,25 @@ static int fn_lookup(const char *name, int *nargs, int *fn, int *alias)
     return 0;
 }
 
+/* A function added to the language after models named things so ("sign", for the
+ * derivative of abs): a name a model may still give a parameter, coordinate or definition,
+ * which it then is wherever it is not followed by '(' (sign*x; sign(x) is the function). */
+static int fn_soft(const char *name) { return strcmp(name, "sign") == 0; }
+
 /* Nonzero if name is a function of the language or otherwise reserved. */
 int expr_name_reserved(const char *name)
 {
     int a, b, c;
-    return fn_lookup(name, &a, &b, &c) || strcmp(name, "t") == 0 || strcmp(name, "pi") == 0;
+    return (fn_lookup(name, &a, &b, &c) && !fn_soft(name)) || strcmp(name, "t") == 0 ||
+           strcmp(name, "pi") == 0;
+}
+
+/* Whether name, not followed by '(', is a function used without its arguments (not a
+ * soft function's name the model gave a symbol). */
+static int fn_needs_call(const struct parser *p, const char *name)
+{
+    int a, b, alias;
+    return fn_lookup(name, &a, &b, &alias) && !(fn_soft(name) && expr_sym_find(p->c, name) >= 0);
 }
 
 /* call := ident '(' sum (',' sum)* ')' */
@@ -223,8 +237,7 @@ static expr *parse_primary(struct parser *p)
     int prime = p->s[p->pos] == '\'';
     if (peek(p) == '(' && !prime)
         return parse_call(p, name, start);
-    int a, b, alias;
-    if (fn_lookup(name, &a, &b, &alias))
+    if (fn_needs_call(p, name))
         return fail_at(p, start, "function '%s' needs its arguments in parentheses", name);
     if (!prime && strcmp(name, "pi") == 0 && expr_sym_find(p->c, "pi") < 0)
         return expr_num(p->c, M_PI);

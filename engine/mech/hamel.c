@@ -68,6 +68,49 @@ struct hamel_ws {
 
 const double *hamel_ws_params(const hamel_ws *w) { return w->in; }
 
+int hamel_constraint_scales(hamel_ws *w, double t, const double *q, const double *qd, double *scale)
+{
+    const struct engine_model *m = w->m;
+    int n = m->n, nc = m->nc;
+    double *in = malloc(((size_t)m->n_in + 1) * sizeof *in),
+           *jf = malloc(((size_t)nc * (n + 1) + 1) * sizeof *jf);
+    if (!in || !jf || !m->tape_mult) {
+        for (int j = 0; j < nc; j++)
+            scale[j] = 1.0;
+        free(in);
+        free(jf);
+        return -1;
+    }
+    memcpy(in, w->in, (size_t)m->n_in * sizeof *in); /* the parameters */
+    in[model_input_t(m)] = t;
+    memcpy(in + model_input_q(m), q, n * sizeof *q);
+    memcpy(in + model_input_qd(m), qd, n * sizeof *qd);
+    tape_run(m->tape_mult, in, w->work, jf); /* J = df/dq' [nc*n], then Df */
+    for (int j = 0; j < nc; j++) {
+        double mx = 0.0;
+        for (int i = 0; i < n; i++)
+            if (fabs(jf[(size_t)j * n + i]) > mx)
+                mx = fabs(jf[(size_t)j * n + i]);
+        scale[j] = mx > 0.0 && isfinite(mx) ? mx : 1.0;
+    }
+    free(in);
+    free(jf);
+    return 0;
+}
+
+int hamel_residual_limits(hamel_ws *w, double t, const double *q, const double *qd, double tol, double *limit)
+{
+    const struct engine_model *m = w->m;
+    double v = 0.0; /* no floor of 1: at 1e-9 m/s a qdot off its constraint by 16 times itself passed */
+    for (int i = 0; i < m->n; i++)
+        if (fabs(qd[i]) > v)
+            v = fabs(qd[i]);
+    int rc = hamel_constraint_scales(w, t, q, qd, limit);
+    for (int j = 0; j < m->nc; j++)
+        limit[j] *= tol * v;
+    return rc;
+}
+
 void hamel_ws_free(hamel_ws *w)
 {
     if (!w)
@@ -1380,6 +1423,16 @@ static double hamel_generic_param(int i)
     return 0.35 + (double)(x >> 11) / 9007199254740992.0;
 }
 
+/* Whether a coefficient v with rounding scale `scale` is not zero at a test point: at
+ * the model's parameter values a value or scale that is not finite proves nothing, so
+ * the coefficient is kept; at the generic ones it adds nothing. */
+static int structure_nonzero(double v, double scale, int generic)
+{
+    if (generic)
+        return fabs(v) > 1e-9 * scale && isfinite(scale) && isfinite(v);
+    return !(fabs(v) <= 1e-9 * scale) || !isfinite(scale);
+}
+
 int hamel_structure(struct engine_model *m)
 {
     if (!m->sparse)
@@ -1446,20 +1499,18 @@ int hamel_structure(struct engine_model *m)
              * other parameter values, nothing is added by it) */
             for (int r = 0; r < n && trusted; r++)
                 for (size_t i = (size_t)r * n; i < (size_t)(r + 1) * n && used[r]; i++)
-                    if (generic ? fabs(g[i]) > 1e-9 * gm[i] && isfinite(gm[i]) && isfinite(g[i])
-                                : !(fabs(g[i]) <= 1e-9 * gm[i]) || !isfinite(gm[i]))
+                    if (structure_nonzero(g[i], gm[i], generic))
                         nz[i] |= bit;
             for (int i = 0; i < n; i++)
-                if (generic ? trusted && fabs(gt[i]) > 1e-9 * gtm[i] && isfinite(gtm[i]) && isfinite(gt[i])
-                            : !trusted || !(fabs(gt[i]) <= 1e-9 * gtm[i]) || !isfinite(gtm[i]))
+                if (!trusted || structure_nonzero(gt[i], gtm[i], generic))
                     nz_t[i] |= bit;
         }
     }
     m->gamma_values = 1 + (size_t)n;
     for (size_t i = 0; i < n3; i++)
-        m->gamma_values += 4 * (size_t)m->gamma_nz[i];
+        m->gamma_values += 4 * (size_t)(m->gamma_nz[i] != 0);
     for (size_t i = 0; i < n2; i++)
-        m->gamma_values += 3 * (size_t)m->gamma_t_nz[i];
+        m->gamma_values += 3 * (size_t)(m->gamma_t_nz[i] != 0);
     for (int c = 0; c < m->nc; c++) {
         model_constraint *mc = &m->cons[c];
         mc->gamma_free = 0;

@@ -38,6 +38,18 @@ void hamel_ws_free(hamel_ws *w);
 /* The parameter values a workspace evaluates with (borrowed, the model's np). */
 const double *hamel_ws_params(const hamel_ws *w);
 
+/* Each constraint's scale at (t, q, q'): max_i |df_j/dq'_i| (1 where that is 0 or not
+ * finite). A residual |f_j| divided by it is in the units of a velocity whatever factor
+ * the constraint was written with (1e-12*(y' - x') is y' - x'). Uses w's scratch, not its
+ * state. 0, or -1 out of memory (the scales then 1). */
+int hamel_constraint_scales(hamel_ws *w, double t, const double *q, const double *qd, double *scale);
+
+/* How far each constraint may miss at the state (t, q, q'), as a simulation's initial
+ * qdot and a linearization's or evaluation's state are checked: limit[j] = tol *
+ * max |q'| * scale[j] (no floor of 1: a model at 1e-9 m/s is checked as one at 1 m/s). */
+int hamel_residual_limits(hamel_ws *w, double t, const double *q, const double *qd, double tol,
+                          double *limit);
+
 /* With numeric != 0, hamel_rhs ignores the symbolically reduced equations and
  * inverts Psi numerically at every evaluation (the two must agree; tests compare);
  * with numeric == 2 it also ignores the sparsity (dense LU of Psi, dense products). */

@@ -24,6 +24,11 @@
 _Static_assert(HOL_MAX_N + 1 <= HOL_V_MAX, "a field's vectors hold every coordinate and t");
 #define HOL_RANK_TOL 1e-8  /* a field adds to the span past this relative residual */
 #define HOL_CONST_TOL 1e-8 /* coefficients equal at every point: constant */
+/* A constraint is integrable by itself (omega ^ d omega = 0) when |s| <= this times the
+ * sum of its terms' magnitudes at every test point: the terms are the exact derivatives
+ * evaluated (a few eps of rounding), so z' - (1 + 1e-9)*y*x' - x*y' (s 1e-9 of its terms)
+ * is not integrable, where the resolution was 1e-9 */
+#define HOL_FROBENIUS_TOL 1e-12
 
 /* ---- per constraint: omega ^ d omega = 0 ---- */
 
@@ -99,7 +104,7 @@ int holonomy_flags(struct engine_model *m)
                                        fabs(a[y]) * (fabs(da[x * N + z]) + fabs(da[z * N + x])) +
                                        fabs(a[z]) * (fabs(da[y * N + x]) + fabs(da[x * N + y]));
                         double s = t1 + t2 + t3;
-                        if (!isfinite(s) || fabs(s) > 1e-9 * scale + 1e-300)
+                        if (!isfinite(s) || fabs(s) > HOL_FROBENIUS_TOL * scale + 1e-300)
                             mc->holonomic = 0;
                     }
         }

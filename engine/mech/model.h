@@ -132,7 +132,6 @@ struct engine_model {
     atomic_int native_state;            /* NATIVE_NONE / _QUEUED / _READY / _FAILED */
     atomic_int native_runs;             /* runs so far (hotness, native_note_run) */
     atomic_int jit_done;                /* the first tier's libtcc work finished (native_jit) */
-    int jit_deferred;                   /* native_jit left it to native_jit_finish (that thread's) */
     atomic_long native_evals;           /* right-hand side evaluations in them */
 
     struct bodies_geom *geom; /* [n_geom] masses, radii, inertias that depend on parameters (geom.h) */

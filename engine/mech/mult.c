@@ -18,6 +18,7 @@ struct mult_ws {
     double *kkt; /* [(n+nc)^2] */
     double *rhs; /* [n+nc] */
     double *row; /* [nc]: each constraint's row scale (a power of two), see row_scales */
+    double *col; /* [n]: each coordinate's scale (a power of two), see col_scales */
     int *piv;
 };
 
@@ -33,6 +34,7 @@ void mult_ws_free(mult_ws *w)
     free(w->kkt);
     free(w->rhs);
     free(w->row);
+    free(w->col);
     free(w->piv);
     free(w);
 }
@@ -54,8 +56,10 @@ mult_ws *mult_ws_new(const struct engine_model *m, const double *params)
     w->kkt = calloc((size_t)s * s, sizeof *w->kkt);
     w->rhs = calloc(s, sizeof *w->rhs);
     w->row = calloc(nc + 1, sizeof *w->row);
+    w->col = calloc(n + 1, sizeof *w->col);
     w->piv = calloc(s, sizeof *w->piv);
-    if (!w->in || !w->work || !w->dyn || !w->jf || !w->obs || !w->kkt || !w->rhs || !w->row || !w->piv) {
+    if (!w->in || !w->work || !w->dyn || !w->jf || !w->obs || !w->kkt || !w->rhs || !w->row || !w->col ||
+        !w->piv) {
         mult_ws_free(w);
         return NULL;
     }
@@ -80,14 +84,14 @@ static void load(mult_ws *w, double t, const double *y)
  * (pivot 1e-24 against M's 1) and every multipliers run failed at t = 0; scaled by 1e12 it
  * was never projected within 1e-15. Row j of J, Df and f are multiplied by row[j] and the
  * multiplier solved for is lam_j / row[j]. A row that is zero or not finite keeps 1. */
-static void row_scales(mult_ws *w, const double *J)
+static void row_scales(mult_ws *w, const double *J, const double *col)
 {
     int n = w->n;
     for (int j = 0; j < w->nc; j++) {
         double mx = 0.0;
         for (int i = 0; i < n; i++)
-            if (fabs(J[j * n + i]) > mx)
-                mx = fabs(J[j * n + i]);
+            if (fabs(J[j * n + i] * (col ? col[i] : 1.0)) > mx)
+                mx = fabs(J[j * n + i] * (col ? col[i] : 1.0));
         int e = 0;
         w->row[j] = 1.0;
         if (mx > 0.0 && isfinite(mx)) {
@@ -99,8 +103,29 @@ static void row_scales(mult_ws *w, const double *J)
     }
 }
 
-/* Assembles and solves the KKT system at y; rhs then holds [q''; lam] (lam scaled by
- * row_scales: solve's callers divide). */
+/* Each coordinate's scale: a power of two d_i with d_i^2 M_ii in [0.25, 2) (1 where M_ii
+ * is in [0.25, 2) already, or is not positive and finite). The KKT matrix is solved as
+ * [D M D, -D J^T R; R J D, 0] [y; lam'] = [D g; R c], q'' = D y: masses of 1e8 beside
+ * inertias of 1e-8 (or 1 beside 1e-14) made its pivots look singular against its
+ * largest entry, and every multipliers run failed at t = 0. Exact, as row_scales. */
+static void col_scales(mult_ws *w, const double *up)
+{
+    int n = w->n;
+    for (int i = 0, idx = 0; i < n; idx += n - i, i++) {
+        double mii = up[idx];
+        int e = 0;
+        w->col[i] = 1.0;
+        if (mii > 0.0 && isfinite(mii)) {
+            (void)frexp(mii, &e);
+            w->col[i] = ldexp(1.0, -(e / 2));
+            if (!(w->col[i] > 0.0) || !isfinite(w->col[i]))
+                w->col[i] = 1.0;
+        }
+    }
+}
+
+/* Assembles and solves the KKT system at y; rhs then holds [D^-1 q''; lam'] (col_scales,
+ * row_scales: solve's callers undo them). */
 static int solve(mult_ws *w, double t, const double *y)
 {
     const struct engine_model *m = w->m;
@@ -111,19 +136,20 @@ static int solve(mult_ws *w, double t, const double *y)
     tape_run(m->tape_obs, w->in, w->work, w->obs);
     const double *up = w->dyn, *g = w->dyn + n * (n + 1) / 2;
     const double *J = w->jf, *Df = w->jf + (size_t)nc * n, *f = w->obs + 1;
-    double *K = w->kkt;
-    row_scales(w, J);
+    double *K = w->kkt, *d = w->col;
+    col_scales(w, up);
+    row_scales(w, J, d);
     memset(K, 0, (size_t)s * s * sizeof *K);
     for (int i = 0, idx = 0; i < n; i++)
         for (int l = i; l < n; l++, idx++)
-            K[i * s + l] = K[l * s + i] = up[idx];
+            K[i * s + l] = K[l * s + i] = d[i] * up[idx] * d[l];
     for (int j = 0; j < nc; j++)
         for (int i = 0; i < n; i++) {
-            K[(n + j) * s + i] = w->row[j] * J[j * n + i];
-            K[i * s + n + j] = -w->row[j] * J[j * n + i];
+            K[(n + j) * s + i] = w->row[j] * J[j * n + i] * d[i];
+            K[i * s + n + j] = -w->row[j] * J[j * n + i] * d[i];
         }
     for (int i = 0; i < n; i++)
-        w->rhs[i] = g[i];
+        w->rhs[i] = d[i] * g[i];
     for (int j = 0; j < nc; j++)
         w->rhs[n + j] = w->row[j] * (-Df[j] - MULT_BAUMGARTE_ALPHA * f[j]);
     if (linalg_lu(s, K, w->piv) < 0)
@@ -138,7 +164,8 @@ int mult_rhs(double t, const double *y, double *dydt, void *params)
     if (solve(w, t, y) < 0)
         return GSL_EBADFUNC;
     memcpy(dydt, y + w->n, w->n * sizeof *y);
-    memcpy(dydt + w->n, w->rhs, w->n * sizeof *y);
+    for (int i = 0; i < w->n; i++)
+        dydt[w->n + i] = w->col[i] * w->rhs[i];
     return GSL_SUCCESS;
 }
 
@@ -170,7 +197,7 @@ int mult_project(mult_ws *w, double t, double *y)
         /* rows scaled as in solve: the residual test is then in velocity units whatever
          * factor the constraint was written with (the correction J^T (J J^T)^-1 f is the
          * same for any row scaling) */
-        row_scales(w, J);
+        row_scales(w, J, NULL);
         double fmax = 0.0;
         for (int j = 0; j < nc; j++) {
             w->rhs[j] = w->row[j] * f[j];
@@ -199,40 +226,4 @@ int mult_project(mult_ws *w, double t, double *y)
         }
     }
     return 0;
-}
-
-void mult_constraint_scales(mult_ws *w, double t, const double *q, const double *qd, double *scale)
-{
-    const struct engine_model *m = w->m;
-    int n = w->n;
-    w->in[model_input_t(m)] = t;
-    memcpy(w->in + model_input_q(m), q, n * sizeof *q);
-    memcpy(w->in + model_input_qd(m), qd, n * sizeof *qd);
-    tape_run(m->tape_mult, w->in, w->work, w->jf);
-    for (int j = 0; j < w->nc; j++) {
-        double mx = 0.0;
-        for (int i = 0; i < n; i++)
-            if (fabs(w->jf[j * n + i]) > mx)
-                mx = fabs(w->jf[j * n + i]);
-        scale[j] = mx > 0.0 && isfinite(mx) ? mx : 1.0;
-    }
-}
-
-int mult_residual_limits(const struct engine_model *m, const double *params, double t, const double *q,
-                         const double *qd, double tol, double *limit)
-{
-    double v = 1.0;
-    for (int i = 0; i < m->n; i++)
-        if (fabs(qd[i]) > v)
-            v = fabs(qd[i]);
-    mult_ws *w = m->nc ? mult_ws_new(m, params) : NULL;
-    if (w)
-        mult_constraint_scales(w, t, q, qd, limit);
-    else
-        for (int j = 0; j < m->nc; j++)
-            limit[j] = 1.0;
-    for (int j = 0; j < m->nc; j++)
-        limit[j] *= tol * v;
-    mult_ws_free(w);
-    return w || !m->nc ? 0 : -1;
 }

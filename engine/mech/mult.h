@@ -9,6 +9,9 @@
  * the generalized constraint forces. The last term is Baumgarte's stabilisation of
  * the velocity-level constraints (f' = -alpha f), with alpha = MULT_BAUMGARTE_ALPHA;
  * the initial velocities are projected onto f = 0 by Gauss–Newton before the run.
+ * The system is solved scaled: M's diagonal to about 1 and each row of J to a largest
+ * entry of about 1 (powers of two, mult.c), so neither a constraint's factor nor the
+ * spread of the inertias makes it look singular.
  */
 #ifndef HAMEL_MULT_H
 #define HAMEL_MULT_H
@@ -35,18 +38,5 @@ int mult_lambda(mult_ws *w, double t, const double *y, double *lam);
 /* Projects the velocities y[n..2n) onto f(q, q', t) = 0 (a few Gauss–Newton steps
  * q' -= J^T (J J^T)^-1 f). Returns 0 or -1. */
 int mult_project(mult_ws *w, double t, double *y);
-
-/* Each constraint's scale at (t, q, q'): max_i |df_j/dq'_i| (1 where that is 0 or not
- * finite). A residual |f_j| divided by it is in the units of a velocity whatever factor
- * the constraint was written with (1e-12*(y' - x') is y' - x'), so the checks of a
- * state against a constraint compare |f_j| with tol * max(1, max |q'|) * scale[j]. */
-void mult_constraint_scales(mult_ws *w, double t, const double *q, const double *qd, double *scale);
-
-/* How far each constraint may miss at the state (t, q, q'), as a simulation's initial
- * qdot and a linearization's or evaluation's state are checked: limit[j] = tol *
- * max(1, max |q'|) * scale[j] (mult_constraint_scales; a workspace is made and freed).
- * 0, or -1 out of memory (the scales then 1). */
-int mult_residual_limits(const struct engine_model *m, const double *params, double t, const double *q,
-                         const double *qd, double tol, double *limit);
 
 #endif

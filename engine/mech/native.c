@@ -902,24 +902,8 @@ static void native__jit_done(void *arg, int ran)
     engine_model_release(arg);
 }
 
-/* native_jit_defer's flag, per thread. */
-static _Thread_local int native_defer;
-
-void native_jit_defer(int on) { native_defer = on; }
-
-void native_jit_finish(struct engine_model *m)
-{
-    if (m->jit_deferred && !atomic_load(&m->jit_done)) /* never one queued on the pool */
-        native__jit_now(m);
-    m->jit_deferred = 0;
-}
-
 void native_jit(struct engine_model *m)
 {
-    if (native_defer) {
-        m->jit_deferred = 1; /* native_jit_finish, by the same thread */
-        return;
-    }
     int rc = POOL_STOPPING;
     pthread_mutex_lock(&native_lock);
     if (native_dir[0] && !native_stopping) {

@@ -100,13 +100,6 @@ int native_configure(const char *dir);
  * m->jit_done when finished. Called by the model compiler. */
 void native_jit(struct engine_model *m);
 
-/* While on (this thread only), native_jit leaves m's first tier to native_jit_finish, which
- * the same thread calls later: an engine worker that answers a compilation first and then
- * runs the model at once builds the code in between, so that the run starts on tcc's code
- * instead of on the interpreter while the background thread builds it. */
-void native_jit_defer(int on);
-void native_jit_finish(struct engine_model *m);
-
 /* Waits up to `seconds` for native_jit's work on m; returns 1 when it is done. */
 int native_wait_jit(const struct engine_model *m, double seconds);
 

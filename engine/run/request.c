@@ -15,7 +15,6 @@
 #include "geom.h"
 #include "hamel.h"
 #include "holo.h"
-#include "mult.h"
 #include "watch.h"
 
 #define SIM_DEFAULT_SAMPLES 101
@@ -906,7 +905,7 @@ static void parse_position_options(const json_t *js, sim_request *r, json_t **pr
         r->pos_project = json_is_true(pp);
 }
 
-/* Given q': the constraints hold (within 1e-8 of its scale, mult_residual_limits) and,
+/* Given q': the constraints hold (within 1e-8 of its scale, hamel_residual_limits) and,
  * with linear constraints, the speeds from it (Psi must be regular). */
 static void check_initial_qdot(const struct engine_model *m, hamel_ws *w, sim_request *r, const double *vals,
                                int all_linear, json_t **problem)
@@ -915,7 +914,7 @@ static void check_initial_qdot(const struct engine_model *m, hamel_ws *w, sim_re
     double *limit = calloc(m->nc + 1, sizeof *limit);
     if (!limit)
         return;
-    mult_residual_limits(m, r->params, r->t0, r->q0, r->qd0, 1e-8, limit);
+    hamel_residual_limits(w, r->t0, r->q0, r->qd0, 1e-8, limit);
     for (int j = 0; j < m->nc; j++)
         if (!(fabs(vals[1 + j]) <= limit[j])) {
             char path[96], msg[256];

@@ -721,17 +721,16 @@ static json_t *run_warnings(const struct run *R, const json_t *checks)
         if (fabs(R->qd[i]) > sc.qdot_max)
             sc.qdot_max = fabs(R->qd[i]);
     /* each constraint's coefficients where it misses most (at most nc evaluations a run) */
-    double *cs = R->ns > 0 && R->nc > 0 ? calloc(2 * (size_t)R->nc, sizeof *cs) : NULL;
+    double *cs = R->ns > 0 && R->nc > 0 && R->w ? calloc(2 * (size_t)R->nc, sizeof *cs) : NULL;
     const char **names = cs ? calloc(R->nc, sizeof *names) : NULL;
-    mult_ws *mw = names ? mult_ws_new(m, R->req->params) : NULL;
-    if (mw) {
+    if (names) {
         for (int j = 0; j < R->nc; j++) {
             int at = 0;
             for (int i = 1; i < R->ns; i++)
                 if (fabs(R->res[(size_t)i * R->nc + j]) > fabs(R->res[(size_t)at * R->nc + j]))
                     at = i;
-            mult_constraint_scales(mw, R->t[at], R->q + (size_t)at * R->n, R->qd + (size_t)at * R->n,
-                                   cs + R->nc);
+            hamel_constraint_scales(R->w, R->t[at], R->q + (size_t)at * R->n, R->qd + (size_t)at * R->n,
+                                    cs + R->nc);
             cs[j] = cs[R->nc + j];
             names[j] = m->cons[j].name;
         }
@@ -740,7 +739,6 @@ static json_t *run_warnings(const struct run *R, const json_t *checks)
         sc.cons_scale = cs;
     }
     json_t *w = warn_from_checks(checks, &sc);
-    mult_ws_free(mw);
     free(names);
     free(cs);
     return w ? w : json_array();

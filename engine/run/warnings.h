@@ -31,7 +31,7 @@ typedef struct warn_scale {
     int mass_indefinite;          /* M = d2T/dq'dq' has a negative eigenvalue at the initial state */
     int nc;                       /* constraints with a scale below (0: every scale 1) */
     const char *const *cons_name; /* [nc] their names, as in checks.constraints.per_constraint */
-    const double *cons_scale;     /* [nc] max_i |df_j/dq'_i| where f_j misses most (mult.h) */
+    const double *cons_scale;     /* [nc] max_i |df_j/dq'_i| where f_j misses most (hamel.h) */
 } warn_scale;
 
 /* The relative threshold for a request with relative tolerance rtol:

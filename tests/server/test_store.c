@@ -592,20 +592,28 @@ Test(store, kill_9_keeps_every_reported_result, .timeout = 120)
     st_rmdir();
 }
 
-/* The results journal (store.c): a child that stores results with HAMEL_TEST_JOURNAL_HOLD
- * (journaled results wait for another write's group) and ends without closing the store,
- * as a kill -9 would. Its results are only in <dir>/results.journal. */
-static void st_journal_child(int cancelled_first)
+/* The results journal (store.c): st_journal_child stores three results (j-0..j-2) in a
+ * child that ends without closing the store, as a kill -9 would: held (with
+ * HAMEL_TEST_JOURNAL_HOLD journaled results wait for another write's group, so they are
+ * only in <dir>/results.journal) or committed first. */
+enum st_child_end {
+    ST_HELD,           /* HAMEL_TEST_JOURNAL_HOLD: the results only in the journal */
+    ST_HELD_CANCELLED, /* ... and j-0 recorded cancelled before its result */
+    ST_COMMITTED,      /* committed (the journal rewound: its entries still in the file) */
+};
+
+static void st_journal_child(enum st_child_end end)
 {
     pid_t pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
-        setenv("HAMEL_TEST_JOURNAL_HOLD", "1", 1);
+        if (end != ST_COMMITTED)
+            setenv("HAMEL_TEST_JOURNAL_HOLD", "1", 1);
         store_limits lim = {(size_t)1 << 30, 1000000, 0};
         store *s = NULL;
         if (store_open(st_dir, &lim, &s) != 0)
             _exit(2);
-        if (cancelled_first && store_put_job(s, "j-0", "cancelled", "m", "jk-0", "{}", 1.0) != 0)
+        if (end == ST_HELD_CANCELLED && store_put_job(s, "j-0", "cancelled", "m", "jk-0", "{}", 1.0) != 0)
             _exit(3);
         for (int i = 0; i < 3; i++) {
             char id[16], key[16], body[64];
@@ -617,7 +625,8 @@ static void st_journal_child(int cancelled_first)
                 _exit(4);
             blob_release(b);
         }
-        _exit(0); /* no store_close: the queue is not drained */
+        /* no store_close: the queue is not drained */
+        _exit(end == ST_COMMITTED && store_barrier(s) != 0 ? 5 : 0);
     }
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -659,7 +668,7 @@ static int st_journal_done(store *s)
 Test(store, journaled_results_left_by_a_kill_are_committed_at_open)
 {
     st_mkdir();
-    st_journal_child(0);
+    st_journal_child(ST_HELD);
     cr_assert_gt(st_journal_size(), 0, "the results are in the journal");
     cr_assert(!st_visible("j-0"), "and not in the database");
     store *s = st_open();
@@ -672,7 +681,7 @@ Test(store, journaled_results_left_by_a_kill_are_committed_at_open)
 Test(store, a_torn_or_damaged_journal_entry_ends_what_is_committed)
 {
     st_mkdir();
-    st_journal_child(0);
+    st_journal_child(ST_HELD);
     char path[200];
     snprintf(path, sizeof path, "%s/results.journal", st_dir);
     long n = st_journal_size();
@@ -705,28 +714,7 @@ Test(store, a_torn_or_damaged_journal_entry_ends_what_is_committed)
 Test(store, a_rewound_journal_replays_nothing_of_its_old_epochs)
 {
     st_mkdir();
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        store_limits lim = {(size_t)1 << 30, 1000000, 0};
-        store *s = NULL;
-        if (store_open(st_dir, &lim, &s) != 0)
-            _exit(2);
-        for (int i = 0; i < 3; i++) {
-            char id[16], key[16], body[64];
-            snprintf(id, sizeof id, "j-%d", i);
-            snprintf(key, sizeof key, "jk-%d", i);
-            snprintf(body, sizeof body, "{\"result\":%d}", i);
-            blob *b = blob_new(body, strlen(body));
-            if (!b || store_put_done(s, id, "m", key, b, 1.0 + i) != 0)
-                _exit(4);
-            blob_release(b);
-        }
-        _exit(store_barrier(s) == 0 ? 0 : 5); /* committed and rewound; no store_close */
-    }
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child stored its results (%d)", status);
+    st_journal_child(ST_COMMITTED);
     cr_assert_gt(st_journal_size(), ST_JOURNAL_HEAD, "the old entries are still in the file");
     cr_assert(st_visible("j-1"), "committed before the kill");
     char path[200];
@@ -793,7 +781,7 @@ Test(store, a_journal_from_before_the_epochs_is_committed_at_open)
 Test(store, a_cancelled_record_is_not_undone_by_the_journal)
 {
     st_mkdir();
-    st_journal_child(1);
+    st_journal_child(ST_HELD_CANCELLED);
     store *s = st_open();
     store_job j;
     cr_assert_eq(store_get_job(s, "j-0", &j), 0);

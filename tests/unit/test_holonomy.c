@@ -207,3 +207,31 @@ Test(holonomy, underflow_at_the_test_points_claims_nothing, .init = setup)
         cr_expect(json_is_null(json_object_get(h, "integrable_combinations")), "incomplete: no claim");
     json_decref(s);
 }
+
+/* Near-integrable constraints (review of round 3, from outside): d(z - x y) = 0 and
+ * d(z - y sin x) = 0 are integrable; with one term changed by 1e-9 or 1e-11 they are
+ * not (omega ^ d omega is 1e-9, 1e-11 cos x of its terms: the Frobenius sum was compared
+ * with 1e-9 of its terms' magnitudes, and both were called holonomic). */
+Test(holonomy, near_integrable_constraints_are_not_holonomic, .init = setup)
+{
+    static const struct {
+        const char *expr;
+        int holonomic;
+    } cases[] = {
+        {"z' - y*x' - x*y'", 1},
+        {"z' - (1 + 1e-9)*y*x' - x*y'", 0},
+        {"z' - cos(x)*y*x' - sin(x)*y'", 1},
+        {"z' - cos(x)*y*x' - (1 - 1e-11)*sin(x)*y'", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"x'^2 + y'^2 + z'^2\","
+                 " \"constraints\": [{\"name\": \"c\", \"expr\": \"%s\"}]}",
+                 cases[i].expr);
+        json_t *s = summary_of_text(text);
+        cr_expect_eq(flag(s, "c", "holonomic"), cases[i].holonomic, "%s: holonomic %d, expected %d",
+                     cases[i].expr, flag(s, "c", "holonomic"), cases[i].holonomic);
+        json_decref(s);
+    }
+}

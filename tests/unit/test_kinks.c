@@ -108,3 +108,54 @@ Test(kinks, abs_of_a_velocity_in_the_kinetic_energy_from_rest)
         engine_model_release(m);
     }
 }
+
+/* A logistic wall seen from behind: V = 10 - 10/(1 + exp(1000*(x - 3))) is 10 at x = 4,
+ * where exp(1000) overflows, and its force was exp(u)/(1 + exp(u))^2 = inf/inf: NaN, and a
+ * particle started there failed at t = 0. Moving left at 1 it crosses the step down to
+ * V = 0 and leaves at sqrt(1 + 2*10) (energy). Softplus log(1 + exp(10 x)) likewise: its
+ * force is -10 wherever exp(10 x) overflows. */
+Test(kinks, logistic_and_softplus_profiles_behind_their_step)
+{
+    engine_model *m =
+        support_compile_text("{\"name\": \"wall\", \"coordinates\": [\"x\"], \"kinetic_energy\": "
+                             "\"1/2*x'^2\", \"potential_energy\": \"10 - 10/(1 + exp(1000*(x - 3)))\"}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 4}, \"qdot\": {\"x\": -1}}, \"t_end\": 2,"
+                       " \"output\": {\"samples\": 3}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    double v = support_at(r, "qdot", "x", 2);
+    cr_expect(fabs(v + sqrt(21.0)) < 1e-8, "x'(2) = %.15g, exact %.15g", v, -sqrt(21.0));
+    json_decref(r);
+    engine_model_release(m);
+
+    m = support_compile_text(
+        "{\"name\": \"softplus\", \"coordinates\": [\"x\"], \"kinetic_energy\": \"1/2*x'^2\","
+        " \"potential_energy\": \"log(1 + exp(10*x))\"}");
+    r = support_run(m, "{\"initial\": {\"q\": {\"x\": 100}, \"qdot\": {\"x\": 0}}, \"t_end\": 1,"
+                       " \"output\": {\"samples\": 2}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    cr_expect(fabs(support_at(r, "q", "x", 1) - 95.0) < 1e-9, "x(1) = %.15g, exact 100 - 10/2",
+              support_at(r, "q", "x", 1));
+    json_decref(r);
+    engine_model_release(m);
+}
+
+/* sign joined the expression language (the derivative of abs); a model that names a
+ * parameter sign, as models could before, still compiles: sign*x is the parameter,
+ * sign(x) the function. V = -sign*abs(x)^1.5 with sign = -1 is the well of
+ * particles_started_at_the_bottom_of_the_well at k = 1. */
+Test(kinks, a_parameter_named_sign_is_still_a_parameter)
+{
+    engine_model *m =
+        support_compile_text("{\"name\": \"named-sign\", \"coordinates\": [\"x\"], \"parameters\": "
+                             "{\"sign\": -1}, \"kinetic_energy\": \"1/2*x'^2\", \"potential_energy\": "
+                             "\"-sign*abs(x)^1.5 + 0*sign(x)\"}");
+    json_t *r =
+        support_run(m, "{\"initial\": {\"q\": {\"x\": 0.3}, \"qdot\": {\"x\": 0}}, \"t_end\": 1,"
+                       " \"output\": {\"samples\": 2}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14}}");
+    /* energy: 1/2 x'^2 + |x|^1.5 = 0.3^1.5 */
+    double x = support_at(r, "q", "x", 1), v = support_at(r, "qdot", "x", 1);
+    cr_expect(fabs(0.5 * v * v + pow(fabs(x), 1.5) - pow(0.3, 1.5)) < 1e-10,
+              "energy at t = 1: %.15g, initial %.15g", 0.5 * v * v + pow(fabs(x), 1.5), pow(0.3, 1.5));
+    cr_expect(x < 0.3, "the particle moved towards the bottom: x(1) = %g", x);
+    json_decref(r);
+    engine_model_release(m);
+}

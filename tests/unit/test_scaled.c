@@ -147,3 +147,67 @@ Test(scaled, default_speeds_and_nonlinear_constraints_at_extreme_factors)
     json_decref(r);
     engine_model_release(m);
 }
+
+/* Inertias of very different sizes in the multipliers formulation: a sleigh (blade at the
+ * mass centre, V = 0.3 m x) of mass m and inertia J; th = 0.4 + 0.7 t and, with a = 3/7,
+ * x(3) = [(1 + a sin 0.4)(sin 2.5 - sin 0.4) - a (sin^2 2.5 - sin^2 0.4)/2] / 0.7 whatever m
+ * and J; the blade's force at t = 0 is m (0.7 - 0.3 sin 0.4). With m = 1e8 and J = 1e-8,
+ * or 1 and 1e-14, the KKT matrix's pivots looked singular against its largest entry and
+ * the run failed at t = 0. */
+Test(scaled, multipliers_with_inertias_of_very_different_sizes)
+{
+    static const double mj[][2] = {{1e8, 1e-8}, {1e-8, 1e8}, {1.0, 1e-14}, {1.0, 1.0}};
+    const double a = 3.0 / 7.0, x3 = ((1 + a * sin(0.4)) * (sin(2.5) - sin(0.4)) -
+                                      a * (sin(2.5) * sin(2.5) - sin(0.4) * sin(0.4)) / 2) /
+                                     0.7;
+    for (size_t k = 0; k < sizeof mj / sizeof mj[0]; k++) {
+        char text[1024];
+        snprintf(
+            text, sizeof text,
+            "{\"name\": \"sleigh\", \"coordinates\": [\"x\", \"y\", \"th\"], \"parameters\": {\"m\": %.17g, "
+            "\"J\": %.17g}, \"kinetic_energy\": \"1/2*m*(x'^2 + y'^2) + 1/2*J*th'^2\", \"potential_energy\": "
+            "\"0.3*m*x\", \"constraints\": [{\"name\": \"blade\", \"expr\": \"-x'*sin(th) + y'*cos(th)\"}]}",
+            mj[k][0], mj[k][1]);
+        engine_model *m = support_compile_text(text);
+        json_t *r = support_run(
+            m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.4}, \"qdot\": {\"x\": "
+               "0.9210609940028851, \"y\": 0.3894183423086505, \"th\": 0.7}}, \"t_end\": 3,"
+               " \"output\": {\"samples\": 4}, \"integrator\": {\"rtol\": 1e-12, \"atol\": 1e-14},"
+               " \"formulation\": \"multipliers\"}");
+        double x = support_at(r, "q", "x", 3), th = support_at(r, "q", "th", 3);
+        double lam = support_at(r, "multipliers", "blade", 0), lam_ref = mj[k][0] * (0.7 - 0.3 * sin(0.4));
+        cr_expect(fabs(x - x3) < 1e-10 && fabs(th - 2.5) < 1e-10,
+                  "m %g, J %g: x(3) = %.17g (exact %.17g), th(3) %.17g", mj[k][0], mj[k][1], x, x3, th);
+        cr_expect(fabs(fabs(lam) - lam_ref) < 1e-10 * lam_ref, "m %g, J %g: |blade force| %.17g, exact %.17g",
+                  mj[k][0], mj[k][1], fabs(lam), lam_ref);
+        json_decref(r);
+        engine_model_release(m);
+    }
+}
+
+/* A small model is checked as a large one: at 1e-9 m/s a knife edge's initial y' off by
+ * 4.7e-9 (16 times the consistent 2.96e-10) passed the check (its tolerance was 1e-8
+ * times max(1, max |q'|)) and was silently replaced; at 1 m/s the same error relative to
+ * the speeds is refused, and so it is now. */
+Test(scaled, a_small_models_initial_qdot_is_checked_as_a_large_ones)
+{
+    engine_model *m = knife("1");
+    json_t *req = support_loads(
+        "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"qdot\": {\"x\": 1e-9, \"y\": "
+        "5e-9, \"th\": 0}}, \"t_end\": 1}");
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    char *text = problem ? json_dumps(problem, 0) : NULL;
+    cr_expect(rc != 0 && text && strstr(text, "initial.qdot") && strstr(text, "knife"),
+              "a qdot off the knife edge by 16 times its speed is refused: %s", text ? text : "(accepted)");
+    free(text);
+    json_decref(problem);
+    json_decref(result);
+    json_decref(req);
+    /* the consistent one runs */
+    json_t *r = support_run(
+        m, "{\"initial\": {\"q\": {\"x\": 0, \"y\": 0, \"th\": 0.3}, \"qdot\": {\"x\": 1e-9, \"y\": "
+           "2.9552020666133955e-10, \"th\": 0}}, \"t_end\": 1, \"output\": {\"samples\": 2}}");
+    json_decref(r);
+    engine_model_release(m);
+}
