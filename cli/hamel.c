@@ -68,9 +68,10 @@ static const char cli_file_help[] =
     "\"simulation\" (as in ../shared/cases); - reads standard input.\n";
 
 static const char cli_budget_help[] =
-    "--max-compile-seconds S: the compile budget, S seconds of CPU time to compile the model\n"
-    "(and, for steady, 5 x S for the whole search); past it, or past 4 x S of wall-clock time,\n"
-    "the compile-limit problem. Default 2 (the server's HAMEL_MAX_COMPILE_SECONDS); 0: none.\n";
+    "--max-compile-seconds S: the compile budget, S seconds of CPU time to compile the model,\n"
+    "derive a form (equations --form) or answer linearize or evaluate (and, for steady, 5 x S\n"
+    "for the whole search); past it, or past 4 x S of wall-clock time, the compile-limit\n"
+    "problem. Default 2 (the server's HAMEL_MAX_COMPILE_SECONDS); 0: none.\n";
 
 static const char cli_exit_help[] =
     "Exit status: 0 ok; 1 the input was refused (a file that is not JSON, an invalid model or\n"
@@ -446,7 +447,10 @@ static int cmd_equations(const cli_args *a)
     if (cli_compile(a->file, &m, &req, NULL))
         return CLI_EXIT_PROBLEM;
     json_decref(req);
-    int rc = a->form ? engine_equations_form(m, a->form, &eq, &problem) : engine_equations(m, &eq, &problem);
+    /* a form's derivation under the compile budget, as the server's (it had none here:
+     * the Kane form of a 3000-deep x^(x^(...)) ran for minutes) */
+    int rc = a->form ? engine_equations_form_ctl(m, a->form, &cli_limits, NULL, &eq, &problem)
+                     : engine_equations(m, &eq, &problem);
     engine_model_release(m);
     return rc ? cli_fail(problem) : cli_print(a, eq);
 }
@@ -569,9 +573,9 @@ static int cmd_lin(const cli_args *a, const char *which)
     json_t *result = NULL, *problem = NULL;
     int rc = engine_model_compile(model, &cli_limits, &m, &problem);
     if (rc == 0)
-        rc = !strcmp(which, "evaluate") ? engine_evaluate(m, r, NULL, &result, &problem)
+        rc = !strcmp(which, "evaluate") ? engine_evaluate(m, r, &cli_limits, &result, &problem)
              : !strcmp(which, "steady") ? engine_steady(m, r, &cli_limits, NULL, &result, &problem)
-                                        : engine_linearize(m, r, NULL, NULL, &result, &problem);
+                                        : engine_linearize(m, r, &cli_limits, NULL, &result, &problem);
     json_decref(doc);
     engine_model_release(m);
     return rc ? cli_fail(problem) : cli_print(a, result);

@@ -105,6 +105,21 @@ static inline int budget_tick(budget *b)
     return budget_check(b);
 }
 
+/* Counts n units of work at once (a sort of n operands), checking as budget_tick does
+ * whenever a multiple of BUDGET_TICK_EVERY is passed. */
+static inline int budget_tick_n(budget *b, unsigned n)
+{
+    if (!b)
+        return 0;
+    if (b->stop)
+        return b->stop;
+    unsigned before = b->ticks;
+    b->ticks += n;
+    if (before / BUDGET_TICK_EVERY == b->ticks / BUDGET_TICK_EVERY)
+        return 0;
+    return budget_check(b);
+}
+
 /* Nonzero (the budget_stop) once the budget has stopped. Accepts NULL. */
 static inline int budget_stopped(const budget *b) { return b ? b->stop : 0; }
 

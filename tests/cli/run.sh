@@ -119,6 +119,18 @@ budget_option() {
   expect_exit 2 "$hamel" run "$case_file" --max-compile-seconds && has "$work/err" 'needs a value'
 }
 check "hamel --max-compile-seconds S: the compile budget (tiny: 422-style compile-limit, exit 1; bad S: exit 2)" budget_option
+# a form, linearize and evaluate are under the budget too (as the server's): the Kane form
+# of V = x^(x^(...)) 300 deep took 11 s of CPU time (3000 deep: minutes) with none
+deep_form_budget() {
+  defs='{"name": "d0", "expr": "x"}'
+  for i in $(seq 1 299); do defs="$defs, {\"name\": \"d$i\", \"expr\": \"x^(d$((i - 1)))\"}"; done
+  printf '{"coordinates": ["x", "y"], "kinetic_energy": "x'"'"'^2/2 + y'"'"'^2/2", "potential_energy": "d299", "definitions": [%s]}' \
+    "$defs" >"$work/deep.json"
+  expect_exit 0 "$hamel" check "$work/deep.json" || return 1
+  expect_exit 1 timeout 60 "$hamel" equations "$work/deep.json" --form kane --max-compile-seconds 0.3 || return 1
+  jq -e '.type == "/problems/compile-limit" and (.detail | test("kane"))' "$work/err" >/dev/null || { cat "$work/err"; return 1; }
+}
+check "hamel equations --form F: the derivation is under --max-compile-seconds (a deep model stops)" deep_form_budget
 
 # ---- remote through the helper program ---------------------------------------------
 remote_run() {
