@@ -19,7 +19,7 @@
  * for a release, and then reset nothing: the pair only ever moves forward. */
 #define ENGINE_VERSION "0.3.0"
 #define ENGINE_NUMERICS                                                                                      \
-    18 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15); 4: numbers folded only when       \
+    19 /* 2: nonlinear roots (item 6); 3: sound zero decisions (issue 15); 4: numbers folded only when       \
          nothing is lost in products and quotients too; 5: a Hamel coefficient made of Phi's rounding        \
          noise only is zero; 6: and of dPsi's and Psi's evaluation error (running bounds); 7: sums shifted   \
          by a parameter kept whole, d tanh = cosh^-2; 8: M* singular per speed, energy kept                  \
@@ -29,7 +29,7 @@
          12: d abs = sign, d sqrt(a)^x = x/2 sqrt(a)^(x-2) da; 13: d abs(a)^x = x a abs(a)^(x-2) da (x >=    \
          2); 14: the gamma structure at other parameter values too; 15: Frobenius test 1e-12; 16: the        \
          multipliers' KKT columns scaled by M's diagonal; 17: qdot checks without a floor of 1;              \
-         18: logistic and softplus derivatives overflow-safe */
+         18: logistic and softplus derivatives overflow-safe; 19: the gamma structure's resolution 1e-11 */
 
 typedef struct engine_model engine_model;
 

@@ -1423,14 +1423,19 @@ static double hamel_generic_param(int i)
     return 0.35 + (double)(x >> 11) / 9007199254740992.0;
 }
 
+/* A coefficient is zero at a test point when it is within this of its rounding scale
+ * (rounding_scales: rounding noise is about 1e-13 of it); it was 1e-9, and a genuine
+ * coefficient 1e-9 of its terms (z' - (1 + 1e-9)*y*x' - x*y', not integrable) was left out. */
+#define GAMMA_ZERO_TOL 1e-11
+
 /* Whether a coefficient v with rounding scale `scale` is not zero at a test point: at
  * the model's parameter values a value or scale that is not finite proves nothing, so
  * the coefficient is kept; at the generic ones it adds nothing. */
 static int structure_nonzero(double v, double scale, int generic)
 {
     if (generic)
-        return fabs(v) > 1e-9 * scale && isfinite(scale) && isfinite(v);
-    return !(fabs(v) <= 1e-9 * scale) || !isfinite(scale);
+        return fabs(v) > GAMMA_ZERO_TOL * scale && isfinite(scale) && isfinite(v);
+    return !(fabs(v) <= GAMMA_ZERO_TOL * scale) || !isfinite(scale);
 }
 
 int hamel_structure(struct engine_model *m)

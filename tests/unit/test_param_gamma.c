@@ -95,3 +95,26 @@ Test(param_gamma, a_coefficient_zero_at_the_models_parameters_only)
         engine_model_release(m);
     }
 }
+
+/* A coefficient 1e-9 of its terms is a coefficient: z' - (1 + 1e-9)*y*x' - x*y' has
+ * gamma^c_ab = -(1 + 1e-9 - 1) (the double 1 + 1e-9 minus 1: -1.000000082740371e-09) and is
+ * not integrable; it was listed as zero (the structure's resolution was 1e-9 of the
+ * rounding scale). */
+Test(param_gamma, a_coefficient_1e_9_of_its_terms_is_listed)
+{
+    engine_model *m = support_compile_text(
+        "{\"name\": \"nearly\", \"coordinates\": [\"x\", \"y\", \"z\"], \"kinetic_energy\": \"1/2*(x'^2 + "
+        "y'^2 + z'^2)\","
+        " \"constraints\": [{\"name\": \"c\", \"expr\": \"z' - (1 + 1e-9)*y*x' - x*y'\"}],"
+        " \"speeds\": [{\"name\": \"a\", \"expr\": \"x'\"}, {\"name\": \"b\", \"expr\": \"y'\"}]}");
+    json_t *req = support_loads("{\"q\": {\"x\": 0.3, \"y\": 0.2, \"z\": 0}}");
+    json_t *res = NULL, *problem = NULL;
+    cr_assert_eq(engine_hamel(m, req, NULL, &res, &problem), 0);
+    size_t count = 0;
+    double g = listed_gamma(res, &count), exact = -((1 + 1e-9) - 1);
+    cr_expect(count == 2 && fabs(g - exact) < 1e-15 * 1e-9, "gamma^c_ab %.17g of %zu listed, exact %.17g", g,
+              count, exact);
+    json_decref(res);
+    json_decref(req);
+    engine_model_release(m);
+}
