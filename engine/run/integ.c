@@ -365,7 +365,7 @@ static int integ__check_budgets(integ_driver *d, integ__run *r)
 {
     if (d->opt.cancel && atomic_load_explicit(d->opt.cancel, memory_order_relaxed))
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_CANCELLED, "cancelled at t = %.17g", r->t);
-    if (r->steps >= d->opt.max_steps)
+    if (r->steps + d->opt.steps_done >= d->opt.max_steps)
         return integ__fail(r->reason, INTEG_REASON_MAX, HAMEL_E_STEP_LIMIT,
                            "the budget of %ld steps ran out at t = %.17g (t_end = %.17g)", d->opt.max_steps,
                            r->t, r->t_end);

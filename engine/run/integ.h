@@ -87,10 +87,11 @@ typedef struct integ_system {
 } integ_system;
 
 typedef struct integ_options {
-    const char *method;      /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
-    double rtol, atol;       /* per component: |err| <= atol + rtol |y| (control_y_new) */
-    double h0;               /* first step size; 0: chosen from f(t0, y0) */
-    long max_steps;          /* accepted steps of one run, all intervals together */
+    const char *method; /* a gsl_odeiv2 stepper name; NULL or "": INTEG_DEFAULT_METHOD */
+    double rtol, atol;  /* per component: |err| <= atol + rtol |y| (control_y_new) */
+    double h0;          /* first step size; 0: chosen from f(t0, y0) */
+    long max_steps;     /* accepted steps of one run, all intervals together */
+    long steps_done;    /* steps of earlier runs of one simulation (restarts): they count against max_steps */
     double max_wall_seconds; /* wall time of one run */
     double deadline;    /* integ_now() past which a run stops too (one budget for the runs of one simulation:
                            restarts after a projection or a new chart); 0: none */

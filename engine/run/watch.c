@@ -322,7 +322,7 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
                     size_t reason_size)
 {
     double wall = 0.0;
-    long steps = 0, failed = 0, evals = 0, max_steps = opt->max_steps;
+    long steps = 0, failed = 0, evals = 0, done_before = opt->steps_done;
     int n = m->n, rc;
     if (W && W->movable)
         watch_first_chart(W, n, t0, y0, u0);
@@ -339,7 +339,7 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         integ_driver *drv = NULL;
         integ_stats seg;
         memset(&seg, 0, sizeof seg);
-        opt->max_steps = max_steps - steps > 0 ? max_steps - steps : 1;
+        opt->steps_done = done_before + steps; /* one step budget for every segment */
         rc = integ_driver_new(sys, opt, &drv, reason, reason_size);
         if (rc == 0)
             rc = integ_driver_apply(drv, t0, y0, times + *delivered, (size_t)(n_times - *delivered), sample,
@@ -367,6 +367,7 @@ int watch_integrate(sim_watch *W, const struct engine_model *m, const integ_syst
         t0 = t;
         memcpy(y0, y, (size_t)(n + W->k) * sizeof *y0);
     }
+    opt->steps_done = done_before + steps; /* and for the calls after a projection's restart */
     st->steps = steps;
     st->failed_steps = failed;
     st->rhs_evals = evals;

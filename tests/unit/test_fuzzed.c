@@ -319,3 +319,33 @@ Test(fuzzed, sorting_deep_operands_is_within_the_compile_budget)
     engine_model_release(m);
     json_decref(js);
 }
+
+/* The step budget is the whole simulation's too: after each projection the run started
+ * with the whole of integrator.max_steps again (2000 allowed, 3531 taken, no failure). */
+Test(fuzzed, the_step_budget_spans_the_restarts)
+{
+    engine_model *m =
+        support_compile_text("{\"coordinates\": [\"x\", \"y\"], \"parameters\": {\"g\": 9.81},"
+                             " \"kinetic_energy\": \"(x'^2 + y'^2)/2\", \"potential_energy\": \"g*y\","
+                             " \"position_constraints\": [\"x^2 + y^2 - 1\"]}");
+    json_t *req =
+        support_loads("{\"initial\": {\"q\": {\"x\": 0.6, \"y\": -0.8}, \"speeds\": {\"x'\": 0}},"
+                      " \"t_end\": 100, \"output\": {\"samples\": 1000}, \"position_tolerance\": 1e-14,"
+                      " \"integrator\": {\"rtol\": 1e-4, \"atol\": 1e-4, \"max_steps\": 2000}}");
+    json_t *result = NULL, *problem = NULL;
+    int rc = engine_simulate(m, req, NULL, NULL, &result, &problem);
+    long steps =
+        result ? (long)json_integer_value(json_object_get(json_object_get(result, "stats"), "steps")) : -1;
+    cr_assert_eq(rc, HAMEL_E_STEP_LIMIT, "rc %d, %ld steps", rc, steps);
+    const char *detail = json_string_value(json_object_get(problem, "detail"));
+    cr_assert(detail && strstr(detail, "the budget of 2000 steps"), "%s", detail ? detail : "(null)");
+    json_t *pos = json_object_get(
+        json_object_get(json_object_get(json_object_get(problem, "partial"), "checks"), "constraints"),
+        "position");
+    cr_assert_gt(json_integer_value(json_object_get(pos, "projections")), 0,
+                 "the run was restarted after projections");
+    json_decref(result);
+    json_decref(problem);
+    json_decref(req);
+    engine_model_release(m);
+}
