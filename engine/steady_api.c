@@ -47,6 +47,7 @@
 #define STEADY_RANK_TOL 1e-10   /* singular values below this times the largest are dropped */
 #define STEADY_LOCATE_TOL 1e-12 /* stability changes, relative to max(1, |value|) */
 /* halvings between two branch points whose growing modes change in both kinds */
+#define STEADY_PERSISTENT_NEAR 1e-4 /* a persistent zero is at most this much of the spectrum's size */
 #define STEADY_SPLIT_DEPTH 40
 /* a branch point: the second smallest singular value of the branch's Jacobian below this
  * times the largest met on the branch */
@@ -454,10 +455,16 @@ static double spec_scale(const spectrum *sp)
     return m;
 }
 
-/* Whether eigenvalue i is one of the z closest to the origin (persistent zeros). */
+/* Whether eigenvalue i is one of the z closest to the origin (persistent zeros) and near
+ * it: within STEADY_PERSISTENT_NEAR of the spectrum's size, so that a triple zero split by
+ * rounding (~1e-7) is one, and a point with fewer zeros than the branch's count (the
+ * upright disk at spin 0, whose reduced spectrum there is only the real pair +-3.96) does
+ * not lose a genuine eigenvalue instead (that made a stability change out of nothing). */
 static int is_persistent(const spectrum *sp, int i, int z)
 {
     double a = hypot(sp->re[i], sp->im[i]);
+    if (a > STEADY_PERSISTENT_NEAR * spec_scale(sp))
+        return 0;
     int closer = 0;
     for (int j = 0; j < sp->count; j++) {
         double b = hypot(sp->re[j], sp->im[j]);

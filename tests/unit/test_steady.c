@@ -197,6 +197,32 @@ Test(steady, a_branch_from_its_critical_point_locates_the_change_there)
     json_decref(cs);
 }
 
+/* The upright disk's branch from spin 0 (the web page's preset: theta solved for, Omega
+ * from 0 to 6 in 60 steps): one change, where it stands up at sqrt(g/(3r)). At spin 0 the
+ * reduced spectrum is the real pair +-sqrt(4g/(5r)) alone, every other point has a zero
+ * beside it; a persistent-zero count taken from most points then dropped one of the pair
+ * at spin 0 and reported "loses stability" at 0.0376 as well. */
+Test(steady, a_point_with_fewer_zeros_than_the_branch_keeps_its_eigenvalues)
+{
+    json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
+    engine_model *m = support_compile_json(json_object_get(cs, "model"));
+    const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
+    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
+                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", 0.0, "unknowns", "theta",
+                            "continuation", "vary", "Omega", "to", 6.0, "steps", 60);
+    json_t *res = support_steady(m, req, 0, NULL);
+    const json_t *ch = json_object_get(res, "stability_changes");
+    cr_assert_eq(json_array_size(ch), 1, "one change: %s", json_dumps(ch, 0));
+    double at = json_number_value(json_object_get(json_array_get(ch, 0), "value"));
+    cr_assert(fabs(at - crit) <= 1e-9 * crit, "the change at %.17g: the critical speed is %.17g", at, crit);
+    const json_t *p0 = json_array_get(json_object_get(res, "points"), 0);
+    cr_assert(json_is_false(json_object_get(p0, "stable")), "spin 0: unstable (the real pair +-3.96)");
+    json_decref(res);
+    engine_model_release(m);
+    json_decref(cs);
+}
+
 /* Two stability changes between two points of the branch (the bicycle from 3 to 7 m/s in
  * one step: weave and capsize): each is found and located. The number of growing modes
  * went from 2 (the weave pair) to 1 (capsize), and only the weave was reported. */
