@@ -167,7 +167,8 @@ web:
 	@clients/web/tools/make-examples.sh
 
 # Fuzzing: libFuzzer targets for the expression parser, model
-# compilation and requests (simulation, Hamel coefficients) against a fixed model, built
+# compilation, requests (simulation, Hamel coefficients) against a fixed model, and whole
+# cases (fuzz_case: a model and every request on it, a structure-aware mutator), built
 # with clang into build/fuzz/ and run FUZZ_TIME seconds each.
 # Crashes and hangs are written to build/fuzz/crash-* / timeout-*; the corpora grow in
 # build/fuzz/corpus-*. The test command runs each for a few seconds from its committed
