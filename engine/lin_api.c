@@ -549,32 +549,31 @@ static json_t *evaluate_state(const struct eval_ws *E, lin_state *s, int all_lin
     return o;
 }
 
-int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
-                    json_t **result, json_t **problem)
+/* evaluate's states: a non-empty array within the limits (the count, the work, and the
+ * answer's size within max_output_values). */
+static void check_states(const struct engine_model *m, const json_t *states, int ns,
+                         const engine_limits *limits, json_t **problem)
 {
-    return engine_evaluate_ctl(m, request, limits, NULL, result, problem);
-}
-
-/* The number of states of an evaluation (its "states" array), or an error under "states"
- * when there are none, too many, or more values than an answer may hold. */
-static int evaluate_states_count(const engine_model *m, const json_t *states, const engine_limits *limits,
-                                 json_t **problem)
-{
-    int ns = json_is_array(states) ? (int)json_array_size(states) : 0;
     double per = 4.0 + 3.0 * m->n + 2.0 * m->k + m->nc; /* t, q, speeds, q', their rates, q'', lambda */
-    if (ns == 0)
+    if (!json_is_array(states) || ns == 0)
         bad(problem, HAMEL_E_BAD_REQUEST, "states",
             "required: a non-empty array of states {\"t\", \"q\": {...}, \"speeds\": {...} or \"qdot\": "
             "{...}}");
     else if (ns > limits->max_states || (double)ns * 2 * max_slots(m) > LIN_MAX_WORK)
         bad(problem, HAMEL_E_BAD_REQUEST, "states", "too many states: at most %d for this model",
             (int)fmin(limits->max_states, LIN_MAX_WORK / (2.0 * max_slots(m))));
-    else if (limits->max_output_values && (double)ns * per > (double)limits->max_output_values)
+    else if (limits->max_output_values && ns * per > (double)limits->max_output_values)
         bad(problem, HAMEL_E_LIMIT, "states",
-            "%d states x %d values (t, q, speeds, q', their rates, q'', the multipliers) = %.0f; at most %zu "
+            "%d states x %.0f values (t, q, speeds, q', their rates, q'', the multipliers) = %.0f; at most "
+            "%zu "
             "values per answer",
-            ns, (int)per, (double)ns * per, limits->max_output_values);
-    return ns;
+            ns, per, ns * per, limits->max_output_values);
+}
+
+int engine_evaluate(const engine_model *m, const json_t *request, const engine_limits *limits,
+                    json_t **result, json_t **problem)
+{
+    return engine_evaluate_ctl(m, request, limits, NULL, result, problem);
 }
 
 int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engine_limits *limits,
@@ -598,7 +597,8 @@ int engine_evaluate_ctl(const engine_model *m, const json_t *request, const engi
         return HAMEL_E_INTERNAL;
     sim_parse_parameters(m, json_object_get(request, "parameters"), params, problem);
     const json_t *states = json_object_get(request, "states");
-    int ns = evaluate_states_count(m, states, limits, problem);
+    int ns = json_is_array(states) ? (int)json_array_size(states) : 0;
+    check_states(m, states, ns, limits, problem);
     if (*problem) {
         free(params);
         return hamel_problem_code(*problem);
