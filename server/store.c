@@ -38,6 +38,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define STORE_BUSY_TIMEOUT_MS 5000
@@ -59,6 +61,7 @@
  * running, or at twice the cap in any case: the -wal file stays under about 2 * 16 MB
  * and one group. */
 #define STORE_CKPT_FRAMES 256
+#define STORE_CKPT_NICE 5 /* the checkpoint thread's nice value */
 #define STORE_WAL_RESTART_FRAMES 1024
 #define STORE_CKPT_CHASE 4
 #define STORE_WAL_CAP_FRAMES 4096
@@ -891,6 +894,9 @@ static void *store__ckpt_main(void *arg)
 {
     sqlite_store *s = arg;
     int chase = 0;
+    /* Background copying nobody waits for: on a busy machine the threads that answer
+     * requests go first (Linux: the nice value is per thread). */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), STORE_CKPT_NICE);
     pthread_mutex_lock(&s->clock);
     for (;;) {
         while ((!s->ckpt_wanted && !chase && !s->ckpt_stop) || (s->ckpt_hold && !s->ckpt_stop))
