@@ -605,6 +605,20 @@ static int solve_at(steady *s, double v, json_t **problem)
     return rc;
 }
 
+/* The steady motion at vary = v between the branch points xa and xb, solved from the
+ * guess interpolated between them, and its spectrum into *sp. Returns 0 or -1. */
+static int solve_between(steady *s, const double *xa, const double *xb, double v, spectrum *sp)
+{
+    int nv = s->nv;
+    double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
+    for (int i = 0; i < nv; i++)
+        var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
+    json_t *p = NULL;
+    int nrc = solve_at(s, v, &p);
+    json_decref(p);
+    return nrc != 0 || spectrum_now(s, sp, NULL) < 0 ? -1 : 0;
+}
+
 /* Bisection between branch points a and b on the number of unstable eigenvalues of the
  * kind, solving the steady motion at each midpoint; 0 with *value, or -1. */
 static int bisect_count(steady *s, const double *xa, const double *xb, int z, int complex_kind, double *value)
@@ -615,13 +629,7 @@ static int bisect_count(steady *s, const double *xa, const double *xb, int z, in
     int ca = -1;
     for (int it = 0; it < 200; it++) {
         double v = it == 0 ? va : 0.5 * (va + vb);
-        double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
-        for (int i = 0; i < nv; i++)
-            var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
-        json_t *p = NULL;
-        int nrc = solve_at(s, v, &p);
-        json_decref(p);
-        if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+        if (solve_between(s, xa, xb, v, &sp) != 0)
             return -1;
         int c = unstable_count(&sp, z, complex_kind);
         if (it == 0) {
@@ -1114,14 +1122,8 @@ static int counts_at(steady *s, const double *xa, const double *xb, double v, in
                      int *r)
 {
     int nv = s->nv;
-    double w = (v - xa[nv - 1]) / (xb[nv - 1] - xa[nv - 1]);
-    for (int i = 0; i < nv; i++)
-        var_set(s, i, xa[i] + w * (xb[i] - xa[i]));
-    json_t *p = NULL;
-    int nrc = solve_at(s, v, &p);
-    json_decref(p);
     spectrum sp;
-    if (nrc != 0 || spectrum_now(s, &sp, NULL) < 0)
+    if (solve_between(s, xa, xb, v, &sp) != 0)
         return -1;
     for (int i = 0; i < nv; i++)
         x[i] = var_get(s, i);

@@ -643,6 +643,16 @@ static json_t *chetaev_request(const char *formulation)
                      0.0, "th", 0.5, "t_end", 1.0, "formulation", formulation);
 }
 
+/* A rolling-disk request's initial state given as a qdot that violates slip_x and slip_y. */
+static void set_slipping_qdot(json_t *req)
+{
+    json_t *init = json_object_get(req, "initial");
+    json_object_del(init, "speeds");
+    json_object_set_new(
+        init, "qdot",
+        json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta", 0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
+}
+
 /* The 4xx of an invalid simulation comes back at once, with or without ?wait, and no
  * job is created for it. */
 static void assert_refused(const json_t *req, const char *slug, const char *path_part)
@@ -675,11 +685,7 @@ SERVER_TEST(server, invalid_simulations_are_refused_synchronously)
 
     /* initial.qdot that violates slip_x and slip_y. */
     json_t *req = json_deep_copy(base);
-    json_t *init = json_object_get(req, "initial");
-    json_object_del(init, "speeds");
-    json_object_set_new(
-        init, "qdot",
-        json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta", 0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
+    set_slipping_qdot(req);
     assert_refused(req, "invalid-initial-state", "initial.qdot");
     json_decref(req);
 
@@ -737,11 +743,7 @@ SERVER_TEST(server, a_new_models_simulation_is_checked_with_its_compile)
         json_object_set_new(json_object_get(model, "parameters"), "m", json_real(good_first ? 1.375 : 1.625));
         json_object_set_new(req, "model", model);
         json_t *bad = json_deep_copy(req);
-        json_t *init = json_object_get(bad, "initial");
-        json_object_del(init, "speeds");
-        json_object_set_new(
-            init, "qdot",
-            json_pack("{s:f, s:f, s:f, s:f, s:f}", "phi", 0.1, "theta", 0.0, "psi", 1.0, "x", 0.0, "y", 0.0));
+        set_slipping_qdot(bad);
         for (int k = 0; k < 2; k++) {
             int is_bad = good_first ? k == 1 : k == 0;
             harness_resp r = post_json("/v1/simulations?wait=" TEST_WAIT, is_bad ? bad : req);
