@@ -59,18 +59,28 @@ Test(fuzzed, a_request_that_is_not_an_object_names_the_body)
     engine_model_release(m);
 }
 
+/* The start of a model of n coordinates q0..q(n-1) with T = sum q_i'^2 / 2, written into
+ * text: `{"coordinates": [...], "kinetic_energy": "(...)/2"` (the caller goes on at the
+ * returned offset). */
+static int unit_masses(char *text, size_t cap, int n)
+{
+    int at = snprintf(text, cap, "{\"coordinates\": [");
+    for (int i = 0; i < n; i++)
+        at += snprintf(text + at, cap - at, "%s\"q%d\"", i ? ", " : "", i);
+    at += snprintf(text + at, cap - at, "], \"kinetic_energy\": \"(");
+    for (int i = 0; i < n; i++)
+        at += snprintf(text + at, cap - at, "%sq%d'^2", i ? " + " : "", i);
+    at += snprintf(text + at, cap - at, ")/2\"");
+    return at;
+}
+
 /* n = 8 coordinates, T = sum q_i'^2 / 2, speeds u_j = q_j' + 0.1 sin(q_j) q_{j+1}' (cyclic):
  * 112 Hamel coefficients are not identically zero. */
 static engine_model *cyclic_model(void)
 {
     char text[4096];
-    int at = snprintf(text, sizeof text, "{\"coordinates\": [");
-    for (int i = 0; i < 8; i++)
-        at += snprintf(text + at, sizeof text - at, "%s\"q%d\"", i ? ", " : "", i);
-    at += snprintf(text + at, sizeof text - at, "], \"kinetic_energy\": \"(");
-    for (int i = 0; i < 8; i++)
-        at += snprintf(text + at, sizeof text - at, "%sq%d'^2", i ? " + " : "", i);
-    at += snprintf(text + at, sizeof text - at, ")/2\", \"speeds\": [");
+    int at = unit_masses(text, sizeof text, 8);
+    at += snprintf(text + at, sizeof text - at, ", \"speeds\": [");
     for (int j = 0; j < 8; j++)
         at += snprintf(text + at, sizeof text - at, "%s\"q%d' + 0.1*sin(q%d)*q%d'\"", j ? ", " : "", j, j,
                        (j + 1) % 8);
@@ -153,13 +163,8 @@ Test(fuzzed, hamel_samples_count_in_a_simulations_size)
 static engine_model *chain_model(void)
 {
     char text[4096];
-    int at = snprintf(text, sizeof text, "{\"coordinates\": [");
-    for (int i = 0; i < 20; i++)
-        at += snprintf(text + at, sizeof text - at, "%s\"q%d\"", i ? ", " : "", i);
-    at += snprintf(text + at, sizeof text - at, "], \"kinetic_energy\": \"(");
-    for (int i = 0; i < 20; i++)
-        at += snprintf(text + at, sizeof text - at, "%sq%d'^2", i ? " + " : "", i);
-    at += snprintf(text + at, sizeof text - at, ")/2\", \"potential_energy\": \"0");
+    int at = unit_masses(text, sizeof text, 20);
+    at += snprintf(text + at, sizeof text - at, ", \"potential_energy\": \"0");
     for (int i = 0; i < 19; i++)
         at += snprintf(text + at, sizeof text - at, " - cos(q%d - q%d)", i, i + 1);
     snprintf(text + at, sizeof text - at, "\"}");
