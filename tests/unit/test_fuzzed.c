@@ -257,6 +257,16 @@ Test(fuzzed, a_value_that_is_not_finite_is_named)
     free(detail);
 }
 
+/* A stopped run's partial result shows the run was restarted after position projections. */
+static void assert_projected(const json_t *problem)
+{
+    const json_t *pos = json_object_get(
+        json_object_get(json_object_get(json_object_get(problem, "partial"), "checks"), "constraints"),
+        "position");
+    cr_assert_gt(json_integer_value(json_object_get(pos, "projections")), 0,
+                 "the run was restarted after projections");
+}
+
 /* The wall-time budget is the whole simulation's: a run restarted after each projection
  * onto its position constraints (or after a new chart of speeds) gave every restart a
  * budget of its own, so a pendulum whose drift is projected at every sample ran far past
@@ -283,11 +293,7 @@ Test(fuzzed, the_wall_time_budget_spans_the_restarts)
     cr_assert_eq(rc, HAMEL_E_TIME_LIMIT,
                  "a run of 1000 projected samples stops at 0.3 s (rc %d after %.2f s)", rc, took);
     cr_assert_lt(took, 5.0, "within its budget (and the checks after it): %.2f s", took);
-    json_t *partial = json_object_get(problem, "partial");
-    json_t *pos =
-        json_object_get(json_object_get(json_object_get(partial, "checks"), "constraints"), "position");
-    cr_assert_gt(json_integer_value(json_object_get(pos, "projections")), 0,
-                 "the run was restarted after projections");
+    assert_projected(problem);
     json_decref(result);
     json_decref(problem);
     json_decref(req);
@@ -344,11 +350,7 @@ Test(fuzzed, the_step_budget_spans_the_restarts)
     cr_assert_eq(rc, HAMEL_E_STEP_LIMIT, "rc %d, %ld steps", rc, steps);
     const char *detail = json_string_value(json_object_get(problem, "detail"));
     cr_assert(detail && strstr(detail, "the budget of 2000 steps"), "%s", detail ? detail : "(null)");
-    json_t *pos = json_object_get(
-        json_object_get(json_object_get(json_object_get(problem, "partial"), "checks"), "constraints"),
-        "position");
-    cr_assert_gt(json_integer_value(json_object_get(pos, "projections")), 0,
-                 "the run was restarted after projections");
+    assert_projected(problem);
     json_decref(result);
     json_decref(problem);
     json_decref(req);

@@ -164,6 +164,16 @@ Test(steady, a_steep_branch_reaches_to_within_its_steps)
     json_decref(cs);
 }
 
+/* The request of the rolling disk's upright branch (theta = pi/2, rolling straight):
+ * from spin Omega0, solving for `unknown`, Omega to `to` in `steps` steps. */
+static json_t *upright_disk_branch(double omega0, const char *unknown, double to, int steps)
+{
+    return json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
+                     "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0, "speeds",
+                     "wd", 0.0, "thd", 0.0, "Omega", omega0, "unknowns", unknown, "continuation", "vary",
+                     "Omega", "to", to, "steps", steps);
+}
+
 /* A branch that starts exactly at a stability change: the upright disk from Omega =
  * sqrt(g / 3 r), where the crossing pair and the branch's persistent zero meet in a
  * triple zero that the eigenvalue solver splits into three of about 1e-7. The persistent
@@ -176,10 +186,7 @@ Test(steady, a_branch_from_its_critical_point_locates_the_change_there)
     json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = support_compile_json(json_object_get(cs, "model"));
     const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
-    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
-                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
-                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", crit, "unknowns", "wd", "continuation",
-                            "vary", "Omega", "to", 5.0, "steps", 10);
+    json_t *req = upright_disk_branch(crit, "wd", 5.0, 10);
     json_t *res = support_steady(m, req, 0, NULL);
     const json_t *ch = json_object_get(res, "stability_changes");
     cr_assert_leq(json_array_size(ch), 1, "%s", json_dumps(ch, 0));
@@ -207,10 +214,7 @@ Test(steady, a_point_with_fewer_zeros_than_the_branch_keeps_its_eigenvalues)
     json_t *cs = support_load_case("greenwood-5.3-rolling-disk.json");
     engine_model *m = support_compile_json(json_object_get(cs, "model"));
     const double g = 9.81, r = 0.5, crit = sqrt(g / (3 * r));
-    json_t *req = json_pack("{s:{s:{s:f, s:f, s:f, s:f, s:f}, s:{s:f, s:f, s:f}}, s:[s], s:{s:s, s:f, s:i}}",
-                            "state", "q", "phi", 0.0, "theta", M_PI / 2, "psi", 0.0, "x", 0.0, "y", 0.0,
-                            "speeds", "wd", 0.0, "thd", 0.0, "Omega", 0.0, "unknowns", "theta",
-                            "continuation", "vary", "Omega", "to", 6.0, "steps", 60);
+    json_t *req = upright_disk_branch(0.0, "theta", 6.0, 60);
     json_t *res = support_steady(m, req, 0, NULL);
     const json_t *ch = json_object_get(res, "stability_changes");
     cr_assert_eq(json_array_size(ch), 1, "one change: %s", json_dumps(ch, 0));
